@@ -1,0 +1,36 @@
+# proclab developer entry points. Every target sets up .venv first (idempotent: a stamp
+# file records the hash of pyproject.toml + constraints.txt, so a second run is instant).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HASH   := $(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.proclab-installed-$(HASH)
+PYTEST_WORKERS ?= 2
+
+.PHONY: setup demo test test-all lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "proclab needs CPython 3.11 (procgen wheels exist for 3.11 only); set PYTHON=/path/to/python3.11"; exit 2; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	@rm -f $(VENV)/.proclab-installed-*
+	@touch $(STAMP)
+
+demo: setup
+	$(BIN)/proclab quickstart
+
+test: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+
+test-all: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

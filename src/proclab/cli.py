@@ -1,0 +1,71 @@
+"""The ``proclab`` command: one entry point, one module per sub-command.
+
+Sub-commands are registered by name with the module that implements them and imported only
+when run, so ``proclab --help`` is instant and a command pays only for what it uses. Each
+command module exposes ``main(argv: list[str]) -> None`` and parses its own options with tyro
+(typed dataclasses whose field docstrings are the ``--help`` text).
+
+A :class:`~proclab.errors.ProclabError` (a user mistake) is printed as one line without a
+traceback and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module, one-line help). Multi-word names form command groups ("data info").
+COMMANDS: dict[str, tuple[str, str]] = {
+    "quickstart": ("proclab.quickstart", "the whole pipeline, small, on a CPU"),
+    "games": ("proclab.envs.cli", "list the Procgen games, their modes and the level splits"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS) + 2
+    rows = "\n".join(f"  {name:<{width}}{help_}" for name, (_, help_) in COMMANDS.items())
+    return (
+        "usage: proclab COMMAND [options]\n\n"
+        "proclab: train, evaluate, record, simulate, interpret and reward-learn Procgen agents.\n\n"
+        f"commands:\n{rows}\n\nRun 'proclab COMMAND --help' for a command's options."
+    )
+
+
+def _resolve(argv: list[str]) -> tuple[str | None, list[str]]:
+    """Longest registered command name that prefixes argv."""
+    for n in range(min(3, len(argv)), 0, -1):
+        name = " ".join(argv[:n])
+        if name in COMMANDS:
+            return name, argv[n:]
+    return None, argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    from proclab.errors import ProclabError, unknown_choice
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return
+    name, rest = _resolve(argv)
+    try:
+        if name is None:
+            group = [c for c in COMMANDS if c.split()[0] == argv[0]]
+            if group:  # a group name alone, e.g. "proclab data"
+                print(f"usage: proclab {argv[0]} SUBCOMMAND [options]\n\nsubcommands:")
+                for c in group:
+                    print(f"  {c.split(' ', 1)[1]:<16}{COMMANDS[c][1]}")
+                sys.exit(0 if len(argv) == 1 or argv[1] in ("-h", "--help") else 2)
+            raise unknown_choice("command", argv[0], sorted({c.split()[0] for c in COMMANDS}))
+        module = importlib.import_module(COMMANDS[name][0])
+        module.main(rest, prog=f"proclab {name}")
+    except ProclabError as err:
+        print(f"proclab: error: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        print("proclab: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

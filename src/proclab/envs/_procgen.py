@@ -1,0 +1,69 @@
+"""Import procgen quietly, and the few procgen internals proclab relies on.
+
+procgen imports the unmaintained ``gym`` package, which prints a multi-line deprecation
+banner to stderr on import. proclab users never touch ``gym``, so the banner is removed; any
+*other* output produced during the import is passed through unchanged.
+
+The vector env reads procgen's output buffers directly (``observe`` without the per-env info
+dicts of ``get_info``), which is what keeps proclab at raw-procgen speed. Those buffer
+attributes belong to gym3's ``CEnv`` (pinned at 0.3.3 through procgen2 0.10.7); every access
+is in :class:`ProcgenBackend` so that one place changes if they ever do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import warnings
+
+import numpy as np
+
+
+def _import_procgen():
+    try:
+        from gym_notices.notices import notices as banners  # a plain dict, no side effects
+    except ImportError:  # pragma: no cover - gym_notices is a procgen dependency
+        banners = {}
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=ResourceWarning)  # procgen's unclosed version.txt
+        from procgen import ProcgenGym3Env
+    text = captured.getvalue()
+    for banner in set(banners.values()):
+        text = text.replace(banner + "\n", "").replace(banner, "")
+    if text.strip():
+        sys.stderr.write(text)
+    return ProcgenGym3Env
+
+
+ProcgenGym3Env = _import_procgen()
+
+
+class ProcgenBackend:
+    """One procgen ``ProcgenGym3Env`` (one game, ``num`` envs) with zero-copy buffer access."""
+
+    def __init__(self, num: int, game: str, **options):
+        self.env = ProcgenGym3Env(num=num, env_name=game, **options)
+        self.num = num
+
+    def act(self, actions: np.ndarray) -> None:
+        self.env.act(actions)
+
+    def observe(self):
+        """Fill procgen's buffers; return views ``(rgb HWC, reward, first, info dict)``.
+
+        The arrays are procgen's own buffers: valid until the next :meth:`act`; copy to keep.
+        """
+        env = self.env
+        env._c_lib.libenv_observe(env._c_env)
+        return env._ob["rgb"], env._rew, env._first, env._info
+
+    def get_state(self) -> list[bytes]:
+        return self.env.get_state()
+
+    def set_state(self, states: list[bytes]) -> None:
+        self.env.set_state(states)
+
+    def close(self) -> None:
+        self.env.close()

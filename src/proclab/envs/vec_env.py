@@ -1,0 +1,235 @@
+"""A vectorised Procgen environment with a gymnasium-style API, one game or many.
+
+``step(actions) -> obs, reward, terminated, truncated, info`` where
+
+* ``obs``: uint8 ``(N, 3, 64, 64)``. It is a channels-first *view* of a channels-last buffer
+  (no transpose copy), so ``torch.from_numpy(obs)`` is already a ``channels_last`` tensor, the
+  fastest layout for the agents' convolutions.
+* ``reward``: float32 ``(N,)``, the reward the action earned.
+* ``terminated`` / ``truncated``: bool ``(N,)``. Procgen resets an env by itself when its episode
+  ends, so ``obs[i]`` is then already the first frame of the next episode. An episode that hit
+  Procgen's 1000-step time limit without completing its level is ``truncated``; every other end
+  is ``terminated``.
+* ``info``: arrays, never per-env dicts: ``level_seed (N,)`` of the level each returned
+  observation belongs to, and ``episode``, a dict of ``(N,)`` arrays describing the episodes
+  that ended at this step (``done`` mask, ``return``, ``length``, ``level_seed``,
+  ``level_complete``). With ``render_human=True`` also ``human``: the 512x512 HWC frames.
+
+Multi-task: with games ``(g_0, ..., g_{G-1})`` env slot ``i`` plays ``g_{i mod G}`` (the
+modern-srwm layout); ``game_index[i]`` says which. Each game is one procgen vector env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from proclab.envs._procgen import ProcgenBackend
+from proclab.envs.games import EPISODE_TIME_LIMIT, check_mode, resolve_games
+from proclab.envs.levels import LevelSplit, parse_split
+from proclab.errors import ProclabError
+
+OBS_SHAPE = (3, 64, 64)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Procgen settings shared by every environment a run builds."""
+
+    game: tuple[str, ...] = ("coinrun",)
+    """Game, or several for multi-task (env slot i plays game i mod N); also the lists easy6, memory4, all16."""
+    mode: str = "easy"
+    """Distribution mode: easy, hard, extreme, memory or exploration (validity is per game)."""
+    num_envs: int = 64
+    """Parallel environments (for multi-task, split evenly over the games)."""
+    split: str = "train"
+    """Training levels: a named split (train, train-500, val, test1..3, all) or START:NUM."""
+    use_backgrounds: bool = True
+    """Draw the game backgrounds (interpreting-rl-behavior trains without them)."""
+    paint_vel_info: bool = False
+    """Paint the agent's velocity in the top-left corner of the frame."""
+    center_agent: bool = True
+    """Keep the agent centred (the default Procgen camera)."""
+    use_sequential_levels: bool = False
+    """Continue to the next level instead of ending the episode when a level is completed."""
+    restrict_themes: bool = False
+    """Use a single theme per game."""
+    use_monochrome_assets: bool = False
+    """Draw with monochrome rectangles instead of sprites."""
+    num_threads: int = 4
+    """Procgen's stepping threads per game."""
+
+    def games(self) -> tuple[str, ...]:
+        return resolve_games(self.game, self.mode)
+
+    def level_split(self) -> LevelSplit:
+        return parse_split(self.split)
+
+
+def _game_seed(seed: int, game_slot: int) -> int:
+    return int(np.random.SeedSequence([seed, game_slot]).generate_state(1)[0] % 2**31)
+
+
+class ProcgenVecEnv:
+    """``num_envs`` Procgen environments over one or several games; see the module docstring."""
+
+    def __init__(
+        self,
+        config: EnvConfig,
+        seed: int = 0,
+        *,
+        num_envs: int | None = None,
+        split: str | LevelSplit | None = None,
+        render_human: bool = False,
+    ):
+        check_mode(config.mode)
+        self.config = config
+        self.games = config.games()
+        self.split = parse_split(config.split if split is None else split)
+        self.num_envs = config.num_envs if num_envs is None else num_envs
+        self.seed = int(seed)
+        self.render_human = render_human
+        G = len(self.games)
+        if self.num_envs < 1:
+            raise ProclabError(f"num_envs={self.num_envs} is invalid: it must be at least 1.")
+        if self.num_envs < G:
+            raise ProclabError(
+                f"num_envs={self.num_envs} is smaller than the {G} games "
+                f"({', '.join(self.games)}); give at least one env per game."
+            )
+        self.game_index = np.arange(self.num_envs) % G
+        self._slots = [slice(g, None, G) for g in range(G)]
+        self._backends: list[ProcgenBackend] = []
+        self._ep_return = np.zeros(self.num_envs, np.float64)
+        self._ep_length = np.zeros(self.num_envs, np.int64)
+
+    # -- construction -------------------------------------------------------------------------
+    def _procgen_options(self) -> dict:
+        c = self.config
+        options = dict(
+            distribution_mode=c.mode,
+            use_backgrounds=c.use_backgrounds,
+            paint_vel_info=c.paint_vel_info,
+            center_agent=c.center_agent,
+            use_sequential_levels=c.use_sequential_levels,
+            restrict_themes=c.restrict_themes,
+            use_monochrome_assets=c.use_monochrome_assets,
+            num_threads=c.num_threads,
+        )
+        if c.mode != "exploration":  # exploration mode fixes its single level itself
+            options.update(num_levels=self.split.num, start_level=self.split.start)
+        if self.render_human:
+            options["render_mode"] = "rgb_array"
+        return options
+
+    def reset(self) -> tuple[np.ndarray, dict]:
+        """(Re)create the environments from the seed; return the first observations."""
+        self.close()
+        options = self._procgen_options()
+        self._backends = [
+            ProcgenBackend(
+                num=len(range(self.num_envs)[sl]), game=game, rand_seed=_game_seed(self.seed, g), **options
+            )
+            for g, (game, sl) in enumerate(zip(self.games, self._slots, strict=True))
+        ]
+        self._ep_return[:] = 0
+        self._ep_length[:] = 0
+        obs, _, _, info, _ = self._observe()
+        return obs, info
+
+    def close(self) -> None:
+        for backend in self._backends:
+            backend.close()
+        self._backends = []
+
+    # -- stepping -----------------------------------------------------------------------------
+    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        if not self._backends:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"expected actions of shape ({self.num_envs},), got {actions.shape}")
+        actions = actions.astype(np.int32, copy=False)
+        for backend, sl in zip(self._backends, self._slots, strict=True):
+            backend.act(actions[sl])
+        obs, reward, first, info, (prev_seed, prev_complete) = self._observe()
+
+        self._ep_return += reward
+        self._ep_length += 1
+        length = self._ep_length.copy()
+        complete = prev_complete & first
+        truncated = first & (length >= EPISODE_TIME_LIMIT) & ~complete
+        info["episode"] = {
+            "done": first.copy(),
+            "return": np.where(first, self._ep_return, 0.0),
+            "length": np.where(first, length, 0),
+            "level_seed": np.where(first, prev_seed, -1),
+            "level_complete": complete,
+        }
+        self._ep_return[first] = 0
+        self._ep_length[first] = 0
+        return obs, reward, first & ~truncated, truncated, info
+
+    def _observe(self):
+        """Gather all games' buffers into fresh arrays (slot i <- game i mod G).
+
+        Returns ``obs, reward, first, info, (prev_level_seed, prev_level_complete)``; the last
+        pair describes the episode that just ended where ``first`` is set.
+        """
+        N = self.num_envs
+        obs = np.empty((N, 64, 64, 3), np.uint8)
+        reward = np.empty(N, np.float32)
+        first = np.empty(N, bool)
+        level_seed = np.empty(N, np.int64)
+        prev_seed = np.empty(N, np.int64)
+        prev_complete = np.empty(N, bool)
+        human = np.empty((N, 512, 512, 3), np.uint8) if self.render_human else None
+        for backend, sl in zip(self._backends, self._slots, strict=True):
+            rgb, rew, fst, inf = backend.observe()
+            obs[sl] = rgb
+            reward[sl] = rew
+            first[sl] = fst
+            level_seed[sl] = inf["level_seed"]
+            prev_seed[sl] = inf["prev_level_seed"]
+            prev_complete[sl] = inf["prev_level_complete"]
+            if human is not None:
+                human[sl] = inf["rgb"]
+        info = {"level_seed": level_seed}
+        if human is not None:
+            info["human"] = human
+        return obs.transpose(0, 3, 1, 2), reward, first, info, (prev_seed, prev_complete)
+
+    # -- state (exact resume) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        """Everything needed to continue exactly: procgen game states and episode accumulators."""
+        return {
+            "procgen": [backend.get_state() for backend in self._backends],
+            "ep_return": self._ep_return.copy(),
+            "ep_length": self._ep_length.copy(),
+        }
+
+    def set_state(self, state: dict) -> tuple[np.ndarray, dict]:
+        """Restore :meth:`get_state` output; returns the current observation and info."""
+        if not self._backends:
+            self.reset()
+        if len(state["procgen"]) != len(self._backends):
+            raise ProclabError("environment state does not match this env's games; cannot restore it.")
+        for backend, games_state in zip(self._backends, state["procgen"], strict=True):
+            backend.set_state(list(games_state))
+        self._ep_return[:] = state["ep_return"]
+        self._ep_length[:] = state["ep_length"]
+        obs, _, _, info, _ = self._observe()
+        return obs, info
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ProcgenVecEnv(games={','.join(self.games)}, mode={self.config.mode}, "
+            f"num_envs={self.num_envs}, split={self.split.label()}, seed={self.seed})"
+        )

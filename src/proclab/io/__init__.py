@@ -1,0 +1,1 @@
+"""Input/output: checkpoints, run directories and metric logs, videos."""
