@@ -1,6 +1,7 @@
 """Procgen environments: games and modes, level splits, vector envs, reward normalisation, scores."""
 
 from proclab.envs.actions import ACTION_NAMES, ACTIONS, NOOP, NUM_ACTIONS
+from proclab.envs.episodes import EpisodeLog
 from proclab.envs.games import EPISODE_TIME_LIMIT, GAME_LISTS, GAMES, MODES, check_game, resolve_games
 from proclab.envs.levels import NAMED_SPLITS, LevelSplit, check_disjoint, parse_split
 from proclab.envs.normalize import RewardNormalizer, RunningMeanStd
@@ -9,7 +10,7 @@ from proclab.envs.vec_env import OBS_SHAPE, EnvConfig, ProcgenVecEnv
 
 __all__ = [
     "ACTIONS", "ACTION_NAMES", "EPISODE_TIME_LIMIT", "GAMES", "GAME_LISTS", "MODES", "NAMED_SPLITS",
-    "NOOP", "NUM_ACTIONS", "OBS_SHAPE", "EnvConfig", "LevelSplit", "ProcgenVecEnv", "RewardNormalizer",
+    "NOOP", "NUM_ACTIONS", "OBS_SHAPE", "EnvConfig", "EpisodeLog", "LevelSplit", "ProcgenVecEnv", "RewardNormalizer",
     "RunningMeanStd", "check_disjoint", "check_game", "mean_normalized_score", "normalized_score",
     "parse_split", "resolve_games", "score_bounds",
 ]  # fmt: skip

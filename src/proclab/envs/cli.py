@@ -43,7 +43,9 @@ def main(argv: list[str], prog: str = "proclab games") -> None:
     games.add_column("hard R_min..R_max", justify="right")
     for g in GAMES:
         e, h = score_bounds(g, "easy"), score_bounds(g, "hard")
-        games.add_row(g, *("✓" if g in support[m] else "" for m in MODES), f"{e[0]:g}..{e[1]:g}", f"{h[0]:g}..{h[1]:g}")
+        games.add_row(
+            g, *("✓" if g in support[m] else "" for m in MODES), f"{e[0]:g}..{e[1]:g}", f"{h[0]:g}..{h[1]:g}"
+        )
     splits = Table(title="Named level splits (or give START:NUM)")
     splits.add_column("split")
     splits.add_column("levels")

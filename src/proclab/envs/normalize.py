@@ -71,7 +71,11 @@ class RewardNormalizer:
         return obs, self.normalize(reward, terminated | truncated), terminated, truncated, info
 
     def get_state(self) -> dict:
-        return {**self.env.get_state(), "reward_rms": self.return_rms.state_dict(), "reward_returns": self.returns.copy()}
+        return {
+            **self.env.get_state(),
+            "reward_rms": self.return_rms.state_dict(),
+            "reward_returns": self.returns.copy(),
+        }
 
     def set_state(self, state: dict):
         self.return_rms.load_state_dict(state["reward_rms"])

@@ -77,7 +77,9 @@ def annotate(
         font_size = max(8, h // 20)
         y = h - 2 - font_size * len(lines)
         for line in lines:
-            draw.text((3, y), line, fill=(255, 255, 0), font=_font(font_size), stroke_width=1, stroke_fill=(0, 0, 0))
+            draw.text(
+                (3, y), line, fill=(255, 255, 0), font=_font(font_size), stroke_width=1, stroke_fill=(0, 0, 0)
+            )
             y += font_size
     return np.asarray(img)
 

@@ -1,0 +1,69 @@
+"""Collect finished episodes from vector-env ``info`` and summarise them per game.
+
+The vector env reports, at every step, which env slots just finished an episode and that
+episode's return, length, level and success. :class:`EpisodeLog` keeps the most recent
+``window`` episodes of each game, which is what training curves show (a moving window, like
+the 100-episode ``eprewmean`` of the Procgen paper), and the per-game normalised score.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from proclab.envs.scores import normalized_score
+
+
+class EpisodeLog:
+    """Recent finished episodes per game; :meth:`summary` gives the numbers to log."""
+
+    def __init__(self, games: tuple[str, ...], mode: str, window: int = 100):
+        self.games = games
+        self.mode = mode
+        self.returns = {g: deque(maxlen=window) for g in games}
+        self.lengths = {g: deque(maxlen=window) for g in games}
+        self.completed = {g: deque(maxlen=window) for g in games}
+        self.total = 0
+
+    def add(self, info: dict, game_index: np.ndarray) -> int:
+        """Record the episodes that ended at this step; returns how many did."""
+        ep = info["episode"]
+        done = np.flatnonzero(ep["done"])
+        for i in done:
+            g = self.games[game_index[i]]
+            self.returns[g].append(float(ep["return"][i]))
+            self.lengths[g].append(int(ep["length"][i]))
+            self.completed[g].append(bool(ep["level_complete"][i]))
+        self.total += len(done)
+        return len(done)
+
+    def summary(self) -> dict[str, float]:
+        """Flat metrics: overall ``return_mean`` etc., plus ``<game>/return_mean`` for multi-task.
+
+        The overall normalised score is the mean over games of each game's score (the
+        Procgen-paper aggregate), so games with short episodes do not dominate it.
+        """
+        out: dict[str, float] = {}
+        per_game_scores = []
+        all_returns = [r for g in self.games for r in self.returns[g]]
+        all_lengths = [n for g in self.games for n in self.lengths[g]]
+        for g in self.games:
+            if not self.returns[g]:
+                continue
+            mean = float(np.mean(self.returns[g]))
+            score = normalized_score(g, mean, self.mode)
+            per_game_scores.append(score)
+            if len(self.games) > 1:
+                out[f"{g}/return_mean"] = mean
+                out[f"{g}/length_mean"] = float(np.mean(self.lengths[g]))
+                out[f"{g}/normalized_score"] = score
+        if all_returns:
+            out["return_mean"] = float(np.mean(all_returns))
+            out["return_std"] = float(np.std(all_returns))
+            out["return_min"] = float(np.min(all_returns))
+            out["return_max"] = float(np.max(all_returns))
+            out["length_mean"] = float(np.mean(all_lengths))
+            out["level_complete_rate"] = float(np.mean([c for g in self.games for c in self.completed[g]]))
+            out["normalized_score"] = float(np.mean(per_game_scores))
+        return out

@@ -1,0 +1,43 @@
+"""The CLI: help, unknown commands, and user errors as one line with exit status 2."""
+
+import subprocess
+import sys
+
+import pytest
+
+from proclab.cli import COMMANDS, main
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True)
+
+
+def test_help_lists_every_command():
+    proc = _run("--help")
+    assert proc.returncode == 0
+    for name in COMMANDS:
+        assert name in proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help(name):
+    with pytest.raises(SystemExit) as exc:
+        main([*name.split(), "--help"])
+    assert exc.value.code == 0
+
+
+def test_unknown_command_suggests():
+    proc = _run("gmaes")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "proclab: error: unknown command 'gmaes'. Did you mean 'games'? Valid: "
+        + ", ".join(sorted({c.split()[0] for c in COMMANDS}))
+        + "."
+    )
+
+
+def test_user_error_is_one_line_exit_2(tmp_path):
+    proc = _run("quickstart", "--game", "coinrn", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "Did you mean 'coinrun'" in proc.stderr
