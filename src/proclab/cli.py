@@ -16,6 +16,10 @@ import sys
 
 # name -> (module, one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("proclab.rl.train", "train an agent (PPO) on one or several Procgen games"),
+    "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
+    "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
+    "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
     "quickstart": ("proclab.quickstart", "the whole pipeline, small, on a CPU"),
     "games": ("proclab.envs.cli", "list the Procgen games, their modes and the level splits"),
 }

@@ -41,7 +41,7 @@ def test_invalid_game_mode_is_one_line_error(game, mode):
 def test_unknown_game_suggests_closest():
     with pytest.raises(ProclabError, match="Did you mean 'coinrun'"):
         check_game("coinrn")
-    with pytest.raises(ProclabError, match="unknown distribution mode 'hardd'.*Did you mean 'hard'"):
+    with pytest.raises(ProclabError, match=r"unknown distribution mode 'hardd'.*Did you mean 'hard'"):
         resolve_games("coinrun", "hardd")
 
 

@@ -59,15 +59,21 @@ def annotate(
             ux, uy = act.dx / norm, -act.dy / norm  # image y points down
             half = size / 2
             tail, tip = (cx - ux * half, cy - uy * half), (cx + ux * half, cy + uy * half)
-            draw.line([tail, tip], fill=(255, 255, 255), width=max(1, size // 6))
             px, py = -uy, ux  # perpendicular
             head = size / 3
             base = (tip[0] - ux * head, tip[1] - uy * head)
-            draw.polygon(
-                [tip, (base[0] + px * head / 1.6, base[1] + py * head / 1.6),
-                 (base[0] - px * head / 1.6, base[1] - py * head / 1.6)],
-                fill=(255, 255, 255),
-            )  # fmt: skip
+            wing = head / 1.6
+            triangle = [
+                tip,
+                (base[0] + px * wing, base[1] + py * wing),
+                (base[0] - px * wing, base[1] - py * wing),
+            ]
+            width = max(1, size // 6)
+            draw.line(
+                [tail, base], fill=(0, 0, 0), width=width + 2
+            )  # dark outline: visible on any background
+            draw.polygon(triangle, fill=(255, 255, 255), outline=(0, 0, 0))
+            draw.line([tail, base], fill=(255, 255, 255), width=width)
         elif act.keys:
             draw.text((cx, cy), act.name, fill=(255, 255, 255), anchor="mm", font=_font(size))
         else:

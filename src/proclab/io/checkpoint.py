@@ -1,0 +1,185 @@
+"""Safe, atomic checkpoints.
+
+A checkpoint is a directory::
+
+    step_000065536/
+      meta.json            what it is: kind, format version, step, the configs to rebuild it
+      model.safetensors    the weights (safetensors: plain tensors, nothing executable)
+      train_state.pt       optional: optimiser, RNG, env and normaliser state for exact resume
+
+Loading never unpickles arbitrary objects: weights come from safetensors and the training
+state through ``torch.load(weights_only=True)``, which accepts only tensors and plain Python
+containers. NumPy arrays are stored as tensors for that reason (:func:`to_safe`).
+
+A checkpoint is written under a temporary name and renamed into place, so a crash (even
+``kill -9``) leaves either the previous checkpoint or the complete new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from proclab.errors import ProclabError
+
+FORMAT = "proclab-checkpoint"
+FORMAT_VERSION = 1
+META, WEIGHTS, TRAIN_STATE = "meta.json", "model.safetensors", "train_state.pt"
+
+
+@dataclass
+class Checkpoint:
+    path: Path
+    meta: dict[str, Any]
+    weights: dict[str, torch.Tensor]
+    train_state: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def step(self) -> int:
+        return int(self.meta.get("step", 0))
+
+
+def to_safe(obj: Any) -> Any:
+    """Recursively turn NumPy arrays/scalars into tensors/Python numbers (weights_only-loadable)."""
+    if isinstance(obj, np.ndarray):
+        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(obj)).clone()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: to_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(to_safe(v) for v in obj)
+    return obj
+
+
+def from_safe(obj: Any) -> Any:
+    """Inverse of :func:`to_safe`."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__ndarray__"}:
+            return obj["__ndarray__"].numpy()
+        return {k: from_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(from_safe(v) for v in obj)
+    return obj
+
+
+def save_checkpoint(
+    path: str | Path,
+    weights: dict[str, torch.Tensor],
+    meta: dict[str, Any],
+    train_state: dict[str, Any] | None = None,
+) -> Path:
+    """Write a checkpoint directory atomically (temporary directory + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in weights.items()}
+    save_file(tensors, str(tmp / WEIGHTS))
+    full_meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "saved_at": time.time(), **meta}
+    (tmp / META).write_text(json.dumps(full_meta, indent=2, default=str))
+    if train_state is not None:
+        torch.save(to_safe(train_state), tmp / TRAIN_STATE)
+    for f in tmp.iterdir():  # make the data durable before the rename publishes it
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    if path.exists():
+        old = path.with_name(f".{path.name}.old-{os.getpid()}")
+        path.rename(old)
+        tmp.rename(path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(path)
+    return path
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """Resolve a checkpoint directory, or a run directory to its latest checkpoint."""
+    path = Path(path)
+    if not path.exists():
+        raise ProclabError(f"checkpoint {str(path)!r} does not exist")
+    if (path / META).is_file():
+        return path
+    ckpt_dir = path / "checkpoints"
+    if path.is_dir() and ckpt_dir.is_dir():
+        found = sorted(p for p in ckpt_dir.iterdir() if (p / META).is_file() and not p.name.startswith("."))
+        if found:
+            return max(found, key=lambda p: _step_of(p))
+        raise ProclabError(f"run directory {str(path)!r} has no checkpoint yet (nothing in {ckpt_dir})")
+    raise ProclabError(
+        f"{str(path)!r} is not a proclab checkpoint (no {META}) nor a run directory (no checkpoints/)"
+    )
+
+
+def _step_of(path: Path) -> int:
+    try:
+        return int(json.loads((path / META).read_text()).get("step", -1))
+    except (OSError, ValueError):
+        return -1
+
+
+def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: bool = False) -> Checkpoint:
+    """Load and validate a checkpoint; any corruption is a one-line :class:`ProclabError`."""
+    path = find_checkpoint(path)
+    try:
+        meta = json.loads((path / META).read_text())
+    except (OSError, ValueError) as err:
+        raise ProclabError(f"checkpoint {str(path)!r} has an unreadable {META}: {err}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ProclabError(f"{str(path)!r} is not a proclab checkpoint ({META} lacks format={FORMAT!r})")
+    if meta.get("format_version", 0) > FORMAT_VERSION:
+        raise ProclabError(
+            f"checkpoint {str(path)!r} has format version {meta['format_version']}; this proclab reads "
+            f"up to {FORMAT_VERSION}; upgrade proclab"
+        )
+    if kind is not None and meta.get("kind") != kind:
+        raise ProclabError(f"checkpoint {str(path)!r} holds a {meta.get('kind')!r}, not a {kind!r}")
+    try:
+        weights = load_file(str(path / WEIGHTS))
+    except (OSError, SafetensorError, ValueError) as err:
+        raise ProclabError(
+            f"checkpoint weights {str(path / WEIGHTS)!r} are missing or corrupt: {err}"
+        ) from None
+    state = None
+    if train_state:
+        if not (path / TRAIN_STATE).is_file():
+            raise ProclabError(
+                f"checkpoint {str(path)!r} has no training state ({TRAIN_STATE}); cannot resume"
+            )
+        try:
+            state = from_safe(torch.load(path / TRAIN_STATE, map_location="cpu", weights_only=True))
+        except Exception as err:  # torch raises many types for truncated or foreign files
+            raise ProclabError(f"training state {str(path / TRAIN_STATE)!r} is corrupt: {err}") from None
+    return Checkpoint(path=path, meta=meta, weights=weights, train_state=state)
+
+
+def load_weights_into(module: torch.nn.Module, weights: dict[str, torch.Tensor], source: str | Path) -> None:
+    """Load ``weights`` strictly, naming every mismatching key if the architectures differ."""
+    own = module.state_dict()
+    missing = sorted(set(own) - set(weights))
+    unexpected = sorted(set(weights) - set(own))
+    shape = sorted(k for k in set(own) & set(weights) if own[k].shape != weights[k].shape)
+    if missing or unexpected or shape:
+        parts = []
+        for label, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape", shape)):
+            if keys:
+                shown = ", ".join(
+                    f"{k} {tuple(weights[k].shape)} vs {tuple(own[k].shape)}" if label == "wrong shape" else k
+                    for k in keys[:6]
+                )
+                parts.append(f"{label}: {shown}" + (f" (+{len(keys) - 6} more)" if len(keys) > 6 else ""))
+        raise ProclabError(
+            f"checkpoint {str(source)!r} does not match this architecture; " + "; ".join(parts)
+        )
+    module.load_state_dict(weights)

@@ -1,0 +1,1 @@
+"""Reinforcement learning: rollouts, GAE, PPO, the training loop, evaluation and rendering."""

@@ -1,0 +1,217 @@
+"""Proximal Policy Optimisation (Schulman et al. 2017) with the Procgen paper's details.
+
+Read top to bottom: :func:`ppo_loss` is the objective on one minibatch; :class:`PPOLearner`
+turns a :class:`~proclab.rl.rollout.Rollout` into GAE targets and runs ``update_epochs`` passes
+of ``num_minibatches`` minibatches over it. Every detail is a field of
+:class:`~proclab.config.PPOConfig` and listed in docs/ppo.md:
+
+1. GAE(gamma, lambda) advantages; returns = advantages + old values.
+2. Minibatches: shuffled samples for feed-forward agents; for agents with memory, groups of
+   whole env sequences replayed from the rollout's stored initial state (full BPTT).
+3. Advantages normalised per minibatch (before chunking, so chunks share the statistics).
+4. Clipped surrogate policy loss; value loss clipped around the old values; entropy bonus.
+5. Adam (eps 1e-5), global grad-norm clip, optional linear LR decay, optional KL early stop.
+6. Several processes (torchrun): each averages its gradients with the others before a step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from proclab.config import PPOConfig
+from proclab.rl.gae import gae
+from proclab.rl.rollout import Rollout
+from proclab.rl.runtime import Runtime
+
+
+@dataclass
+class Batch:
+    """One minibatch (or chunk of one), flattened or (T, n) for sequence replay."""
+
+    obs: torch.Tensor
+    firsts: torch.Tensor
+    prev_rewards: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    initial_state: dict[str, torch.Tensor] | None = None  # sequence replay only
+
+
+def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConfig):
+    """Total loss and its parts for new ``logits``/``values`` on minibatch ``mb`` (all fp32)."""
+    logp_all = torch.log_softmax(logits.float(), dim=-1)
+    new_logprob = logp_all.gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+
+    logratio = new_logprob - mb.logprobs
+    ratio = logratio.exp()
+    pg_loss = torch.max(
+        -mb.advantages * ratio, -mb.advantages * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+    ).mean()
+
+    values = values.float()
+    if cfg.clip_vloss:
+        v_clipped = mb.values + (values - mb.values).clamp(-cfg.clip_coef, cfg.clip_coef)
+        v_loss = 0.5 * torch.max((values - mb.returns) ** 2, (v_clipped - mb.returns) ** 2).mean()
+    else:
+        v_loss = 0.5 * ((values - mb.returns) ** 2).mean()
+
+    loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+    with torch.no_grad():
+        stats = {
+            "losses/policy_loss": pg_loss.detach(),
+            "losses/value_loss": v_loss.detach(),
+            "losses/entropy": entropy.detach(),
+            "losses/approx_kl": ((ratio - 1) - logratio).mean(),  # Schulman's low-variance estimator
+            "losses/old_approx_kl": (-logratio).mean(),
+            "losses/clipfrac": ((ratio - 1).abs() > cfg.clip_coef).float().mean(),
+        }
+    return loss, stats
+
+
+class PPOLearner:
+    """Owns the optimiser; :meth:`update` trains the agent on one rollout."""
+
+    def __init__(self, agent: torch.nn.Module, cfg: PPOConfig, runtime: Runtime, total_updates: int):
+        self.agent, self.cfg, self.rt = agent, cfg, runtime
+        self.optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+        self.total_updates = total_updates
+        self.updates = 0
+        self.recurrent = bool(agent.initial_state(1))
+
+    def learning_rate(self) -> float:
+        if not self.cfg.anneal_lr:
+            return self.cfg.learning_rate
+        return self.cfg.learning_rate * (1.0 - self.updates / self.total_updates)
+
+    def update(self, ro: Rollout) -> dict[str, float]:
+        cfg = self.cfg
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate()
+        with torch.no_grad():
+            advantages, returns = gae(
+                ro.rewards, ro.values, ro.dones, ro.next_value, cfg.gamma, cfg.gae_lambda
+            )
+        T, N = ro.rewards.shape
+        sums: dict[str, torch.Tensor] = {}
+        count = 0
+        for _ in range(cfg.update_epochs):
+            for mb in self._minibatches(ro, advantages, returns, T, N):
+                stats = self._step(mb)
+                for k, v in stats.items():
+                    sums[k] = sums.get(k, 0) + v
+                count += 1
+            if cfg.target_kl is not None and float(stats["losses/approx_kl"]) > cfg.target_kl:
+                break
+        self.updates += 1
+        out = {k: float(v) / count for k, v in sums.items()}
+        var_ret = returns.var()
+        out["losses/explained_variance"] = (
+            float(1 - (returns - ro.values).var() / var_ret) if var_ret > 0 else math.nan
+        )
+        out["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
+        return out
+
+    # -- minibatching -----------------------------------------------------------------------
+    def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int):
+        dev = ro.rewards.device
+        if self.recurrent:  # groups of whole env sequences, replayed from the stored state
+            per = max(1, N // self.cfg.num_minibatches)
+            perm = torch.randperm(N, device=dev)
+            for start in range(0, N - per + 1, per):
+                idx = perm[start : start + per]
+                yield Batch(
+                    obs=ro.obs[:, idx], firsts=ro.firsts[:, idx], prev_rewards=ro.prev_rewards[:, idx],
+                    actions=ro.actions[:, idx], logprobs=ro.logprobs[:, idx], values=ro.values[:, idx],
+                    advantages=adv[:, idx], returns=ret[:, idx],
+                    initial_state={k: v[idx] for k, v in ro.initial_state.items()},
+                )  # fmt: skip
+        else:  # shuffled individual samples
+            B = T * N
+            per = max(1, B // self.cfg.num_minibatches)
+            perm = torch.randperm(B, device=dev)
+            flat = lambda x: x.reshape(B, *x.shape[2:])  # noqa: E731
+            obs = flat(ro.obs)
+            for start in range(0, B - per + 1, per):
+                idx = perm[start : start + per]
+                yield Batch(
+                    obs=obs[idx], firsts=flat(ro.firsts)[idx], prev_rewards=flat(ro.prev_rewards)[idx],
+                    actions=flat(ro.actions)[idx], logprobs=flat(ro.logprobs)[idx], values=flat(ro.values)[idx],
+                    advantages=flat(adv)[idx], returns=flat(ret)[idx],
+                )  # fmt: skip
+
+    def _chunks(self, mb: Batch):
+        """Split a minibatch into forward/backward chunks of at most ``chunk_size`` samples."""
+        axis = 1 if self.recurrent else 0
+        n = mb.actions.shape[axis]
+        samples_per_item = mb.actions.shape[0] if self.recurrent else 1
+        size = n if self.cfg.chunk_size <= 0 else max(1, self.cfg.chunk_size // samples_per_item)
+        for start in range(0, n, size):
+            sl = slice(start, start + size)
+            index = (slice(None), sl) if self.recurrent else sl
+
+            def pick(x, index=index):
+                return x[index]
+
+            yield (
+                Batch(
+                    obs=pick(mb.obs), firsts=pick(mb.firsts), prev_rewards=pick(mb.prev_rewards),
+                    actions=pick(mb.actions), logprobs=pick(mb.logprobs), values=pick(mb.values),
+                    advantages=pick(mb.advantages), returns=pick(mb.returns),
+                    initial_state=None if mb.initial_state is None else {k: v[sl] for k, v in mb.initial_state.items()},
+                ),
+                min(size, n - start) / n,
+            )  # fmt: skip
+
+    # -- one optimiser step -----------------------------------------------------------------
+    def _forward(self, mb: Batch):
+        with self.rt.autocast():
+            if self.recurrent:
+                out, _ = self.agent.unroll(mb.obs, mb.initial_state, mb.firsts, mb.prev_rewards)
+            else:
+                state = self.agent.initial_state(mb.obs.shape[0], device=mb.obs.device)
+                out, _ = self.agent.step(mb.obs, state, mb.firsts, mb.prev_rewards)
+        return out.logits, out.value
+
+    def _step(self, mb: Batch) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        if cfg.norm_adv:
+            mb.advantages = (mb.advantages - mb.advantages.mean()) / (mb.advantages.std() + 1e-8)
+        self.optimizer.zero_grad(set_to_none=True)
+        stats: dict[str, torch.Tensor] = {}
+        for chunk, weight in self._chunks(mb):
+            logits, values = self._forward(chunk)
+            loss, chunk_stats = ppo_loss(logits, values, chunk, cfg)
+            (loss if cfg.sum_chunk_grads else loss * weight).backward()
+            for k, v in chunk_stats.items():
+                stats[k] = stats.get(k, 0) + v * weight
+        self._all_reduce_grads()
+        stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        return stats
+
+    def _all_reduce_grads(self) -> None:
+        """Average gradients over torchrun processes (one flat all-reduce)."""
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return
+        grads = [p.grad for p in self.agent.parameters() if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        flat /= dist.get_world_size()
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])

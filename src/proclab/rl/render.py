@@ -1,0 +1,104 @@
+"""``proclab render``: a video of what the agent sees, with its action, value and reward drawn on.
+
+The agent's 64x64 observation is upscaled (nearest neighbour, so pixels stay crisp) and
+annotated with an arrow for the chosen action and a caption with the value estimate, the
+reward just received and the episode return so far. ``--human`` puts procgen's 512x512
+high-resolution view beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.envs import ACTION_NAMES, ProcgenVecEnv
+from proclab.errors import ProclabError
+from proclab.io.video import annotate, upscale, write_video
+from proclab.rl.rollout import Actor
+from proclab.rl.runtime import make_runtime
+
+
+@dataclass(frozen=True)
+class RenderArgs:
+    """Render a checkpoint's agent playing: what it sees, with action, value and reward overlays."""
+
+    checkpoint: tyro.conf.Positional[Path]
+    """Checkpoint directory, or a run directory (its latest checkpoint)."""
+    out: Path = Path("agent.mp4")
+    """Output mp4."""
+    episodes: int = 1
+    """Episodes to record (one after the other)."""
+    split: str | None = None
+    """Level split to play (default: the training split)."""
+    game: str | None = None
+    """Game to play, for multi-task agents (default: the first game)."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling."""
+    human: bool = False
+    """Show procgen's 512x512 high-resolution view beside the agent's view."""
+    scale: int = 4
+    """Upscaling of the 64x64 agent view (8 when --human, to match its height)."""
+    fps: float = 15
+    """Frames per second of the video."""
+    max_steps: int = 3000
+    """Stop after this many steps even if the episodes have not ended."""
+    seed: int = 0
+    """Seed of the level sequence and action sampling."""
+    device: str = "auto"
+    """Torch device."""
+
+
+def render(args: RenderArgs) -> tuple[Path, list[float]]:
+    from rich.progress import Progress
+
+    from proclab.rl.agents import load_agent
+
+    if args.episodes < 1:
+        raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")
+    rt = make_runtime(args.device, "fp32")
+    torch.manual_seed(args.seed)
+    agent, env_config, _ = load_agent(args.checkpoint, rt)
+    games = env_config.games()
+    game = args.game or games[0]
+    if game not in games:
+        raise ProclabError(f"game {game!r} is not one the agent was trained on ({', '.join(games)})")
+    env = ProcgenVecEnv(replace(env_config, game=(game,), num_envs=1), seed=args.seed,
+                        split=args.split, render_human=args.human)  # fmt: skip
+    actor = Actor(env, agent, rt)
+    human = actor.reset_info.get("human")
+    scale = 8 if args.human else args.scale
+    frames, returns, ret, reward = [], [], 0.0, 0.0
+    with Progress(transient=True) as bar:
+        task = bar.add_task("render", total=args.episodes)
+        for _ in range(args.max_steps):
+            obs = actor.obs[0].permute(1, 2, 0).cpu().numpy()
+            out, action, _, state = actor.act(greedy=args.greedy)
+            a = int(action[0])
+            caption = [f"{ACTION_NAMES[a]}  v={float(out.value[0]):.2f}", f"r={reward:.1f}  R={ret:.1f}"]
+            frame = annotate(upscale(obs[None], scale)[0], a, caption)
+            if human is not None:
+                frame = np.concatenate([frame, human[0]], axis=1)
+            frames.append(frame)
+            reward_arr, done, info = actor.env_step(action, state)
+            reward = float(info.get("raw_reward", reward_arr)[0])
+            ret += reward
+            human = info.get("human")
+            if done[0]:
+                returns.append(float(info["episode"]["return"][0]))
+                ret = reward = 0.0
+                bar.advance(task)
+                if len(returns) == args.episodes:
+                    break
+    env.close()
+    return write_video(args.out, np.stack(frames), fps=args.fps), returns
+
+
+def main(argv: list[str], prog: str = "proclab render") -> None:
+    args = tyro.cli(RenderArgs, args=argv, prog=prog)
+    path, returns = render(args)
+    print(f"episode returns: {', '.join(f'{r:g}' for r in returns) or 'none finished'}")
+    print(f"video: {path}")

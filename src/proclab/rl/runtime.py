@@ -1,0 +1,87 @@
+"""Where and how tensors are computed: device, precision, threads, seeding.
+
+proclab defaults to the fastest path that does not change results beyond tolerance: bf16
+autocast with channels-last convolutions where the hardware runs bf16 natively (CUDA GPUs of
+compute capability >= 8, and CPUs with AVX-512 BF16 or AMX), fp32 elsewhere. Losses and
+log-probabilities are always computed in fp32 on top of the autocast region.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from proclab.errors import ProclabError, unknown_choice
+
+PRECISIONS = ("auto", "bf16", "fp32")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    bf16: bool
+
+    def autocast(self):
+        """Context for forward passes: bf16 autocast when enabled, otherwise a no-op."""
+        if not self.bf16:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=torch.bfloat16)
+
+    def prepare(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Move a module to the device (channels-last memory when convolutions run in bf16)."""
+        module = module.to(self.device)
+        if self.bf16:
+            module = module.to(memory_format=torch.channels_last)
+        return module
+
+    def obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        """uint8 (N, 3, 64, 64) from the env -> tensor on the device, keeping channels-last strides."""
+        return torch.from_numpy(obs).to(self.device, non_blocking=True)
+
+
+def cpu_has_native_bf16() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return any(flag in flags for flag in (" avx512_bf16", " amx_bf16"))
+
+
+def make_runtime(device: str = "auto", precision: str = "auto", threads: int = 0) -> Runtime:
+    if precision not in PRECISIONS:
+        raise unknown_choice("precision", precision, PRECISIONS)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ProclabError(f"invalid device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ProclabError(f"device {device!r} requested but CUDA is not available; use --device cpu")
+    if threads > 0:
+        torch.set_num_threads(threads)
+    if precision == "auto":
+        if dev.type == "cuda":
+            bf16 = torch.cuda.is_bf16_supported()
+        else:
+            bf16 = cpu_has_native_bf16()
+    else:
+        bf16 = precision == "bf16"
+    if dev.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return Runtime(device=dev, bf16=bf16)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    os.environ.setdefault("PYTHONHASHSEED", str(seed))

@@ -1,0 +1,8 @@
+import pytest
+
+from proclab.rl.runtime import make_runtime
+
+
+@pytest.fixture
+def fp32():
+    return make_runtime("cpu", "fp32")

@@ -1,0 +1,123 @@
+"""Evaluation quotas, the eval/render/plot commands on a real (tiny) run."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from proclab.models import AgentConfig, build_agent
+from proclab.rl.evaluate import evaluate_env, quotas
+from proclab.rl.runtime import make_runtime
+from support import TINY_FLAGS
+
+
+class _LengthsEnv:
+    """Slot i ends an episode every lengths[i] steps with return lengths[i]: short and long episodes."""
+
+    games = ("coinrun",)
+
+    def __init__(self, lengths):
+        self.lengths = np.asarray(lengths)
+        self.num_envs = len(lengths)
+        self.game_index = np.zeros(self.num_envs, np.int64)
+        self.t = 0
+
+    def reset(self):
+        return np.zeros((self.num_envs, 3, 64, 64), np.uint8), {}
+
+    def step(self, actions):
+        self.t += 1
+        done = self.t % self.lengths == 0
+        ep = {"done": done, "return": np.where(done, self.lengths, 0).astype(float),
+              "length": np.where(done, self.lengths, 0), "level_complete": done}  # fmt: skip
+        z = np.zeros(self.num_envs, bool)
+        return self.reset()[0], np.zeros(self.num_envs, np.float32), done, z, {"episode": ep}
+
+
+def test_quotas_are_even_and_exact():
+    assert list(quotas(10, 4)) == [3, 3, 2, 2]
+    assert quotas(7, 7).tolist() == [1] * 7
+    assert quotas(200, 16).sum() == 200
+
+
+def test_fixed_quotas_do_not_favour_short_episodes():
+    """Slot 0 finishes every 2 steps, slot 1 every 10: 'first 6 episodes' would be mostly short ones."""
+    agent = build_agent(AgentConfig(widths=(4, 8, 8), fc=32))
+    res = evaluate_env(agent, _LengthsEnv([2, 10]), 6, make_runtime("cpu", "fp32"))["coinrun"]
+    assert sorted(res.returns) == [2, 2, 2, 10, 10, 10]
+    assert np.mean(res.returns) == 6.0
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    for seed in (1, 2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "proclab", "train", "--preset", "tiny", "--game", "bossfight", "--num-envs", "4",
+             "--num-steps", "32", "--total-steps", "384", "--val-num-envs", "2", "--seed", str(seed),
+             "--run-root", str(root), *TINY_FLAGS],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    return sorted(root.glob("ppo/bossfight/tiny/*"))
+
+
+def test_eval_json_per_split(tiny_run, tmp_path):
+    out = tmp_path / "eval.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "proclab", "eval", str(tiny_run[0]), "--split", "train", "--split", "test2",
+         "--episodes", "5", "--envs-per-game", "3", "--json", "--out", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(proc.stdout)
+    assert [r["split"] for r in table["rows"]] == ["train", "test2"]
+    assert all(r["episodes"] == 5 for r in table["rows"])
+    assert json.loads(out.read_text()) == table
+
+
+def test_render_writes_video_with_overlays(tiny_run, tmp_path):
+    from proclab.io.video import read_video
+
+    out = tmp_path / "agent.mp4"
+    proc = subprocess.run([sys.executable, "-m", "proclab", "render", str(tiny_run[0]), "--out", str(out),
+                           "--max-steps", "20", "--human"], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    frames = read_video(out)
+    assert frames.shape[1:] == (512, 1024, 3) and 1 <= len(frames) <= 20
+
+
+def test_plot_groups_seeds(tiny_run, tmp_path):
+    out = tmp_path / "curves.png"
+    proc = subprocess.run([sys.executable, "-m", "proclab", "plot", *map(str, tiny_run), "--out", str(out)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 20_000
+    from proclab.io.plots import group_runs, mean_std
+
+    assert list(group_runs(tiny_run)) == ["ppo/bossfight/tiny"]
+    _, mean, std = mean_std(
+        [(np.array([0, 1, 2.0]), np.array([0, 1, 2.0])), (np.array([0, 2.0]), np.array([2, 2.0]))]
+    )
+    np.testing.assert_allclose(mean, [1, 1.5, 2])
+    np.testing.assert_allclose(std, [1, 0.5, 0])
+
+
+def test_eval_of_non_checkpoint_is_one_line(tmp_path):
+    (tmp_path / "x").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "proclab", "eval", str(tmp_path / "x")], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "not a proclab checkpoint" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_bf16_autocast_acting_runs_on_cpu():
+    rt = make_runtime("cpu", "bf16")
+    agent = rt.prepare(build_agent(AgentConfig(widths=(4, 8, 8), fc=32)))
+    obs = torch.randint(0, 255, (3, 3, 64, 64), dtype=torch.uint8)
+    with torch.inference_mode(), rt.autocast():
+        out, _ = agent.step(obs, {}, torch.ones(3, dtype=torch.bool))
+    assert out.logits.shape == (3, 15) and torch.isfinite(out.logits.float()).all()

@@ -1,0 +1,141 @@
+"""`proclab train`: presets, runs on disk, exact resume after kill -9, torchrun, errors."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from proclab.config import PRESETS, TrainConfig, from_dict, to_dict
+from proclab.io.runs import read_metrics
+from proclab.rl.train import parse_args, validate
+from support import TINY_FLAGS
+
+TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
+        "--num-minibatches", "2", "--val-num-envs", "2", *TINY_FLAGS]  # fmt: skip
+
+
+def proclab(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
+
+
+def only_run(root: Path) -> Path:
+    runs = [p for p in root.glob("ppo/*/*/*") if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def final_weights(run: Path) -> dict[str, torch.Tensor]:
+    last = sorted((run / "checkpoints").glob("step_*"))[-1]
+    return load_file(str(last / "model.safetensors"))
+
+
+def test_presets_are_valid_and_reproduce_the_seeds():
+    for name, cfg in PRESETS.items():
+        validate(cfg)
+        assert from_dict(TrainConfig, to_dict(cfg)) == cfg, name  # JSON round trip
+    c = PRESETS["cleanrl"]  # Procgen paper / CleanRL: anchors.md A1, A4
+    assert (c.env.num_envs, c.ppo.num_steps, c.ppo.num_minibatches, c.ppo.update_epochs) == (64, 256, 8, 3)
+    assert (c.ppo.learning_rate, c.ppo.gamma, c.ppo.gae_lambda, c.ppo.ent_coef, c.ppo.vf_coef) == (
+        5e-4,
+        0.999,
+        0.95,
+        0.01,
+        0.5,
+    )
+    assert (c.ppo.clip_coef, c.ppo.max_grad_norm, c.ppo.adam_eps, c.ppo.anneal_lr) == (0.2, 0.5, 1e-5, False)
+    assert c.env.mode == "easy" and c.env.split == "all" and c.agent.fc == 256 and c.agent.core == "none"
+    table = {"easy": (64, 2048, False), "easy-200": (128, 2048, False), "hard": (256, 2048, False),
+             "hard-500": (256, 8192, False), "hard-rec": (256, 2048, True), "hard-local-dev": (16, 8192, False),
+             "hard-local-dev-rec": (16, 8192, True)}  # fmt: skip
+    for name, (n_envs, chunk, rec) in table.items():  # interpreting_rl_behavior.md section 2
+        p = PRESETS[name]
+        assert (p.env.num_envs, p.ppo.chunk_size, p.agent.core != "none") == (n_envs, chunk, rec), name
+        assert p.ppo.anneal_lr and not p.env.use_backgrounds and p.ppo.update_epochs == 3
+    assert PRESETS["hard-rec"].agent.fc == 64 and PRESETS["hard-rec"].agent.rnn_size == 64
+
+
+def test_flags_override_preset_fields():
+    cfg, resume = parse_args(
+        ["--preset", "hard-rec", "--game", "maze", "--learning-rate", "1e-3", "--core", "lstm"]
+    )
+    assert resume is None
+    assert cfg.env.game == ("maze",) and cfg.ppo.learning_rate == 1e-3 and cfg.agent.core == "lstm"
+    assert cfg.env.num_envs == 256  # untouched preset field
+
+
+def test_killed_run_resumes_to_identical_weights(tmp_path):
+    """A run killed with SIGKILL and resumed ends with exactly the weights of an uninterrupted run."""
+    args = [*TINY, "--total-steps", str(4 * 32 * 14), "--checkpoint-every", "128"]
+    full = proclab("train", *args, "--run-root", str(tmp_path / "a"))
+    assert full.returncode == 0, full.stderr
+
+    proc = subprocess.Popen([sys.executable, "-m", "proclab", "train", *args, "--run-root", str(tmp_path / "b")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("b/ppo/*/*/*/checkpoints/step_000000000640")) and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    run = only_run(tmp_path / "b")
+    assert not (run / "checkpoints" / f"step_{4 * 32 * 14:012d}").exists(), "run finished before the kill"
+
+    resumed = proclab("train", "--resume", str(run))
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = final_weights(only_run(tmp_path / "a")), final_weights(run)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    steps = read_metrics(run)["step"]
+    assert steps == sorted(set(steps)) and steps[-1] == 4 * 32 * 14  # each update logged exactly once
+    assert (
+        read_metrics(run)["charts/episodic_return"][-1]
+        == read_metrics(only_run(tmp_path / "a"))["charts/episodic_return"][-1]
+    )
+
+
+def test_torchrun_two_cpu_processes(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
+         "-m", "proclab", "train", *TINY, "--total-steps", "512", "--run-root", str(tmp_path), "--device", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]  # includes the end-of-run check that replicas agree
+    run = only_run(tmp_path)
+    assert final_weights(run)
+    assert read_metrics(run)["step"][-1] == 512
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "tinyy"], "unknown preset 'tinyy'. Did you mean 'tiny'"),
+        ([*TINY, "--total-steps", "100"], "smaller than one rollout"),
+        ([*TINY, "--game", "coinrn"], "Did you mean 'coinrun'"),
+        ([*TINY, "--val-split", "100:50"], "overlaps training split"),
+        ([*TINY, "--num-envs", "0"], "num_envs=0"),
+    ],
+)
+def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
+    proc = proclab("train", *args, "--run-root", str(tmp_path / "runs"))
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_resume_errors(tmp_path):
+    proc = proclab("train", "--resume", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "is not a run directory" in proc.stderr
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text(__import__("json").dumps(to_dict(PRESETS["tiny"])))
+    proc = proclab("train", "--resume", str(run))
+    assert proc.returncode == 2 and "has no checkpoint yet" in proc.stderr
+    proc = proclab("train", "--resume", str(run), "--learning-rate", "1")
+    assert proc.returncode == 2 and "only --total-steps may change" in proc.stderr
