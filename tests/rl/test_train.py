@@ -102,7 +102,7 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
 
 def test_torchrun_two_cpu_processes(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
          "-m", "proclab", "train", *TINY, "--total-steps", "512", "--run-root", str(tmp_path), "--device", "cpu"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
