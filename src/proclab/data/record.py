@@ -1,0 +1,441 @@
+"""``proclab record``: complete episodes of a checkpoint's agent, with its internals, into an episode store.
+
+One *recording* is one invocation: a target number of episodes and the settings that define
+the data (checkpoint, split, envs, action noise, seed, ...), saved in the attributes of every
+shard it writes. It runs in this process, or in ``--workers N`` processes that each write
+their own shard. ``--resume DATA`` finds the recordings of a store that have fewer committed
+episodes than requested and records the rest into new shards, with new seeds (shard ``k``
+seeds its levels and actions from ``(seed, k)``), so a killed recording never repeats levels
+it already has. Several recordings (e.g. from several machines) may write into one store
+when they are compatible: same games, action count, agent state layout and fields.
+
+**Ray.** A Ray task records a shard exactly as a worker process does; nothing else is needed
+(``pip install 'proclab[distributed]'``, a file system every machine mounts)::
+
+    recording = new_recording(RecordArgs(checkpoint=ckpt, out=store, episodes=50_000))
+    task = ray.remote(record_shard)
+    ray.get([task.remote(recording, store, int(n)) for n in quotas(50_000, 64)])  # rl.evaluate.quotas
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import queue
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.data.noise import ActionNoise
+from proclab.data.recorder import EpisodeRecorder
+from proclab.data.schema import STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
+from proclab.data.store import EpisodeStore
+from proclab.data.writer import ShardWriter, check_root, ensure_store
+from proclab.envs import NUM_ACTIONS, ProcgenVecEnv, parse_split
+from proclab.errors import ProclabError, unknown_choice
+
+FINAL_OBS_NOTE = (
+    "not recorded: Procgen resets inside the step that ends an episode, so the frame after the last action "
+    "is never rendered (see proclab.data.schema)"
+)
+STATE_DTYPES = ("float32", "float16")
+RUNTIME_FIELDS = (
+    "checkpoint",
+    "out",
+    "resume",
+    "workers",
+    "commit_seconds",
+    "device",
+    "precision",
+    "torch_threads",
+)
+
+
+@dataclass(frozen=True)
+class RecordArgs:
+    """Record complete episodes of a checkpoint's agent (frames, actions, both policies' logits, values,
+    raw and normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable)."""
+
+    checkpoint: Annotated[Path | None, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """Checkpoint directory, or a run directory (its latest checkpoint). Optional with --resume."""
+    episodes: int = 100
+    """Complete episodes to record (over all env slots and workers)."""
+    out: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """The episode store to write (created if missing; a compatible store gets new shards)."""
+    resume: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """Continue the unfinished recordings of this store up to their requested episode counts."""
+    split: Annotated[str | None, tyro.conf.arg(metavar="SPLIT")] = None
+    """Level split to play (named or START:NUM); default: the checkpoint's training split."""
+    num_envs: int = 64
+    """Parallel environments per worker."""
+    action_noise: str = "none"
+    """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
+    scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.data.noise)."""
+    videos: int = 0
+    """Also write mp4s (agent view, action arrows) of the first K episodes to DATA/videos/."""
+    human: bool = False
+    """Also store Procgen's 512x512 view of every step as obs_human (64x more frame data)."""
+    state_dtype: str = "float32"
+    """Storage type of agent states: float32 (exact replay) or float16 (half the bytes)."""
+    seed: int = 0
+    """Seed of levels and action sampling (each shard derives its own from it)."""
+    workers: int = 1
+    """Recorder processes, each writing its own shard."""
+    commit_seconds: float = 1.0
+    """Commit finished episodes at least this often; a killed recorder loses at most this much."""
+    device: str = "auto"
+    """Torch device."""
+    precision: str = "fp32"
+    """fp32 (the agent's exact outputs), bf16 or auto."""
+    torch_threads: int = 0
+    """Torch threads per recorder process (0: torch's default, or cores / workers)."""
+
+
+# -- recordings -----------------------------------------------------------------------------------
+def _checkpoint_facts(path: Path) -> dict:
+    """What a checkpoint's agent plays and remembers, from its metadata."""
+    from proclab.config import from_dict
+    from proclab.envs import EnvConfig
+    from proclab.io.checkpoint import load_checkpoint
+    from proclab.models import AgentConfig, build_agent
+
+    ckpt = load_checkpoint(path, kind="agent")
+    agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
+    env_config = from_dict(EnvConfig, ckpt.meta["env"])
+    shapes = build_agent(agent_config).state_shapes()
+    return {
+        "path": str(ckpt.path), "step": ckpt.step, "games": list(env_config.games()), "mode": env_config.mode,
+        "train_split": env_config.split, "num_actions": agent_config.num_actions,
+        "state_layout": {k: [[n, list(s)] for n, s in v] for k, v in state_layout(shapes).items()},
+        "state_shapes": {k: list(v) for k, v in shapes.items()}, "meta": ckpt.meta,
+    }  # fmt: skip
+
+
+def reward_normalisation(checkpoint: str | Path, meta: dict) -> dict:
+    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``."""
+    from proclab.io.checkpoint import load_checkpoint
+
+    train = meta.get("train", {})
+    if meta.get("algo", train.get("algo")) == "impala":
+        clipping = train.get("impala", {}).get("reward_clipping", "none")
+        return {"scale": 1.0, "clip": 1.0 if clipping == "abs_one" else None, "source": f"impala {clipping}"}
+    ppo = train.get("ppo", {})
+    if not ppo.get("normalize_reward"):
+        return {"scale": 1.0, "clip": None, "source": "training did not normalise rewards"}
+    try:
+        state = load_checkpoint(checkpoint, kind="agent", train_state=True).train_state
+        var = float(state["ranks"][0]["actor"]["env"]["reward_rms"]["var"])
+    except (ProclabError, KeyError, TypeError, IndexError):
+        return {
+            "scale": 1.0,
+            "clip": None,
+            "source": "no reward statistics in the checkpoint: reward_norm = reward",
+        }
+    return {"scale": float(np.sqrt(var + 1e-8)), "clip": ppo.get("reward_clip"),
+            "source": f"running return std of rank 0 at step {meta.get('step')}"}  # fmt: skip
+
+
+def _data_args(args: RecordArgs) -> dict:
+    return {k: v for k, v in dataclasses.asdict(args).items() if k not in RUNTIME_FIELDS}
+
+
+def _check_runtime(args: RecordArgs) -> None:
+    if args.workers < 1:
+        raise ProclabError(f"--workers must be >= 1, got {args.workers}")
+    if args.commit_seconds < 0:
+        raise ProclabError(f"--commit-seconds must be >= 0, got {args.commit_seconds}")
+
+
+def _validate(args: RecordArgs) -> None:
+    for name in ("episodes", "num_envs"):
+        if getattr(args, name) < 1:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.videos < 0:
+        raise ProclabError(f"--videos must be >= 0, got {args.videos}")
+    if args.state_dtype not in STATE_DTYPES:
+        raise unknown_choice("state dtype", args.state_dtype, STATE_DTYPES)
+    ActionNoise.parse(args.action_noise)
+    if args.split is not None:
+        parse_split(args.split)
+
+
+def expected_fields(facts: dict, args: RecordArgs) -> dict[str, dict]:
+    """Per-step fields (dtype, shape) a recording with these settings writes."""
+    A = facts["num_actions"]
+    fields = {
+        "obs": ("uint8", [3, 64, 64]), "action": ("int64", []), "logits": ("float32", [A]),
+        "logits_clean": ("float32", [A]), "value": ("float32", []), "reward": ("float32", []),
+        "reward_norm": ("float32", []), "terminated": ("bool", []), "truncated": ("bool", []),
+        "step": ("int32", []), "level_seed": ("int64", []),
+    }  # fmt: skip
+    assert set(fields) == set(STEP_FIELDS)
+    if args.human:
+        fields["obs_human"] = ("uint8", [3, 512, 512])
+    for layer, parts in facts["state_layout"].items():
+        fields[STATE_OUT + layer] = (args.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
+    return {k: {"dtype": dt, "shape": s} for k, (dt, s) in fields.items()}
+
+
+def _check_compatible(store: Path, facts: dict, args: RecordArgs) -> None:
+    """A recording may join an existing store only if readers can treat all its episodes alike."""
+    existing = EpisodeStore(store)
+    if not existing.shards:
+        return
+    existing.check_agent(facts["num_actions"], {k: tuple(v) for k, v in facts["state_shapes"].items()},
+                         facts["games"])  # fmt: skip
+    ours = expected_fields(facts, args)
+    if existing.step_fields != ours:
+        diff = sorted(set(existing.step_fields) ^ set(ours)) or sorted(
+            k for k in ours if existing.step_fields[k] != ours[k]
+        )
+        raise ProclabError(
+            f"episode store {str(store)!r} holds other per-step fields than this recording would write "
+            f"(differing: {', '.join(diff)}); record into a new --out"
+        )
+
+
+def new_recording(args: RecordArgs) -> dict:
+    """Check ``args``, create the store if needed, and describe the recording (saved with every shard)."""
+    if args.checkpoint is None or args.out is None:
+        raise ProclabError(
+            "give a CHECKPOINT and --out DATA to record, or --resume DATA to continue a recording"
+        )
+    _validate(args)
+    facts = _checkpoint_facts(args.checkpoint)
+    if facts["num_actions"] != NUM_ACTIONS:
+        raise ProclabError(
+            f"checkpoint {facts['path']!r} has an agent with {facts['num_actions']} actions; Procgen has {NUM_ACTIONS}"
+        )
+    split = args.split if args.split is not None else facts["train_split"]
+    args = replace(args, split=split)
+    if args.out.exists() and (args.out / "zarr.json").is_file():
+        _check_compatible(args.out, facts, args)
+    ensure_store(args.out)
+    return {
+        "id": uuid.uuid4().hex[:12], "episodes": args.episodes, "args": _data_args(args),
+        "checkpoint": facts["path"], "checkpoint_step": facts["step"], "games": facts["games"],
+        "mode": facts["mode"], "split": str(parse_split(split)), "num_actions": facts["num_actions"],
+        "action_noise": ActionNoise.parse(args.action_noise).spec(),
+        "reward_norm": reward_normalisation(facts["path"], facts["meta"]), "created": time.time(),
+        STATE_LAYOUT_ATTR: facts["state_layout"],
+    }  # fmt: skip
+
+
+# -- recording one shard --------------------------------------------------------------------------
+def _shard_number(name: str) -> int:
+    digits = name.rsplit("-", 1)[-1]
+    return int(digits) if digits.isdigit() else zlib.crc32(name.encode())
+
+
+def record_shard(
+    recording: dict,
+    store: str | Path,
+    episodes: int,
+    *,
+    device: str = "auto",
+    precision: str = "fp32",
+    torch_threads: int = 0,
+    commit_seconds: float = 1.0,
+    videos: int = 0,
+    on_commit: Callable[[int, int], None] | None = None,
+    tick: Callable[[], None] | None = None,
+) -> str:
+    """Record ``episodes`` episodes of ``recording`` into a new shard of ``store``; returns the shard name.
+
+    The unit of work of ``--workers`` processes and of Ray tasks: everything it needs is in its
+    arguments (plain data), and it writes nothing outside its own shard and ``videos/``.
+    """
+    from proclab.io.video import write_video
+    from proclab.rl.agents import load_agent
+    from proclab.rl.runtime import make_runtime
+
+    args = RecordArgs(**recording["args"])
+    rt = make_runtime(device, precision, torch_threads)
+    agent, env_config, _ = load_agent(recording["checkpoint"], rt)
+    layout = {k: [[n, list(s)] for n, s in v] for k, v in state_layout(agent.state_shapes()).items()}
+    if layout != recording[STATE_LAYOUT_ATTR]:
+        raise ProclabError(
+            f"checkpoint {recording['checkpoint']!r} has agent state layout {layout}; the recording was made "
+            f"with {recording[STATE_LAYOUT_ATTR]}"
+        )
+    attrs = {"recording": recording, STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
+    writer = ShardWriter(
+        store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
+    )
+    env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(writer.name)]).generate_state(2)
+    torch.manual_seed(int(torch_seed))
+    n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
+    env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=int(env_seed % 2**31), split=args.split,
+                        render_human=args.human)  # fmt: skip
+    norm = recording["reward_norm"]
+    recorder = EpisodeRecorder(
+        env, agent, rt, noise=ActionNoise.parse(args.action_noise), reward_scale=norm["scale"],
+        reward_clip=norm["clip"], state_dtype=args.state_dtype, human=args.human, split=recording["split"],
+    )  # fmt: skip
+    video_dir = Path(store) / "videos"
+
+    def sink(steps: dict, episode: dict) -> None:
+        k = writer.append(steps, episode)
+        if k < videos:
+            write_video(
+                video_dir / f"{writer.name}-{k:05d}.mp4",
+                steps["obs"],
+                fps=15,
+                scale=4,
+                actions=steps["action"],
+            )
+
+    def on_tick() -> None:
+        writer.maybe_commit()
+        if tick is not None:
+            tick()
+
+    try:
+        recorder.run(episodes, sink, tick=on_tick)
+    finally:
+        env.close()
+        writer.close()
+    return writer.name
+
+
+# -- several processes ---------------------------------------------------------------------------
+def _worker(
+    recording: dict, store: str, episodes: int, options: dict, index: int, messages, parent: int
+) -> None:
+    def tick() -> None:
+        if os.getppid() != parent:  # the parent died (e.g. kill -9): stop, keeping what is committed
+            raise SystemExit(1)
+
+    try:
+        record_shard(recording, store, episodes, tick=tick,
+                     on_commit=lambda e, s: messages.put(("commit", index, e)), **options)  # fmt: skip
+    except ProclabError as err:
+        messages.put(("error", index, str(err)))
+        raise SystemExit(2) from None
+
+
+def _record_workers(
+    recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance
+) -> None:
+    from proclab.rl.evaluate import quotas
+
+    ctx = mp.get_context("spawn")
+    messages = ctx.Queue()
+    threads = args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers)
+    procs, done = [], {}
+    for w, n in enumerate(quotas(episodes, args.workers)):
+        if n == 0:
+            continue
+        options = dict(device=args.device, precision=args.precision, torch_threads=threads,
+                       commit_seconds=args.commit_seconds, videos=videos if w == 0 else 0)  # fmt: skip
+        p = ctx.Process(
+            target=_worker, args=(recording, str(store), int(n), options, w, messages, os.getpid())
+        )
+        p.start()
+        procs.append(p)
+    try:
+        while any(p.is_alive() for p in procs) or not messages.empty():
+            try:
+                kind, w, payload = messages.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if kind == "error":
+                raise ProclabError(payload)
+            advance(payload - done.get(w, 0))
+            done[w] = payload
+        failed = [p.exitcode for p in procs if p.exitcode != 0]
+        if failed:
+            raise RuntimeError(f"{len(failed)} recorder process(es) failed (exit codes {failed}); see above")
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+
+
+# -- command line ---------------------------------------------------------------------------------
+def _resume(args: RecordArgs) -> list[tuple[dict, int, int]]:
+    """(recording, episodes and videos still to record) for each unfinished recording of ``args.resume``."""
+    defaults = RecordArgs()
+    check_root(args.resume)
+    found = EpisodeStore(args.resume).recordings()
+    if not found:
+        raise ProclabError(f"episode store {str(args.resume)!r} holds no recording made by proclab record")
+    plans = []
+    for entry in found.values():
+        rec = entry["recording"]
+        saved = RecordArgs(**rec["args"])
+        changed = [k for k, v in _data_args(args).items()
+                   if v != getattr(defaults, k) and v != getattr(saved, k)]  # fmt: skip
+        if changed:
+            flags = ", ".join("--" + k.replace("_", "-") for k in changed)
+            raise ProclabError(f"--resume continues a recording with its saved settings; drop {flags}")
+        if args.checkpoint is not None:  # the checkpoint moved: it must be the same kind of agent
+            facts = _checkpoint_facts(args.checkpoint)
+            if facts["games"] != rec["games"] or facts["num_actions"] != rec["num_actions"]:
+                raise ProclabError(
+                    f"checkpoint {facts['path']!r} plays {', '.join(facts['games'])} with {facts['num_actions']} "
+                    f"actions; the recording in {str(args.resume)!r} is of {', '.join(rec['games'])} with "
+                    f"{rec['num_actions']}"
+                )
+            rec = {**rec, "checkpoint": facts["path"]}
+        missing = rec["episodes"] - entry["committed"]
+        videos = [
+            v for v in (args.resume / "videos").glob("*.mp4") if v.stem.rsplit("-", 1)[0] in entry["shards"]
+        ]
+        if missing > 0:
+            plans.append((rec, missing, max(0, rec["args"]["videos"] - len(videos))))
+    return plans
+
+
+def run(args: RecordArgs) -> tuple[Path, list[str]]:
+    """Record (or resume); returns the store and the ids of the recordings that ran."""
+    _check_runtime(args)
+    if args.resume is not None:
+        if args.out is not None:
+            raise ProclabError("give either --out DATA (a new recording) or --resume DATA, not both")
+        store = args.resume
+        plans = _resume(args)
+    else:
+        recording = new_recording(args)
+        store, plans = args.out, [(recording, args.episodes, args.videos)]
+    for recording, missing, videos in plans:
+        _record_with_progress(recording, store, missing, args, videos)
+    return store, [recording["id"] for recording, _, _ in plans]
+
+
+def _record_with_progress(recording: dict, store: Path, missing: int, args: RecordArgs, videos: int) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task("record", total=missing)
+        if args.workers > 1:
+            _record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
+            return
+        record_shard(recording, store, missing, device=args.device, precision=args.precision,
+                     torch_threads=args.torch_threads, commit_seconds=args.commit_seconds, videos=videos,
+                     on_commit=lambda episodes, _: bar.update(task, completed=episodes))  # fmt: skip
+
+
+def main(argv: list[str], prog: str = "proclab record") -> None:
+    args = tyro.cli(RecordArgs, args=argv, prog=prog)
+    store, ran = run(args)
+    data = EpisodeStore(store)
+    size = data.size_on_disk() - sum(f.stat().st_size for f in (store / "videos").glob("*.mp4"))
+    if not ran:
+        print(f"nothing to resume: every recording in {store} has its requested episodes")
+    per_step = size / max(data.num_steps, 1)
+    print(f"{data.num_episodes:,} episodes, {data.num_steps:,} steps, {per_step:,.0f} bytes/step on disk")
+    if any((store / "videos").glob("*.mp4")):
+        print(f"videos: {store / 'videos'}")
+    print(f"episode store: {store}")

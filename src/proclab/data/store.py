@@ -1,0 +1,333 @@
+"""Reading a store: the union of its committed shards, episode by episode or row range by row range.
+
+:class:`EpisodeStore` opens every shard that has a commit record, checks it (schema version,
+fields, arrays at least as long as the record says; with ``verify=True`` also that every
+chunk of the committed rows exists on disk, since zarr silently reads a missing chunk as
+zeros), and numbers the episodes of all shards in shard-name order. Shards without a commit
+record belong to writers that died before their first commit (or are still starting); they
+hold no complete episode and are skipped (``uncommitted_shards`` names them).
+
+Per-episode scalars of every shard are loaded into :attr:`EpisodeStore.episodes` at open
+(a few bytes per episode); steps are read on demand. ``state_in/<layer>`` is derived from
+``state_out/<layer>`` and the episode's ``state_in0/<layer>`` (see :mod:`proclab.data.schema`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+from zarr.core.sync import sync
+from zarr.storage import LocalStore
+
+from proclab.data.schema import (
+    INDEX_FIELDS,
+    STATE_IN,
+    STATE_IN0,
+    STATE_LAYOUT_ATTR,
+    STATE_OUT,
+    Layout,
+    layout_from_json,
+    state_layout,
+)
+from proclab.data.writer import COMMIT, ROOT_ATTR, check_root, check_version
+from proclab.errors import ProclabError
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One episode: per-step arrays (``steps[name]``, first axis ``T``) and per-episode values."""
+
+    index: int
+    steps: dict[str, np.ndarray]
+    info: dict[str, Any]
+
+    @property
+    def length(self) -> int:
+        return int(self.info["length"])
+
+    @property
+    def final_obs(self) -> np.ndarray | None:
+        """The frame after the last action, if the producer had one (Procgen recordings do not)."""
+        return self.info.get("final_obs")
+
+    def __getitem__(self, name: str):
+        return self.steps[name] if name in self.steps else self.info[name]
+
+
+@dataclass(frozen=True)
+class Shard:
+    name: str
+    episodes: int
+    steps: int
+    attrs: dict
+    record: dict
+
+
+class EpisodeStore:
+    """All committed episodes of the store at ``path``, read-only."""
+
+    def __init__(self, path: str | Path, *, verify: bool = False):
+        self.path = Path(path)
+        self.attrs = check_root(self.path)
+        self._zstore = LocalStore(self.path, read_only=True)
+        self.shards: list[Shard] = []
+        self.uncommitted_shards: list[str] = []
+        self._uncommitted_attrs: dict[str, dict] = {}
+        self._groups: list[zarr.Group] = []
+        for d in sorted(p for p in self.path.iterdir() if (p / "zarr.json").is_file()):
+            if (d / COMMIT).is_file():
+                self._open_shard(d, verify)
+            else:
+                self.uncommitted_shards.append(d.name)
+                try:  # a writer that is starting (or died starting) may not have written its attributes
+                    self._uncommitted_attrs[d.name] = _read_attrs(d)
+                except (OSError, ValueError):
+                    self._uncommitted_attrs[d.name] = {}
+        self._check_same_fields()
+        self._build_table()
+        self._arrays: dict[tuple[int, str], zarr.Array] = {}
+
+    # -- opening ---------------------------------------------------------------------------------
+    def _open_shard(self, d: Path, verify: bool) -> None:
+        where = f"shard {d.name!r} of {str(self.path)!r}"
+        try:
+            record = json.loads((d / COMMIT).read_text())
+            attrs = _read_attrs(d)
+        except (OSError, ValueError) as err:
+            raise ProclabError(
+                f"{where} is half-written: unreadable commit record or metadata ({err})"
+            ) from None
+        check_version(record.get("schema_version"), where)
+        check_version((attrs.get(ROOT_ATTR) or {}).get("schema_version"), where)
+        try:
+            group = zarr.open_group(store=self._zstore, path=d.name, mode="r")
+            counts = {"steps": int(record["steps"]), "episodes": int(record["episodes"])}
+            names = [f"episodes/{k}" for k in INDEX_FIELDS]
+            names += [f"{g}/{k}" for g in ("steps", "episodes") for k in record["fields"][g]]
+            for name in names:
+                arr = group[name]
+                need = counts[name.split("/", 1)[0]]
+                if arr.shape[0] < need:
+                    raise ProclabError(
+                        f"{where} is half-written: {name} has {arr.shape[0]} rows but the commit record "
+                        f"says {need}; delete the shard or re-copy it"
+                    )
+                if verify:
+                    _check_chunks(d / name, arr, need, where)
+        except (KeyError, ValueError, FileNotFoundError) as err:
+            raise ProclabError(f"{where} is half-written: {err!r} is missing or unreadable") from None
+        self.shards.append(Shard(d.name, counts["episodes"], counts["steps"], attrs, record))
+        self._groups.append(group)
+
+    def _check_same_fields(self) -> None:
+        if not self.shards:
+            return
+        first = self.shards[0]
+        for shard in self.shards[1:]:
+            if shard.record["fields"] != first.record["fields"]:
+                raise ProclabError(
+                    f"shards {first.name!r} and {shard.name!r} of {str(self.path)!r} hold different fields; "
+                    "a store must hold one kind of episode (write the other kind into its own store)"
+                )
+
+    def _build_table(self) -> None:
+        """Per-episode scalars of all shards, concatenated; strings decoded from their codes."""
+        columns: dict[str, list[np.ndarray]] = {"shard": [], "row": []}
+        scalar = [k for k, v in self.episode_fields.items() if not v["shape"]]
+        for s, (shard, group) in enumerate(zip(self.shards, self._groups, strict=True)):
+            n = shard.episodes
+            columns["shard"].append(np.full(n, s, np.int64))
+            columns["row"].append(np.arange(n, dtype=np.int64))
+            cats = shard.record.get("categories", {})
+            for k in (*INDEX_FIELDS, *scalar):
+                values = group[f"episodes/{k}"][:n]
+                if k in cats:
+                    values = np.asarray(cats[k], dtype=object)[values]
+                columns.setdefault(k, []).append(values)
+        self.episodes: dict[str, np.ndarray] = {
+            k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in columns.items()
+        }
+
+    # -- what the store holds --------------------------------------------------------------------
+    @property
+    def num_episodes(self) -> int:
+        return sum(s.episodes for s in self.shards)
+
+    @property
+    def num_steps(self) -> int:
+        return sum(s.steps for s in self.shards)
+
+    def __len__(self) -> int:
+        return self.num_episodes
+
+    @property
+    def step_fields(self) -> dict[str, dict]:
+        """Stored per-step fields: name -> ``{"dtype", "shape"}`` (shape per row)."""
+        return dict(self.shards[0].record["fields"]["steps"]) if self.shards else {}
+
+    @property
+    def episode_fields(self) -> dict[str, dict]:
+        """Per-episode fields besides ``start``/``length``: name -> ``{"dtype", "shape"}``."""
+        return dict(self.shards[0].record["fields"]["episodes"]) if self.shards else {}
+
+    @property
+    def fields(self) -> list[str]:
+        """Every per-step name :meth:`read` accepts: stored fields plus the derived ``state_in/*``."""
+        names = list(self.step_fields)
+        names += [STATE_IN + k.removeprefix(STATE_OUT) for k in names if k.startswith(STATE_OUT)]
+        return names
+
+    @property
+    def state_layout(self) -> Layout:
+        """How each ``state_*/<layer>`` vector splits into the agent's state tensors."""
+        for shard in self.shards:
+            if STATE_LAYOUT_ATTR in shard.attrs:
+                return layout_from_json(shard.attrs[STATE_LAYOUT_ATTR])
+        return {}
+
+    @property
+    def games(self) -> list[str]:
+        return sorted(set(self.episodes.get("game", [])))
+
+    def check_agent(self, num_actions: int, state_shapes: dict[str, tuple[int, ...]],
+                    games: Sequence[str] | None = None) -> None:  # fmt: skip
+        """Refuse an agent that cannot have produced (or cannot consume) these episodes."""
+        where = f"episode store {str(self.path)!r}"
+        logits = self.step_fields.get("logits")
+        if logits is not None and logits["shape"] != [num_actions]:
+            raise ProclabError(
+                f"{where} has {logits['shape'][0]} policy logits per step; the agent has {num_actions}"
+            )
+        if games is not None and set(self.games) - set(games):
+            raise ProclabError(
+                f"{where} holds episodes of {', '.join(self.games)}; the agent plays {', '.join(games)}"
+            )
+        theirs = {k: [list(s) for _, s in v] for k, v in self.state_layout.items()}
+        ours = {k: [list(s) for _, s in v] for k, v in state_layout(state_shapes).items()}
+        if any(k.startswith(STATE_OUT) for k in self.step_fields) and theirs != ours:
+            raise ProclabError(f"{where} holds agent states of layout {theirs}; the agent's is {ours}")
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _array(self, shard: int, name: str) -> zarr.Array:
+        key = (shard, name)
+        if key not in self._arrays:
+            self._arrays[key] = self._groups[shard][name]
+        return self._arrays[key]
+
+    def _locate(self, index: int) -> tuple[int, int, int, int]:
+        """(shard, row in shard, first step row, length) of episode ``index``."""
+        n = self.num_episodes
+        if not -n <= index < n:
+            raise IndexError(f"episode {index} out of range for a store of {n} episodes")
+        e = self.episodes
+        return int(e["shard"][index]), int(e["row"][index]), int(e["start"][index]), int(e["length"][index])
+
+    def read(self, index: int, fields: Sequence[str] | None = None, start: int = 0,
+             stop: int | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+        """Rows ``[start, stop)`` of episode ``index`` (default: all of it) for the given fields.
+
+        All fields are fetched concurrently (one round trip to zarr's I/O loop per call).
+        """
+        shard, row, first, length = self._locate(index)
+        stop = length if stop is None else min(stop, length)
+        if not 0 <= start < stop:
+            raise IndexError(f"rows [{start}, {stop}) are not inside episode {index} of length {length}")
+        requests: dict[tuple[str, str], tuple[zarr.Array, slice]] = {}
+        for name in self.fields if fields is None else fields:
+            if name.startswith(STATE_IN):  # state_in[t] = state_out[t - 1], state_in0 at the first step
+                layer = name.removeprefix(STATE_IN)
+                rows = slice(first + max(start - 1, 0), first + stop - 1)
+                requests[name, "out"] = (self._array(shard, "steps/" + STATE_OUT + layer), rows)
+                if start == 0:
+                    requests[name, "in0"] = (
+                        self._array(shard, "episodes/" + STATE_IN0 + layer),
+                        slice(row, row + 1),
+                    )
+            elif name in self.step_fields:
+                requests[name, ""] = (self._array(shard, "steps/" + name), slice(first + start, first + stop))
+            else:
+                raise KeyError(f"no per-step field {name!r}; the store has {', '.join(self.fields)}")
+        got = dict(zip(requests, _read_many(list(requests.values())), strict=True))
+        out = {}
+        for name, part in requests:
+            if part == "":
+                out[name] = got[name, part]
+            elif part == "out":
+                init = got.get((name, "in0"))
+                prev = got[name, part]
+                out[name] = prev if init is None else np.concatenate([init.astype(prev.dtype), prev])
+        return out
+
+    def info(self, index: int) -> dict[str, Any]:
+        """Per-episode values of episode ``index``, including array-valued ones (``state_in0/*``)."""
+        shard, row, _, _ = self._locate(index)
+        out = {k: v[index] for k, v in self.episodes.items()}
+        cats = self.shards[shard].record.get("categories", {})
+        for k, spec in self.shards[shard].record["fields"]["episodes"].items():
+            if spec["shape"]:
+                out[k] = self._array(shard, "episodes/" + k)[row]
+            elif k not in cats:
+                out[k] = out[k].item()
+        return out
+
+    def episode(self, index: int, fields: Sequence[str] | None = None) -> Episode:
+        """Episode ``index`` with the given per-step fields (default: all, ``state_in/*`` included)."""
+        index = range(self.num_episodes)[index]
+        return Episode(index, self.read(index, fields), self.info(index))
+
+    def __iter__(self) -> Iterator[Episode]:
+        for i in range(self.num_episodes):
+            yield self.episode(i)
+
+    def recordings(self) -> dict[str, dict]:
+        """The ``proclab record`` runs that wrote this store, by id: their settings (the ``recording``
+        attribute of their shards), ``committed`` episodes and ``shards`` (committed or not)."""
+        out: dict[str, dict] = {}
+        attrs = {s.name: (s.attrs, s.episodes) for s in self.shards}
+        attrs |= {name: (a, 0) for name, a in self._uncommitted_attrs.items()}
+        for name in sorted(attrs):
+            shard_attrs, episodes = attrs[name]
+            rec = shard_attrs.get("recording")
+            if rec is not None:
+                entry = out.setdefault(rec["id"], {"recording": rec, "committed": 0, "shards": []})
+                entry["committed"] += episodes
+                entry["shards"].append(name)
+        return out
+
+    def size_on_disk(self) -> int:
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+    def __repr__(self) -> str:
+        return f"EpisodeStore({str(self.path)!r}, shards={len(self.shards)}, episodes={self.num_episodes}, steps={self.num_steps})"
+
+
+def _read_many(requests: list[tuple[zarr.Array, slice]]) -> list[np.ndarray]:
+    """Read several array slices concurrently on zarr's I/O loop."""
+
+    async def gather():
+        return await asyncio.gather(*(arr.async_array.getitem(rows) for arr, rows in requests))
+
+    return sync(gather())
+
+
+def _read_attrs(shard_dir: Path) -> dict:
+    return json.loads((shard_dir / "zarr.json").read_text()).get("attributes", {})
+
+
+def _check_chunks(array_dir: Path, arr: zarr.Array, rows: int, where: str) -> None:
+    """Every chunk holding committed rows must exist (zarr would read a missing one as zeros)."""
+    per = arr.chunks[0]
+    rest = "/".join("0" for _ in arr.shape[1:])
+    for c in range((rows + per - 1) // per):
+        key = array_dir / "c" / (f"{c}/{rest}" if rest else f"{c}")
+        if not key.is_file():
+            raise ProclabError(
+                f"{where} is half-written: chunk {c} of {array_dir.name} (rows {c * per}+) is missing"
+            )

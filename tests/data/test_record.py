@@ -1,0 +1,147 @@
+"""`proclab record` and `proclab data info`: a real recording, kill -9 and resume, workers, and every user error."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from proclab.cli import main
+from proclab.data import EpisodeStore
+from proclab.io.video import read_video
+
+THREADS = ["--torch-threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def recorded(checkpoint, tmp_path_factory):
+    store = tmp_path_factory.mktemp("rec") / "DATA"
+    main(["record", str(checkpoint), "--episodes", "6", "--num-envs", "3", "--out", str(store), "--videos", "1",
+          "--action-noise", "seed", *THREADS])  # fmt: skip
+    return store
+
+
+def check_episodes(store: EpisodeStore) -> None:
+    """Every committed episode reads back whole and consistent."""
+    for ep in store:
+        s = ep.steps
+        assert (
+            len(s["obs"]) == ep.length == len(s["state_in/core.0"])
+            and (s["step"] == np.arange(ep.length)).all()
+        )
+        assert s["terminated"][-1] or s["truncated"][-1]
+        assert ep.info["return"] == pytest.approx(float(s["reward"].sum()), abs=1e-4)
+
+
+def test_record_writes_a_complete_store(recorded, helpers):
+    store = EpisodeStore(recorded, verify=True)
+    assert store.num_episodes == 6 and store.games == ["bossfight"]
+    check_episodes(store)
+    (rec,) = store.recordings().values()
+    assert rec["recording"]["action_noise"] == "scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1"
+    assert rec["recording"]["split"] == "train" and rec["committed"] == 6
+    ep = store.episode(0)
+    np.testing.assert_allclose(ep["reward_norm"], ep["reward"] / np.sqrt(helpers.REWARD_VAR), rtol=1e-5)
+    assert (ep["logits"][:, 9:] == -3).all() and not (ep["logits_clean"][:, 9:] == -3).all()
+    assert store.state_layout == {"core.0": [("core.0.h", (8,))]}
+    (video,) = (recorded / "videos").glob("*.mp4")
+    assert len(read_video(video)) == store.episode(int(video.stem.split("-")[-1])).length
+
+
+def test_data_info_json(recorded, capsys):
+    main(["data", "info", str(recorded), "--json", "--verify"])
+    info = json.loads(capsys.readouterr().out)
+    assert (
+        info["episodes"] == 6 and info["schema_version"] == 1 and info["games"]["bossfight"]["episodes"] == 6
+    )
+    assert info["steps"] == info["games"]["bossfight"]["steps"] == EpisodeStore(recorded).num_steps
+    assert info["fields"]["steps"]["obs"] == {"dtype": "uint8", "shape": [3, 64, 64]}
+    assert 0 < info["bytes_per_step"] < 12288 and info["recordings"][0]["requested"] == 6
+
+
+def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
+    """SIGKILL a real recording mid-way: committed episodes stay readable; --resume completes the count."""
+    store = tmp_path / "DATA"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proclab", "record", str(checkpoint), "--episodes", "60", "--num-envs", "2",
+         "--out", str(store), "--commit-seconds", "0", *THREADS],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    commit = store / "shard-00000" / "commit.json"
+    deadline = time.monotonic() + 300
+    while not (commit.is_file() and json.loads(commit.read_text())["episodes"] >= 2):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the recording never committed two episodes"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = EpisodeStore(store, verify=True)
+    assert 2 <= killed.num_episodes < 60  # it really died mid-recording
+    check_episodes(killed)
+
+    resumed = helpers.proclab("record", "--resume", str(store), *THREADS)
+    assert resumed.returncode == 0, resumed.stderr
+    store_now = EpisodeStore(store, verify=True)
+    assert store_now.num_episodes == 60 and [s.name for s in store_now.shards] == [
+        "shard-00000",
+        "shard-00001",
+    ]
+    for i in range(killed.num_episodes):  # what was committed before the kill is untouched
+        np.testing.assert_array_equal(store_now.episode(i)["action"], killed.episode(i)["action"])
+    check_episodes(store_now)
+    again = helpers.proclab("record", "--resume", str(store))
+    assert again.returncode == 0 and "nothing to resume" in again.stdout
+
+
+@pytest.mark.distributed
+def test_workers_write_one_shard_each(checkpoint, tmp_path):
+    store = tmp_path / "DATA"
+    main(["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2", "--out", str(store),
+          *THREADS])  # fmt: skip
+    data = EpisodeStore(store, verify=True)
+    assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
+    assert len(data.recordings()) == 1
+    check_episodes(data)
+
+
+def one_line_error(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_user_errors_are_one_line(recorded, tmp_path, helpers, capsys):
+    coinrun = helpers.make_checkpoint(tmp_path / "coinrun", game="coinrun")
+    err = one_line_error(capsys, ["record", str(coinrun), "--out", str(recorded)])
+    assert "holds episodes of bossfight; the agent plays coinrun" in err
+    err = one_line_error(capsys, ["record", "--resume", str(recorded), str(coinrun)])
+    assert "plays coinrun with 15 actions; the recording" in err and "is of bossfight" in err
+    four = helpers.make_checkpoint(tmp_path / "four", num_actions=4)
+    assert "has an agent with 4 actions; Procgen has 15" in one_line_error(
+        capsys, ["record", str(four), "--out", str(tmp_path / "new")]
+    )
+    assert "drop --split" in one_line_error(capsys, ["record", "--resume", str(recorded), "--split", "test1"])
+    assert "--out DATA" in one_line_error(capsys, ["record", str(coinrun)])
+    assert "action noise 'jitter'" in one_line_error(
+        capsys, ["record", str(coinrun), "--out", str(tmp_path / "x"), "--action-noise", "jitter"]
+    )
+    assert "does not exist" in one_line_error(capsys, ["data", "info", str(tmp_path / "nothing")])
+
+
+def test_bad_stores_are_one_line_errors(tmp_path, helpers, capsys):
+    bad = helpers.write_store(tmp_path / "v", [[3]])
+    root = json.loads((bad / "zarr.json").read_text())
+    root["attributes"]["proclab"]["schema_version"] = 2
+    (bad / "zarr.json").write_text(json.dumps(root))
+    assert "schema version 2; this proclab reads version 1" in one_line_error(
+        capsys, ["data", "info", str(bad)]
+    )
+    half = helpers.write_store(tmp_path / "h", [[3, 4]])
+    (half / "shard-00000" / "steps" / "value" / "c" / "0").unlink()
+    assert "half-written" in one_line_error(capsys, ["data", "info", str(half), "--verify"])

@@ -1,0 +1,227 @@
+"""The store: writer/reader round trip, several shards, schema validation, half-written shards, export."""
+
+import json
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from proclab.data import EpisodeStore, ShardWriter, export_minari, export_npz, unflatten_state
+from proclab.data.writer import chunk_rows
+from proclab.errors import ProclabError
+
+
+def test_round_trip_with_categories_and_derived_state(tmp_path, helpers):
+    store = EpisodeStore(helpers.write_store(tmp_path / "s", [[3, 5, 8]]), verify=True)
+    assert (store.num_episodes, store.num_steps) == (3, 16)
+    assert store.fields == ["obs", "value", "action", "terminated", "state_out/core.0", "state_in/core.0"]
+    assert list(store.episodes["game"]) == ["bigfish", "coinrun", "bigfish"] and store.games == [
+        "bigfish",
+        "coinrun",
+    ]
+    assert list(store.episodes["start"]) == [0, 3, 8] and list(store.episodes["length"]) == [3, 5, 8]
+    ep = store.episode(2)
+    t = np.arange(8)
+    assert ep.length == 8 and ep.info["level_seed"] == 2 and ep.info["return"] == 2.0
+    assert (ep["value"] == 2000 + t).all() and (ep.steps["obs"][:, 0, 0, 0] == t).all()
+    assert (ep["state_in/core.0"][0] == -1).all()  # the episode's state_in0
+    assert (ep["state_in/core.0"][1:, 0] == 2000 + t[:-1] + 1).all()
+    rows = store.read(2, ["state_in/core.0", "value"], 3, 6)  # a range that starts mid-episode
+    assert (rows["state_in/core.0"][:, 0] == [2003, 2004, 2005]).all() and (
+        rows["value"] == [2003, 2004, 2005]
+    ).all()
+    assert (store.episode(-1)["value"] == ep["value"]).all()
+    with pytest.raises(IndexError):
+        store.episode(3)
+    with pytest.raises(KeyError):
+        store.read(0, ["nope"])
+
+
+def test_readers_see_the_union_of_shards_written_concurrently(tmp_path, helpers):
+    path = tmp_path / "s"
+    tags = [[0, 2, 4, 6], [1, 3, 5]]
+
+    def produce(tags):
+        with ShardWriter(path, commit_seconds=0, background=True) as w:
+            for tag in tags:
+                w.append(*helpers.episode(tag + 2, tag))
+
+    threads = [threading.Thread(target=produce, args=(t,)) for t in tags]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    store = EpisodeStore(path, verify=True)
+    assert (
+        len(store.shards) == 2 and store.num_episodes == 7 and store.num_steps == sum(t + 2 for t in range(7))
+    )
+    by_shard = [[int(store.episode(i).info["level_seed"]) for i in range(7) if store.episodes["shard"][i] == s]
+                for s in (0, 1)]  # fmt: skip
+    assert sorted(by_shard) == sorted(tags)  # each shard in its own append order
+    for i in range(7):
+        ep = store.episode(i)
+        tag = ep.info["level_seed"]
+        assert ep.length == tag + 2 and (ep["value"] == tag * 1000 + np.arange(tag + 2)).all()
+
+
+def test_only_committed_episodes_are_visible(tmp_path, helpers):
+    path = tmp_path / "s"
+    w = ShardWriter(path, commit_seconds=3600)
+    w.append(*helpers.episode(4, 0))
+    w.commit()
+    w.append(*helpers.episode(5, 1))  # buffered, not committed
+    ShardWriter(path)  # a writer that never committed anything
+    store = EpisodeStore(path)
+    assert store.num_episodes == 1 and store.uncommitted_shards == ["shard-00001"]
+    w.close()
+    assert EpisodeStore(path).num_episodes == 2
+
+
+def test_uncommitted_rows_past_the_commit_are_ignored(tmp_path, helpers):
+    """What a kill between writing rows and renaming the commit record leaves: longer arrays, an older record."""
+    path = tmp_path / "s"
+    w = ShardWriter(path, commit_seconds=0)
+    for tag, n in ((0, 3), (1, 4)):
+        w.append(*helpers.episode(n, tag))
+    old = (path / "shard-00000" / "commit.json").read_text()
+    w.append(*helpers.episode(6, 2))
+    w.close()
+    (path / "shard-00000" / "commit.json").write_text(old)
+    store = EpisodeStore(path, verify=True)
+    assert (store.num_episodes, store.num_steps) == (2, 7)
+    assert store._groups[0]["steps/value"].shape == (13,)
+    assert (store.episode(1)["value"] == 1000 + np.arange(4)).all()
+
+
+def test_writer_rejects_inconsistent_episodes(tmp_path, helpers):
+    w = ShardWriter(tmp_path / "s")
+    steps, info = helpers.episode(3, 0)
+    with pytest.raises(ValueError, match="first axis"):
+        w.append({**steps, "value": np.zeros(2)}, info)
+    with pytest.raises(ValueError, match="reserved"):
+        w.append(steps, {**info, "length": 3})
+    with pytest.raises(ValueError, match="dtype"):
+        w.append({**steps, "note": np.array(["a", "b", "c"])}, info)
+    w.append(steps, info)
+    with pytest.raises(ValueError, match="differ"):
+        w.append({**steps, "value": steps["value"][:, None]}, info)
+    w.close()
+
+
+def test_several_kinds_of_episode_in_one_store_are_refused(tmp_path, helpers):
+    path = helpers.write_store(tmp_path / "s", [[3]])
+    with ShardWriter(path) as w:
+        w.append({"obs": np.zeros((2, 3, 64, 64), np.uint8)}, {})
+    with pytest.raises(ProclabError, match="different fields"):
+        EpisodeStore(path)
+
+
+def test_schema_versions_are_checked(tmp_path, helpers):
+    path = helpers.write_store(tmp_path / "s", [[3]])
+    root = json.loads((path / "zarr.json").read_text())
+    root["attributes"]["proclab"]["schema_version"] = 7
+    (path / "zarr.json").write_text(json.dumps(root))
+    with pytest.raises(ProclabError, match="schema version 7; this proclab reads version 1; upgrade proclab"):
+        EpisodeStore(path)
+    root["attributes"]["proclab"]["schema_version"] = 1
+    (path / "zarr.json").write_text(json.dumps(root))
+    commit = path / "shard-00000" / "commit.json"
+    record = json.loads(commit.read_text())
+    commit.write_text(json.dumps({**record, "schema_version": None}))
+    with pytest.raises(ProclabError, match=r"shard 'shard-00000'.*schema version None"):
+        EpisodeStore(path)
+
+
+@pytest.mark.parametrize(
+    "damage", ["commit_claims_more", "commit_truncated", "array_missing", "chunk_missing"]
+)
+def test_half_written_shards_are_refused(tmp_path, helpers, damage):
+    path = helpers.write_store(tmp_path / "s", [[3, 4]])
+    shard = path / "shard-00000"
+    commit = shard / "commit.json"
+    if damage == "commit_claims_more":
+        commit.write_text(json.dumps({**json.loads(commit.read_text()), "steps": 99}))
+    elif damage == "commit_truncated":
+        commit.write_text(commit.read_text()[:40])
+    elif damage == "array_missing":
+        (shard / "steps" / "value" / "zarr.json").unlink()
+    else:
+        (shard / "steps" / "obs" / "c" / "0" / "0" / "0" / "0").unlink()
+        EpisodeStore(path)  # zarr would read the chunk as zeros: only verify=True can tell
+        with pytest.raises(ProclabError, match="half-written: chunk 0 of obs"):
+            EpisodeStore(path, verify=True)
+        return
+    with pytest.raises(ProclabError, match=r"shard 'shard-00000' of .* is half-written"):
+        EpisodeStore(path)
+
+
+def test_not_a_store(tmp_path):
+    with pytest.raises(ProclabError, match="does not exist"):
+        EpisodeStore(tmp_path / "missing")
+    with pytest.raises(ProclabError, match="not an episode store"):
+        EpisodeStore(tmp_path)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file").write_text("")
+    with pytest.raises(ProclabError, match="exists and is not an episode store"):
+        ShardWriter(tmp_path / "x")
+
+
+def test_check_agent_names_the_mismatch(tmp_path, helpers):
+    path = tmp_path / "s"
+    with ShardWriter(path, attrs={"state_layout": {"core.0": [["core.0.h", [2]]]}}) as w:
+        steps, info = helpers.episode(3, 1)
+        w.append({**steps, "logits": np.zeros((3, 15), np.float32)}, info)
+    store = EpisodeStore(path)
+    store.check_agent(15, {"core.0.h": (2,)}, ["coinrun", "bigfish"])
+    with pytest.raises(ProclabError, match="15 policy logits per step; the agent has 4"):
+        store.check_agent(4, {"core.0.h": (2,)})
+    with pytest.raises(ProclabError, match="holds episodes of coinrun; the agent plays starpilot"):
+        store.check_agent(15, {"core.0.h": (2,)}, ["starpilot"])
+    with pytest.raises(ProclabError, match="layout"):
+        store.check_agent(15, {"core.0.h": (64,)})
+    assert set(unflatten_state({"core.0": np.zeros((5, 2))}, store.state_layout)) == {"core.0.h"}
+
+
+def test_chunks_hold_about_two_mebibytes():
+    assert chunk_rows(3 * 64 * 64) == 128 and chunk_rows(4) == 4096 and chunk_rows(3 * 512 * 512) == 2
+
+
+def test_export_npz(tmp_path, helpers):
+    store = EpisodeStore(helpers.write_store(tmp_path / "s", [[3, 5]]))
+    out = export_npz(store, tmp_path / "npz")
+    index = json.loads((out / "index.json").read_text())
+    assert [e["file"] for e in index["episodes"]] == ["episode_000000.npz", "episode_000001.npz"]
+    assert index["episodes"][1]["game"] == "coinrun" and index["episodes"][1]["length"] == 5
+    with np.load(out / "episode_000001.npz") as z:
+        np.testing.assert_array_equal(z["obs"], store.episode(1)["obs"])
+        np.testing.assert_array_equal(z["state_in/core.0"], store.episode(1)["state_in/core.0"])
+        assert z["episode/game"] == "coinrun" and z["episode/length"] == 5
+
+
+def minari_ready_store(path, helpers) -> EpisodeStore:
+    with ShardWriter(path) as w:
+        for n in (3, 5):
+            steps, info = helpers.episode(n, n)
+            w.append({**steps, "reward": np.ones(n, np.float32), "truncated": np.zeros(n, bool)}, info)
+    return EpisodeStore(path)
+
+
+def test_export_minari_needs_its_fields_and_h5py(tmp_path, helpers, monkeypatch):
+    with pytest.raises(ProclabError, match="lacks reward, truncated"):
+        export_minari(helpers.write_store(tmp_path / "s", [[3]]), tmp_path / "m.hdf5")
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    with pytest.raises(ProclabError, match="needs h5py: pip install h5py"):
+        export_minari(minari_ready_store(tmp_path / "t", helpers), tmp_path / "m.hdf5")
+
+
+def test_export_minari_layout(tmp_path, helpers):
+    h5py = pytest.importorskip("h5py")  # not a proclab dependency
+    store = minari_ready_store(tmp_path / "t", helpers)
+    path = export_minari(store, tmp_path / "m.hdf5", episodes=[1])
+    with h5py.File(path) as f:
+        assert f.attrs["total_episodes"] == 1 and f.attrs["total_steps"] == 5
+        g = f["episode_0"]
+        assert g["observations"].shape == (6, 3, 64, 64) and not g["observations"][-1].any()
+        np.testing.assert_array_equal(g["actions"][:], store.episode(1)["action"])
+        np.testing.assert_array_equal(g["infos/value"][:], store.episode(1)["value"])
