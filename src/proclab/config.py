@@ -1,8 +1,9 @@
 """Run configuration: typed, frozen dataclasses composed into one config, plus named presets.
 
 Each component owns its settings (:class:`~proclab.envs.EnvConfig`,
-:class:`~proclab.models.AgentConfig`, :class:`PPOConfig`); :class:`TrainConfig` composes them
-for a training run. A *preset* is a complete :class:`TrainConfig` reproducing one setting of
+:class:`~proclab.models.AgentConfig`, :class:`PPOConfig`, :class:`ImpalaConfig`);
+:class:`TrainConfig` composes them for a training run (``algo`` says which algorithm's
+settings apply). A *preset* is a complete :class:`TrainConfig` reproducing one setting of
 the seeds; command-line flags then override single fields. The resolved config is written to
 every run directory as JSON and read back by ``--resume`` with :func:`from_dict`.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from proclab.envs import EnvConfig
+from proclab.envs import GAME_LISTS, EnvConfig
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models import AgentConfig, agent_preset
 
@@ -69,6 +70,56 @@ class PPOConfig:
     """Clip range of normalised rewards."""
 
 
+ALGOS = ("ppo", "impala")
+REWARD_CLIPPINGS = ("abs_one", "none")
+REDUCTIONS = ("sum", "mean")
+
+
+@dataclass(frozen=True)
+class ImpalaConfig:
+    """IMPALA with V-trace, as the modern-srwm seed trains it (docs/impala.md); defaults are the seed's."""
+
+    total_steps: int = 300_000_000
+    """Environment steps to train for (each update trains on batch_size * unroll_length of them)."""
+    num_actors: int = 12
+    """Actor processes (or Ray actors); the run's num_envs envs are split evenly over them."""
+    unroll_length: int = 50
+    """Transitions T per unroll; an unroll holds T+1 observations, the last one starting the next."""
+    batch_size: int = 32
+    """Env unrolls per learner update (a multiple of the envs per actor)."""
+    learning_rate: float = 6e-4
+    """RMSprop learning rate."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 at total_steps (the seed's LambdaLR)."""
+    rms_alpha: float = 0.99
+    """RMSprop smoothing constant."""
+    rms_eps: float = 0.01
+    """RMSprop epsilon (added outside the square root, PyTorch semantics)."""
+    rms_momentum: float = 0.0
+    """RMSprop momentum."""
+    max_grad_norm: float = 40.0
+    """Global gradient-norm clip."""
+    gamma: float = 0.99
+    """Discount factor (0 after an episode's last step)."""
+    baseline_cost: float = 0.5
+    """Weight of the value loss 0.5 * (v_s - V(x_s))^2."""
+    entropy_cost: float = 0.01
+    """Weight of the entropy loss (sum of pi log pi)."""
+    rho_bar: float = 1.0
+    """V-trace truncation of the importance weights in the value targets."""
+    c_bar: float = 1.0
+    """V-trace truncation of the trace coefficients c_s."""
+    pg_rho_bar: float = 1.0
+    """Truncation of the importance weights in the policy-gradient advantages."""
+    reward_clipping: str = "abs_one"
+    """Rewards in the loss: abs_one = clamp(r, -1, 1) (the seed), none = raw."""
+    reduction: str = "sum"
+    """Reduce the losses over the T x B entries by sum (the seed; lr scales with the batch) or mean."""
+    ray_address: str | None = None
+    """Run the actors as Ray actors: auto (the running cluster), ray://HOST:PORT, or local (start one
+    here); None: actor processes on this machine (no Ray needed)."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """A training run: environment, agent, algorithm, logging and checkpoints."""
@@ -76,8 +127,9 @@ class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    impala: ImpalaConfig = field(default_factory=ImpalaConfig)
     algo: str = "ppo"
-    """Training algorithm."""
+    """Training algorithm: ppo or impala (its settings are the ppo or the impala fields)."""
     seed: int = 1
     """Seed for levels, initial weights and action sampling."""
     name: str = "default"
@@ -87,7 +139,7 @@ class TrainConfig:
     val_split: str | None = "all"
     """Level split of the validation env stepped alongside training (None: no validation)."""
     val_num_envs: int = 16
-    """Envs of the validation env (0: no validation)."""
+    """Envs of the validation env (0: no validation); IMPALA: envs of its validation actor."""
     checkpoint_every: int = 1_000_000
     """Save a checkpoint every this many env steps (and always at the end)."""
     keep_checkpoints: int = 0
@@ -95,7 +147,9 @@ class TrainConfig:
     device: str = "auto"
     """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
     precision: str = "auto"
-    """Arithmetic: bf16 (autocast + channels-last), fp32, or auto (bf16 where the hardware has it)."""
+    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
+    channels_last: bool = True
+    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
     torch_threads: int = 0
     """Torch intra-op threads (0 = torch's default)."""
     log_every: int = 1
@@ -157,6 +211,30 @@ PRESETS["tiny"] = TrainConfig(
     val_num_envs=8,
     checkpoint_every=50_000,
 )
+
+
+def _impala(games: tuple[str, ...], mode: str, split: str) -> TrainConfig:
+    """modern-srwm's IMPALA runs (``RL/README.md``): 48 envs, batch 32 x 50, 300M steps, SRWM agent.
+
+    Validation: a validation actor plays the ``val`` levels [500, 700) with the latest weights,
+    two envs per game, at most one unroll per update; its last 10 episodes per game are logged
+    (the seed's ``valid_num_episodes``).
+    """
+    return TrainConfig(
+        env=EnvConfig(game=games, mode=mode, num_envs=48, split=split),
+        agent=agent_preset("srwm-srwm"),
+        impala=ImpalaConfig(),
+        algo="impala",
+        name="srwm",
+        val_split="val",
+        val_num_envs=2 * len(games),
+        checkpoint_every=5_000_000,
+    )
+
+
+PRESETS["impala-procgen"] = _impala(("bigfish",), "easy", "train")
+PRESETS["impala-multi-easy6"] = _impala(GAME_LISTS["easy6"], "easy", "train")
+PRESETS["impala-memory4"] = _impala(GAME_LISTS["memory4"], "memory", "train-500")
 
 
 def preset(name: str) -> TrainConfig:

@@ -7,7 +7,10 @@ would over-sample short episodes, which are often failures (or successes) in Pro
 
 The agent keeps its memory across a slot's episodes and resets it on episode starts, as in
 training. ``--greedy`` takes the argmax action (the modern-srwm test protocol); the default
-samples, as during training.
+samples, as during training. ``--protocol srwm`` is that seed's whole test protocol: greedy,
+200 episodes per game on the training levels [0, 200) and the test splits starting at 1000,
+1200 and 1400, shown as the paper reports it (one row per game, normalised scores x 100, and
+their mean over games per split).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from proclab.envs import (
     normalized_score,
     parse_split,
 )
-from proclab.errors import ProclabError
+from proclab.errors import ProclabError, unknown_choice
 from proclab.rl.rollout import Actor
 from proclab.rl.runtime import Runtime, make_runtime
 
@@ -117,6 +120,38 @@ def results_table(rows: list[dict], mode: str) -> dict:
     return {"mode": mode, "rows": rows, "aggregate": aggregate}
 
 
+def paper_rows(table: dict) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the paper's layout: per game, the mean return and normalised score x 100
+    on each split; a last row with the mean score x 100 over games per split."""
+    splits = list(table["aggregate"])
+    cells = {(r["game"], r["split"]): r for r in table["rows"]}
+    header = ["game"] + [f"{s} {col}" for s in splits for col in ("return", "score")]
+    rows = []
+    for game in dict.fromkeys(r["game"] for r in table["rows"]):
+        row = [game]
+        for s in splits:
+            r = cells[(game, s)]
+            row += [f"{r['return_mean']:.2f}", f"{100 * r['normalized_score']:.1f}"]
+        rows.append(row)
+    mean = ["mean"]
+    for s in splits:
+        mean += ["", f"{100 * table['aggregate'][s]['mean_normalized_score']:.1f}"]
+    return header, [*rows, mean]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    greedy: bool
+    episodes: int
+    splits: tuple[str, ...]
+
+
+PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) and three test splits
+    "srwm": Protocol(greedy=True, episodes=200, splits=("train", "test1", "test2", "test3")),
+    "srwm-sampled": Protocol(greedy=False, episodes=200, splits=("train", "test1", "test2", "test3")),
+}
+
+
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvalArgs:
@@ -125,11 +160,15 @@ class EvalArgs:
     checkpoint: tyro.conf.Positional[Path]
     """Checkpoint directory, or a run directory (its latest checkpoint)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1."""
-    episodes: int = 100
-    """Complete episodes per split and game."""
+    """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
+    (or the protocol's)."""
+    episodes: int | None = None
+    """Complete episodes per split and game (default: 100, or the protocol's)."""
     greedy: bool = False
     """Take the most likely action instead of sampling."""
+    protocol: str | None = None
+    """A seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1 test2 test3,
+    scores x 100 per game as the paper) or srwm-sampled (the same, sampling actions)."""
     envs_per_game: int = 16
     """Parallel envs per game (each runs a fixed quota of episodes)."""
     seed: int = 0
@@ -144,6 +183,17 @@ class EvalArgs:
     """bf16, fp32 or auto."""
 
 
+def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
+    """Episodes per game, greedy or not, and splits: the flags, with a protocol's values as defaults."""
+    if args.protocol is not None and args.protocol not in PROTOCOLS:
+        raise unknown_choice("protocol", args.protocol, PROTOCOLS)
+    protocol = PROTOCOLS.get(args.protocol, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
+    episodes = protocol.episodes if args.episodes is None else args.episodes
+    if episodes < 1:
+        raise ProclabError(f"--episodes must be >= 1, got {episodes}")
+    return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
+
+
 def main(argv: list[str], prog: str = "proclab eval") -> None:
     run(tyro.cli(EvalArgs, args=argv, prog=prog))
 
@@ -155,12 +205,10 @@ def run(args: EvalArgs) -> dict:
 
     from proclab.rl.agents import load_agent
 
-    if args.episodes < 1:
-        raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")
+    episodes, greedy, split_names = protocol_settings(args)
     rt = make_runtime(args.device, args.precision)
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.checkpoint, rt)
-    split_names = args.split or ("train", "test1")
     splits = [parse_split(s) for s in split_names]
     train_split = parse_split(env_config.split)
     for s in splits:  # warn, do not refuse: evaluating on the training levels is legitimate
@@ -174,20 +222,32 @@ def run(args: EvalArgs) -> dict:
     console = Console(stderr=args.json)
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
-            task = bar.add_task(f"eval {split}", total=args.episodes * len(games))
-            res = evaluate(agent, env_config, split, args.episodes, rt, greedy=args.greedy,
+            task = bar.add_task(f"eval {split}", total=episodes * len(games))
+            res = evaluate(agent, env_config, split, episodes, rt, greedy=greedy,
                            envs_per_game=args.envs_per_game, seed=args.seed,
                            progress=lambda t=task: bar.advance(t))  # fmt: skip
             rows.extend(r.summary(env_config.mode) for r in res.values())
     table = results_table(rows, env_config.mode)
-    table.update(checkpoint=str(ckpt.path), step=ckpt.step, greedy=args.greedy)
+    table.update(checkpoint=str(ckpt.path), step=ckpt.step, greedy=greedy, protocol=args.protocol)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(table, indent=2))
     if args.json:
         print(json.dumps(table, indent=2))
         return table
-    t = Table(title=f"{ckpt.path} (step {ckpt.step:,}, {'greedy' if args.greedy else 'sampled'} actions)")
+    title = (
+        f"{ckpt.path} (step {ckpt.step:,}, {'greedy' if greedy else 'sampled'} actions, {episodes} episodes)"
+    )
+    if args.protocol is not None:
+        header, body = paper_rows(table)
+        t = Table(title=title + "; score = normalised x 100")
+        for i, col in enumerate(header):
+            t.add_column(col, justify="left" if i == 0 else "right")
+        for row in body:
+            t.add_row(*row, style="bold" if row[0] == "mean" else None)
+        console.print(t)
+        return table
+    t = Table(title=title)
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")
     for r in rows:

@@ -17,6 +17,7 @@ of ``num_minibatches`` minibatches over it. Every detail is a field of
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,24 @@ from proclab.config import PPOConfig
 from proclab.rl.gae import gae
 from proclab.rl.rollout import Rollout
 from proclab.rl.runtime import Runtime
+
+
+def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
+    """Average the gradients of ``params`` over torchrun processes (one flat all-reduce).
+
+    A no-op in a single process. Every learner that trains under torchrun (PPO, the world model)
+    calls it between ``backward`` and the optimiser step.
+    """
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return
+    grads = [p.grad for p in params if p.grad is not None]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset : offset + g.numel()].view_as(g))
+        offset += g.numel()
 
 
 @dataclass
@@ -191,23 +210,10 @@ class PPOLearner:
             (loss if cfg.sum_chunk_grads else loss * weight).backward()
             for k, v in chunk_stats.items():
                 stats[k] = stats.get(k, 0) + v * weight
-        self._all_reduce_grads()
+        average_gradients(self.agent.parameters())
         stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         return stats
-
-    def _all_reduce_grads(self) -> None:
-        """Average gradients over torchrun processes (one flat all-reduce)."""
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-            return
-        grads = [p.grad for p in self.agent.parameters() if p.grad is not None]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
-        flat /= dist.get_world_size()
-        offset = 0
-        for g in grads:
-            g.copy_(flat[offset : offset + g.numel()].view_as(g))
-            offset += g.numel()
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "updates": self.updates}

@@ -1,8 +1,8 @@
 """Where and how tensors are computed: device, precision, threads, seeding.
 
-proclab defaults to the fastest path that does not change results beyond tolerance: bf16
-autocast with channels-last convolutions where the hardware runs bf16 natively (CUDA GPUs of
-compute capability >= 8, and CPUs with AVX-512 BF16 or AMX), fp32 elsewhere. Losses and
+proclab defaults to the fastest path that does not change results beyond tolerance:
+channels-last convolutions everywhere, and bf16 autocast where the hardware runs bf16 natively
+(CUDA GPUs of compute capability >= 8, and CPUs with AVX-512 BF16 or AMX), fp32 elsewhere. Losses and
 log-probabilities are always computed in fp32 on top of the autocast region.
 """
 
@@ -25,6 +25,7 @@ PRECISIONS = ("auto", "bf16", "fp32")
 class Runtime:
     device: torch.device
     bf16: bool
+    channels_last: bool = True  # NHWC convolutions: about 2x faster than NCHW on CPU, fp32 or bf16
 
     def autocast(self):
         """Context for forward passes: bf16 autocast when enabled, otherwise a no-op."""
@@ -33,9 +34,11 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     def prepare(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Move a module to the device (channels-last memory when convolutions run in bf16)."""
+        """Move a module to the device, with channels-last convolutions when enabled."""
         module = module.to(self.device)
-        if self.bf16:
+        if hasattr(module, "channels_last"):
+            module.channels_last(self.channels_last)
+        elif self.channels_last:
             module = module.to(memory_format=torch.channels_last)
         return module
 
@@ -53,7 +56,9 @@ def cpu_has_native_bf16() -> bool:
     return any(flag in flags for flag in (" avx512_bf16", " amx_bf16"))
 
 
-def make_runtime(device: str = "auto", precision: str = "auto", threads: int = 0) -> Runtime:
+def make_runtime(
+    device: str = "auto", precision: str = "auto", threads: int = 0, channels_last: bool = True
+) -> Runtime:
     if precision not in PRECISIONS:
         raise unknown_choice("precision", precision, PRECISIONS)
     if device == "auto":
@@ -77,7 +82,7 @@ def make_runtime(device: str = "auto", precision: str = "auto", threads: int = 0
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    return Runtime(device=dev, bf16=bf16)
+    return Runtime(device=dev, bf16=bf16, channels_last=channels_last)
 
 
 def seed_everything(seed: int) -> None:

@@ -1,5 +1,9 @@
 """``proclab train``: the training loop around PPO, with validation, logging, checkpoints and resume.
 
+``--algo impala`` (or an ``impala-*`` preset) runs IMPALA instead
+(:mod:`proclab.rl.impala_train`); both share run directories, logging and checkpoints
+(:mod:`proclab.rl.loop`) and this command line.
+
 The loop is the same for every agent: an :class:`~proclab.rl.rollout.Actor` fills a rollout
 from the training envs (a second actor steps a validation env on other levels with the same
 policy), :class:`~proclab.rl.ppo.PPOLearner` updates the agent, a row of metrics is written,
@@ -15,32 +19,43 @@ Several processes: ``torchrun --nproc_per_node N -m proclab train ...`` gives ea
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
-from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import tyro
 
-from proclab.config import PRESETS, TrainConfig, from_dict, preset, to_dict
+from proclab.config import ALGOS, PRESETS, ImpalaConfig, PPOConfig, TrainConfig, from_dict, preset
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer, check_disjoint, parse_split
-from proclab.errors import ProclabError
-from proclab.io.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
-from proclab.io.runs import MetricsLogger, create_run_dir, read_run_config
+from proclab.errors import ProclabError, unknown_choice
+from proclab.io.checkpoint import find_checkpoint
+from proclab.io.runs import read_run_config
 from proclab.models import build_agent
+from proclab.rl.loop import (
+    RunLogger,
+    Throughput,
+    crossed,
+    episode_metrics,
+    load_agent_checkpoint,
+    load_log_state,
+    log_state,
+    new_run_dir,
+    progress_bar,
+    save_agent_checkpoint,
+)
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
 from proclab.rl.runtime import make_runtime, seed_everything
 
 
-def game_label(games: tuple[str, ...]) -> str:
-    return games[0] if len(games) == 1 else (("+".join(games)) if len(games) <= 3 else f"{len(games)}games")
-
-
 def validate(config: TrainConfig, world: int = 1) -> None:
     """Refuse configurations that cannot run, before anything is created on disk."""
+    if config.algo not in ALGOS:
+        raise unknown_choice("algo", config.algo, ALGOS)
     env, ppo = config.env, config.ppo
     games = env.games()
     train_split = parse_split(env.split)
@@ -48,6 +63,11 @@ def validate(config: TrainConfig, world: int = 1) -> None:
         check_disjoint(train_split, parse_split(config.val_split))
         if config.val_num_envs < len(games):
             raise ProclabError(f"val_num_envs={config.val_num_envs} is smaller than the {len(games)} games")
+    if config.algo == "impala":
+        from proclab.rl.impala_train import validate_impala
+
+        validate_impala(config, world)
+        return
     if env.num_envs < 1 or env.num_envs % world:
         raise ProclabError(f"num_envs={env.num_envs} must be a positive multiple of the {world} processes")
     batch = env.num_envs * ppo.num_steps
@@ -58,8 +78,6 @@ def validate(config: TrainConfig, world: int = 1) -> None:
         )
     if ppo.num_minibatches < 1 or ppo.update_epochs < 1:
         raise ProclabError("num_minibatches and update_epochs must be >= 1")
-    if config.algo != "ppo":
-        raise ProclabError(f"algo {config.algo!r} is not available in this command; use ppo")
 
 
 class Trainer:
@@ -69,7 +87,7 @@ class Trainer:
         self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
         validate(config, self.world)
         self.config = cfg = config
-        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads)
+        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
         seed_everything(cfg.seed)  # same initial weights on every rank
         self.agent = self.rt.prepare(build_agent(cfg.agent))
         if self.world > 1:
@@ -79,7 +97,7 @@ class Trainer:
 
         n_local = cfg.env.num_envs // self.world
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
-        env = ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local)
+        env = self.wrap_env(ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
         self.actor = Actor(self.env, self.agent, self.rt)
         self.val_actor = None
@@ -101,41 +119,34 @@ class Trainer:
         self.val_log = EpisodeLog(games, cfg.env.mode)
         self.global_step = 0
         self.wall_offset = 0.0
-        self.sps_window: deque[tuple[float, int]] = deque(maxlen=10)
+        self.throughput = Throughput()
 
         if run_dir is None and self.rank == 0:
-            run_dir = create_run_dir(
-                cfg.run_root, cfg.algo, game_label(games), cfg.name, cfg.seed, to_dict(cfg)
-            )
+            run_dir = new_run_dir(cfg)
         self.run_dir = run_dir
-        resume_step = None
-        if resume:
-            resume_step = self._restore(find_checkpoint(run_dir))
-        self.logger = MetricsLogger(run_dir, cfg.tensorboard, resume_step) if self.rank == 0 else None
-        self._wandb = self._init_wandb() if self.rank == 0 and cfg.wandb_project else None
+        resume_step = self._restore() if resume else None
+        self.logger = RunLogger(run_dir, cfg, resume_step) if self.rank == 0 else None
 
     # -- the loop ----------------------------------------------------------------------------
     def train(self, progress: bool = True) -> Path:
         cfg = self.config
-        next_ckpt = (self.global_step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
         start_time = time.time() - self.wall_offset
-        bar = _progress(progress and self.rank == 0, self.num_updates * self.batch, self.global_step)
+        bar = progress_bar(progress and self.rank == 0, self.num_updates * self.batch, self.global_step)
         while self.learner.updates < self.num_updates:
             t0 = time.time()
             self.actor.collect(self.rollout, on_info=self._on_train_info)
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
-            self.sps_window.append((time.time() - t0, self.batch))
+            self.throughput.add(time.time() - t0, self.batch)
             if self.rank == 0 and self.learner.updates % cfg.log_every == 0:
-                self._log(metrics, time.time() - start_time)
+                row = {"charts/SPS": self.throughput.sps(), **episode_metrics(self.train_log, self.val_log),
+                       **self.extra_metrics()}  # fmt: skip
+                self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             if bar is not None:
                 bar.update(self.global_step, self.train_log.summary().get("return_mean"))
             done = self.learner.updates >= self.num_updates
-            if self.global_step >= next_ckpt or done:
+            if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
                 self.save_checkpoint(time.time() - start_time)
-                next_ckpt += cfg.checkpoint_every * max(
-                    1, (self.global_step - next_ckpt) // cfg.checkpoint_every + 1
-                )
         if bar is not None:
             bar.close()
         if self.world > 1:
@@ -154,25 +165,21 @@ class Trainer:
         if float(diff) > 0:
             raise RuntimeError(f"replicas diverged across ranks (max weight difference {float(diff):.3g})")
 
+    # -- hooks for subclasses (trex train-policy: a learned reward in place of the env's) -----------
+    def wrap_env(self, env):
+        """Wrap the training env below reward normalisation; the default keeps it as it is."""
+        return env
+
+    def extra_metrics(self) -> dict[str, float]:
+        """More metrics for each logged row; none by default."""
+        return {}
+
     def _on_train_info(self, info: dict) -> None:
         self.train_log.add(info, self.env.game_index)
         if self.val_actor is not None:  # one validation step per training step, same policy
             _, action, _, state = self.val_actor.act()
             _, _, val_info = self.val_actor.env_step(action, state)
             self.val_log.add(val_info, self.val_actor.env.game_index)
-
-    def _log(self, metrics: dict[str, float], wall: float) -> None:
-        secs = sum(t for t, _ in self.sps_window)
-        row = {"charts/SPS": sum(n for _, n in self.sps_window) / max(secs, 1e-9)}
-        for prefix, log in (("", self.train_log), ("val_", self.val_log)):
-            for key, value in log.summary().items():
-                game, _, stat = key.rpartition("/")
-                name = {"return_mean": "episodic_return", "length_mean": "episodic_length"}.get(stat, stat)
-                row[f"charts/{game + '/' if game else ''}{prefix}{name}"] = value
-        row.update(metrics)
-        self.logger.log(self.global_step, wall, row)
-        if self._wandb is not None:
-            self._wandb.log(row, step=self.global_step)
 
     # -- checkpoints ---------------------------------------------------------------------------
     def _carried(self, actor: Actor) -> dict:
@@ -189,8 +196,8 @@ class Trainer:
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "actor": self._carried(self.actor),
             "val_actor": self._carried(self.val_actor) if self.val_actor is not None else None,
-            "train_log": _log_state(self.train_log),
-            "val_log": _log_state(self.val_log),
+            "train_log": log_state(self.train_log),
+            "val_log": log_state(self.val_log),
         }
 
     def save_checkpoint(self, wall: float) -> Path | None:
@@ -208,43 +215,16 @@ class Trainer:
             "wall_time": wall,
             "ranks": ranks,
         }
-        meta = {
-            "kind": "agent",
-            "algo": self.config.algo,
-            "step": self.global_step,
-            "games": list(self.env.games),
-            "agent": to_dict(self.config.agent),
-            "env": to_dict(self.config.env),
-            "train": to_dict(self.config),
-        }
-        path = save_checkpoint(
-            self.run_dir / "checkpoints" / f"step_{self.global_step:012d}",
-            self.agent.state_dict(),
-            meta,
-            state,
+        return save_agent_checkpoint(
+            self.run_dir, self.agent, self.config, self.env.games, self.global_step, state
         )
-        self._prune_checkpoints()
-        return path
 
-    def _prune_checkpoints(self) -> None:
-        keep = self.config.keep_checkpoints
-        if keep <= 0:
-            return
-        import shutil
-
-        found = sorted((self.run_dir / "checkpoints").glob("step_*"))
-        for old in found[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
-
-    def _restore(self, path: Path) -> int:
-        from proclab.io.checkpoint import load_weights_into
-
-        ckpt = load_checkpoint(path, kind="agent", train_state=True)
-        load_weights_into(self.agent, ckpt.weights, path)
-        state = ckpt.train_state
+    def _restore(self) -> int:
+        state = load_agent_checkpoint(self.run_dir, self.agent)
         if len(state["ranks"]) != self.world:
             raise ProclabError(
-                f"checkpoint {str(path)!r} was written by {len(state['ranks'])} processes; resume it with as many"
+                f"checkpoint {str(find_checkpoint(self.run_dir))!r} was written by {len(state['ranks'])} "
+                "processes; resume it with as many"
             )
         self.learner.load_state_dict(state["learner"])
         self.global_step = int(state["global_step"])
@@ -256,17 +236,9 @@ class Trainer:
         _restore_actor(self.actor, local["actor"], self.rt.device)
         if self.val_actor is not None and local["val_actor"] is not None:
             _restore_actor(self.val_actor, local["val_actor"], self.rt.device)
-        _load_log_state(self.train_log, local["train_log"])
-        _load_log_state(self.val_log, local["val_log"])
+        load_log_state(self.train_log, local["train_log"])
+        load_log_state(self.val_log, local["val_log"])
         return self.global_step
-
-    def _init_wandb(self):
-        try:
-            import wandb
-        except ImportError:
-            raise ProclabError("--wandb-project needs wandb: pip install 'proclab[wandb]'") from None
-        return wandb.init(project=self.config.wandb_project, config=to_dict(self.config), dir=str(self.run_dir),
-                          name=self.run_dir.name, resume="allow")  # fmt: skip
 
 
 def _restore_actor(actor: Actor, carried: dict, device) -> None:
@@ -277,80 +249,91 @@ def _restore_actor(actor: Actor, carried: dict, device) -> None:
     actor.state = {k: v.to(device) for k, v in carried["state"].items()}
 
 
-def _log_state(log: EpisodeLog) -> dict:
-    return {
-        "returns": {g: list(d) for g, d in log.returns.items()},
-        "lengths": {g: list(d) for g, d in log.lengths.items()},
-        "completed": {g: list(d) for g, d in log.completed.items()},
-        "total": log.total,
-    }
-
-
-def _load_log_state(log: EpisodeLog, state: dict) -> None:
-    for name in ("returns", "lengths", "completed"):
-        for g, values in state[name].items():
-            getattr(log, name)[g].extend(values)
-    log.total = state["total"]
-
-
-def _progress(enabled: bool, total: int, start: int) -> _StepBar | None:
-    return _StepBar(total, start) if enabled else None
-
-
-class _StepBar:
-    """A rich progress bar over env steps with the recent training return."""
-
-    def __init__(self, total: int, start: int):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[ret]}"), TimeRemainingColumn())  # fmt: skip
-        self.task = self.bar.add_task("train", total=total, completed=start, ret="")
-        self.bar.start()
-
-    def update(self, step: int, ret: float | None) -> None:
-        self.bar.update(self.task, completed=step, ret="" if ret is None else f"return {ret:.2f}")
-
-    def close(self) -> None:
-        self.bar.stop()
-
-
 # -- command line ------------------------------------------------------------------------------
+# One flag set per algorithm: the other algorithm's settings are hidden (their names overlap,
+# e.g. --total-steps, --learning-rate, --gamma), and are kept at their defaults.
+@dataclass(frozen=True)
+class _PPOArgs(TrainConfig):
+    impala: tyro.conf.Suppress[ImpalaConfig] = field(default_factory=ImpalaConfig)
+
+
+@dataclass(frozen=True)
+class _ImpalaArgs(TrainConfig):
+    ppo: tyro.conf.Suppress[PPOConfig] = field(default_factory=PPOConfig)
+
+
+_ARGS = {"ppo": _PPOArgs, "impala": _ImpalaArgs}
+DESCRIPTION = """Train an agent on Procgen with PPO (default) or IMPALA (--algo impala, or an impala-* preset;
+'proclab train --algo impala --help' lists IMPALA's options; --algo impala alone starts from impala-procgen).
+
+--preset NAME   start from a named setting: {presets} (flags below override it)
+--resume RUN_DIR   continue a stopped run from its last checkpoint (PPO: exactly; IMPALA: weights,
+                   optimiser, learning-rate schedule and counters, with fresh actors)"""
+
+
+def _as(cls: type, config: TrainConfig) -> TrainConfig:
+    return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)})
+
+
+def _cli(rest: list[str], default: TrainConfig, prog: str, description: str | None = None) -> TrainConfig:
+    if default.algo not in ALGOS:
+        raise unknown_choice("algo", default.algo, ALGOS)
+    cls = _ARGS[default.algo]
+    parsed = tyro.cli(cls, args=rest, default=_as(cls, default), prog=prog, description=description,
+                      config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
+    return _as(TrainConfig, parsed)
+
+
 def parse_args(argv: list[str], prog: str = "proclab train") -> tuple[TrainConfig, Path | None]:
     """``--preset NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
-    import tyro
-
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default=None)
     pre.add_argument("--resume", type=Path, default=None)
+    pre.add_argument("--algo", default=None)
     known, rest = pre.parse_known_args(argv)
     if known.resume is not None:
         extra = [a for a in rest if a.startswith("--") and not a.startswith("--total-steps")]
-        if extra or known.preset:
+        if extra or known.preset or known.algo:
             raise ProclabError(
-                f"--resume continues a run with its saved config; drop {', '.join(extra) or '--preset'} "
-                "(only --total-steps may change)"
+                f"--resume continues a run with its saved config; drop "
+                f"{', '.join(extra) or ('--preset' if known.preset else '--algo')} (only --total-steps may change)"
             )
         saved = from_dict(TrainConfig, read_run_config(known.resume))
         find_checkpoint(known.resume)  # fail now, not after building envs, if there is nothing to resume
         if rest:
-            override = tyro.cli(TrainConfig, args=rest, default=saved, prog=prog,
-                                config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
-            saved = replace(saved, ppo=replace(saved.ppo, total_steps=override.ppo.total_steps))
+            override = _cli(rest, saved, prog)
+            algo = saved.algo
+            total = getattr(override, algo).total_steps
+            saved = replace(saved, **{algo: replace(getattr(saved, algo), total_steps=total)})
         return saved, known.resume
-    base = preset(known.preset) if known.preset else TrainConfig()
-    description = (
-        "Train a PPO agent on Procgen.\n\n"
-        f"--preset NAME   start from a named setting: {', '.join(PRESETS)} (flags below override it)\n"
-        "--resume RUN_DIR   continue a stopped run exactly from its last checkpoint"
-    )
-    config = tyro.cli(TrainConfig, args=rest, default=base, prog=prog, description=description,
-                      config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
-    return config, None
+    if known.preset:
+        base = preset(known.preset)
+    else:  # --algo impala alone starts from the seed's single-game setting
+        base = preset("impala-procgen") if known.algo == "impala" else TrainConfig()
+    if known.algo is not None:
+        base = replace(base, algo=known.algo)
+    return _cli(rest, base, prog, DESCRIPTION.format(presets=", ".join(PRESETS))), None
+
+
+def _report(trainer, out: Path) -> None:
+    ret = trainer.train_log.summary().get("return_mean", float("nan"))
+    print(f"trained {trainer.global_step:,} steps; recent train return {ret:.2f}")
+    print(f"run directory: {out}")
 
 
 def main(argv: list[str], prog: str = "proclab train") -> None:
     config, resume_dir = parse_args(argv, prog)
+    if config.algo == "impala":
+        if "LOCAL_RANK" in os.environ:
+            raise ProclabError(
+                "IMPALA scales with actors (--num-actors, --ray-address), not torchrun; "
+                "run it as a single process: proclab train --algo impala ..."
+            )
+        from proclab.rl.impala_train import ImpalaTrainer
+
+        trainer = ImpalaTrainer(config, run_dir=resume_dir, resume=resume_dir is not None)
+        _report(trainer, trainer.train())
+        return
     if "LOCAL_RANK" in os.environ and not dist.is_initialized():  # launched by torchrun
         backend = "nccl" if torch.cuda.is_available() and config.device != "cpu" else "gloo"
         dist.init_process_group(backend)
@@ -363,18 +346,14 @@ def main(argv: list[str], prog: str = "proclab train") -> None:
         holder = [None]
         if dist.get_rank() == 0:
             validate(config, dist.get_world_size())
-            holder[0] = str(create_run_dir(config.run_root, config.algo, game_label(config.env.games()),
-                                           config.name, config.seed, to_dict(config)))  # fmt: skip
+            holder[0] = str(new_run_dir(config))
         dist.broadcast_object_list(holder, src=0)
         run_dir = Path(holder[0])
     try:
         trainer = Trainer(config, run_dir=run_dir, resume=resume_dir is not None)
         out = trainer.train()
         if trainer.rank == 0:
-            summary = trainer.train_log.summary()
-            ret = summary.get("return_mean", float("nan"))
-            print(f"trained {trainer.global_step:,} steps; recent train return {ret:.2f}")
-            print(f"run directory: {out}")
+            _report(trainer, out)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
