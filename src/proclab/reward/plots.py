@@ -1,0 +1,169 @@
+"""``proclab trex plot``: the study's two figures, saved to files (the seed only showed them).
+
+* **Correlation bars** from a grid CSV (or ``rm_infos.csv``): per game, mean Spearman and
+  Pearson over seeds for each number of demos, with std error bars, and the +1/step baseline
+  as dashed lines (it is the same for every run of a game: length vs return on the test demos).
+* **Reward predictions** of one reward model: on test demos longer than 100 steps (sampled
+  without replacement; the seed drew with replacement and plotted 6 of its 12), the cumulative
+  true reward beside the cumulative predicted reward times ``c = sum true / sum predicted``
+  over the plotted demos (the seed took ``c`` from its first demo only).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from proclab.errors import ProclabError
+from proclab.io.runs import read_run_config
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise ProclabError(
+            f"no summary CSV at {str(path)!r}; run 'proclab trex grid' or 'proclab trex train' first"
+        )
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "spearman" not in rows[0]:
+        raise ProclabError(f"{str(path)!r} holds no T-REX summary rows")
+    return rows
+
+
+def correlation_table(rows: list[dict]) -> dict[str, dict[int, dict[str, tuple[float, float, int]]]]:
+    """game -> num_dems -> metric -> (mean, std, runs) for spearman, pearson and both baselines."""
+    cells: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for r in rows:
+        cells[(r["env_name"], int(r["num_dems"]))].append(r)
+    out: dict = defaultdict(dict)
+    for (game, n), rs in sorted(cells.items()):
+        out[game][n] = {}
+        for key in ("spearman", "pearson", "baseline_spearman", "baseline_pearson"):
+            v = np.array([float(r[key]) for r in rs])
+            out[game][n][key] = (float(np.nanmean(v)), float(np.nanstd(v)), len(v))
+    return dict(out)
+
+
+def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for game, by_n in correlation_table(rows).items():
+        ns = sorted(by_n)
+        x = np.arange(len(ns))
+        fig, ax = plt.subplots(figsize=(1.2 * len(ns) + 3, 4))
+        for k, (key, color) in enumerate((("spearman", "C0"), ("pearson", "C1"))):
+            mean = [by_n[n][key][0] for n in ns]
+            std = [by_n[n][key][1] for n in ns]
+            ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=std, capsize=3, color=color, label=key.capitalize())
+            base = np.nanmean([by_n[n][f"baseline_{key}"][0] for n in ns])
+            ax.axhline(base, color=color, ls="--", lw=1.2, label=f"+1/step baseline ({key}) {base:.2f}")
+        runs = {by_n[n]["spearman"][2] for n in ns}
+        ax.set_xticks(x, [str(n) for n in ns])
+        ax.set_xlabel("training demos")
+        ax.set_ylabel("correlation with true return")
+        ax.set_ylim(-1, 1.05)
+        ax.set_title(
+            f"T-REX on {game}: held-out-level demos (mean ± std over {'/'.join(map(str, sorted(runs)))} seeds)"
+        )
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths.append(out_dir / f"correlations_{game}.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
+
+
+def plot_predictions(reward_model: Path, out_dir: Path, demos_path: Path | None = None, panels: int = 6,
+                     min_length: int = 100, seed: int = 0) -> Path:  # fmt: skip
+    """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from proclab.reward.demoset import demo_table, open_store, read_demos
+    from proclab.reward.nets import load_reward_model, predict_rewards
+
+    net, ckpt = load_reward_model(reward_model)
+    if demos_path is None:  # the store the model was trained on, from its run's config.json
+        demos_path = Path(read_run_config(ckpt.path.parents[1])["demos"])
+    store = open_store(demos_path)
+    game, table = demo_table(store, ckpt.meta["game"], ckpt.meta.get("mode"))
+    eligible = np.flatnonzero((table["split"] == "test") & (table["length"] > min_length))
+    if len(eligible) == 0:
+        raise ProclabError(f"no {game} test demos longer than {min_length} steps in {str(demos_path)!r}")
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(eligible, min(panels, len(eligible)), replace=False)
+    demos = read_demos(store, table["index"][pick])
+    pred = predict_rewards(net, demos.frames)
+    true = demos.rewards.astype(np.float64)
+    scale = abs(true.sum() / pred.sum()) if pred.sum() != 0 else 1.0
+    cols = min(3, len(pick))
+    fig, axes = plt.subplots(
+        (len(pick) + cols - 1) // cols,
+        cols,
+        figsize=(4.2 * cols, 3.2 * ((len(pick) + cols - 1) // cols)),
+        squeeze=False,
+    )
+    for i, ax in enumerate(axes.flat):
+        if i >= len(pick):
+            ax.axis("off")
+            continue
+        lo, n = demos.offsets[i], demos.lengths[i]
+        ax.plot(np.cumsum(true[lo : lo + n]), label="true")
+        ax.plot(np.cumsum(pred[lo : lo + n]) * scale, label=f"predicted x {scale:.3g}")
+        ax.set_title(f"demo {demos.ids[i]} (return {demos.returns[i]:g})", fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{game}: cumulative reward, reward model {ckpt.path.parents[1].name}")
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"reward_predictions_{game}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+@dataclass(frozen=True)
+class PlotArgs:
+    """Plot T-REX results: correlation bars from a summary CSV, and/or a reward model's predictions."""
+
+    summary: Path | None = None
+    """Grid CSV or rm_infos.csv: bars of Spearman/Pearson per number of demos, baseline dashed."""
+    reward_model: Path | None = None
+    """A 'trex train' run directory: cumulative true vs predicted reward on sampled test demos."""
+    demos: Path | None = None
+    """Demo store for the predictions (default: the one the reward model was trained on)."""
+    panels: int = 6
+    """Test demos in the prediction plot."""
+    seed: int = 0
+    """Seed of the demo sample."""
+    out: Path = Path("trex-plots")
+    """Output directory."""
+
+
+def main(argv: list[str], prog: str = "proclab trex plot") -> None:
+    args = tyro.cli(PlotArgs, args=argv, prog=prog)
+    if args.summary is None and args.reward_model is None:
+        raise ProclabError(
+            "give --summary CSV (correlation bars) and/or --reward-model RUN_DIR (reward predictions)"
+        )
+    paths = []
+    if args.summary is not None:
+        paths += plot_correlations(read_rows(args.summary), args.out)
+    if args.reward_model is not None:
+        paths.append(plot_predictions(args.reward_model, args.out, args.demos, args.panels, seed=args.seed))
+    for p in paths:
+        print(f"plot: {p}")

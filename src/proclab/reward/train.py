@@ -1,0 +1,380 @@
+"""``proclab trex train``: learn a per-frame reward from demos ranked by return (T-REX).
+
+Pipeline (docs/trex.md): pick ``--num-demos`` training demos spread over the returns, 80/20
+train/validation; build clip pairs with the progress heuristic (:mod:`proclab.reward.pairs`);
+fit a reward net with the Bradley-Terry loss on summed per-frame rewards plus L1 and weight
+decay (:mod:`proclab.reward.loss`); after each epoch measure train and validation pair
+accuracy and stop when validation accuracy has not improved for ``--patience`` epochs. The
+best weights are then measured on demos from held-out levels: Pearson/Spearman of predicted
+vs true return on **all** test demos, always next to the +1-per-step baseline, and accuracy
+on test pairs.
+
+**Batched vs parity.** By default each Adam step scores ``--batch-size`` (256) fresh pairs drawn
+among ``--demos-per-step`` (8) random training demos, so that their clips share frames and each
+distinct frame goes through the net once: a step costs about one pass over 8 demos however many
+pairs it scores. Over steps the pairs follow the seed's distribution (uniform demo pairs with
+different returns, the same clip sampling). Inputs are /255, Adam lr 3e-4, bf16 where the
+hardware has it. ``--parity`` reproduces the seed: a fixed set of ``--num-pairs`` pairs, one pair
+per step, lr 5e-5, raw 0..255 pixels, fp32, epochs of 1000 pairs and the seed's per-epoch test
+metrics on its first 100 test demos (flags after ``--parity`` still override).
+
+Outputs in ``RUN_ROOT/trex/GAME/NAME/SEED-TIME/``: ``config.json``, ``train_log.csv`` (one
+row per epoch, the seed's columns plus timings), ``checkpoints/best`` (the reward model), and
+a summary row appended to ``--summary`` (the seed's ``rm_infos.csv`` columns plus ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.config import to_dict
+from proclab.errors import ProclabError
+from proclab.io.runs import create_run_dir
+from proclab.reward.demoset import Demos, demo_table, open_store, read_demos
+from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
+from proclab.reward.metrics import correlations, pair_accuracy
+from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
+from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
+from proclab.rl.runtime import Runtime, make_runtime, seed_everything
+
+LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
+               "test_loss", "pearson", "spearman", "train_seconds", "wall_seconds")  # fmt: skip
+SEED_SUMMARY = ("rm_id", "method", "env_name", "mode", "num_dems", "max_return", "max_length", "sequential",
+                "train_acc", "val_acc", "test_acc", "pearson", "spearman")  # fmt: skip
+SUMMARY_COLUMNS = (*SEED_SUMMARY, "baseline_pearson", "baseline_spearman", "test_loss", "gt_test_acc",
+                   "test_demos", "seed", "net", "scale_input", "batch_size", "best_epoch", "epochs",
+                   "train_seconds", "run_dir")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrexConfig:
+    """Learn a reward model from ranked demos (T-REX) and measure it on demos from held-out levels."""
+
+    demos: Path = Path("demos")
+    """Demo store written by 'proclab trex demos' (train and test demos)."""
+    game: str | None = None
+    """Game whose demos to use (default: the store's only game)."""
+    mode: str = "easy"
+    """Distribution mode of the demos to use."""
+    num_demos: int = 12
+    """Training demos to pick, spread over 4 return bins (80% train, 20% validation)."""
+    max_return: float = 1.0
+    """Pick only demos with return <= min + max_return * (max - min) (extrapolation studies)."""
+    num_pairs: int = 50_000
+    """Training clip pairs drawn up front, for --demos-per-step 0 (the seed's num_snippets)."""
+    val_pairs: int = 1000
+    """Validation clip pairs."""
+    test_pairs: int = 1000
+    """Test clip pairs, from the first --test-pair-demos test demos."""
+    test_pair_demos: int = 100
+    """Test demos that test pairs (and the seed's per-epoch correlations) are drawn from."""
+    min_clip_len: int = 20
+    """Shortest clip (demos must be longer)."""
+    max_clip_len: int = 100
+    """Clip lengths are drawn below this (the seed: 20..99)."""
+    stride: int = 1
+    """Use every stride-th frame of a clip (T-REX Atari: 2)."""
+    progress_heuristic: bool = True
+    """The better demo's clip never starts earlier than the worse one's."""
+    net: RewardNetConfig = field(default_factory=RewardNetConfig)
+    batch_size: int = 256
+    """Clip pairs per Adam step (the seed: 1)."""
+    demos_per_step: int = 8
+    """Draw each batch's pairs afresh among this many random training demos, so that they share frames
+    (0: batches from the fixed set of --num-pairs pairs, as the seed)."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    weight_decay: float = 0.01
+    """Adam's (coupled, L2) weight decay, as the seed."""
+    lam_l1: float = 1e-3
+    """Weight of the L1 penalty on the per-frame rewards of both clips."""
+    frame_chunk: int = 1024
+    """Most frames through the net at once (bounds memory; bigger batches take two passes, same gradient)."""
+    epoch_pairs: int = 4096
+    """Training pairs per epoch (an evaluation and early-stopping check after each; the seed: 1000)."""
+    max_epochs: int = 50
+    """Upper bound on epochs."""
+    patience: int = 10
+    """Stop after this many epochs without a strictly better validation accuracy."""
+    time_limit: float = 0
+    """Also stop once training (evaluations excluded) has taken this many seconds (0: no limit)."""
+    eval_pairs: int = 1000
+    """Fresh training pairs that the per-epoch train accuracy is measured on."""
+    epoch_test_metrics: bool = False
+    """Also log test accuracy and correlations (first --test-pair-demos test demos) every epoch, as the seed."""
+    parity: bool = False
+    """Start from the seed's settings: 1 pair per step, lr 5e-5, raw pixels, fp32, per-epoch test metrics."""
+    seed: int = 0
+    """Seed of demo selection, pairs, initial weights and batches."""
+    name: str = "default"
+    """Experiment name: runs go to RUN_ROOT/trex/GAME/NAME/SEED-TIMESTAMP."""
+    run_root: Path = Path("runs")
+    """Where run directories are created."""
+    summary: Path | None = None
+    """CSV the summary row is appended to (default: RUN_ROOT/trex/rm_infos.csv)."""
+    device: str = "auto"
+    """Torch device."""
+    precision: str = "auto"
+    """bf16, fp32 or auto (bf16 where the hardware has it)."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+PARITY = TrexConfig(
+    parity=True, batch_size=1, demos_per_step=0, lr=5e-5, epoch_pairs=1000, net=RewardNetConfig(scale_input=False),
+    epoch_test_metrics=True, precision="fp32",
+)  # fmt: skip
+
+
+@dataclass
+class PairSet:
+    """Clip pairs as tensors of global frame rows: ``first`` ``(P, 2)`` (worse, better), ``length`` ``(P,)``."""
+
+    first: torch.Tensor
+    length: torch.Tensor
+
+    @classmethod
+    def build(cls, pairs: ClipPairs, demo_rows: np.ndarray, demos: Demos, device) -> PairSet:
+        first = demos.offsets[demo_rows[pairs.demo]] + pairs.start
+        return cls(torch.from_numpy(first).to(device), torch.from_numpy(pairs.length).to(device))
+
+    def take(self, rows: torch.Tensor) -> PairSet:
+        return PairSet(self.first[rows], self.length[rows])
+
+    def true_returns(self, rewards: np.ndarray, stride: int) -> np.ndarray:
+        """``(P, 2)`` clip returns under the true reward: their pair accuracy is the labels' own ceiling."""
+        index, mask = clip_frames(self.first.cpu(), self.length.cpu(), stride)
+        return (torch.from_numpy(rewards)[index] * mask).sum(-1).numpy()
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+
+class RewardLearner:
+    """The reward net, its optimiser and the frames: one Adam step per batch of pairs, and evaluations.
+
+    At most ``frame_chunk`` frames go through the net at once. A batch whose clips use more
+    distinct frames is scored in two passes: rewards without a graph, the loss's gradient with
+    respect to them, then the net again chunk by chunk, back-propagating that gradient. The
+    gradient is the one a single pass would give; the memory is bounded by the chunk.
+    """
+
+    def __init__(self, cfg: TrexConfig, demos: Demos, rt: Runtime):
+        self.cfg, self.rt = cfg, rt
+        self.net = rt.prepare(RewardNet(cfg.net))
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.frames = torch.from_numpy(demos.frames).to(rt.device)
+
+    def rewards(self, rows: torch.Tensor) -> torch.Tensor:
+        """``r(frames[rows])`` in fp32, chunk by chunk (no graph unless gradients are enabled)."""
+        out = []
+        for chunk in rows.split(self.cfg.frame_chunk):
+            with self.rt.autocast():
+                out.append(self.net(self.frames[chunk]).float())
+        return torch.cat(out)
+
+    def step(self, pairs: PairSet) -> None:
+        unique, inverse, mask = distinct_frames(pairs.first, pairs.length, self.cfg.stride)
+        self.optimizer.zero_grad(set_to_none=True)
+        if len(unique) <= self.cfg.frame_chunk:
+            loss, _ = trex_loss(clip_rewards(self.rewards(unique), inverse, mask), self.cfg.lam_l1)
+            loss.mean().backward()
+        else:
+            with torch.no_grad():
+                r = self.rewards(unique)
+            r.requires_grad_(True)
+            loss, _ = trex_loss(clip_rewards(r, inverse, mask), self.cfg.lam_l1)
+            (grad,) = torch.autograd.grad(loss.mean(), r)
+            for rows, g in zip(
+                unique.split(self.cfg.frame_chunk), grad.split(self.cfg.frame_chunk), strict=True
+            ):
+                with self.rt.autocast():
+                    self.net(self.frames[rows]).float().backward(g)
+        self.optimizer.step()
+
+    @torch.inference_mode()
+    def evaluate(self, pairs: PairSet) -> tuple[float, float]:
+        """Pair accuracy and mean loss over ``pairs``."""
+        unique, inverse, mask = distinct_frames(pairs.first, pairs.length, self.cfg.stride)
+        loss, returns = trex_loss(clip_rewards(self.rewards(unique), inverse, mask), self.cfg.lam_l1)
+        return pair_accuracy(returns.cpu().numpy()), float(loss.mean())
+
+    @torch.inference_mode()
+    def predict_returns(self, demos: Demos, demo_rows: np.ndarray) -> np.ndarray:
+        """Predicted return (summed per-frame reward) of each demo in ``demo_rows``."""
+        rows = np.concatenate(
+            [np.arange(demos.offsets[d], demos.offsets[d] + demos.lengths[d]) for d in demo_rows]
+        )
+        r = self.rewards(torch.from_numpy(rows).to(self.rt.device)).cpu().numpy()
+        return np.add.reduceat(
+            r.astype(np.float64), np.concatenate([[0], np.cumsum(demos.lengths[demo_rows])[:-1]])
+        )
+
+
+def _split_rows(cfg: TrexConfig, table: dict[str, np.ndarray], rng: np.random.Generator):
+    """Store rows of the train, validation and test demos (eligible: longer than the shortest clip)."""
+    long_enough = table["length"] > cfg.min_clip_len
+    train_all = np.flatnonzero(long_enough & (table["split"] == "train"))
+    test = np.flatnonzero(long_enough & (table["split"] == "test"))
+    shared = set(table["level_seed"][train_all].tolist()) & set(table["level_seed"][test].tolist())
+    if shared:
+        raise ProclabError(
+            f"train and test demos share {len(shared)} level(s), e.g. {min(shared)}: test levels must be held out"
+        )
+    if len(test) == 0:
+        raise ProclabError(
+            f"no test demos longer than {cfg.min_clip_len} steps in {str(cfg.demos)!r}; record some with "
+            "'proclab trex demos --split test' (the learned reward is measured on held-out levels)"
+        )
+    picked = stratified_pick(table["return"][train_all], cfg.num_demos, rng, cfg.max_return)
+    train, val = train_val_split(train_all[picked])
+    return train, val, test
+
+
+def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
+    """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
+    from rich.progress import Progress
+
+    rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads)
+    seed_everything(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:
+        raise ProclabError(f"need --num-demos >= 2 ({cfg.num_demos}) and 1 <= --batch-size ({cfg.batch_size}) "
+                           f"<= --epoch-pairs ({cfg.epoch_pairs})")  # fmt: skip
+
+    # -- demos: stratified pick, 80/20 split, held-out-level test demos -------------------------
+    store = open_store(cfg.demos)
+    game, table = demo_table(store, cfg.game, cfg.mode)
+    train_rows, val_rows, test_rows = _split_rows(cfg, table, rng)
+    order = np.concatenate([train_rows, val_rows, test_rows])
+    demos = read_demos(store, table["index"][order])
+    train_d = np.arange(len(train_rows))
+    val_d = len(train_rows) + np.arange(len(val_rows))
+    test_d = len(train_rows) + len(val_rows) + np.arange(len(test_rows))
+    test_pair_d = test_d[: cfg.test_pair_demos]
+
+    # -- clip pairs ---------------------------------------------------------------------------
+    def pairs(demo_rows, num, what):
+        made = make_pairs(demos.lengths[demo_rows], demos.returns[demo_rows], num, rng, min_len=cfg.min_clip_len,
+                          max_len=cfg.max_clip_len, stride=cfg.stride, progress=cfg.progress_heuristic, what=what)  # fmt: skip
+        return PairSet.build(made, demo_rows, demos, rt.device)
+
+    eval_pairs = pairs(train_d, cfg.eval_pairs, "training")  # also checks that training returns differ
+    train_pairs = None if cfg.demos_per_step else pairs(train_d, cfg.num_pairs, "training")
+    val_pairs = pairs(val_d, cfg.val_pairs, "validation")
+    test_pairs = pairs(test_pair_d, cfg.test_pairs, "test")
+
+    def epoch_batches():
+        """An epoch's batches: from the fixed pair set (the seed), or fresh pairs among a few demos per step."""
+        if train_pairs is not None:
+            perm = torch.from_numpy(rng.permutation(len(train_pairs))[: cfg.epoch_pairs]).to(rt.device)
+            yield from (train_pairs.take(rows) for rows in perm.split(cfg.batch_size))
+            return
+        for _ in range(cfg.epoch_pairs // cfg.batch_size):
+            group = rng.choice(train_d, min(cfg.demos_per_step, len(train_d)), replace=False)
+            while (
+                len(np.unique(demos.returns[group])) < 2
+            ):  # ends: the training returns differ (checked above)
+                group = rng.choice(train_d, min(cfg.demos_per_step, len(train_d)), replace=False)
+            yield pairs(group, cfg.batch_size, "training")
+
+    # -- training -----------------------------------------------------------------------------
+    learner = RewardLearner(cfg, demos, rt)
+    run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
+    log_path = run_dir / "train_log.csv"
+    best = {"val_acc": -1.0, "epoch": -1, "state": None, "train_acc": float("nan")}
+    train_seconds, start, epochs_without_gain, seen = 0.0, time.time(), 0, 0
+    with open(log_path, "w", newline="") as f, Progress(transient=True, disable=not progress) as bar:
+        log = csv.DictWriter(f, fieldnames=LOG_COLUMNS, restval="")
+        log.writeheader()
+        task = bar.add_task("trex train", total=cfg.max_epochs)
+        for epoch in range(1, cfg.max_epochs + 1):
+            t0 = time.time()
+            for batch in epoch_batches():
+                learner.step(batch)
+                seen += len(batch)
+            train_seconds += time.time() - t0
+
+            row = {"epoch": epoch, "n_train_samples": seen, "train_seconds": round(train_seconds, 3)}
+            if epoch > 1:
+                eval_pairs = pairs(train_d, cfg.eval_pairs, "training")  # fresh training pairs each epoch
+            row["train_acc"], row["train_loss"] = learner.evaluate(eval_pairs)
+            row["val_acc"], row["val_loss"] = learner.evaluate(val_pairs)
+            if cfg.epoch_test_metrics:
+                row["test_acc"], row["test_loss"] = learner.evaluate(test_pairs)
+                pred = learner.predict_returns(demos, test_pair_d)
+                corr = correlations(pred, demos.returns[test_pair_d], demos.lengths[test_pair_d])
+                row["pearson"], row["spearman"] = corr["pearson"], corr["spearman"]
+            row["wall_seconds"] = round(time.time() - start, 3)
+            log.writerow(row)
+            f.flush()
+            bar.update(task, advance=1, description=f"trex train  val acc {row['val_acc']:.3f}")
+            out_of_time = 0 < cfg.time_limit <= train_seconds
+            if row["val_acc"] > best["val_acc"]:
+                state = {k: v.detach().clone() for k, v in learner.net.state_dict().items()}
+                best.update(val_acc=row["val_acc"], train_acc=row["train_acc"], epoch=epoch, state=state)
+                epochs_without_gain = 0
+            else:
+                epochs_without_gain += 1
+            if epochs_without_gain >= cfg.patience or out_of_time:
+                break
+
+    # -- the best weights on held-out levels ----------------------------------------------------
+    learner.net.load_state_dict(best["state"])
+    test_acc, test_loss = learner.evaluate(test_pairs)
+    corr = correlations(learner.predict_returns(demos, test_d), demos.returns[test_d], demos.lengths[test_d])
+    picked = np.concatenate([train_d, val_d])
+    summary = {
+        "rm_id": run_dir.name, "method": "trex", "env_name": game, "mode": cfg.mode, "num_dems": cfg.num_demos,
+        "max_return": float(demos.returns[picked].max()), "max_length": int(demos.lengths[picked].max()),
+        "sequential": 0, "train_acc": best["train_acc"], "val_acc": best["val_acc"], "test_acc": test_acc,
+        **corr, "test_loss": test_loss, "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
+        "test_demos": len(test_d), "seed": cfg.seed, "net": cfg.net.arch, "scale_input": cfg.net.scale_input,
+        "batch_size": cfg.batch_size, "best_epoch": best["epoch"], "epochs": epoch,
+        "train_seconds": round(train_seconds, 3), "run_dir": str(run_dir),
+    }  # fmt: skip
+    save_reward_model(run_dir / "checkpoints" / "best", learner.net,
+                      {"step": best["epoch"], "game": game, "mode": cfg.mode, "summary": summary})  # fmt: skip
+    return summary
+
+
+def append_summary(path: Path, rows: list[dict]) -> None:
+    """Append rows to a summary CSV, writing the header if the file is new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+# -- command line --------------------------------------------------------------------------------
+def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
+    """``--parity`` switches the defaults to the seed's; any other flag overrides a field."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--parity", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    return tyro.cli(TrexConfig, args=argv, default=PARITY if known.parity else TrexConfig(), prog=prog,
+                    config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
+
+
+def main(argv: list[str], prog: str = "proclab trex train") -> None:
+    cfg = parse_args(argv, prog)
+    row = train_reward(cfg)
+    summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
+    append_summary(summary, [row])
+    print(f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}, test acc {row['test_acc']:.3f} "
+          f"(labels' own ceiling {row['gt_test_acc']:.3f})")  # fmt: skip
+    print(f"held-out levels ({row['test_demos']} demos): Spearman {row['spearman']:.3f}, Pearson {row['pearson']:.3f}; "
+          f"+1/step baseline: Spearman {row['baseline_spearman']:.3f}, Pearson {row['baseline_pearson']:.3f}")  # fmt: skip
+    print(f"summary row appended to {summary}")
+    print(f"reward model: {row['run_dir']}")

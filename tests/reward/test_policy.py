@@ -1,0 +1,59 @@
+"""`proclab trex train-policy`: PPO on a learned reward logs the true return beside the learned one."""
+
+import json
+
+import pytest
+import torch
+
+from proclab.cli import main as proclab
+from proclab.io.runs import read_metrics
+from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
+from support import TINY_FLAGS
+
+TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32", "--num-minibatches", "2",
+        "--val-num-envs", "2", "--total-steps", "512", *TINY_FLAGS]  # fmt: skip
+
+
+def reward_model(path, game):
+    torch.manual_seed(0)
+    return save_reward_model(
+        path, RewardNet(RewardNetConfig(arch="atari")), {"game": game, "mode": "easy", "step": 1}
+    )
+
+
+def test_train_policy_logs_true_and_proxy_returns(tmp_path, capsys):
+    rm = reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
+    proclab(["trex", "train-policy", "--reward-model", str(tmp_path / "rm"), "--sigmoid", *TINY,
+             "--run-root", str(tmp_path / "runs")])  # fmt: skip
+    assert "learned-reward return" in capsys.readouterr().out
+    (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
+    assert json.loads((run / "trex_reward.json").read_text()) == {
+        "reward_model": str(rm.parents[1]),
+        "sigmoid": True,
+    }
+    metrics = read_metrics(run)
+    proxy, true = metrics["charts/proxy_episodic_return"], metrics["charts/episodic_return"]
+    finished = [i for i, v in enumerate(proxy) if v == v]
+    assert finished and all(
+        0 <= proxy[i] <= metrics["charts/episodic_length"][i] for i in finished
+    )  # sigmoid
+    assert all(true[i] == true[i] for i in finished)  # the true return is logged on the same rows
+    assert "charts/val_episodic_return" in metrics
+
+
+def test_reward_model_of_another_game_is_refused(tmp_path, capsys):
+    reward_model(tmp_path / "rm" / "checkpoints" / "best", "coinrun")
+    with pytest.raises(SystemExit) as exc:
+        proclab(
+            [
+                "trex",
+                "train-policy",
+                "--reward-model",
+                str(tmp_path / "rm"),
+                *TINY,
+                "--run-root",
+                str(tmp_path),
+            ]
+        )
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and "learned on coinrun" in err

@@ -1,0 +1,125 @@
+"""`proclab trex train`, `grid`, `plot` and `demo-video` on a small synthetic demo store; bad input."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from proclab.cli import main as proclab
+from proclab.data import EpisodeStore
+from proclab.io.video import read_video
+from proclab.reward.demos import write_synthetic_demos
+from proclab.reward.grid import GridArgs, run_grid
+from proclab.reward.nets import load_reward_model
+from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
+from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
+
+FAST = ["--arch", "atari", "--num-pairs", "400", "--val-pairs", "100", "--test-pairs", "100", "--epoch-pairs", "64",
+        "--eval-pairs", "100", "--max-epochs", "3", "--batch-size", "32", "--torch-threads", "1"]  # fmt: skip
+FAST_CONFIG = parse_args(FAST)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return write_synthetic_demos(tmp_path_factory.mktemp("demos") / "store", num_train=12, num_test=8)
+
+
+def rows_of(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
+    proclab(["trex", "train", "--demos", str(store), "--num-demos", "10", "--run-root", str(tmp_path), *FAST])
+    out = capsys.readouterr().out
+    assert "+1/step baseline" in out and "reward model:" in out
+    (summary,) = rows_of(tmp_path / "trex" / "rm_infos.csv")
+    assert list(summary) == list(SUMMARY_COLUMNS) and set(SEED_SUMMARY) <= set(summary)
+    assert (summary["method"], summary["env_name"], summary["num_dems"], summary["test_demos"]) == (
+        "trex", "starpilot", "10", "8")  # fmt: skip
+    for key in ("val_acc", "test_acc", "gt_test_acc"):
+        assert 0 <= float(summary[key]) <= 1
+    for key in ("spearman", "pearson", "baseline_spearman", "baseline_pearson"):
+        assert -1 <= float(summary[key]) <= 1
+    run = tmp_path / "trex" / "starpilot" / "default"
+    (run_dir,) = run.iterdir()
+    log = rows_of(run_dir / "train_log.csv")
+    assert list(log[0]) == list(LOG_COLUMNS) and 1 <= len(log) <= 3
+    assert [int(r["n_train_samples"]) for r in log] == [64 * (i + 1) for i in range(len(log))]
+    net, ckpt = load_reward_model(run_dir)
+    assert net.config.arch == "atari" and ckpt.meta["game"] == "starpilot"
+    assert ckpt.step == int(summary["best_epoch"])
+
+    plot = plot_predictions(run_dir, tmp_path / "plots", min_length=40, panels=4)
+    assert plot.stat().st_size > 10_000
+
+
+def test_parity_switches_to_the_seed_defaults():
+    cfg = parse_args(["--parity"])
+    assert (cfg.batch_size, cfg.lr, cfg.net.scale_input, cfg.precision, cfg.epoch_test_metrics) == (
+        1, 5e-5, False, "fp32", True)  # fmt: skip
+    assert (cfg.weight_decay, cfg.lam_l1, cfg.epoch_pairs, cfg.patience, cfg.max_epochs, cfg.num_pairs) == (
+        0.01, 1e-3, 1000, 10, 50, 50_000)  # fmt: skip
+    assert (cfg.min_clip_len, cfg.max_clip_len, cfg.stride, cfg.net.arch) == (20, 100, 1, "seed")
+    assert parse_args(["--parity", "--lr", "1e-4"]).lr == 1e-4 and parse_args([]).batch_size > 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--num-demos", "13"], "asked for 13 demos but only 12"),
+        (["--game", "coinrun"], "holds no coinrun demos"),
+        (["--demos", "CONSTANT"], "same return"),
+        (["--demos", "MISSING"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
+    constant = (
+        write_synthetic_demos(tmp_path / "constant", 6, 2, constant_return=True)
+        if "CONSTANT" in args
+        else None
+    )
+    args = [
+        str(constant) if a == "CONSTANT" else str(tmp_path / "nope") if a == "MISSING" else a for a in args
+    ]
+    with pytest.raises(SystemExit) as exc:
+        proclab(["trex", "train", "--demos", str(store), "--run-root", str(tmp_path), *FAST, *args])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_grid_csv_has_one_row_per_cell(store, tmp_path):
+    args = GridArgs(demos=store, num_demos=(6, 8), seeds=2, out=tmp_path / "grid.csv",
+                    train=FAST_CONFIG.__class__(**{**FAST_CONFIG.__dict__, "run_root": tmp_path}))  # fmt: skip
+    rows = run_grid(args)
+    written = rows_of(tmp_path / "grid.csv")
+    assert len(rows) == len(written) == 4 and list(written[0]) == list(SUMMARY_COLUMNS)
+    assert sorted((int(r["num_dems"]), int(r["seed"])) for r in written) == [(6, 0), (6, 1), (8, 0), (8, 1)]
+    assert len({r["run_dir"] for r in written}) == 4
+
+    table = correlation_table(written)["starpilot"]
+    sp = [float(r["spearman"]) for r in written if r["num_dems"] == "6"]
+    assert table[6]["spearman"] == pytest.approx((np.mean(sp), np.std(sp), 2))
+    (png,) = plot_correlations(written, tmp_path / "plots")
+    assert png.name == "correlations_starpilot.png" and png.stat().st_size > 10_000
+
+    with pytest.raises(Exception, match="needs that many starpilot training demos"):
+        run_grid(GridArgs(demos=store, num_demos=(6, 40), out=tmp_path / "never.csv"))
+    assert not (tmp_path / "never.csv").exists()
+
+
+@pytest.mark.distributed
+def test_grid_runs_in_local_processes(store, tmp_path):
+    train = TrexConfig(**{**FAST_CONFIG.__dict__, "run_root": tmp_path})
+    rows = run_grid(
+        GridArgs(demos=store, num_demos=(6,), seeds=2, workers=2, out=tmp_path / "g.csv", train=train)
+    )
+    assert sorted(int(r["seed"]) for r in rows) == [0, 1]
+
+
+def test_demo_video(store, tmp_path, capsys):
+    out = tmp_path / "demo.mp4"
+    proclab(["trex", "demo-video", "0_000_000_003", "--demos", str(store), "--out", str(out), "--scale", "2"])
+    assert "return" in capsys.readouterr().out
+    frames = read_video(out)
+    assert len(frames) == EpisodeStore(store).episodes["length"][3] and frames.shape[1:] == (128, 128, 3)
