@@ -1,0 +1,67 @@
+"""World-model checkpoints: self-contained, with the agent that was in the loop.
+
+A world model is meaningless without the agent it simulates, and the agent's checkpoint may be
+moved or deleted later. So a world-model checkpoint (a :mod:`proclab.io.checkpoint` directory,
+written atomically) stores the agent too: the agent's weights sit in the same safetensors file
+under the prefix ``agent.``, its configs in ``meta.json`` beside the world model's, and
+``meta["agent_source"]`` records where it came from (path and step).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import torch
+
+from proclab.config import from_dict, to_dict
+from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into, save_checkpoint
+from proclab.models import Agent, AgentConfig, build_agent
+from proclab.rl.runtime import Runtime
+from proclab.worldmodel.config import WorldModelConfig
+from proclab.worldmodel.model import WorldModel
+
+KIND = "world_model"
+AGENT_PREFIX = "agent."
+
+
+def save_world_model(
+    path: Path, wm: WorldModel, agent: Agent, meta: dict, train_state: dict | None = None, keep: int = 0
+) -> Path:
+    """Write ``path`` (``.../checkpoints/step_<N>``); keep only the newest ``keep`` siblings (0 = all).
+
+    ``meta`` must hold ``agent_env`` (the agent's environment config) and ``agent_source``.
+    """
+    weights = dict(wm.state_dict()) | {AGENT_PREFIX + k: v for k, v in agent.state_dict().items()}
+    full = {"kind": KIND, "world_model": to_dict(wm.config), "num_actions": wm.num_actions,
+            "agent": to_dict(agent.config), **meta}  # fmt: skip
+    out = save_checkpoint(path, weights, full, train_state)
+    if keep > 0:
+        for old in sorted(path.parent.glob("step_*"))[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def load_world_model(
+    path: str | Path, runtime: Runtime, train_state: bool = False
+) -> tuple[WorldModel, Agent, Checkpoint]:
+    """The world model and its frozen agent (eval mode, on the runtime's device) from a checkpoint/run dir."""
+    ckpt = load_checkpoint(path, kind=KIND, train_state=train_state)
+    agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
+    wm = WorldModel(from_dict(WorldModelConfig, ckpt.meta["world_model"]), ckpt.meta["num_actions"],
+                    agent.state_shapes())  # fmt: skip
+    agent_weights = {
+        k.removeprefix(AGENT_PREFIX): v for k, v in ckpt.weights.items() if k.startswith(AGENT_PREFIX)
+    }
+    load_weights_into(agent, agent_weights, ckpt.path)
+    load_weights_into(
+        wm, {k: v for k, v in ckpt.weights.items() if not k.startswith(AGENT_PREFIX)}, ckpt.path
+    )
+    return runtime.prepare(wm), freeze(runtime.prepare(agent)), ckpt
+
+
+def freeze(agent: torch.nn.Module) -> torch.nn.Module:
+    """Eval mode and ``requires_grad=False`` on every weight; activations stay differentiable."""
+    for p in agent.parameters():
+        p.requires_grad_(False)
+    return agent.eval()

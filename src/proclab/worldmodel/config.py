@@ -1,0 +1,218 @@
+"""What a world model is made of and how it is trained: frozen dataclasses and named sizes.
+
+:class:`WorldModelConfig` fixes the architecture (docs/worldmodel.md has a table per size),
+:class:`LossWeights` the weights of the loss table of the interpreting-rl-behavior spec (§4.2),
+and :class:`WMTrainConfig` a training run. ``paper`` is the seed's Gen-2 model; ``small``
+trains on a laptop CPU in minutes; ``tiny`` exists for the tests. A size is a complete
+:class:`WMTrainConfig` (the batch size goes with the model); flags override single fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from proclab.errors import ProclabError, unknown_choice
+
+
+@dataclass(frozen=True)
+class WorldModelConfig:
+    """The generative agent-environment model: bottleneck encoder, converters, RSSM, decoder, heads."""
+
+    num_init_steps: int = 3
+    """Frames the encoder reads; the last one is also the first simulated frame (>= 2)."""
+    num_sim_steps: int = 32
+    """Simulated steps per training window (windows hold num_init_steps + num_sim_steps - 1 rows)."""
+    bottleneck: int = 128
+    """Size of the unit-norm bottleneck vector."""
+    encoder_channels: tuple[int, ...] = (64, 64, 64, 128)
+    """Channels of the encoder's residual down-blocks (each halves the frame size)."""
+    encoder_rnn: int = 512
+    """Hidden size of the encoder's GRU over the initial frames (and of its two-layer output MLP)."""
+    env_converter: tuple[int, ...] = (832, 832)
+    """Hidden widths of the MLP from the bottleneck to the initial environment state (h, z logits)."""
+    agent_converter: tuple[int, ...] = (96, 96)
+    """Hidden widths of the MLP from the (detached) bottleneck to the agent's initial state."""
+    action_converter: tuple[int, ...] = (71, 71)
+    """Hidden widths of the MLP from the (detached) bottleneck to the previous action."""
+    agent_state_tanh: bool = True
+    """Squash the predicted initial agent state with tanh (right for GRU/LSTM hidden states; turn it
+    off for cores with unbounded states such as fast weights)."""
+    deter: int = 512
+    """Deterministic RSSM state (the LayerNorm GRU's hidden size): env_h."""
+    hidden: int = 1000
+    """Width of the RSSM's input, prior and posterior layers."""
+    stoch: int = 32
+    """Categorical variables of the stochastic RSSM state."""
+    classes: int = 32
+    """Classes per categorical."""
+    embed_depth: int = 32
+    """Channels of the first layer of the frame encoder the posterior reads (then x2, x4, x8)."""
+    decoder_depth: int = 48
+    """Channels of the image decoder's last hidden layer (earlier layers x2, x4; its input x32)."""
+    head_layers: int = 4
+    """Hidden layers of the reward and done heads."""
+    head_hidden: int = 400
+    """Width of the reward and done heads."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "encoder_channels", tuple(self.encoder_channels))
+        for name in ("env_converter", "agent_converter", "action_converter"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.num_init_steps < 2:
+            raise ProclabError(
+                "num_init_steps must be >= 2 (the first simulated step's previous action is a recorded one), "
+                f"got {self.num_init_steps}"
+            )
+        positive = ("num_sim_steps", "bottleneck", "encoder_rnn", "deter", "hidden", "stoch", "classes",
+                    "embed_depth", "decoder_depth", "head_hidden")  # fmt: skip
+        sizes = {k: getattr(self, k) for k in positive}
+        bad = [f"{k}={v}" for k, v in sizes.items() if v < 1]
+        if len(self.encoder_channels) != 4:
+            bad.append(f"encoder_channels={self.encoder_channels} (needs 4 blocks: 64x64 -> 4x4)")
+        if bad:
+            raise ProclabError(f"world model sizes must be positive: {', '.join(bad)}")
+
+    @property
+    def window(self) -> int:
+        """Rows of a training window: the initial frames plus the simulated steps after the last one."""
+        return self.num_init_steps + self.num_sim_steps - 1
+
+
+@dataclass(frozen=True)
+class LossWeights:
+    """Weights of the loss terms (interpreting-rl-behavior §4.2); each term is logged unweighted."""
+
+    image: float = 1.0
+    """0.5 * sum over pixels of (x_hat - x)^2 per step."""
+    reward: float = 1.0
+    """0.5 * (r_hat - r)^2 per step."""
+    done: float = 1.0
+    """Bernoulli negative log-likelihood of the terminal flag per step."""
+    agent_state: float = 1.0
+    """0.5 * sum of (h_hat - h)^2 over the agent's state, up to the first terminal."""
+    kl: float = 12.0
+    """Balanced KL between the RSSM posterior and prior, summed over the categoricals."""
+    kl_balance: float = 0.8
+    """Share of the KL gradient that trains the prior (the rest regularises the posterior)."""
+    env_update: float = 0.5
+    """||h_t - h_{t-1}||_2 of the deterministic RSSM state per step."""
+    bottleneck: float = 100.0
+    """Uniformity penalty log sum_{i != j} exp(-||b_i - b_j||^2) over the batch."""
+    init_state: float = 1.0
+    """Summed squared error of the predicted initial agent state."""
+    init_action: float = 1.0
+    """Cross-entropy of the predicted previous action."""
+
+
+@dataclass(frozen=True)
+class WMTrainConfig:
+    """Train the generative agent-environment model on an episode store (teacher forcing)."""
+
+    data: Path = Path("episodes")
+    """Episode store recorded with 'proclab record' (frames, actions, rewards, agent states)."""
+    agent: Path | None = None
+    """Agent checkpoint in the loop (default: the checkpoint that recorded the store)."""
+    model: Annotated[WorldModelConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WorldModelConfig)
+    loss: LossWeights = field(default_factory=LossWeights)
+    size: tyro.conf.Suppress[str] = "paper"
+    """Name of the size these defaults came from (recorded in the run; set by --size)."""
+    reward_field: str = "reward_norm"
+    """Reward the model predicts: reward_norm (what the agent was trained on, as the seed) or reward (raw)."""
+    batch_size: int = 32
+    """Windows per optimiser step (over all processes)."""
+    total_updates: int = 100_000
+    """Optimiser steps to train for."""
+    learning_rate: float = 5e-4
+    """Adam learning rate."""
+    max_grad_norm: float = 100.0
+    """Global gradient-norm clip."""
+    window_stride: int = 1
+    """Windows start every this many steps of an episode."""
+    num_workers: int = 2
+    """DataLoader worker processes reading windows (0: in the training process)."""
+    seed: int = 0
+    """Seed of the initial weights, the data order and the posterior samples."""
+    name: str = "default"
+    """Experiment name: runs go to RUN_ROOT/wm/GAME/NAME/SEED-TIMESTAMP."""
+    run_root: Path = Path("runs")
+    """Where run directories are created."""
+    log_every: int = 10
+    """Write a metrics row every this many updates."""
+    checkpoint_every: int = 10_000
+    """Save a checkpoint every this many updates (and always at the end)."""
+    keep_checkpoints: int = 3
+    """Keep only the newest N checkpoints (0 = all)."""
+    video_every: int = 5000
+    """Write a prediction video (true | teacher-forced | closed loop) every N updates (0: at the end only)."""
+    video_samples: int = 4
+    """Windows shown in each prediction video."""
+    device: str = "auto"
+    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
+    precision: str = "auto"
+    """bf16 (autocast for convolutions and matmuls; RSSM recurrence and losses stay fp32), fp32, or auto."""
+    channels_last: bool = True
+    """NHWC convolutions."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0 = torch's default)."""
+    tensorboard: bool = True
+    """Also write TensorBoard event files."""
+
+    def validate(self, world: int = 1) -> None:
+        for name in ("batch_size", "total_updates", "log_every", "checkpoint_every", "window_stride"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.batch_size % world:
+            raise ProclabError(f"batch_size={self.batch_size} must be a multiple of the {world} processes")
+        if self.num_workers < 0 or self.video_samples < 0 or self.video_every < 0:
+            raise ProclabError("num_workers, video_samples and video_every must be >= 0")
+        if not 0 <= self.loss.kl_balance <= 1:
+            raise ProclabError(f"kl_balance must be within [0, 1], got {self.loss.kl_balance}")
+
+
+_TINY_MODEL = WorldModelConfig(
+    num_init_steps=2, num_sim_steps=4, bottleneck=8, encoder_channels=(8, 8, 8, 16), encoder_rnn=16,
+    env_converter=(16,), agent_converter=(16,), action_converter=(16,), deter=16, hidden=16, stoch=4,
+    classes=4, embed_depth=4, decoder_depth=4, head_layers=1, head_hidden=16,
+)  # fmt: skip
+_SMALL_MODEL = WorldModelConfig(
+    num_init_steps=3, num_sim_steps=16, bottleneck=32, encoder_channels=(16, 16, 32, 32), encoder_rnn=128,
+    env_converter=(256,), agent_converter=(64,), action_converter=(32,), deter=128, hidden=256, stoch=16,
+    classes=16, embed_depth=16, decoder_depth=16, head_layers=2, head_hidden=128,
+)  # fmt: skip
+
+WM_SIZES: dict[str, WMTrainConfig] = {
+    # interpreting-rl-behavior's Gen-2 model at HEAD (spec §4.1), batch 32 (the Dec-2021 README).
+    "paper": WMTrainConfig(),
+    # Minutes on a laptop CPU: same structure, every width about 4x smaller, 16 simulated steps.
+    "small": WMTrainConfig(
+        model=_SMALL_MODEL,
+        size="small",
+        batch_size=16,
+        learning_rate=1e-3,
+        checkpoint_every=500,
+        video_every=500,
+    ),
+    # Seconds: for tests.
+    "tiny": WMTrainConfig(
+        model=_TINY_MODEL,
+        size="tiny",
+        batch_size=4,
+        learning_rate=1e-3,
+        num_workers=0,
+        checkpoint_every=50,
+        video_every=0,
+        video_samples=2,
+        log_every=1,
+    ),
+}
+
+
+def wm_size(name: str) -> WMTrainConfig:
+    """The training defaults of size ``name``; a :class:`ProclabError` naming the valid ones otherwise."""
+    if name not in WM_SIZES:
+        raise unknown_choice("world model size", name, WM_SIZES)
+    return WM_SIZES[name]

@@ -1,0 +1,179 @@
+"""``proclab wm loss-over-time``: how fast simulation drifts from the data, step by step.
+
+For ``--batches`` batches of windows of an episode store, the model encodes the initial frames
+and *imagines* (prior samples, no true frames after the initial ones) while the recorded agent
+state starts the agent, as the seed's ``loss_over_time_experiment``. The environment is driven
+by the recorded actions (``--actions true``, the seed's setting) or by the agent's own
+(``--actions agent``: fully closed loop from the recorded previous action). At every
+simulation step each predicted quantity is compared with the data, masked as in training
+(:mod:`.losses`): image, reward, done, agent state, KL(posterior || prior) (the posterior
+sees the true frame, only to measure), env update, and the agent's value error, policy KL and
+action mismatch.
+
+Each batch gives one mean per step and quantity; the JSON holds, per quantity and step, the
+mean over batches and its min-max band, and the plot draws them. (The seed's plot drew its
+band as mean - min to mean + max, far wider than the data; here the band is [min, max].)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import tyro
+from torch.utils.data import default_collate
+
+from proclab.data import EpisodeStore
+from proclab.errors import ProclabError, unknown_choice
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.batch import make_batch, window_dataset
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.losses import TERM_MASKS, eval_terms, masked
+from proclab.worldmodel.simulate import ACTION_SOURCES, imagined
+
+
+@dataclass(frozen=True)
+class LossOverTimeArgs:
+    """Per-simulation-step error of each predicted quantity, imagination vs data (JSON + plot)."""
+
+    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
+    """World-model checkpoint, or its run directory (the latest checkpoint)."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """Episode store to compare with (default: the one the model was trained on; a held-out one is better)."""
+    out: Path = Path("loss_over_time")
+    """Directory for loss_over_time.json and loss_over_time.png."""
+    batches: int = 16
+    """Batches of windows (the seed: 16)."""
+    batch_size: int = 32
+    """Windows per batch."""
+    steps: int | None = None
+    """Simulated steps (default: the model's num_sim_steps)."""
+    actions: str = "true"
+    """Actions driving the environment: true (recorded, the seed's setting) or agent (closed loop)."""
+    modal: bool = True
+    """Take the argmax of each categorical (--no-modal samples the prior)."""
+    seed: int = 0
+    """Seed of the windows' choice and of the samples."""
+    device: str = "auto"
+    """Torch device."""
+    precision: str = "fp32"
+    """fp32, bf16 or auto."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
+    """Compute the per-step errors; write ``out/loss_over_time.json`` and ``.png``; return the JSON data."""
+    from rich.progress import Progress
+
+    if args.actions not in ACTION_SOURCES:
+        raise unknown_choice("action source", args.actions, ACTION_SOURCES)
+    if args.batches < 1 or args.batch_size < 1 or (args.steps is not None and args.steps < 1):
+        raise ProclabError("--batches, --batch-size and --steps must be >= 1")
+    rt = make_runtime(args.device, args.precision, args.torch_threads)
+    wm, agent, ckpt = load_world_model(args.checkpoint, rt)
+    wm.eval()
+    config = replace(wm.config, num_sim_steps=args.steps or wm.config.num_sim_steps)
+    data = args.data or Path(ckpt.meta["data"])
+    store = EpisodeStore(data)
+    store.check_agent(agent.config.num_actions, agent.state_shapes())
+    reward_field = ckpt.meta["reward_field"]
+    windows = window_dataset(store, config, wm.codec, reward_field)
+    rng = np.random.default_rng(args.seed)
+    total = args.batches * args.batch_size
+    picks = rng.choice(len(windows), total, replace=total > len(windows))
+    torch.manual_seed(args.seed)
+    per_batch: dict[str, list[np.ndarray]] = {}
+    with Progress(transient=True, disable=not progress) as bar, torch.no_grad():
+        task = bar.add_task("loss over time", total=args.batches)
+        for chunk in np.split(picks, args.batches):
+            items = default_collate([windows[int(i)] for i in chunk])
+            batch = make_batch(items, config, wm.codec, reward_field).to(rt.device)
+            with rt.autocast():
+                traj = imagined(wm, agent, batch, args.actions, args.modal)
+            terms = eval_terms(traj, batch)
+            if not wm.codec.width:
+                terms.pop("agent_state")
+            for name, value in masked(terms, batch).items():
+                count = getattr(batch, TERM_MASKS[name]).sum(1)
+                mean = torch.where(count > 0, value.sum(1) / count.clamp(min=1), math.nan)
+                per_batch.setdefault(name, []).append(mean.float().cpu().numpy())
+            bar.advance(task)
+    result = {
+        "checkpoint": str(ckpt.path),
+        "data": str(data),
+        "steps": config.num_sim_steps,
+        "actions": args.actions,
+        "modal": args.modal,
+        "batches": args.batches,
+        "batch_size": args.batch_size,
+        "seed": args.seed,
+        "quantities": {name: summarise(np.stack(rows)) for name, rows in per_batch.items()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "loss_over_time.json").write_text(json.dumps(result, indent=1))
+    plot_loss_over_time(result, args.out / "loss_over_time.png")
+    return result
+
+
+def summarise(per_batch: np.ndarray) -> dict[str, list]:
+    """``(batches, steps)`` batch means (NaN: no data in that batch and step) -> mean, min, max per step."""
+    has = ~np.isnan(per_batch)
+    n = has.sum(0)
+    filled_lo, filled_hi = np.where(has, per_batch, np.inf), np.where(has, per_batch, -np.inf)
+    mean = np.where(n > 0, np.where(has, per_batch, 0).sum(0) / np.maximum(n, 1), np.nan)
+
+    def listed(a):
+        return [None if not np.isfinite(x) else float(x) for x in a]
+
+    return {"mean": listed(mean), "min": listed(filled_lo.min(0)), "max": listed(filled_hi.max(0)),
+            "batches": n.tolist()}  # fmt: skip
+
+
+def plot_loss_over_time(result: dict, path: Path) -> Path:
+    """One panel per quantity: the mean over batches and the [min, max] band, against the simulation step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result["quantities"])
+    cols = 3
+    rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names, strict=False):
+        q = result["quantities"][name]
+        x = np.arange(len(q["mean"]))
+        as_array = {
+            k: np.array([np.nan if v is None else v for v in q[k]], float) for k in ("mean", "min", "max")
+        }
+        ax.fill_between(x, as_array["min"], as_array["max"], alpha=0.25, label="min-max over batches")
+        ax.plot(x, as_array["mean"], lw=1.8, label="mean")
+        ax.set_title(name)
+        ax.set_xlabel("simulation step")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(names) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"imagination vs data ({result['actions']} actions, {result['batches']} batches of "
+                 f"{result['batch_size']})")  # fmt: skip
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str], prog: str = "proclab wm loss-over-time") -> None:
+    args = tyro.cli(LossOverTimeArgs, args=argv, prog=prog)
+    result = loss_over_time(args)
+    first_last = {k: (q["mean"][0], q["mean"][-1]) for k, q in result["quantities"].items()}
+    for name, (a, b) in first_last.items():
+        print(f"{name:>16}: step 0 {a if a is None else f'{a:.4g}'}  ->  step {result['steps'] - 1} "
+              f"{b if b is None else f'{b:.4g}'}")  # fmt: skip
+    print(f"loss over time: {args.out / 'loss_over_time.json'} and {args.out / 'loss_over_time.png'}")

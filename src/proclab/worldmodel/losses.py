@@ -1,0 +1,110 @@
+"""The world model's loss table (interpreting-rl-behavior §4.2), per step and summed.
+
+Per step ``k`` and sequence (tensors ``(S, B)``), each masked as :mod:`.batch` says:
+
+==============  =====================================================  ============
+term            value                                                  mask
+==============  =====================================================  ============
+image           ``0.5 * sum_{C,H,W} (x_hat - x)^2`` (a sum, not a mean)  frame
+reward          ``0.5 * (r_hat - r)^2``                                 prev
+done            Bernoulli negative log-likelihood                      prev
+agent_state     ``0.5 * sum_D (h_hat - h)^2``                           state
+kl              balanced KL(posterior || prior), summed over variables  frame
+env_update      ``||h_k - h_{k-1}||_2`` of the RSSM's deterministic state  frame
+==============  =====================================================  ============
+
+Total = mean over sequences of the weighted sum over steps, plus ``bottleneck *`` the
+uniformity loss of the batch's bottleneck vectors, plus the initialisation losses (mean over
+sequences): squared error of the predicted initial agent state and cross-entropy of the
+predicted previous action. Every term is logged unweighted (``losses/<term>``).
+
+:func:`eval_terms` adds what only evaluation needs (value error, policy KL, and how often the
+agent's greedy action on the simulated frame differs from its greedy action on the true one),
+for ``proclab wm loss-over-time``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from proclab.worldmodel.batch import WindowBatch
+from proclab.worldmodel.config import LossWeights
+from proclab.worldmodel.distributions import balanced_kl, uniformity_loss
+from proclab.worldmodel.model import Start, Trajectory
+
+TERM_MASKS = {
+    "image": "frame_mask",
+    "reward": "prev_mask",
+    "done": "prev_mask",
+    "agent_state": "state_mask",
+    "kl": "frame_mask",
+    "env_update": "frame_mask",
+    "value": "frame_mask",
+    "policy_kl": "frame_mask",
+    "action_mismatch": "frame_mask",
+}
+
+
+def step_terms(traj: Trajectory, batch: WindowBatch, kl_balance: float = 0.8) -> dict[str, Tensor]:
+    """Unmasked, unweighted per-step terms ``(S, B)``; ``kl`` only if the posterior was computed."""
+    target = batch.frames.float().div(255)
+    h_prev = torch.cat([traj.start.env_h.unsqueeze(0), traj.env_h[:-1]])
+    terms = {
+        "image": 0.5 * (traj.image.float() - target).pow(2).sum((-3, -2, -1)),
+        "reward": 0.5 * (traj.reward - batch.reward).pow(2),
+        "done": F.binary_cross_entropy_with_logits(traj.done_logit, batch.done, reduction="none"),
+        "agent_state": 0.5 * (traj.agent_state.float() - batch.agent_states).pow(2).sum(-1),
+        "env_update": torch.linalg.vector_norm(traj.env_h - h_prev, dim=-1),
+    }
+    if traj.post_logits is not None:
+        terms["kl"] = balanced_kl(traj.post_logits, traj.prior_logits, kl_balance)
+    return terms
+
+
+def greedy_actions(batch: WindowBatch) -> Tensor:
+    """The recorded agent's most likely action at each frame (its clean logits' argmax; the recorded,
+    sampled action if the store has no logits): what the agent in the loop, acting greedily, should do."""
+    return batch.actions if batch.logits is None else batch.logits.argmax(-1)
+
+
+def eval_terms(traj: Trajectory, batch: WindowBatch) -> dict[str, Tensor]:
+    """:func:`step_terms` plus the agent's value error, policy KL and action mismatch against the data."""
+    terms = step_terms(traj, batch)
+    terms["action_mismatch"] = (traj.action.argmax(-1) != greedy_actions(batch)).float()
+    if batch.value is not None:
+        terms["value"] = 0.5 * (traj.value.float() - batch.value).pow(2)
+    if batch.logits is not None:
+        data, sim = batch.logits.log_softmax(-1), traj.logits.float().log_softmax(-1)
+        terms["policy_kl"] = (data.exp() * (data - sim)).sum(-1)
+    return terms
+
+
+def masked(terms: dict[str, Tensor], batch: WindowBatch) -> dict[str, Tensor]:
+    """Each term times its mask (see the table in the module docstring)."""
+    return {k: v * getattr(batch, TERM_MASKS[k]) for k, v in terms.items()}
+
+
+def world_model_loss(
+    start: Start, traj: Trajectory, batch: WindowBatch, w: LossWeights
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Total loss (a scalar with a graph) and every term, unweighted and detached, for logging.
+
+    ``start`` holds the converters' predictions (the simulation itself may have started from the
+    recorded agent state and action, as in teacher forcing).
+    """
+    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w.kl_balance), batch).items()}
+    model = sum(getattr(w, k) * v for k, v in per_seq.items()).mean()
+    parts = {
+        "bottleneck": uniformity_loss(start.bottleneck),
+        "init_state": (start.agent_state - batch.agent_h0).pow(2).sum(-1).mean(),
+        "init_action": F.cross_entropy(start.action_logits, batch.prev_actions[0]),
+    }
+    total = model + sum(getattr(w, k) * v for k, v in parts.items())
+    metrics = {f"losses/{k}": v.mean().detach() for k, v in per_seq.items()}
+    metrics |= {f"losses/{k}": v.detach() for k, v in parts.items()}
+    metrics |= {"losses/model": model.detach(), "losses/total": total.detach()}
+    agree = (traj.action.argmax(-1) == greedy_actions(batch)).float() * batch.frame_mask
+    metrics["charts/action_agreement"] = agree.sum() / batch.frame_mask.sum().clamp(min=1)
+    return total, metrics

@@ -1,0 +1,311 @@
+"""The generative agent-environment model: a differentiable simulator of an agent in its world.
+
+**Architecture** (interpreting-rl-behavior's Gen-2 model; sizes per preset in docs/worldmodel.md):
+
+* *Encoder*: each of the first ``num_init_steps`` frames goes through four residual
+  down-blocks (64x64 -> 4x4), a GRU reads them in order, an MLP maps its last output to the
+  **bottleneck vector**, L2-normalised onto the unit sphere.
+* *Converters* (MLPs) from the bottleneck: to the initial environment state (``h``, ``z``
+  logits), and, from the *detached* bottleneck, to the agent's initial state and to the
+  previous action (a straight-through one-hot of its argmax).
+* *RSSM* environment stepper: ``x = ELU(LN(W_z z + W_a a))``, ``h' = LNGRU(x, h)``; a prior
+  over ``z'`` from ``h'`` and a posterior from ``h'`` and an embedding of the true frame;
+  ``z`` is ``stoch`` categoricals of ``classes`` classes, sampled straight-through.
+* *Heads* on ``[h, z]``: image decoder (transposed convolutions), reward, done.
+* **The real, frozen agent in the loop**: each predicted frame (clamped to [0, 1] with an
+  identity gradient) goes through the agent with its own carried state; it returns logits, a
+  value, its next state and its action as a straight-through one-hot, which is the action of
+  the next environment step. The agent's weights are frozen (``requires_grad=False``) but its
+  activations are not, so gradients flow from any agent quantity back through the agent *and*
+  the environment to the bottleneck. ``env_grads=False`` cuts the path through the action fed
+  back to the environment.
+
+**Simulation** (:meth:`WorldModel.simulate`): step ``k`` consumes the previous action
+``a_{k-1}`` and predicts frame ``k``, the reward and done flag of ``a_{k-1}``, and (through
+the agent) the agent's state leaving step ``k``, its logits, value and action ``a_k``. Given
+the actions (teacher forcing, or evaluation with the recorded actions) the environment does
+not depend on the agent, so the RSSM loop runs first and the decoder and the agent then see
+all ``S * B`` frames at once (``agent.unroll``; per-step states come from its hook points).
+Without actions the loop is closed and runs step by step; the exact per-step tensors (frame,
+agent state, ``env_h``) are then kept in ``Trajectory.per_step`` for saliency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from proclab.models import Agent, capture
+from proclab.worldmodel.agents import StateCodec
+from proclab.worldmodel.config import WorldModelConfig
+from proclab.worldmodel.distributions import action_st, sample_st, straight_through
+from proclab.worldmodel.layers import FrameEncoder, ImageDecoder, LayerNormGRUCell, ResBlockDown, mlp
+
+
+@dataclass
+class Start:
+    """The simulator before its first step, decoded from bottleneck vectors ``(B, bottleneck)``."""
+
+    bottleneck: Tensor
+    env_h: Tensor
+    """``(B, deter)``: the deterministic state before step 0."""
+    env_z: Tensor
+    """``(B, stoch * classes)``: the straight-through one-hot stochastic state before step 0."""
+    agent_state: Tensor
+    """``(B, D)``: the agent's state entering step 0, flat (predicted; callers may put the true one)."""
+    action_logits: Tensor
+    """``(B, A)``: the predicted previous action's logits."""
+    prev_action: Tensor
+    """``(B, A)``: its straight-through one-hot (drives step 0 of a closed-loop simulation)."""
+
+
+@dataclass
+class Trajectory:
+    """What a simulation of ``S`` steps produced; time-major ``(S, B, ...)`` (see the module docstring)."""
+
+    start: Start
+    env_h: Tensor
+    env_z: Tensor
+    prior_logits: Tensor
+    """``(S, B, stoch, classes)``."""
+    post_logits: Tensor | None
+    """``(S, B, stoch, classes)`` when true frames were given, else None."""
+    image: Tensor
+    """The decoder's mean frame (unclamped; the image loss reads this)."""
+    frame: Tensor
+    """The frame the agent saw: ``image`` clamped to [0, 1] with an identity gradient."""
+    reward: Tensor
+    """Predicted reward of the previous action ``a_{k-1}``."""
+    done_logit: Tensor
+    """Logit of "the episode ended after ``a_{k-1}``"."""
+    agent_state: Tensor
+    """``(S, B, D)``: the agent's state leaving step ``k`` (flat, store layout)."""
+    logits: Tensor
+    value: Tensor
+    action: Tensor
+    """``(S, B, A)``: the agent's action ``a_k`` as a straight-through one-hot."""
+    per_step: dict[str, list[Tensor]] = field(default_factory=dict)
+    """Closed loop only: ``frame``, ``agent_state``, ``env_h`` as the exact tensors each step consumed."""
+
+
+def as_float_frames(frames: Tensor) -> Tensor:
+    """uint8 frames -> floats in [0, 1]; floating frames unchanged."""
+    return frames.float().div(255) if frames.dtype == torch.uint8 else frames
+
+
+def clamp_st(image: Tensor) -> Tensor:
+    """``image`` clamped to [0, 1] in the forward pass, the identity in the backward pass."""
+    return straight_through(image.clamp(0, 1), image)
+
+
+class RSSM(nn.Module):
+    """The recurrent state-space environment stepper (one step at a time)."""
+
+    def __init__(self, config: WorldModelConfig, num_actions: int, embed_dim: int):
+        super().__init__()
+        c = config
+        self.stoch, self.classes = c.stoch, c.classes
+        z_dim = c.stoch * c.classes
+        self.z_in = nn.Linear(z_dim, c.hidden)
+        self.a_in = nn.Linear(num_actions, c.hidden, bias=False)
+        self.in_norm = nn.LayerNorm(c.hidden)
+        self.cell = LayerNormGRUCell(c.hidden, c.deter)
+        self.prior = mlp(c.deter, (c.hidden,), z_dim, norm=True)
+        self.post_h = nn.Linear(c.deter, c.hidden)
+        self.post_embed = nn.Linear(embed_dim, c.hidden, bias=False)
+        self.post_out = nn.Sequential(nn.LayerNorm(c.hidden), nn.ELU(), nn.Linear(c.hidden, z_dim))
+
+    def step(self, h: Tensor, z: Tensor, a: Tensor) -> tuple[Tensor, Tensor]:
+        """``h_k`` and the prior's logits ``(B, stoch, classes)`` from ``h_{k-1}, z_{k-1}, a_{k-1}``."""
+        x = F.elu(self.in_norm(self.z_in(z) + self.a_in(a)))
+        h = self.cell(x, h)
+        return h, self.prior(h).float().view(-1, self.stoch, self.classes)
+
+    def posterior(self, h: Tensor, embed: Tensor) -> Tensor:
+        """Posterior logits from ``h_k`` and ``post_embed(embedding of the true frame k)``."""
+        return self.post_out(self.post_h(h) + embed).float().view(-1, self.stoch, self.classes)
+
+
+class WorldModel(nn.Module):
+    """Encoder, converters, RSSM, decoder and heads; the agent is an argument of :meth:`simulate`."""
+
+    def __init__(
+        self, config: WorldModelConfig, num_actions: int, agent_state_shapes: dict[str, tuple[int, ...]]
+    ):
+        super().__init__()
+        c = self.config = config
+        self.num_actions = num_actions
+        self.codec = StateCodec(agent_state_shapes)
+        chans = (3, *c.encoder_channels)
+        self.encoder = nn.Sequential(*(ResBlockDown(chans[i], chans[i + 1]) for i in range(4)))
+        self.encoder_rnn = nn.GRU(c.encoder_channels[-1] * 4 * 4, c.encoder_rnn)
+        self.encoder_out = mlp(c.encoder_rnn, (c.encoder_rnn,) * 2, c.bottleneck)
+        z_dim = c.stoch * c.classes
+        self.to_env = mlp(c.bottleneck, c.env_converter, c.deter + z_dim)
+        self.to_agent = mlp(c.bottleneck, c.agent_converter, self.codec.width) if self.codec.width else None
+        self.to_action = mlp(c.bottleneck, c.action_converter, num_actions)
+        self.embed = FrameEncoder(c.embed_depth)
+        self.rssm = RSSM(c, num_actions, self.embed.out_dim)
+        feat = c.deter + z_dim
+        self.decoder = ImageDecoder(feat, c.decoder_depth)
+        self.reward_head = mlp(feat, (c.head_hidden,) * c.head_layers, 1, norm=True)
+        self.done_head = mlp(feat, (c.head_hidden,) * c.head_layers, 1, norm=True)
+        self._channels_last = False
+
+    def channels_last(self, enabled: bool = True) -> WorldModel:
+        """Channels-last convolution weights and inputs (called by ``Runtime.prepare``)."""
+        fmt = torch.channels_last if enabled else torch.contiguous_format
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d | nn.ConvTranspose2d):
+                m.to(memory_format=fmt)
+        self._channels_last = enabled
+        return self
+
+    def _images_in(self, frames: Tensor) -> Tensor:
+        x = as_float_frames(frames)
+        return x.contiguous(memory_format=torch.channels_last) if self._channels_last else x
+
+    # -- bottleneck ------------------------------------------------------------------------------
+    def encode(self, init_frames: Tensor) -> Tensor:
+        """Frames ``(num_init_steps, B, 3, 64, 64)`` -> unit bottleneck vectors ``(B, bottleneck)``."""
+        n, B = init_frames.shape[:2]
+        features = self.encoder(self._images_in(init_frames.flatten(0, 1))).reshape(n, B, -1)
+        with torch.autocast(features.device.type, enabled=False):  # three steps: fp32 costs nothing
+            out, _ = self.encoder_rnn(features.float())
+        return F.normalize(self.encoder_out(out[-1]).float(), dim=-1, eps=1e-8)
+
+    def start(self, bottleneck: Tensor, modal: bool = False) -> Start:
+        """Decode the initial environment state, agent state and previous action from the bottleneck."""
+        c = self.config
+        env = self.to_env(bottleneck).float()
+        h0, z_logits = env.split([c.deter, c.stoch * c.classes], -1)
+        z0 = sample_st(z_logits.view(-1, c.stoch, c.classes), modal).flatten(1)
+        detached = bottleneck.detach()
+        if self.to_agent is None:
+            agent = bottleneck.new_zeros(bottleneck.shape[0], 0)
+        else:
+            agent = self.to_agent(detached).float()
+            agent = torch.tanh(agent) if c.agent_state_tanh else agent
+        action_logits = self.to_action(detached).float()
+        return Start(bottleneck, h0, z0, agent, action_logits, sample_st(action_logits, modal=True))
+
+    # -- simulation ------------------------------------------------------------------------------
+    def _heads(self, feat: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return (
+            self.decoder(feat),
+            self.reward_head(feat).float().squeeze(-1),
+            self.done_head(feat).float().squeeze(-1),
+        )
+
+    def _env_step(self, h, z, a, embed, observe: bool, modal: bool):
+        h, prior = self.rssm.step(h, z, a)
+        post = None if embed is None else self.rssm.posterior(h, embed)
+        z = sample_st(post if observe else prior, modal).flatten(1)
+        return h, z, prior, post
+
+    def simulate(
+        self,
+        agent,
+        start: Start,
+        steps: int,
+        *,
+        actions: Tensor | None = None,
+        frames: Tensor | None = None,
+        observe: bool = False,
+        modal: bool = False,
+        env_grads: bool = True,
+        greedy: bool = True,
+    ) -> Trajectory:
+        """Simulate ``steps`` steps of ``agent`` (the Agent API, frozen) from ``start``.
+
+        ``actions`` ``(S, B, A)``: one-hot actions ``a_{k-1}`` driving the environment (teacher
+        forcing); None closes the loop with the agent's own actions (``start.prev_action`` at
+        step 0). ``frames`` ``(S, B, 3, 64, 64)``: the true frames; the posterior is then computed
+        (``post_logits``) and, with ``observe``, sampled instead of the prior. ``modal`` takes the
+        argmax of each categorical instead of sampling; ``greedy`` the agent's modal action
+        (else a sample of its policy); ``env_grads=False`` detaches the actions fed back.
+        """
+        codec = StateCodec(agent.state_shapes())
+        if start.agent_state.shape[-1] != codec.width:
+            raise ValueError(
+                f"start.agent_state has width {start.agent_state.shape[-1]}; the agent's is {codec.width}"
+            )
+        if observe and frames is None:
+            raise ValueError("observe=True needs the true frames")
+        embed = None
+        if frames is not None:
+            S, B = frames.shape[:2]
+            embed = self.rssm.post_embed(self.embed(self._images_in(frames.flatten(0, 1)))).view(S, B, -1)
+        if actions is not None and isinstance(agent, Agent):
+            return self._open_loop(agent, codec, start, steps, actions, embed, observe, modal, greedy)
+        return self._closed_loop(
+            agent, codec, start, steps, actions, embed, observe, modal, env_grads, greedy
+        )
+
+    def _open_loop(self, agent, codec, start, S, actions, embed, observe, modal, greedy) -> Trajectory:
+        h, z = start.env_h, start.env_z
+        steps = []
+        for k in range(S):
+            h, z, prior, post = self._env_step(
+                h, z, actions[k], None if embed is None else embed[k], observe, modal
+            )
+            steps.append((h, z, prior, post))
+        hs, zs, priors, posts = zip(*steps, strict=True)
+        H, Z = torch.stack(hs), torch.stack(zs)
+        B = H.shape[1]
+        image, reward, done = self._heads(torch.cat([H, Z], -1).flatten(0, 1))
+        image, reward, done = image.view(S, B, *image.shape[1:]), reward.view(S, B), done.view(S, B)
+        frame = clamp_st(image)
+        firsts = torch.zeros(S, B, dtype=torch.bool, device=H.device)
+        hooks = codec.hook_names()
+        with capture(agent, list(hooks.values())) as acts:
+            out, _ = agent.unroll(frame, codec.unflatten(start.agent_state), firsts, reward)
+        if hooks:
+            states = codec.flatten({key: acts[name] for key, name in hooks.items()})
+        else:
+            states = H.new_zeros(S, B, 0)
+        return Trajectory(
+            start=start,
+            env_h=H,
+            env_z=Z,
+            prior_logits=torch.stack(priors),
+            post_logits=None if embed is None else torch.stack(posts),
+            image=image,
+            frame=frame,
+            reward=reward,
+            done_logit=done,
+            agent_state=states,
+            logits=out.logits,
+            value=out.value,
+            action=action_st(out.logits, modal=greedy),
+        )
+
+    def _closed_loop(
+        self, agent, codec, start, S, actions, embed, observe, modal, env_grads, greedy
+    ) -> Trajectory:
+        h, z, s = start.env_h, start.env_z, start.agent_state
+        a = start.prev_action if actions is None else actions[0]
+        first = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+        rows: dict[str, list[Tensor]] = {}
+        for k in range(S):
+            h, z, prior, post = self._env_step(h, z, a, None if embed is None else embed[k], observe, modal)
+            image, reward, done = self._heads(torch.cat([h, z], -1))
+            frame = clamp_st(image)
+            out, new_state = agent.step(frame, codec.unflatten(s), first, reward)
+            s = codec.flatten(new_state) if codec.width else s
+            action = action_st(out.logits, modal=greedy)
+            if actions is None:
+                a = action if env_grads else action.detach()
+            elif k + 1 < S:
+                a = actions[k + 1]
+            step = dict(env_h=h, env_z=z, prior_logits=prior, post_logits=post, image=image, frame=frame,
+                        reward=reward, done_logit=done, agent_state=s, logits=out.logits, value=out.value,
+                        action=action)  # fmt: skip
+            for name, v in step.items():
+                rows.setdefault(name, []).append(v)
+        stacked = {k: None if v[0] is None else torch.stack(v) for k, v in rows.items()}
+        per_step = {k: rows[k] for k in ("frame", "agent_state", "env_h")}
+        return Trajectory(start, **stacked, per_step=per_step)

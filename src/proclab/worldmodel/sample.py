@@ -1,0 +1,261 @@
+"""``proclab wm sample``: simulated rollouts of the agent in the learned world, into an episode store.
+
+Each sample starts from a bottleneck vector, **informed** (the encoding of ``num_init_steps``
+real frames of a store, by default the one the model was trained on) or **random** (uniform on
+the unit sphere), and runs the simulator in closed loop for ``--steps`` steps: the converters
+give the initial environment state, agent state and previous action; every predicted frame
+goes through the agent, whose action drives the next step. By default everything is modal
+(argmax of each categorical, the agent's most likely action), as the seed's recordings were;
+``--no-modal`` samples the prior and ``--no-greedy`` the agent's policy. Given ``--seed``,
+sampling is deterministic.
+
+The samples are episodes of an ordinary episode store, in proclab's timestep convention
+(:mod:`proclab.data.schema`), so the analyses read them like recordings:
+
+* per step: ``obs`` (the predicted frame the agent saw), ``action``, ``logits`` (=
+  ``logits_clean``), ``value``, ``state_out/<layer>``, the predicted reward of the action
+  (under the field the model was trained on, ``reward_norm`` or ``reward``), ``terminated``
+  (done probability > 0.5), ``done_prob``, ``truncated`` (False), ``step``, and ``env_h``
+  (the RSSM's deterministic state at that frame);
+* per episode: ``bottleneck``, ``init``, ``source_episode``/``source_offset`` (-1 for random
+  init), ``game``, ``return`` (predicted), ``state_in0/<layer>`` and ``final_obs`` (the
+  simulator renders the frame after the last action, which Procgen never does).
+
+The model predicts the reward and done flag of an action on the *next* frame, so a sample of
+``T`` steps simulates ``T + 1``. ``--agent`` puts another agent in the loop (``untrained``: a
+fresh one of the same architecture; ``always-right`` etc.: a scripted one; or a checkpoint),
+starting from its own initial state, to show that the environment model does not depend on
+the agent it was trained with.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.data import EpisodeStore, ShardWriter, WindowDataset
+from proclab.data.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
+from proclab.errors import ProclabError, unknown_choice
+from proclab.io.video import write_video
+from proclab.models import build_agent
+from proclab.rl.agents import load_agent
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.agents import SCRIPTED, ScriptedAgent, StateCodec
+from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.worldmodel.model import Trajectory
+from proclab.worldmodel.simulate import dreamed, random_bottlenecks
+from proclab.worldmodel.videos import to_uint8
+
+INITS = ("informed", "random")
+
+
+@dataclass(frozen=True)
+class SampleArgs:
+    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store."""
+
+    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
+    """World-model checkpoint, or its run directory (the latest checkpoint)."""
+    out: Annotated[Path, tyro.conf.arg(metavar="SAMPLES")] = Path("samples")
+    """Episode store to write (created if missing); videos go to SAMPLES/videos/."""
+    n: int = 100
+    """Number of simulated rollouts."""
+    init: str = "informed"
+    """informed (encode real initial frames) or random (a random unit bottleneck vector)."""
+    steps: int = 10
+    """Steps per rollout (the seed's saliency samples: 10)."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """Store whose frames inform the initial states (default: the one the model was trained on)."""
+    videos: int = 8
+    """Write mp4s of the first K rollouts."""
+    agent: str = "trained"
+    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or a
+    checkpoint."""
+    modal: bool = True
+    """Take the argmax of every categorical (deterministic rollouts); --no-modal samples them."""
+    greedy: bool = True
+    """The agent takes its most likely action; --no-greedy samples its policy."""
+    batch_size: int = 64
+    """Rollouts simulated at once."""
+    seed: int = 0
+    """Seed of the initial frames' choice, random vectors and samples."""
+    device: str = "auto"
+    """Torch device."""
+    precision: str = "fp32"
+    """fp32, bf16 or auto."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+def loop_agent(name: str, trained, seed: int, runtime):
+    """The agent to put in the loop, and whether the converters' predicted initial state suits it."""
+    if name == "trained":
+        return trained, True
+    if name == "untrained":
+        torch.manual_seed(seed)
+        return freeze(runtime.prepare(build_agent(trained.config))), False
+    if name in SCRIPTED:
+        return ScriptedAgent(SCRIPTED[name], trained.config.num_actions), False
+    if not Path(name).exists():
+        raise unknown_choice("agent", name, ["trained", "untrained", *SCRIPTED, "a checkpoint path"])
+    agent, _, _ = load_agent(name, runtime)
+    if agent.config.num_actions != trained.config.num_actions:
+        raise ProclabError(f"agent {name!r} has {agent.config.num_actions} actions; the model simulates "
+                           f"{trained.config.num_actions}")  # fmt: skip
+    return agent, False
+
+
+def _informed(args: SampleArgs, data: Path, n_init: int) -> tuple[WindowDataset, np.ndarray]:
+    windows = WindowDataset(data, n_init, stride=1, fields=["obs"])
+    rng = np.random.default_rng(args.seed)
+    return windows, rng.choice(len(windows), args.n, replace=args.n > len(windows))
+
+
+def step_fields(reward_field: str, codec: StateCodec) -> list[str]:
+    """Per-step fields of a simulated rollout (see the module docstring)."""
+    names = [
+        "obs",
+        "action",
+        "logits",
+        "logits_clean",
+        "value",
+        reward_field,
+        "terminated",
+        "done_prob",
+        "truncated",
+        "step",
+        "env_h",
+    ]
+    return names + codec.store_fields(STATE_OUT)
+
+
+def _check_joinable(out: Path, names: list[str]) -> None:
+    """Samples may join an existing store only if they have the same fields (same agent state layout)."""
+    if not (out / "zarr.json").is_file():
+        return
+    existing = EpisodeStore(out)
+    if existing.shards and set(existing.step_fields) != set(names):
+        raise ProclabError(
+            f"episode store {str(out)!r} holds episodes with other fields (another agent in the loop, or not "
+            f"samples); write these samples to another --out"
+        )
+
+
+def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
+    """Simulate ``args.n`` rollouts into the store ``args.out``; returns its path."""
+    from rich.progress import Progress
+
+    if args.init not in INITS:
+        raise unknown_choice("init", args.init, INITS)
+    for name in ("n", "steps", "batch_size"):
+        if getattr(args, name) < 1:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    rt = make_runtime(args.device, args.precision, args.torch_threads)
+    wm, trained, ckpt = load_world_model(args.checkpoint, rt)
+    wm.eval()
+    agent, predicted_state = loop_agent(args.agent, trained, args.seed, rt)
+    codec = StateCodec(agent.state_shapes())
+    reward_field = ckpt.meta["reward_field"]
+    games = ckpt.meta.get("games") or ["unknown"]
+    if args.init == "informed":
+        windows, picks = _informed(args, args.data or Path(ckpt.meta["data"]), wm.config.num_init_steps)
+        store = windows.store
+    else:
+        vectors = random_bottlenecks(args.n, wm.config.bottleneck, torch.Generator().manual_seed(args.seed))
+    torch.manual_seed(args.seed)
+    layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
+    settings = {"checkpoint": str(ckpt.path), "step": ckpt.step, "init": args.init, "steps": args.steps,
+                "agent": args.agent, "modal": args.modal, "greedy": args.greedy, "seed": args.seed,
+                "created": time.time()}  # fmt: skip
+    _check_joinable(args.out, step_fields(reward_field, codec))
+    writer = ShardWriter(args.out, attrs={"simulation": settings, STATE_LAYOUT_ATTR: layout})
+    with Progress(transient=True, disable=not progress) as bar, writer, torch.no_grad():
+        task = bar.add_task("wm sample", total=args.n)
+        for lo in range(0, args.n, args.batch_size):
+            hi = min(lo + args.batch_size, args.n)
+            with rt.autocast():
+                if args.init == "informed":
+                    bottleneck = wm.encode(
+                        torch.stack([windows[int(i)]["obs"] for i in picks[lo:hi]], 1).to(rt.device)
+                    )
+                else:
+                    bottleneck = vectors[lo:hi].to(rt.device)
+                traj = dreamed(wm, agent, bottleneck, args.steps + 1, modal=args.modal, greedy=args.greedy,
+                               predicted_agent_state=predicted_state)  # fmt: skip
+            for k, (steps, info) in enumerate(rollouts(traj, args.steps, reward_field, codec), start=lo):
+                if args.init == "informed":
+                    e = int(windows.episode_ids[picks[k]])
+                    game = str(store.episodes["game"][e]) if "game" in store.episodes else games[0]
+                    info |= {
+                        "source_episode": e,
+                        "source_offset": int(windows.offsets[picks[k]]),
+                        "game": game,
+                    }
+                else:
+                    info |= {"source_episode": -1, "source_offset": -1, "game": "+".join(games)}
+                writer.append(steps, {"init": args.init, **info})
+                if k < args.videos:
+                    sample_video(args.out / "videos" / f"sample_{k:05d}.mp4", steps, reward_field)
+            bar.update(task, completed=hi)
+    return args.out
+
+
+def rollouts(traj: Trajectory, steps: int, reward_field: str, codec: StateCodec) -> list[tuple[dict, dict]]:
+    """A closed-loop simulation of ``steps + 1`` steps as one (per-step, per-episode) pair of fields per row.
+
+    Row ``t`` holds frame ``t`` and the agent's outputs on it; the reward and done of its action
+    come from step ``t + 1``, whose frame is the episode's ``final_obs``.
+    """
+
+    def numpy(x: torch.Tensor) -> np.ndarray:
+        return x.float().cpu().numpy()
+
+    T = steps
+    frames, actions = to_uint8(traj.frame), traj.action.argmax(-1).cpu().numpy()
+    logits, value, reward = numpy(traj.logits), numpy(traj.value), numpy(traj.reward)
+    done = numpy(torch.sigmoid(traj.done_logit.float()))
+    env_h, states = numpy(traj.env_h), numpy(traj.agent_state)
+    state0, bottleneck = numpy(traj.start.agent_state), numpy(traj.start.bottleneck)
+    out = []
+    for b in range(frames.shape[1]):
+        row = {
+            "obs": frames[:T, b],
+            "action": actions[:T, b],
+            "logits": logits[:T, b],
+            "logits_clean": logits[:T, b],
+            "value": value[:T, b],
+            reward_field: reward[1:, b],
+            "terminated": done[1:, b] > 0.5,
+            "done_prob": done[1:, b],
+            "truncated": np.zeros(T, bool),
+            "step": np.arange(T, dtype=np.int32),
+            "env_h": env_h[:T, b],
+        }
+        info = {"bottleneck": bottleneck[b], "return": float(reward[1:, b].sum()), "final_obs": frames[T, b]}
+        for layer, part in codec.layer_slices().items():
+            row[STATE_OUT + layer] = states[:T, b, part]
+            info[STATE_IN0 + layer] = state0[b, part]
+        out.append((row, info))
+    return out
+
+
+def sample_video(path: Path, steps: dict, reward_field: str) -> Path:
+    """The rollout as the agent saw it, with its action, value, and the predicted reward and done."""
+    captions = [
+        [f"v {v:+.2f}", f"r {r:+.2f} done {d:.2f}"]
+        for v, r, d in zip(steps["value"], steps[reward_field], steps["done_prob"], strict=True)
+    ]
+    return write_video(path, steps["obs"], fps=8, scale=4, actions=steps["action"], captions=captions)
+
+
+def main(argv: list[str], prog: str = "proclab wm sample") -> None:
+    args = tyro.cli(SampleArgs, args=argv, prog=prog)
+    out = sample_rollouts(args)
+    store = EpisodeStore(out)
+    print(f"simulated {args.n} rollouts of {args.steps} steps ({args.init} init, agent {args.agent})")
+    print(f"episode store: {out} ({store.num_episodes} episodes in all); videos: {out / 'videos'}")

@@ -1,0 +1,78 @@
+"""The three ways the simulator is run, from data or from bottleneck vectors.
+
+* :func:`teacher_forced` (training): recorded actions drive the environment, the RSSM samples
+  its posterior (it sees the true frames), the agent starts from its recorded state.
+* :func:`imagined` (evaluation, ``loss-over-time``): the RSSM samples its prior; the agent
+  starts from its recorded state; the environment is driven by the recorded actions (the
+  seed's setting) or by the agent's own (closed loop), starting from the recorded ``a_{-1}``.
+* :func:`dreamed` (``wm sample``, videos, saliency): nothing but a bottleneck vector; the
+  initial agent state and previous action are the converters' predictions, the loop is closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from proclab.worldmodel.agents import StateCodec
+from proclab.worldmodel.batch import WindowBatch
+from proclab.worldmodel.model import Start, Trajectory, WorldModel
+
+ACTION_SOURCES = ("true", "agent")
+
+
+def teacher_forced(wm: WorldModel, agent, batch: WindowBatch) -> tuple[Start, Trajectory]:
+    """The training forward pass; returns the *predicted* start (for the initialisation losses) too."""
+    start = wm.start(wm.encode(batch.init_frames))
+    traj = wm.simulate(
+        agent, replace(start, agent_state=batch.agent_h0), batch.frames.shape[0],
+        actions=batch.prev_action_one_hot(wm.num_actions), frames=batch.frames, observe=True,
+    )  # fmt: skip
+    return start, traj
+
+
+def imagined(
+    wm: WorldModel, agent, batch: WindowBatch, actions: str = "true", modal: bool = True
+) -> Trajectory:
+    """Prior-driven simulation from the encoded initial frames, compared step by step with the data."""
+    if actions not in ACTION_SOURCES:
+        raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
+    one_hot = batch.prev_action_one_hot(wm.num_actions)
+    start = wm.start(wm.encode(batch.init_frames), modal=modal)
+    start = replace(start, agent_state=batch.agent_h0, prev_action=one_hot[0])
+    return wm.simulate(agent, start, batch.frames.shape[0], actions=one_hot if actions == "true" else None,
+                       frames=batch.frames, modal=modal)  # fmt: skip
+
+
+def dreamed(
+    wm: WorldModel,
+    agent,
+    bottleneck: Tensor,
+    steps: int,
+    *,
+    modal: bool = True,
+    greedy: bool = True,
+    env_grads: bool = True,
+    predicted_agent_state: bool = True,
+) -> Trajectory:
+    """Closed-loop simulation from bottleneck vectors alone.
+
+    ``predicted_agent_state=False`` starts the agent from its own initial state instead of the
+    converter's prediction (for an agent other than the one the model was trained with).
+    """
+    start = wm.start(bottleneck, modal=modal)
+    if not predicted_agent_state:
+        codec = StateCodec(agent.state_shapes())
+        B = bottleneck.shape[0]
+        initial = agent.initial_state(B, device=bottleneck.device)
+        flat = codec.flatten(initial) if codec.width else bottleneck.new_zeros(B, 0)
+        start = replace(start, agent_state=flat.float())
+    return wm.simulate(agent, start, steps, modal=modal, greedy=greedy, env_grads=env_grads)
+
+
+def random_bottlenecks(n: int, size: int, generator: torch.Generator | None = None) -> Tensor:
+    """``n`` vectors uniformly distributed on the unit sphere (the seed's "random init")."""
+    v = torch.randn(n, size, generator=generator)
+    return v / v.norm(dim=-1, keepdim=True).clamp(min=1e-8)

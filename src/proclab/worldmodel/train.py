@@ -1,0 +1,367 @@
+"""``proclab wm train``: teach the generative model to simulate an agent in its world, from an episode store.
+
+Each update takes ``batch_size`` windows of the store (:mod:`.batch`), runs the model with
+teacher forcing (recorded actions, posterior samples, the agent starting from its recorded
+state; :func:`~.simulate.teacher_forced`), and takes one Adam step on the loss table of
+:mod:`.losses` (gradient-norm clip 100, as the seed). The agent in the loop is frozen; its
+weights are saved inside every checkpoint (:mod:`.checkpoint`).
+
+Outputs in ``RUN_ROOT/wm/GAME/NAME/SEED-TIMESTAMP/``: ``config.json``, ``metrics.csv`` and
+TensorBoard events (every loss term, unweighted, plus throughput), ``checkpoints/step_<N>``
+and ``videos/step_<N>.mp4`` (true | teacher-forced | closed loop, :mod:`.videos`).
+
+**Exact resume.** ``--resume RUN_DIR`` restores the weights, the optimiser, every process's RNG
+state, the update counter and the data position: each epoch's window order is a permutation
+seeded by ``(seed, epoch)``, and the checkpoint records the epoch and the batches already
+taken from it, so the resumed run sees the same batches in the same order and ends with
+bit-identical weights (tested). Worker processes draw no random numbers.
+
+**Several processes.** ``torchrun --nproc_per_node N -m proclab wm train ...``: every rank
+takes its share of each global batch and gradients are averaged before each step (the helper
+PPO uses). bf16 autocast (``--precision``) covers convolutions and matmuls; the RSSM's
+recurrence, the distributions and the losses run in float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import tyro
+from torch.utils.data import DataLoader, Sampler, default_collate
+
+from proclab.config import from_dict, to_dict
+from proclab.data import EpisodeStore, WindowDataset
+from proclab.errors import ProclabError
+from proclab.io.checkpoint import find_checkpoint
+from proclab.io.runs import MetricsLogger, create_run_dir, read_run_config
+from proclab.rl.agents import load_agent
+from proclab.rl.loop import game_label
+from proclab.rl.ppo import average_gradients
+from proclab.rl.runtime import make_runtime, seed_everything
+from proclab.worldmodel.batch import make_batch, window_dataset
+from proclab.worldmodel.checkpoint import freeze, load_world_model, save_world_model
+from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, wm_size
+from proclab.worldmodel.losses import world_model_loss
+from proclab.worldmodel.model import WorldModel
+from proclab.worldmodel.simulate import teacher_forced
+from proclab.worldmodel.videos import prediction_video
+
+
+class EpochBatches(Sampler[list[int]]):
+    """This process's share of each global batch of an epoch, from batch ``position`` on.
+
+    Epoch ``e`` visits the windows in a permutation seeded by ``(seed, e)``, cut into
+    ``n // batch_size`` global batches (the rest is dropped, as the seed's ``drop_last``);
+    rank ``r`` of ``world`` takes every ``world``-th window of each.
+    """
+
+    def __init__(self, n: int, batch_size: int, seed: int, rank: int = 0, world: int = 1):
+        self.n, self.batch_size, self.seed, self.rank, self.world = n, batch_size, seed, rank, world
+        self.batches = n // batch_size
+        self.epoch = self.position = 0
+
+    def set_epoch(self, epoch: int, position: int = 0) -> None:
+        self.epoch, self.position = epoch, position
+
+    def __iter__(self):
+        perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
+        for b in range(self.position, self.batches):
+            yield perm[b * self.batch_size : (b + 1) * self.batch_size][self.rank :: self.world].tolist()
+
+    def __len__(self) -> int:
+        return self.batches - self.position
+
+
+def new_run_dir(config: WMTrainConfig, store: EpisodeStore) -> Path:
+    """``RUN_ROOT/wm/GAME/NAME/SEED-TIMESTAMP`` holding the resolved config."""
+    games = game_label(tuple(store.games) or ("unknown",))
+    return create_run_dir(config.run_root, "wm", games, config.name, config.seed, to_dict(config))
+
+
+def full_windows(dataset: WindowDataset) -> np.ndarray:
+    """Indices of the windows that lie entirely inside their episode (all of them if none does)."""
+    lengths = dataset.store.episodes["length"][dataset.episode_ids]
+    full = np.flatnonzero(dataset.offsets + dataset.length <= lengths)
+    return full if len(full) else np.arange(len(dataset))
+
+
+def recorded_agent(store: EpisodeStore) -> Path:
+    """The checkpoint that recorded ``store`` (one recording's, if several wrote it)."""
+    found = {entry["recording"]["checkpoint"] for entry in store.recordings().values()}
+    if len(found) != 1:
+        raise ProclabError(
+            f"episode store {str(store.path)!r} was recorded by {len(found) or 'no'} known checkpoint(s); "
+            "name the agent with --agent CHECKPOINT"
+        )
+    return Path(found.pop())
+
+
+class WMTrainer:
+    """One training run (one process of it under torchrun)."""
+
+    def __init__(self, config: WMTrainConfig, run_dir: Path | None = None, resume: bool = False):
+        self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+        config.validate(self.world)
+        self.config = cfg = config
+        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
+        seed_everything(cfg.seed)  # same initial weights on every rank
+        self.store = EpisodeStore(cfg.data)
+        ckpt = find_checkpoint(run_dir) if resume else None
+        if ckpt is not None:  # the agent saved with the world model, wherever its checkpoint went since
+            self.wm, self.agent, saved = load_world_model(ckpt, self.rt, train_state=True)
+            self.agent_source = saved.meta["agent_source"]
+            self.agent_env = saved.meta["agent_env"]
+        else:
+            agent_path = cfg.agent or recorded_agent(self.store)
+            self.agent, env_config, agent_ckpt = load_agent(agent_path, self.rt)
+            self.agent_source = {"path": str(agent_ckpt.path), "step": agent_ckpt.step}
+            self.agent_env = to_dict(env_config)
+            self.wm = self.rt.prepare(
+                WorldModel(cfg.model, self.agent.config.num_actions, self.agent.state_shapes())
+            )
+        freeze(self.agent)
+        self.store.check_agent(self.agent.config.num_actions, self.agent.state_shapes())
+        if self.world > 1:
+            for p in self.wm.parameters():
+                dist.broadcast(p.data, 0)
+        torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank posterior samples
+        self.optimizer = torch.optim.Adam(self.wm.parameters(), lr=cfg.learning_rate)
+
+        self.dataset = window_dataset(
+            self.store, cfg.model, self.wm.codec, cfg.reward_field, cfg.window_stride
+        )
+        if len(self.dataset) < cfg.batch_size:
+            raise ProclabError(
+                f"episode store {str(cfg.data)!r} has {len(self.dataset)} training windows of "
+                f"{cfg.model.window} steps, fewer than one batch ({cfg.batch_size}); record more episodes "
+                "or lower --batch-size"
+            )
+        self.sampler = EpochBatches(len(self.dataset), cfg.batch_size, cfg.seed, self.rank, self.world)
+        self.loader = DataLoader(
+            self.dataset, batch_sampler=self.sampler, num_workers=cfg.num_workers,
+            persistent_workers=cfg.num_workers > 0, pin_memory=self.rt.device.type == "cuda",
+            generator=torch.Generator(),  # worker seeding must not consume the global RNG (exact resume)
+        )  # fmt: skip
+        self.updates = self.epoch = self.position = 0
+        self.wall_offset = 0.0
+
+        if run_dir is None and self.rank == 0:
+            run_dir = new_run_dir(cfg, self.store)
+        self.run_dir = run_dir
+        if ckpt is not None:
+            self._restore(saved.train_state)
+        self.logger = (
+            MetricsLogger(run_dir, cfg.tensorboard, self.updates if resume else None)
+            if self.rank == 0
+            else None
+        )
+        self._video_batch = None
+
+    # -- the loop ----------------------------------------------------------------------------
+    def train(self, progress: bool = True) -> Path:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        cfg = self.config
+        start_time = time.time() - self.wall_offset
+        sums: dict[str, torch.Tensor] = {}
+        count, t_last = 0, time.time()
+        bar = Progress(
+            TextColumn("[bold]wm train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[loss]}"),
+            TimeRemainingColumn(),
+            disable=not (progress and self.rank == 0),
+        )
+        task = bar.add_task("wm", total=cfg.total_updates, completed=self.updates, loss="")
+        with bar:
+            while self.updates < cfg.total_updates:
+                self.sampler.set_epoch(self.epoch, self.position)
+                for items in self.loader:
+                    for k, v in self.update(items).items():
+                        sums[k] = sums.get(k, 0) + v
+                    count += 1
+                    self.updates += 1
+                    self.position += 1
+                    done = self.updates >= cfg.total_updates
+                    if self.rank == 0 and (self.updates % cfg.log_every == 0 or done):
+                        now = time.time()
+                        row = {k: float(v) / count for k, v in sums.items()}
+                        row["charts/sequences_per_second"] = count * cfg.batch_size / max(now - t_last, 1e-9)
+                        row["charts/epoch"] = self.epoch + self.position / self.sampler.batches
+                        self.logger.log(self.updates, now - start_time, row)
+                        bar.update(task, loss=f"loss {row['losses/total']:.1f}")
+                        sums, count, t_last = {}, 0, now
+                    bar.update(task, completed=self.updates)
+                    if self.rank == 0 and ((cfg.video_every and self.updates % cfg.video_every == 0) or done):
+                        self.write_video()
+                    if self.updates % cfg.checkpoint_every == 0 or done:
+                        self.save_checkpoint(time.time() - start_time)
+                    if done:
+                        break
+                else:
+                    self.epoch, self.position = self.epoch + 1, 0
+        if self.logger is not None:
+            self.logger.close()
+        return self.run_dir
+
+    def update(self, items: dict) -> dict[str, torch.Tensor]:
+        """One optimiser step on a collated batch of windows; returns the detached metrics."""
+        cfg = self.config
+        batch = make_batch(items, cfg.model, self.wm.codec, cfg.reward_field).to(self.rt.device)
+        self.wm.train()
+        with self.rt.autocast():
+            start, traj = teacher_forced(self.wm, self.agent, batch)
+        loss, metrics = world_model_loss(start, traj, batch, cfg.loss)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        average_gradients(self.wm.parameters())
+        metrics["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.wm.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        return metrics
+
+    # -- videos ------------------------------------------------------------------------------
+    def write_video(self) -> Path | None:
+        k = self.config.video_samples
+        if k == 0:
+            return None
+        if (
+            self._video_batch is None
+        ):  # the same windows every time, spread over the store, unpadded if possible
+            picks = full_windows(self.dataset)
+            picks = picks[np.linspace(0, len(picks) - 1, min(k, len(picks))).round().astype(int)]
+            items = default_collate([self.dataset[int(i)] for i in picks])
+            self._video_batch = make_batch(items, self.config.model, self.wm.codec, self.config.reward_field)
+        self.wm.eval()
+        devices = [self.rt.device] if self.rt.device.type == "cuda" else []
+        with torch.random.fork_rng(devices):  # videos sample too; the training stream must not notice
+            return prediction_video(
+                self.run_dir / "videos" / f"step_{self.updates:08d}.mp4",
+                self.wm,
+                self.agent,
+                self._video_batch.to(self.rt.device),
+                self.rt.autocast(),
+            )
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self, wall: float) -> Path | None:
+        local = {
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        }
+        ranks = [None] * self.world
+        if self.world > 1:
+            dist.gather_object(local, ranks if self.rank == 0 else None, dst=0)
+        else:
+            ranks = [local]
+        if self.rank != 0:
+            return None
+        state = {"optimizer": self.optimizer.state_dict(), "updates": self.updates, "epoch": self.epoch,
+                 "position": self.position, "wall_time": wall, "ranks": ranks}  # fmt: skip
+        meta = {
+            "step": self.updates,
+            "agent_source": self.agent_source,
+            "agent_env": self.agent_env,
+            "data": str(self.config.data),
+            "reward_field": self.config.reward_field,
+            "games": self.store.games,
+            "train": to_dict(self.config),
+        }
+        path = self.run_dir / "checkpoints" / f"step_{self.updates:08d}"
+        return save_world_model(path, self.wm, self.agent, meta, state, keep=self.config.keep_checkpoints)
+
+    def _restore(self, state: dict) -> None:
+        if len(state["ranks"]) != self.world:
+            raise ProclabError(
+                f"{str(self.run_dir)!r} was trained by {len(state['ranks'])} processes; "
+                "resume it with as many"
+            )
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates, self.epoch, self.position = (
+            int(state["updates"]),
+            int(state["epoch"]),
+            int(state["position"]),
+        )
+        self.wall_offset = float(state["wall_time"])
+        local = state["ranks"][self.rank]
+        torch.set_rng_state(local["torch_rng"])
+        if torch.cuda.is_available() and local["cuda_rng"]:
+            torch.cuda.set_rng_state_all(local["cuda_rng"])
+
+
+def train_world_model(config: WMTrainConfig, progress: bool = True) -> Path:
+    """Train a world model as ``config`` says (in this process); returns its run directory.
+
+    For scripts and ``proclab quickstart``: ``replace(wm_size("small"), data=store, total_updates=300,
+    run_root=out / "runs")``.
+    """
+    return WMTrainer(config).train(progress)
+
+
+# -- command line ------------------------------------------------------------------------------
+DESCRIPTION = """Train the generative agent-environment model (interpreting-rl-behavior's Gen-2) on an episode
+store.
+
+--size NAME        start from a named size: {sizes} (flags below override it)
+--resume RUN_DIR   continue a stopped run exactly (only --total-updates may change)"""
+
+
+def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--size", default=None)
+    pre.add_argument("--resume", type=Path, default=None)
+    known, rest = pre.parse_known_args(argv)
+    if known.resume is not None:
+        extra = [a for a in rest if a.startswith("--") and not a.startswith("--total-updates")]
+        if extra or known.size:
+            raise ProclabError(
+                f"--resume continues a run with its saved config; drop {', '.join(extra) or '--size'} "
+                "(only --total-updates may change)"
+            )
+        saved = from_dict(WMTrainConfig, read_run_config(known.resume))
+        find_checkpoint(known.resume)
+        if rest:
+            saved = tyro.cli(WMTrainConfig, args=rest, default=saved, prog=prog)
+        return saved, known.resume
+    base = wm_size(known.size) if known.size else WMTrainConfig()
+    cfg = tyro.cli(WMTrainConfig, args=rest, default=base, prog=prog,
+                   description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)))  # fmt: skip
+    return cfg, None
+
+
+def main(argv: list[str], prog: str = "proclab wm train") -> None:
+    config, resume_dir = parse_args(argv, prog)
+    if "LOCAL_RANK" in os.environ and not dist.is_initialized():  # launched by torchrun
+        backend = "nccl" if torch.cuda.is_available() and config.device != "cpu" else "gloo"
+        dist.init_process_group(backend)
+        if backend == "nccl":
+            local = int(os.environ["LOCAL_RANK"])
+            torch.cuda.set_device(local)
+            config = replace(config, device=f"cuda:{local}")
+    run_dir = resume_dir
+    if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
+        holder = [None]
+        if dist.get_rank() == 0:
+            config.validate(dist.get_world_size())
+            holder[0] = str(new_run_dir(config, EpisodeStore(config.data)))
+        dist.broadcast_object_list(holder, src=0)
+        run_dir = Path(holder[0])
+    try:
+        trainer = WMTrainer(config, run_dir=run_dir, resume=resume_dir is not None)
+        out = trainer.train()
+        if trainer.rank == 0:
+            last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
+            loss = float(last.get("losses/total", math.nan))
+            print(f"trained {trainer.updates:,} updates; last logged loss {loss:.2f}")
+            print(f"run directory: {out}")
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,178 @@
+"""`proclab wm train`: it learns, resumes exactly, is self-contained, and runs under torchrun."""
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch.utils.data import default_collate
+
+from proclab.cli import main as cli
+from proclab.io.runs import read_metrics
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.config import wm_size
+from proclab.worldmodel.train import WMTrainer
+
+
+def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "checkpoints" / f"step_{step:08d}" / "model.safetensors"))
+
+
+def overfit(trainer: WMTrainer, windows: list[int], updates: int) -> list[float]:
+    items = default_collate([trainer.dataset[i] for i in windows])
+    return [float(trainer.update(items)["losses/total"]) for _ in range(updates)]
+
+
+def test_loss_on_a_couple_of_windows_falls_by_a_large_factor(make_config):
+    trainer = WMTrainer(make_config(learning_rate=3e-3))
+    losses = overfit(trainer, [0, len(trainer.dataset) // 2], 60)
+    assert losses[-1] < losses[0] / 5, losses[::10]
+
+
+@pytest.mark.slow
+def test_small_model_overfits_a_tiny_store(store, make_config):
+    """The `small` size on a few windows of a real recording: the loss falls by more than 10x."""
+    small = wm_size("small")
+    trainer = WMTrainer(make_config(model=small.model, batch_size=4, learning_rate=small.learning_rate))
+    losses = overfit(trainer, [0, 40, 200, 400], 250)
+    assert losses[-1] < losses[0] / 10, losses[::25]
+
+
+def test_killed_run_resumes_to_identical_weights(make_config):
+    """Stopped after 4 updates (mid-epoch) and resumed to 6: bit-identical to an uninterrupted run of 6."""
+    cfg = make_config(window_stride=64, checkpoint_every=2)  # 13 windows: 3 batches of 4 per epoch
+    full = WMTrainer(replace(cfg, total_updates=6, name="full")).train(progress=False)
+    part = WMTrainer(replace(cfg, total_updates=4, name="part")).train(progress=False)
+    resumed = WMTrainer(replace(cfg, total_updates=6, name="part"), run_dir=part, resume=True)
+    assert (resumed.updates, resumed.epoch, resumed.position) == (4, 1, 1)
+    resumed.train(progress=False)
+    a, b = weights(full, 6), weights(part, 6)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])]
+    assert not all(torch.equal(a[k], weights(part, 4)[k]) for k in a)  # it did train after resuming
+    steps = read_metrics(part)["step"]
+    assert steps == [1, 2, 3, 4, 5, 6]  # each update logged exactly once
+    assert read_metrics(part)["losses/total"] == read_metrics(full)["losses/total"]
+
+
+def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, capsys):
+    agent = shutil.copytree(agent_checkpoint, tmp_path / "agent")
+    flags = [
+        "--data",
+        str(store),
+        "--agent",
+        str(agent),
+        "--run-root",
+        str(tmp_path / "runs"),
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",
+        "--no-tensorboard",
+        "--torch-threads",
+        "1",
+    ]
+    cli(["wm", "train", "--size", "tiny", "--total-updates", "2", "--video-samples", "2", *flags])
+    run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
+    assert json.loads((run / "config.json").read_text())["size"] == "tiny"
+    assert (run / "videos" / "step_00000002.mp4").stat().st_size > 0
+    meta = json.loads((run / "checkpoints" / "step_00000002" / "meta.json").read_text())
+    assert meta["kind"] == "world_model" and meta["agent_source"]["path"] == str(agent)
+
+    shutil.rmtree(agent)  # the world model carries its agent
+    wm, loaded, _ = load_world_model(run, make_runtime("cpu", "fp32"))
+    source = load_file(str(agent_checkpoint / "model.safetensors"))
+    assert all(torch.equal(loaded.state_dict()[k].cpu(), v) for k, v in source.items())
+    assert not any(p.requires_grad for p in loaded.parameters()) and wm.codec.width == 16
+    cli(["wm", "train", "--resume", str(run), "--total-updates", "3"])
+    assert read_metrics(run)["step"] == [1, 2, 3]
+
+    for argv, message in [
+        (["--size", "tinyy"], "unknown world model size 'tinyy'. Did you mean 'tiny'"),
+        (["--resume", str(run), "--learning-rate", "1"], "only --total-updates may change"),
+        (["--size", "tiny", "--batch-size", "100000", *flags[:2], *flags[4:]], "fewer than one batch"),
+        (["--size", "tiny", *flags], "agent' does not exist"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            cli(["wm", "train", *argv])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and message in err and err.count("\n") == 1, err
+    assert len(list((tmp_path / "runs").glob("wm/*/*/*"))) == 1  # refused runs leave nothing behind
+
+
+@pytest.mark.distributed
+def test_torchrun_two_cpu_processes(store, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "proclab",
+            "wm",
+            "train",
+            "--size",
+            "tiny",
+            "--data",
+            str(store),
+            "--total-updates",
+            "3",
+            "--run-root",
+            str(tmp_path),
+            "--device",
+            "cpu",
+            "--precision",
+            "fp32",
+            "--no-tensorboard",
+            "--torch-threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = tmp_path.glob("wm/*/*/*")
+    assert read_metrics(run)["step"] == [1, 2, 3]
+    state = torch.load(run / "checkpoints" / "step_00000003" / "train_state.pt", weights_only=True)
+    assert len(state["ranks"]) == 2
+
+
+def test_a_stateless_agent_end_to_end(tmp_path, helpers):
+    """A feed-forward agent (quickstart's): no agent state anywhere, train -> sample -> loss over time."""
+    from proclab.data import EpisodeStore, ShardWriter
+    from proclab.models import AgentConfig
+    from proclab.worldmodel import LossOverTimeArgs, SampleArgs, loss_over_time, sample_rollouts
+    from support import TINY_AGENT
+
+    agent = helpers.make_agent_checkpoint(
+        tmp_path / "ff", AgentConfig(core="none", **TINY_AGENT), game="starpilot"
+    )
+    rng = np.random.default_rng(0)
+    with ShardWriter(tmp_path / "data.zarr", commit_seconds=0) as w:
+        for length in (9, 12):
+            w.append({"obs": rng.integers(0, 256, (length, 3, 64, 64), np.uint8), "action": rng.integers(0, 15, length),
+                      "reward_norm": rng.random(length, np.float32), "terminated": np.arange(length) == length - 1,
+                      "logits_clean": rng.random((length, 15), np.float32), "value": rng.random(length, np.float32)},
+                     {"game": "starpilot"})  # fmt: skip
+    cfg = replace(
+        helpers.tiny_config(tmp_path / "data.zarr", tmp_path / "runs", total_updates=2), agent=agent
+    )
+    run = WMTrainer(cfg).train(progress=False)
+    assert read_metrics(run)["losses/agent_state"] == [0.0, 0.0]
+    samples = sample_rollouts(SampleArgs(checkpoint=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"),
+                              progress=False)  # fmt: skip
+    assert not any(f.startswith("state_") for f in EpisodeStore(samples).fields)
+    lot = loss_over_time(LossOverTimeArgs(checkpoint=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
+                         progress=False)  # fmt: skip
+    assert "agent_state" not in lot["quantities"] and "value" in lot["quantities"]
