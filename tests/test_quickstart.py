@@ -1,11 +1,18 @@
-"""`proclab quickstart` runs end to end and leaves a playable video."""
+"""`proclab quickstart` runs every stage end to end (at a minimal size) and leaves its outputs."""
+
+import json
 
 from proclab.cli import main
 from proclab.io.video import read_video
 
 
-def test_quickstart_writes_a_video(tmp_path, capsys):
-    main(["quickstart", "--out", str(tmp_path), "--steps", "30", "--num-envs", "2"])
-    frames = read_video(tmp_path / "random_agent.mp4")
-    assert frames.shape == (31, 256, 256, 3)
-    assert str(tmp_path) in capsys.readouterr().out
+def test_quickstart_runs_every_stage(tmp_path, capsys):
+    main(["quickstart", "--out", str(tmp_path), "--train-steps", "2048", "--eval-episodes", "2",
+          "--render-steps", "60", "--game", "bossfight"])  # fmt: skip
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["eval"]) == {"train", "test1"}
+    assert json.loads((tmp_path / "eval.json").read_text())["rows"][0]["episodes"] == 2
+    assert 1 <= len(read_video(tmp_path / "agent.mp4")) <= 60
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+    assert list((tmp_path / "runs").glob("ppo/bossfight/quickstart/*/checkpoints/step_*"))
+    assert str(tmp_path.resolve()) in capsys.readouterr().out.replace("\n", "")

@@ -16,10 +16,21 @@ import sys
 
 # name -> (module, one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("proclab.rl.train", "train an agent (PPO) on one or several Procgen games"),
+    "train": ("proclab.rl.train", "train an agent (PPO or IMPALA) on one or several Procgen games"),
     "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
     "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
+    "record": ("proclab.data.record", "record episodes with the agent's internals into an episode store"),
+    "data info": ("proclab.data.info", "what an episode store holds: episodes, games, returns, size"),
+    "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
+    "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
+    "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
+    "trex demos": ("proclab.reward.demos", "T-REX demos: one episode per level, checkpoints of varied skill"),
+    "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
+    "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),
+    "trex plot": ("proclab.reward.plots", "T-REX correlation bars and reward-prediction plots (PNG)"),
+    "trex train-policy": ("proclab.reward.policy", "PPO on a learned reward, true return logged beside it"),
+    "trex demo-video": ("proclab.reward.demo_video", "one T-REX demo as an mp4 with rewards drawn on"),
     "quickstart": ("proclab.quickstart", "the whole pipeline, small, on a CPU"),
     "games": ("proclab.envs.cli", "list the Procgen games, their modes and the level splits"),
 }

@@ -1,16 +1,23 @@
 """``proclab quickstart``: the whole pipeline, small enough for a laptop CPU.
 
-Today it plays a real Procgen game with a uniformly random policy, writes what the agent sees
-to an mp4 and prints per-episode statistics. Each later layer (training, evaluation,
-recording, the world model, T-REX) adds its stage here.
+Each stage is the real command at toy scale, writing under ``--out``:
+
+1. ``train``  - PPO on an easy Procgen game (the ``tiny`` preset) -> ``runs/``
+2. ``eval``   - returns on the training levels and on held-out test levels -> ``eval.json``
+3. ``render`` - a video of what the agent sees, with its actions and values -> ``agent.mp4``
+4. ``plot``   - the training curves -> ``curves.png``
+5. ``record`` - a few episodes with the agent's internals -> ``episodes/<run>/`` (an episode store)
+
+Re-running with the same ``--out`` trains a new run; the other stages read the newest one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import tyro
 
 
@@ -20,51 +27,82 @@ class QuickstartArgs:
 
     out: Path = Path("proclab-demo")
     """Output directory (created if missing)."""
-    game: str = "coinrun"
-    """Procgen game to play."""
-    num_envs: int = 8
-    """Parallel environments for the rollout."""
-    steps: int = 400
-    """Environment steps per env for the random-agent rollout."""
-    seed: int = 0
-    """Seed for levels and actions."""
+    game: str = "starpilot"
+    """Procgen game (easy mode)."""
+    train_steps: int = 100_000
+    """PPO environment steps (about 4 minutes on 2 CPU cores)."""
+    eval_episodes: int = 20
+    """Evaluation episodes per level split."""
+    render_steps: int = 2000
+    """Most steps shown in the video (two episodes at most)."""
+    record_episodes: int = 8
+    """Episodes recorded into the episode store."""
+    seed: int = 1
+    """Seed of levels, weights and actions."""
 
 
 def main(argv: list[str], prog: str = "proclab quickstart") -> None:
     args = tyro.cli(QuickstartArgs, args=argv, prog=prog)
-    from rich.console import Console
-    from rich.progress import track
-    from rich.table import Table
+    run(args)
 
-    from proclab.envs import EnvConfig, EpisodeLog, ProcgenVecEnv
-    from proclab.io.video import write_video
+
+def run(args: QuickstartArgs) -> Path:
+    from rich.console import Console
+
+    from proclab.config import preset
+    from proclab.data.record import RecordArgs
+    from proclab.data.record import run as run_record
+    from proclab.envs import check_game
+    from proclab.io.plots import plot_runs
+    from proclab.rl.evaluate import EvalArgs
+    from proclab.rl.evaluate import run as run_eval
+    from proclab.rl.render import RenderArgs, render
+    from proclab.rl.train import Trainer
 
     console = Console()
-    config = EnvConfig(game=(args.game,), num_envs=args.num_envs)
-    env = ProcgenVecEnv(config, seed=args.seed)
-    log = EpisodeLog(env.games, config.mode, window=10_000)
-    rng = np.random.default_rng(args.seed)
-    obs, _ = env.reset()
-    frames, actions = [obs[0].copy()], []
-    for _ in track(range(args.steps), description=f"random agent on {args.game}", console=console):
-        action = rng.integers(0, 15, env.num_envs)
-        obs, _, _, _, info = env.step(action)
-        log.add(info, env.game_index)
-        actions.append(int(action[0]))
-        frames.append(obs[0].copy())
-    env.close()
-    actions.append(4)  # the last frame has no action yet; show a no-op ring
+    check_game(args.game, "easy")
     args.out.mkdir(parents=True, exist_ok=True)
-    video = write_video(args.out / "random_agent.mp4", np.stack(frames), fps=15, scale=4, actions=actions)
+    started = time.time()
 
-    stats = log.summary()
-    table = Table(title=f"random agent, {args.game} ({config.mode}, levels {env.split.label()})")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("episodes finished", str(log.total))
-    for key in ("return_mean", "return_std", "length_mean", "level_complete_rate", "normalized_score"):
-        if key in stats:
-            table.add_row(key, f"{stats[key]:.3f}")
-    console.print(table)
-    console.print(f"video of env 0: [bold]{video}[/bold]")
-    console.print(f"outputs in {args.out.resolve()}")
+    console.rule(f"[bold]1/5 train[/bold]: PPO on {args.game} (easy), {args.train_steps:,} steps")
+    cfg = preset("tiny")
+    cfg = replace(
+        cfg,
+        env=replace(cfg.env, game=(args.game,)),
+        ppo=replace(cfg.ppo, total_steps=args.train_steps),
+        run_root=args.out / "runs",
+        seed=args.seed,
+        name="quickstart",
+    )
+    run_dir = Trainer(cfg).train()
+    console.print(f"run directory: {run_dir}")
+
+    console.rule("[bold]2/5 eval[/bold]: training levels vs held-out test levels")
+    table = run_eval(EvalArgs(checkpoint=run_dir, split=("train", "test1"), episodes=args.eval_episodes,
+                              seed=args.seed, out=args.out / "eval.json"))  # fmt: skip
+
+    console.rule("[bold]3/5 render[/bold]: what the agent sees")
+    video, returns = render(RenderArgs(checkpoint=run_dir, out=args.out / "agent.mp4", episodes=2,
+                                        max_steps=args.render_steps, seed=args.seed))  # fmt: skip
+    console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
+
+    console.rule("[bold]4/5 plot[/bold]: training curves")
+    curves = plot_runs([run_dir], args.out / "curves.png")
+    console.print(f"curves: {curves}")
+
+    console.rule("[bold]5/5 record[/bold]: episodes with the agent's internals")
+    store, _ = run_record(RecordArgs(checkpoint=run_dir, out=args.out / "episodes" / run_dir.name,
+                                     episodes=args.record_episodes, seed=args.seed))  # fmt: skip
+    console.print(f"episode store: {store} (see proclab data info {store})")
+
+    summary = {
+        "game": args.game,
+        "train_steps": args.train_steps,
+        "run_dir": str(run_dir),
+        "eval": {r["split"]: r["return_mean"] for r in table["rows"]},
+        "minutes": round((time.time() - started) / 60, 1),
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    console.rule()
+    console.print(f"done in {summary['minutes']} min; outputs in [bold]{args.out.resolve()}[/bold]")
+    return args.out
