@@ -1,15 +1,25 @@
-"""Helpers shared by the tests: tiny agents, rollouts, CLI runs."""
+"""Helpers shared by the tests: tiny agents, checkpoints, rollouts."""
+
+from pathlib import Path
 
 import torch
 
-from proclab.config import PPOConfig
+from proclab.config import PPOConfig, TrainConfig
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
+from proclab.rl.loop import save_agent_checkpoint
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
 
 TINY_AGENT = dict(widths=(4, 8, 8), fc=32)
 TINY_FLAGS = ["--widths", "4", "8", "8", "--fc", "32", "--torch-threads", "1"]
+
+
+def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:
+    """A freshly initialised agent saved exactly as the trainers save theirs (seeded: same weights every time)."""
+    torch.manual_seed(0)
+    config = TrainConfig(env=env, agent=agent)
+    return save_agent_checkpoint(run_dir, build_agent(agent), config, env.games(), 0, state)
 
 
 def collected(

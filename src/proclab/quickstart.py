@@ -7,6 +7,8 @@ Each stage is the real command at toy scale, writing under ``--out``:
 3. ``render`` - a video of what the agent sees, with its actions and values -> ``agent.mp4``
 4. ``plot``   - the training curves -> ``curves.png``
 5. ``record`` - a few episodes with the agent's internals -> ``episodes/<run>/`` (an episode store)
+6. ``wm train`` - the small world model, briefly, on those episodes -> ``runs/wm/``
+7. ``wm sample`` - simulated rollouts of the agent inside it -> ``samples/`` (+ videos)
 
 Re-running with the same ``--out`` trains a new run; the other stages read the newest one.
 """
@@ -37,6 +39,10 @@ class QuickstartArgs:
     """Most steps shown in the video (two episodes at most)."""
     record_episodes: int = 8
     """Episodes recorded into the episode store."""
+    wm_updates: int = 40
+    """World-model training updates (small size; a real model needs thousands)."""
+    wm_samples: int = 4
+    """Simulated rollouts sampled from the world model (each with a video)."""
     seed: int = 1
     """Seed of levels, weights and actions."""
 
@@ -58,13 +64,14 @@ def run(args: QuickstartArgs) -> Path:
     from proclab.rl.evaluate import run as run_eval
     from proclab.rl.render import RenderArgs, render
     from proclab.rl.train import Trainer
+    from proclab.worldmodel import SampleArgs, sample_rollouts, train_world_model, wm_size
 
     console = Console()
     check_game(args.game, "easy")
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    console.rule(f"[bold]1/5 train[/bold]: PPO on {args.game} (easy), {args.train_steps:,} steps")
+    console.rule(f"[bold]1/7 train[/bold]: PPO on {args.game} (easy), {args.train_steps:,} steps")
     cfg = preset("tiny")
     cfg = replace(
         cfg,
@@ -77,28 +84,42 @@ def run(args: QuickstartArgs) -> Path:
     run_dir = Trainer(cfg).train()
     console.print(f"run directory: {run_dir}")
 
-    console.rule("[bold]2/5 eval[/bold]: training levels vs held-out test levels")
+    console.rule("[bold]2/7 eval[/bold]: training levels vs held-out test levels")
     table = run_eval(EvalArgs(checkpoint=run_dir, split=("train", "test1"), episodes=args.eval_episodes,
                               seed=args.seed, out=args.out / "eval.json"))  # fmt: skip
 
-    console.rule("[bold]3/5 render[/bold]: what the agent sees")
+    console.rule("[bold]3/7 render[/bold]: what the agent sees")
     video, returns = render(RenderArgs(checkpoint=run_dir, out=args.out / "agent.mp4", episodes=2,
                                         max_steps=args.render_steps, seed=args.seed))  # fmt: skip
     console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
 
-    console.rule("[bold]4/5 plot[/bold]: training curves")
+    console.rule("[bold]4/7 plot[/bold]: training curves")
     curves = plot_runs([run_dir], args.out / "curves.png")
     console.print(f"curves: {curves}")
 
-    console.rule("[bold]5/5 record[/bold]: episodes with the agent's internals")
+    console.rule("[bold]5/7 record[/bold]: episodes with the agent's internals")
     store, _ = run_record(RecordArgs(checkpoint=run_dir, out=args.out / "episodes" / run_dir.name,
                                      episodes=args.record_episodes, seed=args.seed))  # fmt: skip
     console.print(f"episode store: {store} (see proclab data info {store})")
+
+    console.rule(f"[bold]6/7 wm train[/bold]: the agent-environment simulator, {args.wm_updates} updates")
+    wm_cfg = replace(wm_size("small"), data=Path(store), total_updates=args.wm_updates, run_root=args.out / "runs",
+                     name="quickstart", seed=args.seed, num_workers=0, video_every=0)  # fmt: skip
+    wm_run = train_world_model(wm_cfg)
+    console.print(f"world model: {wm_run}")
+
+    console.rule("[bold]7/7 wm sample[/bold]: the agent dreaming")
+    samples = sample_rollouts(SampleArgs(checkpoint=wm_run, out=args.out / "samples", n=args.wm_samples,
+                                         videos=args.wm_samples, seed=args.seed))  # fmt: skip
+    console.print(f"simulated rollouts: {samples} (videos in {Path(samples) / 'videos'})")
 
     summary = {
         "game": args.game,
         "train_steps": args.train_steps,
         "run_dir": str(run_dir),
+        "episodes": str(store),
+        "world_model": str(wm_run),
+        "samples": str(samples),
         "eval": {r["split"]: r["return_mean"] for r in table["rows"]},
         "minutes": round((time.time() - started) / 60, 1),
     }

@@ -6,30 +6,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from proclab.config import TrainConfig, to_dict
 from proclab.data import ShardWriter
 from proclab.envs import EnvConfig
-from proclab.io.checkpoint import save_checkpoint
-from proclab.models import AgentConfig, build_agent
+from proclab.models import AgentConfig
 from support import TINY_AGENT
+from support import agent_checkpoint as save_test_checkpoint
 
 REWARD_VAR = 4.0  # the running return variance written into test checkpoints: reward_norm = reward / 2
 
 
 def make_checkpoint(path: Path, game: str = "bossfight", core: str = "gru", num_actions: int = 15) -> Path:
-    """A checkpoint as the trainer writes it (meta, weights, a training state with reward statistics)."""
-    cfg = TrainConfig(
-        env=EnvConfig(game=(game,), num_envs=4),
-        agent=AgentConfig(core=core, rnn_size=8, num_actions=num_actions, **TINY_AGENT),
-    )
-    torch.manual_seed(0)
-    agent = build_agent(cfg.agent)
-    meta = {"kind": "agent", "algo": "ppo", "step": 256, "games": [game], "agent": to_dict(cfg.agent),
-            "env": to_dict(cfg.env), "train": to_dict(cfg)}  # fmt: skip
+    """A trainer's checkpoint with a training state holding reward statistics."""
+    agent = AgentConfig(core=core, rnn_size=8, num_actions=num_actions, **TINY_AGENT)
     state = {"ranks": [{"actor": {"env": {"reward_rms": {"mean": 0.0, "var": REWARD_VAR, "count": 10.0}}}}]}
-    return save_checkpoint(path, agent.state_dict(), meta, state)
+    return save_test_checkpoint(path, agent, EnvConfig(game=(game,), num_envs=4), state)
 
 
 @pytest.fixture(scope="session")

@@ -4,26 +4,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import torch
 
-from proclab.config import TrainConfig, to_dict
 from proclab.data import RecordArgs, new_recording, record_shard
 from proclab.envs import EnvConfig
-from proclab.io.checkpoint import save_checkpoint
-from proclab.models import AgentConfig, build_agent
+from proclab.models import AgentConfig
 from proclab.worldmodel.config import WMTrainConfig, wm_size
 from support import TINY_AGENT
+from support import agent_checkpoint as save_test_checkpoint
 
 TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
 
 
 def make_agent_checkpoint(path: Path, agent: AgentConfig = TINY_GRU, game: str = "coinrun") -> Path:
-    """A checkpoint as the PPO trainer writes it (torch-init heads: a less flat policy than orthogonal)."""
-    cfg = TrainConfig(env=EnvConfig(game=(game,), num_envs=2, use_backgrounds=False), agent=agent)
-    torch.manual_seed(0)
-    meta = {"kind": "agent", "algo": "ppo", "step": 0, "games": [game], "agent": to_dict(cfg.agent),
-            "env": to_dict(cfg.env), "train": to_dict(cfg)}  # fmt: skip
-    return save_checkpoint(path, build_agent(cfg.agent).state_dict(), meta)
+    """A trainer's checkpoint of a freshly initialised agent."""
+    return save_test_checkpoint(path, agent, EnvConfig(game=(game,), num_envs=2, use_backgrounds=False))
 
 
 def record(checkpoint: Path, out: Path, episodes: int = 2, seed: int = 0) -> Path:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from proclab.errors import ProclabError, unknown_choice
 
@@ -90,3 +93,28 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     os.environ.setdefault("PYTHONHASHSEED", str(seed))
+
+
+def join_torchrun(device: str) -> str:
+    """Join torchrun's process group when launched by it (NCCL on GPUs, gloo on CPUs).
+
+    Returns the device this rank should use: ``cuda:<LOCAL_RANK>`` with NCCL, else ``device``.
+    """
+    if "LOCAL_RANK" not in os.environ or dist.is_initialized():
+        return device
+    backend = "nccl" if torch.cuda.is_available() and device != "cpu" else "gloo"
+    dist.init_process_group(backend)
+    if backend != "nccl":
+        return device
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    return f"cuda:{local}"
+
+
+def on_rank0(make: Callable[[], Path]) -> Path:
+    """``make()`` on rank 0 only, its result shared with every rank (e.g. the run directory)."""
+    if not dist.is_initialized():
+        return make()
+    holder = [str(make()) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(holder, src=0)
+    return Path(holder[0])

@@ -49,7 +49,7 @@ from proclab.rl.loop import (
 )
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runtime import make_runtime, seed_everything
+from proclab.rl.runtime import join_torchrun, make_runtime, on_rank0, seed_everything
 
 
 def validate(config: TrainConfig, world: int = 1) -> None:
@@ -334,21 +334,11 @@ def main(argv: list[str], prog: str = "proclab train") -> None:
         trainer = ImpalaTrainer(config, run_dir=resume_dir, resume=resume_dir is not None)
         _report(trainer, trainer.train())
         return
-    if "LOCAL_RANK" in os.environ and not dist.is_initialized():  # launched by torchrun
-        backend = "nccl" if torch.cuda.is_available() and config.device != "cpu" else "gloo"
-        dist.init_process_group(backend)
-        if backend == "nccl":
-            local = int(os.environ["LOCAL_RANK"])
-            torch.cuda.set_device(local)
-            config = replace(config, device=f"cuda:{local}")
+    config = replace(config, device=join_torchrun(config.device))
     run_dir = resume_dir
     if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
-        holder = [None]
-        if dist.get_rank() == 0:
-            validate(config, dist.get_world_size())
-            holder[0] = str(new_run_dir(config))
-        dist.broadcast_object_list(holder, src=0)
-        run_dir = Path(holder[0])
+        validate(config, dist.get_world_size())
+        run_dir = on_rank0(lambda: new_run_dir(config))
     try:
         trainer = Trainer(config, run_dir=run_dir, resume=resume_dir is not None)
         out = trainer.train()

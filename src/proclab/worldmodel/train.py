@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,7 +44,7 @@ from proclab.io.runs import MetricsLogger, create_run_dir, read_run_config
 from proclab.rl.agents import load_agent
 from proclab.rl.loop import game_label
 from proclab.rl.ppo import average_gradients
-from proclab.rl.runtime import make_runtime, seed_everything
+from proclab.rl.runtime import join_torchrun, make_runtime, on_rank0, seed_everything
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import freeze, load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, wm_size
@@ -339,21 +338,11 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
 
 def main(argv: list[str], prog: str = "proclab wm train") -> None:
     config, resume_dir = parse_args(argv, prog)
-    if "LOCAL_RANK" in os.environ and not dist.is_initialized():  # launched by torchrun
-        backend = "nccl" if torch.cuda.is_available() and config.device != "cpu" else "gloo"
-        dist.init_process_group(backend)
-        if backend == "nccl":
-            local = int(os.environ["LOCAL_RANK"])
-            torch.cuda.set_device(local)
-            config = replace(config, device=f"cuda:{local}")
+    config = replace(config, device=join_torchrun(config.device))
     run_dir = resume_dir
     if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
-        holder = [None]
-        if dist.get_rank() == 0:
-            config.validate(dist.get_world_size())
-            holder[0] = str(new_run_dir(config, EpisodeStore(config.data)))
-        dist.broadcast_object_list(holder, src=0)
-        run_dir = Path(holder[0])
+        config.validate(dist.get_world_size())
+        run_dir = on_rank0(lambda: new_run_dir(config, EpisodeStore(config.data)))
     try:
         trainer = WMTrainer(config, run_dir=run_dir, resume=resume_dir is not None)
         out = trainer.train()
