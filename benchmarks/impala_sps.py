@@ -69,6 +69,10 @@ def main() -> None:
     p.add_argument("--precision", default="auto")
     p.add_argument("--threads", type=int, default=0, help="learner torch threads (0 = torch's default)")
     args = p.parse_args()
+    if 0 < args.ppo_updates < 2:
+        p.error(
+            "--ppo-updates must be 0 (skip) or at least 2: SPS is measured between the first and last update"
+        )
 
     with tempfile.TemporaryDirectory() as root:
         base = replace(

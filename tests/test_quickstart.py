@@ -21,4 +21,6 @@ def test_quickstart_runs_every_stage(tmp_path, capsys):
     assert list((tmp_path / "runs").glob("wm/*/quickstart/*/checkpoints/*"))
     assert EpisodeStore(summary["samples"]).num_episodes == 1
     assert list((tmp_path / "samples" / "videos").glob("*.mp4"))
+    page = (tmp_path / "index.html").read_text()
+    assert "curves.png" in page and "agent.mp4" in page and "test1" in page
     assert str(tmp_path.resolve()) in capsys.readouterr().out.replace("\n", "")

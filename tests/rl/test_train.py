@@ -69,6 +69,18 @@ def test_flags_override_preset_fields():
     assert cfg.env.num_envs == 256  # untouched preset field
 
 
+def test_multitask_run_logs_per_game_curves(tmp_path):
+    proc = proclab("train", *TINY, "--game", "bossfight", "dodgeball", "--total-steps", "768",
+                   "--run-root", str(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = next(tmp_path.glob("ppo/bossfight+dodgeball/tiny/*"))
+    columns = read_metrics(run)
+    for game in ("bossfight", "dodgeball"):
+        assert f"charts/{game}/episodic_return" in columns
+        assert f"charts/{game}/val_episodic_return" in columns
+    assert "charts/normalized_score" in columns
+
+
 def test_killed_run_resumes_to_identical_weights(tmp_path):
     """A run killed with SIGKILL and resumed ends with exactly the weights of an uninterrupted run."""
     args = [*TINY, "--total-steps", str(4 * 32 * 14), "--checkpoint-every", "128"]
