@@ -118,3 +118,24 @@ def on_rank0(make: Callable[[], Path]) -> Path:
     holder = [str(make()) if dist.get_rank() == 0 else None]
     dist.broadcast_object_list(holder, src=0)
     return Path(holder[0])
+
+
+def gather_on_rank0(local: object) -> list | None:
+    """Every rank's ``local`` as a list on rank 0 (``None`` elsewhere), e.g. per-rank RNG states for a checkpoint."""
+    if not dist.is_initialized():
+        return [local]
+    ranks = [None] * dist.get_world_size()
+    dist.gather_object(local, ranks if dist.get_rank() == 0 else None, dst=0)
+    return ranks if dist.get_rank() == 0 else None
+
+
+def rank_and_world() -> tuple[int, int]:
+    """``(rank, world size)`` under torchrun, ``(0, 1)`` in a plain process."""
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def broadcast_parameters(module: torch.nn.Module) -> None:
+    """Copy rank 0's parameters to every rank, so data-parallel replicas start identical."""
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        for p in module.parameters():
+            dist.broadcast(p.data, 0)

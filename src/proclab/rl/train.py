@@ -49,7 +49,15 @@ from proclab.rl.loop import (
 )
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runtime import join_torchrun, make_runtime, on_rank0, seed_everything
+from proclab.rl.runtime import (
+    broadcast_parameters,
+    gather_on_rank0,
+    join_torchrun,
+    make_runtime,
+    on_rank0,
+    rank_and_world,
+    seed_everything,
+)
 
 
 def validate(config: TrainConfig, world: int = 1) -> None:
@@ -84,15 +92,13 @@ class Trainer:
     """One training run (one process of it under torchrun)."""
 
     def __init__(self, config: TrainConfig, run_dir: Path | None = None, resume: bool = False):
-        self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+        self.rank, self.world = rank_and_world()
         validate(config, self.world)
         self.config = cfg = config
         self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
         seed_everything(cfg.seed)  # same initial weights on every rank
         self.agent = self.rt.prepare(build_agent(cfg.agent))
-        if self.world > 1:
-            for p in self.agent.parameters():
-                dist.broadcast(p.data, 0)
+        broadcast_parameters(self.agent)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
 
         n_local = cfg.env.num_envs // self.world
@@ -202,12 +208,8 @@ class Trainer:
 
     def save_checkpoint(self, wall: float) -> Path | None:
         local = self._local_train_state()
-        ranks = [None] * self.world
-        if self.world > 1:
-            dist.gather_object(local, ranks if self.rank == 0 else None, dst=0)
-        else:
-            ranks = [local]
-        if self.rank != 0:
+        ranks = gather_on_rank0(local)
+        if ranks is None:
             return None
         state = {
             "learner": self.learner.state_dict(),

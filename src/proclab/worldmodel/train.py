@@ -44,7 +44,15 @@ from proclab.io.runs import MetricsLogger, create_run_dir, read_run_config
 from proclab.rl.agents import load_agent
 from proclab.rl.loop import game_label
 from proclab.rl.ppo import average_gradients
-from proclab.rl.runtime import join_torchrun, make_runtime, on_rank0, seed_everything
+from proclab.rl.runtime import (
+    broadcast_parameters,
+    gather_on_rank0,
+    join_torchrun,
+    make_runtime,
+    on_rank0,
+    rank_and_world,
+    seed_everything,
+)
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import freeze, load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, wm_size
@@ -107,7 +115,7 @@ class WMTrainer:
     """One training run (one process of it under torchrun)."""
 
     def __init__(self, config: WMTrainConfig, run_dir: Path | None = None, resume: bool = False):
-        self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+        self.rank, self.world = rank_and_world()
         config.validate(self.world)
         self.config = cfg = config
         self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
@@ -128,9 +136,7 @@ class WMTrainer:
             )
         freeze(self.agent)
         self.store.check_agent(self.agent.config.num_actions, self.agent.state_shapes())
-        if self.world > 1:
-            for p in self.wm.parameters():
-                dist.broadcast(p.data, 0)
+        broadcast_parameters(self.wm)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank posterior samples
         self.optimizer = torch.optim.Adam(self.wm.parameters(), lr=cfg.learning_rate)
 
@@ -256,12 +262,8 @@ class WMTrainer:
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
-        ranks = [None] * self.world
-        if self.world > 1:
-            dist.gather_object(local, ranks if self.rank == 0 else None, dst=0)
-        else:
-            ranks = [local]
-        if self.rank != 0:
+        ranks = gather_on_rank0(local)
+        if ranks is None:
             return None
         state = {"optimizer": self.optimizer.state_dict(), "updates": self.updates, "epoch": self.epoch,
                  "position": self.position, "wall_time": wall, "ranks": ranks}  # fmt: skip
