@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
     "record": ("proclab.data.record", "record episodes with the agent's internals into an episode store"),
     "data info": ("proclab.data.info", "what an episode store holds: episodes, games, returns, size"),
+    "data export": ("proclab.data.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),

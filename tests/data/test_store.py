@@ -1,5 +1,6 @@
 """The store: writer/reader round trip, several shards, schema validation, half-written shards, export."""
 
+import importlib.util
 import json
 import sys
 import threading
@@ -7,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+from proclab.cli import main
 from proclab.data import EpisodeStore, ShardWriter, export_minari, export_npz, unflatten_state
 from proclab.data.writer import chunk_rows
 from proclab.errors import ProclabError
@@ -225,3 +227,43 @@ def test_export_minari_layout(tmp_path, helpers):
         assert g["observations"].shape == (6, 3, 64, 64) and not g["observations"][-1].any()
         np.testing.assert_array_equal(g["actions"][:], store.episode(1)["action"])
         np.testing.assert_array_equal(g["infos/value"][:], store.episode(1)["value"])
+
+
+def test_data_export_command(tmp_path, helpers, capsys):
+    store = minari_ready_store(tmp_path / "t", helpers)
+    main(
+        [
+            "data",
+            "export",
+            str(store.path),
+            "--out",
+            str(tmp_path / "npz"),
+            "--episodes",
+            "1",
+            "--fields",
+            "obs",
+        ]
+    )
+    assert "exported 1 episode(s)" in capsys.readouterr().out
+    with np.load(tmp_path / "npz" / "episode_000001.npz") as z:
+        assert "value" not in z and z["obs"].shape == (5, 3, 64, 64)
+    if importlib.util.find_spec("h5py"):
+        main(["data", "export", str(store.path), "--out", str(tmp_path / "m.hdf5"), "--format", "minari"])
+        assert (tmp_path / "m.hdf5").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--episodes", "7"], "episode 7 is not in"),
+        (["--fields", "nope"], "unknown field(s) nope"),
+        (["--format", "minari", "--fields", "obs"], "--fields applies to --format npz only"),
+    ],
+)
+def test_data_export_bad_input_is_one_line(tmp_path, helpers, capsys, extra, message):
+    store = minari_ready_store(tmp_path / "t", helpers)
+    with pytest.raises(SystemExit) as exit_:
+        main(["data", "export", str(store.path), "--out", str(tmp_path / "out"), *extra])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and message in err and "\n" not in err
+    assert not (tmp_path / "out").exists()

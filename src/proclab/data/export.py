@@ -12,15 +12,20 @@ and per-episode values as attributes; the file's attributes hold ``total_episode
 ``total_steps``. Minari wants the observation after the last action, which Procgen never
 renders (:mod:`proclab.data.schema`): that frame is all zeros, and every episode group says
 so in its ``final_observation`` attribute.
+
+``proclab data export DATA --out PATH [--format npz|minari]`` runs either from the shell.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
+import tyro
 
 from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError
@@ -34,6 +39,11 @@ def _episode_ids(store: EpisodeStore, episodes: Sequence[int] | None) -> list[in
     ids = list(range(store.num_episodes)) if episodes is None else [int(i) for i in episodes]
     if not ids:
         raise ProclabError(f"nothing to export: episode store {str(store.path)!r} has no committed episode")
+    bad = [i for i in ids if not 0 <= i < store.num_episodes]
+    if bad:
+        raise ProclabError(
+            f"episode {bad[0]} is not in {str(store.path)!r}: it holds episodes 0..{store.num_episodes - 1}"
+        )
     return ids
 
 
@@ -45,10 +55,11 @@ def export_npz(store: EpisodeStore | str | Path, out: str | Path, episodes: Sequ
                fields: Sequence[str] | None = None) -> Path:  # fmt: skip
     """One ``.npz`` per episode (all fields, or ``fields``) plus ``index.json`` in directory ``out``."""
     store = store if isinstance(store, EpisodeStore) else EpisodeStore(store)
+    ids = _episode_ids(store, episodes)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     index = []
-    for i in _episode_ids(store, episodes):
+    for i in ids:
         ep = store.episode(i, fields)
         name = f"episode_{i:06d}.npz"
         info = {f"episode/{k}": np.asarray(v) for k, v in ep.info.items()}
@@ -110,3 +121,37 @@ def export_minari(
         f.attrs["source"] = str(store.path)
     tmp.replace(path)
     return path
+
+
+@dataclass(frozen=True)
+class ExportArgs:
+    """Export an episode store's episodes as plain .npz files or one HDF5 file in Minari's layout."""
+
+    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    """The episode store (the directory given to proclab record --out)."""
+    out: Path
+    """npz: the directory to write episode_<i>.npz and index.json into; minari: the HDF5 file to write."""
+    format: Literal["npz", "minari"] = "npz"
+    """npz (NumPy alone reads it) or minari (Minari's main_data.hdf5 layout; needs h5py)."""
+    episodes: tuple[int, ...] = ()
+    """Episode indices to export (default: all committed episodes)."""
+    fields: tuple[str, ...] = ()
+    """npz only: per-step fields to keep (default: all)."""
+
+
+def main(argv: list[str], prog: str = "proclab data export") -> None:
+    args = tyro.cli(ExportArgs, args=argv, prog=prog)
+    store = EpisodeStore(args.data)
+    episodes = list(args.episodes) or None
+    if args.format == "minari":
+        if args.fields:
+            raise ProclabError("--fields applies to --format npz only: Minari's layout holds every field")
+        out = export_minari(store, args.out, episodes)
+    else:
+        unknown = sorted(set(args.fields) - set(store.step_fields))
+        if unknown:
+            raise ProclabError(
+                f"unknown field(s) {', '.join(unknown)}; {str(store.path)!r} holds {', '.join(store.step_fields)}"
+            )
+        out = export_npz(store, args.out, episodes, list(args.fields) or None)
+    print(f"exported {len(episodes) if episodes else store.num_episodes} episode(s) to {out}")
