@@ -108,6 +108,18 @@ def test_workers_write_one_shard_each(checkpoint, tmp_path):
     check_episodes(data)
 
 
+@pytest.mark.distributed
+def test_ray_tasks_write_one_shard_each(checkpoint, tmp_path):
+    pytest.importorskip("ray")
+    store = tmp_path / "DATA"
+    main(["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2", "--out", str(store),
+          "--ray-address", "local", "--videos", "1", *THREADS])  # fmt: skip
+    data = EpisodeStore(store, verify=True)
+    assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
+    assert len(data.recordings()) == 1 and len(list((store / "videos").glob("*.mp4"))) == 1
+    check_episodes(data)
+
+
 def one_line_error(capsys, argv) -> str:
     with pytest.raises(SystemExit) as exc:
         main(argv)

@@ -9,12 +9,9 @@ seeds its levels and actions from ``(seed, k)``), so a killed recording never re
 it already has. Several recordings (e.g. from several machines) may write into one store
 when they are compatible: same games, action count, agent state layout and fields.
 
-**Ray.** A Ray task records a shard exactly as a worker process does; nothing else is needed
-(``pip install 'proclab[distributed]'``, a file system every machine mounts)::
-
-    recording = new_recording(RecordArgs(checkpoint=ckpt, out=store, episodes=50_000))
-    task = ray.remote(record_shard)
-    ray.get([task.remote(recording, store, int(n)) for n in quotas(50_000, 64)])  # rl.evaluate.quotas
+**Ray.** With ``--ray-address`` the ``--workers`` shards are Ray tasks instead of processes: a
+task records a shard exactly as a worker process does (``pip install 'proclab[distributed]'``,
+a file system every node mounts at the same path). Progress then advances as tasks finish.
 """
 
 from __future__ import annotations
@@ -53,6 +50,7 @@ RUNTIME_FIELDS = (
     "out",
     "resume",
     "workers",
+    "ray_address",
     "commit_seconds",
     "device",
     "precision",
@@ -89,7 +87,10 @@ class RecordArgs:
     seed: int = 0
     """Seed of levels and action sampling (each shard derives its own from it)."""
     workers: int = 1
-    """Recorder processes, each writing its own shard."""
+    """Recorder processes (or Ray tasks with --ray-address), each writing its own shard."""
+    ray_address: str | None = None
+    """Record as --workers Ray tasks on this cluster (auto, ray://HOST:10001, or local) instead of local
+    processes; every node must see DATA at the same path."""
     commit_seconds: float = 1.0
     """Commit finished episodes at least this often; a killed recorder loses at most this much."""
     device: str = "auto"
@@ -362,6 +363,37 @@ def _record_workers(
             p.join()
 
 
+def _record_ray(recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance) -> None:
+    """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
+    from proclab.rl.evaluate import quotas
+    from proclab.rl.runtime import connect_ray
+
+    threads = args.torch_threads or 1
+    ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
+    try:
+        task = ray.remote(num_cpus=threads)(record_shard)
+        options = dict(device=args.device, precision=args.precision, torch_threads=threads,
+                       commit_seconds=args.commit_seconds)  # fmt: skip
+        pending = {
+            task.remote(
+                recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
+            ): int(n)
+            for w, n in enumerate(quotas(episodes, args.workers))
+            if n > 0
+        }
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            try:
+                ray.get(ready[0])
+            except ray.exceptions.RayTaskError as err:
+                if isinstance(err.cause, ProclabError):
+                    raise ProclabError(str(err.cause)) from None
+                raise
+            advance(pending.pop(ready[0]))
+    finally:
+        ray.shutdown()
+
+
 # -- command line ---------------------------------------------------------------------------------
 def _resume(args: RecordArgs) -> list[tuple[dict, int, int]]:
     """(recording, episodes and videos still to record) for each unfinished recording of ``args.resume``."""
@@ -419,6 +451,9 @@ def _record_with_progress(recording: dict, store: Path, missing: int, args: Reco
     columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task("record", total=missing)
+        if args.ray_address is not None:
+            _record_ray(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
+            return
         if args.workers > 1:
             _record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
             return

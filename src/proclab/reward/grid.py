@@ -23,6 +23,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.reward.demoset import demo_table, open_store
 from proclab.reward.train import PARITY, TrexConfig, append_summary, train_reward
+from proclab.rl.runtime import connect_ray
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,7 @@ def run_grid(args: GridArgs) -> list[dict]:
             bar.advance(task)
 
         if args.ray_address is not None:
-            try:
-                import ray
-            except ImportError:
-                raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'") from None
-            ray.init(address=args.ray_address)
+            ray = connect_ray(args.ray_address)
             remote = ray.remote(num_cpus=args.threads)(_quiet_run)
             pending = [remote.remote(c) for c in configs]
             while pending:

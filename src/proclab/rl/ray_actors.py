@@ -21,9 +21,9 @@ from collections import deque
 import torch
 
 from proclab.config import TrainConfig
-from proclab.errors import ProclabError
 from proclab.rl.actors import STALL_SECONDS, ActorSpec, ActorWorker, actor_seed, actor_specs, flatten_weights
 from proclab.rl.impala import Unrolls
+from proclab.rl.runtime import connect_ray
 
 CALLS_IN_FLIGHT = 2  # queued unroll calls per training actor
 
@@ -45,11 +45,7 @@ class RayActorPool:
     """Ray actors on a cluster; the same interface as :class:`~proclab.rl.actors.ActorPool`."""
 
     def __init__(self, config: TrainConfig, agent: torch.nn.Module, start_step: int = 0):
-        try:
-            import ray
-        except ImportError:
-            raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'") from None
-        self.ray, self.config, self.start_step = ray, config, start_step
+        self.config, self.start_step = config, start_step
         self.specs = actor_specs(config)
         self.batch_parts = config.impala.batch_size // self.specs[0].num_envs
         self.handles: dict[int, object] = {}
@@ -64,12 +60,10 @@ class RayActorPool:
 
     # -- lifetime ------------------------------------------------------------------------------
     def __enter__(self) -> RayActorPool:
-        ray, address = self.ray, self.config.impala.ray_address
-        if address == "local":  # a throw-away cluster on this machine, one CPU per actor
-            ray.init(num_cpus=len(self.specs), include_dashboard=False)
-        else:
-            ray.init(address=address)
-        self.remote_worker = ray.remote(num_cpus=1)(RayActorWorker)
+        self.ray = connect_ray(
+            self.config.impala.ray_address, local_cpus=len(self.specs)
+        )  # one CPU per actor
+        self.remote_worker = self.ray.remote(num_cpus=1)(RayActorWorker)
         for spec in self.specs:
             self._start(spec)
         return self

@@ -139,3 +139,20 @@ def broadcast_parameters(module: torch.nn.Module) -> None:
     if dist.is_initialized() and dist.get_world_size() > 1:
         for p in module.parameters():
             dist.broadcast(p.data, 0)
+
+
+def connect_ray(address: str, local_cpus: int | None = None):
+    """Import Ray and join the cluster at ``address`` (``auto``, ``ray://HOST:10001``, ...).
+
+    ``local`` starts a throw-away cluster on this machine with ``local_cpus`` CPUs (tests, laptops).
+    Returns the ``ray`` module, so callers need no import of their own.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'") from None
+    if address == "local":
+        ray.init(num_cpus=local_cpus, include_dashboard=False)
+    else:
+        ray.init(address=address)
+    return ray

@@ -1,0 +1,19 @@
+"""Runtime helpers that are not exercised elsewhere in the default suite."""
+
+import sys
+
+import pytest
+
+from proclab.errors import ProclabError
+from proclab.rl.runtime import connect_ray, gather_on_rank0, rank_and_world
+
+
+def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ProclabError, match=r"pip install 'proclab\[distributed\]'"):
+        connect_ray("auto")
+
+
+def test_single_process_is_rank_zero_of_one():
+    assert rank_and_world() == (0, 1)
+    assert gather_on_rank0({"rng": 3}) == [{"rng": 3}]
