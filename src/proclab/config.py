@@ -245,13 +245,17 @@ def preset(name: str) -> TrainConfig:
 
 # -- JSON round trip -------------------------------------------------------------------------
 def to_dict(config: Any) -> Any:
-    """A config as JSON-ready data (tuples become lists, paths strings)."""
+    """A config as JSON-ready data (tuples become lists, paths absolute strings).
+
+    Paths are made absolute so that a saved config (a run's ``config.json``, a recording's
+    attributes) still points at the same files when read from another working directory.
+    """
     if dataclasses.is_dataclass(config):
         return {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
     if isinstance(config, tuple | list):
         return [to_dict(v) for v in config]
     if isinstance(config, Path):
-        return str(config)
+        return str(config.absolute())
     return config
 
 

@@ -89,3 +89,10 @@ def test_kind_and_missing(tmp_path):
         load_checkpoint(tmp_path / "nope")
     with pytest.raises(ProclabError, match="no training state"):
         load_checkpoint(path, train_state=True)
+
+
+def test_loaded_path_is_absolute_so_records_work_from_any_directory(tmp_path, monkeypatch):
+    save_checkpoint(tmp_path / "runs" / "ck", {"x": torch.zeros(1)}, {"kind": "agent", "step": 1})
+    monkeypatch.chdir(tmp_path)
+    ck = load_checkpoint("runs/ck")
+    assert ck.path.is_absolute() and ck.path == tmp_path / "runs" / "ck"

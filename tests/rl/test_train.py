@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
 def test_presets_are_valid_and_reproduce_the_seeds():
     for name, cfg in PRESETS.items():
         validate(cfg)
-        assert from_dict(TrainConfig, to_dict(cfg)) == cfg, name  # JSON round trip
+        # JSON round trip; saved paths are absolute, so a run dir is read the same from any directory
+        assert from_dict(TrainConfig, to_dict(cfg)) == replace(cfg, run_root=cfg.run_root.absolute()), name
     c = PRESETS["cleanrl"]  # Procgen paper / CleanRL: anchors.md A1, A4
     assert (c.env.num_envs, c.ppo.num_steps, c.ppo.num_minibatches, c.ppo.update_epochs) == (64, 256, 8, 3)
     assert (c.ppo.learning_rate, c.ppo.gamma, c.ppo.gae_lambda, c.ppo.ent_coef, c.ppo.vf_coef) == (

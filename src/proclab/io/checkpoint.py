@@ -161,7 +161,8 @@ def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: b
             state = from_safe(torch.load(path / TRAIN_STATE, map_location="cpu", weights_only=True))
         except Exception as err:  # torch raises many types for truncated or foreign files
             raise ProclabError(f"training state {str(path / TRAIN_STATE)!r} is corrupt: {err}") from None
-    return Checkpoint(path=path, meta=meta, weights=weights, train_state=state)
+    # Absolute, because the path is recorded in stores and runs that are read from other directories.
+    return Checkpoint(path=path.resolve(), meta=meta, weights=weights, train_state=state)
 
 
 def load_weights_into(module: torch.nn.Module, weights: dict[str, torch.Tensor], source: str | Path) -> None:
