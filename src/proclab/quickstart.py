@@ -40,8 +40,9 @@ class QuickstartArgs:
     """Most steps shown in the video (two episodes at most)."""
     record_episodes: int = 8
     """Episodes recorded into the episode store."""
-    wm_updates: int = 40
-    """World-model training updates (small size; a real model needs thousands)."""
+    wm_updates: int = 150
+    """World-model training updates (small size: enough for each level's colours and layout, about a
+    minute; sharp sprites need thousands)."""
     wm_samples: int = 4
     """Simulated rollouts sampled from the world model (each with a video)."""
     seed: int = 1
