@@ -62,23 +62,15 @@ def test_killed_run_resumes_to_identical_weights(make_config):
     assert read_metrics(part)["losses/total"] == read_metrics(full)["losses/total"]
 
 
+def cpu_run_flags(run_root: Path) -> list[str]:
+    """``proclab wm train`` flags for a quiet, single-threaded, exact CPU run under ``run_root``."""
+    return ["--run-root", str(run_root), "--device", "cpu", "--precision", "fp32", "--no-tensorboard",
+            "--torch-threads", "1"]  # fmt: skip
+
+
 def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, capsys):
     agent = shutil.copytree(agent_checkpoint, tmp_path / "agent")
-    flags = [
-        "--data",
-        str(store),
-        "--agent",
-        str(agent),
-        "--run-root",
-        str(tmp_path / "runs"),
-        "--device",
-        "cpu",
-        "--precision",
-        "fp32",
-        "--no-tensorboard",
-        "--torch-threads",
-        "1",
-    ]
+    flags = ["--data", str(store), "--agent", str(agent), *cpu_run_flags(tmp_path / "runs")]
     cli(["wm", "train", "--size", "tiny", "--total-updates", "2", "--video-samples", "2", *flags])
     run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
     assert json.loads((run / "config.json").read_text())["size"] == "tiny"
@@ -127,15 +119,7 @@ def test_torchrun_two_cpu_processes(store, tmp_path):
             str(store),
             "--total-updates",
             "3",
-            "--run-root",
-            str(tmp_path),
-            "--device",
-            "cpu",
-            "--precision",
-            "fp32",
-            "--no-tensorboard",
-            "--torch-threads",
-            "1",
+            *cpu_run_flags(tmp_path),
         ],
         capture_output=True,
         text=True,
