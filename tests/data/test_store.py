@@ -231,22 +231,12 @@ def test_export_minari_layout(tmp_path, helpers):
 
 def test_data_export_command(tmp_path, helpers, capsys):
     store = minari_ready_store(tmp_path / "t", helpers)
-    main(
-        [
-            "data",
-            "export",
-            str(store.path),
-            "--out",
-            str(tmp_path / "npz"),
-            "--episodes",
-            "1",
-            "--fields",
-            "obs",
-        ]
-    )
+    argv = ["data", "export", str(store.path), "--out", str(tmp_path / "npz"), "--episodes", "1"]
+    main([*argv, "--fields", "obs", "state_in/core.0"])  # a derived field is exported too
     assert "exported 1 episode(s)" in capsys.readouterr().out
     with np.load(tmp_path / "npz" / "episode_000001.npz") as z:
         assert "value" not in z and z["obs"].shape == (5, 3, 64, 64)
+        np.testing.assert_array_equal(z["state_in/core.0"], store.episode(1)["state_in/core.0"])
     if importlib.util.find_spec("h5py"):
         main(["data", "export", str(store.path), "--out", str(tmp_path / "m.hdf5"), "--format", "minari"])
         assert (tmp_path / "m.hdf5").is_file()

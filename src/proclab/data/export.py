@@ -56,6 +56,11 @@ def export_npz(store: EpisodeStore | str | Path, out: str | Path, episodes: Sequ
     """One ``.npz`` per episode (all fields, or ``fields``) plus ``index.json`` in directory ``out``."""
     store = store if isinstance(store, EpisodeStore) else EpisodeStore(store)
     ids = _episode_ids(store, episodes)
+    unknown = sorted(set(fields or ()) - set(store.fields))
+    if unknown:
+        raise ProclabError(
+            f"unknown field(s) {', '.join(unknown)}; {str(store.path)!r} holds {', '.join(store.fields)}"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     index = []
@@ -148,10 +153,5 @@ def main(argv: list[str], prog: str = "proclab data export") -> None:
             raise ProclabError("--fields applies to --format npz only: Minari's layout holds every field")
         out = export_minari(store, args.out, episodes)
     else:
-        unknown = sorted(set(args.fields) - set(store.step_fields))
-        if unknown:
-            raise ProclabError(
-                f"unknown field(s) {', '.join(unknown)}; {str(store.path)!r} holds {', '.join(store.step_fields)}"
-            )
         out = export_npz(store, args.out, episodes, list(args.fields) or None)
     print(f"exported {len(episodes) if episodes else store.num_episodes} episode(s) to {out}")
