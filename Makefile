@@ -1,6 +1,6 @@
 # proclab developer entry points. Every target sets up .venv first (idempotent: a stamp
 # file records the hash of pyproject.toml + constraints.txt, so a second run is instant).
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 HASH   := $(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "proclab needs CPython 3.11 (procgen wheels exist for 3.11 only); set PYTHON=/path/to/python3.11"; exit 2; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' || { echo "proclab needs CPython 3.11 or 3.12 (procgen's wheels exist for those); set PYTHON=/path/to/python3.11"; exit 2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"

@@ -18,7 +18,7 @@ from proclab.rl.train import parse_args, validate
 from support import TINY_FLAGS
 
 TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
-        "--num-minibatches", "2", "--val-num-envs", "2", *TINY_FLAGS]  # fmt: skip
+        "--num-minibatches", "2", "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]  # fmt: skip
 
 
 def proclab(*args, **kw):
