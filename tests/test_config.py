@@ -20,7 +20,9 @@ from proclab.models import AGENT_PRESETS, AgentConfig
 def spelled(cls, **fields):
     """``cls(**fields)`` with every one of its fields given explicitly."""
     names = {f.name for f in dataclasses.fields(cls)}
-    assert set(fields) == names, f"{cls.__name__}: spell out {sorted(names - set(fields))}; unknown {sorted(set(fields) - names)}"
+    assert set(fields) == names, (
+        f"{cls.__name__}: spell out {sorted(names - set(fields))}; unknown {sorted(set(fields) - names)}"
+    )
     return cls(**fields)
 
 
@@ -41,7 +43,9 @@ def agent(**kw):
 INTERP_GRU = agent(core="gru", fc=64, rnn_size=64, torso_init="xavier")
 # modern-srwm: FC 256 + clamped previous reward (unmasked at episode starts), 2 layers x (8 heads x 16),
 # FF 512, LSTM 256, PyTorch-default heads, state detached every step (published gradients)
-SRWM = agent(core="srwm", prev_reward=True, prev_reward_reset=False, head_init="torch", detach_every_step=True)
+SRWM = agent(
+    core="srwm", prev_reward=True, prev_reward_reset=False, head_init="torch", detach_every_step=True
+)
 PROCGEN_FF = agent()  # Procgen paper / baselines: IMPALA CNN, FC 256, orthogonal heads
 
 
@@ -81,10 +85,19 @@ def interp_expected(n_envs, chunk, recurrent, mode, split):
     return train(
         env(("coinrun",), mode, n_envs, split, backgrounds=False),
         INTERP_GRU if recurrent else PROCGEN_FF,
-        ppo=ppo(total_steps=200_000_000 if mode == "hard" else 25_000_000, anneal_lr=True, chunk_size=chunk,
-                sum_chunk_grads=True, norm_adv_scope="rollout", replay_reset="done"),  # fmt: skip
-        name="interp", val_split="all", val_num_envs=n_envs, checkpoint_every=400_000,
-    )  # fmt: skip
+        ppo=ppo(
+            total_steps=200_000_000 if mode == "hard" else 25_000_000,
+            anneal_lr=True,
+            chunk_size=chunk,
+            sum_chunk_grads=True,
+            norm_adv_scope="rollout",
+            replay_reset="done",
+        ),
+        name="interp",
+        val_split="all",
+        val_num_envs=n_envs,
+        checkpoint_every=400_000,
+    )
 
 
 @pytest.mark.parametrize("name", list(INTERP_TABLE))
@@ -139,7 +152,9 @@ def test_proclab_presets_differ_from_the_seed_in_named_fields_only():
         ppo=dataclasses.replace(seed.ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"),
     )  # fmt: skip
     cleanrl = PRESETS["cleanrl"]  # CleanRL's ppo_procgen.py fixed the normaliser's discount to gamma
-    assert cleanrl.ppo == ppo(reward_norm_gamma=None) and cleanrl.env == env(("starpilot",), "easy", 64, "all")
+    assert cleanrl.ppo == ppo(reward_norm_gamma=None) and cleanrl.env == env(
+        ("starpilot",), "easy", 64, "all"
+    )
 
 
 def test_agent_presets_of_the_seeds():

@@ -245,7 +245,9 @@ PRESETS: dict[str, TrainConfig] = {
 # discounts with gamma, advantages are normalised per minibatch, replay resets where the actor did.
 PRESETS["hard-rec-proclab"] = replace(
     PRESETS["hard-rec"],
-    ppo=replace(PRESETS["hard-rec"].ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"),
+    ppo=replace(
+        PRESETS["hard-rec"].ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"
+    ),
     name="interp-proclab",
 )
 # A few minutes on a laptop CPU: small enough to see learning on an easy game, used by

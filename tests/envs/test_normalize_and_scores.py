@@ -105,7 +105,9 @@ def test_modes_without_published_constants_use_the_table_asked_for():
         assert score_bounds("heist", mode) == (2, 10)  # hard heist
         assert score_bounds("heist", mode, table="easy") == (3.5, 10)  # easy heist
     assert score_table("easy") == "easy" and score_table("hard", "easy") == "easy"
-    assert normalized_score("miner", 7.25, mode="memory", table="easy") == pytest.approx(0.5)  # (7.25-1.5)/11.5
+    assert normalized_score("miner", 7.25, mode="memory", table="easy") == pytest.approx(
+        0.5
+    )  # (7.25-1.5)/11.5
     assert mean_normalized_score({"maze": 7.5}, mode="memory", table="easy") == pytest.approx(0.5)
     with pytest.raises(ProclabError, match="unknown score table"):
         score_table("memory", "medium")

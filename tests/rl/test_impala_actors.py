@@ -18,11 +18,22 @@ from support import TINY_AGENT
 T = 16
 
 
-def tiny_config(core="lstm", num_envs=4, num_actors=2, batch_size=2, prev_reward_reset=True, **train) -> TrainConfig:
+def tiny_config(
+    core="lstm", num_envs=4, num_actors=2, batch_size=2, prev_reward_reset=True, **train
+) -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(game=("chaser", "bossfight"), num_envs=num_envs),  # frequent rewards, short episodes
-        agent=AgentConfig(core=core, rnn_size=16, hidden=32, num_heads=2, head_dim=16, ff=32, prev_reward=True,
-                          prev_reward_reset=prev_reward_reset, **TINY_AGENT),  # fmt: skip
+        agent=AgentConfig(
+            core=core,
+            rnn_size=16,
+            hidden=32,
+            num_heads=2,
+            head_dim=16,
+            ff=32,
+            prev_reward=True,
+            prev_reward_reset=prev_reward_reset,
+            **TINY_AGENT,
+        ),
         impala=ImpalaConfig(
             num_actors=num_actors, unroll_length=T, batch_size=batch_size, total_steps=10_000
         ),

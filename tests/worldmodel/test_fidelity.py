@@ -26,7 +26,10 @@ def layer_norm_reference(v, weight, bias, eps):
     """LayerNorm of one vector, from its definition (biased variance)."""
     mean = sum(v) / len(v)
     var = sum((x - mean) ** 2 for x in v) / len(v)
-    return [(x - mean) / math.sqrt(var + eps) * float(w) + float(b) for x, w, b in zip(v, weight, bias)]
+    return [
+        (x - mean) / math.sqrt(var + eps) * float(w) + float(b)
+        for x, w, b in zip(v, weight, bias, strict=True)
+    ]
 
 
 def sigmoid(x):
@@ -38,16 +41,19 @@ def norm_gru_reference(cell: NormGRUCell, x: torch.Tensor, h: torch.Tensor) -> t
     W_i, W_h = cell.weight_ih.weight.tolist(), cell.weight_hh.weight.tolist()
     n = h.shape[1]
     out = []
-    for xb, hb in zip(x.tolist(), h.tolist()):
-        gi = [sum(w * v for w, v in zip(row, xb)) for row in W_i]
-        gh = [sum(w * v for w, v in zip(row, hb)) for row in W_h]
+    for xb, hb in zip(x.tolist(), h.tolist(), strict=True):
+        gi = [sum(w * v for w, v in zip(row, xb, strict=True)) for row in W_i]
+        gh = [sum(w * v for w, v in zip(row, hb, strict=True)) for row in W_h]
 
         def ln(v, norm):
             return layer_norm_reference(v, norm.weight.tolist(), norm.bias.tolist(), 1e-3)
 
         reset = [sigmoid(v) for v in ln([gi[j] + gh[j] for j in range(n)], cell.ln_reset)]
         update = [sigmoid(v) for v in ln([gi[n + j] + gh[n + j] for j in range(n)], cell.ln_update)]
-        cand = [math.tanh(v) for v in ln([gi[2 * n + j] + reset[j] * gh[2 * n + j] for j in range(n)], cell.ln_newval)]
+        cand = [
+            math.tanh(v)
+            for v in ln([gi[2 * n + j] + reset[j] * gh[2 * n + j] for j in range(n)], cell.ln_newval)
+        ]
         out.append([update[j] * cand[j] + (1 - update[j]) * hb[j] for j in range(n)])
     return torch.tensor(out)
 
@@ -61,22 +67,32 @@ def test_seed_cell_matches_the_seed_equations():
             norm.bias.uniform_(-0.5, 0.5)
     x, h = torch.randn(3, 4), torch.randn(3, 5)
     torch.testing.assert_close(cell(x, h), norm_gru_reference(cell, x, h), atol=1e-5, rtol=1e-5)
-    assert sum(p.numel() for p in cell.parameters()) == 4 * 15 + 5 * 15 + 3 * 2 * 5  # no biases in the linears
+    assert (
+        sum(p.numel() for p in cell.parameters()) == 4 * 15 + 5 * 15 + 3 * 2 * 5
+    )  # no biases in the linears
 
 
 def test_seed_size_builds_the_seed_forms_and_small_sizes_keep_theirs():
     paper = wm_size("paper")
-    assert (paper.model.rssm_cell, paper.model.encoder_block, paper.loss.bottleneck_diagonal) == ("norm_gru", "seed", True)
+    assert (paper.model.rssm_cell, paper.model.encoder_block, paper.loss.bottleneck_diagonal) == (
+        "norm_gru",
+        "seed",
+        True,
+    )
     assert WorldModelConfig() == paper.model  # the dataclass defaults are the seed's model
     for name in ("small", "tiny"):
         size = wm_size(name)
         assert (size.model.rssm_cell, size.model.encoder_block, size.loss.bottleneck_diagonal) == (
             "dreamer_gru", "preact", False)  # fmt: skip
-    small = WorldModelConfig(**{**wm_size("tiny").model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"})
+    small = WorldModelConfig(
+        **{**wm_size("tiny").model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"}
+    )
     wm = WorldModel(small, 15, {"core.0.h": (16,)})
     assert isinstance(wm.rssm.cell, NormGRUCell) and all(isinstance(b, SeedResBlockDown) for b in wm.encoder)
     old = WorldModel(wm_size("tiny").model, 15, {"core.0.h": (16,)})
-    assert isinstance(old.rssm.cell, LayerNormGRUCell) and all(isinstance(b, ResBlockDown) for b in old.encoder)
+    assert isinstance(old.rssm.cell, LayerNormGRUCell) and all(
+        isinstance(b, ResBlockDown) for b in old.encoder
+    )
 
 
 def test_seed_block_matches_the_seed_layout():
@@ -148,13 +164,19 @@ def loss_table_reference(start, traj, batch, w: LossWeights):
     for b in range(B):
         h_prev = start.env_h[b]
         for k in range(S):
-            fm, pm, sm = float(batch.frame_mask[k, b]), float(batch.prev_mask[k, b]), float(batch.state_mask[k, b])
+            fm, pm, sm = (
+                float(batch.frame_mask[k, b]),
+                float(batch.prev_mask[k, b]),
+                float(batch.state_mask[k, b]),
+            )
             x = batch.frames[k, b].double() / 255
             per_term["image"] += fm * 0.5 * float(((traj.image[k, b].double() - x) ** 2).sum())
             per_term["reward"] += pm * 0.5 * float(traj.reward[k, b] - batch.reward[k, b]) ** 2
             p, d = sigmoid(float(traj.done_logit[k, b])), float(batch.done[k, b])
             per_term["done"] += pm * -(d * math.log(p) + (1 - d) * math.log(1 - p))
-            per_term["agent_state"] += sm * 0.5 * float(((traj.agent_state[k, b] - batch.agent_states[k, b]) ** 2).sum())
+            per_term["agent_state"] += (
+                sm * 0.5 * float(((traj.agent_state[k, b] - batch.agent_states[k, b]) ** 2).sum())
+            )
             kl = 0.0
             for v in range(V):
                 post = torch.softmax(traj.post_logits[k, b, v].double(), 0)
@@ -169,9 +191,13 @@ def loss_table_reference(start, traj, batch, w: LossWeights):
                 for i in range(B) for j in range(B))  # fmt: skip
     parts = {
         "bottleneck": math.log(total),
-        "init_state": sum(float(((start.agent_state[b] - batch.agent_h0[b]) ** 2).sum()) for b in range(B)) / B,
-        "init_action": sum(-float(torch.log_softmax(start.action_logits[b].double(), 0)[batch.prev_actions[0, b]])
-                           for b in range(B)) / B,  # fmt: skip
+        "init_state": sum(float(((start.agent_state[b] - batch.agent_h0[b]) ** 2).sum()) for b in range(B))
+        / B,
+        "init_action": sum(
+            -float(torch.log_softmax(start.action_logits[b].double(), 0)[batch.prev_actions[0, b]])
+            for b in range(B)
+        )
+        / B,
     }
     total_loss = sum(getattr(w, k) * v for k, v in {**per_term, **parts}.items())
     return total_loss, {**per_term, **parts}

@@ -136,7 +136,9 @@ def ensure_store(path: str | Path) -> Path:
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ProclabError(f"{str(path)!r} is a file, not an episode store (a directory); choose another path")
+        raise ProclabError(
+            f"{str(path)!r} is a file, not an episode store (a directory); choose another path"
+        )
     path.mkdir(parents=True, exist_ok=True)
     if not (path / "zarr.json").is_file():
         if any(not p.name.startswith(".") for p in path.iterdir()):
