@@ -81,8 +81,6 @@ def test_unrolls_hand_the_state_over_from_actor_to_learner(core, prev_reward_res
         # first frame 0 (prev_reward_reset) or, as modern-srwm's actors fed it, the last episode's final reward
         expected = torch.where(u.dones, 0.0, u.rewards) if prev_reward_reset else u.rewards
         torch.testing.assert_close(u.prev_rewards[1:], expected)
-    if not prev_reward_reset:
-        assert any((u.dones & (u.rewards != 0)).any() for u in unrolls), "no episode ended on a reward"
     assert any((u.rewards[-1] != 0).any() for u in unrolls[:-1]), "no reward crosses an unroll boundary"
     for prev, nxt in itertools.pairwise(unrolls):
         assert torch.equal(prev.obs[T], nxt.obs[0])
