@@ -2,6 +2,7 @@
 references written from the spec's equations (interpreting_rl_behavior.md section 4); models saved
 before the seed forms existed still load as they were built."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
-from proclab.io.runs import read_run_config
+from proclab.io.runs import read_metrics, read_run_config
 from proclab.rl.runtime import make_runtime
 from proclab.worldmodel.batch import WindowBatch
 from proclab.worldmodel.checkpoint import load_world_model
@@ -247,3 +248,21 @@ def test_world_models_saved_before_the_seed_forms_load_as_built(trained_run, tmp
     del saved["model"]["rssm_cell"], saved["loss"]["bottleneck_diagonal"]
     resumed = saved_train_config(saved)
     assert resumed.model.rssm_cell == "dreamer_gru" and resumed.loss.bottleneck_diagonal is False
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_seed_forms_train_and_reload(make_config, precision):
+    """The tiny size with the seed's cell, blocks and uniformity loss: trains (channels-last, bf16 too),
+    its losses are finite, and its checkpoint rebuilds the same model."""
+    from proclab.worldmodel.train import train_world_model
+
+    base = make_config()
+    model = WorldModelConfig(**{**base.model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"})
+    loss = LossWeights(**{**base.loss.__dict__, "bottleneck_diagonal": True})
+    run = train_world_model(
+        dataclasses.replace(base, model=model, loss=loss, total_updates=2, precision=precision),
+        progress=False,
+    )
+    assert all(math.isfinite(v) for v in read_metrics(run)["losses/total"])
+    wm, _, _ = load_world_model(run, make_runtime("cpu", "fp32"))
+    assert isinstance(wm.rssm.cell, NormGRUCell) and isinstance(wm.encoder[0], SeedResBlockDown)
