@@ -49,7 +49,10 @@ class PPOConfig:
     sum_chunk_grads: bool = False
     """Sum (instead of average) the gradients of the chunks of a minibatch, as interpreting-rl-behavior's code did."""
     norm_adv: bool = True
-    """Normalise advantages to zero mean, unit std per minibatch."""
+    """Normalise advantages to zero mean, unit std (over norm_adv_scope)."""
+    norm_adv_scope: str = "minibatch"
+    """What advantages are normalised over: minibatch (the Procgen paper's baselines, CleanRL) or rollout
+    (once over the whole rollout before minibatching, as interpreting-rl-behavior's code did)."""
     clip_coef: float = 0.2
     """Policy ratio clip range."""
     clip_vloss: bool = True
@@ -60,6 +63,10 @@ class PPOConfig:
     """Value loss weight."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip."""
+    replay_reset: str = "first"
+    """Recurrent replay resets the state before step t where obs_t starts an episode (first, as the
+    actor did), or where the episode ends after step t (done: interpreting-rl-behavior's training
+    pass, one step earlier than its actor; docs/fidelity.md)."""
     target_kl: float | None = None
     """Stop the update's epochs early when the approximate KL exceeds this."""
     normalize_reward: bool = True
@@ -71,6 +78,8 @@ class PPOConfig:
 
 
 ALGOS = ("ppo", "impala")
+ADV_NORM_SCOPES = ("minibatch", "rollout")
+REPLAY_RESETS = ("first", "done")
 REWARD_CLIPPINGS = ("abs_one", "none")
 REDUCTIONS = ("sum", "mean")
 
@@ -161,8 +170,13 @@ class TrainConfig:
 
 
 # -- presets -------------------------------------------------------------------------------
+# Presets named after a seed reproduce it; each deviation proclab offers is a field, listed with
+# its switch in docs/fidelity.md. proclab's own settings have their own names (tiny,
+# hard-rec-proclab, impala-*-bptt).
 def _interp(n_envs: int, chunk: int, recurrent: bool, mode: str, split: str) -> TrainConfig:
-    """interpreting-rl-behavior's hyperparameter sets (``hyperparams/procgen/config.yml``)."""
+    """interpreting-rl-behavior's hyperparameter sets (``hyperparams/procgen/config.yml``), with the
+    seed's training dynamics: reward normaliser discount 0.99, advantages normalised once per
+    rollout, summed chunk gradients, and its replay resets (``done``)."""
     agent = agent_preset("interp-gru") if recurrent else agent_preset("procgen")
     return TrainConfig(
         env=EnvConfig(game=("coinrun",), mode=mode, num_envs=n_envs, split=split, use_backgrounds=False),
@@ -172,7 +186,9 @@ def _interp(n_envs: int, chunk: int, recurrent: bool, mode: str, split: str) -> 
             anneal_lr=True,
             chunk_size=chunk,
             sum_chunk_grads=True,
-            reward_norm_gamma=None,
+            norm_adv_scope="rollout",
+            replay_reset="done",
+            reward_norm_gamma=0.99,
         ),
         name="interp",
         val_split="all",
@@ -183,7 +199,8 @@ def _interp(n_envs: int, chunk: int, recurrent: bool, mode: str, split: str) -> 
 
 PRESETS: dict[str, TrainConfig] = {
     # The Procgen paper's easy protocol as CleanRL's ppo_procgen.py runs it: unlimited levels,
-    # constant LR, 25M steps. No validation env (CleanRL has none), so speed compares like for like.
+    # constant LR, 25M steps, reward normaliser discount 0.999 (CleanRL's fix of baselines' 0.99).
+    # No validation env (CleanRL has none), so speed compares like for like.
     "cleanrl": TrainConfig(
         env=EnvConfig(game=("starpilot",), mode="easy", num_envs=64, split="all"),
         agent=agent_preset("procgen"),
@@ -191,6 +208,30 @@ PRESETS: dict[str, TrainConfig] = {
         name="cleanrl",
         val_split=None,
         val_num_envs=0,
+    ),
+    # The Procgen paper's hard protocol (openai/train-procgen, anchors.md A1): 4 workers x 64 envs on
+    # 500 training levels, 200M steps, constant LR, baselines' VecNormalize (discount 0.99); a test
+    # worker of 64 envs plays the full level distribution. Under torchrun with 4 processes each
+    # process normalises advantages over its own minibatch, exactly as each MPI worker did.
+    "procgen-hard": TrainConfig(
+        env=EnvConfig(game=("coinrun",), mode="hard", num_envs=256, split="train-500"),
+        agent=agent_preset("procgen"),
+        ppo=PPOConfig(total_steps=200_000_000, reward_norm_gamma=0.99),
+        name="procgen-hard",
+        val_split="all",
+        val_num_envs=64,
+    ),
+    # procedural-generalization's train_policy.py (trex_procgen.md section 6): the Procgen paper's easy
+    # PPO on unbounded levels, 64 envs, 25M steps, VecNormalize discount 0.99, no validation env,
+    # a checkpoint every 20 updates. 'proclab trex train-policy' starts from it.
+    "trex-policy": TrainConfig(
+        env=EnvConfig(game=("coinrun",), mode="easy", num_envs=64, split="all"),
+        agent=agent_preset("procgen"),
+        ppo=PPOConfig(reward_norm_gamma=0.99),
+        name="trex",
+        val_split=None,
+        val_num_envs=0,
+        checkpoint_every=20 * 64 * 256,
     ),
     "easy": _interp(64, 2048, recurrent=False, mode="easy", split="train"),
     "easy-200": _interp(128, 2048, recurrent=False, mode="easy", split="train"),
@@ -200,6 +241,15 @@ PRESETS: dict[str, TrainConfig] = {
     "hard-local-dev": _interp(16, 8192, recurrent=False, mode="hard", split="train-500"),
     "hard-local-dev-rec": _interp(16, 8192, recurrent=True, mode="hard", split="train-1m"),
 }
+# hard-rec with proclab's fixes of the seed's dynamics (docs/fidelity.md): the reward normaliser
+# discounts with gamma, advantages are normalised per minibatch, replay resets where the actor did.
+PRESETS["hard-rec-proclab"] = replace(
+    PRESETS["hard-rec"],
+    ppo=replace(
+        PRESETS["hard-rec"].ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"
+    ),
+    name="interp-proclab",
+)
 # A few minutes on a laptop CPU: small enough to see learning on an easy game, used by
 # `proclab quickstart` and the tests' smoke runs.
 PRESETS["tiny"] = TrainConfig(
@@ -213,8 +263,12 @@ PRESETS["tiny"] = TrainConfig(
 )
 
 
-def _impala(games: tuple[str, ...], mode: str, split: str) -> TrainConfig:
+def _impala(games: tuple[str, ...], mode: str, split: str, bptt: bool = False) -> TrainConfig:
     """modern-srwm's IMPALA runs (``RL/README.md``): 48 envs, batch 32 x 50, 300M steps, SRWM agent.
+
+    The SRWM state is detached after every step, as the published code did (so W_q, W_k and w_b
+    never train; srwm_impala_procgen.md section 0); ``bptt`` backpropagates through time within an
+    unroll instead (proclab's ``impala-*-bptt`` presets, not a published setting).
 
     Validation: a validation actor plays the ``val`` levels [500, 700) with the latest weights,
     two envs per game, at most one unroll per update; its last 10 episodes per game are logged
@@ -222,10 +276,10 @@ def _impala(games: tuple[str, ...], mode: str, split: str) -> TrainConfig:
     """
     return TrainConfig(
         env=EnvConfig(game=games, mode=mode, num_envs=48, split=split),
-        agent=agent_preset("srwm-srwm"),
+        agent=agent_preset("srwm-srwm" if bptt else "srwm-srwm-published"),
         impala=ImpalaConfig(),
         algo="impala",
-        name="srwm",
+        name="srwm-bptt" if bptt else "srwm",
         val_split="val",
         val_num_envs=2 * len(games),
         checkpoint_every=5_000_000,
@@ -235,6 +289,9 @@ def _impala(games: tuple[str, ...], mode: str, split: str) -> TrainConfig:
 PRESETS["impala-procgen"] = _impala(("bigfish",), "easy", "train")
 PRESETS["impala-multi-easy6"] = _impala(GAME_LISTS["easy6"], "easy", "train")
 PRESETS["impala-memory4"] = _impala(GAME_LISTS["memory4"], "memory", "train-500")
+PRESETS["impala-procgen-bptt"] = _impala(("bigfish",), "easy", "train", bptt=True)
+PRESETS["impala-multi-easy6-bptt"] = _impala(GAME_LISTS["easy6"], "easy", "train", bptt=True)
+PRESETS["impala-memory4-bptt"] = _impala(GAME_LISTS["memory4"], "memory", "train-500", bptt=True)
 
 
 def preset(name: str) -> TrainConfig:

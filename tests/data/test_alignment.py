@@ -74,6 +74,8 @@ class ScriptedAgent:
     ``core.1.F`` a 2x2 matrix ``k * I``: the recorder must concatenate and reset all of them.
     """
 
+    config = AgentConfig(prev_reward=True)  # the actor zeroes the previous reward on a first frame
+
     def state_shapes(self):
         return {"core.0.h": (2,), "core.0.c": (1,), "core.1.F": (2, 2)}
 

@@ -144,6 +144,12 @@ def test_user_errors_are_one_line(recorded, tmp_path, helpers, capsys):
         capsys, ["record", str(coinrun), "--out", str(tmp_path / "x"), "--action-noise", "jitter"]
     )
     assert "does not exist" in one_line_error(capsys, ["data", "info", str(tmp_path / "nothing")])
+    existing = tmp_path / "notes.txt"
+    existing.write_text("keep me")
+    assert "is a file, not an episode store" in one_line_error(
+        capsys, ["record", str(coinrun), "--out", str(existing)]
+    )
+    assert existing.read_text() == "keep me"
 
 
 def test_bad_stores_are_one_line_errors(tmp_path, helpers, capsys):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from proclab.envs import EnvConfig, ProcgenVecEnv, RewardNormalizer, normalized_score, score_bounds
-from proclab.envs.scores import mean_normalized_score
+from proclab.envs.scores import mean_normalized_score, score_table
 from proclab.errors import ProclabError
 
 
@@ -95,6 +95,22 @@ def test_normalized_scores():
     assert np.isclose(mean_normalized_score({"coinrun": 10.0, "bigfish": 1.0}), 0.5)
     with pytest.raises(ProclabError, match="unknown score bound set"):
         score_bounds("coinrun", bounds="papr")
+
+
+def test_modes_without_published_constants_use_the_table_asked_for():
+    """Procgen publishes easy and hard constants only: memory (and extreme, exploration) runs use the
+    hard ones by default, the easy ones with table="easy"; the choice is explicit, never implied."""
+    for mode in ("memory", "extreme", "exploration"):
+        assert score_table(mode) == "hard"
+        assert score_bounds("heist", mode) == (2, 10)  # hard heist
+        assert score_bounds("heist", mode, table="easy") == (3.5, 10)  # easy heist
+    assert score_table("easy") == "easy" and score_table("hard", "easy") == "easy"
+    assert normalized_score("miner", 7.25, mode="memory", table="easy") == pytest.approx(
+        0.5
+    )  # (7.25-1.5)/11.5
+    assert mean_normalized_score({"maze": 7.5}, mode="memory", table="easy") == pytest.approx(0.5)
+    with pytest.raises(ProclabError, match="unknown score table"):
+        score_table("memory", "medium")
 
 
 def test_published_table_mean_reproduces_anchor():

@@ -51,6 +51,26 @@ def test_fixed_quotas_do_not_favour_short_episodes():
     assert np.mean(res.returns) == 6.0
 
 
+@pytest.mark.parametrize("reset_every", [0, 3])
+def test_reset_every_restarts_the_memory_periodically(reset_every):
+    """modern-srwm's --test_no_carry_sr: besides episode starts, the state is reset every N steps."""
+    agent = build_agent(AgentConfig(core="gru", rnn_size=8, widths=(4, 8, 8), fc=32))
+    firsts = []
+    step = agent.step
+
+    def recording_step(obs, state, first, prev_reward=None):
+        firsts.append(first.clone())
+        return step(obs, state, first, prev_reward)
+
+    agent.step = recording_step
+    evaluate_env(agent, _LengthsEnv([5, 7]), 6, make_runtime("cpu", "fp32"), reset_every=reset_every)
+    assert len(firsts) == 21 and all(len(f) == 2 for f in firsts[:15])  # slot 0 idles after its 3 episodes
+    for t, first in enumerate(firsts[:15]):
+        starts = [t == 0 or t % n == 0 for n in (5, 7)]  # the env's own episode starts
+        periodic = reset_every > 0 and t > 0 and t % reset_every == 0
+        assert first.tolist() == [s or periodic for s in starts], t
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")

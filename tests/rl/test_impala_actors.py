@@ -18,11 +18,21 @@ from support import TINY_AGENT
 T = 16
 
 
-def tiny_config(core="lstm", num_envs=4, num_actors=2, batch_size=2, **train) -> TrainConfig:
+def tiny_config(
+    core="lstm", num_envs=4, num_actors=2, batch_size=2, prev_reward_reset=True, **train
+) -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(game=("chaser", "bossfight"), num_envs=num_envs),  # frequent rewards, short episodes
         agent=AgentConfig(
-            core=core, rnn_size=16, hidden=32, num_heads=2, head_dim=16, ff=32, prev_reward=True, **TINY_AGENT
+            core=core,
+            rnn_size=16,
+            hidden=32,
+            num_heads=2,
+            head_dim=16,
+            ff=32,
+            prev_reward=True,
+            prev_reward_reset=prev_reward_reset,
+            **TINY_AGENT,
         ),
         impala=ImpalaConfig(
             num_actors=num_actors, unroll_length=T, batch_size=batch_size, total_steps=10_000
@@ -55,11 +65,11 @@ def learner_replay(agent, u: Unrolls):
     return logp, state
 
 
-@pytest.mark.parametrize("core", ["lstm", "srwm", "none"])
-def test_unrolls_hand_the_state_over_from_actor_to_learner(core):
+@pytest.mark.parametrize(("core", "prev_reward_reset"), [("lstm", True), ("srwm", False), ("none", True)])
+def test_unrolls_hand_the_state_over_from_actor_to_learner(core, prev_reward_reset):
     """Consecutive unrolls overlap by one row; replaying an unroll from its stored initial state
     gives the behaviour log-probs and ends in the next unroll's initial state."""
-    config = tiny_config(core)
+    config = tiny_config(core, prev_reward_reset=prev_reward_reset)
     torch.manual_seed(0)
     learner_agent = build_agent(config.agent)
     worker = ActorWorker(config, ActorSpec(id=0, first_env=0, num_envs=4), seed=3)
@@ -67,8 +77,10 @@ def test_unrolls_hand_the_state_over_from_actor_to_learner(core):
     unrolls = [Unrolls.zeros(T, 4, learner_agent.state_shapes()) for _ in range(6)]
     finished = [worker.fill(u) for u in unrolls]
 
-    for u in unrolls:  # the reward that arrives with obs_{t+1} is the one a_t earned (0 on a new episode)
-        torch.testing.assert_close(u.prev_rewards[1:], torch.where(u.dones, 0.0, u.rewards))
+    for u in unrolls:  # the reward that arrives with obs_{t+1} is the one a_t earned; on a new episode's
+        # first frame 0 (prev_reward_reset) or, as modern-srwm's actors fed it, the last episode's final reward
+        expected = torch.where(u.dones, 0.0, u.rewards) if prev_reward_reset else u.rewards
+        torch.testing.assert_close(u.prev_rewards[1:], expected)
     assert any((u.rewards[-1] != 0).any() for u in unrolls[:-1]), "no reward crosses an unroll boundary"
     for prev, nxt in itertools.pairwise(unrolls):
         assert torch.equal(prev.obs[T], nxt.obs[0])

@@ -13,6 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from proclab.config import PRESETS, TrainConfig, from_dict, to_dict
+from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args, validate
 from support import TINY_FLAGS
@@ -141,6 +142,20 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_minibatches_split_evenly_and_modes_are_checked():
+    tiny, rec = PRESETS["tiny"], PRESETS["hard-local-dev-rec"]
+    with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 2048 samples per process"):
+        validate(replace(tiny, ppo=replace(tiny.ppo, num_minibatches=3)))
+    with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 16 envs per process"):
+        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=3)))  # a GRU: groups of whole sequences
+    with pytest.raises(ProclabError, match=r"num_minibatches=16 does not divide the 8 envs per process"):
+        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=16)), world=2)
+    with pytest.raises(ProclabError, match="unknown norm_adv_scope 'batch'"):
+        validate(replace(tiny, ppo=replace(tiny.ppo, norm_adv_scope="batch")))
+    with pytest.raises(ProclabError, match="unknown replay_reset 'last'"):
+        validate(replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")))
 
 
 def test_resume_errors(tmp_path):

@@ -22,12 +22,15 @@ def kl_reference(post: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def uniformity_reference(v: torch.Tensor) -> torch.Tensor:
+def uniformity_reference(v: torch.Tensor, diagonal: bool) -> torch.Tensor:
+    """The seed's sum over the whole B x B matrix with exp(1) on its diagonal, or the off-diagonal sum."""
     total = v.new_zeros(())
     for i in range(v.shape[0]):
         for j in range(v.shape[0]):
             if i != j:
                 total = total + torch.exp(-((v[i] - v[j]) ** 2).sum())
+            elif diagonal:
+                total = total + math.e
     return torch.log(total)
 
 
@@ -49,16 +52,28 @@ def test_balanced_kl_matches_the_reference_and_splits_the_gradient(balance):
     assert (ref > 0).all()
 
 
-def test_uniformity_loss_matches_the_double_loop():
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_uniformity_loss_matches_the_double_loop(diagonal):
     torch.manual_seed(1)
     v = torch.nn.functional.normalize(torch.randn(6, 8, dtype=torch.float64), dim=1).requires_grad_(True)
-    fast, ref = uniformity_loss(v), uniformity_reference(v)
+    fast, ref = uniformity_loss(v, diagonal), uniformity_reference(v, diagonal)
     torch.testing.assert_close(fast, ref)
     torch.testing.assert_close(torch.autograd.grad(fast, v)[0], torch.autograd.grad(ref, v)[0])
-    # identical vectors are the worst case: every pair contributes exp(0)
+    # identical vectors are the worst case: every pair contributes exp(0); the seed adds 4 e
     same = v.detach()[:1].repeat(4, 1)
-    assert float(uniformity_loss(same)) == pytest.approx(math.log(12))
-    assert float(uniformity_loss(v.detach()[:1])) == 0.0
+    expected = math.log(12 + 4 * math.e) if diagonal else math.log(12)
+    assert float(uniformity_loss(same, diagonal)) == pytest.approx(expected)
+    assert float(uniformity_loss(v.detach()[:1], diagonal)) == (1.0 if diagonal else 0.0)
+
+
+def test_the_seed_diagonal_damps_the_uniformity_gradient():
+    """Same minimiser, smaller steps: the gradient shrinks by S / (S + B e), S the off-diagonal sum."""
+    torch.manual_seed(3)
+    v = torch.nn.functional.normalize(torch.randn(5, 4, dtype=torch.float64), dim=1).requires_grad_(True)
+    (g_seed,) = torch.autograd.grad(uniformity_loss(v, True), v)
+    (g_off,) = torch.autograd.grad(uniformity_loss(v, False), v)
+    s = float(uniformity_reference(v.detach(), False).exp())
+    torch.testing.assert_close(g_seed, g_off * s / (s + 5 * math.e))
 
 
 def test_straight_through_sample_is_one_hot_forward_and_softmax_backward():

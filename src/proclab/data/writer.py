@@ -135,6 +135,10 @@ def ensure_store(path: str | Path) -> Path:
     files is one whose root metadata another writer is creating.
     """
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ProclabError(
+            f"{str(path)!r} is a file, not an episode store (a directory); choose another path"
+        )
     path.mkdir(parents=True, exist_ok=True)
     if not (path / "zarr.json").is_file():
         if any(not p.name.startswith(".") for p in path.iterdir()):

@@ -5,12 +5,12 @@ from proclab.envs.episodes import EpisodeLog
 from proclab.envs.games import EPISODE_TIME_LIMIT, GAME_LISTS, GAMES, MODES, check_game, resolve_games
 from proclab.envs.levels import NAMED_SPLITS, LevelSplit, check_disjoint, parse_split
 from proclab.envs.normalize import RewardNormalizer, RunningMeanStd
-from proclab.envs.scores import mean_normalized_score, normalized_score, score_bounds
+from proclab.envs.scores import mean_normalized_score, normalized_score, score_bounds, score_table
 from proclab.envs.vec_env import OBS_SHAPE, EnvConfig, ProcgenVecEnv
 
 __all__ = [
     "ACTIONS", "ACTION_NAMES", "EPISODE_TIME_LIMIT", "GAMES", "GAME_LISTS", "MODES", "NAMED_SPLITS",
     "NOOP", "NUM_ACTIONS", "OBS_SHAPE", "EnvConfig", "EpisodeLog", "LevelSplit", "ProcgenVecEnv", "RewardNormalizer",
     "RunningMeanStd", "check_disjoint", "check_game", "mean_normalized_score", "normalized_score",
-    "parse_split", "resolve_games", "score_bounds",
+    "parse_split", "resolve_games", "score_bounds", "score_table",
 ]  # fmt: skip

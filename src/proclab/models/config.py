@@ -14,6 +14,7 @@ from proclab.errors import ProclabError, unknown_choice
 
 TORSO_INITS = ("torch", "xavier")
 TRANSFORMER_CORES = ("delta", "srwm", "fake_sr", "sr_delta", "no_carry_sr")  # use hidden / heads / ff
+STATELESS_CORES = ("none", "fake_sr", "no_carry_sr")  # no carried state: PPO shuffles single samples
 HEAD_INITS = ("orthogonal", "torch")
 
 
@@ -29,6 +30,9 @@ class AgentConfig:
     """Width of the fully connected layer after the conv blocks (interpreting-rl-behavior: 64)."""
     prev_reward: bool = False
     """Concatenate clamp(r_{t-1}, -1, 1) to the FC features (modern-srwm)."""
+    prev_reward_reset: bool = True
+    """Feed 0 as the previous reward on an episode's first frame (proclab); False feeds the last
+    episode's final reward there, as modern-srwm's actors did (the srwm-* presets)."""
     num_actions: int = NUM_ACTIONS
     """Number of policy logits (Procgen's 15 button combinations)."""
     hidden: int = 128
@@ -86,7 +90,9 @@ class AgentConfig:
             )
 
 
-_SRWM = AgentConfig(fc=256, prev_reward=True, head_init="torch")  # modern-srwm, RL/torchbeast_procgen
+# modern-srwm, RL/torchbeast_procgen: its env server sends the new episode's first frame with the
+# finished episode's last reward, which the model reads unmasked (only the core state is reset).
+_SRWM = AgentConfig(fc=256, prev_reward=True, prev_reward_reset=False, head_init="torch")
 _STATEFUL_FAST = ("delta", "srwm", "sr_delta")  # the cores whose published training detached the state
 
 

@@ -233,12 +233,15 @@ def _levels_in_store(path: Path, game: str) -> set[int]:
 
 
 def write_synthetic_demos(path: str | Path, num_train: int = 12, num_test: int = 8, *, game: str = "starpilot",
-                          lengths: tuple[int, int] = (30, 90), constant_return: bool = False, seed: int = 0) -> Path:  # fmt: skip
+                          lengths: tuple[int, int] = (30, 90), constant_return: bool = False, seed: int = 0,
+                          flip_train: bool = False) -> Path:  # fmt: skip
     """A demo store whose frames show the reward: a bright patch on each frame that earns one.
 
     Demos differ in length and reward rate (skill); test demos sit on levels from 1e9 on, as
     ``trex demos`` records them. A reward net can learn this quickly, which makes the store a
-    small, known-answer workload for tests and the speed benchmark.
+    small, known-answer workload for tests and the speed benchmark. ``flip_train`` records each
+    train demo's return negated, so the preferences T-REX learns from rank them backwards (a
+    control: the reward learned from it must fail on the test demos' true returns).
     """
     rng = np.random.default_rng(seed)
     with ShardWriter(path) as writer:
@@ -253,7 +256,7 @@ def write_synthetic_demos(path: str | Path, num_train: int = 12, num_test: int =
             frames[rewards > 0, 0, :16, :16] = 250
             writer.append({"obs": frames, "action": rng.integers(0, 15, T), "reward": rewards}, {
                 "demo_id": demo_id(level), "game": game, "mode": "easy", "split": split, "level_seed": level,
-                "return": float(rewards.sum()), "truncated": False, "checkpoint": "synthetic", "checkpoint_step": 0,
+                "return": float(rewards.sum()) * (-1 if flip_train and split == "train" else 1), "truncated": False, "checkpoint": "synthetic", "checkpoint_step": 0,
             })  # fmt: skip
     return Path(path)
 

@@ -1,7 +1,7 @@
 """``proclab trex train-policy``: PPO on a learned reward instead of the game's.
 
-The PPO run of ``proclab train`` (same flags, presets, run directory, checkpoints and resume)
-with one change: the training env's reward becomes r̂(obs_t) from a ``trex train`` reward model
+The PPO run of ``proclab train`` (same flags, presets, run directory, checkpoints and resume;
+``--preset trex-policy``, the seed's settings, unless another is given) with one change: the training env's reward becomes r̂(obs_t) from a ``trex train`` reward model
 (:class:`~proclab.reward.wrapper.LearnedRewardEnv`), optionally squashed by a sigmoid (T-REX
 Atari's choice), then normalised as usual. ``charts/episodic_return`` stays the **true** return
 of the training episodes (the seed's ``eprewmean``, its evaluation curve) and
@@ -24,6 +24,7 @@ from proclab.reward.nets import load_reward_model
 from proclab.reward.wrapper import LearnedRewardEnv
 from proclab.rl import train as ppo_train
 
+PRESET = "trex-policy"  # default settings: procedural-generalization's train_policy.py
 SETTINGS = "trex_reward.json"  # in the run directory: which reward model, so that --resume uses it again
 HELP = """\
 proclab trex train-policy: PPO with a learned (T-REX) reward in place of the game's.
@@ -31,7 +32,8 @@ proclab trex train-policy: PPO with a learned (T-REX) reward in place of the gam
   --reward-model RM   reward model: a 'proclab trex train' run directory or its checkpoint (required)
   --sigmoid           squash the learned reward through a sigmoid before normalisation
 
-Every other option is 'proclab train''s (below); charts/episodic_return is the true return,
+Every other option is 'proclab train''s (below), starting from --preset trex-policy (the seed's
+PPO settings, reward normaliser discount 0.99); charts/episodic_return is the true return,
 charts/proxy_episodic_return the learned one.
 """
 
@@ -70,6 +72,8 @@ def main(argv: list[str], prog: str = "proclab trex train-policy") -> None:
     known, rest = pre.parse_known_args(argv)
     if "-h" in rest or "--help" in rest:
         print(HELP)
+    if not any(a.split("=")[0] in ("--preset", "--resume") for a in rest):
+        rest = ["--preset", PRESET, *rest]  # the seed's train_policy.py settings
     config, resume_dir = ppo_train.parse_args(rest, prog)
     if resume_dir is not None:
         if known.reward_model is not None or known.sigmoid:

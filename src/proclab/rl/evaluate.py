@@ -10,7 +10,10 @@ training. ``--greedy`` takes the argmax action (the modern-srwm test protocol); 
 samples, as during training. ``--protocol srwm`` is that seed's whole test protocol: greedy,
 200 episodes per game on the training levels [0, 200) and the test splits starting at 1000,
 1200 and 1400, shown as the paper reports it (one row per game, normalised scores x 100, and
-their mean over games per split).
+their mean over games per split). ``--reset-every 50`` re-initialises the agent's memory every 50
+steps, as the seed's ``--test_no_carry_sr`` ablation did; ``--score-table`` picks the constants
+that normalise modes Procgen publishes none for (memory, extreme, exploration; see
+:mod:`proclab.envs.scores`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from proclab.envs import (
     mean_normalized_score,
     normalized_score,
     parse_split,
+    score_table,
 )
 from proclab.errors import ProclabError, unknown_choice
 from proclab.rl.rollout import Actor
@@ -44,14 +48,14 @@ class SplitResult:
     lengths: list[int] = field(default_factory=list)
     completed: list[bool] = field(default_factory=list)
 
-    def summary(self, mode: str) -> dict:
+    def summary(self, mode: str, table: str | None = None) -> dict:
         r = np.asarray(self.returns, dtype=np.float64)
         return {
             "split": self.split, "game": self.game, "episodes": int(r.size),
             "return_mean": float(r.mean()), "return_std": float(r.std()),
             "return_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
             "length_mean": float(np.mean(self.lengths)), "level_complete_rate": float(np.mean(self.completed)),
-            "normalized_score": normalized_score(self.game, float(r.mean()), mode),
+            "normalized_score": normalized_score(self.game, float(r.mean()), mode, table=table),
         }  # fmt: skip
 
 
@@ -72,6 +76,7 @@ def evaluate(
     greedy: bool = False,
     envs_per_game: int = 16,
     seed: int = 0,
+    reset_every: int = 0,
     progress=None,
 ) -> dict[str, SplitResult]:
     """Play ``episodes`` complete episodes per game on ``split``; results per game."""
@@ -79,14 +84,19 @@ def evaluate(
     per_game = max(1, min(envs_per_game, episodes))
     env = ProcgenVecEnv(replace(env_config, num_envs=per_game * len(games)), seed=seed, split=split)
     try:
-        return evaluate_env(agent, env, episodes, runtime, greedy=greedy, split=str(split), progress=progress)
+        return evaluate_env(agent, env, episodes, runtime, greedy=greedy, split=str(split),
+                            reset_every=reset_every, progress=progress)  # fmt: skip
     finally:
         env.close()
 
 
 def evaluate_env(agent, env, episodes: int, runtime: Runtime, *, greedy: bool = False, split: str = "",
-                 progress=None) -> dict[str, SplitResult]:  # fmt: skip
-    """Evaluate on an existing vector env (``games``, ``game_index``, ``step`` as ProcgenVecEnv)."""
+                 reset_every: int = 0, progress=None) -> dict[str, SplitResult]:  # fmt: skip
+    """Evaluate on an existing vector env (``games``, ``game_index``, ``step`` as ProcgenVecEnv).
+
+    ``reset_every > 0`` resets every env's agent state to the initial one every that many steps
+    (besides episode starts), counted from the start of the evaluation.
+    """
     games = env.games
     slot_quota = np.empty(env.num_envs, np.int64)
     for g in range(len(games)):
@@ -94,7 +104,11 @@ def evaluate_env(agent, env, episodes: int, runtime: Runtime, *, greedy: bool = 
     results = {game: SplitResult(split=split, game=game) for game in games}
     counts = np.zeros(env.num_envs, np.int64)
     actor = Actor(env, agent, runtime)
+    steps = 0
     while (counts < slot_quota).any():
+        if reset_every > 0 and steps > 0 and steps % reset_every == 0:
+            actor.first = torch.ones_like(actor.first)
+        steps += 1
         active = counts < slot_quota
         rows = None if active.all() else torch.from_numpy(np.flatnonzero(active)).to(runtime.device)
         _, action, _, state = actor.act(greedy=greedy, rows=rows)  # envs with a full quota idle
@@ -111,13 +125,14 @@ def evaluate_env(agent, env, episodes: int, runtime: Runtime, *, greedy: bool = 
     return results
 
 
-def results_table(rows: list[dict], mode: str) -> dict:
+def results_table(rows: list[dict], mode: str, table: str | None = None) -> dict:
     """Rows per (split, game) plus the per-split aggregate (mean normalised score over games)."""
     aggregate = {}
     for split in dict.fromkeys(r["split"] for r in rows):
         means = {r["game"]: r["return_mean"] for r in rows if r["split"] == split}
-        aggregate[split] = {"games": len(means), "mean_normalized_score": mean_normalized_score(means, mode)}
-    return {"mode": mode, "rows": rows, "aggregate": aggregate}
+        score = mean_normalized_score(means, mode, table=table)
+        aggregate[split] = {"games": len(means), "mean_normalized_score": score}
+    return {"mode": mode, "score_table": score_table(mode, table), "rows": rows, "aggregate": aggregate}
 
 
 def paper_rows(table: dict) -> tuple[list[str], list[list[str]]]:
@@ -171,6 +186,12 @@ class EvalArgs:
     scores x 100 per game as the paper) or srwm-sampled (the same, sampling actions)."""
     envs_per_game: int = 16
     """Parallel envs per game (each runs a fixed quota of episodes)."""
+    reset_every: int = 0
+    """Reset the agent's memory every N steps (modern-srwm's --test_no_carry_sr used its unroll
+    length, 50); 0 = only at episode starts."""
+    score_table: str | None = None
+    """Difficulty whose (R_min, R_max) normalise scores: easy or hard (default: easy for easy runs,
+    hard for every other mode; Procgen publishes constants for easy and hard only)."""
     seed: int = 0
     """Seed of the evaluation envs and action sampling."""
     json: bool = False
@@ -191,6 +212,8 @@ def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
     episodes = protocol.episodes if args.episodes is None else args.episodes
     if episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
+    if args.reset_every < 0:
+        raise ProclabError(f"--reset-every must be >= 0, got {args.reset_every}")
     return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
 
 
@@ -209,6 +232,7 @@ def run(args: EvalArgs) -> dict:
     rt = make_runtime(args.device, args.precision)
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.checkpoint, rt)
+    score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
     splits = [parse_split(s) for s in split_names]
     train_split = parse_split(env_config.split)
     for s in splits:  # warn, do not refuse: evaluating on the training levels is legitimate
@@ -224,11 +248,12 @@ def run(args: EvalArgs) -> dict:
         for split in split_names:
             task = bar.add_task(f"eval {split}", total=episodes * len(games))
             res = evaluate(agent, env_config, split, episodes, rt, greedy=greedy,
-                           envs_per_game=args.envs_per_game, seed=args.seed,
+                           envs_per_game=args.envs_per_game, seed=args.seed, reset_every=args.reset_every,
                            progress=lambda t=task: bar.advance(t))  # fmt: skip
-            rows.extend(r.summary(env_config.mode) for r in res.values())
-    table = results_table(rows, env_config.mode)
-    table.update(checkpoint=str(ckpt.path), step=ckpt.step, greedy=greedy, protocol=args.protocol)
+            rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
+    table = results_table(rows, env_config.mode, args.score_table)
+    table.update(checkpoint=str(ckpt.path), step=ckpt.step, greedy=greedy, protocol=args.protocol,
+                 reset_every=args.reset_every)  # fmt: skip
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(table, indent=2))

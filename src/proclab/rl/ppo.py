@@ -8,7 +8,8 @@ of ``num_minibatches`` minibatches over it. Every detail is a field of
 1. GAE(gamma, lambda) advantages; returns = advantages + old values.
 2. Minibatches: shuffled samples for feed-forward agents; for agents with memory, groups of
    whole env sequences replayed from the rollout's stored initial state (full BPTT).
-3. Advantages normalised per minibatch (before chunking, so chunks share the statistics).
+3. Advantages normalised per minibatch (before chunking, so chunks share the statistics), or once
+   per rollout (``norm_adv_scope="rollout"``, interpreting-rl-behavior).
 4. Clipped surrogate policy loss; value loss clipped around the old values; entropy bonus.
 5. Adam (eps 1e-5), global grad-norm clip, optional linear LR decay, optional KL early stop.
 6. Several processes (torchrun): each averages its gradients with the others before a step.
@@ -60,6 +61,11 @@ class Batch:
     advantages: torch.Tensor
     returns: torch.Tensor
     initial_state: dict[str, torch.Tensor] | None = None  # sequence replay only
+
+
+def normalize_advantages(adv: torch.Tensor) -> torch.Tensor:
+    """Zero mean, unit (sample) standard deviation."""
+    return (adv - adv.mean()) / (adv.std() + 1e-8)
 
 
 def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConfig):
@@ -117,6 +123,8 @@ class PPOLearner:
             advantages, returns = gae(
                 ro.rewards, ro.values, ro.dones, ro.next_value, cfg.gamma, cfg.gae_lambda
             )
+            if cfg.norm_adv and cfg.norm_adv_scope == "rollout":
+                advantages = normalize_advantages(advantages)
         T, N = ro.rewards.shape
         sums: dict[str, torch.Tensor] = {}
         count = 0
@@ -141,12 +149,13 @@ class PPOLearner:
     def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int):
         dev = ro.rewards.device
         if self.recurrent:  # groups of whole env sequences, replayed from the stored state
+            firsts = ro.dones if self.cfg.replay_reset == "done" else ro.firsts
             per = max(1, N // self.cfg.num_minibatches)
             perm = torch.randperm(N, device=dev)
             for start in range(0, N - per + 1, per):
                 idx = perm[start : start + per]
                 yield Batch(
-                    obs=ro.obs[:, idx], firsts=ro.firsts[:, idx], prev_rewards=ro.prev_rewards[:, idx],
+                    obs=ro.obs[:, idx], firsts=firsts[:, idx], prev_rewards=ro.prev_rewards[:, idx],
                     actions=ro.actions[:, idx], logprobs=ro.logprobs[:, idx], values=ro.values[:, idx],
                     advantages=adv[:, idx], returns=ret[:, idx],
                     initial_state={k: v[idx] for k, v in ro.initial_state.items()},
@@ -200,8 +209,8 @@ class PPOLearner:
 
     def _step(self, mb: Batch) -> dict[str, torch.Tensor]:
         cfg = self.cfg
-        if cfg.norm_adv:
-            mb.advantages = (mb.advantages - mb.advantages.mean()) / (mb.advantages.std() + 1e-8)
+        if cfg.norm_adv and cfg.norm_adv_scope == "minibatch":
+            mb.advantages = normalize_advantages(mb.advantages)
         self.optimizer.zero_grad(set_to_none=True)
         stats: dict[str, torch.Tensor] = {}
         for chunk, weight in self._chunks(mb):

@@ -26,7 +26,8 @@ class Rollout:
     logprobs: torch.Tensor  # (T, N) log pi(a_t | obs_t) under the acting policy
     values: torch.Tensor  # (T, N) V(obs_t)
     rewards: torch.Tensor  # (T, N) reward earned by a_t (normalised if reward normalisation is on)
-    prev_rewards: torch.Tensor  # (T, N) raw reward that arrived with obs_t (0 at episode starts)
+    prev_rewards: torch.Tensor  # (T, N) raw reward that arrived with obs_t (at episode starts: 0, or the
+    # last episode's final reward if the agent's config.prev_reward_reset is off)
     dones: torch.Tensor  # (T, N) bool: episode ended after a_t
     initial_state: dict[str, torch.Tensor]  # agent state entering step 0, batch-first
     next_obs: torch.Tensor | None = None  # obs_T, first_T and V(obs_T): where the next rollout starts
@@ -75,11 +76,13 @@ class Actor:
     The actor owns the acting side of training (and of evaluation): it is the one place where
     observations go to the agent and actions to the env. :meth:`collect` fills a
     :class:`Rollout`; its state (observation, first flags, agent state, last raw reward) carries
-    over from one rollout to the next.
+    over from one rollout to the next. The last raw reward is zeroed on an episode's first frame
+    unless the agent's ``config.prev_reward_reset`` is off (modern-srwm's actors).
     """
 
     def __init__(self, env, agent, runtime: Runtime):
         self.env, self.agent, self.rt = env, agent, runtime
+        self.prev_reward_reset = agent.config.prev_reward_reset
         n = env.num_envs
         obs, self.reset_info = env.reset()
         self.obs = runtime.obs_tensor(obs)
@@ -123,7 +126,8 @@ class Actor:
         raw = info.get("raw_reward", reward)
         self.obs = self.rt.obs_tensor(obs)
         self.first = torch.from_numpy(done).to(self.rt.device)
-        self.prev_reward = torch.from_numpy(np.where(done, 0.0, raw).astype(np.float32)).to(self.rt.device)
+        prev = np.where(done, 0.0, raw) if self.prev_reward_reset else np.asarray(raw)
+        self.prev_reward = torch.from_numpy(prev.astype(np.float32)).to(self.rt.device)
         self.state = state
         return reward, done, info
 

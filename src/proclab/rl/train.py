@@ -29,12 +29,22 @@ import torch
 import torch.distributed as dist
 import tyro
 
-from proclab.config import ALGOS, PRESETS, ImpalaConfig, PPOConfig, TrainConfig, from_dict, preset
+from proclab.config import (
+    ADV_NORM_SCOPES,
+    ALGOS,
+    PRESETS,
+    REPLAY_RESETS,
+    ImpalaConfig,
+    PPOConfig,
+    TrainConfig,
+    from_dict,
+    preset,
+)
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer, check_disjoint, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.runs import read_run_config
-from proclab.models import build_agent
+from proclab.models import STATELESS_CORES, build_agent
 from proclab.rl.loop import (
     RunLogger,
     Throughput,
@@ -86,6 +96,19 @@ def validate(config: TrainConfig, world: int = 1) -> None:
         )
     if ppo.num_minibatches < 1 or ppo.update_epochs < 1:
         raise ProclabError("num_minibatches and update_epochs must be >= 1")
+    if ppo.norm_adv_scope not in ADV_NORM_SCOPES:
+        raise unknown_choice("norm_adv_scope", ppo.norm_adv_scope, ADV_NORM_SCOPES)
+    if ppo.replay_reset not in REPLAY_RESETS:
+        raise unknown_choice("replay_reset", ppo.replay_reset, REPLAY_RESETS)
+    # minibatches split whole env sequences (agents with memory) or samples: all equal, as many as asked
+    sequences = config.agent.core not in STATELESS_CORES
+    items = env.num_envs // world * (1 if sequences else ppo.num_steps)
+    if items % ppo.num_minibatches:
+        what = "envs per process" if sequences else "samples per process (envs x num_steps)"
+        raise ProclabError(
+            f"num_minibatches={ppo.num_minibatches} does not divide the {items} {what}; "
+            "choose a divisor so that every minibatch is the same size"
+        )
 
 
 class Trainer:

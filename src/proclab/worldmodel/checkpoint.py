@@ -18,7 +18,7 @@ from proclab.config import from_dict, to_dict
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into, save_checkpoint
 from proclab.models import Agent, AgentConfig, build_agent
 from proclab.rl.runtime import Runtime
-from proclab.worldmodel.config import WorldModelConfig
+from proclab.worldmodel.config import saved_model_config
 from proclab.worldmodel.model import WorldModel
 
 KIND = "world_model"
@@ -48,7 +48,7 @@ def load_world_model(
     """The world model and its frozen agent (eval mode, on the runtime's device) from a checkpoint/run dir."""
     ckpt = load_checkpoint(path, kind=KIND, train_state=train_state)
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
-    wm = WorldModel(from_dict(WorldModelConfig, ckpt.meta["world_model"]), ckpt.meta["num_actions"],
+    wm = WorldModel(saved_model_config(ckpt.meta["world_model"]), ckpt.meta["num_actions"],
                     agent.state_shapes())  # fmt: skip
     agent_weights = {
         k.removeprefix(AGENT_PREFIX): v for k, v in ckpt.weights.items() if k.startswith(AGENT_PREFIX)

@@ -15,7 +15,14 @@ from typing import Annotated
 
 import tyro
 
+from proclab.config import from_dict
 from proclab.errors import ProclabError, unknown_choice
+
+RSSM_CELLS = ("norm_gru", "dreamer_gru")
+ENCODER_BLOCKS = ("seed", "preact")
+# What models saved before these fields existed were built with: they load (and resume) unchanged.
+PRE_FIDELITY_MODEL = {"rssm_cell": "dreamer_gru", "encoder_block": "preact"}
+PRE_FIDELITY_LOSS = {"bottleneck_diagonal": False}
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,10 @@ class WorldModelConfig:
     """Size of the unit-norm bottleneck vector."""
     encoder_channels: tuple[int, ...] = (64, 64, 64, 128)
     """Channels of the encoder's residual down-blocks (each halves the frame size)."""
+    encoder_block: str = "seed"
+    """Encoder down-block: seed (conv(LN(x)), then conv(LeakyReLU_0.01(LN(h))), LayerNorm affine per
+    position, shortcut pool then 1x1 conv) or preact (LeakyReLU_0.2 before both convs, per-channel
+    norm affine, shortcut 1x1 conv then pool)."""
     encoder_rnn: int = 512
     """Hidden size of the encoder's GRU over the initial frames (and of its two-layer output MLP)."""
     env_converter: tuple[int, ...] = (832, 832)
@@ -43,6 +54,10 @@ class WorldModelConfig:
     off for cores with unbounded states such as fast weights)."""
     deter: int = 512
     """Deterministic RSSM state (the LayerNorm GRU's hidden size): env_h."""
+    rssm_cell: str = "norm_gru"
+    """RSSM cell: norm_gru (the seed's, pydreamer's NormGRUCell: a LayerNorm per gate, reset on the
+    hidden part only, no update bias) or dreamer_gru (one normalised projection of [x, h], reset
+    over the whole candidate, update bias -1)."""
     hidden: int = 1000
     """Width of the RSSM's input, prior and posterior layers."""
     stoch: int = 32
@@ -62,6 +77,10 @@ class WorldModelConfig:
         object.__setattr__(self, "encoder_channels", tuple(self.encoder_channels))
         for name in ("env_converter", "agent_converter", "action_converter"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.rssm_cell not in RSSM_CELLS:
+            raise unknown_choice("rssm cell", self.rssm_cell, RSSM_CELLS)
+        if self.encoder_block not in ENCODER_BLOCKS:
+            raise unknown_choice("encoder block", self.encoder_block, ENCODER_BLOCKS)
         if self.num_init_steps < 2:
             raise ProclabError(
                 "num_init_steps must be >= 2 (the first simulated step's previous action is a recorded one), "
@@ -102,6 +121,9 @@ class LossWeights:
     """||h_t - h_{t-1}||_2 of the deterministic RSSM state per step."""
     bottleneck: float = 100.0
     """Uniformity penalty log sum_{i != j} exp(-||b_i - b_j||^2) over the batch."""
+    bottleneck_diagonal: bool = True
+    """Add the seed's exp(1) constant per vector (its diagonal) inside that log sum; this scales the
+    gradient down. False: the sum over i != j alone."""
     init_state: float = 1.0
     """Summed squared error of the predicted initial agent state."""
     init_action: float = 1.0
@@ -176,20 +198,24 @@ class WMTrainConfig:
 _TINY_MODEL = WorldModelConfig(
     num_init_steps=2, num_sim_steps=4, bottleneck=8, encoder_channels=(8, 8, 8, 16), encoder_rnn=16,
     env_converter=(16,), agent_converter=(16,), action_converter=(16,), deter=16, hidden=16, stoch=4,
-    classes=4, embed_depth=4, decoder_depth=4, head_layers=1, head_hidden=16,
+    classes=4, embed_depth=4, decoder_depth=4, head_layers=1, head_hidden=16, **PRE_FIDELITY_MODEL,
 )  # fmt: skip
 _SMALL_MODEL = WorldModelConfig(
     num_init_steps=3, num_sim_steps=16, bottleneck=32, encoder_channels=(16, 16, 32, 32), encoder_rnn=128,
     env_converter=(256,), agent_converter=(64,), action_converter=(32,), deter=128, hidden=256, stoch=16,
-    classes=16, embed_depth=16, decoder_depth=16, head_layers=2, head_hidden=128,
+    classes=16, embed_depth=16, decoder_depth=16, head_layers=2, head_hidden=128, **PRE_FIDELITY_MODEL,
 )  # fmt: skip
 
 WM_SIZES: dict[str, WMTrainConfig] = {
-    # interpreting-rl-behavior's Gen-2 model at HEAD (spec §4.1), batch 32 (the Dec-2021 README).
+    # interpreting-rl-behavior's Gen-2 model at HEAD (spec §4.1) with its cell, encoder blocks and
+    # uniformity loss, batch 32 (the Dec-2021 README).
     "paper": WMTrainConfig(),
+    # small and tiny are proclab's own sizes; they keep the cell and blocks proclab started with
+    # (dreamer_gru, preact) and the uniformity loss without the diagonal constants.
     # Minutes on a laptop CPU: same structure, every width about 4x smaller, 16 simulated steps.
     "small": WMTrainConfig(
         model=_SMALL_MODEL,
+        loss=LossWeights(**PRE_FIDELITY_LOSS),
         size="small",
         batch_size=16,
         learning_rate=1e-3,
@@ -199,6 +225,7 @@ WM_SIZES: dict[str, WMTrainConfig] = {
     # Seconds: for tests.
     "tiny": WMTrainConfig(
         model=_TINY_MODEL,
+        loss=LossWeights(**PRE_FIDELITY_LOSS),
         size="tiny",
         batch_size=4,
         learning_rate=1e-3,
@@ -216,3 +243,15 @@ def wm_size(name: str) -> WMTrainConfig:
     if name not in WM_SIZES:
         raise unknown_choice("world model size", name, WM_SIZES)
     return WM_SIZES[name]
+
+
+def saved_model_config(data: dict) -> WorldModelConfig:
+    """A :class:`WorldModelConfig` read back from JSON; fields the save predates take their old values."""
+    return from_dict(WorldModelConfig, {**PRE_FIDELITY_MODEL, **data})
+
+
+def saved_train_config(data: dict) -> WMTrainConfig:
+    """A :class:`WMTrainConfig` read back from a run's JSON, like :func:`saved_model_config`."""
+    data = {**data, "model": {**PRE_FIDELITY_MODEL, **data.get("model", {})},
+            "loss": {**PRE_FIDELITY_LOSS, **data.get("loss", {})}}  # fmt: skip
+    return from_dict(WMTrainConfig, data)

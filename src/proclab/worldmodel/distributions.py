@@ -57,16 +57,19 @@ def balanced_kl(post_logits: Tensor, prior_logits: Tensor, balance: float) -> Te
     return balance * to_prior + (1 - balance) * to_post
 
 
-def uniformity_loss(vectors: Tensor) -> Tensor:
-    """``log sum_{i != j} exp(-||v_i - v_j||^2)`` over the rows of ``vectors`` ``(B, D)`` (0 for B < 2).
+def uniformity_loss(vectors: Tensor, diagonal: bool = True) -> Tensor:
+    """``log(sum_{i != j} exp(-||v_i - v_j||^2) + B e)`` over the rows of ``vectors`` ``(B, D)``.
 
-    Spreads the bottleneck vectors over the sphere (Wang and Isola's uniformity). The seed put
-    ``exp(1)`` constants on the diagonal, which only damped the gradient; here the diagonal is left out.
+    Spreads the bottleneck vectors over the sphere (Wang and Isola's uniformity). The ``B e`` term
+    is the seed's: its sum has ``exp(1)`` constants on the diagonal, which damp the gradient by
+    ``S / (S + B e)``. ``diagonal=False`` leaves them out: ``log sum_{i != j}`` alone (0 for B < 2).
     """
     B = vectors.shape[0]
-    if B < 2:
-        return vectors.sum() * 0
     v = full_precision(vectors)
     sq = (v.unsqueeze(0) - v.unsqueeze(1)).pow(2).sum(-1)
-    off = ~torch.eye(B, dtype=torch.bool, device=v.device)
-    return torch.logsumexp(-sq[off], 0)
+    off = -sq[~torch.eye(B, dtype=torch.bool, device=v.device)]
+    if diagonal:
+        return torch.logsumexp(torch.cat([off, off.new_ones(B)]), 0)
+    if B < 2:
+        return vectors.sum() * 0
+    return torch.logsumexp(off, 0)

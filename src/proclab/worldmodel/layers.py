@@ -1,4 +1,8 @@
-"""The world model's building blocks: MLPs, a LayerNorm GRU cell, residual down-blocks, conv encoder/decoder.
+"""The world model's building blocks: MLPs, LayerNorm GRU cells, residual down-blocks, conv encoder/decoder.
+
+Two choices exist in two forms (``WorldModelConfig.rssm_cell`` / ``encoder_block``; docs/fidelity.md):
+the seed's (:class:`NormGRUCell`, :class:`SeedResBlockDown`) and the ones proclab used first
+(:class:`LayerNormGRUCell`, :class:`ResBlockDown`), kept so that models saved with them still load.
 
 Sizes are arguments; :mod:`proclab.worldmodel.model` wires them from a
 :class:`~proclab.worldmodel.config.WorldModelConfig`. Frames are ``(N, 3, 64, 64)`` floats in
@@ -22,12 +26,44 @@ def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, norm: bool = False) 
     return nn.Sequential(*layers)
 
 
+class NormGRUCell(nn.Module):
+    """The seed's RSSM cell (pydreamer's ``NormGRUCell``): a GRU with a LayerNorm on each gate's input.
+
+    ``[r_i, u_i, n_i] = W_i x``, ``[r_h, u_h, n_h] = W_h h`` (no biases), LayerNorms with eps 1e-3::
+
+        r = sigmoid(LN_r(r_i + r_h)),  u = sigmoid(LN_u(u_i + u_h)),  n = tanh(LN_n(n_i + r * n_h))
+        h' = u * n + (1 - u) * h
+
+    The reset gate scales only the hidden part of the candidate, as in ``nn.GRUCell``, and the
+    update gate has no bias. Runs in float32 whatever the autocast (the state is carried every step).
+    """
+
+    def __init__(self, in_dim: int, size: int):
+        super().__init__()
+        self.weight_ih = nn.Linear(in_dim, 3 * size, bias=False)
+        self.weight_hh = nn.Linear(size, 3 * size, bias=False)
+        self.ln_reset = nn.LayerNorm(size, eps=1e-3)
+        self.ln_update = nn.LayerNorm(size, eps=1e-3)
+        self.ln_newval = nn.LayerNorm(size, eps=1e-3)
+
+    def forward(self, x: Tensor, h: Tensor) -> Tensor:
+        with torch.autocast(x.device.type, enabled=False):
+            h = h.float()
+            r_i, u_i, n_i = self.weight_ih(x.float()).chunk(3, -1)
+            r_h, u_h, n_h = self.weight_hh(h).chunk(3, -1)
+            reset = torch.sigmoid(self.ln_reset(r_i + r_h))
+            update = torch.sigmoid(self.ln_update(u_i + u_h))
+            new = torch.tanh(self.ln_newval(n_i + reset * n_h))
+            return update * new + (1 - update) * h
+
+
 class LayerNormGRUCell(nn.Module):
     """A GRU cell whose reset, update and candidate pre-activations are each layer-normalised.
 
     ``[r, u, c] = LN(W [x, h])`` per gate; ``h' = u * tanh(r * c) + (1 - u) * h`` with
     ``u = sigmoid(u - 1)``, so that a fresh cell leans towards keeping its state (DreamerV2).
-    Runs in float32 whatever the autocast: the deterministic state is carried over every step.
+    The reset gate scales the whole candidate (input part too). ``rssm_cell="dreamer_gru"``; not
+    the seed's cell (:class:`NormGRUCell`). Runs in float32 whatever the autocast.
     """
 
     def __init__(self, in_dim: int, size: int):
@@ -46,10 +82,34 @@ class LayerNormGRUCell(nn.Module):
             return update * torch.tanh(torch.sigmoid(reset) * cand) + (1 - update) * h.float()
 
 
-class ResBlockDown(nn.Module):
-    """BigGAN-style residual down-block: ``pool(conv(act(LN(conv(act(LN(x))))))) + pool(conv1x1(x))``.
+class SeedResBlockDown(nn.Module):
+    """The seed's residual down-block: ``pool(conv(lrelu(LN(conv(LN(x)))))) + conv1x1(pool(x))``.
 
-    The norm is a LayerNorm over channels and space (``GroupNorm`` with one group).
+    No activation before the first conv; LeakyReLU slope 0.01 (PyTorch's default); each LayerNorm
+    normalises over channels and space with an affine weight per (channel, row, column), so the
+    block is built for one input size ``hw``.
+    """
+
+    def __init__(self, c_in: int, c_out: int, hw: int):
+        super().__init__()
+        self.norm0 = nn.LayerNorm([c_in, hw, hw])
+        self.conv0 = nn.Conv2d(c_in, c_out, 3, padding=1)
+        self.norm1 = nn.LayerNorm([c_out, hw, hw])
+        self.conv1 = nn.Conv2d(c_out, c_out, 3, padding=1)
+        self.shortcut = nn.Conv2d(c_in, c_out, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.conv0(self.norm0(x))
+        h = self.conv1(F.leaky_relu(self.norm1(h), 0.01))
+        return F.max_pool2d(h, 2) + self.shortcut(F.max_pool2d(x, 2))
+
+
+class ResBlockDown(nn.Module):
+    """Pre-activation residual down-block: ``pool(conv(act(LN(conv(act(LN(x))))))) + pool(conv1x1(x))``.
+
+    LeakyReLU slope 0.2 before both convs; the norm is a LayerNorm over channels and space with a
+    per-channel affine (``GroupNorm`` with one group). ``encoder_block="preact"``; not the seed's
+    block (:class:`SeedResBlockDown`).
     """
 
     def __init__(self, c_in: int, c_out: int):

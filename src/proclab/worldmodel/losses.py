@@ -14,7 +14,8 @@ env_update      ``||h_k - h_{k-1}||_2`` of the RSSM's deterministic state  frame
 ==============  =====================================================  ============
 
 Total = mean over sequences of the weighted sum over steps, plus ``bottleneck *`` the
-uniformity loss of the batch's bottleneck vectors, plus the initialisation losses (mean over
+uniformity loss of the batch's bottleneck vectors (with the seed's diagonal constants unless
+``bottleneck_diagonal`` is off), plus the initialisation losses (mean over
 sequences): squared error of the predicted initial agent state and cross-entropy of the
 predicted previous action. Every term is logged unweighted (``losses/<term>``).
 
@@ -97,7 +98,7 @@ def world_model_loss(
     per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w.kl_balance), batch).items()}
     model = sum(getattr(w, k) * v for k, v in per_seq.items()).mean()
     parts = {
-        "bottleneck": uniformity_loss(start.bottleneck),
+        "bottleneck": uniformity_loss(start.bottleneck, w.bottleneck_diagonal),
         "init_state": (start.agent_state - batch.agent_h0).pow(2).sum(-1).mean(),
         "init_action": F.cross_entropy(start.action_logits, batch.prev_actions[0]),
     }

@@ -42,7 +42,15 @@ from proclab.models import Agent, capture
 from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.distributions import action_st, sample_st, straight_through
-from proclab.worldmodel.layers import FrameEncoder, ImageDecoder, LayerNormGRUCell, ResBlockDown, mlp
+from proclab.worldmodel.layers import (
+    FrameEncoder,
+    ImageDecoder,
+    LayerNormGRUCell,
+    NormGRUCell,
+    ResBlockDown,
+    SeedResBlockDown,
+    mlp,
+)
 
 
 @dataclass
@@ -112,7 +120,7 @@ class RSSM(nn.Module):
         self.z_in = nn.Linear(z_dim, c.hidden)
         self.a_in = nn.Linear(num_actions, c.hidden, bias=False)
         self.in_norm = nn.LayerNorm(c.hidden)
-        self.cell = LayerNormGRUCell(c.hidden, c.deter)
+        self.cell = (NormGRUCell if c.rssm_cell == "norm_gru" else LayerNormGRUCell)(c.hidden, c.deter)
         self.prior = mlp(c.deter, (c.hidden,), z_dim, norm=True)
         self.post_h = nn.Linear(c.deter, c.hidden)
         self.post_embed = nn.Linear(embed_dim, c.hidden, bias=False)
@@ -140,7 +148,11 @@ class WorldModel(nn.Module):
         self.num_actions = num_actions
         self.codec = StateCodec(agent_state_shapes)
         chans = (3, *c.encoder_channels)
-        self.encoder = nn.Sequential(*(ResBlockDown(chans[i], chans[i + 1]) for i in range(4)))
+        if c.encoder_block == "seed":
+            blocks = [SeedResBlockDown(chans[i], chans[i + 1], 64 >> i) for i in range(4)]
+        else:
+            blocks = [ResBlockDown(chans[i], chans[i + 1]) for i in range(4)]
+        self.encoder = nn.Sequential(*blocks)
         self.encoder_rnn = nn.GRU(c.encoder_channels[-1] * 4 * 4, c.encoder_rnn)
         self.encoder_out = mlp(c.encoder_rnn, (c.encoder_rnn,) * 2, c.bottleneck)
         z_dim = c.stoch * c.classes

@@ -36,7 +36,7 @@ import torch.distributed as dist
 import tyro
 from torch.utils.data import DataLoader, Sampler, default_collate
 
-from proclab.config import from_dict, to_dict
+from proclab.config import to_dict
 from proclab.data import EpisodeStore, WindowDataset
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
@@ -55,7 +55,7 @@ from proclab.rl.runtime import (
 )
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import freeze, load_world_model, save_world_model
-from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, wm_size
+from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
 from proclab.worldmodel.losses import world_model_loss
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import teacher_forced
@@ -327,7 +327,7 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
                 f"--resume continues a run with its saved config; drop {', '.join(extra) or '--size'} "
                 "(only --total-updates may change)"
             )
-        saved = from_dict(WMTrainConfig, read_run_config(known.resume))
+        saved = saved_train_config(read_run_config(known.resume))
         find_checkpoint(known.resume)
         if rest:
             saved = tyro.cli(WMTrainConfig, args=rest, default=saved, prog=prog)

@@ -1,0 +1,47 @@
+"""The actor's previous-reward input across episode boundaries, per the agent's config."""
+
+import numpy as np
+import pytest
+import torch
+
+from proclab.models import AgentConfig, build_agent
+from proclab.rl.rollout import Actor, Rollout
+from proclab.rl.runtime import make_runtime
+from support import TINY_AGENT
+
+
+class _CountingEnv:
+    """Slot i's episodes last lengths[i] steps; step t of an episode pays t + 1 + 10 i, the last one too."""
+
+    def __init__(self, lengths):
+        self.lengths = np.asarray(lengths)
+        self.num_envs = len(lengths)
+        self.t = np.zeros(self.num_envs, np.int64)
+
+    def reset(self):
+        return np.zeros((self.num_envs, 3, 64, 64), np.uint8), {}
+
+    def step(self, actions):
+        self.t += 1
+        reward = (self.t + 10 * np.arange(self.num_envs)).astype(np.float32)
+        done = self.t == self.lengths
+        self.t[done] = 0
+        return self.reset()[0], reward, done, np.zeros(self.num_envs, bool), {}
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_previous_reward_on_a_first_frame_follows_the_agent_config(reset):
+    """prev_reward_reset: 0 on an episode's first frame; off (modern-srwm's actors): the finished
+    episode's last reward, which is never 0 here."""
+    rt = make_runtime("cpu", "fp32")
+    agent = build_agent(AgentConfig(prev_reward=True, prev_reward_reset=reset, **TINY_AGENT))
+    actor = Actor(_CountingEnv([3, 4]), agent, rt)
+    ro = Rollout.allocate(10, 2, rt.device)
+    actor.collect(ro)
+    assert ro.firsts[1:].any()
+    for t in range(1, 10):
+        for i in range(2):
+            earned = float(ro.rewards[t - 1, i])  # what a_{t-1} earned, delivered with obs_t
+            expected = 0.0 if (reset and ro.firsts[t, i]) else earned
+            assert float(ro.prev_rewards[t, i]) == expected, (t, i)
+    assert torch.equal(ro.firsts[1:], ro.dones[:-1])
