@@ -22,11 +22,13 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/proclab quickstart
 
+# One torch/OpenMP thread per pytest worker: the workers already use every core, and tiny tensors
+# on oversubscribed threads run several times slower.
 test: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
 
 test-all: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
