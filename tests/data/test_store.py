@@ -275,9 +275,9 @@ def test_bulk_reads_equal_per_episode_reads(tmp_path, helpers, episodes):
     for name in ("state_in0/core.0", "return", "game", "length"):
         got = store.read_episode_field(name, episodes)
         np.testing.assert_array_equal(got, np.array([store.info(i)[name] for i in chosen]).reshape(got.shape))
-    with pytest.raises(KeyError, match="state_in/core.0"):
+    with pytest.raises(KeyError, match=r"state_in/core\.0"):
         store.read_steps("state_in/core.9")
-    with pytest.raises(KeyError, match="state_in0/core.0"):
+    with pytest.raises(KeyError, match=r"state_in0/core\.0"):
         store.read_episode_field("nope")
     with pytest.raises(IndexError):
         store.read_steps("value", [store.num_episodes])

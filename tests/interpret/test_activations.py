@@ -58,7 +58,7 @@ def test_bad_sources_are_one_line_errors(gru_store, ff_store, lstm_store):
         read_activation(store, "core.0.c")
     with pytest.raises(ProclabError, match=r"unknown hook point 'torso.nope'.*torso.hook_fc"):
         read_activation(store, "hook:torso.nope", [0])
-    with pytest.raises(ProclabError, match="holds no agent state.*--hook"):
+    with pytest.raises(ProclabError, match=r"holds no agent state.*--hook"):
         default_source(EpisodeStore(ff_store))
     with pytest.raises(ProclabError, match="holds no agent state"):
         read_activation(EpisodeStore(ff_store), "core.0.h")
