@@ -27,7 +27,7 @@ class EnvArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {
         "paper": {},
-        "small": {"pcs": 32, "clusters": 16, "fit_points": 5000, "plot_points": 5000},
+        "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
     }
 
     samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
@@ -36,7 +36,7 @@ class EnvArgs(AnalysisArgs):
     """Principal components kept of the standardised env states."""
     clusters: int = 128
     """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
-    fit_points: int = 50_000
+    fit_points: int = 20_000
     """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
     perplexity: float = 30.0
     """t-SNE perplexity."""

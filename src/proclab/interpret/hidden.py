@@ -34,7 +34,7 @@ class HiddenArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {
         "paper": {},
-        "small": {"episodes": 200, "clusters": 8, "nmf": 8, "fit_points": 5000, "plot_points": 5000},
+        "small": {"episodes": 100, "clusters": 8, "nmf": 8, "fit_points": 4000, "plot_points": 5000},
     }
 
     data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
@@ -61,7 +61,7 @@ class HiddenArgs(AnalysisArgs):
     mean + outlier_sigma * std of that distance is an outlier."""
     outlier_sigma: float = 2.0
     """Outlier threshold in standard deviations (see outlier_k)."""
-    fit_points: int = 50_000
+    fit_points: int = 20_000
     """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
     points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
     perplexity: float = 30.0
@@ -97,20 +97,11 @@ def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pcs, ics
 
 
-def _nmf(zs: np.ndarray, fit: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, float]:
-    """NMF of min-shifted z-scored states, fitted on ``fit``; every row transformed (negatives clipped)."""
+def _nmf(xf: np.ndarray, n: int, seed: int):
+    """NMF (random init, as the seed) fitted on non-negative rows."""
     from sklearn.decomposition import NMF
 
-    from proclab.interpret.clustering import check_clusters, chunks
-
-    check_clusters(n, len(fit), "NMF components")
-    shift = zs[fit].min(0)
-    model = NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4)
-    model.fit(zs[fit] - shift)
-    out = np.empty((len(zs), n), np.float32)
-    for sl in chunks(len(zs)):
-        out[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
-    return out, float(model.reconstruction_err_)
+    return NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4).fit(xf)
 
 
 def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.ndarray]:
@@ -144,14 +135,18 @@ def run_hidden(args: HiddenArgs) -> Path:
     )
     from proclab.interpret.basis import Basis, BasisConfig
     from proclab.interpret.clustering import (
+        assign_rest,
         check_clusters,
+        chunks,
         inside_fraction,
         knn_outliers,
+        nearest_centroid,
         pcs_to,
         silhouette,
         subsample,
-        tsne_fit_assign,
-        ward_fit_assign,
+        tsne_fit,
+        tsne_place,
+        ward_fit,
     )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
@@ -181,7 +176,7 @@ def run_hidden(args: HiddenArgs) -> Path:
     check_clusters(args.clusters, min(points, args.fit_points))
     check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
 
-    with phases(9 if sample_store else 8, "analyze hidden") as ph:
+    with phases(12 if sample_store else 11, "analyze hidden") as ph:
         with ph.phase("reading states"):
             acts = read_activation(store, source, episodes, checkpoint=checkpoint, device=args.device,
                                    progress=ph.fraction)  # fmt: skip
@@ -202,14 +197,26 @@ def run_hidden(args: HiddenArgs) -> Path:
             pcs, ics = _project(basis, x)
             ratio = basis.explained_variance_ratio
             n95 = pcs_to(ratio, 0.95)
-        with ph.phase("ward clusters"):
-            clusters = ward_fit_assign(pcs[:, :n95], fit_in, args.clusters)
-        with ph.phase("nmf"):
+        with ph.phase("ward fit"):
+            fitted, centroids = ward_fit(pcs[fit_in, :n95], args.clusters)
+        with ph.phase("ward assign"):
+            clusters = assign_rest(
+                pcs[:, :n95], fit_in, fitted, lambda rows: nearest_centroid(rows, centroids)
+            )
+        with ph.phase("nmf fit"):
             zs = ((x - basis.mean) / basis.std).astype(np.float32)
-            nmf, nmf_err = _nmf(zs, fit_in, args.nmf, args.seed)
+            shift = zs[fit_in].min(0)
+            nmf_model = _nmf(zs[fit_in] - shift, args.nmf, args.seed)
+        with ph.phase("nmf assign"):
+            nmf = np.empty((len(x), args.nmf), np.float32)
+            for sl in chunks(len(x)):
+                nmf[sl] = nmf_model.transform(np.clip(zs[sl] - shift, 0, None))
             del zs
-        with ph.phase("t-sne"):
-            tsne = tsne_fit_assign(pcs[:, :n95], fit_in, args.perplexity, args.seed)
+        with ph.phase("t-sne fit"):
+            embedding = tsne_fit(pcs[fit_in, :n95], args.perplexity, args.seed)
+        with ph.phase("t-sne assign"):
+            tsne = assign_rest(pcs[:, :n95], fit_in, np.asarray(embedding, np.float32),
+                               lambda rows: tsne_place(embedding, rows))  # fmt: skip
         with ph.phase("statistics"):
             inliers = ~outliers.mask
             sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
@@ -249,7 +256,7 @@ def run_hidden(args: HiddenArgs) -> Path:
         "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
         "clusters": {"n": args.clusters, "space_pcs": n95, "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
                      "silhouette": sil},
-        "nmf": {"n": args.nmf, "reconstruction_error": nmf_err},
+        "nmf": {"n": args.nmf, "reconstruction_error": float(nmf_model.reconstruction_err_)},
         "tsne": {"perplexity": args.perplexity, "fit_points": len(fit_in)},
         "generated": None if generated is None else {
             "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
