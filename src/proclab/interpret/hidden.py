@@ -14,14 +14,14 @@ episode, step, outlier, fit, pcs, ics, clusters, nmf, tsne, entropy), ``generate
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
 import tyro
 
-from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.args import MapArgs
 
 if TYPE_CHECKING:
     from proclab.data.store import EpisodeStore
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class HiddenArgs(AnalysisArgs):
+class HiddenArgs(MapArgs):
     """Hidden-state analysis: outliers, the PCA/ICA basis, Ward clusters, NMF, t-SNE and their plots."""
 
     PRESETS: ClassVar[dict[str, dict]] = {
@@ -64,12 +64,6 @@ class HiddenArgs(AnalysisArgs):
     fit_points: int = 20_000
     """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
     points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
-    perplexity: float = 30.0
-    """t-SNE perplexity."""
-    plot_points: int = 20_000
-    """Points drawn in the scatter plots (a seeded subsample)."""
-    plots: bool = True
-    """Write the PNG plots (off: arrays and summary.json only)."""
     device: str = "auto"
     """Torch device for --hook replay."""
 
@@ -150,7 +144,6 @@ def run_hidden(args: HiddenArgs) -> Path:
     )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
-    from proclab.io.runs import write_json_atomic
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
@@ -260,14 +253,9 @@ def run_hidden(args: HiddenArgs) -> Path:
         "tsne": {"perplexity": args.perplexity, "fit_points": len(fit_in)},
         "generated": None if generated is None else {
             "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
-        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+        "seconds": ph.seconds,
     }  # fmt: skip
-    write_json_atomic(out / "summary.json", summary)
-    files.append(out / "summary.json")
-    ws.record_command(
-        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
-    )
-    return out
+    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:
