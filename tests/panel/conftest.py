@@ -1,0 +1,98 @@
+"""Panel test fixtures. A synthetic panel that follows the schema: any number of samples, made in seconds.
+
+It stands in for a real analysis where only the page is under test (its controls, its
+filter counts, its time-to-interactive at 1000 and 6000 samples). Strip images come from a
+small pool shared by many samples: the page loads only the strips of the sample on screen,
+so the pool changes nothing the page does, and writing 6000 x 4 PNGs would only slow tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+
+T, K, P, FS = 10, 16, 16, 64
+TARGETS = ("value", "action", "ic:0", "ic:1")
+ACTIONS = ["down-left", "left", "up-left", "down", "noop", "up", "down-right", "right", "up-right",
+           "d", "a", "w", "s", "q", "e"]  # fmt: skip
+
+
+def _strip(rng: np.random.Generator, saliency: bool) -> np.ndarray:
+    """T frames side by side: a moving square on a coloured ground, or blue/red blobs for a map."""
+    img = np.zeros((FS, FS * T, 3), np.uint8)
+    yy, xx = np.mgrid[:FS, :FS]
+    for t in range(T):
+        frame = img[:, t * FS : (t + 1) * FS]
+        if saliency:
+            cy, cx = rng.integers(8, FS - 8, 2)
+            blob = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 60.0)
+            frame[..., 2] = (255 * blob).astype(np.uint8)
+            frame[..., 0] = (255 * np.roll(blob, 20, axis=1)).astype(np.uint8)
+        else:
+            frame[:] = rng.integers(40, 200, 3, dtype=np.uint8)
+            y, x = 4 + 4 * t % (FS - 16), 4 + 5 * t % (FS - 16)
+            frame[y : y + 12, x : x + 12] = (250, 220, 30)
+    return img
+
+
+def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, chunk: int = 500) -> Path:
+    rng = np.random.default_rng(seed)
+    n = n_samples + n_real
+    ics = rng.standard_normal((n, T, K)).cumsum(axis=1).astype(np.float32) / 2
+    pcs = rng.standard_normal((n, T, P)).astype(np.float32)
+    arrays = {"ics": ics, "pcs": pcs}
+    for i, target in enumerate(TARGETS):
+        g = rng.standard_normal((n, T, K)).astype(np.float32) * (i + 1) / 4
+        if target.startswith("ic:"):
+            g[n_samples:] = np.nan  # real episodes: agent-alone saliency has no IC gradients here
+        arrays[f"grad:{target}"] = g
+    pool = 6
+    strips = {f"pool{j}_obs.png": _strip(rng, False) for j in range(pool)}
+    strips |= {f"pool{j}_{t.replace(':', '')}.png": _strip(rng, True) for j in range(pool) for t in TARGETS}
+    behaviour = rng.integers(0, 6, n)
+    samples = []
+    for i in range(n):
+        real = i >= n_samples
+        j = i % pool
+        names = {"obs": f"strips/pool{j}_obs.png"}
+        names |= {t: f"strips/pool{j}_{t.replace(':', '')}.png" for t in (TARGETS[:2] if real else TARGETS)}
+        samples.append({
+            "name": f"episode {i - n_samples}" if real else f"sample {i}",
+            "kind": "real" if real else "sample",
+            "behaviour": None if real else int(behaviour[i]),
+            "actions": rng.integers(0, 15, T).tolist(),
+            "values": rounded(rng.uniform(0, 10, T)),
+            "rewards": [0.0] * (T - 1) + [float(rng.integers(0, 2) * 10)],
+        "strips": names,
+        })  # fmt: skip
+    behaviours = [
+        {"id": b, "name": f"behaviour {b}", "members": np.flatnonzero(behaviour[:n_samples] == b).tolist()}
+        for b in range(6)
+    ]
+    doc = {
+        "meta": {
+            "title": f"synthetic panel ({n_samples} samples)", "created": "2026-01-01T00:00:00",
+            "source": "synthetic", "n_ics": K, "n_pcs": P, "steps": T, "saliency_step": 4,
+            "frame_size": FS, "actions": ACTIONS, "targets": list(TARGETS),
+        },
+        "background": {"ics": rounded(rng.standard_normal((2000, K))), "pcs": rounded(rng.standard_normal((2000, P)))},
+        "samples": samples,
+        "behaviours": behaviours,
+        "extrema": {"fraction": 0.01, "any_step": extrema(ics), "saliency_step": extrema(ics, [4])},
+        "histograms": histograms(ics),
+        "training": {"metric": "charts/episodic_return", "steps": list(range(0, 50_000, 1000)),
+                     "values": rounded(np.linspace(0, 9, 50) + rng.normal(0, 0.5, 50))},
+        "eval": [{"split": "train", "episodes": 100, "return": 8.1}, {"split": "test", "episodes": 100, "return": 6.4}],
+        "interventions": [{"name": "collapse IC 3", "summary": {"return_change": -1.5}, "video": None}],
+    }  # fmt: skip
+    return write_panel(out, PanelData(doc, arrays, strips), chunk=chunk)
+
+
+@pytest.fixture
+def make_synthetic_panel():
+    """:func:`synthetic_panel` for tests (conftest helpers are not importable by name)."""
+    return synthetic_panel
