@@ -89,15 +89,16 @@ def basis_hook(source: str, codec: StateCodec) -> str:
     """The hook point whose per-step value is basis activation ``source``.
 
     ``source`` is a state key (``core.0.h``), a store state field (``state_out/core.0`` of a
-    one-tensor layer) or ``hook:NAME``.
+    one-tensor layer, or ``state_out/core.0.h``) or ``hook:NAME``. Saliency always reads a state
+    where it leaves a step (the tensor that feeds that step's outputs and the next step).
     """
     if source.startswith("hook:"):
         return source.removeprefix("hook:")
     hooks = codec.hook_names()
-    if source in hooks:
-        return hooks[source]
-    layer = source.split("/", 1)[-1]
-    parts = codec.layout.get(layer, [])
+    key = source.split("/", 1)[-1]  # state_in/ and state_out/ name the same per-step tensor
+    if key in hooks:
+        return hooks[key]
+    parts = codec.layout.get(key, [])
     if len(parts) == 1:
         return hooks[parts[0][0]]
     raise ProclabError(f"basis activation {source!r} is not a state of this agent; valid: "
