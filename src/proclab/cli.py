@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
+    "analyze": (
+        "proclab.interpret.cli",
+        "interpretation analyses of agent and world-model states (see proclab analyze)",
+    ),
     "trex demos": ("proclab.reward.demos", "T-REX demos: one episode per level, checkpoints of varied skill"),
     "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
     "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),
