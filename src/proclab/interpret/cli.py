@@ -25,11 +25,13 @@ from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
+from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
     "env": (EnvArgs, run_env),
     "bottleneck": (BottleneckArgs, run_bottleneck),
+    "saliency": (SaliencyArgs, run_saliency),
 }
 
 

@@ -33,10 +33,10 @@ import tyro
 from proclab.data import EpisodeStore, ShardWriter
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
-from proclab.interpret.saliency import SampleSettings, SaliencyBatch, check_reproduces, saliency_batch
+from proclab.interpret.saliency import SaliencyBatch, SampleSettings, check_reproduces, saliency_batch
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
-from proclab.interpret.targets import Target, parse_targets
+from proclab.interpret.targets import DEFAULT_TARGETS, Target, parse_targets
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 from proclab.rl.runtime import make_runtime
@@ -58,9 +58,9 @@ class SaliencyArgs(AnalysisArgs):
     """World-model checkpoint (default: the one the samples were simulated with)."""
     ids: str = "0:100"
     """Samples to explain: ids and lo:hi ranges, e.g. 0:100,250."""
-    target: tuple[str, ...] = ("value", "action")
-    """Targets (see docs/analyses.md): value, value-delta, action, action:NAME, group:left|right|up|down,
-    ic:K, pc:K, ic:0-15, hook:NAME[:INDEX]."""
+    target: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A target (repeat the flag for more; default: value and action; see docs/analyses.md): value,
+    value-delta, action, action:NAME, group:left|right|up|down, ic:K, pc:K, ic:0-15, hook:NAME[:INDEX]."""
     step: int = 4
     """Target step (the seed's: 4 of 10)."""
     noise: int = 8
@@ -133,7 +133,9 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
 
     samples = args.samples or ws.inputs.get("samples")
     if samples is None:
-        raise ProclabError("no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one")
+        raise ProclabError(
+            "no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one"
+        )
     store = EpisodeStore(samples)
     settings = SampleSettings.of(store)
     settings.check_replayable()
@@ -142,7 +144,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
-    targets = parse_targets(args.target, wm.num_actions)
+    targets = parse_targets(args.target or DEFAULT_TARGETS, wm.num_actions)
     basis, source = _basis(ws, targets)
     ids = parse_ids(args.ids, store.num_episodes)
     groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
@@ -156,11 +158,16 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     stats = Summary(targets, args.step)
     generator = torch.Generator().manual_seed(args.seed)
     shown = 0
-    with Progress(transient=True, disable=not progress) as bar, ShardWriter(out / "store.zarr", attrs=attrs) as writer:
+    with (
+        Progress(transient=True, disable=not progress) as bar,
+        ShardWriter(out / "store.zarr", attrs=attrs) as writer,
+    ):
         task = bar.add_task("saliency", total=len(groups) * len(ENV_GRADS[args.env_grads]))
         for group in groups:
             stored = np.stack([store.read(i, ["obs"])["obs"] for i in group])
-            bottleneck = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in group])).to(rt.device)
+            bottleneck = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in group])).to(
+                rt.device
+            )
             if args.combine:
                 bottleneck = torch.nn.functional.normalize(bottleneck.mean(0, keepdim=True), dim=-1)
             for env_grads in ENV_GRADS[args.env_grads]:
@@ -172,7 +179,9 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
                 names = [-1] if args.combine else group
                 for j, sample in enumerate(names):
                     steps, info = episode_rows(res, j, targets, basis)
-                    writer.append(steps, {"sample": sample, "env_grads": env_grads, "target_step": args.step, **info})
+                    writer.append(
+                        steps, {"sample": sample, "env_grads": env_grads, "target_step": args.step, **info}
+                    )
                     stats.add(env_grads, res, j)
                     if shown + j < max(args.strips, args.videos):
                         _pictures(out, res, j, sample, env_grads, targets, args, shown + j)
@@ -207,7 +216,9 @@ def _pictures(out: Path, res: SaliencyBatch, j: int, sample: int, env_grads: boo
     frames = res.rollout.obs[j]
     if rank < args.strips:
         for t in targets:
-            write_strip(out / "strips" / f"{tag}_{t.key}.png", frames, res.grads[t.spec]["frame"][j], args.step)
+            write_strip(
+                out / "strips" / f"{tag}_{t.key}.png", frames, res.grads[t.spec]["frame"][j], args.step
+            )
     if rank < args.videos:
         grads = {t.spec: res.grads[t.spec]["frame"][j] for t in targets[:4]}
         write_side_by_side(out / "videos" / f"{tag}.mp4", frames, grads, res.rollout.action[j], args.step)
@@ -235,7 +246,11 @@ class Summary:
             self.sums[key] = self.sums.get(key, 0) + mass[: self.step].sum() / max(mass.sum(), 1e-30)
 
     def result(self) -> dict:
-        out: dict = {"target_step": self.step, "samples": {str(k): v for k, v in self.counts.items()}, "targets": {}}
+        out: dict = {
+            "target_step": self.step,
+            "samples": {str(k): v for k, v in self.counts.items()},
+            "targets": {},
+        }
         for t in self.targets:
             entry = {}
             for env_grads, n in self.counts.items():

@@ -68,7 +68,9 @@ def write_strip(path: Path, frames: np.ndarray, grad: np.ndarray, target_step: i
 def write_side_by_side(path: Path, frames: np.ndarray, grads: dict[str, np.ndarray], actions: np.ndarray,
                        target_step: int, fps: float = 14, scale: int = 3) -> Path:  # fmt: skip
     """mp4: the frames with the agent's action, then one saliency panel per target, side by side."""
-    panels = [[annotate(f, int(a), ["frame"]) for f, a in zip(upscale(to_hwc(frames), scale), actions, strict=True)]]
+    panels = [
+        [annotate(f, int(a), ["frame"]) for f, a in zip(upscale(to_hwc(frames), scale), actions, strict=True)]
+    ]
     for name, grad in grads.items():
         big = upscale(overlay(frames, process(grad), target_step), scale)
         panels.append([annotate(f, None, [name]) for f in big])

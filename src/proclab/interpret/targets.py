@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from proclab.envs.actions import ACTIONS, ACTION_NAMES
+from proclab.envs.actions import ACTION_NAMES, ACTIONS
 from proclab.errors import ProclabError
+from proclab.models.cores.base import full_precision
 
 GROUPS: dict[str, tuple[int, ...]] = {
     "left": tuple(a.index for a in ACTIONS if a.dx < 0),
@@ -39,6 +40,7 @@ GROUPS: dict[str, tuple[int, ...]] = {
     "up": tuple(a.index for a in ACTIONS if a.dy > 0),
     "down": tuple(a.index for a in ACTIONS if a.dy < 0),
 }
+DEFAULT_TARGETS = ("value", "action")
 KINDS = ("value", "value-delta", "action", "action:NAME", "group:DIR", "ic:K", "pc:K", "hook:NAME[:I]")
 
 
@@ -84,7 +86,9 @@ def parse_target(spec: str, num_actions: int = len(ACTIONS)) -> list[Target]:
         return [Target("action", f"action:{ACTION_NAMES[index]}", index=index)]
     if head == "group":
         if rest not in GROUPS:
-            raise ProclabError(f"unknown action group {rest!r} in target {spec!r}; valid: {', '.join(GROUPS)}")
+            raise ProclabError(
+                f"unknown action group {rest!r} in target {spec!r}; valid: {', '.join(GROUPS)}"
+            )
         return [Target("group", spec, actions=GROUPS[rest])]
     if head in ("ic", "pc") and rest:
         lo, dash, hi = rest.partition("-")
@@ -130,15 +134,15 @@ class AgentTrace:
 
 
 def evaluate(target: Target, trace: AgentTrace, step: int, basis=None) -> Tensor:
-    """The target's value at ``step`` for every sample: ``(B,)``, differentiable."""
+    """The target's value at ``step`` for every sample: ``(B,)``, differentiable, float32 or wider."""
     if target.kind == "value":
-        return trace.value[step].float()
+        return full_precision(trace.value[step])
     if target.kind == "value-delta":
         if step < 1:
             raise ProclabError("target 'value-delta' needs --step >= 1 (it compares with the previous step)")
-        return (trace.value[step] - trace.value[step - 1]).float()
+        return full_precision(trace.value[step] - trace.value[step - 1])
     if target.kind in ("action", "group"):
-        logp = trace.logits[step].float().log_softmax(-1)
+        logp = full_precision(trace.logits[step]).log_softmax(-1)
         if target.kind == "group":
             return torch.logsumexp(logp[:, list(target.actions)], -1)
         if target.index is None:
@@ -147,15 +151,17 @@ def evaluate(target: Target, trace: AgentTrace, step: int, basis=None) -> Tensor
     if target.kind in ("ic", "pc"):
         if basis is None or trace.basis_input is None:
             raise ProclabError(f"target {target.spec!r} needs the basis: run `proclab analyze hidden` first")
-        x = trace.basis_input[step].float()
+        x = full_precision(trace.basis_input[step])
         coords = basis.to_ics(x) if target.kind == "ic" else basis.to_pcs(x)
         if target.index >= coords.shape[-1]:
             raise ProclabError(f"target {target.spec!r}: the basis has {coords.shape[-1]} {target.kind.upper()}s "
                                f"(0-{coords.shape[-1] - 1})")  # fmt: skip
         return coords[:, target.index]
-    values = trace.hooks[target.hook][step].float()
+    values = full_precision(trace.hooks[target.hook][step])
     if target.index is None:
         return values.sum(-1)
     if target.index >= values.shape[-1]:
-        raise ProclabError(f"target {target.spec!r}: hook {target.hook!r} has {values.shape[-1]} elements per step")
+        raise ProclabError(
+            f"target {target.spec!r}: hook {target.hook!r} has {values.shape[-1]} elements per step"
+        )
     return values[:, target.index]
