@@ -26,7 +26,7 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def model(wm_run):
-    wm, agent, ckpt = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
+    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
     return freeze(wm), agent
 
 
@@ -152,7 +152,7 @@ def test_replay_check_names_the_setting(samples):
     check_reproduces(frames, frames + 1, [4, 5], settings, settings.step)  # one grey level: summation order
     moved = frames.copy()
     moved[1, 2, 0, 0, 0] = 9
-    with pytest.raises(ProclabError, match="sample 5 differs .* from step 2 on .* checkpoint step"):
+    with pytest.raises(ProclabError, match=r"sample 5 differs .* from step 2 on .* checkpoint step"):
         check_reproduces(frames, moved, [4, 5], settings, settings.step + 1)
     with pytest.raises(ProclabError, match="precision: samples simulated in bf16"):
         check_reproduces(frames, moved, [4, 5], replace(settings, precision="bf16"), settings.step)
