@@ -1,26 +1,58 @@
-"""Tiny fixtures of the interpretation tests: a GRU agent's recording, a world model, its samples."""
+"""Tiny stores for the interpretation tests: recordings of a GRU, an LSTM and a feed-forward agent; a tiny
+world model trained on a GRU agent's recording and its (modal, greedy) samples."""
 
 from pathlib import Path
 
 import pytest
 
+from proclab.cli import main
+from proclab.envs import EnvConfig
+from proclab.models import AgentConfig
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
-from worldmodel.conftest import make_agent_checkpoint, record, tiny_config
+from support import TINY_AGENT, agent_checkpoint
+from worldmodel.conftest import make_agent_checkpoint, tiny_config
+from worldmodel.conftest import record as record_coinrun
+
+THREADS = ["--torch-threads", "1"]
+
+
+def record(tmp: Path, core: str, episodes: int = 6, **agent) -> Path:
+    """A freshly initialised agent of ``core`` recorded for a few bossfight episodes."""
+    config = AgentConfig(core=core, rnn_size=16, **TINY_AGENT, **agent)
+    ckpt = agent_checkpoint(tmp / "run", config, EnvConfig(game=("bossfight",), num_envs=3))
+    store = tmp / "DATA"
+    main(["record", str(ckpt), "--episodes", str(episodes), "--num-envs", "3", "--out", str(store), *THREADS])
+    return store
+
+
+@pytest.fixture(scope="session")
+def gru_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("gru"), "gru")
+
+
+@pytest.fixture(scope="session")
+def lstm_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("lstm"), "lstm", episodes=3, prev_reward=True)
+
+
+@pytest.fixture(scope="session")
+def ff_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("ff"), "none", episodes=3)
 
 
 @pytest.fixture(scope="session")
 def wm_run(tmp_path_factory) -> Path:
-    """A tiny world model trained for a few updates on two episodes of a tiny GRU agent."""
+    """A tiny world model trained for a few updates on two coinrun episodes of a tiny GRU agent."""
     from proclab.worldmodel.train import train_world_model
 
     root = tmp_path_factory.mktemp("interpret")
-    store = record(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
+    store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
     return train_world_model(tiny_config(store, root / "runs", total_updates=2), progress=False)
 
 
 @pytest.fixture(scope="session")
 def samples(wm_run, tmp_path_factory) -> Path:
-    """Five modal, greedy samples of six steps (how saliency wants them)."""
+    """Five modal, greedy samples of six steps of that world model (what saliency re-simulates)."""
     out = tmp_path_factory.mktemp("samples") / "samples.zarr"
     return sample_rollouts(SampleArgs(checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0,
                                       device="cpu", torch_threads=1), progress=False)  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ def test_inputs_are_recorded_once_and_checked(tmp_path):
         data=tmp_path / "store", samples=tmp_path / "samples"
     )  # same data, new samples: fine
     with pytest.raises(
-        ProclabError, match="made with activation 'state_out/core.0.h', not 'hook:torso.hook_fc'"
+        ProclabError, match=re.escape("made with activation 'state_out/core.0.h', not 'hook:torso.hook_fc'")
     ):
         again.require_inputs(activation="hook:torso.hook_fc")
     with pytest.raises(ProclabError, match="made with data"):

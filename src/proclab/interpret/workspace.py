@@ -89,6 +89,14 @@ class Workspace:
         self._pending |= {k: _canonical(v) for k, v in given.items() if v is not None}
         return self.inputs
 
+    def input_path(self, key: str, given: Path | None, flag: str) -> Path:
+        """The path given on the command line, else the one recorded for ``key``; one is needed."""
+        if given is not None:
+            return Path(given)
+        if self.inputs.get(key) is None:
+            raise ProclabError(f"analysis folder {str(self.path)!r} has no {key} yet; give {flag}")
+        return Path(self.inputs[key])
+
     def command_dir(self, name: str) -> Path:
         """The subfolder for command ``name``'s outputs (created)."""
         d = self.path / name
