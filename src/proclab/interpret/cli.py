@@ -22,6 +22,7 @@ import tyro
 
 from proclab.errors import unknown_choice
 from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.behaviours import BehavioursArgs, run_behaviours
 from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
@@ -32,6 +33,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "env": (EnvArgs, run_env),
     "bottleneck": (BottleneckArgs, run_bottleneck),
     "saliency": (SaliencyArgs, run_saliency),
+    "behaviours": (BehavioursArgs, run_behaviours),
 }
 
 
