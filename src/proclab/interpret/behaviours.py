@@ -250,7 +250,14 @@ def run_behaviours(args: BehavioursArgs) -> Path:
                 stability = float(adjusted_rand_score(labels, modal(steps2, args.clusters)))
         with ph.phase("statistics"):
             model.save(out / "transform.npz")
-            np.savez(out / "labels.npz", ids=s.ids, labels=labels, step_labels=steps, tsne=tsne)
+            np.savez(
+                out / "labels.npz",
+                ids=s.ids,
+                labels=labels,
+                step_labels=steps,
+                tsne=tsne,
+                clusters=args.clusters,
+            )
             basis = ws.basis() if ws.basis_path.is_file() else None
             summary = behaviour_summary(s, labels, args.clusters, basis)
             summary |= {"samples": len(ids), "stability_ari": stability, "config": asdict(config),
