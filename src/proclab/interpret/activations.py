@@ -133,6 +133,19 @@ def recording_checkpoint(store: EpisodeStore) -> Path:
     return Path(next(iter(recordings.values()))["recording"]["checkpoint"])
 
 
+def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None, device: str = "cpu"):
+    """The agent that replays ``store`` for ``hook``, refused (one line) if it lacks the hook point or
+    cannot have produced the store's episodes (actions, games, state layout)."""
+    from proclab.rl.agents import load_agent
+    from proclab.rl.runtime import make_runtime
+
+    agent, env_config, _ = load_agent(checkpoint or recording_checkpoint(store), make_runtime(device, "fp32"))
+    if hook not in agent.hook_names():
+        raise unknown_choice("hook point", hook, agent.hook_names())
+    store.check_agent(agent.config.num_actions, agent.state_shapes(), env_config.games())
+    return agent
+
+
 def _replay(
     store, hook, episodes, checkpoint, device, progress, batch: int = 16, chunk: int = 256
 ) -> np.ndarray:
@@ -141,13 +154,8 @@ def _replay(
 
     from proclab.data.schema import unflatten_state
     from proclab.models.hooks import capture
-    from proclab.rl.agents import load_agent
-    from proclab.rl.runtime import make_runtime
 
-    agent, env_config, _ = load_agent(checkpoint or recording_checkpoint(store), make_runtime(device, "fp32"))
-    if hook not in agent.hook_names():
-        raise unknown_choice("hook point", hook, agent.hook_names())
-    store.check_agent(agent.config.num_actions, agent.state_shapes(), env_config.games())
+    agent = replay_agent(store, hook, checkpoint, device)
     layout = store.state_layout
     stored_state = bool(layout) and all(STATE_OUT + layer in store.step_fields for layer in layout)
     lengths = store.episodes["length"][episodes]

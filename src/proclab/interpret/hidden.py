@@ -85,11 +85,6 @@ def entropy(logits: np.ndarray) -> np.ndarray:
     return -(np.exp(logp) * logp).sum(1)
 
 
-def pcs_to(ratio: np.ndarray, share: float) -> int:
-    """Fewest leading PCs that explain ``share`` of the variance."""
-    return int(min(len(ratio), np.searchsorted(np.cumsum(ratio), share - 1e-12) + 1))
-
-
 def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """PC and IC coordinates of every row, float32, in chunks (no float64 copy of all points)."""
     from proclab.interpret.clustering import chunks
@@ -145,12 +140,14 @@ def run_hidden(args: HiddenArgs) -> Path:
         default_source,
         read_activation,
         recording_checkpoint,
+        replay_agent,
     )
     from proclab.interpret.basis import Basis, BasisConfig
     from proclab.interpret.clustering import (
         check_clusters,
         inside_fraction,
         knn_outliers,
+        pcs_to,
         silhouette,
         subsample,
         tsne_fit_assign,
@@ -168,8 +165,9 @@ def run_hidden(args: HiddenArgs) -> Path:
         raise ProclabError("give --state NAME or --hook NAME, not both")
     source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
     checkpoint = args.checkpoint or (ws.inputs.get("checkpoint") and Path(ws.inputs["checkpoint"]))
-    if source.startswith(HOOK) and checkpoint is None:
-        checkpoint = recording_checkpoint(store)
+    if source.startswith(HOOK):
+        checkpoint = checkpoint or recording_checkpoint(store)
+        replay_agent(store, source.removeprefix(HOOK), checkpoint)  # a bad hook or agent stops here
     samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
     sample_store = EpisodeStore(samples) if samples else None
     gen_source = canonical_source(sample_store, source) if sample_store else None

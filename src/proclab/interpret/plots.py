@@ -18,6 +18,17 @@ def _plt():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    """Fixed margins instead of tight_layout, which measures every tick label (seconds per grid)."""
+    fig.subplots_adjust(left=0.06, right=0.97, bottom=0.07, top=0.91, wspace=0.3, hspace=0.35)
+    fig.savefig(path, dpi=90)
+    fig.clf()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
 @dataclass(frozen=True)
 class Colouring:
     """One panel of a scatter grid: values per point, categorical (with names) or continuous."""
@@ -69,10 +80,7 @@ def scatter_grid(xy: np.ndarray, panels: list[Colouring], path: Path, title: str
     for ax in list(grid.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Path:
@@ -88,10 +96,7 @@ def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Pat
     ax.set_ylim(0, 1.02)
     ax.legend()
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def trajectories(background: np.ndarray, paths: list[np.ndarray], path: Path, title: str,
@@ -117,10 +122,7 @@ def trajectories(background: np.ndarray, paths: list[np.ndarray], path: Path, ti
     for ax in list(grid.flat)[len(paths) :]:
         ax.axis("off")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def histograms(
@@ -145,10 +147,7 @@ def histograms(
     for ax in list(grid.flat)[k:]:
         ax.axis("off")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def overlays(real: dict, generated: dict, shown: np.ndarray, pairs: list[tuple[str, str, int, int, str]],
@@ -170,7 +169,4 @@ def overlays(real: dict, generated: dict, shown: np.ndarray, pairs: list[tuple[s
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
