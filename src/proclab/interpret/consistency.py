@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from proclab.interpret.progress import phases
 from proclab.interpret.workspace import Workspace
 from proclab.interpret.xcorr import DynamicsArgs, load_dynamics
 from proclab.io.runs import write_json_atomic
@@ -102,6 +103,14 @@ def permutation_test(J: np.ndarray, X: np.ndarray, labels: np.ndarray, groups: i
     return out
 
 
+def _record(summary: dict, setting: str, res: dict[str, np.ndarray]) -> None:
+    with warnings.catch_warnings():  # an empty behaviour's row is all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = {k: np.nanmean(v, 0) for k, v in res.items()}
+    summary["settings"][setting] = {k: as_json(v) for k, v in res.items()}
+    summary["settings"][setting]["mean_over_behaviours"] = {k: as_json(v) for k, v in means.items()}
+
+
 def as_json(a: np.ndarray) -> list:
     """Nested lists of 6-digit floats, None where NaN (JSON has no NaN)."""
     return np.where(np.isnan(a), None, np.round(a, 6).astype(object)).tolist()
@@ -116,17 +125,15 @@ def run_consistency(args: ConsistencyArgs) -> Path:
     summary: dict = {"target_step": d.step, "lags": list(range(1, d.step + 1)), "permutations": args.permutations,
                      "quantile": args.quantile, "behaviours": d.groups, "settings": {}}  # fmt: skip
     outputs = [out / "summary.json"]
-    for setting, J in d.jacobians.items():
-        X = d.xcorr_per_sample[d.rows[setting]][:, lags]
-        res = permutation_test(J[:, 1:], X, d.labels[d.rows[setting]], d.groups, args.permutations, args.seed,
-                               args.quantile)  # fmt: skip
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            means = {k: np.nanmean(v, 0) for k, v in res.items()}
-        summary["settings"][setting] = {k: as_json(v) for k, v in res.items()}
-        summary["settings"][setting]["mean_over_behaviours"] = {k: as_json(v) for k, v in means.items()}
-        if args.plots:
-            outputs += _triptychs(out, setting, d, J[:, 1:], X)
+    with phases(len(d.jacobians), "consistency") as ph:
+        for setting, J in d.jacobians.items():
+            with ph.phase(f"{setting}: {args.permutations} permutations"):
+                X = d.xcorr_per_sample[d.rows[setting]][:, lags]
+                res = permutation_test(J[:, 1:], X, d.labels[d.rows[setting]], d.groups, args.permutations,
+                                       args.seed, args.quantile)  # fmt: skip
+                _record(summary, setting, res)
+                if args.plots:
+                    outputs += _triptychs(out, setting, d, J[:, 1:], X)
     write_json_atomic(out / "summary.json", summary)
     ws.record_command(NAME, asdict(args), [str(p) for p in outputs], time.time() - start)
     return out

@@ -147,7 +147,7 @@ def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarr
 def run_xcorr(args: XcorrArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
-    d = load_dynamics(args, ws, xcaus=args.xcaus)
+    d = load_dynamics(args, ws, xcaus=args.xcaus)  # the saliency run it may start shows its own progress
     out = ws.command_dir(NAME)
     lags = slice(0, min(args.max_lag, d.max_lag) + 1)
     X = np.concatenate(
