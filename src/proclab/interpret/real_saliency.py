@@ -20,6 +20,7 @@ from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_IN, unflatten_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency import basis_hook, per_step
+from proclab.interpret.saliency_command import clear_previous
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
@@ -119,7 +120,7 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     basis, source = (ws.basis(), ws.inputs.get("activation")) if (
         ws.basis_path.is_file() or any(t.needs_basis for t in targets)) else (None, None)  # fmt: skip
     episodes = parse_ids(args.episodes, store.num_episodes, "episode")
-    out = ws.command_dir(args.name)
+    out = clear_previous(ws.command_dir(args.name))
     summary: dict[str, list[float]] = {t.spec: [] for t in targets}
     attrs = {"saliency": {"data": str(Path(data).resolve()), "checkpoint": str(checkpoint), "method": args.method,
                           "targets": [t.spec for t in targets], "step": args.step, "window": args.window}}  # fmt: skip

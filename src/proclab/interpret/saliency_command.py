@@ -128,6 +128,14 @@ def _basis(ws: Workspace, targets: list[Target]):
     return None, None
 
 
+def clear_previous(out: Path) -> Path:
+    """Remove a previous run's store, strips and videos from ``out`` (a store would otherwise grow)."""
+    for sub in ("store.zarr", "strips", "videos"):
+        if (out / sub).exists():
+            shutil.rmtree(out / sub)
+    return out
+
+
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
     from rich.progress import Progress
 
@@ -148,10 +156,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     basis, source = _basis(ws, targets)
     ids = parse_ids(args.ids, store.num_episodes)
     groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
-    out = ws.command_dir(args.name)
-    for sub in ("store.zarr", "strips", "videos"):
-        if (out / sub).exists():
-            shutil.rmtree(out / sub)
+    out = clear_previous(ws.command_dir(args.name))
     attrs = {"saliency": {"samples": str(Path(samples).resolve()), "checkpoint": str(ckpt.path),
                           "targets": [t.spec for t in targets], "step": args.step, "noise": args.noise,
                           "sigma": args.sigma, "basis_activation": source}}  # fmt: skip
