@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
+    "analyze": (
+        "proclab.interpret.cli",
+        "interpretation analyses of agent and world-model states (see proclab analyze)",
+    ),
     "panel export": ("proclab.panel.export", "the analysis folder as a static web panel (HTML/JS + data)"),
     "panel serve": ("proclab.panel.server", "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)"),
     "trex demos": ("proclab.reward.demos", "T-REX demos: one episode per level, checkpoints of varied skill"),

@@ -257,3 +257,27 @@ def test_data_export_bad_input_is_one_line(tmp_path, helpers, capsys, extra, mes
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and message in err and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("episodes", [None, [5, 0, 3, 3, -1], [2], []])
+def test_bulk_reads_equal_per_episode_reads(tmp_path, helpers, episodes):
+    """One field of many episodes (shards interleaved, any order, repeats) = the per-episode reads."""
+    store = EpisodeStore(helpers.write_store(tmp_path / "s", [[3, 5, 1], [4, 2], [6]]))
+    chosen = (
+        range(store.num_episodes) if episodes is None else [range(store.num_episodes)[i] for i in episodes]
+    )
+    for name in store.fields:
+        got = store.read_steps(name, episodes)
+        parts = [store.read(i, [name])[name] for i in chosen]
+        expected = np.concatenate(parts) if parts else np.zeros((0, *got.shape[1:]), got.dtype)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+    for name in ("state_in0/core.0", "return", "game", "length"):
+        got = store.read_episode_field(name, episodes)
+        np.testing.assert_array_equal(got, np.array([store.info(i)[name] for i in chosen]).reshape(got.shape))
+    with pytest.raises(KeyError, match=r"state_in/core\.0"):
+        store.read_steps("state_in/core.9")
+    with pytest.raises(KeyError, match=r"state_in0/core\.0"):
+        store.read_episode_field("nope")
+    with pytest.raises(IndexError):
+        store.read_steps("value", [store.num_episodes])

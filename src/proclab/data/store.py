@@ -265,6 +265,78 @@ class EpisodeStore:
                 out[name] = prev if init is None else np.concatenate([init.astype(prev.dtype), prev])
         return out
 
+    # -- bulk reads -------------------------------------------------------------------------------
+    def _select(self, episodes: Sequence[int] | None) -> np.ndarray:
+        n = self.num_episodes
+        idx = np.arange(n) if episodes is None else np.asarray(episodes, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"episode indices must be in [-{n}, {n}) for a store of {n} episodes")
+        return np.where(idx < 0, idx + n, idx)
+
+    def read_steps(self, name: str, episodes: Sequence[int] | None = None) -> np.ndarray:
+        """One per-step field (``state_in/*`` included) of many episodes, concatenated in the given
+        order (default: all episodes). One request per shard, covering the rows from its first to its
+        last selected episode, all shards concurrently; equal to concatenating :meth:`read` results."""
+        idx = self._select(episodes)
+        derived = name.startswith(STATE_IN)
+        stored = STATE_OUT + name.removeprefix(STATE_IN) if derived else name
+        if stored not in self.step_fields:
+            raise KeyError(f"no per-step field {name!r}; the store has {', '.join(self.fields)}")
+        e = self.episodes
+        shard, row, start, length = (e[k][idx] for k in ("shard", "row", "start", "length"))
+        spans = {
+            int(s): (int(start[shard == s].min()), int((start + length)[shard == s].max()))
+            for s in np.unique(shard)
+        }
+        requests = [(self._array(s, "steps/" + stored), slice(*span)) for s, span in spans.items()]
+        if derived:
+            rows = {s: (int(row[shard == s].min()), int(row[shard == s].max()) + 1) for s in spans}
+            requests += [(self._array(s, "episodes/" + STATE_IN0 + name.removeprefix(STATE_IN)), slice(*rows[s]))
+                         for s in spans]  # fmt: skip
+        got = _read_many(requests)
+        blocks, first_rows = (
+            dict(zip(spans, got, strict=False)),
+            dict(zip(spans, got[len(spans) :], strict=False)),
+        )
+        spec = self.step_fields[stored]
+        out = np.empty((int(length.sum()), *spec["shape"]), dtype=spec["dtype"])
+        ends = np.cumsum(length)
+        begins = ends - length
+        for s, block in blocks.items():
+            sel = np.flatnonzero(shard == s)
+            # destination rows in `out` and source rows in the shard's block, for every selected step
+            dest = np.concatenate([np.arange(begins[i], ends[i]) for i in sel])
+            src = np.concatenate([np.arange(start[i], start[i] + length[i]) for i in sel]) - spans[s][0]
+            if not derived:
+                out[dest] = block[src]
+                continue
+            first = np.isin(dest, begins[sel])  # state_in[t] = state_out[t - 1]; state_in0 at t = 0
+            out[dest[~first]] = block[src[~first] - 1]
+            out[begins[sel]] = first_rows[s][row[sel] - rows[s][0]]
+        return out
+
+    def read_episode_field(self, name: str, episodes: Sequence[int] | None = None) -> np.ndarray:
+        """One per-episode field (e.g. ``bottleneck``, ``state_in0/*``) of many episodes, ``(E, ...)``
+        in the given order (default: all). One request per shard."""
+        idx = self._select(episodes)
+        if name in self.episodes:
+            return self.episodes[name][idx]
+        if name not in self.episode_fields:
+            valid = sorted({*self.episode_fields, *self.episodes} - {"shard", "row"})
+            raise KeyError(f"no per-episode field {name!r}; the store has {', '.join(valid)}")
+        e = self.episodes
+        shard, row = e["shard"][idx], e["row"][idx]
+        spans = {
+            int(s): (int(row[shard == s].min()), int(row[shard == s].max()) + 1) for s in np.unique(shard)
+        }
+        got = _read_many([(self._array(s, "episodes/" + name), slice(*span)) for s, span in spans.items()])
+        spec = self.episode_fields[name]
+        out = np.empty((len(idx), *spec["shape"]), dtype=spec["dtype"])
+        for (s, span), block in zip(spans.items(), got, strict=True):
+            sel = shard == s
+            out[sel] = block[row[sel] - span[0]]
+        return out
+
     def info(self, index: int) -> dict[str, Any]:
         """Per-episode values of episode ``index``, including array-valued ones (``state_in0/*``)."""
         shard, row, _, _ = self._locate(index)

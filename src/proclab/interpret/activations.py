@@ -1,0 +1,208 @@
+"""One activation per step of many episodes, as an ``(N, D)`` float32 matrix with episode/step indices.
+
+Two kinds of source:
+
+* a **recorded state**: ``state_out/core.L`` (the whole layer as stored) or one of its tensors
+  ``state_out/core.L.NAME`` (cut out through the store's state layout, so an LSTM's ``h`` and
+  ``c`` or a fast-weight core's ``F`` are separable), and the same with ``state_in/`` (the state
+  entering each step, derived by the store). A bare ``core.L.NAME`` means ``state_out/``: row
+  ``t``'s state leaving step ``t`` is the one that produced row ``t``'s logits, value and action;
+* a **hook point** ``hook:NAME`` (any name of ``agent.hook_names()``, e.g. ``hook:torso.hook_fc``,
+  which also works for feed-forward agents): the agent is replayed on the stored frames,
+  batched over episodes, starting each episode from its stored ``state_in0`` (the state it
+  actually entered its first step with, so recordings and world-model samples replay alike)
+  and fed the stored previous raw reward when the agent reads it. A store without states
+  starts from the agent's initial state with ``first`` set at each episode's first step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from proclab.data.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width
+from proclab.data.store import EpisodeStore
+from proclab.errors import ProclabError, unknown_choice
+
+HOOK = "hook:"
+
+
+@dataclass(frozen=True)
+class Activations:
+    """``x[i]`` is the activation at step ``step[i]`` of episode ``episode[i]`` (store indices)."""
+
+    x: np.ndarray  # (N, D) float32
+    episode: np.ndarray  # (N,) int64
+    step: np.ndarray  # (N,) int64
+    source: str  # canonical name, e.g. "state_out/core.0.h" or "hook:torso.hook_fc"
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+
+def state_sources(store: EpisodeStore) -> dict[str, tuple[str, slice]]:
+    """Recorded state sources of a store: canonical name -> (stored field, columns of it)."""
+    layout = store.state_layout
+    out: dict[str, tuple[str, slice]] = {}
+    for prefix in (STATE_OUT, STATE_IN):
+        for field in store.fields:
+            if not field.startswith(prefix):
+                continue
+            layer = field.removeprefix(prefix)
+            out[field] = (field, slice(None))
+            offset = 0
+            for key, shape in layout.get(layer, []):
+                size = layer_width([(key, shape)])
+                out[prefix + key] = (field, slice(offset, offset + size))
+                offset += size
+    return out
+
+
+def canonical_source(store: EpisodeStore, source: str) -> str:
+    """``core.0.h`` -> ``state_out/core.0.h``; hooks and full names unchanged; unknown states refused."""
+    if source.startswith(HOOK):
+        return source
+    name = source if source.startswith((STATE_OUT, STATE_IN)) else STATE_OUT + source
+    valid = state_sources(store)
+    if name not in valid:
+        if not valid:
+            raise ProclabError(
+                f"episode store {str(store.path)!r} holds no agent state (a feed-forward agent, or "
+                f"recorded without states), so there is no {source!r}; analyse a hook point with --hook"
+            )
+        raise unknown_choice("state", source, valid)
+    return name
+
+
+def default_source(store: EpisodeStore) -> str:
+    """The first recorded state tensor leaving each step (``state_out/core.0.h`` for a GRU agent)."""
+    names = [n for n in state_sources(store) if n.startswith(STATE_OUT)]
+    if not names:
+        raise ProclabError(
+            f"episode store {str(store.path)!r} holds no agent state (a feed-forward agent, or recorded "
+            "without states); name a hook point to replay with --hook (e.g. torso.hook_fc)"
+        )
+    tensors = [n for n in names if n not in store.fields]
+    return (tensors or names)[0]
+
+
+def step_index(store: EpisodeStore, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(episode, step) of every row of a bulk read of ``episodes``."""
+    lengths = store.episodes["length"][episodes]
+    episode = np.repeat(episodes, lengths)
+    ends = np.cumsum(lengths)
+    step = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths)
+    return episode.astype(np.int64), step.astype(np.int64)
+
+
+def read_activation(
+    store: EpisodeStore,
+    source: str,
+    episodes: Sequence[int] | None = None,
+    *,
+    checkpoint: Path | None = None,
+    device: str = "cpu",
+    progress=None,
+) -> Activations:
+    """Activation ``source`` (a state name or ``hook:NAME``) at every step of ``episodes`` (default all).
+
+    ``checkpoint`` is the agent replayed for a hook (default: the one that recorded the store);
+    ``progress(done, total)`` is called as replay advances."""
+    idx = np.arange(store.num_episodes) if episodes is None else np.asarray(episodes, np.int64)
+    source = canonical_source(store, source)
+    episode, step = step_index(store, idx)
+    if source.startswith(HOOK):
+        x = _replay(store, source.removeprefix(HOOK), idx, checkpoint, device, progress)
+    else:
+        field, cols = state_sources(store)[source]
+        x = np.ascontiguousarray(store.read_steps(field, idx)[:, cols], dtype=np.float32)
+    return Activations(x=x, episode=episode, step=step, source=source)
+
+
+def recording_checkpoint(store: EpisodeStore) -> Path:
+    """The checkpoint whose agent recorded ``store`` (its first recording's)."""
+    recordings = store.recordings()
+    if not recordings:
+        raise ProclabError(
+            f"episode store {str(store.path)!r} was not written by proclab record, so its agent is unknown; "
+            "name it with --checkpoint"
+        )
+    return Path(next(iter(recordings.values()))["recording"]["checkpoint"])
+
+
+def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None, device: str = "cpu"):
+    """The agent that replays ``store`` for ``hook``, refused (one line) if it lacks the hook point or
+    cannot have produced the store's episodes (actions, games, state layout)."""
+    from proclab.rl.agents import load_agent
+    from proclab.rl.runtime import make_runtime
+
+    agent, env_config, _ = load_agent(checkpoint or recording_checkpoint(store), make_runtime(device, "fp32"))
+    if hook not in agent.hook_names():
+        raise unknown_choice("hook point", hook, agent.hook_names())
+    store.check_agent(agent.config.num_actions, agent.state_shapes(), env_config.games())
+    return agent
+
+
+def _replay(
+    store, hook, episodes, checkpoint, device, progress, batch: int = 16, chunk: int = 256
+) -> np.ndarray:
+    """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
+    import torch
+
+    from proclab.data.schema import unflatten_state
+    from proclab.models.hooks import capture
+
+    agent = replay_agent(store, hook, checkpoint, device)
+    layout = store.state_layout
+    stored_state = bool(layout) and all(STATE_OUT + layer in store.step_fields for layer in layout)
+    lengths = store.episodes["length"][episodes]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    out: np.ndarray | None = None
+    order = np.argsort(-lengths, kind="stable")  # similar lengths share a batch: little padding
+    dev = next(agent.parameters()).device
+    done = 0
+    for lo in range(0, len(order), batch):
+        members = order[lo : lo + batch]
+        ids = episodes[members]
+        lens = lengths[members]
+        T, B = int(lens.max()), len(members)
+        frames = store.read_steps("obs", ids)
+        obs = np.zeros((T, B, *frames.shape[1:]), frames.dtype)
+        rows = np.concatenate([np.arange(n) for n in lens])
+        cols = np.repeat(np.arange(B), lens)
+        obs[rows, cols] = frames
+        prev = np.zeros((T, B), np.float32)
+        if agent.config.prev_reward and "reward" in store.step_fields:
+            reward = store.read_steps("reward", ids).astype(np.float32)
+            keep = rows + 1 < lens[cols]
+            prev[rows[keep] + 1, cols[keep]] = reward[keep]
+        firsts = np.zeros((T, B), bool)
+        if stored_state:
+            flat = {layer: store.read_episode_field(STATE_IN0 + layer, ids) for layer in layout}
+            state = {k: torch.as_tensor(v, dtype=torch.float32, device=dev) for k, v in unflatten_state(flat, layout).items()}  # fmt: skip
+        else:
+            state = agent.initial_state(B, device=dev)
+            firsts[0] = True
+        acts = []
+        with torch.inference_mode(), capture(agent, hook, detach=True) as captured:
+            for t0 in range(0, T, chunk):
+                sl = slice(t0, min(T, t0 + chunk))
+                _, state = agent.unroll(
+                    torch.as_tensor(obs[sl], device=dev), state, torch.as_tensor(firsts[sl], device=dev),
+                    torch.as_tensor(prev[sl], device=dev),
+                )  # fmt: skip
+                a = captured[hook]
+                acts.append(a.reshape(sl.stop - sl.start, B, -1).float().cpu().numpy())
+                captured.calls(hook).clear()
+        act = np.concatenate(acts)  # (T, B, D)
+        if out is None:
+            out = np.empty((int(offsets[-1]), act.shape[-1]), np.float32)
+        for j, m in enumerate(members):
+            out[offsets[m] : offsets[m + 1]] = act[: lens[j], j]
+        done += int(lens.sum())
+        if progress is not None:
+            progress(done, int(offsets[-1]))
+    return out if out is not None else np.zeros((0, 0), np.float32)

@@ -1,0 +1,151 @@
+"""``proclab analyze env``: the world model's environment states ``env_h`` of a sample store.
+
+As the seed's ``env_h_analysis``: StandardScaler and PCA (``--pcs``, 128) of the per-step
+deterministic RSSM state, Ward clusters (kNN connectivity, ``--clusters``, 128) on the PCs that
+explain 95 % of the variance, and a 2-D t-SNE, each fitted on a seeded subsample and assigned to
+every point. Outputs in ``ANALYSIS/env/``: ``env.npz`` (episode, step, pcs, clusters, tsne),
+``summary.json`` and scatter plots coloured by cluster, sample step, the agent's action and
+value, and the predicted reward.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+import tyro
+
+from proclab.interpret.args import AnalysisArgs
+
+
+@dataclass(frozen=True)
+class EnvArgs(AnalysisArgs):
+    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {"pcs": 32, "clusters": 16, "fit_points": 5000, "plot_points": 5000},
+    }
+
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sample store (proclab wm sample; default: the one the analysis folder was made with)."""
+    pcs: int = 128
+    """Principal components kept of the standardised env states."""
+    clusters: int = 128
+    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
+    fit_points: int = 50_000
+    """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
+    perplexity: float = 30.0
+    """t-SNE perplexity."""
+    plot_points: int = 20_000
+    """Points drawn in the scatter plots (a seeded subsample)."""
+    plots: bool = True
+    """Write the PNG plots."""
+
+
+NAME = "env"
+FIELD = "env_h"
+
+
+def run_env(args: EnvArgs) -> Path:
+    from proclab.data.store import EpisodeStore
+    from proclab.errors import ProclabError
+    from proclab.interpret.activations import step_index
+    from proclab.interpret.clustering import (
+        check_clusters,
+        pcs_to,
+        silhouette,
+        standard_pca,
+        subsample,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
+    from proclab.interpret.progress import phases
+    from proclab.interpret.workspace import Workspace
+    from proclab.io.runs import write_json_atomic
+
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
+    store = EpisodeStore(samples)
+    if FIELD not in store.step_fields:
+        raise ProclabError(
+            f"episode store {str(samples)!r} has no per-step {FIELD} (a recording, not a world-model sample "
+            f"store?); analyze env needs the output of proclab wm sample. Its fields: {', '.join(store.fields)}"
+        )
+    ws.require_inputs(samples=samples)
+    episodes = np.arange(store.num_episodes)
+    points = store.num_steps
+    check_clusters(args.clusters, min(points, args.fit_points))
+    with phases(5, "analyze env") as ph:
+        with ph.phase("reading env states"):
+            x = store.read_steps(FIELD, episodes).astype(np.float32)
+            episode, step = step_index(store, episodes)
+            attrs = {
+                k: store.read_steps(k, episodes)
+                for k in ("action", "value", "reward")
+                if k in store.step_fields
+            }
+        with ph.phase("pca"):
+            fit = subsample(len(x), args.fit_points, args.seed)
+            pcs, ratio = standard_pca(x, fit, args.pcs)
+            n95 = pcs_to(ratio, 0.95)
+        with ph.phase("ward clusters"):
+            clusters = ward_fit_assign(pcs[:, :n95], fit, args.clusters)
+            sil = silhouette(pcs[fit, :n95], clusters[fit], args.seed)
+        with ph.phase("t-sne"):
+            tsne = tsne_fit_assign(pcs[:, :n95], fit, args.perplexity, args.seed)
+        out = ws.command_dir(NAME)
+        with ph.phase("writing"):
+            arrays = {
+                "episode": episode,
+                "step": step,
+                "pcs": pcs,
+                "clusters": clusters,
+                "tsne": tsne,
+                **attrs,
+            }
+            np.savez(out / "env.npz", **arrays)
+            files = [out / "env.npz"]
+            if args.plots:
+                files += _plots(out, arrays, args)
+    summary = {
+        "samples": str(samples.resolve()), "episodes": len(episodes), "points": len(x), "dim": x.shape[1],
+        "fit_points": len(fit), "pcs": pcs.shape[1],
+        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)},
+        "pcs_to_95": n95,
+        "clusters": {"n": args.clusters, "space_pcs": n95, "silhouette": sil,
+                     "sizes": np.bincount(clusters, minlength=args.clusters).tolist()},
+        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+    }  # fmt: skip
+    write_json_atomic(out / "summary.json", summary)
+    files.append(out / "summary.json")
+    ws.record_command(
+        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
+    )
+    return out
+
+
+def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
+    from proclab.envs.actions import ACTION_NAMES
+    from proclab.interpret import plots
+    from proclab.interpret.clustering import subsample
+
+    shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
+    panels = [
+        plots.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),
+        plots.Colouring("sample step", a["step"][shown]),
+        plots.Colouring("action", a["action"][shown], ACTION_NAMES) if "action" in a else None,
+        plots.Colouring("agent value", a["value"][shown]) if "value" in a else None,
+        plots.Colouring("predicted reward", a["reward"][shown]) if "reward" in a else None,
+    ]
+    panels = [p for p in panels if p is not None]
+    return [
+        plots.scatter_grid(a["pcs"][shown, :2], panels, out / "pca_scatter.png", "env states: PC 0 vs PC 1",
+                           ("PC 0", "PC 1")),
+        plots.scatter_grid(a["tsne"][shown], panels, out / "tsne_scatter.png", "env states: t-SNE",
+                           ("t-SNE 1", "t-SNE 2")),
+    ]  # fmt: skip

@@ -1,0 +1,315 @@
+"""``proclab analyze hidden``: the agent's hidden states, their basis, clusters and maps.
+
+Pipeline (the interpretation seed's ``hidden_analysis_precompute``, fitted on a subsample and
+assigned to all points, see :mod:`proclab.interpret.clustering`): read one activation per
+step of the first ``--episodes`` real episodes; z-score with their mean and std; drop kNN
+outliers; fit the basis (:mod:`proclab.interpret.basis`) on the inliers; Ward clusters on
+the PCs that explain 95 % of the variance; NMF of the min-shifted z-scored states; a 2-D
+t-SNE; generated states of ``--samples`` projected onto the same basis and tested for lying
+inside the real cloud. Outputs in ``ANALYSIS/hidden/``: ``hidden.npz`` (per point:
+episode, step, outlier, fit, pcs, ics, clusters, nmf, tsne, entropy), ``generated.npz``,
+``summary.json`` and the PNGs; the basis in ``ANALYSIS/basis.npz``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
+import numpy as np
+import tyro
+
+from proclab.interpret.args import AnalysisArgs
+
+if TYPE_CHECKING:
+    from proclab.data.store import EpisodeStore
+    from proclab.interpret.basis import Basis
+
+
+@dataclass(frozen=True)
+class HiddenArgs(AnalysisArgs):
+    """Hidden-state analysis: outliers, the PCA/ICA basis, Ward clusters, NMF, t-SNE and their plots."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {"episodes": 200, "clusters": 8, "nmf": 8, "fit_points": 5000, "plot_points": 5000},
+    }
+
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """Episode store of real episodes (default: the one the analysis folder was made with)."""
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sample store of the world model (proclab wm sample); its states are drawn over the real cloud."""
+    state: str | None = None
+    """Recorded state to analyse: core.L.NAME (e.g. core.0.h), [state_in/|state_out/]core.L[.NAME]
+    (default: the first recorded state tensor, leaving each step)."""
+    hook: str | None = None
+    """Analyse a hook point instead (e.g. torso.hook_fc), by replaying the agent on the stored frames."""
+    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """Agent to replay for --hook (default: the checkpoint that recorded the store)."""
+    episodes: int = 4000
+    """Real episodes to analyse (the store's first N; all if it has fewer)."""
+    n_ics: int = 16
+    """k: independent components, FastICA on the first k standardised PCs."""
+    clusters: int = 32
+    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
+    nmf: int = 16
+    """NMF components of the min-shifted z-scored states."""
+    outlier_k: int = 5
+    """Neighbours for outlier removal: a point whose median distance to its k nearest is above
+    mean + outlier_sigma * std of that distance is an outlier."""
+    outlier_sigma: float = 2.0
+    """Outlier threshold in standard deviations (see outlier_k)."""
+    fit_points: int = 50_000
+    """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
+    points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
+    perplexity: float = 30.0
+    """t-SNE perplexity."""
+    plot_points: int = 20_000
+    """Points drawn in the scatter plots (a seeded subsample)."""
+    plots: bool = True
+    """Write the PNG plots (off: arrays and summary.json only)."""
+    device: str = "auto"
+    """Torch device for --hook replay."""
+
+
+NAME = "hidden"
+ACCEPTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
+
+
+def entropy(logits: np.ndarray) -> np.ndarray:
+    """Entropy (nats) of the softmax policy of each row of logits."""
+    z = logits - logits.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return -(np.exp(logp) * logp).sum(1)
+
+
+def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PC and IC coordinates of every row, float32, in chunks (no float64 copy of all points)."""
+    from proclab.interpret.clustering import chunks
+
+    pcs = np.empty((len(x), basis.dim), np.float32)
+    ics = np.empty((len(x), basis.n_ics), np.float32)
+    for sl in chunks(len(x)):
+        pcs[sl] = basis.to_pcs(x[sl])
+        ics[sl] = basis.to_ics(x[sl])
+    return pcs, ics
+
+
+def _nmf(zs: np.ndarray, fit: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, float]:
+    """NMF of min-shifted z-scored states, fitted on ``fit``; every row transformed (negatives clipped)."""
+    from sklearn.decomposition import NMF
+
+    from proclab.interpret.clustering import check_clusters, chunks
+
+    check_clusters(n, len(fit), "NMF components")
+    shift = zs[fit].min(0)
+    model = NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4)
+    model.fit(zs[fit] - shift)
+    out = np.empty((len(zs), n), np.float32)
+    for sl in chunks(len(zs)):
+        out[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
+    return out, float(model.reconstruction_err_)
+
+
+def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.ndarray]:
+    """What the plots colour by, per analysed step (state_out row t pairs with row t's outputs)."""
+    fields = store.step_fields
+    logits = "logits_clean" if "logits_clean" in fields else "logits"
+    out = {}
+    for name in ("action", "value", "reward"):
+        if name in fields:
+            out[name] = store.read_steps(name, episodes)
+    if logits in fields:
+        out["entropy"] = entropy(store.read_steps(logits, episodes).astype(np.float64))
+    if "terminated" in fields:
+        last = store.read_steps("terminated", episodes)
+        out["last"] = last | store.read_steps("truncated", episodes) if "truncated" in fields else last
+    return out
+
+
+def run_hidden(args: HiddenArgs) -> Path:
+    from scipy.stats import kurtosis
+
+    from proclab.data.store import EpisodeStore
+    from proclab.errors import ProclabError
+    from proclab.interpret.activations import (
+        HOOK,
+        canonical_source,
+        default_source,
+        read_activation,
+        recording_checkpoint,
+        replay_agent,
+    )
+    from proclab.interpret.basis import Basis, BasisConfig
+    from proclab.interpret.clustering import (
+        check_clusters,
+        inside_fraction,
+        knn_outliers,
+        pcs_to,
+        silhouette,
+        subsample,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
+    from proclab.interpret.progress import phases
+    from proclab.interpret.workspace import Workspace
+    from proclab.io.runs import write_json_atomic
+
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    data = ws.input_path("data", args.data, "--data DATA")
+    store = EpisodeStore(data)
+    if args.hook and args.state:
+        raise ProclabError("give --state NAME or --hook NAME, not both")
+    source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
+    checkpoint = args.checkpoint or (ws.inputs.get("checkpoint") and Path(ws.inputs["checkpoint"]))
+    if source.startswith(HOOK):
+        checkpoint = checkpoint or recording_checkpoint(store)
+        replay_agent(store, source.removeprefix(HOOK), checkpoint)  # a bad hook or agent stops here
+    samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
+    sample_store = EpisodeStore(samples) if samples else None
+    gen_source = canonical_source(sample_store, source) if sample_store else None
+    ws.require_inputs(data=data, samples=samples, activation=source, checkpoint=checkpoint)
+    if args.episodes < 1 or store.num_episodes == 0:
+        raise ProclabError(
+            f"--episodes {args.episodes} of a store of {store.num_episodes}: need at least one"
+        )
+    episodes = np.arange(min(args.episodes, store.num_episodes))
+    points = int(store.episodes["length"][episodes].sum())
+    check_clusters(args.clusters, min(points, args.fit_points))
+    check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
+
+    with phases(9 if sample_store else 8, "analyze hidden") as ph:
+        with ph.phase("reading states"):
+            acts = read_activation(store, source, episodes, checkpoint=checkpoint, device=args.device,
+                                   progress=ph.fraction)  # fmt: skip
+            x = acts.x
+            attrs = _step_attributes(store, episodes)
+        with ph.phase("outliers"):
+            mu, sd = x.mean(0), x.std(0)
+            sd[sd == 0] = 1.0
+            z = (x - mu) / sd
+            fit = subsample(len(x), args.fit_points, args.seed)
+            outliers = knn_outliers(z, fit, args.outlier_k, args.outlier_sigma)
+            fit_in = fit[~outliers.mask[fit]]
+            check_clusters(args.clusters, len(fit_in))
+        with ph.phase("basis"):
+            provenance = {"data": str(data.resolve()), "activation": source, "episodes": len(episodes),
+                          "points": len(fit_in), "checkpoint": str(checkpoint) if checkpoint else None}  # fmt: skip
+            basis = Basis.fit(x[fit_in], BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
+            pcs, ics = _project(basis, x)
+            ratio = basis.explained_variance_ratio
+            n95 = pcs_to(ratio, 0.95)
+        with ph.phase("ward clusters"):
+            clusters = ward_fit_assign(pcs[:, :n95], fit_in, args.clusters)
+        with ph.phase("nmf"):
+            zs = ((x - basis.mean) / basis.std).astype(np.float32)
+            nmf, nmf_err = _nmf(zs, fit_in, args.nmf, args.seed)
+            del zs
+        with ph.phase("t-sne"):
+            tsne = tsne_fit_assign(pcs[:, :n95], fit_in, args.perplexity, args.seed)
+        with ph.phase("statistics"):
+            inliers = ~outliers.mask
+            sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
+            kurt = kurtosis(ics[inliers], axis=0)
+        generated = None
+        if sample_store is not None:
+            with ph.phase("generated states"):
+                gen = read_activation(sample_store, gen_source, checkpoint=checkpoint, device=args.device)
+                gen_pcs, gen_ics = _project(basis, gen.x)
+                inside = inside_fraction(z[fit_in], outliers.threshold, (gen.x - mu) / sd, args.outlier_k)
+                generated = {"episode": gen.episode, "step": gen.step, "pcs": gen_pcs, "ics": gen_ics,
+                             "inside": inside}  # fmt: skip
+        out = ws.command_dir(NAME)
+        with ph.phase("writing"):
+            fit_mask = np.zeros(len(x), bool)
+            fit_mask[fit_in] = True
+            arrays = {"episode": acts.episode, "step": acts.step, "outlier": outliers.mask, "fit": fit_mask,
+                      "knn_distance": outliers.distance.astype(np.float32), "pcs": pcs, "ics": ics,
+                      "clusters": clusters, "nmf": nmf, "tsne": tsne, **attrs}  # fmt: skip
+            np.savez(out / "hidden.npz", **arrays)
+            files = [out / "hidden.npz"]
+            if generated is not None:
+                np.savez(out / "generated.npz", **generated)
+                files.append(out / "generated.npz")
+            basis.save(ws.basis_path)
+            files.append(ws.basis_path)
+            if args.plots:
+                files += _plots(out, arrays, basis, generated, args)
+    k = basis.n_ics
+    summary = {
+        "activation": source, "data": str(data.resolve()), "samples": str(samples) if samples else None,
+        "episodes": len(episodes), "points": len(x), "dim": basis.dim, "fit_points": len(fit),
+        "outliers": int(outliers.mask.sum()), "outlier_share": float(outliers.mask.mean()),
+        "outlier_threshold": outliers.threshold,
+        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*ACCEPTED_PCS, k) if n <= len(ratio)},
+        "pcs_to_95": n95,
+        "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
+        "clusters": {"n": args.clusters, "space_pcs": n95, "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
+                     "silhouette": sil},
+        "nmf": {"n": args.nmf, "reconstruction_error": nmf_err},
+        "tsne": {"perplexity": args.perplexity, "fit_points": len(fit_in)},
+        "generated": None if generated is None else {
+            "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
+        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+    }  # fmt: skip
+    write_json_atomic(out / "summary.json", summary)
+    files.append(out / "summary.json")
+    ws.record_command(
+        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
+    )
+    return out
+
+
+def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:
+    from proclab.envs.actions import ACTION_NAMES
+    from proclab.interpret import plots
+    from proclab.interpret.clustering import subsample
+
+    shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
+    shown = shown[~a["outlier"][shown]]
+    progress = a["step"] / np.maximum(1, _episode_lengths(a["episode"]))
+    k, n_nmf = basis.n_ics, a["nmf"].shape[1]
+    panels = [
+        plots.Colouring("action", a["action"][shown], ACTION_NAMES) if "action" in a else None,
+        plots.Colouring("value", a["value"][shown]) if "value" in a else None,
+        plots.Colouring("policy entropy (clean logits)", a["entropy"][shown]) if "entropy" in a else None,
+        plots.Colouring("reward", a["reward"][shown]) if "reward" in a else None,
+        plots.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),
+        plots.Colouring("episode progress", progress[shown]),
+        plots.Colouring("last step", a["last"][shown].astype(int), ["no", "last step"])
+        if "last" in a
+        else None,
+        plots.Colouring("IC argmax", np.abs(a["ics"][shown]).argmax(1), [f"IC{m}" for m in range(k)]),
+        plots.Colouring("NMF argmax", a["nmf"][shown].argmax(1), [f"NMF{m}" for m in range(n_nmf)]),
+    ]
+    panels = [p for p in panels if p is not None]
+    gen_pcs = None if generated is None else generated["pcs"][:, :2]
+    files = [
+        plots.scatter_grid(a["pcs"][shown, :2], panels, out / "pca_scatter.png", "hidden states: PC 0 vs PC 1",
+                           ("PC 0", "PC 1"), gen_pcs, "generated"),
+        plots.scatter_grid(a["tsne"][shown], panels, out / "tsne_scatter.png", "hidden states: t-SNE",
+                           ("t-SNE 1", "t-SNE 2")),
+        plots.variance_explained(basis.explained_variance_ratio, k, out / "variance_explained.png",
+                                 "variance explained by the PCs of the z-scored states"),
+    ]  # fmt: skip
+    firsts = np.unique(a["episode"])[:12]
+    paths = [a["pcs"][a["episode"] == e, :2] for e in firsts]
+    files.append(plots.trajectories(a["pcs"][shown, :2], paths, out / "trajectories_pca.png",
+                                    "episodes in PC space (green: start, red: end)", ("PC 0", "PC 1")))  # fmt: skip
+    extra = None if generated is None else {"generated": generated["ics"]}
+    inl = ~a["outlier"]
+    files.append(plots.histograms(a["ics"][inl], out / "ic_histograms.png", "IC coordinates", "IC", extra))
+    if generated is not None:
+        pairs = [("PC 0", "PC 1", 0, 1, "pcs"), ("PC 2", "PC 3", 2, 3, "pcs"), ("IC 0", "IC 1", 0, 1, "ics")]
+        files.append(plots.overlays(a, generated, shown, pairs, out / "generated_over_real.png",
+                                    "generated states (black) over the real states (grey)"))  # fmt: skip
+    return files
+
+
+def _episode_lengths(episode: np.ndarray) -> np.ndarray:
+    """Length of each point's episode (the number of its points)."""
+    _, inverse, counts = np.unique(episode, return_inverse=True, return_counts=True)
+    return counts[inverse]

@@ -1,0 +1,88 @@
+"""Tiny stores for the interpretation tests: recordings of a GRU, an LSTM and a feed-forward agent; a tiny
+world model trained on a GRU agent's recording and its (modal, greedy) samples."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proclab.cli import main
+from proclab.data import ShardWriter
+from proclab.data.schema import STATE_LAYOUT_ATTR
+from proclab.envs import EnvConfig
+from proclab.models import AgentConfig
+from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from support import TINY_AGENT, agent_checkpoint
+from worldmodel.conftest import make_agent_checkpoint, tiny_config
+from worldmodel.conftest import record as record_coinrun
+
+THREADS = ["--torch-threads", "1"]
+
+
+def record(tmp: Path, core: str, episodes: int = 6, **agent) -> Path:
+    """A freshly initialised agent of ``core`` recorded for a few bossfight episodes."""
+    config = AgentConfig(core=core, rnn_size=16, **TINY_AGENT, **agent)
+    ckpt = agent_checkpoint(tmp / "run", config, EnvConfig(game=("bossfight",), num_envs=3))
+    store = tmp / "DATA"
+    main(["record", str(ckpt), "--episodes", str(episodes), "--num-envs", "3", "--out", str(store), *THREADS])
+    return store
+
+
+@pytest.fixture(scope="session")
+def gru_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("gru"), "gru")
+
+
+@pytest.fixture(scope="session")
+def lstm_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("lstm"), "lstm", episodes=3, prev_reward=True)
+
+
+@pytest.fixture(scope="session")
+def ff_store(tmp_path_factory) -> Path:
+    return record(tmp_path_factory.mktemp("ff"), "none", episodes=3)
+
+
+def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env: int = 24, seed: int = 0,
+                  inits: tuple[str, ...] = ("informed", "random")) -> Path:  # fmt: skip
+    """A sample store shaped like proclab wm sample's output (GRU agent of ``width`` units): per step
+    obs, action, value, reward, env_h and the agent state; per sample bottleneck, init and state_in0."""
+    rng = np.random.default_rng(seed)
+    layout = {"core.0": [["core.0.h", [width]]]}
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout}, commit_seconds=0) as w:
+        for i in range(n):
+            init = inits[i % len(inits)]
+            shift = 0.0 if init == "informed" else 1.5
+            w.append(
+                {"obs": rng.integers(0, 255, (steps, 3, 64, 64), dtype=np.uint8), "action": rng.integers(0, 15, steps),
+                 "value": rng.normal(size=steps).astype(np.float32), "reward": np.zeros(steps, np.float32),
+                 "terminated": np.zeros(steps, bool), "step": np.arange(steps, dtype=np.int32),
+                 "env_h": (rng.normal(size=(steps, env)) + i % 3 * 4).astype(np.float32),
+                 "state_out/core.0": np.tanh(rng.normal(size=(steps, width))).astype(np.float32)},
+                {"bottleneck": (rng.normal(size=12) + shift).astype(np.float32), "init": init, "game": "bossfight",
+                 "state_in0/core.0": np.zeros(width, np.float32)},
+            )  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory) -> Path:
+    return write_samples(tmp_path_factory.mktemp("samples") / "SAMPLES")
+
+
+@pytest.fixture(scope="session")
+def wm_run(tmp_path_factory) -> Path:
+    """A tiny world model trained for a few updates on two coinrun episodes of a tiny GRU agent."""
+    from proclab.worldmodel.train import train_world_model
+
+    root = tmp_path_factory.mktemp("interpret")
+    store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
+    return train_world_model(tiny_config(store, root / "runs", total_updates=2), progress=False)
+
+
+@pytest.fixture(scope="session")
+def samples(wm_run, tmp_path_factory) -> Path:
+    """Five modal, greedy samples of six steps of that world model (what saliency re-simulates)."""
+    out = tmp_path_factory.mktemp("samples") / "samples.zarr"
+    return sample_rollouts(SampleArgs(checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0,
+                                      device="cpu", torch_threads=1), progress=False)  # fmt: skip
