@@ -8,6 +8,7 @@ so the pool changes nothing the page does, and writing 6000 x 4 PNGs would only 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,58 @@ def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, c
 def make_synthetic_panel():
     """:func:`synthetic_panel` for tests (conftest helpers are not importable by name)."""
     return synthetic_panel
+
+
+K_TINY = 6
+
+
+def tiny_analysis(root: Path) -> Path:
+    """A small analysis folder laid out as the analyze commands write it: real and sample stores, a
+    basis, a simulated saliency run (both env-grads settings for sample 0), a --real saliency run,
+    behaviours, and an agent run directory with metrics.csv and an eval file."""
+    from interpret.conftest import write_samples
+
+    from proclab.data import EpisodeStore, ShardWriter
+    from proclab.interpret.activations import read_activation
+    from proclab.interpret.basis import Basis, BasisConfig
+    from proclab.interpret.workspace import Workspace
+
+    rng = np.random.default_rng(3)
+    data = write_samples(root / "DATA", n=12, steps=30, seed=1)
+    samples = write_samples(root / "SAMPLES", n=40, steps=10, seed=2)
+    run = root / "run"
+    (run / "checkpoints" / "step_000000002048").mkdir(parents=True)
+    (run / "metrics.csv").write_text("step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n")
+    rows = [{"split": s, "game": "bossfight", "episodes": 20, "return_mean": r, "return_std": 1.0, "return_sem": 0.2,
+             "length_mean": 300.0, "level_complete_rate": 0.4, "normalized_score": 0.3} for s, r in (("train", 5.0), ("test1", 4.0))]  # fmt: skip
+    (run / "eval_test.json").write_text(json.dumps({"mode": "easy", "rows": rows, "aggregate": {}}))
+    ws = Workspace.open(root / "A")
+    source = "state_out/core.0.h"
+    ws.require_inputs(data=data, samples=samples, activation=source, checkpoint=run / "checkpoints" / "step_000000002048")
+    x = read_activation(EpisodeStore(data), source).x
+    ws.record_command("hidden", {}, [], 0.0)
+    Basis.fit(x, BasisConfig(n_ics=K_TINY), {"test": True}).save(ws.basis_path)
+
+    sim = EpisodeStore(samples)
+    with ShardWriter(root / "A" / "saliency" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for i, env_grads in [(0, False), *((i, True) for i in range(24))]:
+            got = sim.read(i, ["obs", "action", "value"])
+            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
+                               for k in ("value", "action") for p in ("frame", "ic")}}  # fmt: skip
+            w.append(steps, {"sample": i, "env_grads": env_grads, "target_step": 4})
+    real = EpisodeStore(data)
+    with ShardWriter(root / "A" / "saliency-real" / "store.zarr", attrs={"saliency": {"data": str(data), "step": 4, "window": 10}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for e in range(5):
+            got = real.read(e, ["obs", "action"], 3, 13)
+            steps = {**got, "grad/value/frame": rng.normal(size=(10, 3, 64, 64)).astype(np.float32)}
+            w.append(steps, {"episode": e, "offset": 3, "target_step": 4})
+    (root / "A" / "behaviours").mkdir()
+    np.savez(root / "A" / "behaviours" / "labels.npz", ids=np.arange(40), labels=np.arange(40) % 3)
+    return root / "A"
+
+
+@pytest.fixture(scope="session")
+def analysis(tmp_path_factory) -> Path:
+    return tiny_analysis(tmp_path_factory.mktemp("analysis"))
