@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from proclab.cli import main
 from proclab.panel.bundle import read_array
 from proclab.panel.server import make_server, url_of
 
@@ -108,8 +109,10 @@ def canvas_pixels(page, canvas: str) -> np.ndarray:
     return np.array(data, np.uint8).reshape(256, 256, 4)
 
 
-def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, session_for):
-    panel = make_synthetic_panel(tmp_path / "panel", n_samples=300, n_real=5, chunk=100)
+def test_a_researcher_browses_filters_and_plays(tmp_path, analysis, session_for):
+    panel = tmp_path / "panel"
+    main(["panel", "export", str(analysis), "--out", str(panel), "--samples", "40", "--real", "5", "--chunk", "8",
+          "--background", "300"])  # fmt: skip
     doc = json.loads((panel / "data" / "panel.json").read_text())
     ics = read_array(panel, doc, "ics")
     grad_value = read_array(panel, doc, "grad:value")
@@ -118,16 +121,16 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, 
     page = s.page
 
     # pick a sample (in the second chunk, so a chunk is fetched on demand)
-    page.select_option("#sample", "137")
-    page.wait_for_function("document.body.dataset.sample === '137'")
-    assert f"behaviour {doc['samples'][137]['behaviour']}" in page.inner_text("#sample-info")
+    page.select_option("#sample", "13")
+    page.wait_for_function("document.body.dataset.sample === '13'")
+    assert f"behaviour {doc['samples'][13]['behaviour']}" in page.inner_text("#sample-info")
 
     # axes: two ICs; the highlighted trajectory is this sample's loadings
     page.select_option("#x-axis", "ics:2")
     page.select_option("#y-axis", "ics:5")
     page.wait_for_function("document.getElementById('scatter').layout.xaxis.title.text === 'IC 2'")
     trajectory = js(page, "[document.getElementById('scatter').data[1].x, document.getElementById('scatter').data[1].y]")
-    np.testing.assert_allclose(trajectory, [ics[137, :, 2], ics[137, :, 5]], rtol=1e-6)
+    np.testing.assert_allclose(trajectory, [ics[13, :, 2], ics[13, :, 5]], rtol=1e-6)
 
     # saliency: the value map blended over the frame, different from the action map
     page.select_option("#saliency", "action")
@@ -146,10 +149,10 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, 
     page.select_option("#bar-target", "value")
     page.wait_for_timeout(300)
     bars = js(page, "[document.getElementById('bars').data[0].y, document.getElementById('bars').data[0].marker.color]")
-    np.testing.assert_allclose(bars[0], ics[137, 1], rtol=1e-6)
-    np.testing.assert_allclose(bars[1], grad_value[137, 1], rtol=1e-6)
+    np.testing.assert_allclose(bars[0], ics[13, 1], rtol=1e-6)
+    np.testing.assert_allclose(bars[1], grad_value[13, 1], rtol=1e-6)
     marker = js(page, "document.getElementById('scatter').data[2].x[0]")
-    assert marker == pytest.approx(float(ics[137, 1, 2]), rel=1e-6)
+    assert marker == pytest.approx(float(ics[13, 1, 2]), rel=1e-6)
 
     # play, then pause: the step advances while playing and stands still after
     page.click("#play")
@@ -162,12 +165,13 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, 
     # a range filter on IC 3 at steps 2-4: the count equals numpy's
     page.select_option("#filter-field", "ics")
     page.select_option("#filter-index", "3")
-    page.fill("#filter-lo", "-0.5")
-    page.fill("#filter-hi", "1.25")
+    x = ics[:, 2:5, 3]
+    lo, hi = (float(np.float32(q)) for q in np.quantile(x, [0.1, 0.9]))
+    page.fill("#filter-lo", repr(lo))
+    page.fill("#filter-hi", repr(hi))
     page.fill("#filter-steps", "2-4")
     page.click("#filter-apply")
-    x = ics[:, 2:5, 3]
-    in_range = ((x >= -0.5) & (x <= 1.25)).all(axis=1)
+    in_range = ((x >= lo) & (x <= hi)).all(axis=1)
     assert 0 < in_range.sum() < len(in_range)
     assert wait_count(page, int(in_range.sum())) == in_range.sum()
 
@@ -178,17 +182,17 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, 
     shown = js(page, "Array.from(document.getElementById('sample').options, o => +o.value)")
     assert shown == np.flatnonzero(in_range & behaviour).tolist()
 
-    # a gradient-loading filter: NaN (real episodes, no IC gradients) never matches
+    # a gradient-loading filter: NaN (samples outside the saliency run, real windows) never matches
     page.click("#filter-clear")
-    grad_ic0 = read_array(panel, doc, "grad:ic:0")
-    page.select_option("#filter-field", "grad:ic:0")
+    grad_at4 = read_array(panel, doc, "grad:value")
+    page.select_option("#filter-field", "grad:value")
     page.select_option("#filter-index", "0")
     page.fill("#filter-lo", "-100")
     page.fill("#filter-hi", "100")
     page.fill("#filter-steps", "4")
     page.click("#filter-apply")
-    expected = int(((grad_ic0[:, 4, 0] >= -100) & (grad_ic0[:, 4, 0] <= 100)).sum())
-    assert expected == 300
+    expected = int(((grad_at4[:, 4, 0] >= -100) & (grad_at4[:, 4, 0] <= 100)).sum())
+    assert expected == 24  # the samples of the saliency run
     assert wait_count(page, expected) == expected
 
     # extrema lists: top 1 % of IC 1 at the saliency step
@@ -200,8 +204,8 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, make_synthetic_panel, 
     assert wait_count(page, len(top)) == len(top)
 
     page.click("#filter-clear")
-    page.select_option("#behaviour", "4")
-    assert wait_count(page, len(doc["behaviours"][4]["members"])) == len(doc["behaviours"][4]["members"])
+    page.select_option("#behaviour", "1")
+    assert wait_count(page, len(doc["behaviours"][1]["members"])) == len(doc["behaviours"][1]["members"])
     page.wait_for_timeout(300)
 
     shot = tmp_path / "panel.png"
