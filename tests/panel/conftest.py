@@ -107,7 +107,6 @@ def tiny_analysis(root: Path) -> Path:
     basis, a simulated saliency run (both env-grads settings for sample 0), a --real saliency run,
     behaviours, and an agent run directory with metrics.csv and an eval file."""
     from interpret.conftest import write_samples
-
     from proclab.data import EpisodeStore, ShardWriter
     from proclab.interpret.activations import read_activation
     from proclab.interpret.basis import Basis, BasisConfig
@@ -118,13 +117,17 @@ def tiny_analysis(root: Path) -> Path:
     samples = write_samples(root / "SAMPLES", n=40, steps=10, seed=2)
     run = root / "run"
     (run / "checkpoints" / "step_000000002048").mkdir(parents=True)
-    (run / "metrics.csv").write_text("step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n")
+    (run / "metrics.csv").write_text(
+        "step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n"
+    )
     rows = [{"split": s, "game": "bossfight", "episodes": 20, "return_mean": r, "return_std": 1.0, "return_sem": 0.2,
              "length_mean": 300.0, "level_complete_rate": 0.4, "normalized_score": 0.3} for s, r in (("train", 5.0), ("test1", 4.0))]  # fmt: skip
     (run / "eval_test.json").write_text(json.dumps({"mode": "easy", "rows": rows, "aggregate": {}}))
     ws = Workspace.open(root / "A")
     source = "state_out/core.0.h"
-    ws.require_inputs(data=data, samples=samples, activation=source, checkpoint=run / "checkpoints" / "step_000000002048")
+    ws.require_inputs(
+        data=data, samples=samples, activation=source, checkpoint=run / "checkpoints" / "step_000000002048"
+    )
     x = read_activation(EpisodeStore(data), source).x
     ws.record_command("hidden", {}, [], 0.0)
     Basis.fit(x, BasisConfig(n_ics=K_TINY), {"test": True}).save(ws.basis_path)

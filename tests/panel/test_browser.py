@@ -7,6 +7,7 @@ compares it with what Python computes from the exported files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,7 +35,9 @@ CHROMIUM_FLAGS = [
 def chromium() -> str:
     path = os.environ.get("PROCLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).is_file():
-        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (or set PROCLAB_CHROMIUM)")
+        pytest.fail(
+            "the browser tests need Debian's chromium: apt-get install -y chromium (or set PROCLAB_CHROMIUM)"
+        )
     return path
 
 
@@ -97,15 +100,21 @@ def count_shown(page) -> int:
 
 
 def wait_count(page, expected: int) -> int:
-    try:
-        page.wait_for_function(f"document.getElementById('match-count').textContent === '{expected}'", timeout=20_000)
-    except Exception:
-        pass  # the assert below shows the count the page settled on
+    """The shown count once it reads ``expected``, or whatever it settled on (for the assert's message)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            f"document.getElementById('match-count').textContent === '{expected}'", timeout=20_000
+        )
     return count_shown(page)
 
 
 def canvas_pixels(page, canvas: str) -> np.ndarray:
-    data = js(page, f"Array.from(document.getElementById('{canvas}').getContext('2d').getImageData(0,0,256,256).data)")
+    data = js(
+        page,
+        f"Array.from(document.getElementById('{canvas}').getContext('2d').getImageData(0,0,256,256).data)",
+    )
     return np.array(data, np.uint8).reshape(256, 256, 4)
 
 
@@ -129,7 +138,9 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, analysis, session_for)
     page.select_option("#x-axis", "ics:2")
     page.select_option("#y-axis", "ics:5")
     page.wait_for_function("document.getElementById('scatter').layout.xaxis.title.text === 'IC 2'")
-    trajectory = js(page, "[document.getElementById('scatter').data[1].x, document.getElementById('scatter').data[1].y]")
+    trajectory = js(
+        page, "[document.getElementById('scatter').data[1].x, document.getElementById('scatter').data[1].y]"
+    )
     np.testing.assert_allclose(trajectory, [ics[13, :, 2], ics[13, :, 5]], rtol=1e-6)
 
     # saliency: the value map blended over the frame, different from the action map
@@ -148,7 +159,10 @@ def test_a_researcher_browses_filters_and_plays(tmp_path, analysis, session_for)
     page.wait_for_function("document.body.dataset.step === '1'")
     page.select_option("#bar-target", "value")
     page.wait_for_timeout(300)
-    bars = js(page, "[document.getElementById('bars').data[0].y, document.getElementById('bars').data[0].marker.color]")
+    bars = js(
+        page,
+        "[document.getElementById('bars').data[0].y, document.getElementById('bars').data[0].marker.color]",
+    )
     np.testing.assert_allclose(bars[0], ics[13, 1], rtol=1e-6)
     np.testing.assert_allclose(bars[1], grad_value[13, 1], rtol=1e-6)
     marker = js(page, "document.getElementById('scatter').data[2].x[0]")

@@ -31,7 +31,10 @@ def test_schema_rejects_a_broken_document(tmp_path, make_synthetic_panel):
         {**doc, "version": 2},
         {**doc, "samples": [{**doc["samples"][0], "kind": "imagined"}]},
         {**doc, "samples": [{**doc["samples"][0], "strips": {"obs": "../../etc/passwd"}}]},
-        {**doc, "arrays": {**doc["arrays"], "ics": {"shape": [5, 10], "chunk": 1, "files": ["arrays/x.f32"]}}},
+        {
+            **doc,
+            "arrays": {**doc["arrays"], "ics": {"shape": [5, 10], "chunk": 1, "files": ["arrays/x.f32"]}},
+        },
     ):
         with pytest.raises(jsonschema.ValidationError):
             validator.validate(broken)

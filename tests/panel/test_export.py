@@ -42,7 +42,9 @@ def test_loadings_are_the_folder_basis_applied_to_the_stores(panel, analysis):
     samples = EpisodeStore(ws.inputs["samples"])
     x = read_activation(samples, ws.inputs["activation"], np.arange(30)).x.reshape(30, 10, -1)
     ics = read_array(out, doc, "ics")
-    np.testing.assert_allclose(ics[:30], basis.to_ics(x.reshape(300, -1)).reshape(30, 10, -1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ics[:30], basis.to_ics(x.reshape(300, -1)).reshape(30, 10, -1), rtol=1e-5, atol=1e-5
+    )
     np.testing.assert_allclose(read_array(out, doc, "pcs")[:30], basis.to_pcs(x.reshape(300, -1))[:, :16].reshape(30, 10, -1),
                                rtol=1e-5, atol=1e-5)  # fmt: skip
     real = EpisodeStore(ws.inputs["data"])
@@ -73,7 +75,11 @@ def test_behaviours_extrema_and_agent_context(panel):
     ics = read_array(out, doc, "ics")
     top = doc["extrema"]["saliency_step"][2]["top"]
     assert top == [int(np.argmax(ics[:, 4, 2]))]  # 1 % of 34 rounds to one sample
-    assert doc["training"] == {"metric": "charts/episodic_return", "steps": [2048.0, 4096.0], "values": [3.5, 6.25]}
+    assert doc["training"] == {
+        "metric": "charts/episodic_return",
+        "steps": [2048.0, 4096.0],
+        "values": [3.5, 6.25],
+    }
     assert [(r["split"], r["return_mean"]) for r in doc["eval"]] == [("train", 5.0), ("test1", 4.0)]
     assert doc["interventions"] == []
 
@@ -88,7 +94,11 @@ def test_intervention_summaries_and_videos_are_carried(analysis, tmp_path):
         out = export(ExportArgs(analysis, tmp_path / "P", samples=3, real=0, background=50), progress=False)
         doc = json.loads((out / "data" / "panel.json").read_text())
         assert doc["interventions"] == [
-            {"name": "intervene-collapse", "summary": {"return_change": -1.5}, "video": "videos/intervene-collapse.mp4"}
+            {
+                "name": "intervene-collapse",
+                "summary": {"return_change": -1.5},
+                "video": "videos/intervene-collapse.mp4",
+            }
         ]
         assert (out / "data" / "videos" / "intervene-collapse.mp4").read_bytes() == b"not really a video"
     finally:

@@ -91,7 +91,7 @@ def test_serves_files_inside_with_types(served):
     ],
 )
 def test_every_traversal_form_is_404(served, path):
-    tmp, port = served
+    _tmp, port = served
     status, body, _ = request(port, path)
     assert status == 404, path
     assert SECRET not in body
@@ -116,7 +116,7 @@ def test_free_port_choice_and_loopback(tmp_path):
     try:
         assert a.server_address[0] == b.server_address[0] == "127.0.0.1"
         assert a.server_port > 0 and b.server_port > 0 and a.server_port != b.server_port
-        with pytest.raises(ProclabError, match=f"--port 0"):  # a port in use names the way out
+        with pytest.raises(ProclabError, match="--port 0"):  # a port in use names the way out
             make_server(tmp_path, a.server_port, quiet=True)
     finally:
         a.server_close()

@@ -116,7 +116,7 @@ def extrema(loadings: np.ndarray, steps: list[int] | None = None, fraction: floa
         v = x[:, :, c].ravel()
         finite = np.flatnonzero(np.isfinite(v))
         order = finite[np.argsort(v[finite], kind="stable")]
-        m = max(1, int(round(len(order) * fraction))) if len(order) else 0
+        m = max(1, round(len(order) * fraction)) if len(order) else 0
         mid = (len(order) - m) // 2
         lists = {"top": order[len(order) - m :], "middle": order[mid : mid + m], "bottom": order[:m]}
         out.append({k: sorted(set((idx // n_steps).tolist())) for k, idx in lists.items()})
@@ -129,6 +129,8 @@ def histograms(loadings: np.ndarray, bins: int = 40) -> list[dict]:
     for c in range(loadings.shape[-1]):
         v = loadings[..., c].ravel()
         v = v[np.isfinite(v)]
-        counts, edges = np.histogram(v, bins=bins) if len(v) else (np.zeros(bins, int), np.linspace(0, 1, bins + 1))
+        counts, edges = (
+            np.histogram(v, bins=bins) if len(v) else (np.zeros(bins, int), np.linspace(0, 1, bins + 1))
+        )
         out.append({"edges": rounded(edges, 4), "counts": counts.astype(int).tolist()})
     return out

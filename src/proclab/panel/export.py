@@ -90,7 +90,9 @@ def _saliency_stores(ws) -> tuple[tuple | None, tuple | None]:
 
 
 def _grad_keys(store) -> list[str]:
-    return sorted({f.split("/")[1] for f in store.step_fields if f.startswith("grad/") and f.endswith("/frame")})
+    return sorted(
+        {f.split("/")[1] for f in store.step_fields if f.startswith("grad/") and f.endswith("/frame")}
+    )
 
 
 def _saliency_rows(entry, ids_wanted, episode_field: str) -> dict[int, int]:
@@ -100,7 +102,9 @@ def _saliency_rows(entry, ids_wanted, episode_field: str) -> dict[int, int]:
     _, store, _ = entry
     ids = store.read_episode_field(episode_field)
     env = (
-        store.read_episode_field("env_grads") if "env_grads" in store.episode_fields else np.ones(len(ids), bool)
+        store.read_episode_field("env_grads")
+        if "env_grads" in store.episode_fields
+        else np.ones(len(ids), bool)
     )
     wanted = set(int(i) for i in ids_wanted)
     out: dict[int, int] = {}
@@ -117,7 +121,9 @@ def _add(rows: Rows, basis, x: np.ndarray, n_pcs: int, sample: dict, grads: dict
     rows.samples.append(sample)
 
 
-def _saliency_pictures(rows: Rows, tag: str, store, row: int, keys: list[str], frames: np.ndarray, step: int) -> dict:
+def _saliency_pictures(
+    rows: Rows, tag: str, store, row: int, keys: list[str], frames: np.ndarray, step: int
+) -> dict:
     from proclab.interpret.saliency_maps import overlay, process
 
     names = {}
@@ -141,19 +147,25 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
     basis = ws.basis()
     source = ws.inputs.get("activation")
     if source is None:
-        raise ProclabError(f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden` on it")
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden` on it"
+        )
     if args.samples < 0 or args.real < 0 or args.chunk < 1 or args.background < 1:
         raise ProclabError("--samples and --real must be >= 0, --chunk and --background >= 1")
     data = EpisodeStore(ws.inputs["data"]) if ws.inputs.get("data") else None
     sim_store = EpisodeStore(ws.inputs["samples"]) if ws.inputs.get("samples") else None
     if data is None and sim_store is None:
-        raise ProclabError(f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store")
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
+        )
     sim_sal, real_sal = _saliency_stores(ws)
     n_pcs = min(MAX_PCS, len(basis.mean))
     n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
-    keys = sorted(set(_grad_keys(sim_sal[1]) if sim_sal else []) | set(_grad_keys(real_sal[1]) if real_sal else []))
+    keys = sorted(
+        set(_grad_keys(sim_sal[1]) if sim_sal else []) | set(_grad_keys(real_sal[1]) if real_sal else [])
+    )
     rows = Rows([], [], [], [], {})
     saliency_step = None
     with Progress(transient=True, disable=not progress) as bar:
@@ -173,8 +185,12 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
                     _, store, settings = sim_sal
                     saliency_step = int(settings["step"])
                     frames = store.read(by_id[i], ["obs"], 0, steps)["obs"]
-                    strips |= _saliency_pictures(rows, tag, store, by_id[i], _grad_keys(store), frames, saliency_step)
-                    fields = [f"grad/{k}/ic" for k in _grad_keys(store) if f"grad/{k}/ic" in store.step_fields]
+                    strips |= _saliency_pictures(
+                        rows, tag, store, by_id[i], _grad_keys(store), frames, saliency_step
+                    )
+                    fields = [
+                        f"grad/{k}/ic" for k in _grad_keys(store) if f"grad/{k}/ic" in store.step_fields
+                    ]
                     for f, g in store.read(by_id[i], fields, 0, steps).items():
                         grads[f.split("/")[1]] = g
                 sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
@@ -191,7 +207,9 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
                 windows = list(zip(range(len(episodes)), episodes.tolist(), offsets.tolist(), strict=True))
             else:
                 lengths_real = data.episodes["length"]
-                windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][: args.real]
+                windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][
+                    : args.real
+                ]
             task = bar.add_task("real episodes", total=len(windows))
             for row, e, offset in windows:
                 act = read_activation(data, source, [e])
@@ -212,7 +230,9 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
                 _add(rows, basis, x, n_pcs, sample, {})
                 bar.advance(task)
     if not rows.samples:
-        raise ProclabError(f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps")
+        raise ProclabError(
+            f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps"
+        )
     ics = np.stack(rows.ics)
     arrays = {"ics": ics, "pcs": np.stack(rows.pcs)}
     for k in keys:
@@ -305,14 +325,20 @@ def _agent_context(ws, data, args: ExportArgs) -> dict:
         if metric in m:
             pairs = [(s, v) for s, v in zip(m["step"], m[metric], strict=True) if np.isfinite(v)]
             if pairs:
-                training = {"metric": metric, "steps": [p[0] for p in pairs], "values": rounded([p[1] for p in pairs])}
+                training = {
+                    "metric": metric,
+                    "steps": [p[0] for p in pairs],
+                    "values": rounded([p[1] for p in pairs]),
+                }
     files = list(args.eval) or (sorted(run.glob("eval*.json")) if run is not None else [])
     rows = []
     for f in files:
         try:
             table = json.loads(Path(f).read_text())
         except (OSError, ValueError) as err:
-            raise ProclabError(f"--eval {str(f)!r} is not a readable proclab eval JSON file ({err})") from None
+            raise ProclabError(
+                f"--eval {str(f)!r} is not a readable proclab eval JSON file ({err})"
+            ) from None
         for r in table.get("rows", []):
             rows.append({k: r.get(k) for k in EVAL_COLUMNS})
     return {"training": training, "eval": rows}

@@ -106,13 +106,17 @@ def make_server(panel: Path, port: int = 0, quiet: bool = False) -> ThreadingHTT
     """A server for ``panel`` on 127.0.0.1:``port`` (0: a free port, read it from ``server_port``)."""
     root = Path(panel).resolve()
     if not (root / "index.html").is_file():
-        raise ProclabError(f"{str(panel)!r} is not a panel folder (no index.html); make one with `proclab panel export`")
+        raise ProclabError(
+            f"{str(panel)!r} is not a panel folder (no index.html); make one with `proclab panel export`"
+        )
     if not 0 <= port <= 65535:
         raise ProclabError(f"--port {port} is not a TCP port; give 0 (a free port) to 65535")
     try:
         server = ThreadingHTTPServer((HOST, port), partial(PanelHandler, root=root, quiet=quiet))
     except OSError as err:
-        raise ProclabError(f"cannot listen on {HOST}:{port} ({err.strerror}); use --port 0 for a free port") from None
+        raise ProclabError(
+            f"cannot listen on {HOST}:{port} ({err.strerror}); use --port 0 for a free port"
+        ) from None
     server.daemon_threads = True
     return server
 
