@@ -249,7 +249,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             "frame_size": int(rows.strips[next(iter(rows.strips))].shape[0]),
             "actions": _action_names(), "targets": keys, "inputs": ws.inputs,
         },
-        "background": _background(data or sim_store, basis, source, n_pcs, args),
+        "background": _background(data if data is not None else sim_store, basis, source, n_pcs, args),
         "samples": rows.samples,
         "behaviours": behaviours,
         "extrema": {"fraction": 0.01, "any_step": extrema(ics),

@@ -111,7 +111,7 @@ async function computeMatches() {
 
 function fillSampleList() {
   const d = S.doc;
-  const shown = S.matches.slice(0, 2000);
+  const shown = S.matches;
   options($("sample"), shown.map((i) => [i, `${d.samples[i].kind === "real" ? "real: " : ""}${d.samples[i].name}`]), S.sample);
   // The sample on screen stays while it matches; otherwise the first match is shown.
   return shown.length && !S.matches.includes(S.sample) ? selectSample(shown[0]) : Promise.resolve();
@@ -272,7 +272,8 @@ async function main() {
   const maps = [...new Set(d.samples.flatMap((s) => Object.keys(s.strips)).filter((k) => k !== "obs"))];
   options($("saliency"), maps.map((k) => [k, k]), maps.includes("action") ? "action" : maps[0]);
   const gradTargets = Object.keys(d.arrays).filter((a) => a.startsWith("grad:")).map((a) => a.slice(5));
-  options($("bar-target"), gradTargets.map((t) => [t, t]), gradTargets.includes("value") ? "value" : gradTargets[0]);
+  options($("bar-target"), gradTargets.length ? gradTargets.map((t) => [t, t]) : [["", "none (no saliency run with IC gradients)"]],
+          gradTargets.includes("value") ? "value" : gradTargets[0]);
   options($("filter-field"), [["ics", "IC loading"], ...gradTargets.map((t) => [`grad:${t}`, `gradient loading of ${t}`])], "ics");
   options($("filter-index"), Array.from({ length: m.n_ics }, (_, i) => [i, `IC ${i}`]), 0);
   $("filter-steps").placeholder = `0-${m.steps - 1} (all)`;
@@ -324,6 +325,7 @@ async function main() {
   drawHistogram();
   await computeMatches();
   await selectSample(S.sample);
+  document.body.dataset.readyMs = String(Math.round(performance.now()));  // since navigation started
   document.body.dataset.ready = "1";
 }
 
