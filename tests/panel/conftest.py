@@ -104,7 +104,8 @@ K_TINY = 6
 
 def tiny_analysis(root: Path) -> Path:
     """A small analysis folder laid out as the analyze commands write it: real and sample stores, a
-    basis, a simulated saliency run (both env-grads settings for sample 0), a --real saliency run,
+    basis, two simulated saliency runs (the first with both env-grads settings for sample 0), a --real
+    saliency run,
     behaviours, and an agent run directory with metrics.csv and an eval file."""
     from interpret.conftest import write_samples
     from proclab.data import EpisodeStore, ShardWriter
@@ -140,6 +141,13 @@ def tiny_analysis(root: Path) -> Path:
             steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
                                for k in ("value", "action") for p in ("frame", "ic")}}  # fmt: skip
             w.append(steps, {"sample": i, "env_grads": env_grads, "target_step": 4})
+    with ShardWriter(root / "A" / "saliency-ic" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for i in range(10):  # a second run (as xcorr's): a new target, and one the first run has too
+            got = sim.read(i, ["obs", "action", "value"])
+            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
+                               for k in ("ic_0", "value") for p in ("frame", "ic")}}  # fmt: skip
+            w.append(steps, {"sample": i, "env_grads": True, "target_step": 4})
     real = EpisodeStore(data)
     with ShardWriter(root / "A" / "saliency-real" / "store.zarr", attrs={"saliency": {"data": str(data), "step": 4, "window": 10}},
                      commit_seconds=0) as w:  # fmt: skip

@@ -27,7 +27,7 @@ def test_export_follows_schema(panel):
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
     assert [s["kind"] for s in doc["samples"]] == ["sample"] * 30 + ["real"] * 4
     assert doc["meta"]["steps"] == 10 and doc["meta"]["saliency_step"] == 4
-    assert doc["meta"]["targets"] == ["action", "value"]
+    assert doc["meta"]["targets"] == ["action", "ic_0", "value"]
     assert len(doc["arrays"]["ics"]["files"]) == 5  # 34 rows in chunks of 8
     assert len(doc["background"]["ics"]) == 200
     for s in doc["samples"]:
@@ -63,7 +63,14 @@ def test_gradient_loadings_come_from_the_env_grads_run_and_are_nan_elsewhere(pan
     for i in (0, 7, 23):
         np.testing.assert_array_equal(g[i], sal.read(rows[i, True], ["grad/value/ic"])["grad/value/ic"])
     assert np.isnan(g[24:]).all()  # samples 24.. had no saliency run; real windows have no IC gradients
-    assert set(doc["samples"][0]["strips"]) == {"obs", "value", "action"}
+    ic0 = read_array(out, doc, "grad:ic_0")
+    second = EpisodeStore(analysis / "saliency-ic" / "store.zarr")
+    np.testing.assert_array_equal(
+        ic0[:10], np.stack([second.read(i, ["grad/ic_0/ic"])["grad/ic_0/ic"] for i in range(10)])
+    )
+    assert np.isnan(ic0[10:]).all()
+    assert set(doc["samples"][0]["strips"]) == {"obs", "value", "action", "ic_0"}
+    assert set(doc["samples"][12]["strips"]) == {"obs", "value", "action"}
     assert set(doc["samples"][24]["strips"]) == {"obs"}
     assert set(doc["samples"][30]["strips"]) == {"obs", "value"}  # agent-alone map of a real window
 

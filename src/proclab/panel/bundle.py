@@ -81,7 +81,7 @@ def write_panel(out: Path, data: PanelData, chunk: int = 500) -> Path:
     shutil.copyfile(plotly_js(), out / "plotly.min.js")
     arrays = {name: _write_chunks(data_dir, name, a, chunk) for name, a in data.arrays.items()}
     for name, image in data.strips.items():
-        Image.fromarray(image).save(data_dir / "strips" / name, optimize=False, compress_level=1)
+        Image.fromarray(image).save(data_dir / "strips" / name)
     for name, src in data.files.items():
         (data_dir / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, data_dir / name)

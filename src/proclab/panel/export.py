@@ -74,19 +74,18 @@ def _strip(frames: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(list(frames.transpose(0, 2, 3, 1)), axis=1))
 
 
-def _saliency_stores(ws) -> tuple[tuple | None, tuple | None]:
-    """(simulated, real) saliency stores of the folder: (name, store, settings) or None each."""
+def _saliency_stores(ws) -> tuple[list[tuple], tuple | None]:
+    """The folder's saliency stores as (name, store, settings): all simulated ones (by name, so
+    ``saliency`` comes before ``saliency-ic``), and the first ``--real`` one or None."""
     from proclab.data.store import EpisodeStore
 
-    found: dict[str, tuple] = {}
+    sim, real = [], []
     for path in sorted(ws.path.glob("*/store.zarr")):
         store = EpisodeStore(path)
         settings = store.shards[0].attrs.get("saliency") if store.shards else None
-        if settings is None:
-            continue
-        kind = "real" if "data" in settings else "sim"
-        found.setdefault(kind, (path.parent.name, store, settings))
-    return found.get("sim"), found.get("real")
+        if settings is not None:
+            (real if "data" in settings else sim).append((path.parent.name, store, settings))
+    return sim, real[0] if real else None
 
 
 def _grad_keys(store) -> list[str]:
@@ -164,7 +163,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
     keys = sorted(
-        set(_grad_keys(sim_sal[1]) if sim_sal else []) | set(_grad_keys(real_sal[1]) if real_sal else [])
+        {k for _, store, _ in [*sim_sal, *([real_sal] if real_sal else [])] for k in _grad_keys(store)}
     )
     rows = Rows([], [], [], [], {})
     saliency_step = None
@@ -174,24 +173,24 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             ids = np.arange(n_sim)
             act = read_activation(sim_store, source, ids)
             x = act.x[act.step < steps].reshape(n_sim, steps, -1)
-            by_id = _saliency_rows(sim_sal, ids, "sample")
+            by_id = [_saliency_rows(entry, ids, "sample") for entry in sim_sal]
             for i in ids.tolist():
                 got = sim_store.read(i, ["obs", "action", "value", "reward"], 0, steps)
                 tag = f"sample_{i:05d}"
                 rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
                 strips = {"obs": f"strips/{tag}_obs.png"}
                 grads = {}
-                if i in by_id:
-                    _, store, settings = sim_sal
-                    saliency_step = int(settings["step"])
-                    frames = store.read(by_id[i], ["obs"], 0, steps)["obs"]
+                for (_, store, settings), rows_of in zip(sim_sal, by_id, strict=True):
+                    if i not in rows_of:
+                        continue  # a target run by several stores is taken from the first
+                    new = [k for k in _grad_keys(store) if k not in strips]
+                    saliency_step = int(settings["step"]) if saliency_step is None else saliency_step
+                    frames = store.read(rows_of[i], ["obs"], 0, steps)["obs"]
                     strips |= _saliency_pictures(
-                        rows, tag, store, by_id[i], _grad_keys(store), frames, saliency_step
+                        rows, tag, store, rows_of[i], new, frames, int(settings["step"])
                     )
-                    fields = [
-                        f"grad/{k}/ic" for k in _grad_keys(store) if f"grad/{k}/ic" in store.step_fields
-                    ]
-                    for f, g in store.read(by_id[i], fields, 0, steps).items():
+                    fields = [f"grad/{k}/ic" for k in new if f"grad/{k}/ic" in store.step_fields]
+                    for f, g in store.read(rows_of[i], fields, 0, steps).items():
                         grads[f.split("/")[1]] = g
                 sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
                           "actions": got["action"].astype(int).tolist(), "values": rounded(got["value"]),
