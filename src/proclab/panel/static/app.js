@@ -140,17 +140,16 @@ function selectSample(i) {
 
 async function drawFrames() {
   const s = S.doc.samples[S.sample], fs = S.doc.meta.frame_size, t = S.step;
-  const obs = await image(s.strips.obs);
+  const target = $("saliency").value;
+  const [obs, sal] = await Promise.all([image(s.strips.obs), s.strips[target] ? image(s.strips[target]) : null]);
   for (const id of ["frame", "saliency-canvas"]) {
     const ctx = $(id).getContext("2d");
     ctx.imageSmoothingEnabled = false;
     ctx.globalAlpha = 1;
     ctx.drawImage(obs, t * fs, 0, fs, fs, 0, 0, 256, 256);
   }
-  const target = $("saliency").value;
   const ctx = $("saliency-canvas").getContext("2d");
-  if (s.strips[target]) {
-    const sal = await image(s.strips[target]);
+  if (sal) {
     ctx.globalAlpha = +$("blend").value / 100;
     ctx.drawImage(sal, t * fs, 0, fs, fs, 0, 0, 256, 256);
     ctx.globalAlpha = 1;
@@ -165,8 +164,9 @@ function axis(value) { const [kind, k] = value.split(":"); return { kind, k: +k 
 async function drawScatter() {
   const d = S.doc, x = axis($("x-axis").value), y = axis($("y-axis").value);
   const bg = d.background;
-  const traj = { ics: await rows("ics", S.sample) };
-  if (d.arrays.pcs && (x.kind === "pcs" || y.kind === "pcs")) traj.pcs = await rows("pcs", S.sample);
+  const usesPcs = d.arrays.pcs && (x.kind === "pcs" || y.kind === "pcs");
+  const [ics, pcs] = await Promise.all([rows("ics", S.sample), usesPcs ? rows("pcs", S.sample) : null]);
+  const traj = { ics, pcs };
   const tx = traj[x.kind] ? traj[x.kind].map((r) => r[x.k]) : [], ty = traj[y.kind] ? traj[y.kind].map((r) => r[y.k]) : [];
   const label = (a) => `${a.kind === "ics" ? "IC" : "PC"} ${a.k}`;
   Plotly.react("scatter", [
@@ -182,11 +182,12 @@ async function drawScatter() {
 
 async function drawBars() {
   const d = S.doc, k = d.meta.n_ics;
-  const ics = (await rows("ics", S.sample))[S.step];
   const target = $("bar-target").value, name = `grad:${target}`;
+  const [icRows, gradRows] = await Promise.all([rows("ics", S.sample), d.arrays[name] ? rows(name, S.sample) : null]);
+  const ics = icRows[S.step];
   let colour = new Array(k).fill(0), has = false;
-  if (d.arrays[name]) {
-    const g = (await rows(name, S.sample))[S.step];
+  if (gradRows) {
+    const g = gradRows[S.step];
     has = Array.from(g).some(Number.isFinite);
     colour = Array.from(g, (v) => (Number.isFinite(v) ? v : 0));
   }
@@ -321,10 +322,10 @@ async function main() {
     if (e.key === " ") { e.preventDefault(); togglePlay(); }
   });
 
-  drawContext();
-  drawHistogram();
   await computeMatches();
   await selectSample(S.sample);
+  drawHistogram();
+  drawContext();
   document.body.dataset.readyMs = String(Math.round(performance.now()));  // since navigation started
   document.body.dataset.ready = "1";
 }
