@@ -120,3 +120,15 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "not an analysis folder" in err and len(err.splitlines()) == 1
+
+
+def test_a_sample_store_with_predicted_rewards_shows_them(tmp_path):
+    """wm sample stores hold the world model's reward_norm, not reward."""
+    from proclab.data import ShardWriter
+    from proclab.panel.export import _read_steps
+
+    with ShardWriter(tmp_path / "S", commit_seconds=0) as w:
+        w.append({"obs": np.zeros((4, 3, 64, 64), np.uint8), "action": np.arange(4), "value": np.ones(4, np.float32),
+                  "reward_norm": np.array([0, 0, 0.5, 1], np.float32)}, {})  # fmt: skip
+    got = _read_steps(EpisodeStore(tmp_path / "S"), 0, 1, 4)
+    assert got["reward"].tolist() == [0, 0.5, 1] and got["action"].tolist() == [1, 2, 3]

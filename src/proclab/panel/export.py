@@ -113,6 +113,15 @@ def _saliency_rows(entry, ids_wanted, episode_field: str) -> dict[int, int]:
     return out
 
 
+def _read_steps(store, episode: int, start: int, stop: int) -> dict[str, np.ndarray]:
+    """Frames, actions, values and rewards of a window. A sample store holds the world model's
+    predicted ``reward_norm`` (normalised reward) instead of ``reward``; the panel shows that."""
+    reward = next((f for f in ("reward", "reward_norm") if f in store.step_fields), None)
+    got = store.read(episode, ["obs", "action", "value", *([reward] if reward else [])], start, stop)
+    got["reward"] = got.pop(reward) if reward else np.zeros(len(got["action"]), np.float32)
+    return got
+
+
 def _add(rows: Rows, basis, x: np.ndarray, n_pcs: int, sample: dict, grads: dict[str, np.ndarray]) -> None:
     rows.ics.append(basis.to_ics(x).astype(np.float32))
     rows.pcs.append(basis.to_pcs(x)[:, :n_pcs].astype(np.float32))
@@ -175,7 +184,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             x = act.x[act.step < steps].reshape(n_sim, steps, -1)
             by_id = [_saliency_rows(entry, ids, "sample") for entry in sim_sal]
             for i in ids.tolist():
-                got = sim_store.read(i, ["obs", "action", "value", "reward"], 0, steps)
+                got = _read_steps(sim_store, i, 0, steps)
                 tag = f"sample_{i:05d}"
                 rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
                 strips = {"obs": f"strips/{tag}_obs.png"}
@@ -215,7 +224,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
                 x = act.x[offset : offset + steps]
                 if len(x) < steps:
                     continue
-                got = data.read(e, ["obs", "action", "value", "reward"], offset, offset + steps)
+                got = _read_steps(data, e, offset, offset + steps)
                 tag = f"real_{e:05d}_{offset}"
                 rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
                 strips = {"obs": f"strips/{tag}_obs.png"}
