@@ -243,6 +243,10 @@ function drawContext() {
       table.append(tr);
     }
   }
+  if (!d.training && !d.eval.length && !d.interventions.length) {
+    $("context").append(Object.assign(document.createElement("p"), { className: "muted",
+      textContent: "no training run (metrics.csv beside the agent's checkpoint), eval results or interventions found" }));
+  }
   const box = $("interventions");
   for (const iv of d.interventions) {
     const div = document.createElement("div");
