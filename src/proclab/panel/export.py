@@ -167,6 +167,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
         )
     sim_sal, real_sal = _saliency_stores(ws)
+    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None  # replayed for hook:NAME
     n_pcs = min(MAX_PCS, len(basis.mean))
     n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
@@ -180,7 +181,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
         if n_sim:
             task = bar.add_task("simulated samples", total=n_sim)
             ids = np.arange(n_sim)
-            act = read_activation(sim_store, source, ids)
+            act = read_activation(sim_store, source, ids, checkpoint=agent)
             x = act.x[act.step < steps].reshape(n_sim, steps, -1)
             by_id = [_saliency_rows(entry, ids, "sample") for entry in sim_sal]
             for i in ids.tolist():
@@ -220,7 +221,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
                 ]
             task = bar.add_task("real episodes", total=len(windows))
             for row, e, offset in windows:
-                act = read_activation(data, source, [e])
+                act = read_activation(data, source, [e], checkpoint=agent)
                 x = act.x[offset : offset + steps]
                 if len(x) < steps:
                     continue
@@ -257,7 +258,9 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             "frame_size": int(rows.strips[next(iter(rows.strips))].shape[0]),
             "actions": _action_names(), "targets": keys, "inputs": ws.inputs,
         },
-        "background": _background(data if data is not None else sim_store, basis, source, n_pcs, args),
+        "background": _background(
+            data if data is not None else sim_store, basis, source, n_pcs, args, agent
+        ),
         "samples": rows.samples,
         "behaviours": behaviours,
         "extrema": {"fraction": 0.01, "any_step": extrema(ics),
@@ -299,13 +302,13 @@ def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
     return [{"id": b, "name": f"behaviour {b}", "members": m} for b, m in sorted(members.items())]
 
 
-def _background(store, basis, source: str, n_pcs: int, args: ExportArgs) -> dict:
+def _background(store, basis, source: str, n_pcs: int, args: ExportArgs, agent: Path | None) -> dict:
     """A seeded random subset of the real states, in IC and PC coordinates."""
     from proclab.interpret.activations import read_activation
 
     lengths = store.episodes["length"]
     upto = int(np.searchsorted(np.cumsum(lengths), args.background * 4)) + 1  # enough episodes to draw from
-    x = read_activation(store, source, np.arange(min(upto, store.num_episodes))).x
+    x = read_activation(store, source, np.arange(min(upto, store.num_episodes)), checkpoint=agent).x
     pick = np.sort(np.random.default_rng(args.seed).permutation(len(x))[: args.background])
     return {"ics": rounded(basis.to_ics(x[pick])), "pcs": rounded(basis.to_pcs(x[pick])[:, :n_pcs])}
 
