@@ -8,6 +8,7 @@ import pytest
 
 from proclab.cli import main
 from proclab.data import EpisodeStore
+from proclab.errors import ProclabError
 from proclab.interpret.activations import read_activation
 from proclab.interpret.workspace import Workspace
 from proclab.panel.bundle import load_schema, read_array
@@ -132,3 +133,11 @@ def test_a_sample_store_with_predicted_rewards_shows_them(tmp_path):
                   "reward_norm": np.array([0, 0, 0.5, 1], np.float32)}, {})  # fmt: skip
     got = _read_steps(EpisodeStore(tmp_path / "S"), 0, 1, 4)
     assert got["reward"].tolist() == [0, 0.5, 1] and got["action"].tolist() == [1, 2, 3]
+
+
+def test_refuses_to_write_over_a_folder_that_is_not_a_panel(analysis, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    for out in (analysis, tmp_path, tmp_path / "notes.txt"):
+        with pytest.raises(ProclabError, match="not a panel folder"):
+            export(ExportArgs(analysis, out, samples=2, real=0, background=10), progress=False)
+    assert (tmp_path / "notes.txt").read_text() == "mine"

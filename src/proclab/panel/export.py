@@ -152,6 +152,11 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
     from proclab.interpret.workspace import Workspace
 
     ws = Workspace.open(args.analysis, create=False)
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
+        raise ProclabError(
+            f"--out {str(out)!r} exists and is not a panel folder; give a new or empty folder or an earlier export"
+        )
     basis = ws.basis()
     source = ws.inputs.get("activation")
     if source is None:
