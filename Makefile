@@ -7,7 +7,7 @@ HASH   := $(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.proclab-installed-$(HASH)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test test-all lint bench clean
+.PHONY: setup demo test test-browser test-all lint bench clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,10 @@ demo: setup
 # on oversubscribed threads run several times slower.
 test: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+
+# The browser tests drive Debian's chromium (apt-get install -y chromium); Playwright downloads nothing.
+test-browser: setup
+	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel
 
 test-all: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""

@@ -30,6 +30,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.interpret.cli",
         "interpretation analyses of agent and world-model states (see proclab analyze)",
     ),
+    "panel export": ("proclab.panel.export", "the analysis folder as a static web panel (HTML/JS + data)"),
+    "panel serve": (
+        "proclab.panel.server",
+        "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",
+    ),
     "trex demos": ("proclab.reward.demos", "T-REX demos: one episode per level, checkpoints of varied skill"),
     "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
     "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),

@@ -1,4 +1,5 @@
-"""Tiny recorded stores for the interpretation tests: a GRU, an LSTM and a feed-forward agent."""
+"""Tiny stores for the interpretation tests: recordings of a GRU, an LSTM and a feed-forward agent; a tiny
+world model trained on a GRU agent's recording and its (modal, greedy) samples."""
 
 from pathlib import Path
 
@@ -10,7 +11,10 @@ from proclab.data import ShardWriter
 from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
+from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from support import TINY_AGENT, agent_checkpoint
+from worldmodel.conftest import make_agent_checkpoint, tiny_config
+from worldmodel.conftest import record as record_coinrun
 
 THREADS = ["--torch-threads", "1"]
 
@@ -64,3 +68,21 @@ def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory) -> Path:
     return write_samples(tmp_path_factory.mktemp("samples") / "SAMPLES")
+
+
+@pytest.fixture(scope="session")
+def wm_run(tmp_path_factory) -> Path:
+    """A tiny world model trained for a few updates on two coinrun episodes of a tiny GRU agent."""
+    from proclab.worldmodel.train import train_world_model
+
+    root = tmp_path_factory.mktemp("interpret")
+    store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
+    return train_world_model(tiny_config(store, root / "runs", total_updates=2), progress=False)
+
+
+@pytest.fixture(scope="session")
+def samples(wm_run, tmp_path_factory) -> Path:
+    """Five modal, greedy samples of six steps of that world model (what saliency re-simulates)."""
+    out = tmp_path_factory.mktemp("samples") / "samples.zarr"
+    return sample_rollouts(SampleArgs(checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0,
+                                      device="cpu", torch_threads=1), progress=False)  # fmt: skip

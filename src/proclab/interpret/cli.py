@@ -23,14 +23,22 @@ import tyro
 
 from proclab.errors import unknown_choice
 from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.behaviours import BehavioursArgs, run_behaviours
 from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
+from proclab.interpret.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
+from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
+from proclab.interpret.xcorr import XcorrArgs, run_xcorr
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
     "env": (EnvArgs, run_env),
     "bottleneck": (BottleneckArgs, run_bottleneck),
+    "saliency": (SaliencyArgs, run_saliency),
+    "behaviours": (BehavioursArgs, run_behaviours),
+    "xcorr": (XcorrArgs, run_xcorr),
+    "consistency": (ConsistencyArgs, run_consistency),
 }
 
 

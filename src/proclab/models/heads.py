@@ -1,7 +1,8 @@
 """Policy and value heads: two linear maps from the core's output.
 
-The outputs are cast to float32 *before* their hook points, so that under bf16 autocast the
-sampler, the losses and any hook all see full-precision logits and values.
+The outputs are cast to (at least) float32 *before* their hook points, so that under bf16
+autocast the sampler, the losses and any hook all see full-precision logits and values; a
+float64 agent (finite-difference checks of saliency) keeps float64.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from proclab.models.cores.base import full_precision
 from proclab.models.hooks import HookPoint
 
 
 class PolicyValueHeads(nn.Module):
-    """``(..., D)`` -> logits ``(..., num_actions)`` and value ``(...)``, both float32."""
+    """``(..., D)`` -> logits ``(..., num_actions)`` and value ``(...)``, both float32 (or float64)."""
 
     def __init__(self, in_dim: int, num_actions: int):
         super().__init__()
@@ -23,8 +25,8 @@ class PolicyValueHeads(nn.Module):
         self.hook_value = HookPoint()
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        logits = self.hook_logits(self.policy(x).float())
-        value = self.hook_value(self.value(x).squeeze(-1).float())
+        logits = self.hook_logits(full_precision(self.policy(x)))
+        value = self.hook_value(full_precision(self.value(x).squeeze(-1)))
         return logits, value
 
     def init_orthogonal(self, policy_gain: float = 0.01, value_gain: float = 1.0) -> None:

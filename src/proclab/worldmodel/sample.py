@@ -171,7 +171,7 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
     settings = {"checkpoint": str(ckpt.path), "step": ckpt.step, "init": args.init, "steps": args.steps,
                 "agent": args.agent, "modal": args.modal, "greedy": args.greedy, "seed": args.seed,
-                "created": time.time()}  # fmt: skip
+                "precision": "bf16" if rt.bf16 else "fp32", "created": time.time()}  # fmt: skip
     _check_joinable(args.out, step_fields(reward_field, codec))
     writer = ShardWriter(args.out, attrs={"simulation": settings, STATE_LAYOUT_ATTR: layout})
     with Progress(transient=True, disable=not progress) as bar, writer, torch.no_grad():

@@ -1,0 +1,366 @@
+"""``proclab panel export``: an analysis folder as a static web panel.
+
+Reads what the ``proclab analyze`` commands left in the folder and what they point at: the
+basis (``basis.npz``), the sample store and real store recorded in ``analysis.json``, the
+saliency stores (``ANALYSIS/<name>/store.zarr``, simulated and ``--real``), the behaviours
+(``behaviours/labels.npz``), intervention summaries and videos when present, and the agent's
+training run (``metrics.csv`` beside its checkpoints) and eval results (``proclab eval --out``
+JSON files in that run directory, or ``--eval``). Everything is projected with the folder's
+own basis, so the panel's coordinates are those of every analysis of the folder.
+
+A simulated sample's gradient loadings come from the saliency store (``grad/<target>/ic``);
+samples outside the saliency run get NaN there (no filter range matches NaN) and no saliency
+strip. Real episodes are the windows of a ``--real`` saliency run (agent-alone maps), or,
+without one, the first steps of the first real episodes with their frames only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import tyro
+
+from proclab.errors import ProclabError
+from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+
+MAX_PCS = 16
+"""PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
+EVAL_COLUMNS = ("split", "game", "episodes", "return_mean", "return_std", "length_mean",
+                "level_complete_rate", "normalized_score")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExportArgs:
+    """Export an analysis folder as a self-contained panel folder (open it with proclab panel serve)."""
+
+    analysis: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="ANALYSIS")]
+    """The analysis folder (proclab analyze ... --out ANALYSIS); needs analyze hidden's basis."""
+    out: Path
+    """The panel folder to write (its data/ is replaced)."""
+    samples: int = 1000
+    """Simulated samples to include (the sample store's first N)."""
+    real: int = 50
+    """Real episodes to include (windows of the --real saliency run, else the store's first episodes)."""
+    background: int = 3000
+    """Real states drawn as the scatter's background cloud (a seeded random subset)."""
+    eval: tuple[Path, ...] = ()
+    """Eval result files (proclab eval --out FILE); default: eval*.json in the agent's run directory."""
+    chunk: int = 500
+    """Samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)."""
+    title: str | None = None
+    """Page title (default: the analysis folder's name)."""
+    seed: int = 0
+    """Seed of the background subset."""
+
+
+@dataclass
+class Rows:
+    """Per-sample data being assembled, one entry per panel sample (simulated first, then real)."""
+
+    samples: list[dict]
+    ics: list[np.ndarray]
+    pcs: list[np.ndarray]
+    grads: list[dict[str, np.ndarray]]
+    strips: dict[str, np.ndarray]
+
+
+def _strip(frames: np.ndarray) -> np.ndarray:
+    """``(T, 3, H, W)`` uint8 frames -> one ``(H, T*W, 3)`` image."""
+    return np.ascontiguousarray(np.concatenate(list(frames.transpose(0, 2, 3, 1)), axis=1))
+
+
+def _saliency_stores(ws) -> tuple[list[tuple], tuple | None]:
+    """The folder's saliency stores as (name, store, settings): all simulated ones (by name, so
+    ``saliency`` comes before ``saliency-ic``), and the first ``--real`` one or None."""
+    from proclab.data.store import EpisodeStore
+
+    sim, real = [], []
+    for path in sorted(ws.path.glob("*/store.zarr")):
+        store = EpisodeStore(path)
+        settings = store.shards[0].attrs.get("saliency") if store.shards else None
+        if settings is not None:
+            (real if "data" in settings else sim).append((path.parent.name, store, settings))
+    return sim, real[0] if real else None
+
+
+def _grad_keys(store) -> list[str]:
+    return sorted(
+        {f.split("/")[1] for f in store.step_fields if f.startswith("grad/") and f.endswith("/frame")}
+    )
+
+
+def _saliency_rows(entry, ids_wanted, episode_field: str) -> dict[int, int]:
+    """Saliency-store episode per wanted id (the with-env-grads one where both settings ran)."""
+    if entry is None:
+        return {}
+    _, store, _ = entry
+    ids = store.read_episode_field(episode_field)
+    env = (
+        store.read_episode_field("env_grads")
+        if "env_grads" in store.episode_fields
+        else np.ones(len(ids), bool)
+    )
+    wanted = set(int(i) for i in ids_wanted)
+    out: dict[int, int] = {}
+    for row, (i, e) in enumerate(zip(ids.tolist(), env.tolist(), strict=True)):
+        if i in wanted and (i not in out or e):
+            out[int(i)] = row
+    return out
+
+
+def _read_steps(store, episode: int, start: int, stop: int) -> dict[str, np.ndarray]:
+    """Frames, actions, values and rewards of a window. A sample store holds the world model's
+    predicted ``reward_norm`` (normalised reward) instead of ``reward``; the panel shows that."""
+    reward = next((f for f in ("reward", "reward_norm") if f in store.step_fields), None)
+    got = store.read(episode, ["obs", "action", "value", *([reward] if reward else [])], start, stop)
+    got["reward"] = got.pop(reward) if reward else np.zeros(len(got["action"]), np.float32)
+    return got
+
+
+def _add(rows: Rows, basis, x: np.ndarray, n_pcs: int, sample: dict, grads: dict[str, np.ndarray]) -> None:
+    rows.ics.append(basis.to_ics(x).astype(np.float32))
+    rows.pcs.append(basis.to_pcs(x)[:, :n_pcs].astype(np.float32))
+    rows.grads.append(grads)
+    rows.samples.append(sample)
+
+
+def _saliency_pictures(
+    rows: Rows, tag: str, store, row: int, keys: list[str], frames: np.ndarray, step: int
+) -> dict:
+    from proclab.interpret.saliency_maps import overlay, process
+
+    names = {}
+    data = store.read(row, [f"grad/{k}/frame" for k in keys], 0, len(frames))
+    for k in keys:
+        names[k] = f"strips/{tag}_{k}.png"
+        rows.strips[f"{tag}_{k}.png"] = np.ascontiguousarray(
+            np.concatenate(list(overlay(frames, process(data[f"grad/{k}/frame"]), step)), axis=1)
+        )
+    return names
+
+
+def export(args: ExportArgs, progress: bool = True) -> Path:
+    from rich.progress import Progress
+
+    from proclab.data.store import EpisodeStore
+    from proclab.interpret.activations import read_activation
+    from proclab.interpret.workspace import Workspace
+
+    ws = Workspace.open(args.analysis, create=False)
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
+        raise ProclabError(
+            f"--out {str(out)!r} exists and is not a panel folder; give a new or empty folder or an earlier export"
+        )
+    basis = ws.basis()
+    source = ws.inputs.get("activation")
+    if source is None:
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden` on it"
+        )
+    if args.samples < 0 or args.real < 0 or args.chunk < 1 or args.background < 1:
+        raise ProclabError("--samples and --real must be >= 0, --chunk and --background >= 1")
+    data = EpisodeStore(ws.inputs["data"]) if ws.inputs.get("data") else None
+    sim_store = EpisodeStore(ws.inputs["samples"]) if ws.inputs.get("samples") else None
+    if data is None and sim_store is None:
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
+        )
+    sim_sal, real_sal = _saliency_stores(ws)
+    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None  # replayed for hook:NAME
+    n_pcs = min(MAX_PCS, len(basis.mean))
+    n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
+    lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
+    steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
+    keys = sorted(
+        {k for _, store, _ in [*sim_sal, *([real_sal] if real_sal else [])] for k in _grad_keys(store)}
+    )
+    rows = Rows([], [], [], [], {})
+    saliency_step = None
+    with Progress(transient=True, disable=not progress) as bar:
+        if n_sim:
+            task = bar.add_task("simulated samples", total=n_sim)
+            ids = np.arange(n_sim)
+            act = read_activation(sim_store, source, ids, checkpoint=agent)
+            x = act.x[act.step < steps].reshape(n_sim, steps, -1)
+            by_id = [_saliency_rows(entry, ids, "sample") for entry in sim_sal]
+            for i in ids.tolist():
+                got = _read_steps(sim_store, i, 0, steps)
+                tag = f"sample_{i:05d}"
+                rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
+                strips = {"obs": f"strips/{tag}_obs.png"}
+                grads = {}
+                for (_, store, settings), rows_of in zip(sim_sal, by_id, strict=True):
+                    if i not in rows_of:
+                        continue  # a target run by several stores is taken from the first
+                    new = [k for k in _grad_keys(store) if k not in strips]
+                    saliency_step = int(settings["step"]) if saliency_step is None else saliency_step
+                    frames = store.read(rows_of[i], ["obs"], 0, steps)["obs"]
+                    strips |= _saliency_pictures(
+                        rows, tag, store, rows_of[i], new, frames, int(settings["step"])
+                    )
+                    fields = [f"grad/{k}/ic" for k in new if f"grad/{k}/ic" in store.step_fields]
+                    for f, g in store.read(rows_of[i], fields, 0, steps).items():
+                        grads[f.split("/")[1]] = g
+                sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
+                          "actions": got["action"].astype(int).tolist(), "values": rounded(got["value"]),
+                          "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+                _add(rows, basis, x[i], n_pcs, sample, grads)
+                bar.advance(task)
+        if data is not None and args.real:
+            if real_sal is not None:
+                _, rstore, rsettings = real_sal
+                episodes = rstore.read_episode_field("episode")[: args.real]
+                offsets = rstore.read_episode_field("offset")[: args.real]
+                saliency_step = saliency_step if saliency_step is not None else int(rsettings["step"])
+                windows = list(zip(range(len(episodes)), episodes.tolist(), offsets.tolist(), strict=True))
+            else:
+                lengths_real = data.episodes["length"]
+                windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][
+                    : args.real
+                ]
+            task = bar.add_task("real episodes", total=len(windows))
+            for row, e, offset in windows:
+                act = read_activation(data, source, [e], checkpoint=agent)
+                x = act.x[offset : offset + steps]
+                if len(x) < steps:
+                    continue
+                got = _read_steps(data, e, offset, offset + steps)
+                tag = f"real_{e:05d}_{offset}"
+                rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
+                strips = {"obs": f"strips/{tag}_obs.png"}
+                if row is not None:
+                    frames = rstore.read(row, ["obs"], 0, steps)["obs"]
+                    strips |= _saliency_pictures(rows, tag, rstore, row, _grad_keys(rstore), frames,
+                                                 int(rsettings["step"]))  # fmt: skip
+                sample = {"name": f"episode {e} steps {offset}-{offset + steps - 1}", "kind": "real",
+                          "behaviour": None, "actions": got["action"].astype(int).tolist(),
+                          "values": rounded(got["value"]), "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+                _add(rows, basis, x, n_pcs, sample, {})
+                bar.advance(task)
+    if not rows.samples:
+        raise ProclabError(
+            f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps"
+        )
+    ics = np.stack(rows.ics)
+    arrays = {"ics": ics, "pcs": np.stack(rows.pcs)}
+    for k in keys:
+        if any(k in g for g in rows.grads):
+            nan = np.full((steps, basis.n_ics), np.nan, np.float32)
+            arrays[f"grad:{k}"] = np.stack([g.get(k, nan) for g in rows.grads])
+    behaviours = _behaviours(ws, rows.samples, n_sim)
+    doc = {
+        "meta": {
+            "title": args.title or f"proclab panel: {ws.path.resolve().name}",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": str(ws.path.resolve()),
+            "n_ics": basis.n_ics, "n_pcs": n_pcs, "steps": steps,
+            "saliency_step": saliency_step if saliency_step is not None else steps // 2,
+            "frame_size": int(rows.strips[next(iter(rows.strips))].shape[0]),
+            "actions": _action_names(), "targets": keys, "inputs": ws.inputs,
+        },
+        "background": _background(
+            data if data is not None else sim_store, basis, source, n_pcs, args, agent
+        ),
+        "samples": rows.samples,
+        "behaviours": behaviours,
+        "extrema": {"fraction": 0.01, "any_step": extrema(ics),
+                    "saliency_step": extrema(ics, [min(saliency_step or steps // 2, steps - 1)])},
+        "histograms": histograms(ics),
+        **_agent_context(ws, data, args),
+        "interventions": [],
+    }  # fmt: skip
+    files = {}
+    for summary in sorted(ws.path.glob("intervene*/summary.json")):
+        video = next(iter(sorted(summary.parent.glob("**/*.mp4"))), None)
+        name = summary.parent.name
+        if video is not None:
+            files[f"videos/{name}.mp4"] = video
+        doc["interventions"].append({"name": name, "summary": json.loads(summary.read_text()),
+                                     "video": f"videos/{name}.mp4" if video is not None else None})  # fmt: skip
+    return write_panel(args.out, PanelData(doc, arrays, rows.strips, files), chunk=args.chunk)
+
+
+def _action_names() -> list[str]:
+    from proclab.envs import ACTION_NAMES
+
+    return list(ACTION_NAMES)
+
+
+def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
+    """Behaviours of the exported simulated samples (``analyze behaviours``), members as panel indices."""
+    path = ws.path / "behaviours" / "labels.npz"
+    if not path.is_file():
+        return []
+    with np.load(path) as f:
+        ids, labels = f["ids"], f["labels"]
+    by_id = {int(i): int(b) for i, b in zip(ids, labels, strict=True)}
+    members: dict[int, list[int]] = {}
+    for i in range(n_sim):
+        if i in by_id:
+            samples[i]["behaviour"] = by_id[i]
+            members.setdefault(by_id[i], []).append(i)
+    return [{"id": b, "name": f"behaviour {b}", "members": m} for b, m in sorted(members.items())]
+
+
+def _background(store, basis, source: str, n_pcs: int, args: ExportArgs, agent: Path | None) -> dict:
+    """A seeded random subset of the real states, in IC and PC coordinates."""
+    from proclab.interpret.activations import read_activation
+
+    lengths = store.episodes["length"]
+    upto = int(np.searchsorted(np.cumsum(lengths), args.background * 4)) + 1  # enough episodes to draw from
+    x = read_activation(store, source, np.arange(min(upto, store.num_episodes)), checkpoint=agent).x
+    pick = np.sort(np.random.default_rng(args.seed).permutation(len(x))[: args.background])
+    return {"ics": rounded(basis.to_ics(x[pick])), "pcs": rounded(basis.to_pcs(x[pick])[:, :n_pcs])}
+
+
+def _run_dir(checkpoint: Path) -> Path | None:
+    for d in (checkpoint, *checkpoint.parents):
+        if (d / "metrics.csv").is_file():
+            return d
+    return None
+
+
+def _agent_context(ws, data, args: ExportArgs) -> dict:
+    """The agent's learning curve and eval rows, when its training run can be found."""
+    from proclab.interpret.activations import recording_checkpoint
+    from proclab.io.runs import read_metrics
+
+    checkpoint = ws.inputs.get("checkpoint")
+    if checkpoint is None and data is not None and data.recordings():
+        checkpoint = recording_checkpoint(data)
+    run = _run_dir(Path(checkpoint)) if checkpoint else None
+    training = None
+    if run is not None:
+        m = read_metrics(run)
+        metric = "charts/episodic_return"
+        if metric in m:
+            pairs = [(s, v) for s, v in zip(m["step"], m[metric], strict=True) if np.isfinite(v)]
+            if pairs:
+                training = {
+                    "metric": metric,
+                    "steps": [p[0] for p in pairs],
+                    "values": rounded([p[1] for p in pairs]),
+                }
+    files = list(args.eval) or (sorted(run.glob("eval*.json")) if run is not None else [])
+    rows = []
+    for f in files:
+        try:
+            table = json.loads(Path(f).read_text())
+        except (OSError, ValueError) as err:
+            raise ProclabError(
+                f"--eval {str(f)!r} is not a readable proclab eval JSON file ({err})"
+            ) from None
+        for r in table.get("rows", []):
+            rows.append({k: r.get(k) for k in EVAL_COLUMNS})
+    return {"training": training, "eval": rows}
+
+
+def main(argv: list[str], prog: str = "proclab panel export") -> None:
+    args = tyro.cli(ExportArgs, args=argv, prog=prog)
+    out = export(args)
+    print(f"panel written to {out}; open it with: proclab panel serve {out}")

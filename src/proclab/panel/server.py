@@ -1,0 +1,160 @@
+"""A local static server for an exported panel folder.
+
+The panel is plain files, so any static host serves it; this one exists for opening a panel
+on one's own machine safely. It binds 127.0.0.1 only (nothing on the network can reach it),
+answers GET and HEAD only, and serves a file only when its fully resolved path (symlinks
+followed) lies inside the panel folder. A request path is percent-decoded exactly once; a
+segment that is ``.`` or ``..`` or that still holds ``%`` (a double-encoded form),
+a backslash or a NUL after decoding is refused, so no spelling of a traversal reaches the
+file system. Every refusal is a plain 404, which tells a prober nothing.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from dataclasses import dataclass
+from functools import partial
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import unquote
+
+import tyro
+
+from proclab.errors import ProclabError
+
+HOST = "127.0.0.1"
+TYPES = {".js": "text/javascript", ".json": "application/json", ".css": "text/css", ".html": "text/html"}
+
+
+def resolve_request(root: Path, raw_path: str) -> Path | None:
+    """The file inside ``root`` (already resolved) that ``raw_path`` names, or None (a 404)."""
+    path = raw_path.split("?", 1)[0].split("#", 1)[0]
+    if not path.startswith("/"):  # absolute-URI or garbage request targets
+        return None
+    decoded = unquote(path, errors="strict")
+    parts = [p for p in decoded.split("/") if p]
+    for part in parts:
+        if part in (".", "..") or any(c in part for c in "%\\\x00"):
+            return None
+    candidate = root.joinpath(*parts) if parts else root
+    try:
+        resolved = candidate.resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if resolved.is_dir():
+        resolved = resolved / "index.html"
+        if not resolved.is_file():
+            return None
+        resolved = resolved.resolve()
+    if not resolved.is_file() or not resolved.is_relative_to(root):
+        return None
+    return resolved
+
+
+class PanelHandler(BaseHTTPRequestHandler):
+    """GET/HEAD of files inside ``root``; anything else is 404 (paths) or 405 (methods)."""
+
+    server_version = "proclab-panel"
+    sys_version = ""
+
+    def __init__(self, *args, root: Path, quiet: bool, **kwargs):
+        self.root = root
+        self.quiet = quiet
+        super().__init__(*args, **kwargs)
+
+    def _send_file(self, body: bool) -> None:
+        try:
+            file = resolve_request(self.root, self.path)
+        except UnicodeDecodeError:
+            file = None
+        if file is None:
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return
+        data = file.read_bytes()
+        kind = TYPES.get(file.suffix) or mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send_file(body=True)
+
+    def do_HEAD(self) -> None:
+        self._send_file(body=False)
+
+    def _refuse(self) -> None:
+        self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+        self.send_header("Allow", "GET, HEAD")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
+
+    def log_message(self, format: str, *args) -> None:
+        if not self.quiet:
+            super().log_message(format, *args)
+
+
+def make_server(panel: Path, port: int = 0, quiet: bool = False) -> ThreadingHTTPServer:
+    """A server for ``panel`` on 127.0.0.1:``port`` (0: a free port, read it from ``server_port``)."""
+    root = Path(panel).resolve()
+    if not (root / "index.html").is_file():
+        raise ProclabError(
+            f"{str(panel)!r} is not a panel folder (no index.html); make one with `proclab panel export`"
+        )
+    if not 0 <= port <= 65535:
+        raise ProclabError(f"--port {port} is not a TCP port; give 0 (a free port) to 65535")
+    try:
+        server = ThreadingHTTPServer((HOST, port), partial(PanelHandler, root=root, quiet=quiet))
+    except OSError as err:
+        raise ProclabError(
+            f"cannot listen on {HOST}:{port} ({err.strerror}); use --port 0 for a free port"
+        ) from None
+    server.daemon_threads = True
+    return server
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    return f"http://{HOST}:{server.server_port}/"
+
+
+def serve(panel: Path, port: int = 0, open_browser: bool = False) -> None:
+    """Serve until Ctrl-C, then close the socket and return."""
+    server = make_server(panel, port)
+    url = url_of(server)
+    print(f"serving {Path(panel).resolve()} at {url} (Ctrl-C stops)", flush=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print("panel server stopped", flush=True)
+
+
+@dataclass(frozen=True)
+class ServeArgs:
+    """Serve an exported panel on 127.0.0.1 (GET/HEAD, files inside PANEL only) until Ctrl-C."""
+
+    panel: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="PANEL")]
+    """The folder written by proclab panel export --out."""
+    port: int = 0
+    """TCP port on 127.0.0.1; 0 picks a free one (the URL is printed)."""
+    open: bool = False
+    """Also open the URL in the default web browser."""
+
+
+def main(argv: list[str], prog: str = "proclab panel serve") -> None:
+    args = tyro.cli(ServeArgs, args=argv, prog=prog)
+    serve(args.panel, args.port, args.open)

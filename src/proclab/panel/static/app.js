@@ -1,0 +1,337 @@
+// proclab panel: reads data/panel.json, fetches array chunks and strips on demand, draws with plotly.
+// Layout of the data: src/proclab/panel/panel.schema.json. No build step, no network beyond this folder.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const S = {
+  doc: null, sample: 0, step: 0, timer: null, matches: [], chunks: new Map(), images: new Map(),
+  filter: { range: null, behaviour: "", extrema: null },
+};
+
+function fetchJSON(path) {
+  return fetch(path).then((r) => { if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`); return r.json(); });
+}
+
+// One chunk of a chunked float32 array, fetched once and kept.
+function chunk(name, c) {
+  const key = `${name}/${c}`;
+  if (!S.chunks.has(key)) {
+    const file = S.doc.arrays[name].files[c];
+    S.chunks.set(key, fetch(`data/${file}`).then((r) => {
+      if (!r.ok) throw new Error(`${file}: HTTP ${r.status}`);
+      return r.arrayBuffer();
+    }).then((b) => new Float32Array(b)));
+  }
+  return S.chunks.get(key);
+}
+
+// (steps x components) rows of one sample, as an array of Float32Array views.
+async function rows(name, i) {
+  const spec = S.doc.arrays[name];
+  const [, T, C] = spec.shape;
+  const c = Math.floor(i / spec.chunk);
+  const data = await chunk(name, c);
+  const base = (i - c * spec.chunk) * T * C;
+  return Array.from({ length: T }, (_, t) => data.subarray(base + t * C, base + (t + 1) * C));
+}
+
+async function wholeArray(name) {
+  const spec = S.doc.arrays[name];
+  const parts = await Promise.all(spec.files.map((_, c) => chunk(name, c)));
+  return { parts, spec };
+}
+
+function image(path) {
+  if (!S.images.has(path)) {
+    S.images.set(path, new Promise((resolve, reject) => {
+      const img = new Image();
+      img.onload = () => resolve(img);
+      img.onerror = () => reject(new Error(`cannot load ${path}`));
+      img.src = `data/${path}`;
+    }));
+  }
+  return S.images.get(path);
+}
+
+function options(select, items, selected) {
+  select.replaceChildren(...items.map(([value, label]) => {
+    const o = document.createElement("option");
+    o.value = value; o.textContent = label; o.selected = String(value) === String(selected);
+    return o;
+  }));
+}
+
+function parseSteps(text, T) {
+  const t = text.trim();
+  if (!t) return Array.from({ length: T }, (_, i) => i);
+  const out = new Set();
+  for (const part of t.split(",")) {
+    const m = part.trim().match(/^(\d+)(?:-(\d+))?$/);
+    if (!m) throw new Error(`steps "${part}": give N, N-M or a comma list`);
+    const lo = +m[1], hi = m[2] === undefined ? lo : +m[2];
+    for (let s = lo; s <= hi; s++) { if (s >= T) throw new Error(`step ${s} is past the last step ${T - 1}`); out.add(s); }
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+// ---------------------------------------------------------------- filters
+async function computeMatches() {
+  const d = S.doc, N = d.samples.length, f = S.filter;
+  let keep = new Uint8Array(N).fill(1);
+  if (f.behaviour !== "") {
+    const members = new Set(d.behaviours.find((b) => String(b.id) === f.behaviour).members);
+    for (let i = 0; i < N; i++) if (!members.has(i)) keep[i] = 0;
+  }
+  if (f.extrema) {
+    const list = new Set(d.extrema[f.extrema.scope][f.extrema.ic][f.extrema.kind]);
+    for (let i = 0; i < N; i++) if (!list.has(i)) keep[i] = 0;
+  }
+  if (f.range) {
+    const { parts, spec } = await wholeArray(f.range.field);
+    const [, T, C] = spec.shape;
+    for (let i = 0; i < N; i++) {
+      if (!keep[i]) continue;
+      const c = Math.floor(i / spec.chunk), data = parts[c], base = (i - c * spec.chunk) * T * C;
+      for (const s of f.range.steps) {
+        const v = data[base + s * C + f.range.index];
+        if (!(v >= f.range.lo && v <= f.range.hi)) { keep[i] = 0; break; }  // NaN never matches
+      }
+    }
+  }
+  S.matches = [];
+  for (let i = 0; i < N; i++) if (keep[i]) S.matches.push(i);
+  $("match-count").textContent = String(S.matches.length);
+  const desc = [];
+  if (f.range) desc.push(`${f.range.field}[${f.range.index}] in [${f.range.lo}, ${f.range.hi}] at steps ${f.range.steps.join(",")}`);
+  if (f.behaviour !== "") desc.push(`behaviour ${f.behaviour}`);
+  if (f.extrema) desc.push(`${f.extrema.kind} of IC ${f.extrema.ic} (${f.extrema.scope.replace("_", " ")})`);
+  $("filter-desc").textContent = desc.length ? `(${desc.join("; ")})` : "(no filter)";
+  return fillSampleList();
+}
+
+function fillSampleList() {
+  const d = S.doc;
+  const shown = S.matches;
+  options($("sample"), shown.map((i) => [i, `${d.samples[i].kind === "real" ? "real: " : ""}${d.samples[i].name}`]), S.sample);
+  // The sample on screen stays while it matches; otherwise the first match is shown.
+  return shown.length && !S.matches.includes(S.sample) ? selectSample(shown[0]) : Promise.resolve();
+}
+
+function drawHistogram() {
+  const field = $("filter-field").value, k = +$("filter-index").value;
+  if (field !== "ics" || !S.doc.histograms[k]) { Plotly.purge("hist"); $("hist").hidden = true; return; }
+  $("hist").hidden = false;
+  const h = S.doc.histograms[k];
+  const mids = h.counts.map((_, j) => (h.edges[j] + h.edges[j + 1]) / 2);
+  Plotly.react("hist", [{ type: "bar", x: mids, y: h.counts, marker: { color: "#888" } }],
+    { title: { text: `IC ${k} loadings, all samples and steps`, font: { size: 12 } }, margin: { t: 30, r: 10, b: 30, l: 40 }, bargap: 0 },
+    { displayModeBar: false, responsive: true });
+}
+
+// ---------------------------------------------------------------- sample view
+function selectSample(i) {
+  S.sample = i;
+  $("sample").value = String(i);
+  const s = S.doc.samples[i];
+  $("step").max = String(s.actions.length - 1);
+  S.step = Math.min(S.step, s.actions.length - 1);
+  return render();
+}
+
+async function drawFrames() {
+  const s = S.doc.samples[S.sample], fs = S.doc.meta.frame_size, t = S.step;
+  const target = $("saliency").value;
+  const [obs, sal] = await Promise.all([image(s.strips.obs), s.strips[target] ? image(s.strips[target]) : null]);
+  for (const id of ["frame", "saliency-canvas"]) {
+    const ctx = $(id).getContext("2d");
+    ctx.imageSmoothingEnabled = false;
+    ctx.globalAlpha = 1;
+    ctx.drawImage(obs, t * fs, 0, fs, fs, 0, 0, 256, 256);
+  }
+  const ctx = $("saliency-canvas").getContext("2d");
+  if (sal) {
+    ctx.globalAlpha = +$("blend").value / 100;
+    ctx.drawImage(sal, t * fs, 0, fs, fs, 0, 0, 256, 256);
+    ctx.globalAlpha = 1;
+  } else {
+    ctx.fillStyle = "rgba(0,0,0,0.6)"; ctx.fillRect(0, 0, 256, 256);
+    ctx.fillStyle = "#fff"; ctx.font = "14px sans-serif"; ctx.fillText(`no ${target} map for this sample`, 12, 128);
+  }
+}
+
+function axis(value) { const [kind, k] = value.split(":"); return { kind, k: +k }; }
+
+async function drawScatter() {
+  const d = S.doc, x = axis($("x-axis").value), y = axis($("y-axis").value);
+  const bg = d.background;
+  const usesPcs = d.arrays.pcs && (x.kind === "pcs" || y.kind === "pcs");
+  const [ics, pcs] = await Promise.all([rows("ics", S.sample), usesPcs ? rows("pcs", S.sample) : null]);
+  const traj = { ics, pcs };
+  const tx = traj[x.kind] ? traj[x.kind].map((r) => r[x.k]) : [], ty = traj[y.kind] ? traj[y.kind].map((r) => r[y.k]) : [];
+  const label = (a) => `${a.kind === "ics" ? "IC" : "PC"} ${a.k}`;
+  Plotly.react("scatter", [
+    { type: "scatter", mode: "markers", name: "real states", hoverinfo: "skip",
+      x: bg[x.kind].map((r) => r[x.k]), y: bg[y.kind].map((r) => r[y.k]), marker: { size: 3, color: "rgba(120,120,120,0.35)" } },
+    { type: "scatter", mode: "lines+markers", name: "this sample", x: tx, y: ty,
+      text: tx.map((_, t) => `step ${t}`), marker: { size: 6, color: "#1f77b4" }, line: { color: "#1f77b4" } },
+    { type: "scatter", mode: "markers", name: `step ${S.step}`, x: [tx[S.step]], y: [ty[S.step]],
+      marker: { size: 14, color: "#d62728", line: { color: "#000", width: 1 } } },
+  ], { margin: { t: 10, r: 10, b: 40, l: 50 }, xaxis: { title: { text: label(x) } }, yaxis: { title: { text: label(y) } },
+       legend: { orientation: "h", y: -0.2 }, showlegend: true }, { displayModeBar: false, responsive: true });
+}
+
+async function drawBars() {
+  const d = S.doc, k = d.meta.n_ics;
+  const target = $("bar-target").value, name = `grad:${target}`;
+  const [icRows, gradRows] = await Promise.all([rows("ics", S.sample), d.arrays[name] ? rows(name, S.sample) : null]);
+  const ics = icRows[S.step];
+  let colour = new Array(k).fill(0), has = false;
+  if (gradRows) {
+    const g = gradRows[S.step];
+    has = Array.from(g).some(Number.isFinite);
+    colour = Array.from(g, (v) => (Number.isFinite(v) ? v : 0));
+  }
+  const lim = Math.max(1e-9, ...colour.map(Math.abs));
+  Plotly.react("bars", [{
+    type: "bar", x: Array.from({ length: k }, (_, i) => `IC ${i}`), y: Array.from(ics),
+    marker: has ? { color: colour, colorscale: "RdBu", reversescale: true, cmin: -lim, cmax: lim, showscale: true,
+                    colorbar: { title: { text: "grad" }, thickness: 10 } } : { color: "#bbb" },
+  }], { margin: { t: 10, r: 10, b: 40, l: 50 }, yaxis: { title: { text: "loading" } } }, { displayModeBar: false, responsive: true });
+}
+
+async function render() {
+  const s = S.doc.samples[S.sample];
+  $("step").value = String(S.step);
+  $("step-label").textContent = `step ${S.step} / ${s.actions.length - 1}`;
+  document.body.dataset.step = String(S.step);
+  document.body.dataset.sample = String(S.sample);
+  const act = S.doc.meta.actions[s.actions[S.step]] ?? s.actions[S.step];
+  $("sample-info").textContent = `${s.kind} · behaviour ${s.behaviour ?? "-"} · action ${act} · value ${s.values[S.step].toFixed(3)} · reward ${s.rewards[S.step]}`;
+  await Promise.all([drawFrames(), drawScatter(), drawBars()]);
+}
+
+function setStep(t) {
+  const T = S.doc.samples[S.sample].actions.length;
+  S.step = ((t % T) + T) % T;
+  return render();
+}
+
+function togglePlay() {
+  if (S.timer) { clearInterval(S.timer); S.timer = null; $("play").textContent = "play"; }
+  else { S.timer = setInterval(() => setStep(S.step + 1).catch(fail), 400); $("play").textContent = "pause"; }
+  document.body.dataset.playing = S.timer ? "1" : "0";
+}
+
+// ---------------------------------------------------------------- context
+function drawContext() {
+  const d = S.doc;
+  if (d.training) {
+    Plotly.newPlot("curve", [{ type: "scatter", mode: "lines", x: d.training.steps, y: d.training.values, line: { color: "#2ca02c" } }],
+      { title: { text: `learning curve: ${d.training.metric}`, font: { size: 12 } }, margin: { t: 30, r: 10, b: 40, l: 50 }, xaxis: { title: { text: "environment steps" } } },
+      { displayModeBar: false, responsive: true });
+  } else { $("curve").hidden = true; }
+  const table = $("eval-table");
+  if (d.eval.length) {
+    const cols = [...new Set(d.eval.flatMap((r) => Object.keys(r)))];
+    const head = document.createElement("tr");
+    head.append(...cols.map((c) => Object.assign(document.createElement("th"), { textContent: c })));
+    table.append(head);
+    for (const r of d.eval) {
+      const tr = document.createElement("tr");
+      tr.append(...cols.map((c) => Object.assign(document.createElement("td"), {
+        textContent: typeof r[c] === "number" ? (+r[c].toFixed(3)).toString() : (r[c] ?? "") })));
+      table.append(tr);
+    }
+  }
+  if (!d.training && !d.eval.length && !d.interventions.length) {
+    $("context").append(Object.assign(document.createElement("p"), { className: "muted",
+      textContent: "no training run (metrics.csv beside the agent's checkpoint), eval results or interventions found" }));
+  }
+  const box = $("interventions");
+  for (const iv of d.interventions) {
+    const div = document.createElement("div");
+    div.append(Object.assign(document.createElement("h3"), { textContent: `intervention: ${iv.name}` }));
+    div.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(iv.summary, null, 1) }));
+    if (iv.video) div.append(Object.assign(document.createElement("video"), { src: `data/${iv.video}`, controls: true, muted: true }));
+    box.append(div);
+  }
+}
+
+function fail(err) {
+  console.error(err);
+  $("error").hidden = false;
+  $("error").textContent = String(err.message || err);
+}
+
+// ---------------------------------------------------------------- start
+async function main() {
+  const d = (S.doc = await fetchJSON("data/panel.json"));
+  const m = d.meta;
+  $("title").textContent = m.title;
+  const nReal = d.samples.filter((s) => s.kind === "real").length;
+  $("meta").textContent = `${d.samples.length - nReal} simulated samples, ${nReal} real episodes, ${m.n_ics} ICs · ${m.source}`;
+  const axes = [...Array.from({ length: m.n_ics }, (_, i) => [`ics:${i}`, `IC ${i}`]),
+                ...Array.from({ length: d.arrays.pcs ? d.arrays.pcs.shape[2] : 0 }, (_, i) => [`pcs:${i}`, `PC ${i}`])];
+  options($("x-axis"), axes, "ics:0");
+  options($("y-axis"), axes, m.n_ics > 1 ? "ics:1" : "ics:0");
+  const maps = [...new Set(d.samples.flatMap((s) => Object.keys(s.strips)).filter((k) => k !== "obs"))];
+  options($("saliency"), maps.map((k) => [k, k]), maps.includes("action") ? "action" : maps[0]);
+  const gradTargets = Object.keys(d.arrays).filter((a) => a.startsWith("grad:")).map((a) => a.slice(5));
+  options($("bar-target"), gradTargets.length ? gradTargets.map((t) => [t, t]) : [["", "none (no saliency run with IC gradients)"]],
+          gradTargets.includes("value") ? "value" : gradTargets[0]);
+  options($("filter-field"), [["ics", "IC loading"], ...gradTargets.map((t) => [`grad:${t}`, `gradient loading of ${t}`])], "ics");
+  options($("filter-index"), Array.from({ length: m.n_ics }, (_, i) => [i, `IC ${i}`]), 0);
+  $("filter-steps").placeholder = `0-${m.steps - 1} (all)`;
+  for (const b of d.behaviours) {
+    $("behaviour").append(Object.assign(document.createElement("option"), { value: String(b.id), textContent: `${b.name} (${b.members.length})` }));
+  }
+  for (let i = 0; i < m.n_ics; i++) $("extrema-ic").append(Object.assign(document.createElement("option"), { value: String(i), textContent: `IC ${i}` }));
+
+  $("sample").addEventListener("change", () => selectSample(+$("sample").value).catch(fail));
+  $("step").addEventListener("input", () => setStep(+$("step").value).catch(fail));
+  $("prev").addEventListener("click", () => setStep(S.step - 1).catch(fail));
+  $("next").addEventListener("click", () => setStep(S.step + 1).catch(fail));
+  $("play").addEventListener("click", togglePlay);
+  for (const id of ["saliency", "blend"]) $(id).addEventListener("input", () => drawFrames().catch(fail));
+  for (const id of ["x-axis", "y-axis"]) $(id).addEventListener("change", () => drawScatter().catch(fail));
+  $("bar-target").addEventListener("change", () => drawBars().catch(fail));
+  $("behaviour").addEventListener("change", () => { S.filter.behaviour = $("behaviour").value; computeMatches().catch(fail); });
+  $("filter-index").addEventListener("change", drawHistogram);
+  $("filter-field").addEventListener("change", drawHistogram);
+  $("filter-apply").addEventListener("click", () => {
+    try {
+      const lo = parseFloat($("filter-lo").value), hi = parseFloat($("filter-hi").value);
+      if (!(lo <= hi)) throw new Error("range: 'from' must be a number not above 'to'");
+      S.filter.range = { field: $("filter-field").value, index: +$("filter-index").value, lo, hi,
+                         steps: parseSteps($("filter-steps").value, m.steps) };
+      $("error").hidden = true;
+    } catch (err) { fail(err); return; }
+    computeMatches().catch(fail);
+  });
+  const extremaChanged = () => {
+    const ic = $("extrema-ic").value;
+    S.filter.extrema = ic === "" ? null : { ic: +ic, kind: $("extrema-kind").value, scope: $("extrema-scope").value };
+    computeMatches().catch(fail);
+  };
+  for (const id of ["extrema-ic", "extrema-kind", "extrema-scope"]) $(id).addEventListener("change", extremaChanged);
+  $("filter-clear").addEventListener("click", () => {
+    S.filter = { range: null, behaviour: "", extrema: null };
+    $("behaviour").value = ""; $("extrema-ic").value = "";
+    computeMatches().catch(fail);
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+    if (e.key === "ArrowRight") setStep(S.step + 1).catch(fail);
+    if (e.key === "ArrowLeft") setStep(S.step - 1).catch(fail);
+    if (e.key === " ") { e.preventDefault(); togglePlay(); }
+  });
+
+  await computeMatches();
+  await selectSample(S.sample);
+  drawHistogram();
+  drawContext();
+  document.body.dataset.readyMs = String(Math.round(performance.now()));  // since navigation started
+  document.body.dataset.ready = "1";
+}
+
+main().catch(fail);

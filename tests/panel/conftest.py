@@ -1,0 +1,165 @@
+"""Panel test fixtures. A synthetic panel that follows the schema: any number of samples, made in seconds.
+
+It stands in for a real analysis where only the page is under test (its controls, its
+filter counts, its time-to-interactive at 1000 and 6000 samples). Strip images come from a
+small pool shared by many samples: the page loads only the strips of the sample on screen,
+so the pool changes nothing the page does, and writing 6000 x 4 PNGs would only slow tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+
+T, K, P, FS = 10, 16, 16, 64
+TARGETS = ("value", "action", "ic:0", "ic:1")
+ACTIONS = ["down-left", "left", "up-left", "down", "noop", "up", "down-right", "right", "up-right",
+           "d", "a", "w", "s", "q", "e"]  # fmt: skip
+
+
+def _strip(rng: np.random.Generator, saliency: bool) -> np.ndarray:
+    """T frames side by side: a moving square on a coloured ground, or blue/red blobs for a map."""
+    img = np.zeros((FS, FS * T, 3), np.uint8)
+    yy, xx = np.mgrid[:FS, :FS]
+    for t in range(T):
+        frame = img[:, t * FS : (t + 1) * FS]
+        if saliency:
+            cy, cx = rng.integers(8, FS - 8, 2)
+            blob = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 60.0)
+            frame[..., 2] = (255 * blob).astype(np.uint8)
+            frame[..., 0] = (255 * np.roll(blob, 20, axis=1)).astype(np.uint8)
+        else:
+            frame[:] = rng.integers(40, 200, 3, dtype=np.uint8)
+            y, x = 4 + 4 * t % (FS - 16), 4 + 5 * t % (FS - 16)
+            frame[y : y + 12, x : x + 12] = (250, 220, 30)
+    return img
+
+
+def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, chunk: int = 500) -> Path:
+    rng = np.random.default_rng(seed)
+    n = n_samples + n_real
+    ics = rng.standard_normal((n, T, K)).cumsum(axis=1).astype(np.float32) / 2
+    pcs = rng.standard_normal((n, T, P)).astype(np.float32)
+    arrays = {"ics": ics, "pcs": pcs}
+    for i, target in enumerate(TARGETS):
+        g = rng.standard_normal((n, T, K)).astype(np.float32) * (i + 1) / 4
+        if target.startswith("ic:"):
+            g[n_samples:] = np.nan  # real episodes: agent-alone saliency has no IC gradients here
+        arrays[f"grad:{target}"] = g
+    pool = 6
+    strips = {f"pool{j}_obs.png": _strip(rng, False) for j in range(pool)}
+    strips |= {f"pool{j}_{t.replace(':', '')}.png": _strip(rng, True) for j in range(pool) for t in TARGETS}
+    behaviour = rng.integers(0, 6, n)
+    samples = []
+    for i in range(n):
+        real = i >= n_samples
+        j = i % pool
+        names = {"obs": f"strips/pool{j}_obs.png"}
+        names |= {t: f"strips/pool{j}_{t.replace(':', '')}.png" for t in (TARGETS[:2] if real else TARGETS)}
+        samples.append({
+            "name": f"episode {i - n_samples}" if real else f"sample {i}",
+            "kind": "real" if real else "sample",
+            "behaviour": None if real else int(behaviour[i]),
+            "actions": rng.integers(0, 15, T).tolist(),
+            "values": rounded(rng.uniform(0, 10, T)),
+            "rewards": [0.0] * (T - 1) + [float(rng.integers(0, 2) * 10)],
+        "strips": names,
+        })  # fmt: skip
+    behaviours = [
+        {"id": b, "name": f"behaviour {b}", "members": np.flatnonzero(behaviour[:n_samples] == b).tolist()}
+        for b in range(6)
+    ]
+    doc = {
+        "meta": {
+            "title": f"synthetic panel ({n_samples} samples)", "created": "2026-01-01T00:00:00",
+            "source": "synthetic", "n_ics": K, "n_pcs": P, "steps": T, "saliency_step": 4,
+            "frame_size": FS, "actions": ACTIONS, "targets": list(TARGETS),
+        },
+        "background": {"ics": rounded(rng.standard_normal((2000, K))), "pcs": rounded(rng.standard_normal((2000, P)))},
+        "samples": samples,
+        "behaviours": behaviours,
+        "extrema": {"fraction": 0.01, "any_step": extrema(ics), "saliency_step": extrema(ics, [4])},
+        "histograms": histograms(ics),
+        "training": {"metric": "charts/episodic_return", "steps": list(range(0, 50_000, 1000)),
+                     "values": rounded(np.linspace(0, 9, 50) + rng.normal(0, 0.5, 50))},
+        "eval": [{"split": "train", "episodes": 100, "return": 8.1}, {"split": "test", "episodes": 100, "return": 6.4}],
+        "interventions": [{"name": "collapse IC 3", "summary": {"return_change": -1.5}, "video": None}],
+    }  # fmt: skip
+    return write_panel(out, PanelData(doc, arrays, strips), chunk=chunk)
+
+
+@pytest.fixture
+def make_synthetic_panel():
+    """:func:`synthetic_panel` for tests (conftest helpers are not importable by name)."""
+    return synthetic_panel
+
+
+K_TINY = 6
+
+
+def tiny_analysis(root: Path) -> Path:
+    """A small analysis folder laid out as the analyze commands write it: real and sample stores, a
+    basis, two simulated saliency runs (the first with both env-grads settings for sample 0), a --real
+    saliency run,
+    behaviours, and an agent run directory with metrics.csv and an eval file."""
+    from interpret.conftest import write_samples
+    from proclab.data import EpisodeStore, ShardWriter
+    from proclab.interpret.activations import read_activation
+    from proclab.interpret.basis import Basis, BasisConfig
+    from proclab.interpret.workspace import Workspace
+
+    rng = np.random.default_rng(3)
+    data = write_samples(root / "DATA", n=12, steps=30, seed=1)
+    samples = write_samples(root / "SAMPLES", n=40, steps=10, seed=2)
+    run = root / "run"
+    (run / "checkpoints" / "step_000000002048").mkdir(parents=True)
+    (run / "metrics.csv").write_text(
+        "step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n"
+    )
+    rows = [{"split": s, "game": "bossfight", "episodes": 20, "return_mean": r, "return_std": 1.0, "return_sem": 0.2,
+             "length_mean": 300.0, "level_complete_rate": 0.4, "normalized_score": 0.3} for s, r in (("train", 5.0), ("test1", 4.0))]  # fmt: skip
+    (run / "eval_test.json").write_text(json.dumps({"mode": "easy", "rows": rows, "aggregate": {}}))
+    ws = Workspace.open(root / "A")
+    source = "state_out/core.0.h"
+    ws.require_inputs(
+        data=data, samples=samples, activation=source, checkpoint=run / "checkpoints" / "step_000000002048"
+    )
+    x = read_activation(EpisodeStore(data), source).x
+    ws.record_command("hidden", {}, [], 0.0)
+    Basis.fit(x, BasisConfig(n_ics=K_TINY), {"test": True}).save(ws.basis_path)
+
+    sim = EpisodeStore(samples)
+    with ShardWriter(root / "A" / "saliency" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for i, env_grads in [(0, False), *((i, True) for i in range(24))]:
+            got = sim.read(i, ["obs", "action", "value"])
+            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
+                               for k in ("value", "action") for p in ("frame", "ic")}}  # fmt: skip
+            w.append(steps, {"sample": i, "env_grads": env_grads, "target_step": 4})
+    with ShardWriter(root / "A" / "saliency-ic" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for i in range(10):  # a second run (as xcorr's): a new target, and one the first run has too
+            got = sim.read(i, ["obs", "action", "value"])
+            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
+                               for k in ("ic_0", "value") for p in ("frame", "ic")}}  # fmt: skip
+            w.append(steps, {"sample": i, "env_grads": True, "target_step": 4})
+    real = EpisodeStore(data)
+    with ShardWriter(root / "A" / "saliency-real" / "store.zarr", attrs={"saliency": {"data": str(data), "step": 4, "window": 10}},
+                     commit_seconds=0) as w:  # fmt: skip
+        for e in range(5):
+            got = real.read(e, ["obs", "action"], 3, 13)
+            steps = {**got, "grad/value/frame": rng.normal(size=(10, 3, 64, 64)).astype(np.float32)}
+            w.append(steps, {"episode": e, "offset": 3, "target_step": 4})
+    (root / "A" / "behaviours").mkdir()
+    np.savez(root / "A" / "behaviours" / "labels.npz", ids=np.arange(40), labels=np.arange(40) % 3)
+    return root / "A"
+
+
+@pytest.fixture(scope="session")
+def analysis(tmp_path_factory) -> Path:
+    return tiny_analysis(tmp_path_factory.mktemp("analysis"))

@@ -1,0 +1,143 @@
+"""proclab panel export on a small analysis folder: the schema, and each value against its source."""
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+from proclab.cli import main
+from proclab.data import EpisodeStore
+from proclab.errors import ProclabError
+from proclab.interpret.activations import read_activation
+from proclab.interpret.workspace import Workspace
+from proclab.panel.bundle import load_schema, read_array
+from proclab.panel.export import ExportArgs, export
+
+
+@pytest.fixture(scope="module")
+def panel(analysis, tmp_path_factory):
+    out = tmp_path_factory.mktemp("panel") / "P"
+    main(["panel", "export", str(analysis), "--out", str(out), "--samples", "30", "--real", "4", "--chunk", "8",
+          "--background", "200"])  # fmt: skip
+    return out, json.loads((out / "data" / "panel.json").read_text())
+
+
+def test_export_follows_schema(panel):
+    out, doc = panel
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    assert [s["kind"] for s in doc["samples"]] == ["sample"] * 30 + ["real"] * 4
+    assert doc["meta"]["steps"] == 10 and doc["meta"]["saliency_step"] == 4
+    assert doc["meta"]["targets"] == ["action", "ic_0", "value"]
+    assert len(doc["arrays"]["ics"]["files"]) == 5  # 34 rows in chunks of 8
+    assert len(doc["background"]["ics"]) == 200
+    for s in doc["samples"]:
+        for rel in s["strips"].values():
+            assert (out / "data" / rel).is_file()
+
+
+def test_loadings_are_the_folder_basis_applied_to_the_stores(panel, analysis):
+    out, doc = panel
+    ws = Workspace.open(analysis, create=False)
+    basis = ws.basis()
+    samples = EpisodeStore(ws.inputs["samples"])
+    x = read_activation(samples, ws.inputs["activation"], np.arange(30)).x.reshape(30, 10, -1)
+    ics = read_array(out, doc, "ics")
+    np.testing.assert_allclose(
+        ics[:30], basis.to_ics(x.reshape(300, -1)).reshape(30, 10, -1), rtol=1e-5, atol=1e-5
+    )
+    np.testing.assert_allclose(read_array(out, doc, "pcs")[:30], basis.to_pcs(x.reshape(300, -1))[:, :16].reshape(30, 10, -1),
+                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    real = EpisodeStore(ws.inputs["data"])
+    xr = read_activation(real, ws.inputs["activation"], [2]).x[3:13]
+    np.testing.assert_allclose(ics[32], basis.to_ics(xr), rtol=1e-5, atol=1e-5)
+    assert doc["samples"][32]["name"] == "episode 2 steps 3-12"
+    assert doc["samples"][5]["actions"] == samples.read(5, ["action"])["action"].tolist()
+
+
+def test_gradient_loadings_come_from_the_env_grads_run_and_are_nan_elsewhere(panel, analysis):
+    out, doc = panel
+    sal = EpisodeStore(analysis / "saliency" / "store.zarr")
+    g = read_array(out, doc, "grad:value")
+    rows = {(int(s), bool(e)): r for r, (s, e) in enumerate(zip(sal.read_episode_field("sample"),
+                                                                sal.read_episode_field("env_grads"), strict=True))}  # fmt: skip
+    for i in (0, 7, 23):
+        np.testing.assert_array_equal(g[i], sal.read(rows[i, True], ["grad/value/ic"])["grad/value/ic"])
+    assert np.isnan(g[24:]).all()  # samples 24.. had no saliency run; real windows have no IC gradients
+    ic0 = read_array(out, doc, "grad:ic_0")
+    second = EpisodeStore(analysis / "saliency-ic" / "store.zarr")
+    np.testing.assert_array_equal(
+        ic0[:10], np.stack([second.read(i, ["grad/ic_0/ic"])["grad/ic_0/ic"] for i in range(10)])
+    )
+    assert np.isnan(ic0[10:]).all()
+    assert set(doc["samples"][0]["strips"]) == {"obs", "value", "action", "ic_0"}
+    assert set(doc["samples"][12]["strips"]) == {"obs", "value", "action"}
+    assert set(doc["samples"][24]["strips"]) == {"obs"}
+    assert set(doc["samples"][30]["strips"]) == {"obs", "value"}  # agent-alone map of a real window
+
+
+def test_behaviours_extrema_and_agent_context(panel):
+    out, doc = panel
+    assert [b["members"] for b in doc["behaviours"]] == [list(range(b, 30, 3)) for b in range(3)]
+    assert all(doc["samples"][i]["behaviour"] == i % 3 for i in range(30))
+    ics = read_array(out, doc, "ics")
+    top = doc["extrema"]["saliency_step"][2]["top"]
+    assert top == [int(np.argmax(ics[:, 4, 2]))]  # 1 % of 34 rounds to one sample
+    assert doc["training"] == {
+        "metric": "charts/episodic_return",
+        "steps": [2048.0, 4096.0],
+        "values": [3.5, 6.25],
+    }
+    assert [(r["split"], r["return_mean"]) for r in doc["eval"]] == [("train", 5.0), ("test1", 4.0)]
+    assert doc["interventions"] == []
+
+
+def test_intervention_summaries_and_videos_are_carried(analysis, tmp_path):
+    iv = analysis / "intervene-collapse"
+    iv.mkdir()
+    try:
+        (iv / "summary.json").write_text('{"return_change": -1.5}')
+        (iv / "videos").mkdir()
+        (iv / "videos" / "a.mp4").write_bytes(b"not really a video")
+        out = export(ExportArgs(analysis, tmp_path / "P", samples=3, real=0, background=50), progress=False)
+        doc = json.loads((out / "data" / "panel.json").read_text())
+        assert doc["interventions"] == [
+            {
+                "name": "intervene-collapse",
+                "summary": {"return_change": -1.5},
+                "video": "videos/intervene-collapse.mp4",
+            }
+        ]
+        assert (out / "data" / "videos" / "intervene-collapse.mp4").read_bytes() == b"not really a video"
+    finally:
+        import shutil
+
+        shutil.rmtree(iv)
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["panel", "export", str(tmp_path), "--out", str(tmp_path / "P")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "not an analysis folder" in err and len(err.splitlines()) == 1
+
+
+def test_a_sample_store_with_predicted_rewards_shows_them(tmp_path):
+    """wm sample stores hold the world model's reward_norm, not reward."""
+    from proclab.data import ShardWriter
+    from proclab.panel.export import _read_steps
+
+    with ShardWriter(tmp_path / "S", commit_seconds=0) as w:
+        w.append({"obs": np.zeros((4, 3, 64, 64), np.uint8), "action": np.arange(4), "value": np.ones(4, np.float32),
+                  "reward_norm": np.array([0, 0, 0.5, 1], np.float32)}, {})  # fmt: skip
+    got = _read_steps(EpisodeStore(tmp_path / "S"), 0, 1, 4)
+    assert got["reward"].tolist() == [0, 0.5, 1] and got["action"].tolist() == [1, 2, 3]
+
+
+def test_refuses_to_write_over_a_folder_that_is_not_a_panel(analysis, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    for out in (analysis, tmp_path, tmp_path / "notes.txt"):
+        with pytest.raises(ProclabError, match="not a panel folder"):
+            export(ExportArgs(analysis, out, samples=2, real=0, background=10), progress=False)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
