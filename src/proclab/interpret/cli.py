@@ -27,6 +27,7 @@ from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
+from proclab.interpret.intervene import InterveneArgs, run_intervene
 from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
 
@@ -38,6 +39,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "behaviours": (BehavioursArgs, run_behaviours),
     "xcorr": (XcorrArgs, run_xcorr),
     "consistency": (ConsistencyArgs, run_consistency),
+    "intervene": (InterveneArgs, run_intervene),
 }
 
 
