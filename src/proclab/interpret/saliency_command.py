@@ -43,6 +43,7 @@ from proclab.rl.runtime import make_runtime
 from proclab.worldmodel.checkpoint import freeze, load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
+STORED_PARTS = ("frame", "state", "env_h", "ic", "pc")
 METHODS = ("gradient", "smoothgrad", "integrated-gradients")
 
 
@@ -74,6 +75,9 @@ class SaliencyArgs(AnalysisArgs):
     """Explain one sample made of the mean of the selected bottlenecks (renormalised)."""
     batch: int = 8
     """Samples simulated at once (each with 1 + noise copies)."""
+    store_grads: tuple[str, ...] = STORED_PARTS
+    """Per-step gradients kept in the saliency store (frame gradients are 48 KiB per step and target;
+    cross-causation needs only ic)."""
     name: str = "saliency"
     """Subfolder of the analysis folder for this run (several runs can live side by side)."""
     strips: int = 8
@@ -107,6 +111,9 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
     """Run the saliency analysis; returns its output folder."""
     if args.env_grads not in ENV_GRADS:
         raise unknown_choice("--env-grads setting", args.env_grads, ENV_GRADS)
+    unknown = set(args.store_grads) - set(STORED_PARTS)
+    if unknown:
+        raise unknown_choice("--store-grads part", sorted(unknown)[0], STORED_PARTS)
     if args.noise < 0 or args.batch < 1:
         raise ProclabError(f"--noise must be >= 0 and --batch >= 1, got {args.noise} and {args.batch}")
     start = time.time()
@@ -183,7 +190,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
                     check_reproduces(stored, res.rollout.obs, group, settings, ckpt.step)
                 names = [-1] if args.combine else group
                 for j, sample in enumerate(names):
-                    steps, info = episode_rows(res, j, targets, basis)
+                    steps, info = episode_rows(res, j, targets, basis, args.store_grads)
                     writer.append(
                         steps, {"sample": sample, "env_grads": env_grads, "target_step": args.step, **info}
                     )
@@ -196,7 +203,8 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
 
 
-def episode_rows(res: SaliencyBatch, j: int, targets: list[Target], basis) -> tuple[dict, dict]:
+def episode_rows(res: SaliencyBatch, j: int, targets: list[Target], basis,
+                 parts: tuple[str, ...] = STORED_PARTS) -> tuple[dict, dict]:  # fmt: skip
     """Sample ``j`` of a batch as one saliency-store episode (per-step fields, per-episode fields)."""
     r = res.rollout
     steps = {"obs": r.obs[j], "action": r.action[j].astype(np.int64), "value": r.value[j],
@@ -205,11 +213,11 @@ def episode_rows(res: SaliencyBatch, j: int, targets: list[Target], basis) -> tu
     for t in targets:
         g = res.grads[t.spec]
         for part in ("frame", "state", "env_h"):
-            if part in g:
+            if part in g and part in parts:
                 steps[f"grad/{t.key}/{part}"] = g[part][j]
-        if basis is not None and "basis" in g:
-            steps[f"grad/{t.key}/ic"] = basis.project_gradient(g["basis"][j], "ica").astype(np.float32)
-            steps[f"grad/{t.key}/pc"] = basis.project_gradient(g["basis"][j], "pca").astype(np.float32)
+        for part, kind in (("ic", "ica"), ("pc", "pca")):
+            if basis is not None and "basis" in g and part in parts:
+                steps[f"grad/{t.key}/{part}"] = basis.project_gradient(g["basis"][j], kind).astype(np.float32)
         info[f"grad/{t.key}/bottleneck"] = g["bottleneck"][j]
         info[f"target/{t.key}"] = float(res.targets[t.spec][j])
     return steps, info

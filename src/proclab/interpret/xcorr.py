@@ -140,7 +140,7 @@ def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarr
     if not path.exists():
         run_saliency(SaliencyArgs(out=ws.path, samples=samples, ids=format_ids(np.sort(ids)), target=(f"ic:0-{k - 1}",),
                                   step=args.step, noise=args.noise, env_grads="both", name=args.saliency, strips=0,
-                                  videos=0, device=args.device, seed=args.seed))  # fmt: skip
+                                  videos=0, store_grads=("ic",), device=args.device, seed=args.seed))  # fmt: skip
     return EpisodeStore(path)
 
 
