@@ -212,6 +212,15 @@ PRESETS["tiny"] = TrainConfig(
     checkpoint_every=50_000,
 )
 
+# The same scale with interpreting-rl-behavior's recurrent agent (FC 64, GRU 64) on its game, so
+# recordings carry a hidden state for `proclab analyze hidden` (the tiny agent is feed-forward).
+PRESETS["tiny-rec"] = replace(
+    PRESETS["tiny"],
+    env=replace(PRESETS["tiny"].env, game=("coinrun",)),
+    agent=agent_preset("interp-gru"),
+    name="tiny-rec",
+)
+
 
 def _impala(games: tuple[str, ...], mode: str, split: str) -> TrainConfig:
     """modern-srwm's IMPALA runs (``RL/README.md``): 48 envs, batch 32 x 50, 300M steps, SRWM agent.

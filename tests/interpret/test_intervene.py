@@ -41,12 +41,16 @@ def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
     for key in ("level_seed", "return", "length"):
         np.testing.assert_array_equal(base.episodes[key][order[0]], inter.episodes[key][order[1]])
     for i, j in zip(*order, strict=True):
-        np.testing.assert_array_equal(base.read(int(i), ["action"])["action"], inter.read(int(j), ["action"])["action"])
+        np.testing.assert_array_equal(
+            base.read(int(i), ["action"])["action"], inter.read(int(j), ["action"])["action"]
+        )
     summary = json.loads((out / "intervene" / "summary.json").read_text())
     real = summary["real"]
     assert summary["intervention"] == "move 1:1" and real["return"]["change"] == 0
     assert real["actions"]["tv_distance"]["value"] == 0 and not real["length"]["significant"]
-    assert (out / "intervene" / "real_actions.png").is_file() and list((out / "intervene" / "videos").glob("*.mp4"))
+    assert (out / "intervene" / "real_actions.png").is_file() and list(
+        (out / "intervene" / "videos").glob("*.mp4")
+    )
 
 
 def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_run, samples, tmp_path):
@@ -66,7 +70,9 @@ def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_ru
     assert sim["samples"] == 4 and set(sim["actions"]["per_category"]) >= {"right", "up"}
     assert "behaviours_note" in sim and "ci95" in sim["predicted_return"]
     stores = [EpisodeStore(out / "intervene" / "sim" / f"{a}.zarr") for a in ("baseline", "intervened")]
-    np.testing.assert_array_equal(stores[0].read(0, ["obs"])["obs"], EpisodeStore(samples).read(0, ["obs"])["obs"])
+    np.testing.assert_array_equal(
+        stores[0].read(0, ["obs"])["obs"], EpisodeStore(samples).read(0, ["obs"])["obs"]
+    )
     with pytest.raises(SystemExit):
         cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--move", "1:2"])
 
@@ -82,7 +88,9 @@ def test_paired_bootstrap_against_a_loop():
     f = frequency_changes(counts_b, counts_i, idx, ["a", "b", "c"])
     pooled = [sum(counts_i[k] for k in row) / sum(counts_i[k].sum() for k in row)
               - sum(counts_b[k] for k in row) / sum(counts_b[k].sum() for k in row) for row in idx]  # fmt: skip
-    assert f["per_category"]["b"]["ci95"] == pytest.approx(list(np.percentile([p[1] for p in pooled], [2.5, 97.5])))
+    assert f["per_category"]["b"]["ci95"] == pytest.approx(
+        list(np.percentile([p[1] for p in pooled], [2.5, 97.5]))
+    )
     arm = ArmEpisodes(np.array([5, 5, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
     other = ArmEpisodes(np.array([5, 7, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
     with pytest.raises(RuntimeError, match="different levels"):

@@ -246,7 +246,12 @@ def test_real_saliency_command(wm_run, tmp_path):
 
     data = load_checkpoint(wm_run, kind="world_model").meta["data"]
     out = tmp_path / "real"
-    for method in ("gradient", "smoothgrad", "integrated-gradients", "gradient"):  # a re-run replaces its store
+    for method in (
+        "gradient",
+        "smoothgrad",
+        "integrated-gradients",
+        "gradient",
+    ):  # a re-run replaces its store
         cli(["analyze", "saliency", "--out", str(out), "--real", "--data", str(data), "--episodes", "0:2",
              "--window", "4", "--step", "2", "--method", method, "--noise", "2", "--name", method, "--strips", "1",
              "--videos", "1", "--device", "cpu"])  # fmt: skip

@@ -36,7 +36,9 @@ def start(samples):
 def test_value_moves_the_asked_way_within_50_iterations(model, start, sign, optimizer):
     wm, agent = model
     objective = Objective(wm, agent, parse_target("value")[0], 5, None, sign)
-    config = OptimConfig(iterations=50, lr=LR[optimizer], optimizer=optimizer, diversity=0.01, temperature=1e-4)
+    config = OptimConfig(
+        iterations=50, lr=LR[optimizer], optimizer=optimizer, diversity=0.01, temperature=1e-4
+    )
     res = optimise(objective, start, config, seed=0)
     gain = sign * (res.history[-1].mean() - res.history[0].mean())
     assert gain > MARGIN, gain

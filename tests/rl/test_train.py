@@ -60,6 +60,8 @@ def test_presets_are_valid_and_reproduce_the_seeds():
         assert (p.env.num_envs, p.ppo.chunk_size, p.agent.core != "none") == (n_envs, chunk, rec), name
         assert p.ppo.anneal_lr and not p.env.use_backgrounds and p.ppo.update_epochs == 3
     assert PRESETS["hard-rec"].agent.fc == 64 and PRESETS["hard-rec"].agent.rnn_size == 64
+    rec, tiny = PRESETS["tiny-rec"], PRESETS["tiny"]  # tiny's scale with the seed's GRU agent on coinrun
+    assert rec.agent == PRESETS["hard-rec"].agent and rec.env.game == ("coinrun",) and rec.ppo == tiny.ppo
 
 
 def test_flags_override_preset_fields():

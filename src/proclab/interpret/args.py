@@ -20,3 +20,15 @@ class AnalysisArgs:
     """The analysis folder (created; analysis.json records its inputs and every command run on it)."""
     seed: int = 0
     """Seed of subsampling, FastICA, NMF and t-SNE."""
+
+
+@dataclass(frozen=True)
+class MapArgs(AnalysisArgs):
+    """Arguments of the analyses that draw 2-D maps (PCA, t-SNE) of many points."""
+
+    perplexity: float = 30.0
+    """t-SNE perplexity."""
+    plot_points: int = 20_000
+    """Points drawn in the scatter plots (a seeded subsample)."""
+    plots: bool = True
+    """Write the PNG plots (off: arrays and summary.json only)."""

@@ -14,18 +14,18 @@ distance bandwidth) on the standardised vectors, with a permutation p-value (at 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 import numpy as np
 import tyro
 
-from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.args import MapArgs
 
 
 @dataclass(frozen=True)
-class BottleneckArgs(AnalysisArgs):
+class BottleneckArgs(MapArgs):
     """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 16, "permutations": 200}}
@@ -39,14 +39,10 @@ class BottleneckArgs(AnalysisArgs):
     """Principal components of the standardised informed vectors (the random ones are projected on them)."""
     clusters: int = 100
     """Ward clusters (kNN connectivity) of the vectors."""
-    perplexity: float = 30.0
-    """t-SNE perplexity."""
     permutations: int = 1000
     """Permutations for the p-value of the informed-vs-random MMD test."""
     test_points: int = 2000
     """Vectors per group used by the MMD test (a seeded subsample beyond this)."""
-    plots: bool = True
-    """Write the PNG plots."""
 
 
 NAME = "bottleneck"
@@ -92,7 +88,6 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
     )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
-    from proclab.io.runs import write_json_atomic
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
@@ -152,14 +147,9 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
         "clusters": {"n": args.clusters, "space_pcs": n95, "silhouette": sil,
                      "sizes": np.bincount(clusters, minlength=args.clusters).tolist(), "random_share": random_share},
         "informed_vs_random": test,
-        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+        "seconds": ph.seconds,
     }  # fmt: skip
-    write_json_atomic(out / "summary.json", summary)
-    files.append(out / "summary.json")
-    ws.record_command(
-        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
-    )
-    return out
+    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:

@@ -14,6 +14,7 @@ quickstart's); flags given after it override single fields.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -79,7 +80,7 @@ def parse(name: str, argv: list[str], prog: str) -> AnalysisArgs:
 def main(argv: list[str], prog: str = "proclab analyze") -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage(prog))
-        return
+        sys.exit(0)
     name = argv[0]
     if name not in ANALYSES:
         raise unknown_choice("analysis", name, ANALYSES)

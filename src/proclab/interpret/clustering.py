@@ -18,7 +18,7 @@ other point is *assigned* with a cost linear in the number of points:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,15 +94,29 @@ def nearest_centroid(x: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     return out
 
 
-def ward_fit_assign(x: np.ndarray, fit: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Ward clusters of the ``fit`` rows (kNN connectivity with ``n_clusters`` neighbours, as the seed);
-    every other row takes the cluster of the nearest centroid. Labels are ordered by size (0 = largest)."""
+def assign_rest(
+    x: np.ndarray, fit: np.ndarray, fitted: np.ndarray, place: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Per-row values: ``fitted`` (values of the ``fit`` rows) for the fitted rows, ``place(rows)`` for the
+    others, in chunks (time linear in the rows, memory bounded)."""
+    out = np.empty((len(x), *fitted.shape[1:]), fitted.dtype)
+    own = np.zeros(len(x), bool)
+    own[fit] = True
+    out[fit] = fitted
+    rest = np.flatnonzero(~own)
+    for sl in chunks(len(rest)):
+        out[rest[sl]] = place(x[rest[sl]])
+    return out
+
+
+def ward_fit(xf: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ward clusters of ``xf`` with kNN connectivity (``n_clusters`` neighbours, as the seed); labels
+    ordered by decreasing size, and the clusters' centroids."""
     from sklearn.cluster import AgglomerativeClustering
     from sklearn.neighbors import kneighbors_graph
 
-    check_clusters(n_clusters, len(fit))
-    xf = x[fit]
-    neighbours = min(n_clusters, len(fit) - 1)
+    check_clusters(n_clusters, len(xf))
+    neighbours = min(n_clusters, len(xf) - 1)
     connectivity = kneighbors_graph(xf, neighbours, include_self=False) if neighbours >= 1 else None
     ward = AgglomerativeClustering(n_clusters=n_clusters, linkage="ward", connectivity=connectivity)
     with warnings.catch_warnings():  # a disconnected kNN graph is completed by sklearn, as intended
@@ -110,34 +124,34 @@ def ward_fit_assign(x: np.ndarray, fit: np.ndarray, n_clusters: int) -> np.ndarr
         fitted = ward.fit_predict(xf)
     order = np.argsort(-np.bincount(fitted, minlength=n_clusters), kind="stable")
     fitted = np.argsort(order)[fitted]  # relabel by decreasing size
-    centroids = np.stack([xf[fitted == c].mean(0) for c in range(n_clusters)])
-    labels = np.empty(len(x), np.int64)
-    own = np.zeros(len(x), bool)
-    own[fit] = True
-    labels[fit] = fitted
-    rest = np.flatnonzero(~own)
-    labels[rest] = nearest_centroid(x[rest], centroids)
-    return labels
+    return fitted, np.stack([xf[fitted == c].mean(0) for c in range(n_clusters)])
+
+
+def ward_fit_assign(x: np.ndarray, fit: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Ward clusters of the ``fit`` rows; every other row takes the cluster of the nearest centroid."""
+    fitted, centroids = ward_fit(x[fit], n_clusters)
+    return assign_rest(x, fit, fitted, lambda rows: nearest_centroid(rows, centroids))
+
+
+def tsne_fit(xf: np.ndarray, perplexity: float, seed: int):
+    """openTSNE's 2-D embedding of ``xf`` (PCA initialisation, one thread)."""
+    from openTSNE import TSNE
+
+    perplexity = float(min(perplexity, max(1.0, (len(xf) - 1) / 3)))  # openTSNE needs 3 * perplexity < n
+    return TSNE(perplexity=perplexity, random_state=seed, n_jobs=1, initialization="pca").fit(xf)
+
+
+def tsne_place(embedding, rows: np.ndarray) -> np.ndarray:
+    """Positions of new rows in a fitted map: openTSNE's partial embedding (median of the 25 nearest
+    fitted points' positions, the start its ``transform`` optimises from)."""
+    k = min(25, len(np.asarray(embedding)))
+    return np.asarray(embedding.prepare_partial(rows, initialization="median", k=k), np.float32)
 
 
 def tsne_fit_assign(x: np.ndarray, fit: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
-    """2-D t-SNE of the ``fit`` rows (openTSNE, PCA initialisation); other rows placed by
-    openTSNE's partial embedding (median of their nearest fitted neighbours)."""
-    from openTSNE import TSNE
-
-    n = len(fit)
-    perplexity = float(min(perplexity, max(1.0, (n - 1) / 3)))  # openTSNE needs 3 * perplexity < n
-    embedding = TSNE(perplexity=perplexity, random_state=seed, n_jobs=1, initialization="pca").fit(x[fit])
-    out = np.empty((len(x), 2), np.float32)
-    own = np.zeros(len(x), bool)
-    own[fit] = True
-    out[fit] = np.asarray(embedding)
-    rest = np.flatnonzero(~own)
-    k = min(25, n)
-    for sl in chunks(len(rest)):
-        part = embedding.prepare_partial(x[rest[sl]], initialization="median", k=k)
-        out[rest[sl]] = np.asarray(part)
-    return out
+    """2-D t-SNE of the ``fit`` rows; other rows placed by :func:`tsne_place`."""
+    embedding = tsne_fit(x[fit], perplexity, seed)
+    return assign_rest(x, fit, np.asarray(embedding, np.float32), lambda rows: tsne_place(embedding, rows))
 
 
 def silhouette(x: np.ndarray, labels: np.ndarray, seed: int, size: int = 5000) -> float | None:

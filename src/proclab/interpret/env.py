@@ -11,23 +11,23 @@ value, and the predicted reward.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 import numpy as np
 import tyro
 
-from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.args import MapArgs
 
 
 @dataclass(frozen=True)
-class EnvArgs(AnalysisArgs):
+class EnvArgs(MapArgs):
     """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h."""
 
     PRESETS: ClassVar[dict[str, dict]] = {
         "paper": {},
-        "small": {"pcs": 32, "clusters": 16, "fit_points": 5000, "plot_points": 5000},
+        "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
     }
 
     samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
@@ -36,14 +36,8 @@ class EnvArgs(AnalysisArgs):
     """Principal components kept of the standardised env states."""
     clusters: int = 128
     """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
-    fit_points: int = 50_000
+    fit_points: int = 20_000
     """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
-    perplexity: float = 30.0
-    """t-SNE perplexity."""
-    plot_points: int = 20_000
-    """Points drawn in the scatter plots (a seeded subsample)."""
-    plots: bool = True
-    """Write the PNG plots."""
 
 
 NAME = "env"
@@ -65,7 +59,6 @@ def run_env(args: EnvArgs) -> Path:
     )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
-    from proclab.io.runs import write_json_atomic
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
@@ -119,14 +112,9 @@ def run_env(args: EnvArgs) -> Path:
         "pcs_to_95": n95,
         "clusters": {"n": args.clusters, "space_pcs": n95, "silhouette": sil,
                      "sizes": np.bincount(clusters, minlength=args.clusters).tolist()},
-        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+        "seconds": ph.seconds,
     }  # fmt: skip
-    write_json_atomic(out / "summary.json", summary)
-    files.append(out / "summary.json")
-    ws.record_command(
-        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
-    )
-    return out
+    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:

@@ -14,14 +14,14 @@ episode, step, outlier, fit, pcs, ics, clusters, nmf, tsne, entropy), ``generate
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
 import tyro
 
-from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.args import MapArgs
 
 if TYPE_CHECKING:
     from proclab.data.store import EpisodeStore
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class HiddenArgs(AnalysisArgs):
+class HiddenArgs(MapArgs):
     """Hidden-state analysis: outliers, the PCA/ICA basis, Ward clusters, NMF, t-SNE and their plots."""
 
     PRESETS: ClassVar[dict[str, dict]] = {
         "paper": {},
-        "small": {"episodes": 200, "clusters": 8, "nmf": 8, "fit_points": 5000, "plot_points": 5000},
+        "small": {"episodes": 100, "clusters": 8, "nmf": 8, "fit_points": 4000, "plot_points": 5000},
     }
 
     data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
@@ -61,15 +61,9 @@ class HiddenArgs(AnalysisArgs):
     mean + outlier_sigma * std of that distance is an outlier."""
     outlier_sigma: float = 2.0
     """Outlier threshold in standard deviations (see outlier_k)."""
-    fit_points: int = 50_000
+    fit_points: int = 20_000
     """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
     points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
-    perplexity: float = 30.0
-    """t-SNE perplexity."""
-    plot_points: int = 20_000
-    """Points drawn in the scatter plots (a seeded subsample)."""
-    plots: bool = True
-    """Write the PNG plots (off: arrays and summary.json only)."""
     device: str = "auto"
     """Torch device for --hook replay."""
 
@@ -97,20 +91,11 @@ def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pcs, ics
 
 
-def _nmf(zs: np.ndarray, fit: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, float]:
-    """NMF of min-shifted z-scored states, fitted on ``fit``; every row transformed (negatives clipped)."""
+def _nmf(xf: np.ndarray, n: int, seed: int):
+    """NMF (random init, as the seed) fitted on non-negative rows."""
     from sklearn.decomposition import NMF
 
-    from proclab.interpret.clustering import check_clusters, chunks
-
-    check_clusters(n, len(fit), "NMF components")
-    shift = zs[fit].min(0)
-    model = NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4)
-    model.fit(zs[fit] - shift)
-    out = np.empty((len(zs), n), np.float32)
-    for sl in chunks(len(zs)):
-        out[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
-    return out, float(model.reconstruction_err_)
+    return NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4).fit(xf)
 
 
 def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.ndarray]:
@@ -144,18 +129,21 @@ def run_hidden(args: HiddenArgs) -> Path:
     )
     from proclab.interpret.basis import Basis, BasisConfig
     from proclab.interpret.clustering import (
+        assign_rest,
         check_clusters,
+        chunks,
         inside_fraction,
         knn_outliers,
+        nearest_centroid,
         pcs_to,
         silhouette,
         subsample,
-        tsne_fit_assign,
-        ward_fit_assign,
+        tsne_fit,
+        tsne_place,
+        ward_fit,
     )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
-    from proclab.io.runs import write_json_atomic
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
@@ -181,7 +169,7 @@ def run_hidden(args: HiddenArgs) -> Path:
     check_clusters(args.clusters, min(points, args.fit_points))
     check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
 
-    with phases(9 if sample_store else 8, "analyze hidden") as ph:
+    with phases(12 if sample_store else 11, "analyze hidden") as ph:
         with ph.phase("reading states"):
             acts = read_activation(store, source, episodes, checkpoint=checkpoint, device=args.device,
                                    progress=ph.fraction)  # fmt: skip
@@ -202,14 +190,26 @@ def run_hidden(args: HiddenArgs) -> Path:
             pcs, ics = _project(basis, x)
             ratio = basis.explained_variance_ratio
             n95 = pcs_to(ratio, 0.95)
-        with ph.phase("ward clusters"):
-            clusters = ward_fit_assign(pcs[:, :n95], fit_in, args.clusters)
-        with ph.phase("nmf"):
+        with ph.phase("ward fit"):
+            fitted, centroids = ward_fit(pcs[fit_in, :n95], args.clusters)
+        with ph.phase("ward assign"):
+            clusters = assign_rest(
+                pcs[:, :n95], fit_in, fitted, lambda rows: nearest_centroid(rows, centroids)
+            )
+        with ph.phase("nmf fit"):
             zs = ((x - basis.mean) / basis.std).astype(np.float32)
-            nmf, nmf_err = _nmf(zs, fit_in, args.nmf, args.seed)
+            shift = zs[fit_in].min(0)
+            nmf_model = _nmf(zs[fit_in] - shift, args.nmf, args.seed)
+        with ph.phase("nmf assign"):
+            nmf = np.empty((len(x), args.nmf), np.float32)
+            for sl in chunks(len(x)):
+                nmf[sl] = nmf_model.transform(np.clip(zs[sl] - shift, 0, None))
             del zs
-        with ph.phase("t-sne"):
-            tsne = tsne_fit_assign(pcs[:, :n95], fit_in, args.perplexity, args.seed)
+        with ph.phase("t-sne fit"):
+            embedding = tsne_fit(pcs[fit_in, :n95], args.perplexity, args.seed)
+        with ph.phase("t-sne assign"):
+            tsne = assign_rest(pcs[:, :n95], fit_in, np.asarray(embedding, np.float32),
+                               lambda rows: tsne_place(embedding, rows))  # fmt: skip
         with ph.phase("statistics"):
             inliers = ~outliers.mask
             sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
@@ -249,18 +249,13 @@ def run_hidden(args: HiddenArgs) -> Path:
         "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
         "clusters": {"n": args.clusters, "space_pcs": n95, "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
                      "silhouette": sil},
-        "nmf": {"n": args.nmf, "reconstruction_error": nmf_err},
+        "nmf": {"n": args.nmf, "reconstruction_error": float(nmf_model.reconstruction_err_)},
         "tsne": {"perplexity": args.perplexity, "fit_points": len(fit_in)},
         "generated": None if generated is None else {
             "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
-        "seconds": ph.seconds, "wall_seconds": round(time.perf_counter() - start, 3),
+        "seconds": ph.seconds,
     }  # fmt: skip
-    write_json_atomic(out / "summary.json", summary)
-    files.append(out / "summary.json")
-    ws.record_command(
-        NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
-    )
-    return out
+    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:

@@ -114,7 +114,9 @@ def state_key(ws: Workspace, agent, given: str | None) -> str:
     codec = StateCodec(agent.state_shapes())
     source = ws.inputs.get("activation")
     if source is None:
-        raise ProclabError(f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`")
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
+        )
     hook = basis_hook(source, codec)
     keys = [k for k, h in codec.hook_names().items() if h == hook]
     if not keys:
@@ -245,7 +247,7 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
     idx = resamples(len(levels), reps, seed)
     out = {k: mean_change(b[k], i[k], idx) for k in ("return", "level_complete", "length")}
     out["actions"] = frequency_changes(b["actions"], i["actions"], idx, ACTION_NAMES[: b["actions"].shape[1]])
-    out |= {"episodes": int(len(base.level)), "levels": int(len(levels))}
+    out |= {"episodes": len(base.level), "levels": len(levels)}
     return out
 
 
@@ -260,7 +262,9 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     paths = {}
     for arm, a in arms.items():
         with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
-            attrs = {"intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}}
+            attrs = {
+                "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}
+            }
             paths[arm] = record_arm(a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, attrs)
     num_actions = agent.config.num_actions
     base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
@@ -268,7 +272,9 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     result |= {"split": args.split, "greedy": args.greedy, "state": key, "checkpoint": str(checkpoint),
                "stores": {a: str(p) for a, p in paths.items()}}  # fmt: skip
     files = [str(p) for p in paths.values()]
-    files.append(str(frequency_bars(result["actions"], out / "real_actions.png", f"real env: {intervention.spec}")))
+    files.append(
+        str(frequency_bars(result["actions"], out / "real_actions.png", f"real env: {intervention.spec}"))
+    )
     files += _real_videos(paths, base, args.videos, out / "videos")
     return result, files
 
@@ -372,7 +378,11 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     if transform.is_file():
         behaviours = BehaviourModel.load(transform)
         lags = max(behaviours.config.lags)
-        note = None if settings.steps > lags else f"samples of {settings.steps} steps are too short for lags {lags}"
+        note = (
+            None
+            if settings.steps > lags
+            else f"samples of {settings.steps} steps are too short for lags {lags}"
+        )
         behaviours = behaviours if note is None else None
     result = compare_sim(paths, args.bootstrap, args.seed, agent.config.num_actions, behaviours,
                          source_of(ws, EpisodeStore(paths["baseline"])))  # fmt: skip
@@ -381,7 +391,9 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     if note:
         result["behaviours_note"] = note
     files = [str(p) for p in paths.values()]
-    files.append(str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {intervention.spec}")))
+    files.append(
+        str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {intervention.spec}"))
+    )
     if "behaviours" in result:
         files.append(str(frequency_bars(result["behaviours"], out / "sim_behaviours.png",
                                         f"behaviours in simulation: {intervention.spec}")))  # fmt: skip

@@ -219,7 +219,9 @@ def optimise(objective: Objective, v0: torch.Tensor, config: OptimConfig, seed: 
 def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
     given = [(t, s) for t, s in ((args.maximize, 1.0), (args.minimize, -1.0)) if t is not None]
     if len(given) != 1:
-        raise ProclabError("give exactly one of --maximize TARGET or --minimize TARGET (e.g. --maximize value)")
+        raise ProclabError(
+            "give exactly one of --maximize TARGET or --minimize TARGET (e.g. --maximize value)"
+        )
     spec, sign = given[0]
     targets = parse_target(spec, num_actions)
     if len(targets) != 1:
@@ -256,7 +258,9 @@ def run_visualize(args: VisualizeArgs) -> Path:
     target, sign = _target(args, wm.num_actions)
     basis = ws.basis() if ws.basis_path.is_file() else None
     if target.needs_basis and basis is None:
-        raise ProclabError(f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first")
+        raise ProclabError(
+            f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first"
+        )
     # one step more than the rollouts: the store's reward and done of the last action come from it
     objective = Objective(wm, agent, target, steps + 1, args.step, sign, basis, ws.inputs.get("activation"))
     torch.manual_seed(args.seed)
@@ -318,7 +322,9 @@ def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, ar
                                 "target_initial": float(res.history[0, i]),
                                 "target_final": float(res.history[-1, i])})  # fmt: skip
             if i < args.videos:
-                captions = [[f"{spec} {series[t, i]:+.3f}", f"v {row['value'][t]:+.2f}"] for t in range(steps)]
+                captions = [
+                    [f"{spec} {series[t, i]:+.3f}", f"v {row['value'][t]:+.2f}"] for t in range(steps)
+                ]
                 files.append(str(write_video(out / "videos" / f"vector_{i:03d}.mp4", row["obs"], fps=4, scale=4,
                                              actions=row["action"], captions=captions)))  # fmt: skip
     files.append(str(_curves(out / "target_vs_iteration.png", res.history, spec, objective.sign)))

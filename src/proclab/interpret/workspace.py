@@ -12,6 +12,7 @@ fitted on different data. Each command writes into its own subfolder (``command_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -115,6 +116,17 @@ class Workspace:
             "outputs": [str(o) for o in outputs],
         }
         write_json_atomic(self.path / ANALYSIS_FILE, self._record)
+
+    def finish(self, name: str, args: Any, files: list[Path], summary: dict, start: float) -> Path:
+        """Write the command's ``summary.json`` (with its wall time since ``start``, a ``perf_counter``
+        value) and record the command; returns its folder."""
+        out = self.command_dir(name)
+        seconds = time.perf_counter() - start
+        write_json_atomic(out / "summary.json", {**summary, "wall_seconds": round(seconds, 3)})
+        files = [*files, out / "summary.json"]
+        args = dataclasses.asdict(args) if dataclasses.is_dataclass(args) else dict(args)
+        self.record_command(name, args, [str(f.relative_to(self.path)) for f in files], seconds)
+        return out
 
     @property
     def basis_path(self) -> Path:
