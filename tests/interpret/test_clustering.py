@@ -10,6 +10,8 @@ from proclab.interpret.clustering import (
     knn_outliers,
     mmd_test,
     nearest_centroid,
+    pcs_to,
+    standard_pca,
     subsample,
     tsne_fit_assign,
     ward_fit_assign,
@@ -89,3 +91,17 @@ def test_more_clusters_than_points_is_refused():
     x, _ = blobs(n=30)
     with pytest.raises(ProclabError, match="clusters asked"):
         ward_fit_assign(x, np.arange(30), 31)
+
+
+def test_pcs_to_and_standard_pca():
+    ratio = np.array([0.5, 0.3, 0.15, 0.05])
+    assert [pcs_to(ratio, s) for s in (0.5, 0.8, 0.95, 1.0)] == [1, 2, 3, 4]
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(300, 6)) * [1, 2, 3, 4, 5, 6] + 10
+    coords, explained = standard_pca(x, np.arange(300), 4)
+    z = (x - x.mean(0)) / x.std(0)
+    cov_eigs = np.sort(np.linalg.eigvalsh(np.cov(z.T)))[::-1]
+    np.testing.assert_allclose(explained, cov_eigs[:4] / cov_eigs.sum(), rtol=1e-6)
+    np.testing.assert_allclose(coords.var(0, ddof=1), cov_eigs[:4], rtol=1e-4)
+    part, _ = standard_pca(x, subsample(300, 100, seed=0), 2)  # fitted on a third, applied to all
+    assert part.shape == (300, 2) and np.isfinite(part).all()

@@ -69,7 +69,7 @@ class HiddenArgs(MapArgs):
 
 
 NAME = "hidden"
-ACCEPTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
+REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
 
 
 def entropy(logits: np.ndarray) -> np.ndarray:
@@ -244,7 +244,7 @@ def run_hidden(args: HiddenArgs) -> Path:
         "episodes": len(episodes), "points": len(x), "dim": basis.dim, "fit_points": len(fit),
         "outliers": int(outliers.mask.sum()), "outlier_share": float(outliers.mask.mean()),
         "outlier_threshold": outliers.threshold,
-        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*ACCEPTED_PCS, k) if n <= len(ratio)},
+        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*REPORTED_PCS, k) if n <= len(ratio)},
         "pcs_to_95": n95,
         "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
         "clusters": {"n": args.clusters, "space_pcs": n95, "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),

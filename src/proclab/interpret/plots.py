@@ -22,7 +22,7 @@ def _save(fig, path: Path) -> Path:
     """Fixed margins instead of tight_layout, which measures every tick label (seconds per grid)."""
     height = fig.get_figheight()  # margins in inches: room for the title and the axis labels
     fig.subplots_adjust(
-        left=0.06, right=0.97, bottom=0.45 / height, top=1 - 0.65 / height, wspace=0.3, hspace=0.45
+        left=0.06, right=0.97, bottom=0.45 / height, top=1 - 0.8 / height, wspace=0.3, hspace=0.45
     )
     fig.savefig(path, dpi=90)
     fig.clf()
