@@ -40,7 +40,7 @@ from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.basis import KINDS
 from proclab.interpret.intervention import OPS, IntervenedAgent, Intervention
 from proclab.interpret.paired import frequency_changes, mean_change, resamples
-from proclab.interpret.plots import _plt, _save
+from proclab.interpret.plots import _plt, save_tight
 from proclab.interpret.progress import phases
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
@@ -442,4 +442,4 @@ def frequency_bars(changes: dict, path: Path, title: str) -> Path:
     bottom.axhline(0, color="black", lw=0.8)
     bottom.set_ylabel("change (95% CI)")
     bottom.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
-    return _save(fig, path)
+    return save_tight(fig, path)

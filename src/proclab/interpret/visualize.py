@@ -39,7 +39,7 @@ from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
-from proclab.interpret.plots import _plt, _save
+from proclab.interpret.plots import _plt, save_tight
 from proclab.interpret.progress import phases
 from proclab.interpret.saliency import SampleSettings, basis_hook, per_step
 from proclab.interpret.targets import AgentTrace, Target, evaluate, parse_target
@@ -345,7 +345,7 @@ def _curves(path: Path, history: np.ndarray, spec: str, sign: float) -> Path:
     ax.set_ylabel(spec)
     ax.set_title(f"{'maximising' if sign > 0 else 'minimising'} {spec}")
     ax.legend()
-    return _save(fig, path)
+    return save_tight(fig, path)
 
 
 def _ic_plot(path: Path, ics: np.ndarray, spec: str, shown: int = 4) -> Path:
@@ -359,4 +359,4 @@ def _ic_plot(path: Path, ics: np.ndarray, spec: str, shown: int = 4) -> Path:
         ax.set_xlabel("step")
     axes[0][0].set_ylabel("IC coordinate")
     fig.suptitle(f"IC trajectories, optimised for {spec}")
-    return _save(fig, path)
+    return save_tight(fig, path)
