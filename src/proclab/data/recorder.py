@@ -133,6 +133,7 @@ class EpisodeRecorder:
         state_dtype: str = "float32",
         human: bool = False,
         split: str = "",
+        greedy: bool = False,
     ):
         self.env, self.agent, self.rt = env, agent, runtime
         self.noise = noise or ActionNoise()
@@ -141,6 +142,7 @@ class EpisodeRecorder:
         self.state_dtype = np.dtype(state_dtype)
         self.human = human
         self.split = split
+        self.greedy = greedy  # argmax of the (noised) logits instead of a sample
         self.layout = state_layout(agent.state_shapes())
         initial = {
             k: v.float().cpu().numpy() for k, v in agent.initial_state(1, device=runtime.device).items()
@@ -171,7 +173,7 @@ class EpisodeRecorder:
             with torch.inference_mode():
                 clean = out.logits.float()
                 logits = self.noise(clean) if self.noise else clean
-                action, _ = sample_actions(logits)
+                action, _ = sample_actions(logits, self.greedy)
             rows = {
                 "obs": actor.obs.cpu().numpy(),
                 "action": _full(N, idx, action, NOOP),

@@ -28,7 +28,9 @@ from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
+from proclab.interpret.intervene import InterveneArgs, run_intervene
 from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
+from proclab.interpret.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
@@ -39,6 +41,8 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "behaviours": (BehavioursArgs, run_behaviours),
     "xcorr": (XcorrArgs, run_xcorr),
     "consistency": (ConsistencyArgs, run_consistency),
+    "intervene": (InterveneArgs, run_intervene),
+    "visualize": (VisualizeArgs, run_visualize),
 }
 
 

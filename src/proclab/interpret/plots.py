@@ -32,6 +32,15 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def save_tight(fig, path: Path) -> Path:
+    """Margins fitted to the labels (bbox_inches="tight"): for small figures with long tick labels."""
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
 @dataclass(frozen=True)
 class Colouring:
     """One panel of a scatter grid: values per point, categorical (with names) or continuous."""

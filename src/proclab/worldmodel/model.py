@@ -189,13 +189,19 @@ class WorldModel(nn.Module):
             out, _ = self.encoder_rnn(features.float())
         return F.normalize(self.encoder_out(out[-1]).float(), dim=-1, eps=1e-8)
 
-    def start(self, bottleneck: Tensor, modal: bool = False) -> Start:
-        """Decode the initial environment state, agent state and previous action from the bottleneck."""
+    def start(self, bottleneck: Tensor, modal: bool = False, detach: bool = True) -> Start:
+        """Decode the initial environment state, agent state and previous action from the bottleneck.
+
+        With ``detach`` (training) the agent-state and action converters read a detached
+        bottleneck, so their losses do not shape it; ``detach=False`` lets gradients reach the
+        bottleneck through them too (optimising bottleneck vectors, where the initial agent
+        state is part of what the vector controls).
+        """
         c = self.config
         env = self.to_env(bottleneck).float()
         h0, z_logits = env.split([c.deter, c.stoch * c.classes], -1)
         z0 = sample_st(z_logits.view(-1, c.stoch, c.classes), modal).flatten(1)
-        detached = bottleneck.detach()
+        detached = bottleneck.detach() if detach else bottleneck
         if self.to_agent is None:
             agent = bottleneck.new_zeros(bottleneck.shape[0], 0)
         else:

@@ -56,13 +56,16 @@ def dreamed(
     greedy: bool = True,
     env_grads: bool = True,
     predicted_agent_state: bool = True,
+    detach_start: bool = True,
 ) -> Trajectory:
     """Closed-loop simulation from bottleneck vectors alone.
 
     ``predicted_agent_state=False`` starts the agent from its own initial state instead of the
-    converter's prediction (for an agent other than the one the model was trained with).
+    converter's prediction (for an agent other than the one the model was trained with);
+    ``detach_start=False`` lets gradients reach the bottleneck through the predicted initial
+    agent state and action too (:meth:`WorldModel.start`).
     """
-    start = wm.start(bottleneck, modal=modal)
+    start = wm.start(bottleneck, modal=modal, detach=detach_start)
     if not predicted_agent_state:
         codec = StateCodec(agent.state_shapes())
         B = bottleneck.shape[0]

@@ -1,0 +1,445 @@
+"""``proclab analyze intervene``: what editing one hidden-state direction does, in the real env and in simulation.
+
+The intervention (:mod:`proclab.interpret.intervention`) is applied in the folder's basis to
+the state tensor the basis was fitted on. Two arms, baseline and intervened, are compared
+*paired* (:mod:`proclab.interpret.paired`):
+
+* ``--where real``: both agents play the same levels: one vector env per arm, built with the
+  same seed, split and slot count, each slot recording the same fixed quota of complete
+  episodes (the level sequence of a Procgen slot does not depend on the actions, so slot ``s``'s
+  ``k``-th episode is the same level in both arms; the multisets of level seeds are asserted
+  equal). Sampled actions also share their random stream. Both arms are ordinary episode
+  stores (``real/baseline.zarr``, ``real/intervened.zarr``), compared per level: action
+  frequencies and their total-variation distance, return, level completion, episode length.
+* ``--where sim``: the first ``--n`` bottleneck vectors of the sample store, simulated with
+  each agent under the samples' own settings (two sample stores in ``wm sample``'s format):
+  action frequencies, predicted return, done rate and, when ``analyze behaviours`` has saved
+  its transform, behaviour frequencies through its ``assign``.
+
+Outputs: the stores, side-by-side videos (baseline | intervened) of the first pairs, bar plots
+of the frequencies with the CIs of their changes, and ``summary.json`` with every number.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.data import EpisodeStore, ShardWriter
+from proclab.data.schema import STATE_LAYOUT_ATTR
+from proclab.envs.actions import ACTION_NAMES
+from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.basis import KINDS
+from proclab.interpret.intervention import OPS, IntervenedAgent, Intervention
+from proclab.interpret.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.plots import _plt, save_tight
+from proclab.interpret.progress import phases
+from proclab.interpret.workspace import Workspace
+from proclab.io.runs import write_json_atomic
+from proclab.io.video import write_video
+
+NAME = "intervene"
+WHERE = ("real", "sim", "both")
+ARMS = ("baseline", "intervened")
+
+
+@dataclass(frozen=True)
+class InterveneArgs(AnalysisArgs):
+    """Intervene: move, collapse or exchange basis directions of the agent's state updates; compare paired."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20, "n": 50, "videos": 2}}
+
+    move: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
+    """Move coordinate I of every state increment onto direction J (c'_J += c_I, c'_I = 0)."""
+    collapse: Annotated[str | None, tyro.conf.arg(metavar="I")] = None
+    """Set coordinate I of every state increment to zero."""
+    exchange: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
+    """Swap coordinates I and J of every state increment."""
+    basis: str = "ica"
+    """Coordinates the intervention edits: ica (the folder's ICs) or pca (its first k PCs)."""
+    state: str | None = None
+    """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
+    basis was fitted on."""
+    where: str = "both"
+    """real (play the environment), sim (the world model) or both."""
+    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """Agent checkpoint for --where real (default: the folder's, else the world model's agent checkpoint)."""
+    episodes: int = 200
+    """Real: complete episodes per arm."""
+    split: str = "test1"
+    """Real: level split played (named or START:NUM)."""
+    num_envs: int = 16
+    """Real: parallel env slots per arm (each plays a fixed quota of episodes)."""
+    greedy: bool = True
+    """Real: take the most likely action (--no-greedy samples, with the same random stream in both arms)."""
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sim: sample store whose bottleneck vectors are re-simulated (default: the folder's)."""
+    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
+    """Sim: world-model checkpoint (default: the one the samples were simulated with)."""
+    n: int = 200
+    """Sim: bottleneck vectors (the first N samples)."""
+    videos: int = 4
+    """Side-by-side videos of the first K pairs per setting."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs."""
+    batch_size: int = 64
+    """Sim: rollouts simulated at once."""
+    device: str = "cpu"
+    """Torch device."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+def intervention_of(args: InterveneArgs) -> Intervention:
+    given = [(op, getattr(args, op)) for op in OPS if getattr(args, op) is not None]
+    if len(given) != 1:
+        raise ProclabError(f"give exactly one intervention (--move I:J, --collapse I or --exchange I:J); got "
+                           f"{len(given)}")  # fmt: skip
+    return Intervention.parse(*given[0])
+
+
+def state_key(ws: Workspace, agent, given: str | None) -> str:
+    """The state tensor the folder's basis describes; ``--state`` must name it."""
+    from proclab.interpret.saliency import basis_hook
+    from proclab.worldmodel.agents import StateCodec
+
+    codec = StateCodec(agent.state_shapes())
+    source = ws.inputs.get("activation")
+    if source is None:
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
+        )
+    hook = basis_hook(source, codec)
+    keys = [k for k, h in codec.hook_names().items() if h == hook]
+    if not keys:
+        raise ProclabError(f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
+                           f"states: fit the basis on one of {', '.join(codec.hook_names())}")  # fmt: skip
+    if given is not None and given != keys[0]:
+        if given not in codec.hook_names():
+            raise unknown_choice("state tensor", given, codec.hook_names())
+        raise ProclabError(f"--state {given}: the folder's basis was fitted on {keys[0]}; fit a basis on "
+                           f"state_out/{given} in another folder to intervene there")  # fmt: skip
+    return keys[0]
+
+
+def run_intervene(args: InterveneArgs) -> Path:
+    from proclab.rl.runtime import make_runtime
+
+    start = time.time()
+    if args.where not in WHERE:
+        raise unknown_choice("--where", args.where, WHERE)
+    if args.basis not in KINDS:
+        raise unknown_choice("--basis", args.basis, KINDS)
+    for name in ("episodes", "num_envs", "n", "bootstrap", "batch_size"):
+        if getattr(args, name) < 1:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    intervention = intervention_of(args)
+    ws = Workspace.open(args.out, create=False)
+    basis = ws.basis()
+    out = ws.command_dir(NAME)
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    summary: dict = {"intervention": intervention.spec, "basis": args.basis, "basis_file": str(ws.basis_path),
+                     "activation": ws.inputs.get("activation")}  # fmt: skip
+    outputs: list[str] = []
+    phase_count = 2 * (args.where in ("real", "both")) + 2 * (args.where in ("sim", "both"))
+    with phases(phase_count, NAME) as ph:
+        if args.where in ("sim", "both"):
+            summary["sim"], files = _simulated(args, ws, basis, intervention, rt, out, ph)
+            outputs += files
+        if args.where in ("real", "both"):
+            summary["real"], files = _real(args, ws, basis, intervention, rt, out, ph)
+            outputs += files
+    summary["seconds"] = round(time.time() - start, 3)
+    write_json_atomic(out / "summary.json", summary)
+    ws.record_command(NAME, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
+    return out
+
+
+# -- real environment ----------------------------------------------------------------------------
+def _agent_checkpoint(args: InterveneArgs, ws: Workspace) -> Path:
+    if args.checkpoint is not None:
+        return args.checkpoint
+    if ws.inputs.get("checkpoint"):
+        return Path(ws.inputs["checkpoint"])
+    if ws.inputs.get("data"):
+        from proclab.interpret.activations import recording_checkpoint
+
+        return recording_checkpoint(EpisodeStore(ws.inputs["data"]))
+    raise ProclabError("--where real needs the agent: pass --checkpoint CHECKPOINT")
+
+
+def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
+    """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
+    from proclab.data import RecordArgs, new_recording
+    from proclab.data.record import FINAL_OBS_NOTE
+    from proclab.data.recorder import EpisodeRecorder
+    from proclab.envs import ProcgenVecEnv
+    from proclab.rl.agents import load_agent
+
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
+    recording = new_recording(RecordArgs(checkpoint=checkpoint, out=path, episodes=args.episodes,
+                                         split=args.split, num_envs=args.num_envs, seed=args.seed))  # fmt: skip
+    _, env_config, _ = load_agent(checkpoint, rt)
+    n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
+    env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=args.seed, split=args.split)
+    torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
+    norm = recording["reward_norm"]
+    writer = ShardWriter(path, attrs={"recording": recording, STATE_LAYOUT_ATTR: recording[STATE_LAYOUT_ATTR],
+                                      "final_obs": FINAL_OBS_NOTE, **attrs}, background=True)  # fmt: skip
+    recorder = EpisodeRecorder(env, agent, rt, reward_scale=norm["scale"], reward_clip=norm["clip"],
+                               split=recording["split"], greedy=args.greedy)  # fmt: skip
+    try:
+        recorder.run(args.episodes, lambda steps, episode: writer.append(steps, episode), tick=tick)
+    finally:
+        env.close()
+        writer.close()
+    return path
+
+
+@dataclass(frozen=True)
+class ArmEpisodes:
+    """Per-episode facts of one arm's store."""
+
+    level: np.ndarray
+    ret: np.ndarray
+    complete: np.ndarray
+    length: np.ndarray
+    actions: np.ndarray  # (episodes, A) counts
+
+    @classmethod
+    def read(cls, path: Path, num_actions: int) -> ArmEpisodes:
+        store = EpisodeStore(path)
+        ids = np.arange(store.num_episodes)
+        e = store.episodes
+        acts = store.read_steps("action", ids)
+        owner = np.repeat(ids, e["length"])
+        counts = np.zeros((len(ids), num_actions), np.int64)
+        np.add.at(counts, (owner, acts), 1)
+        return cls(np.asarray(e["level_seed"]), np.asarray(e["return"], np.float64),
+                   np.asarray(e["level_complete"], np.float64), np.asarray(e["length"], np.float64), counts)  # fmt: skip
+
+    def per_level(self, levels: np.ndarray) -> dict[str, np.ndarray]:
+        """Means (counts: sums) over each level's episodes, in the order of ``levels``."""
+        rows = [np.flatnonzero(self.level == lv) for lv in levels]
+        return {"return": np.array([self.ret[r].mean() for r in rows]),
+                "level_complete": np.array([self.complete[r].mean() for r in rows]),
+                "length": np.array([self.length[r].mean() for r in rows]),
+                "actions": np.stack([self.actions[r].sum(0) for r in rows])}  # fmt: skip
+
+
+def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) -> dict:
+    """Paired by level; the arms must have played the same multiset of levels."""
+    if Counter(base.level.tolist()) != Counter(inter.level.tolist()):
+        raise RuntimeError("the baseline and intervened arms played different levels; the pairing is broken")
+    levels = np.unique(base.level)
+    b, i = base.per_level(levels), inter.per_level(levels)
+    idx = resamples(len(levels), reps, seed)
+    out = {k: mean_change(b[k], i[k], idx) for k in ("return", "level_complete", "length")}
+    out["actions"] = frequency_changes(b["actions"], i["actions"], idx, ACTION_NAMES[: b["actions"].shape[1]])
+    out |= {"episodes": len(base.level), "levels": len(levels)}
+    return out
+
+
+def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
+    from proclab.rl.agents import load_agent
+
+    checkpoint = _agent_checkpoint(args, ws)
+    ws.require_inputs(checkpoint=checkpoint)
+    agent, _, _ = load_agent(checkpoint, rt)
+    key = state_key(ws, agent, args.state)
+    arms = {"baseline": agent, "intervened": IntervenedAgent(agent, basis, args.basis, intervention, key)}
+    paths = {}
+    for arm, a in arms.items():
+        with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
+            attrs = {
+                "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}
+            }
+            paths[arm] = record_arm(a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, attrs)
+    num_actions = agent.config.num_actions
+    base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
+    result = compare_real(base, inter, args.bootstrap, args.seed)
+    result |= {"split": args.split, "greedy": args.greedy, "state": key, "checkpoint": str(checkpoint),
+               "stores": {a: str(p) for a, p in paths.items()}}  # fmt: skip
+    files = [str(p) for p in paths.values()]
+    files.append(
+        str(frequency_bars(result["actions"], out / "real_actions.png", f"real env: {intervention.spec}"))
+    )
+    files += _real_videos(paths, base, args.videos, out / "videos")
+    return result, files
+
+
+def _real_videos(paths: dict[str, Path], base: ArmEpisodes, k: int, folder: Path) -> list[str]:
+    """The first ``k`` levels: each arm's first episode on it, side by side."""
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    files = []
+    for level in list(dict.fromkeys(base.level.tolist()))[:k]:
+        eps = {a: stores[a].read(int(np.flatnonzero(stores[a].episodes["level_seed"] == level)[0]),
+                                 ["obs", "action"]) for a in ARMS}  # fmt: skip
+        files.append(str(side_by_side(folder / f"real_level_{level}.mp4", eps)))
+    return files
+
+
+# -- simulation -----------------------------------------------------------------------------------
+def simulate_arm(wm, agent, bottlenecks: torch.Tensor, settings, batch: int, seed: int, path: Path,
+                 attrs: dict, reward_field: str) -> Path:  # fmt: skip
+    """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
+    from proclab.worldmodel.agents import StateCodec
+    from proclab.worldmodel.sample import rollouts
+    from proclab.worldmodel.simulate import dreamed
+
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    codec = StateCodec(agent.state_shapes())
+    layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
+    torch.manual_seed(seed)  # sampled latents or actions: the same random stream in both arms
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout, **attrs}) as writer, torch.no_grad():
+        for lo in range(0, len(bottlenecks), batch):
+            traj = dreamed(wm, agent, bottlenecks[lo : lo + batch], settings.steps + 1, modal=settings.modal,
+                           greedy=settings.greedy)  # fmt: skip
+            for k, (steps, info) in enumerate(rollouts(traj, settings.steps, reward_field, codec), start=lo):
+                writer.append(steps, {"init": "resimulated", "source_sample": k, **info})
+    return path
+
+
+def compare_sim(paths: dict[str, Path], reps: int, seed: int, num_actions: int, behaviours=None,
+                source: str | None = None) -> dict:  # fmt: skip
+    """Paired by bottleneck vector: action frequencies, predicted return, done rate, behaviours."""
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    n = stores["baseline"].num_episodes
+    ids = np.arange(n)
+    idx = resamples(n, reps, seed)
+    counts, ret, done = {}, {}, {}
+    for a, s in stores.items():
+        acts = s.read_steps("action", ids).reshape(n, -1)
+        counts[a] = np.stack([np.bincount(r, minlength=num_actions) for r in acts])
+        ret[a] = np.asarray(s.episodes["return"], np.float64)
+        done[a] = s.read_steps("terminated", ids).reshape(n, -1).any(1).astype(np.float64)
+    out = {"samples": n, "actions": frequency_changes(counts["baseline"], counts["intervened"], idx,
+                                                      ACTION_NAMES[:num_actions]),
+           "predicted_return": mean_change(ret["baseline"], ret["intervened"], idx),
+           "done_rate": mean_change(done["baseline"], done["intervened"], idx)}  # fmt: skip
+    if behaviours is not None:
+        from proclab.interpret.behaviours import SampleSet
+
+        k = behaviours.config.clusters
+        labels = {}
+        for a, s in stores.items():
+            sample_set = SampleSet.read(s, ids.tolist(), source)
+            labels[a] = behaviours.assign(sample_set.state, sample_set.env_h)[0]
+        one_hot = {a: np.eye(k, dtype=np.int64)[lab] for a, lab in labels.items()}
+        out["behaviours"] = frequency_changes(one_hot["baseline"], one_hot["intervened"], idx,
+                                              [str(c) for c in range(k)])  # fmt: skip
+        out["behaviour_labels"] = {a: lab.tolist() for a, lab in labels.items()}
+    return out
+
+
+def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
+    from proclab.interpret.behaviours import NAME as BEHAVIOURS
+    from proclab.interpret.behaviours import BehaviourModel, source_of
+    from proclab.interpret.saliency import SampleSettings
+    from proclab.worldmodel.checkpoint import freeze, load_world_model
+
+    samples = args.samples or ws.inputs.get("samples")
+    if samples is None:
+        raise ProclabError("--where sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)")
+    store = EpisodeStore(samples)
+    settings = SampleSettings.of(store)
+    wm_path = args.wm or settings.checkpoint
+    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
+    wm, agent, ckpt = load_world_model(wm_path, rt)
+    freeze(wm)
+    key = state_key(ws, agent, args.state)
+    n = min(args.n, store.num_episodes)
+    bottlenecks = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
+    arms = {"baseline": agent, "intervened": IntervenedAgent(agent, basis, args.basis, intervention, key)}
+    paths = {}
+    for arm, a in arms.items():
+        with ph.phase(f"simulation: {arm} ({n} samples)"):
+            attrs = {"simulation": {**asdict(settings), "init": "resimulated", "seed": args.seed,
+                                    "samples": str(Path(samples).resolve()), "created": time.time()},
+                     "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}}  # fmt: skip
+            paths[arm] = simulate_arm(wm, a, bottlenecks.to(rt.device), settings, args.batch_size, args.seed,
+                                      out / "sim" / f"{arm}.zarr", attrs, ckpt.meta["reward_field"])  # fmt: skip
+    transform = ws.path / BEHAVIOURS / "transform.npz"
+    behaviours, note = None, "no behaviours: run `proclab analyze behaviours` on this folder first"
+    if transform.is_file():
+        behaviours = BehaviourModel.load(transform)
+        lags = max(behaviours.config.lags)
+        note = (
+            None
+            if settings.steps > lags
+            else f"samples of {settings.steps} steps are too short for lags {lags}"
+        )
+        behaviours = behaviours if note is None else None
+    result = compare_sim(paths, args.bootstrap, args.seed, agent.config.num_actions, behaviours,
+                         source_of(ws, EpisodeStore(paths["baseline"])))  # fmt: skip
+    result |= {"steps": settings.steps, "modal": settings.modal, "greedy": settings.greedy, "state": key,
+               "world_model": str(ckpt.path), "stores": {a: str(p) for a, p in paths.items()}}  # fmt: skip
+    if note:
+        result["behaviours_note"] = note
+    files = [str(p) for p in paths.values()]
+    files.append(
+        str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {intervention.spec}"))
+    )
+    if "behaviours" in result:
+        files.append(str(frequency_bars(result["behaviours"], out / "sim_behaviours.png",
+                                        f"behaviours in simulation: {intervention.spec}")))  # fmt: skip
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    for i in range(min(args.videos, n)):
+        eps = {a: stores[a].read(i, ["obs", "action"]) for a in ARMS}
+        files.append(str(side_by_side(out / "videos" / f"sim_sample_{i:05d}.mp4", eps, fps=4)))
+    return result, files
+
+
+# -- pictures ------------------------------------------------------------------------------------
+def side_by_side(path: Path, eps: dict[str, dict], fps: float = 15) -> Path:
+    """Baseline | intervened, frame by frame; the shorter episode holds its last frame."""
+    frames = {a: eps[a]["obs"] for a in ARMS}
+    T = max(len(f) for f in frames.values())
+    padded = [np.concatenate([f, np.repeat(f[-1:], T - len(f), 0)]) for f in frames.values()]
+    gap = np.full((T, 3, 64, 2), 255, np.uint8)
+    joined = np.concatenate([padded[0], gap, padded[1]], -1)
+
+    def name(a: str, t: int) -> str:
+        acts = eps[a]["action"]
+        return ACTION_NAMES[int(acts[t])] if t < len(acts) else "(ended)"
+
+    captions = [[f"base {name('baseline', t)}", f"int  {name('intervened', t)}"] for t in range(T)]
+    return write_video(path, joined, fps=fps, scale=4, captions=captions)
+
+
+def frequency_bars(changes: dict, path: Path, title: str) -> Path:
+    """Frequencies per category in both arms, and the change with its 95 % CI (significant in red)."""
+    plt = _plt()
+    per = changes["per_category"]
+    names = list(per)
+    x = np.arange(len(names))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.45 * len(names)), 6), sharex=True)
+    top.bar(x - 0.2, [per[k]["baseline"] for k in names], 0.4, label="baseline")
+    top.bar(x + 0.2, [per[k]["intervened"] for k in names], 0.4, label="intervened")
+    top.set_ylabel("frequency")
+    top.legend()
+    tv = changes["tv_distance"]
+    top.set_title(f"{title}  (TV {tv['value']:.3f}, CI {tv['ci95'][0]:.3f}..{tv['ci95'][1]:.3f})")
+    change = np.array([per[k]["change"] for k in names])
+    ci = np.array([per[k]["ci95"] for k in names])
+    colours = ["tab:red" if per[k]["significant"] else "tab:grey" for k in names]
+    bottom.bar(x, change, 0.6, color=colours,
+               yerr=np.abs(np.stack([change - ci[:, 0], ci[:, 1] - change])))  # fmt: skip
+    bottom.axhline(0, color="black", lw=0.8)
+    bottom.set_ylabel("change (95% CI)")
+    bottom.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    return save_tight(fig, path)

@@ -1,0 +1,153 @@
+"""Interventions on hidden-state directions: an agent whose state updates are edited in a basis.
+
+At every step the core's state tensor (``--state``, e.g. ``core.0.h``) changes by
+``delta = h_t - h_{t-1}`` (``h_{t-1} = 0`` after a reset). With ``c`` the basis coordinates of
+``delta`` (:meth:`~proclab.interpret.basis.Basis.increment_coords`, ``--basis pca|ica``) and
+``d_m`` the basis directions (``d P = I``), an :class:`Intervention` maps ``c`` to ``c'``:
+
+* ``move I:J``     ``c'_J += c_I`` then ``c'_I = 0`` with ``I != J`` (the interpreting-rl-behavior
+  "swap from I to J"; ``I:I`` leaves ``c`` as it is);
+* ``collapse I``   ``c'_I = 0``;
+* ``exchange I:J`` ``c'_I, c'_J = c_J, c_I``.
+
+The new increment is ``delta' = delta + sum_m (c'_m - c_m) d_m`` and ``h'_t = h_{t-1} + delta'``:
+the part of ``delta`` outside the directions' span (the residual) is untouched, and since
+``d P = I`` the coordinates of ``delta'`` are exactly ``c'``. The edited ``h'_t`` is what the
+step's heads read *and* what is carried to the next step. The seed's version re-added the
+amount along the *from* direction and returned ``delta`` instead of the state; both are fixed
+here by construction (tests check the coordinates and residual of every increment).
+
+:class:`IntervenedAgent` keeps the Agent API (``initial_state``, ``step``, ``unroll``,
+``state_shapes``, hook points), so evaluation, recording and world-model simulation run it
+unchanged. It applies the edit at the core's per-step hook point of that tensor, which fires
+inside the core's time loop: ``unroll`` over ``T`` steps with resets equals ``T`` calls of
+``step``, as for the plain agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from proclab.errors import ProclabError, unknown_choice
+from proclab.models import AgentOutput
+from proclab.models.hooks import patch
+
+OPS = ("move", "collapse", "exchange")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """One edit of the increment's coordinates: ``op`` on coordinate ``i`` (and ``j``)."""
+
+    op: str
+    i: int
+    j: int | None = None
+
+    @classmethod
+    def parse(cls, op: str, text: str) -> Intervention:
+        """``("move", "3:5")``, ``("collapse", "3")``, ``("exchange", "3:5")`` -> an intervention."""
+        if op not in OPS:
+            raise unknown_choice("intervention", op, OPS)
+        pattern = r"(\d+)" if op == "collapse" else r"(\d+):(\d+)"
+        m = re.fullmatch(pattern, text.strip())
+        if m is None:
+            form = "I" if op == "collapse" else "I:J"
+            raise ProclabError(f"--{op} {text!r}: expected {form} with non-negative integers (e.g. --{op} "
+                               f"{'3' if op == 'collapse' else '3:5'})")  # fmt: skip
+        return cls(op, int(m.group(1)), int(m.group(2)) if op != "collapse" else None)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.op} {self.i}" if self.j is None else f"{self.op} {self.i}:{self.j}"
+
+    @property
+    def identity(self) -> bool:
+        return self.op != "collapse" and self.i == self.j
+
+    def check(self, k: int) -> None:
+        """Both coordinates must exist in a basis of ``k`` directions."""
+        for c in (self.i, self.j):
+            if c is not None and not 0 <= c < k:
+                raise ProclabError(f"--{self.op}: coordinate {c} is outside the basis' directions 0-{k - 1}")
+
+    def apply(self, c: Tensor) -> Tensor:
+        """Coordinates ``(..., k)`` -> the edited ``c'`` (a new tensor)."""
+        out = c.clone()
+        ci = c[..., self.i]
+        if self.op == "collapse":
+            out[..., self.i] = 0
+        elif self.op == "move":
+            out[..., self.i] = 0
+            out[..., self.j] = out[..., self.j] + ci
+        else:
+            out[..., self.i] = c[..., self.j]
+            out[..., self.j] = ci
+        return out
+
+
+class IntervenedAgent:
+    """``agent`` with ``intervention`` applied to the increments of state tensor ``key`` (see the module
+    docstring). ``basis`` (fitted on that tensor) gives the coordinates, ``kind`` picks pca or ica.
+
+    Everything but ``step``/``unroll`` is the wrapped agent's (``state_shapes``, ``config``, its
+    hook points, ``eval``, ...), so code that inspects an agent sees the same one.
+    """
+
+    def __init__(self, agent, basis, kind: str, intervention: Intervention, key: str):
+        shapes = agent.state_shapes()
+        if key not in shapes:
+            raise unknown_choice("state tensor", key, shapes)
+        width = int(torch.Size(shapes[key]).numel())
+        if basis.dim != width:
+            raise ProclabError(f"the basis has {basis.dim} dimensions but state {key!r} has {width}; fit the basis "
+                               f"on that state (analyze hidden --activation state_out/{key})")  # fmt: skip
+        directions = torch.as_tensor(basis.directions(kind))
+        intervention.check(directions.shape[0])
+        self.agent, self.basis, self.kind, self.intervention, self.key = agent, basis, kind, intervention, key
+        prefix, name = key.rsplit(".", 1)
+        self.hook = f"{prefix}.hook_{name}"
+        self._directions = directions
+
+    def __getattr__(self, name: str):
+        if name == "agent":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+    def edit(self, h: Tensor, prev: Tensor) -> Tensor:
+        """``h'_t`` from the plain ``h_t`` and the carried ``h_{t-1}`` (both ``(B, D)``)."""
+        c = self.basis.increment_coords(h - prev, self.kind)
+        d = self._directions.to(device=h.device, dtype=h.dtype)
+        return h + (self.intervention.apply(c) - c) @ d
+
+    def unroll(
+        self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
+        """The wrapped agent's ``unroll`` with every step's state ``key`` edited."""
+        carried = {"prev": state[self.key], "t": 0}
+        keeps = (~firsts.bool()).float()
+        shape = self.agent.state_shapes()[self.key]
+
+        def fn(h: Tensor) -> Tensor:
+            t = carried["t"]
+            prev = carried["prev"].to(h.dtype) * keeps[t].to(h.dtype).view(-1, *([1] * len(shape)))
+            out = self.edit(h.reshape(h.shape[0], -1), prev.reshape(h.shape[0], -1)).view_as(h)
+            carried["prev"], carried["t"] = out, t + 1
+            return out
+
+        with patch(self.agent, self.hook, fn):
+            return self.agent.unroll(obs, state, firsts, prev_rewards)
+
+    def step(
+        self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
+        """One step: ``unroll`` with ``T = 1`` (as the plain agent)."""
+        out, state = self.unroll(obs.unsqueeze(0), state, first.unsqueeze(0),
+                                 None if prev_reward is None else prev_reward.unsqueeze(0))  # fmt: skip
+        return AgentOutput(out.logits.squeeze(0), out.value.squeeze(0)), state
+
+    __call__ = unroll

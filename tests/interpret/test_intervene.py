@@ -1,0 +1,97 @@
+"""analyze intervene: identity in the real env replays the baseline exactly; the simulation arms are paired."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from proclab.cli import main as cli
+from proclab.data import EpisodeStore
+from proclab.interpret.basis import Basis, BasisConfig
+from proclab.interpret.intervene import ArmEpisodes, compare_real
+from proclab.interpret.intervention import IntervenedAgent, Intervention
+from proclab.interpret.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.workspace import Workspace
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.worldmodel.simulate import dreamed
+from worldmodel.conftest import make_agent_checkpoint
+
+
+def folder(path, checkpoint=None):
+    x = np.random.default_rng(0).normal(size=(400, 16)) @ np.random.default_rng(1).normal(size=(16, 16)) * 0.2
+    path.mkdir(parents=True)
+    ws = Workspace.open(path)
+    ws.require_inputs(activation="state_out/core.0.h", checkpoint=checkpoint)
+    Basis.fit(x, BasisConfig(n_ics=4), {}).save(ws.basis_path)
+    ws.record_command("hidden", {}, [], 0.0)
+    return path
+
+
+def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
+    out = folder(tmp_path / "analysis", ckpt)
+    cli(["analyze", "intervene", "--out", str(out), "--where", "real", "--move", "1:1", "--episodes", "3",
+         "--num-envs", "3", "--split", "0:50", "--videos", "1", "--bootstrap", "200", "--torch-threads", "1"])  # fmt: skip
+    assert "outputs in" in capsys.readouterr().out
+    base, inter = (EpisodeStore(out / "intervene" / "real" / f"{a}.zarr") for a in ("baseline", "intervened"))
+    assert base.num_episodes == inter.num_episodes == 3
+    order = np.argsort(base.episodes["level_seed"]), np.argsort(inter.episodes["level_seed"])
+    for key in ("level_seed", "return", "length"):
+        np.testing.assert_array_equal(base.episodes[key][order[0]], inter.episodes[key][order[1]])
+    for i, j in zip(*order, strict=True):
+        np.testing.assert_array_equal(
+            base.read(int(i), ["action"])["action"], inter.read(int(j), ["action"])["action"]
+        )
+    summary = json.loads((out / "intervene" / "summary.json").read_text())
+    real = summary["real"]
+    assert summary["intervention"] == "move 1:1" and real["return"]["change"] == 0
+    assert real["actions"]["tv_distance"]["value"] == 0 and not real["length"]["significant"]
+    assert (out / "intervene" / "real_actions.png").is_file() and list(
+        (out / "intervene" / "videos").glob("*.mp4")
+    )
+
+
+def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_run, samples, tmp_path):
+    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
+    freeze(wm)
+    out = folder(tmp_path / "analysis")
+    basis = Workspace.open(out).basis()
+    b = torch.from_numpy(np.stack([EpisodeStore(samples).info(i)["bottleneck"] for i in range(3)]))
+    same = IntervenedAgent(agent, basis, "pca", Intervention.parse("exchange", "2:2"), "core.0.h")
+    with torch.no_grad():
+        plain, edited = dreamed(wm, agent, b, 6), dreamed(wm, same, b, 6)
+    for name in ("frame", "logits", "value", "agent_state", "env_h"):
+        assert torch.equal(getattr(plain, name), getattr(edited, name)), name
+    cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--samples", str(samples),
+         "--n", "4", "--videos", "1", "--bootstrap", "100", "--torch-threads", "1"])  # fmt: skip
+    sim = json.loads((out / "intervene" / "summary.json").read_text())["sim"]
+    assert sim["samples"] == 4 and set(sim["actions"]["per_category"]) >= {"right", "up"}
+    assert "behaviours_note" in sim and "ci95" in sim["predicted_return"]
+    stores = [EpisodeStore(out / "intervene" / "sim" / f"{a}.zarr") for a in ("baseline", "intervened")]
+    np.testing.assert_array_equal(
+        stores[0].read(0, ["obs"])["obs"], EpisodeStore(samples).read(0, ["obs"])["obs"]
+    )
+    with pytest.raises(SystemExit):
+        cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--move", "1:2"])
+
+
+def test_paired_bootstrap_against_a_loop():
+    rng = np.random.default_rng(0)
+    base, inter = rng.normal(size=30), rng.normal(size=30) + 0.8
+    idx = resamples(30, 500, 1)
+    ci = mean_change(base, inter, idx)["ci95"]
+    loop = [np.mean([inter[k] - base[k] for k in row]) for row in idx]
+    assert ci == pytest.approx(list(np.percentile(loop, [2.5, 97.5])))
+    counts_b, counts_i = rng.integers(0, 5, (30, 3)), rng.integers(0, 5, (30, 3))
+    f = frequency_changes(counts_b, counts_i, idx, ["a", "b", "c"])
+    pooled = [sum(counts_i[k] for k in row) / sum(counts_i[k].sum() for k in row)
+              - sum(counts_b[k] for k in row) / sum(counts_b[k].sum() for k in row) for row in idx]  # fmt: skip
+    assert f["per_category"]["b"]["ci95"] == pytest.approx(
+        list(np.percentile([p[1] for p in pooled], [2.5, 97.5]))
+    )
+    arm = ArmEpisodes(np.array([5, 5, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
+    other = ArmEpisodes(np.array([5, 7, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
+    with pytest.raises(RuntimeError, match="different levels"):
+        compare_real(arm, other, 10, 0)
