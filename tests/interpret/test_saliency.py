@@ -42,12 +42,12 @@ def basis():
     return Basis.fit(x.astype(np.float32), BasisConfig(n_ics=4), {"activation": "core.0.h"})
 
 
-def direct(model, bottleneck, step, env_grads=True):
+def direct(model, bottleneck, step, env_grads=True, detach_start=False):
     """The obvious reference: one simulation, each gradient taken by hand for value and taken-action log-prob."""
     wm, agent = model
     b = bottleneck.clone().requires_grad_(True)
     with capture(agent, ["core.0.hook_h"]) as acts:
-        traj = dreamed(wm, agent, b, STEPS, env_grads=env_grads)
+        traj = dreamed(wm, agent, b, STEPS, env_grads=env_grads, detach_start=detach_start)
     states = acts.calls("core.0.hook_h")
     logp = traj.logits[step].log_softmax(-1)
     taken = traj.action[step].argmax(-1)
@@ -59,6 +59,14 @@ def direct(model, bottleneck, step, env_grads=True):
         out[name] = {"bottleneck": g[0], "frame": torch.stack(g[1 : 1 + STEPS], 1),
                      "env_h": torch.stack(g[1 + STEPS : 1 + 2 * STEPS], 1), "state": torch.stack(g[1 + 2 * STEPS :], 1)}  # fmt: skip
     return out
+
+
+def test_bottleneck_gradients_include_the_predicted_agent_state_and_first_action(model, bottlenecks):
+    """The bottleneck also feeds the agent's initial state and first action: saliency follows those paths
+    (training detaches them, so that the converters' losses do not shape the bottleneck)."""
+    got = saliency_batch(*model, bottlenecks, parse_targets(["value"]), 3, STEPS)
+    detached = direct(model, bottlenecks, 3, detach_start=True)["value"]["bottleneck"].numpy()
+    assert not np.allclose(got.grads["value"]["bottleneck"], detached, rtol=1e-3, atol=1e-8)
 
 
 def test_world_model_saliency_equals_direct_autograd_of_the_simulation(model, bottlenecks):

@@ -181,7 +181,7 @@ def saliency_batch(
     B, copies = bottleneck.shape[0], 1 + noise
     x = noisy_copies(bottleneck.float(), noise, sigma, generator).requires_grad_(True)
     with torch.enable_grad(), capture(agent, names) as acts:
-        traj = dreamed(wm, agent, x, steps, modal=True, greedy=True, env_grads=env_grads)
+        traj = dreamed(wm, agent, x, steps, modal=True, greedy=True, env_grads=env_grads, detach_start=False)
         calls = {name: acts.calls(name) for name in names}
         hooks = {name: per_step(calls[name], steps, x.shape[0]) for name in names}
         trace = AgentTrace(traj.logits, traj.value, traj.action.argmax(-1), hooks,
