@@ -126,7 +126,9 @@ def profile(updates: int, game: str, precision: str, threads: int) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=1, help="PPO updates (x 16,384 env steps) per precision")
+    parser.add_argument(
+        "--updates", type=int, default=1, help="PPO updates (x 16,384 env steps) per precision"
+    )
     parser.add_argument("--game", default="starpilot")
     parser.add_argument("--precisions", nargs="+", default=["fp32"], help="auto, fp32 and/or bf16")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = proclab's default)")

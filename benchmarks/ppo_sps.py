@@ -79,7 +79,9 @@ def cpu_name() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=3, help="PPO updates (x 16,384 env steps) per measurement")
+    parser.add_argument(
+        "--updates", type=int, default=3, help="PPO updates (x 16,384 env steps) per measurement"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="rounds over all paths, interleaved")
     parser.add_argument("--game", default="starpilot")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
