@@ -1,42 +1,52 @@
-"""PPO training throughput: proclab's optimised path vs its plain fp32 path (and CleanRL), one run.
+"""PPO training throughput: what a user gets from proclab, side by side with CleanRL, one run.
 
 Runs ``--preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 256 steps,
-3 epochs x 8 minibatches, IMPALA CNN) on starpilot for a fixed number of updates with
+3 epochs x 8 minibatches, IMPALA CNN) on starpilot for a fixed number of updates along
 
-* ``optimised``: bf16 autocast + channels-last convolutions (proclab's default here),
-* ``fp32``: plain fp32 with NCHW convolutions,
+* ``auto``: the default, ``--precision auto`` (bf16 autocast where the CPU runs bf16 natively,
+  fp32 elsewhere; channels-last convolutions),
+* ``fp32``: ``--precision fp32``, what ``auto`` picks on CPUs without native bf16,
+* ``bf16``: ``--precision bf16``, only where the CPU runs bf16 natively (emulated bf16 is many
+  times slower and nobody would choose it),
 * ``cleanrl`` (optional): CleanRL's ``ppo_procgen.py``, given with ``--cleanrl PATH`` and the
   interpreter of an environment where it runs (``--cleanrl-python``; it needs gym 0.23).
 
-SPS = env steps / seconds of the training loop (rollouts + updates), as CleanRL prints it.
-Prints one JSON line per path with its ratio to the fp32 path and, if measured, to CleanRL.
+The paths are interleaved ``--repeats`` times (cleanrl, auto, fp32, ..., cleanrl, auto, ...), so
+that a machine shared with other work slows them alike. SPS = env steps / seconds of the
+training loop (rollouts + updates), as CleanRL prints it. Prints a first line with the CPU and
+its bf16 capability, one JSON line per measurement, then one summary line per path: median SPS
+and, when CleanRL ran, the median, lowest and highest of the per-repeat ratios to it.
 
-    python benchmarks/ppo_sps.py --updates 3 [--cleanrl ~/cleanrl/ppo_procgen.py --cleanrl-python ~/venv/bin/python]
+    python benchmarks/ppo_sps.py --updates 3 [--repeats 2 --cleanrl ~/cleanrl/ppo_procgen.py --cleanrl-python ~/venv/bin/python]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import re
+import statistics
 import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
 from proclab.config import preset
 from proclab.io.runs import read_metrics
+from proclab.rl.runtime import cpu_has_native_bf16
 from proclab.rl.train import Trainer
 
 
-def proclab_sps(updates: int, game: str, precision: str, channels_last: bool, threads: int) -> float:
+def proclab_sps(updates: int, game: str, precision: str, threads: int) -> float:
     cfg = preset("cleanrl")
     cfg = replace(
         cfg,
         env=replace(cfg.env, game=(game,)),
         ppo=replace(cfg.ppo, total_steps=updates * cfg.env.num_envs * cfg.ppo.num_steps),
         precision=precision,
-        channels_last=channels_last,
         device="cpu",
         torch_threads=threads,
         tensorboard=False,
@@ -58,25 +68,53 @@ def cleanrl_sps(script: str, python: str, updates: int, game: str) -> float:
     return float(re.findall(r"SPS: (\d+)", out)[-1])
 
 
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = re.findall(r"model name\s*:\s*(.+)", f.read())
+    except OSError:
+        names = []
+    return names[0].strip() if names else platform.processor()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=3, help="PPO updates (x 16,384 env steps) per path")
+    parser.add_argument(
+        "--updates", type=int, default=3, help="PPO updates (x 16,384 env steps) per measurement"
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="rounds over all paths, interleaved")
     parser.add_argument("--game", default="starpilot")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
+    parser.add_argument("--paths", nargs="+", default=["auto", "fp32", "bf16"],
+                        help="proclab paths to measure (bf16 is skipped without native bf16)")  # fmt: skip
     parser.add_argument("--cleanrl", default=None, help="path to CleanRL's ppo_procgen.py")
     parser.add_argument("--cleanrl-python", default="python", help="interpreter that runs it")
     args = parser.parse_args()
 
-    results = {}
+    native = cpu_has_native_bf16()
+    paths = [p for p in args.paths if p != "bf16" or native]
     if args.cleanrl:
-        results["cleanrl"] = cleanrl_sps(args.cleanrl, args.cleanrl_python, args.updates, args.game)
-    results["fp32"] = proclab_sps(args.updates, args.game, "fp32", False, args.threads)
-    results["optimised"] = proclab_sps(args.updates, args.game, "bf16", True, args.threads)
-    for path, sps in results.items():
-        line = {"benchmark": "ppo_sps", "preset": "cleanrl", "game": args.game, "updates": args.updates,
-                "path": path, "sps": round(sps, 1), "ratio_vs_fp32": round(sps / results["fp32"], 3)}  # fmt: skip
-        if "cleanrl" in results:
-            line["ratio_vs_cleanrl"] = round(sps / results["cleanrl"], 3)
+        paths.insert(0, "cleanrl")
+    print(json.dumps({"benchmark": "ppo_sps", "cpu": cpu_name(), "native_bf16": native,
+                      "auto_picks": "bf16" if native else "fp32", "torch": torch.__version__,
+                      "torch_threads": args.threads or torch.get_num_threads(), "paths": paths}), flush=True)  # fmt: skip
+    base = {"benchmark": "ppo_sps", "preset": "cleanrl", "game": args.game, "updates": args.updates}
+    runs: dict[str, list[float]] = {p: [] for p in paths}
+    for repeat in range(args.repeats):
+        for path in paths:
+            if path == "cleanrl":
+                sps = cleanrl_sps(args.cleanrl, args.cleanrl_python, args.updates, args.game)
+            else:
+                sps = proclab_sps(args.updates, args.game, path, args.threads)
+            runs[path].append(sps)
+            print(json.dumps({**base, "repeat": repeat, "path": path, "sps": round(sps, 1)}), flush=True)
+    for path, values in runs.items():
+        line = {**base, "repeats": args.repeats, "path": path, "sps_median": round(statistics.median(values), 1),
+                "sps": [round(v, 1) for v in values]}  # fmt: skip
+        if "cleanrl" in runs:
+            ratios = [v / c for v, c in zip(values, runs["cleanrl"], strict=True)]
+            line.update(ratio_vs_cleanrl=round(statistics.median(ratios), 3),
+                        ratio_min=round(min(ratios), 3), ratio_max=round(max(ratios), 3))  # fmt: skip
         print(json.dumps(line), flush=True)
 
 

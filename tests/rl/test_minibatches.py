@@ -1,5 +1,7 @@
 """Minibatching: whole sequences for agents with memory, replay from the stored state, chunking."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -71,3 +73,23 @@ def test_update_changes_weights_and_reports_metrics(fp32):
     for key in ("losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
                 "losses/clipfrac", "losses/explained_variance", "charts/learning_rate"):  # fmt: skip
         assert key in metrics
+
+
+@pytest.mark.parametrize(("chunk_size", "sum_chunk_grads"), [(0, False), (37, False), (37, True)])
+def test_compute_chunks_leave_the_step_unchanged(fp32, chunk_size, sum_chunk_grads):
+    """The runtime's compute_chunk (speed only) gives the same gradients, gradient norm and
+    statistics as whole chunks, whether chunk gradients are averaged or summed."""
+    results = []
+    for compute_chunk in (0, 16):
+        rt = dataclasses.replace(fp32, compute_chunk=compute_chunk)
+        agent, ro, learner = collected("none", rt, num_envs=8, num_minibatches=1,
+                                       chunk_size=chunk_size, sum_chunk_grads=sum_chunk_grads)  # fmt: skip
+        adv, ret = gae(ro.rewards, ro.values, ro.dones, ro.next_value, 0.99, 0.95)
+        mb = next(learner._minibatches(ro, adv, ret, *ro.rewards.shape))
+        assert len(list(learner._chunks(mb, compute_chunk))) == (1 if compute_chunk == 0 else 12)
+        stats = learner._step(mb)
+        results.append((torch.cat([p.grad.flatten() for p in agent.parameters()]), stats))
+    (g_whole, s_whole), (g_split, s_split) = results
+    torch.testing.assert_close(g_split, g_whole, atol=1e-6, rtol=1e-4)
+    for key, value in s_whole.items():
+        torch.testing.assert_close(s_split[key], value, atol=1e-5, rtol=1e-4)

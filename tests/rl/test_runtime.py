@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from proclab.errors import ProclabError
-from proclab.rl.runtime import connect_ray, gather_on_rank0, rank_and_world
+from proclab.rl.runtime import CPU_COMPUTE_CHUNK, connect_ray, gather_on_rank0, make_runtime, rank_and_world
 
 
 def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
@@ -17,3 +17,8 @@ def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
 def test_single_process_is_rank_zero_of_one():
     assert rank_and_world() == (0, 1)
     assert gather_on_rank0({"rng": 3}) == [{"rng": 3}]
+
+
+def test_fp32_cpu_learners_use_cache_sized_pieces():
+    assert make_runtime("cpu", "fp32").compute_chunk == CPU_COMPUTE_CHUNK > 0
+    assert make_runtime("cpu", "bf16").compute_chunk == 0  # the bf16 path keeps whole minibatches

@@ -174,12 +174,14 @@ class PPOLearner:
                     advantages=flat(adv)[idx], returns=flat(ret)[idx],
                 )  # fmt: skip
 
-    def _chunks(self, mb: Batch):
-        """Split a minibatch into forward/backward chunks of at most ``chunk_size`` samples."""
+    def _chunks(self, mb: Batch, samples: int | None = None):
+        """Split a minibatch into pieces of at most ``samples`` (default ``chunk_size``; 0 = whole)
+        samples, each with its share of ``mb``."""
+        samples = self.cfg.chunk_size if samples is None else samples
         axis = 1 if self.recurrent else 0
         n = mb.actions.shape[axis]
         samples_per_item = mb.actions.shape[0] if self.recurrent else 1
-        size = n if self.cfg.chunk_size <= 0 else max(1, self.cfg.chunk_size // samples_per_item)
+        size = n if samples <= 0 else max(1, samples // samples_per_item)
         for start in range(0, n, size):
             sl = slice(start, start + size)
             index = (slice(None), sl) if self.recurrent else sl
@@ -213,12 +215,17 @@ class PPOLearner:
             mb.advantages = normalize_advantages(mb.advantages)
         self.optimizer.zero_grad(set_to_none=True)
         stats: dict[str, torch.Tensor] = {}
-        for chunk, weight in self._chunks(mb):
-            logits, values = self._forward(chunk)
-            loss, chunk_stats = ppo_loss(logits, values, chunk, cfg)
-            (loss if cfg.sum_chunk_grads else loss * weight).backward()
-            for k, v in chunk_stats.items():
-                stats[k] = stats.get(k, 0) + v * weight
+        for chunk, share in self._chunks(mb):
+            weight = 1.0 if cfg.sum_chunk_grads else share
+            # The runtime's compute_chunk splits feed-forward chunks further, for speed only (sequence
+            # replay needs whole sequences); each piece is weighted by its share of the chunk, so the
+            # gradient is the chunk's.
+            for piece, part in self._chunks(chunk, 0 if self.recurrent else self.rt.compute_chunk):
+                logits, values = self._forward(piece)
+                loss, piece_stats = ppo_loss(logits, values, piece, cfg)
+                (loss * (weight * part)).backward()
+                for k, v in piece_stats.items():
+                    stats[k] = stats.get(k, 0) + v * (share * part)
         average_gradients(self.agent.parameters())
         stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
         self.optimizer.step()

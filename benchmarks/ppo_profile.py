@@ -1,0 +1,145 @@
+"""Where a PPO update's time goes: seconds per phase of the ``cleanrl`` preset's loop.
+
+Runs the real :class:`~proclab.rl.train.Trainer` (64 envs x 256 steps, 3 epochs x 8 minibatches,
+IMPALA CNN, starpilot) for ``--updates`` updates and times each phase by wrapping the functions
+that do it, so the numbers describe the code users run, not a re-implementation:
+
+* rollout: ``env_step`` (procgen + reward normalisation + copies into tensors),
+  ``inference`` (the agent's forward pass on the current observations), ``rollout_other``
+  (action sampling, writes into the rollout buffers);
+* update: ``gae``, ``minibatch_gather`` (indexing the rollout), ``forward``, ``loss``,
+  ``backward``, ``optimizer`` (gradient clipping + Adam), ``update_other`` (statistics, host syncs);
+* ``logging`` (metrics row, checkpoint at the end).
+
+Prints one JSON line per precision with seconds per update for each phase and the SPS.
+The wrappers cost microseconds per call; timings are wall-clock, so run it on a quiet machine or
+compare phases rather than absolute values.
+
+    python benchmarks/ppo_profile.py --updates 1 --precisions fp32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+import proclab.rl.ppo as ppo_module
+from proclab.config import preset
+from proclab.rl.runtime import cpu_has_native_bf16
+from proclab.rl.train import Trainer
+
+
+class Clock:
+    """Accumulates wall seconds per phase; :meth:`wrap` times every call of a function."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def wrap(self, phase: str, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[phase] += time.perf_counter() - start
+
+        return timed
+
+    def wrap_generator(self, phase: str, fn):
+        """Time only the work done inside the generator (between the consumer's ``next`` calls)."""
+
+        def timed(*args, **kwargs):
+            it = fn(*args, **kwargs)
+            while True:
+                start = time.perf_counter()
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                finally:
+                    self.seconds[phase] += time.perf_counter() - start
+                yield item
+
+        return timed
+
+
+def profile(updates: int, game: str, precision: str, threads: int) -> dict[str, float]:
+    cfg = preset("cleanrl")
+    cfg = replace(
+        cfg,
+        env=replace(cfg.env, game=(game,)),
+        ppo=replace(cfg.ppo, total_steps=updates * cfg.env.num_envs * cfg.ppo.num_steps),
+        precision=precision,
+        device="cpu",
+        torch_threads=threads,
+        tensorboard=False,
+        checkpoint_every=10**12,
+    )
+    clock = Clock()
+    originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward)
+    with tempfile.TemporaryDirectory() as root:
+        trainer = Trainer(replace(cfg, run_root=Path(root)))
+        actor, learner = trainer.actor, trainer.learner
+        actor.env_step = clock.wrap("env_step", actor.env_step)
+        actor.forward = clock.wrap("inference", actor.forward)
+        actor.collect = clock.wrap("rollout", actor.collect)
+        learner.update = clock.wrap("update", learner.update)
+        learner._minibatches = clock.wrap_generator("minibatch_gather", learner._minibatches)
+        learner._forward = clock.wrap("forward", learner._forward)
+        learner.optimizer.step = clock.wrap("adam", learner.optimizer.step)
+        clip = torch.nn.utils.clip_grad_norm_
+        torch.nn.utils.clip_grad_norm_ = clock.wrap("clip", clip)
+        ppo_module.gae = clock.wrap("gae", ppo_module.gae)
+        ppo_module.ppo_loss = clock.wrap("loss", ppo_module.ppo_loss)
+        torch.Tensor.backward = clock.wrap("backward", torch.Tensor.backward)
+        try:
+            start = time.perf_counter()
+            trainer.train(progress=False)
+            total = time.perf_counter() - start
+        finally:
+            ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward = originals
+            torch.nn.utils.clip_grad_norm_ = clip
+    s = {k: v / updates for k, v in clock.seconds.items()}
+    phases = {
+        "env_step": s["env_step"],
+        "inference": s["inference"],
+        "rollout_other": s["rollout"] - s["env_step"] - s["inference"],
+        "gae": s["gae"],
+        "minibatch_gather": s["minibatch_gather"],
+        "forward": s["forward"],
+        "loss": s["loss"],
+        "backward": s["backward"],
+        "optimizer": s["clip"] + s["adam"],
+    }
+    phases["update_other"] = s["update"] - sum(phases[k] for k in list(phases)[3:])
+    phases["logging"] = total / updates - s["rollout"] - s["update"]
+    phases["total"] = total / updates
+    return {k: round(v, 3) for k, v in phases.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--updates", type=int, default=1, help="PPO updates (x 16,384 env steps) per precision"
+    )
+    parser.add_argument("--game", default="starpilot")
+    parser.add_argument("--precisions", nargs="+", default=["fp32"], help="auto, fp32 and/or bf16")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = proclab's default)")
+    args = parser.parse_args()
+    for precision in args.precisions:
+        seconds = profile(args.updates, args.game, precision, args.threads)
+        line = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "precision": precision,
+                "native_bf16": cpu_has_native_bf16(), "updates": args.updates, "seconds_per_update": seconds,
+                "sps": round(64 * 256 / seconds["total"], 1)}  # fmt: skip
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
