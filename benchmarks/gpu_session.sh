@@ -4,8 +4,8 @@
 # A GPU host often has its own Python (3.12 here) with a CUDA torch and numpy 2, and no package index.
 # The few packages proclab needs beyond such an image travel as wheels in .whl/ (procgen-mirror,
 # gym3, gym 0.26, tyro, zarr, ...), CleanRL's script and gym 0.23.1 in .whl/clean/, the Debian
-# packages of libGL in .gl/, and a run
-# continued across machines travels as a tarball: every stage below is one piece of a session.
+# packages of libGL and GLib in .gl/, and a run continued across machines travels as a tarball:
+# every stage below is one piece of a session.
 #
 #   bash benchmarks/gpu_session.sh STAGE [STAGE ...]      (results go to $OUT, default ./gpu-out)
 #
@@ -15,7 +15,7 @@
 #   ppo-phases      where a PPO update's time goes on this GPU host (env, inference, learner)
 #   ppo-learn       PPO on starpilot easy for LEARN_SECONDS, resumed from $RESUME_TAR when given
 #   impala          impala-multi-easy6 with 48 envs and actor processes, IMPALA_SECONDS
-#   wm              world-model training throughput, paper and small sizes, GPU vs CPU
+#   wm              world-model training throughput, paper and small sizes, on the GPU
 #   trex            T-REX batched vs parity, time to the parity run's best validation accuracy
 #   tests           the default test suite on this Python (CPU only)
 set -uo pipefail
@@ -82,7 +82,7 @@ stage_ppo_sps() {
 
 stage_ppo_phases() {
     log "PPO phase times"
-    $PY benchmarks/ppo_phase_times.py --device cuda --updates 4 --env-threads 4 8 16 2>&1 | grep '^{' | tee -a "$OUT/results.jsonl"
+    $PY benchmarks/ppo_profile.py --device cuda --updates 4 --precisions auto --env-threads 4 8 16 2>&1 | grep '^{' | tee -a "$OUT/results.jsonl"
 }
 
 stage_ppo_learn() {

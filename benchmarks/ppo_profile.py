@@ -13,9 +13,13 @@ that do it, so the numbers describe the code users run, not a re-implementation:
 
 Prints one JSON line per precision with seconds per update for each phase and the SPS.
 The wrappers cost microseconds per call; timings are wall-clock, so run it on a quiet machine or
-compare phases rather than absolute values.
+compare phases rather than absolute values. On a GPU (``--device cuda``) every timed call is
+synchronised with the device, so that each phase owns its kernels' time. ``--env-threads`` also
+times the bare vector env with random actions for each procgen thread count (the first one is
+the trainer's), to see how far procgen's thread pool is from the rest.
 
     python benchmarks/ppo_profile.py --updates 1 --precisions fp32
+    python benchmarks/ppo_profile.py --device cuda --updates 4 --precisions auto --env-threads 4 8 16
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import proclab.rl.ppo as ppo_module
-from proclab.config import preset
+from ppo_sps import cleanrl_config
+from proclab.envs.vec_env import ProcgenVecEnv
 from proclab.rl.runtime import cpu_has_native_bf16
 from proclab.rl.train import Trainer
 
@@ -39,15 +45,18 @@ from proclab.rl.train import Trainer
 class Clock:
     """Accumulates wall seconds per phase; :meth:`wrap` times every call of a function."""
 
-    def __init__(self):
+    def __init__(self, device: torch.device):
         self.seconds: dict[str, float] = defaultdict(float)
+        self.sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
 
     def wrap(self, phase: str, fn):
         def timed(*args, **kwargs):
+            self.sync()
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
+                self.sync()
                 self.seconds[phase] += time.perf_counter() - start
 
         return timed
@@ -70,23 +79,13 @@ class Clock:
         return timed
 
 
-def profile(updates: int, game: str, precision: str, threads: int) -> dict[str, float]:
-    cfg = preset("cleanrl")
-    cfg = replace(
-        cfg,
-        env=replace(cfg.env, game=(game,)),
-        ppo=replace(cfg.ppo, total_steps=updates * cfg.env.num_envs * cfg.ppo.num_steps),
-        precision=precision,
-        device="cpu",
-        torch_threads=threads,
-        tensorboard=False,
-        checkpoint_every=10**12,
-    )
-    clock = Clock()
+def profile(updates: int, game: str, precision: str, threads: int, device: str, env_threads: int) -> dict:
+    cfg = cleanrl_config(updates, game, precision, threads, device, num_threads=env_threads)
     originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward)
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(replace(cfg, run_root=Path(root)))
         actor, learner = trainer.actor, trainer.learner
+        clock = Clock(actor.rt.device)
         actor.env_step = clock.wrap("env_step", actor.env_step)
         actor.forward = clock.wrap("inference", actor.forward)
         actor.collect = clock.wrap("rollout", actor.collect)
@@ -124,6 +123,19 @@ def profile(updates: int, game: str, precision: str, threads: int) -> dict[str, 
     return {k: round(v, 3) for k, v in phases.items()}
 
 
+def env_sps(game: str, threads: int, steps: int = 512) -> float:
+    """Steps/s of the bare 64-env vector env with uniformly random actions (no agent, no device copies)."""
+    env = ProcgenVecEnv(cleanrl_config(1, game, "fp32", 0, num_threads=threads).env)
+    actions = np.random.default_rng(0).integers(0, 15, (steps, env.num_envs))
+    env.reset()
+    start = time.perf_counter()
+    for a in actions:
+        env.step(a)
+    sps = steps * env.num_envs / (time.perf_counter() - start)
+    env.close()
+    return sps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -132,12 +144,25 @@ def main() -> None:
     parser.add_argument("--game", default="starpilot")
     parser.add_argument("--precisions", nargs="+", default=["fp32"], help="auto, fp32 and/or bf16")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = proclab's default)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    parser.add_argument(
+        "--env-threads", type=int, nargs="+", default=[4], help="procgen threads (the first: the trainer's)"
+    )
     args = parser.parse_args()
+    base = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "device": args.device}
     for precision in args.precisions:
-        seconds = profile(args.updates, args.game, precision, args.threads)
-        line = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "precision": precision,
-                "native_bf16": cpu_has_native_bf16(), "updates": args.updates, "seconds_per_update": seconds,
+        seconds = profile(args.updates, args.game, precision, args.threads, args.device, args.env_threads[0])
+        line = {**base, "precision": precision, "native_bf16": cpu_has_native_bf16(), "updates": args.updates,
+                "env_threads": args.env_threads[0], "seconds_per_update": seconds,
                 "sps": round(64 * 256 / seconds["total"], 1)}  # fmt: skip
+        print(json.dumps(line), flush=True)
+    for threads in args.env_threads:
+        line = {
+            **base,
+            "what": "env_only_random_actions",
+            "env_threads": threads,
+            "sps": round(env_sps(args.game, threads)),
+        }
         print(json.dumps(line), flush=True)
 
 

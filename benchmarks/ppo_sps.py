@@ -40,19 +40,24 @@ from proclab.rl.runtime import cpu_has_native_bf16
 from proclab.rl.train import Trainer
 
 
-def proclab_sps(updates: int, game: str, precision: str, threads: int) -> float:
+def cleanrl_config(updates: int, game: str, precision: str, threads: int, device: str = "cpu", **env):
+    """``--preset cleanrl`` for ``updates`` updates on ``game``, quiet (no TensorBoard, no checkpoints)."""
     cfg = preset("cleanrl")
-    cfg = replace(
+    return replace(
         cfg,
-        env=replace(cfg.env, game=(game,)),
+        env=replace(cfg.env, game=(game,), **env),
         ppo=replace(cfg.ppo, total_steps=updates * cfg.env.num_envs * cfg.ppo.num_steps),
         precision=precision,
-        device="cpu",
+        device=device,
         torch_threads=threads,
         tensorboard=False,
         checkpoint_every=10**12,
     )
+
+
+def proclab_sps(updates: int, game: str, precision: str, threads: int) -> float:
     with tempfile.TemporaryDirectory() as root:
+        cfg = cleanrl_config(updates, game, precision, threads)
         run = Trainer(replace(cfg, run_root=Path(root))).train(progress=False)
         m = read_metrics(run)
     return m["step"][-1] / m["wall_time"][-1]
