@@ -5,12 +5,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from proclab.cli import main
-from proclab.data import ShardWriter
+from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.checkpoint import freeze, load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from support import TINY_AGENT, agent_checkpoint
 from worldmodel.conftest import make_agent_checkpoint, tiny_config
@@ -86,3 +89,17 @@ def samples(wm_run, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("samples") / "samples.zarr"
     return sample_rollouts(SampleArgs(checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0,
                                       device="cpu", torch_threads=1), progress=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def model(wm_run):
+    """The tiny world model and its agent, frozen, fp32 on the CPU."""
+    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
+    return freeze(wm), agent
+
+
+@pytest.fixture(scope="module")
+def bottlenecks(samples):
+    """The stored bottleneck vectors of the first three samples."""
+    store = EpisodeStore(samples)
+    return torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(3)])).float()

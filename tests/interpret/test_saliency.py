@@ -18,22 +18,10 @@ from proclab.models import capture
 from proclab.rl.agents import load_agent
 from proclab.rl.runtime import make_runtime
 from proclab.worldmodel.agents import StateCodec
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.worldmodel.checkpoint import freeze
 from proclab.worldmodel.simulate import dreamed
 
 STEPS = 6
-
-
-@pytest.fixture(scope="module")
-def model(wm_run):
-    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
-    return freeze(wm), agent
-
-
-@pytest.fixture(scope="module")
-def bottlenecks(samples):
-    store = EpisodeStore(samples)
-    return torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(3)]))
 
 
 @pytest.fixture(scope="module")

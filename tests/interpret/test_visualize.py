@@ -10,8 +10,6 @@ from proclab.cli import main as cli
 from proclab.data import EpisodeStore
 from proclab.interpret.targets import parse_target
 from proclab.interpret.visualize import Objective, OptimConfig, optimise, similarity, unit
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
 
 MARGIN = 0.02
 """How far 50 iterations must move the mean value of the tiny model's rollouts: more than the value's
@@ -19,46 +17,34 @@ spread over random vectors (its std is about 0.015 for this model)."""
 LR = {"adam": 0.02, "seed": 1.0}
 
 
-@pytest.fixture(scope="module")
-def model(wm_run):
-    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
-    return freeze(wm), agent
-
-
-@pytest.fixture(scope="module")
-def start(samples):
-    store = EpisodeStore(samples)
-    return torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(3)])).float()
-
-
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 @pytest.mark.parametrize("optimizer", ["adam", "seed"])
-def test_value_moves_the_asked_way_within_50_iterations(model, start, sign, optimizer):
+def test_value_moves_the_asked_way_within_50_iterations(model, bottlenecks, sign, optimizer):
     wm, agent = model
     objective = Objective(wm, agent, parse_target("value")[0], 5, None, sign)
     config = OptimConfig(
         iterations=50, lr=LR[optimizer], optimizer=optimizer, diversity=0.01, temperature=1e-4
     )
-    res = optimise(objective, start, config, seed=0)
+    res = optimise(objective, bottlenecks, config, seed=0)
     gain = sign * (res.history[-1].mean() - res.history[0].mean())
     assert gain > MARGIN, gain
     torch.testing.assert_close(res.vectors.norm(dim=-1), torch.ones(3), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "seed"])
-def test_runs_repeat_given_the_seed(model, start, optimizer):
+def test_runs_repeat_given_the_seed(model, bottlenecks, optimizer):
     objective = Objective(model[0], model[1], parse_target("group:right")[0], 4, 2, 1.0)
     config = OptimConfig(iterations=4, lr=LR[optimizer], optimizer=optimizer, diversity=0.1, temperature=1.0)
-    res, again = (optimise(objective, start, config, seed=3) for _ in range(2))
+    res, again = (optimise(objective, bottlenecks, config, seed=3) for _ in range(2))
     assert torch.equal(res.vectors, again.vectors) and np.array_equal(res.history, again.history)
-    assert not torch.equal(res.vectors, torch.nn.functional.normalize(start, dim=-1))
+    assert not torch.equal(res.vectors, torch.nn.functional.normalize(bottlenecks, dim=-1))
 
 
-def test_objective_gradient_matches_finite_differences(model, start):
+def test_objective_gradient_matches_finite_differences(model, bottlenecks):
     """Gradients reach the vector through every path, the predicted initial agent state included."""
     wm, agent = model
     objective = Objective(wm, agent, parse_target("value")[0], 5, None, 1.0)
-    x = start.clone().requires_grad_(True)
+    x = bottlenecks.clone().requires_grad_(True)
     with torch.enable_grad():
         (g,) = torch.autograd.grad(objective.target_of(objective.trace(unit(x))[1]).sum(), [x])
     d = g / g.norm(dim=-1, keepdim=True)
