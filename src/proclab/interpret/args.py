@@ -8,6 +8,8 @@ from typing import Annotated, ClassVar
 
 import tyro
 
+from proclab.errors import ProclabError
+
 
 @dataclass(frozen=True)
 class AnalysisArgs:
@@ -20,6 +22,12 @@ class AnalysisArgs:
     """The analysis folder (created; analysis.json records its inputs and every command run on it)."""
     seed: int = 0
     """Seed of subsampling, FastICA, NMF and t-SNE."""
+
+    def require_positive(self, *names: str) -> None:
+        """One-line error naming the first of these count fields that is below 1."""
+        for name in names:
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)

@@ -138,9 +138,7 @@ def run_intervene(args: InterveneArgs) -> Path:
         raise unknown_choice("--where", args.where, WHERE)
     if args.basis not in KINDS:
         raise unknown_choice("--basis", args.basis, KINDS)
-    for name in ("episodes", "num_envs", "n", "bootstrap", "batch_size"):
-        if getattr(args, name) < 1:
-            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    args.require_positive("episodes", "num_envs", "n", "bootstrap", "batch_size")
     intervention = intervention_of(args)
     ws = Workspace.open(args.out, create=False)
     basis = ws.basis()

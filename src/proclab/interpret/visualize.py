@@ -238,9 +238,7 @@ def run_visualize(args: VisualizeArgs) -> Path:
         raise unknown_choice("--init", args.init, INITS)
     if args.optimizer not in OPTIMIZERS:
         raise unknown_choice("--optimizer", args.optimizer, OPTIMIZERS)
-    for name in ("n", "iterations"):
-        if getattr(args, name) < 1:
-            raise ProclabError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    args.require_positive("n", "iterations")
     ws = Workspace.open(args.out)
     samples = args.samples or ws.inputs.get("samples")
     if samples is None:
