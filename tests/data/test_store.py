@@ -4,6 +4,7 @@ import importlib.util
 import json
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,6 +66,28 @@ def test_readers_see_the_union_of_shards_written_concurrently(tmp_path, helpers)
         ep = store.episode(i)
         tag = ep.info["level_seed"]
         assert ep.length == tag + 2 and (ep["value"] == tag * 1000 + np.arange(tag + 2)).all()
+
+
+def test_a_writer_starting_while_another_publishes_the_store_joins_it(tmp_path, monkeypatch):
+    """The interleaving a parallel start can hit: this writer finds no zarr.json, then, before it
+    lists the directory, another writer publishes the root and claims shard-00000."""
+    path = tmp_path / "s"
+    path.mkdir()
+    real_iterdir = Path.iterdir
+
+    def other_writer_wins(self):
+        if self == path and not (path / "zarr.json").exists():
+            monkeypatch.setattr(Path, "iterdir", real_iterdir)
+            ShardWriter(path).close()
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", other_writer_wins)
+    with ShardWriter(path) as w:
+        assert w.name == "shard-00001"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "notes.txt").write_text("x")
+    with pytest.raises(ProclabError, match="not an episode store"):
+        ShardWriter(tmp_path / "t")
 
 
 def test_only_committed_episodes_are_visible(tmp_path, helpers):

@@ -140,8 +140,12 @@ def ensure_store(path: str | Path) -> Path:
             f"{str(path)!r} is a file, not an episode store (a directory); choose another path"
         )
     path.mkdir(parents=True, exist_ok=True)
-    if not (path / "zarr.json").is_file():
-        if any(not p.name.startswith(".") for p in path.iterdir()):
+    meta = path / "zarr.json"
+    if not meta.is_file():
+        visible = any(not p.name.startswith(".") for p in path.iterdir())
+        # Writers publish zarr.json (by an atomic rename) before they claim a shard, so a
+        # visible entry next to a zarr.json that appeared meanwhile is another writer's shard.
+        if visible and not meta.is_file():
             raise ProclabError(f"{str(path)!r} exists and is not an episode store; choose another path")
         with contextlib.suppress(zarr.errors.ContainsGroupError):  # another writer made it meanwhile
             zarr.open_group(store=ReplacingStore(path), mode="a", attributes=root_attrs())
