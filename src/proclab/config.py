@@ -153,6 +153,9 @@ class TrainConfig:
     """Save a checkpoint every this many env steps (and always at the end)."""
     keep_checkpoints: int = 0
     """Keep only the newest N periodic checkpoints (0 = keep all; they show the agent's progress)."""
+    time_limit: float = 0
+    """Stop after this many seconds of training in this process, with a checkpoint, even before
+    total_steps (0: no limit): a fixed wall-clock budget (the quickstart, a cluster job's slot)."""
     device: str = "auto"
     """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
     precision: str = "auto"

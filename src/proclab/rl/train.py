@@ -65,6 +65,7 @@ from proclab.rl.runtime import (
     join_torchrun,
     make_runtime,
     on_rank0,
+    out_of_time,
     rank_and_world,
     seed_everything,
 )
@@ -161,7 +162,9 @@ class Trainer:
         cfg = self.config
         start_time = time.time() - self.wall_offset
         bar = progress_bar(progress and self.rank == 0, self.num_updates * self.batch, self.global_step)
-        while self.learner.updates < self.num_updates:
+        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        done = False
+        while not done:
             t0 = time.time()
             self.actor.collect(self.rollout, on_info=self._on_train_info)
             metrics = self.learner.update(self.rollout)
@@ -173,7 +176,7 @@ class Trainer:
                 self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             if bar is not None:
                 bar.update(self.global_step, self.train_log.summary().get("return_mean"))
-            done = self.learner.updates >= self.num_updates
+            done = self.learner.updates >= self.num_updates or out_of_time(deadline, self.world, self.rt.device)
             if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
                 self.save_checkpoint(time.time() - start_time)
         if bar is not None:

@@ -50,6 +50,7 @@ from proclab.rl.runtime import (
     join_torchrun,
     make_runtime,
     on_rank0,
+    out_of_time,
     rank_and_world,
     seed_everything,
 )
@@ -187,8 +188,10 @@ class WMTrainer:
             disable=not (progress and self.rank == 0),
         )
         task = bar.add_task("wm", total=cfg.total_updates, completed=self.updates, loss="")
+        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        done = self.updates >= cfg.total_updates
         with bar:
-            while self.updates < cfg.total_updates:
+            while not done:
                 self.sampler.set_epoch(self.epoch, self.position)
                 for items in self.loader:
                     for k, v in self.update(items).items():
@@ -196,7 +199,7 @@ class WMTrainer:
                     count += 1
                     self.updates += 1
                     self.position += 1
-                    done = self.updates >= cfg.total_updates
+                    done = self.updates >= cfg.total_updates or out_of_time(deadline, self.world, self.rt.device)
                     if self.rank == 0 and (self.updates % cfg.log_every == 0 or done):
                         now = time.time()
                         row = {k: float(v) / count for k, v in sums.items()}
