@@ -109,7 +109,7 @@ def intervention_of(args: InterveneArgs) -> Intervention:
 def state_key(ws: Workspace, agent, given: str | None) -> str:
     """The state tensor the folder's basis describes; ``--state`` must name it."""
     from proclab.interpret.saliency import basis_hook
-    from proclab.worldmodel.agents import StateCodec
+    from proclab.worldmodel.state_codec import StateCodec
 
     codec = StateCodec(agent.state_shapes())
     source = ws.inputs.get("activation")
@@ -292,9 +292,9 @@ def _real_videos(paths: dict[str, Path], base: ArmEpisodes, k: int, folder: Path
 def simulate_arm(wm, agent, bottlenecks: torch.Tensor, settings, batch: int, seed: int, path: Path,
                  attrs: dict, reward_field: str) -> Path:  # fmt: skip
     """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
-    from proclab.worldmodel.agents import StateCodec
     from proclab.worldmodel.sample import rollouts
     from proclab.worldmodel.simulate import dreamed
+    from proclab.worldmodel.state_codec import StateCodec
 
     if path.exists():
         import shutil

@@ -38,7 +38,7 @@ import tyro
 from proclab.config import to_dict
 from proclab.errors import ProclabError
 from proclab.io.runs import create_run_dir
-from proclab.reward.demoset import Demos, demo_table, open_store, read_demos
+from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
