@@ -16,7 +16,7 @@ from proclab.interpret.workspace import Workspace
 from proclab.rl.runtime import make_runtime
 from proclab.worldmodel.checkpoint import freeze, load_world_model
 from proclab.worldmodel.simulate import dreamed
-from worldmodel.conftest import make_agent_checkpoint
+from support import make_agent_checkpoint
 
 
 def folder(path, checkpoint=None):

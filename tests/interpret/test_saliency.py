@@ -17,9 +17,9 @@ from proclab.interpret.workspace import Workspace
 from proclab.models import capture
 from proclab.rl.agents import load_agent
 from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.checkpoint import freeze
 from proclab.worldmodel.simulate import dreamed
+from proclab.worldmodel.state_codec import StateCodec
 
 STEPS = 6
 

@@ -28,8 +28,8 @@ from proclab.io.runs import write_json_atomic
 from proclab.models import capture
 from proclab.rl.agents import load_agent
 from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.checkpoint import freeze
+from proclab.worldmodel.state_codec import StateCodec
 
 
 class WindowTarget(torch.nn.Module):

@@ -13,9 +13,10 @@ from proclab.models import Agent, AgentConfig, build_agent
 from proclab.rl.runtime import Runtime
 
 
-def load_agent(path: str | Path, runtime: Runtime) -> tuple[Agent, EnvConfig, Checkpoint]:
-    """The agent of a checkpoint (or of a run directory's latest one), in eval mode, on the runtime's device."""
-    ckpt = load_checkpoint(path, kind="agent")
+def load_agent(path: str | Path | Checkpoint, runtime: Runtime) -> tuple[Agent, EnvConfig, Checkpoint]:
+    """The agent of a checkpoint (or of a run directory's latest one, or of one already loaded), in eval mode,
+    on the runtime's device."""
+    ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(path, kind="agent")
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
     load_weights_into(agent, ckpt.weights, ckpt.path)
     agent = runtime.prepare(agent).eval()
