@@ -37,7 +37,14 @@ def test_every_stage_runs_and_the_page_shows_its_outputs(demo):
         assert list((demo / out[name]["folder"]).glob("*")), name
     assert (demo / out["panel"]["folder"] / "index.html").is_file()
     page = (demo / "index.html").read_text()
-    for text in ("random agent", "Dream quality", "dream-strip.png", "analysis/hidden/", "Stage times", "panel serve"):
+    for text in (
+        "random agent",
+        "Dream quality",
+        "dream-strip.png",
+        "analysis/hidden/",
+        "Stage times",
+        "panel serve",
+    ):
         assert text in page, text
 
 

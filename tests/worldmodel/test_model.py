@@ -4,12 +4,12 @@ import pytest
 import torch
 
 from proclab.models import AgentConfig, build_agent
+from proclab.models.scripted import ScriptedAgent
 from proclab.worldmodel.batch import synthetic_batch
 from proclab.worldmodel.checkpoint import freeze
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.losses import world_model_loss
 from proclab.worldmodel.model import WorldModel
-from proclab.worldmodel.scripted_agents import ScriptedAgent
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks, teacher_forced
 from support import TINY_AGENT
 

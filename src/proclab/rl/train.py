@@ -176,7 +176,9 @@ class Trainer:
                 self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             if bar is not None:
                 bar.update(self.global_step, self.train_log.summary().get("return_mean"))
-            done = self.learner.updates >= self.num_updates or out_of_time(deadline, self.world, self.rt.device)
+            done = self.learner.updates >= self.num_updates or out_of_time(
+                deadline, self.world, self.rt.device
+            )
             if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
                 self.save_checkpoint(time.time() - start_time)
         if bar is not None:

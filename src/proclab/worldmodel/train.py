@@ -199,7 +199,9 @@ class WMTrainer:
                     count += 1
                     self.updates += 1
                     self.position += 1
-                    done = self.updates >= cfg.total_updates or out_of_time(deadline, self.world, self.rt.device)
+                    done = self.updates >= cfg.total_updates or out_of_time(
+                        deadline, self.world, self.rt.device
+                    )
                     if self.rank == 0 and (self.updates % cfg.log_every == 0 or done):
                         now = time.time()
                         row = {k: float(v) / count for k, v in sums.items()}
