@@ -29,7 +29,7 @@ test: setup
 
 # The browser tests drive Debian's chromium (apt-get install -y chromium); Playwright downloads nothing.
 test-browser: setup
-	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel
+	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel tests/test_quickstart.py
 
 test-all: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""

@@ -1,6 +1,9 @@
 """Helpers shared by the tests of several packages: the CLI in a subprocess, tiny agents, checkpoints,
-rollouts, recorded stores, sample stores and world-model configs."""
+rollouts, recorded stores, sample stores, world-model configs and the headless Chromium of the
+browser tests."""
 
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -22,6 +25,24 @@ from proclab.worldmodel.config import WMTrainConfig, wm_size
 TINY_AGENT = dict(widths=(4, 8, 8), fc=32)
 TINY_FLAGS = ["--widths", "4", "8", "8", "--fc", "32", "--torch-threads", "1"]
 TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
+
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def chromium() -> str:
+    """Debian's chromium (or ``PROCLAB_CHROMIUM``); the browser tests fail with the install line without it."""
+    import pytest
+
+    path = os.environ.get("PROCLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        pytest.fail(
+            "the browser tests need Debian's chromium: apt-get install -y chromium (or set PROCLAB_CHROMIUM)"
+        )
+    return path
 
 
 def proclab(*args: str, **kw) -> subprocess.CompletedProcess:

@@ -62,3 +62,34 @@ def test_from_refuses_a_stage_whose_predecessors_did_not_run(tmp_path):
         main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", "record"])
     with pytest.raises(ProclabError, match="stage"):
         main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", "nope"])
+
+
+@pytest.mark.browser
+def test_the_page_loads_in_chromium_with_every_image_and_video(demo):
+    from playwright.sync_api import sync_playwright
+
+    from support import CHROMIUM_FLAGS, chromium
+
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((demo / "index.html").as_uri())
+        page.wait_for_load_state("load")
+        broken = page.evaluate(
+            "[...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        )
+        page.wait_for_function(
+            "[...document.querySelectorAll('video')].every(v => v.readyState >= 1 || v.error)", timeout=30_000
+        )
+        bad_videos = page.evaluate(
+            "[...document.querySelectorAll('video')].filter(v => v.error).map(v => v.src)"
+        )
+        counts = page.evaluate("[document.images.length, document.querySelectorAll('video').length]")
+        page.screenshot(path=str(demo / "index.png"), full_page=True)
+        browser.close()
+    assert counts[0] >= 5 and counts[1] >= 3, counts
+    assert not broken and not bad_videos and not errors, (broken, bad_videos, errors)
+    assert (demo / "index.png").stat().st_size > 20_000

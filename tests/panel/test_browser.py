@@ -23,22 +23,9 @@ from PIL import Image
 from proclab.cli import main
 from proclab.panel.bundle import read_array
 from proclab.panel.server import make_server, url_of
+from support import CHROMIUM_FLAGS, chromium
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
-
-def chromium() -> str:
-    path = os.environ.get("PROCLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).is_file():
-        pytest.fail(
-            "the browser tests need Debian's chromium: apt-get install -y chromium (or set PROCLAB_CHROMIUM)"
-        )
-    return path
 
 
 class Session:

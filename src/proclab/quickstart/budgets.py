@@ -50,9 +50,9 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     # Seconds, for tests: every stage runs, nothing learns.
     "tiny": Budget(
-        preset="tiny-rec",
+        preset="quickstart",
         train_seconds=None,
-        train_steps=2048,
+        train_steps=1024,
         eval_episodes=2,
         render_steps=40,
         record_episodes=3,
@@ -66,7 +66,13 @@ BUDGETS: dict[str, Budget] = {
         overrides={
             "hidden": {"clusters": 2, "nmf": 2, "n_ics": 2, "fit_points": 500, "perplexity": 3.0},
             "env": {"pcs": 4, "clusters": 2, "fit_points": 500, "perplexity": 3.0},
-            "saliency": {"ids": "0:2", "noise": 1, "strips": 1, "videos": 1},
+            "saliency": {
+                "ids": "0:2",
+                "noise": 1,
+                "strips": 1,
+                "videos": 1,
+                "target": ("value", "action", "ic:0-1"),
+            },
             "behaviours": {
                 "clusters": 2,
                 "pcs": 4,
@@ -80,7 +86,7 @@ BUDGETS: dict[str, Budget] = {
     ),
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.
     "small": Budget(
-        preset="tiny-rec",
+        preset="quickstart",
         train_seconds=240,
         train_steps=2_000_000,
         eval_episodes=50,
@@ -101,7 +107,7 @@ BUDGETS: dict[str, Budget] = {
     ),
     # About an hour on a CPU: the agent and the world model train long enough to be good.
     "medium": Budget(
-        preset="tiny-rec",
+        preset="quickstart",
         train_seconds=1800,
         train_steps=25_000_000,
         eval_episodes=100,

@@ -79,7 +79,6 @@ def train(ctx: Context) -> dict[str, Any]:
         run_root=runs.parent,
         seed=s.seed,
         name="quickstart",
-        val_split=None,  # the eval stage measures held-out levels; validating while training costs a third
         device=s.device,
         precision=s.precision,
         time_limit=b.train_seconds or 0,
@@ -208,13 +207,19 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
 
 # -- the interpretation layer -----------------------------------------------------------------------
 def _analysis(ctx: Context, name: str, **given) -> Path:
-    """Run ``proclab analyze <name>`` at the budget's preset and overrides into ``OUT/analysis``."""
+    """Run ``proclab analyze <name>`` into ``OUT/analysis`` at the budget's preset; ``given`` fields, then
+    the budget's overrides for ``name``, replace the preset's."""
     from proclab.interpret.cli import ANALYSES, defaults
 
     cls, run = ANALYSES[name]
     args = defaults(cls, ctx.budget.analysis)
-    args = replace(args, out=ctx.out / "analysis", seed=ctx.settings.seed, **given,
-                   **ctx.budget.overrides.get(name, {}))  # fmt: skip
+    fields = {
+        "out": ctx.out / "analysis",
+        "seed": ctx.settings.seed,
+        **given,
+        **ctx.budget.overrides.get(name, {}),
+    }
+    args = replace(args, **fields)
     out = run(args)
     ctx.console.print(f"outputs in {out}")
     return out

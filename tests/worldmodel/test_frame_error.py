@@ -1,0 +1,64 @@
+"""Dream quality: per-step frame errors of the model and of the two baselines, against a slow reference."""
+
+import numpy as np
+from PIL import Image
+
+from proclab.data import EpisodeStore
+from proclab.rl.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
+
+STEPS = 3
+
+
+def _reference(
+    store: EpisodeStore, n_init: int, episode_window: list[tuple[int, int]]
+) -> dict[str, list[float]]:
+    """The baselines' errors, one window at a time with plain numpy: every frame of every level averaged
+    for the level mean, the last initial frame repeated, only rows that exist counted."""
+    levels = store.episodes["level_seed"]
+    frames_of = {e: store.read(e, ["obs"])["obs"].astype(np.float64) / 255 for e in range(store.num_episodes)}
+    level_mean = {}
+    for level in set(levels.tolist()):
+        level_mean[level] = np.concatenate(
+            [frames_of[e] for e in range(len(levels)) if levels[e] == level]
+        ).mean(0)
+    errs = {"repeat last frame": [[] for _ in range(STEPS)], "level mean frame": [[] for _ in range(STEPS)]}
+    for e, offset in episode_window:
+        frames = frames_of[e]
+        last_seen = frames[offset + n_init - 1]
+        for k in range(1, STEPS + 1):
+            row = offset + n_init - 1 + k
+            if row >= len(frames):
+                continue
+            errs["repeat last frame"][k - 1].append(((last_seen - frames[row]) ** 2).mean())
+            errs["level mean frame"][k - 1].append(((level_mean[levels[e]] - frames[row]) ** 2).mean())
+    return {name: [float(np.mean(v)) for v in per_step] for name, per_step in errs.items()}
+
+
+def test_baselines_match_a_window_by_window_reference_and_the_model_errors_are_finite(
+    trained_run, store, tmp_path
+):
+    rt = make_runtime("cpu", "fp32")
+    wm, agent, ckpt = load_world_model(trained_run, rt)
+    data = EpisodeStore(store)
+    n_windows = 10_000  # more than exist: every window is used
+    result = frame_errors(
+        wm, agent, data, ckpt.meta["reward_field"], rt, steps=STEPS, windows=n_windows, batch_size=7
+    )
+    lengths = data.episodes["length"]
+    n = wm.config.num_init_steps  # a window needs its initial frames; its later rows may be past the end
+    windows = [(e, off) for e in range(len(lengths)) for off in range(int(lengths[e]) - n + 1)]
+    assert result["windows"] == len(windows) and result["steps"] == [1, 2, 3]
+    expected = _reference(data, wm.config.num_init_steps, windows)
+    for name, values in expected.items():
+        np.testing.assert_allclose(result["mse"][name], values, rtol=1e-5, err_msg=name)
+    for name in ("teacher-forced", "imagined", "closed loop"):
+        assert all(np.isfinite(v) and 0 <= v <= 1 for v in result["mse"][name]), name
+    again = frame_errors(wm, agent, data, ckpt.meta["reward_field"], rt, steps=STEPS, windows=5, seed=3)
+    assert again == frame_errors(
+        wm, agent, data, ckpt.meta["reward_field"], rt, steps=STEPS, windows=5, seed=3
+    )
+    assert plot_frame_errors(result, tmp_path / "q.png").stat().st_size > 5000
+    strip = prediction_strip(wm, agent, data, ckpt.meta["reward_field"], rt, tmp_path / "s.png", steps=STEPS)
+    assert Image.open(strip).size[1] == 2 * 4 * 64 * 2  # 2 windows x (true + 3 predictors) rows, 2x scale
