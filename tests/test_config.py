@@ -61,7 +61,7 @@ def ppo(**kw):
 def train(env_, agent_, **kw):
     base = dict(env=env_, agent=agent_, ppo=PPOConfig(), impala=ImpalaConfig(), algo="ppo", seed=1, name="default",
                 run_root=Path("runs"), val_split="all", val_num_envs=16, checkpoint_every=1_000_000,
-                keep_checkpoints=0, device="auto", precision="auto", channels_last=True, torch_threads=0,
+                keep_checkpoints=0, time_limit=0, device="auto", precision="auto", channels_last=True, torch_threads=0,
                 log_every=1, tensorboard=True, wandb_project=None)  # fmt: skip
     return spelled(TrainConfig, **{**base, **kw})
 

@@ -37,6 +37,9 @@ class Budget:
     """Wall-clock budget of world-model training (None: exactly ``wm_updates``)."""
     wm_updates: int | None
     """Most world-model updates (None: the size's)."""
+    wm_sim_steps: int | None
+    """Simulated steps per training window (None: the size's); fewer make an update cheaper, so more
+    of them fit in ``wm_seconds``, and the dream quality is measured over 5 steps anyway."""
     samples: int
     """Simulated rollouts (``wm sample --n``): the points of the analyses."""
     dream_windows: int
@@ -60,6 +63,7 @@ BUDGETS: dict[str, Budget] = {
         wm_size="tiny",
         wm_seconds=None,
         wm_updates=2,
+        wm_sim_steps=None,
         samples=12,
         dream_windows=4,
         analysis="small",
@@ -89,13 +93,14 @@ BUDGETS: dict[str, Budget] = {
         preset="quickstart",
         train_seconds=240,
         train_steps=2_000_000,
-        eval_episodes=50,
+        eval_episodes=100,
         render_steps=1000,
         record_episodes=60,
         heldout_episodes=8,
         wm_size="small",
         wm_seconds=150,
         wm_updates=100_000,
+        wm_sim_steps=8,
         samples=300,
         dream_windows=64,
         analysis="small",
@@ -117,6 +122,7 @@ BUDGETS: dict[str, Budget] = {
         wm_size="small",
         wm_seconds=1200,
         wm_updates=1_000_000,
+        wm_sim_steps=None,
         samples=1000,
         dream_windows=256,
         analysis="small",
@@ -135,6 +141,7 @@ BUDGETS: dict[str, Budget] = {
         wm_size="paper",
         wm_seconds=None,
         wm_updates=None,
+        wm_sim_steps=None,
         samples=4000,
         dream_windows=1024,
         analysis="paper",

@@ -106,7 +106,7 @@ def evaluate(ctx: Context) -> dict[str, Any]:
     random_agent = ScriptedAgent.uniform(agent.config.num_actions)
     rows = []
     for split in ("train", "test1"):
-        result = evaluate(random_agent, env_config, split, b.eval_episodes, rt, seed=s.seed)
+        result = evaluate(random_agent, env_config, split, b.eval_episodes, rt, seed=s.seed, envs_per_game=64)
         rows += [r.summary(env_config.mode) for r in result.values()]
     table["random"] = rows
     path.write_text(json.dumps(table, indent=2))
@@ -160,6 +160,8 @@ def wm_train(ctx: Context) -> dict[str, Any]:
     b, s = ctx.budget, ctx.settings
     (runs,) = ctx.fresh("runs/wm")
     size = wm_size(b.wm_size)
+    if b.wm_sim_steps:
+        size = replace(size, model=replace(size.model, num_sim_steps=b.wm_sim_steps))
     cfg = replace(size, data=ctx.path("episodes", "record"), total_updates=b.wm_updates or size.total_updates,
                   time_limit=b.wm_seconds or 0, run_root=runs.parent, name="quickstart", seed=s.seed, num_workers=0,
                   video_every=0, device=s.device, precision=s.precision)  # fmt: skip
