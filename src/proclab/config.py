@@ -285,7 +285,12 @@ PRESETS["quickstart"] = replace(
     env=replace(PRESETS["tiny-rec"].env, num_envs=32, use_backgrounds=False, restrict_themes=True),
     agent=replace(PRESETS["tiny-rec"].agent, widths=(8, 16, 16)),
     ppo=replace(
-        PRESETS["tiny-rec"].ppo, num_steps=32, num_minibatches=2, update_epochs=3, learning_rate=1e-3, gamma=0.99
+        PRESETS["tiny-rec"].ppo,
+        num_steps=32,
+        num_minibatches=2,
+        update_epochs=3,
+        learning_rate=1e-3,
+        gamma=0.99,
     ),
     name="quickstart",
     val_split=None,
