@@ -7,9 +7,9 @@ import torch
 from proclab.config import PPOConfig, TrainConfig
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
-from proclab.rl.loop import save_agent_checkpoint
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
+from proclab.rl.runs import save_agent_checkpoint
 
 TINY_AGENT = dict(widths=(4, 8, 8), fc=32)
 TINY_FLAGS = ["--widths", "4", "8", "8", "--fc", "32", "--torch-threads", "1"]

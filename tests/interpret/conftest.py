@@ -12,8 +12,9 @@ from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from support import TINY_AGENT, agent_checkpoint
 from worldmodel.conftest import make_agent_checkpoint, tiny_config

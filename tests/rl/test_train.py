@@ -12,10 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from proclab.config import PRESETS, TrainConfig, from_dict, to_dict
+from proclab.config import PRESETS, TrainConfig
 from proclab.errors import ProclabError
+from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
-from proclab.rl.train import parse_args, validate
+from proclab.rl.train import parse_args
 from support import TINY_FLAGS
 
 TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
@@ -39,7 +40,7 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
 
 def test_presets_are_valid_and_reproduce_the_seeds():
     for name, cfg in PRESETS.items():
-        validate(cfg)
+        cfg.validate()
         # JSON round trip; saved paths are absolute, so a run dir is read the same from any directory
         assert from_dict(TrainConfig, to_dict(cfg)) == replace(cfg, run_root=cfg.run_root.absolute()), name
     c = PRESETS["cleanrl"]  # Procgen paper / CleanRL: anchors.md A1, A4
@@ -149,15 +150,15 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
 def test_minibatches_split_evenly_and_modes_are_checked():
     tiny, rec = PRESETS["tiny"], PRESETS["hard-local-dev-rec"]
     with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 2048 samples per process"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, num_minibatches=3)))
+        replace(tiny, ppo=replace(tiny.ppo, num_minibatches=3)).validate()
     with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 16 envs per process"):
-        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=3)))  # a GRU: groups of whole sequences
+        replace(rec, ppo=replace(rec.ppo, num_minibatches=3)).validate()  # a GRU: groups of whole sequences
     with pytest.raises(ProclabError, match=r"num_minibatches=16 does not divide the 8 envs per process"):
-        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=16)), world=2)
+        replace(rec, ppo=replace(rec.ppo, num_minibatches=16)).validate(world=2)
     with pytest.raises(ProclabError, match="unknown norm_adv_scope 'batch'"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, norm_adv_scope="batch")))
+        replace(tiny, ppo=replace(tiny.ppo, norm_adv_scope="batch")).validate()
     with pytest.raises(ProclabError, match="unknown replay_reset 'last'"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")))
+        replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")).validate()
 
 
 def test_resume_errors(tmp_path):

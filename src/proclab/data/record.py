@@ -104,9 +104,9 @@ class RecordArgs:
 # -- recordings -----------------------------------------------------------------------------------
 def _checkpoint_facts(path: Path) -> dict:
     """What a checkpoint's agent plays and remembers, from its metadata."""
-    from proclab.config import from_dict
     from proclab.envs import EnvConfig
     from proclab.io.checkpoint import load_checkpoint
+    from proclab.io.configs import from_dict
     from proclab.models import AgentConfig, build_agent
 
     ckpt = load_checkpoint(path, kind="agent")
@@ -256,8 +256,8 @@ def record_shard(
     arguments (plain data), and it writes nothing outside its own shard and ``videos/``.
     """
     from proclab.io.video import write_video
-    from proclab.rl.agents import load_agent
-    from proclab.rl.runtime import make_runtime
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
 
     args = RecordArgs(**recording["args"])
     rt = make_runtime(device, precision, torch_threads)
@@ -327,7 +327,7 @@ def _worker(
 def _record_workers(
     recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
-    from proclab.rl.evaluate import quotas
+    from proclab.envs.episodes import quotas
 
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
@@ -365,8 +365,8 @@ def _record_workers(
 
 def _record_ray(recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance) -> None:
     """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
-    from proclab.rl.evaluate import quotas
-    from proclab.rl.runtime import connect_ray
+    from proclab.envs.episodes import quotas
+    from proclab.run.distributed import connect_ray
 
     threads = args.torch_threads or 1
     ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)

@@ -26,10 +26,9 @@ from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.io.runs import write_json_atomic
 from proclab.models import capture
-from proclab.rl.agents import load_agent
-from proclab.rl.runtime import make_runtime
+from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.agents import StateCodec
-from proclab.worldmodel.checkpoint import freeze
 
 
 class WindowTarget(torch.nn.Module):

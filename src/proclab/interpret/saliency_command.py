@@ -39,8 +39,9 @@ from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, Target, parse_targets
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
 STORED_PARTS = ("frame", "state", "env_h", "ic", "pc")

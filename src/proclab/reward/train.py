@@ -35,15 +35,15 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.config import to_dict
 from proclab.errors import ProclabError
+from proclab.io.configs import to_dict
 from proclab.io.runs import create_run_dir
 from proclab.reward.demoset import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
-from proclab.rl.runtime import Runtime, make_runtime, seed_everything
+from proclab.run.runtime import Runtime, make_runtime, seed_everything
 
 LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
                "test_loss", "pearson", "spearman", "train_seconds", "wall_seconds")  # fmt: skip

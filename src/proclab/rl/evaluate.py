@@ -35,9 +35,10 @@ from proclab.envs import (
     parse_split,
     score_table,
 )
+from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
 from proclab.rl.rollout import Actor
-from proclab.rl.runtime import Runtime, make_runtime
+from proclab.run.runtime import Runtime, make_runtime
 
 
 @dataclass
@@ -57,13 +58,6 @@ class SplitResult:
             "length_mean": float(np.mean(self.lengths)), "level_complete_rate": float(np.mean(self.completed)),
             "normalized_score": normalized_score(self.game, float(r.mean()), mode, table=table),
         }  # fmt: skip
-
-
-def quotas(episodes: int, slots: int) -> np.ndarray:
-    """Episodes per slot, as even as possible, fixed in advance."""
-    q = np.full(slots, episodes // slots)
-    q[: episodes % slots] += 1
-    return q
 
 
 def evaluate(
@@ -226,7 +220,7 @@ def run(args: EvalArgs) -> dict:
     from rich.progress import Progress
     from rich.table import Table
 
-    from proclab.rl.agents import load_agent
+    from proclab.models.loading import load_agent
 
     episodes, greedy, split_names = protocol_settings(args)
     rt = make_runtime(args.device, args.precision)

@@ -15,8 +15,8 @@ from typing import Annotated
 
 import tyro
 
-from proclab.config import from_dict
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.configs import from_dict
 
 RSSM_CELLS = ("norm_gru", "dreamer_gru")
 ENCODER_BLOCKS = ("seed", "preact")

@@ -30,7 +30,7 @@ from torch.utils.data import default_collate
 
 from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.losses import TERM_MASKS, eval_terms, masked

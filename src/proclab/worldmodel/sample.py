@@ -44,10 +44,10 @@ from proclab.data.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
 from proclab.models import build_agent
-from proclab.rl.agents import load_agent
-from proclab.rl.runtime import make_runtime
+from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.agents import SCRIPTED, ScriptedAgent, StateCodec
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
 from proclab.worldmodel.videos import to_uint8
