@@ -10,9 +10,12 @@ every run directory as JSON and read back by ``--resume`` (:mod:`proclab.io.conf
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import tyro
 
 from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
 from proclab.errors import ProclabError, unknown_choice
@@ -246,6 +249,35 @@ class TrainConfig:
             raise ProclabError(f"V-trace truncation levels must be positive: {', '.join(bad)}")
         if cfg.ray_address and importlib.util.find_spec("ray") is None:
             raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'")
+
+
+# -- command line ----------------------------------------------------------------------------
+def algo_flags(arg_classes: dict[str, type], config_class: type = TrainConfig):
+    """Flag parsing for :class:`~proclab.run.args.RunArgs`: the flag set of the config's ``algo``.
+
+    ``arg_classes`` maps each algorithm to a subclass of ``config_class`` that hides the other
+    algorithm's settings; parsed flags come back as a ``config_class``.
+    """
+
+    def flags(rest: list[str], default: TrainConfig, prog: str, description: str | None) -> TrainConfig:
+        if default.algo not in arg_classes:
+            raise unknown_choice("algo", default.algo, tuple(arg_classes))
+        cls = arg_classes[default.algo]
+        parsed = tyro.cli(
+            cls,
+            args=rest,
+            default=_as(cls, default, config_class),
+            prog=prog,
+            description=description,
+            config=(tyro.conf.OmitArgPrefixes,),
+        )
+        return _as(config_class, parsed, config_class)
+
+    return flags
+
+
+def _as(cls: type, config: TrainConfig, fields_of: type) -> TrainConfig:
+    return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(fields_of)})
 
 
 # -- presets -------------------------------------------------------------------------------

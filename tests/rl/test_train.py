@@ -1,5 +1,6 @@
 """`proclab train`: presets, runs on disk, exact resume after kill -9, torchrun, errors."""
 
+import math
 import os
 import signal
 import subprocess
@@ -13,7 +14,9 @@ import torch
 from safetensors.torch import load_file
 
 from proclab.config import PRESETS, TrainConfig
+from proclab.data.record import reward_normalisation
 from proclab.errors import ProclabError
+from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
@@ -85,6 +88,21 @@ def test_multitask_run_logs_per_game_curves(tmp_path):
         assert f"charts/{game}/episodic_return" in columns
         assert f"charts/{game}/val_episodic_return" in columns
     assert "charts/normalized_score" in columns
+
+
+def test_checkpoints_carry_the_reward_normalisation(tmp_path):
+    """Readers find the reward scale in the checkpoint's metadata, equal to the trainer's saved statistics."""
+    proc = proclab("train", *TINY, "--total-steps", "256", "--run-root", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    ckpt = load_checkpoint(only_run(tmp_path), kind="agent", train_state=True)
+    norm = ckpt.meta["reward_normalisation"]
+    var = ckpt.train_state["ranks"][0]["actor"]["env"]["reward_rms"]["var"]
+    assert norm["scale"] == math.sqrt(var + 1e-8) and norm["clip"] == PRESETS["tiny"].ppo.reward_clip
+    legacy = {
+        k: v for k, v in ckpt.meta.items() if k != "reward_normalisation"
+    }  # a checkpoint written before
+    assert reward_normalisation(ckpt.path, ckpt.meta) == norm
+    assert reward_normalisation(ckpt.path, legacy)["scale"] == norm["scale"]
 
 
 def test_killed_run_resumes_to_identical_weights(tmp_path):

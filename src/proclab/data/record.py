@@ -122,9 +122,14 @@ def _checkpoint_facts(path: Path) -> dict:
 
 
 def reward_normalisation(checkpoint: str | Path, meta: dict) -> dict:
-    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``."""
+    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``.
+
+    PPO checkpoints carry it in their metadata; older ones have it only in the trainer's state.
+    """
     from proclab.io.checkpoint import load_checkpoint
 
+    if "reward_normalisation" in meta:
+        return meta["reward_normalisation"]
     train = meta.get("train", {})
     if meta.get("algo", train.get("algo")) == "impala":
         clipping = train.get("impala", {}).get("reward_clipping", "none")

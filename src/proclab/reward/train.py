@@ -25,7 +25,6 @@ a summary row appended to ``--summary`` (the seed's ``rm_infos.csv`` columns plu
 
 from __future__ import annotations
 
-import argparse
 import csv
 import time
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
+from proclab.run.args import RunArgs
 from proclab.run.runtime import Runtime, make_runtime, seed_everything
 
 LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
@@ -360,11 +360,15 @@ def append_summary(path: Path, rows: list[dict]) -> None:
 # -- command line --------------------------------------------------------------------------------
 def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
     """``--parity`` switches the defaults to the seed's; any other flag overrides a field."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--parity", action="store_true")
-    known, _ = pre.parse_known_args(argv)
-    return tyro.cli(TrexConfig, args=argv, default=PARITY if known.parity else TrexConfig(), prog=prog,
-                    config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
+    config, _ = RunArgs(
+        prog=prog,
+        flags=lambda rest, default, prog, description: tyro.cli(
+            TrexConfig, args=rest, default=default, prog=prog, config=(tyro.conf.OmitArgPrefixes,)
+        ),
+        start=lambda chosen, rest: PARITY if "--parity" in rest else TrexConfig(),
+        choosers=(),
+    ).parse(argv)
+    return config
 
 
 def main(argv: list[str], prog: str = "proclab trex train") -> None:

@@ -9,15 +9,14 @@ Several processes: ``torchrun --nproc_per_node N -m proclab train ...`` (PPO onl
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import tyro
 
-from proclab.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig, preset
-from proclab.errors import ProclabError, unknown_choice
+from proclab.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig, algo_flags, preset
+from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
 from proclab.rl.impala_train import ImpalaTrainer
 from proclab.rl.ppo_train import Trainer, run_ppo
@@ -45,28 +44,6 @@ DESCRIPTION = """Train an agent on Procgen with PPO (default) or IMPALA (--algo 
                    optimiser, learning-rate schedule and counters, with fresh actors)"""
 
 
-def algo_flags(arg_classes: dict[str, type], config_class: type = TrainConfig):
-    """Flag parsing for :class:`~proclab.run.args.RunArgs`: the flag set of the config's ``algo``.
-
-    ``arg_classes`` maps each algorithm to a subclass of ``config_class`` that hides the other
-    algorithm's settings; parsed flags come back as a ``config_class``.
-    """
-
-    def flags(rest: list[str], default: TrainConfig, prog: str, description: str | None) -> TrainConfig:
-        if default.algo not in arg_classes:
-            raise unknown_choice("algo", default.algo, tuple(arg_classes))
-        cls = arg_classes[default.algo]
-        parsed = tyro.cli(cls, args=rest, default=_as(cls, default, config_class), prog=prog,
-                          description=description, config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
-        return _as(config_class, parsed, config_class)
-
-    return flags
-
-
-def _as(cls: type, config: TrainConfig, fields_of: type) -> TrainConfig:
-    return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(fields_of)})
-
-
 def _start(chosen: dict[str, str | None], rest: list[str]) -> TrainConfig:
     name, algo = chosen["--preset"], chosen["--algo"]
     if name:
@@ -83,7 +60,7 @@ def parse_args(argv: list[str], prog: str = "proclab train") -> tuple[TrainConfi
         flags=algo_flags({"ppo": _PPOArgs, "impala": _ImpalaArgs}),
         start=_start,
         choosers=("--preset", "--algo"),
-        saved=lambda data: from_dict(TrainConfig, data),
+        saved=lambda data, run_dir: from_dict(TrainConfig, data),
         may_change="--total-steps",
         description=DESCRIPTION.format(presets=", ".join(PRESETS)),
     ).parse(argv)

@@ -35,8 +35,8 @@ class RunArgs(Generic[C]):
     """The defaults of a new run from the chooser options' values (e.g. ``{"--preset": "tiny"}``) and the flags."""
     choosers: tuple[str, ...] = ("--preset",)
     """Options taking a value that pick the defaults; given with ``--resume`` they are refused."""
-    saved: Callable[[dict], C] | None = None
-    """Rebuild a run's ``config.json``; None: the command cannot resume."""
+    saved: Callable[[dict, Path], C] | None = None
+    """Rebuild a run's ``config.json`` (given with the run directory); None: the command cannot resume."""
     may_change: str = "--total-steps"
     """The one flag ``--resume`` accepts."""
     description: str | None = None
@@ -59,6 +59,6 @@ class RunArgs(Generic[C]):
                 f"--resume continues a run with its saved config; drop {', '.join(extra)} "
                 f"(only {self.may_change} may change)"
             )
-        config = self.saved(read_run_config(resume))
+        config = self.saved(read_run_config(resume), resume)
         find_checkpoint(resume)  # fail now, not after building envs, if there is nothing to resume
         return (self.flags(rest, config, self.prog, None) if rest else config), resume

@@ -307,7 +307,7 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
         ),
         start=lambda chosen, rest: wm_size(chosen["--size"]) if chosen["--size"] else WMTrainConfig(),
         choosers=("--size",),
-        saved=saved_train_config,
+        saved=lambda data, run_dir: saved_train_config(data),
         may_change="--total-updates",
         description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)),
     ).parse(argv)
