@@ -28,7 +28,7 @@ from proclab.envs import NUM_ACTIONS
 from proclab.models import AgentOutput
 from proclab.models.loading import load_agent
 from proclab.rl.evaluate import evaluate
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import make_runtime
 
 

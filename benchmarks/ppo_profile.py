@@ -38,7 +38,7 @@ import torch
 import proclab.rl.ppo as ppo_module
 from ppo_sps import cleanrl_config
 from proclab.envs.vec_env import ProcgenVecEnv
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import cpu_has_native_bf16
 
 

@@ -36,7 +36,7 @@ import torch
 
 from proclab.config import preset
 from proclab.io.runs import read_metrics
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import cpu_has_native_bf16
 
 

@@ -20,6 +20,7 @@ import tyro
 from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models import STATELESS_CORES, AgentConfig, agent_preset
+from proclab.run.runtime import RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class ImpalaConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(RuntimeConfig):
     """A training run: environment, agent, algorithm, logging and checkpoints."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -153,14 +154,6 @@ class TrainConfig:
     """Save a checkpoint every this many env steps (and always at the end)."""
     keep_checkpoints: int = 0
     """Keep only the newest N periodic checkpoints (0 = keep all; they show the agent's progress)."""
-    device: str = "auto"
-    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
-    precision: str = "auto"
-    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
-    channels_last: bool = True
-    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0 = torch's default)."""
     log_every: int = 1
     """Write a metrics row every this many updates."""
     tensorboard: bool = True

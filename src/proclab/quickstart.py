@@ -65,8 +65,8 @@ def run(args: QuickstartArgs) -> Path:
     from proclab.report import write_report
     from proclab.rl.evaluate import EvalArgs
     from proclab.rl.evaluate import run as run_eval
+    from proclab.rl.ppo_train import Trainer
     from proclab.rl.render import RenderArgs, render
-    from proclab.rl.train import Trainer
     from proclab.worldmodel import SampleArgs, sample_rollouts, train_world_model, wm_size
 
     console = Console()

@@ -43,7 +43,7 @@ from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
 from proclab.run.args import RunArgs
-from proclab.run.runtime import Runtime, make_runtime, seed_everything
+from proclab.run.runtime import Runtime, RuntimeConfig, seed_everything
 
 LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
                "test_loss", "pearson", "spearman", "train_seconds", "wall_seconds")  # fmt: skip
@@ -55,7 +55,7 @@ SUMMARY_COLUMNS = (*SEED_SUMMARY, "baseline_pearson", "baseline_spearman", "test
 
 
 @dataclass(frozen=True)
-class TrexConfig:
+class TrexConfig(RuntimeConfig):
     """Learn a reward model from ranked demos (T-REX) and measure it on demos from held-out levels."""
 
     demos: Path = Path("demos")
@@ -120,12 +120,6 @@ class TrexConfig:
     """Where run directories are created."""
     summary: Path | None = None
     """CSV the summary row is appended to (default: RUN_ROOT/trex/rm_infos.csv)."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "auto"
-    """bf16, fp32 or auto (bf16 where the hardware has it)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 PARITY = TrexConfig(
@@ -243,7 +237,7 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
     """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
     from rich.progress import Progress
 
-    rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads)
+    rt = cfg.runtime()
     seed_everything(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:

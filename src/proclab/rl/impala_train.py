@@ -29,7 +29,7 @@ from proclab.rl.impala import ImpalaLearner
 from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
 from proclab.run.checkpoints import crossed
 from proclab.run.log import RunLogger, StepBar, Throughput
-from proclab.run.runtime import make_runtime, seed_everything
+from proclab.run.runtime import seed_everything
 
 VAL_EPISODES = 10  # the seed's valid_num_episodes: validation returns are means over the last 10 per game
 
@@ -51,7 +51,7 @@ class ImpalaTrainer:
     def __init__(self, config: TrainConfig, run_dir: Path | None = None, resume: bool = False):
         config.validate()
         self.config = cfg = config
-        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
+        self.rt = cfg.runtime()
         seed_everything(cfg.seed)
         self.agent = self.rt.prepare(build_agent(cfg.agent))
         self.learner = ImpalaLearner(self.agent, cfg.impala, self.rt)
@@ -65,8 +65,13 @@ class ImpalaTrainer:
         self.throughput = Throughput()
         self.run_dir = run_dir if run_dir is not None else new_run_dir(cfg)
         resume_step = self._restore() if resume else None
-        self.logger = RunLogger(self.run_dir, to_dict(cfg), tensorboard=cfg.tensorboard,
-                                wandb_project=cfg.wandb_project, resume_step=resume_step)  # fmt: skip
+        self.logger = RunLogger(
+            self.run_dir,
+            to_dict(cfg),
+            tensorboard=cfg.tensorboard,
+            wandb_project=cfg.wandb_project,
+            resume_step=resume_step,
+        )
         self.pool = make_pool(cfg, self.agent, self.global_step)
 
     # -- the loop ----------------------------------------------------------------------------

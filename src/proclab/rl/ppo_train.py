@@ -22,11 +22,9 @@ information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extr
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from proclab.config import TrainConfig
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer
@@ -42,12 +40,11 @@ from proclab.run.distributed import (
     broadcast_parameters,
     check_replicas,
     gather_on_rank0,
-    join_torchrun,
-    on_rank0,
     rank_and_world,
+    train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar, Throughput
-from proclab.run.runtime import make_runtime, restore_rng_state, rng_state, seed_everything
+from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
 
 
 class Trainer:
@@ -57,7 +54,7 @@ class Trainer:
         self.rank, self.world = rank_and_world()
         config.validate(self.world)
         self.config = cfg = config
-        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
+        self.rt = cfg.runtime()
         seed_everything(cfg.seed)  # same initial weights on every rank
         self.agent = self.rt.prepare(build_agent(cfg.agent))
         broadcast_parameters(self.agent)
@@ -95,8 +92,13 @@ class Trainer:
         resume_step = self._restore() if resume else None
         self.logger = None
         if self.rank == 0:
-            self.logger = RunLogger(run_dir, to_dict(cfg), tensorboard=cfg.tensorboard,
-                                    wandb_project=cfg.wandb_project, resume_step=resume_step)  # fmt: skip
+            self.logger = RunLogger(
+                run_dir,
+                to_dict(cfg),
+                tensorboard=cfg.tensorboard,
+                wandb_project=cfg.wandb_project,
+                resume_step=resume_step,
+            )
 
     # -- the loop ----------------------------------------------------------------------------
     def train(self, progress: bool = True) -> Path:
@@ -182,8 +184,11 @@ class Trainer:
         """How this run transforms rewards (rank 0's statistics): ``reward_norm = clip(reward / scale, -clip, clip)``."""
         if not isinstance(self.env, RewardNormalizer):
             return {"scale": 1.0, "clip": None, "source": "training did not normalise rewards"}
-        return {"scale": self.env.scale(), "clip": self.env.clip,
-                "source": f"running return std of rank 0 at step {self.global_step}"}  # fmt: skip
+        return {
+            "scale": self.env.scale(),
+            "clip": self.env.clip,
+            "source": f"running return std of rank 0 at step {self.global_step}",
+        }
 
     def _restore(self) -> int:
         state = load_agent_checkpoint(self.run_dir, self.agent)
@@ -215,16 +220,4 @@ def _restore_actor(actor: Actor, carried: dict, device) -> None:
 
 def run_ppo(trainer_class: type[Trainer], config: TrainConfig, resume_dir: Path | None, report) -> None:
     """Run a PPO trainer in this process, or as one rank of a torchrun job (rank 0 reports)."""
-    config = replace(config, device=join_torchrun(config.device))
-    run_dir = resume_dir
-    if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
-        config.validate(dist.get_world_size())
-        run_dir = on_rank0(lambda: new_run_dir(config))
-    try:
-        trainer = trainer_class(config, run_dir=run_dir, resume=resume_dir is not None)
-        out = trainer.train()
-        if trainer.rank == 0:
-            report(trainer, out)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+    train_on_ranks(trainer_class, config, resume_dir, new_run_dir, report)

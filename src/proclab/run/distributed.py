@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -92,6 +93,28 @@ def check_replicas(module: torch.nn.Module) -> None:
     dist.all_reduce(diff, op=dist.ReduceOp.MAX)
     if float(diff) > 0:
         raise RuntimeError(f"replicas diverged across ranks (max weight difference {float(diff):.3g})")
+
+
+def train_on_ranks(
+    trainer_class, config, resume_dir: Path | None, new_run_dir: Callable, report: Callable
+) -> None:
+    """Run ``trainer_class(config, run_dir=..., resume=...).train()`` in this process, or as one rank
+    of a torchrun job: every rank writes to the run directory rank 0 creates, and rank 0 calls
+    ``report(trainer, run_dir)``. ``config`` is a frozen dataclass with ``device`` and ``validate(world)``.
+    """
+    config = replace(config, device=join_torchrun(config.device))
+    run_dir = resume_dir
+    if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
+        config.validate(dist.get_world_size())
+        run_dir = on_rank0(lambda: new_run_dir(config))
+    try:
+        trainer = trainer_class(config, run_dir=run_dir, resume=resume_dir is not None)
+        out = trainer.train()
+        if trainer.rank == 0:
+            report(trainer, out)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def connect_ray(address: str, local_cpus: int | None = None):

@@ -93,6 +93,29 @@ def make_runtime(
     return Runtime(device=dev, bf16=bf16, channels_last=channels_last, compute_chunk=compute_chunk)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RuntimeConfig:
+    """Where and how a command computes: the fields every training and simulation command shares.
+
+    Commands' argument dataclasses inherit it, so the flags stay flat (``--device``, ``--precision``,
+    ``--channels-last``, ``--torch-threads``) and saved configs keep their keys. A command whose
+    results are compared in fp32 redeclares ``precision: str = field(default="fp32", kw_only=True)``.
+    """
+
+    device: str = "auto"
+    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
+    precision: str = "auto"
+    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
+    channels_last: bool = True
+    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0 = torch's default)."""
+
+    def runtime(self) -> Runtime:
+        """The :class:`Runtime` these settings describe (sets the thread count as a side effect)."""
+        return make_runtime(self.device, self.precision, self.torch_threads, self.channels_last)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)

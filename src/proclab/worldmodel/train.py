@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import tyro
 from torch.utils.data import DataLoader, Sampler, default_collate
 
@@ -46,12 +44,11 @@ from proclab.run.distributed import (
     average_gradients,
     broadcast_parameters,
     gather_on_rank0,
-    join_torchrun,
-    on_rank0,
     rank_and_world,
+    train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar
-from proclab.run.runtime import make_runtime, restore_rng_state, rng_state, seed_everything
+from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
@@ -117,7 +114,7 @@ class WMTrainer:
         self.rank, self.world = rank_and_world()
         config.validate(self.world)
         self.config = cfg = config
-        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
+        self.rt = cfg.runtime()
         seed_everything(cfg.seed)  # same initial weights on every rank
         self.store = EpisodeStore(cfg.data)
         ckpt = find_checkpoint(run_dir) if resume else None
@@ -164,8 +161,12 @@ class WMTrainer:
             self._restore(saved.train_state)
         self.logger = None
         if self.rank == 0:
-            self.logger = RunLogger(run_dir, to_dict(cfg), tensorboard=cfg.tensorboard,
-                                    resume_step=self.updates if resume else None)  # fmt: skip
+            self.logger = RunLogger(
+                run_dir,
+                to_dict(cfg),
+                tensorboard=cfg.tensorboard,
+                resume_step=self.updates if resume else None,
+            )
         self._video_batch = None
 
     # -- the loop ----------------------------------------------------------------------------
@@ -313,21 +314,16 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
     ).parse(argv)
 
 
+def _report(trainer: WMTrainer, out: Path) -> None:
+    last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
+    print(
+        f"trained {trainer.updates:,} updates; last logged loss {float(last.get('losses/total', math.nan)):.2f}"
+    )
+    print(f"run directory: {out}")
+
+
 def main(argv: list[str], prog: str = "proclab wm train") -> None:
     config, resume_dir = parse_args(argv, prog)
-    config = replace(config, device=join_torchrun(config.device))
-    run_dir = resume_dir
-    if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
-        config.validate(dist.get_world_size())
-        run_dir = on_rank0(lambda: new_run_dir(config, EpisodeStore(config.data)))
-    try:
-        trainer = WMTrainer(config, run_dir=run_dir, resume=resume_dir is not None)
-        out = trainer.train()
-        if trainer.rank == 0:
-            last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
-            loss = float(last.get("losses/total", math.nan))
-            print(f"trained {trainer.updates:,} updates; last logged loss {loss:.2f}")
-            print(f"run directory: {out}")
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+    train_on_ranks(
+        WMTrainer, config, resume_dir, lambda cfg: new_run_dir(cfg, EpisodeStore(cfg.data)), _report
+    )
