@@ -81,6 +81,7 @@ class LearnedRewardTrainer(Trainer):
 @dataclass(frozen=True)
 class _PolicyArgs(PolicyConfig):
     impala: tyro.conf.Suppress[ImpalaConfig] = field(default_factory=ImpalaConfig)
+    algo: tyro.conf.Suppress[str] = "ppo"
 
 
 DESCRIPTION = """PPO with a learned (T-REX) reward in place of the game's: 'proclab train''s options plus
