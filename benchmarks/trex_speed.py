@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from proclab.reward.demos import write_synthetic_demos
+from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import parse_args, train_reward
 
 

@@ -1,18 +1,32 @@
-"""Helpers shared by the tests: tiny agents, checkpoints, rollouts."""
+"""Helpers shared by the tests of several packages: the CLI in a subprocess, tiny agents, checkpoints,
+rollouts, recorded stores, sample stores and world-model configs."""
 
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from proclab.config import PPOConfig, TrainConfig
+from proclab.data import RecordArgs, ShardWriter, new_recording, record_shard
+from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
 from proclab.rl.runs import save_agent_checkpoint
+from proclab.worldmodel.config import WMTrainConfig, wm_size
 
 TINY_AGENT = dict(widths=(4, 8, 8), fc=32)
 TINY_FLAGS = ["--widths", "4", "8", "8", "--fc", "32", "--torch-threads", "1"]
+TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
+
+
+def proclab(*args: str, **kw) -> subprocess.CompletedProcess:
+    """``proclab ARGS`` in a fresh interpreter (exit status and output captured)."""
+    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
 
 
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:
@@ -36,3 +50,46 @@ def collected(
     actor.collect(rollout)
     learner = PPOLearner(agent, PPOConfig(num_steps=num_steps, **ppo), runtime, total_updates=10)
     return agent, rollout, learner
+
+
+def make_agent_checkpoint(path: Path, agent: AgentConfig = TINY_GRU, game: str = "coinrun") -> Path:
+    """A trainer's checkpoint of a freshly initialised agent (by default the tiny GRU, on coinrun)."""
+    return agent_checkpoint(path, agent, EnvConfig(game=(game,), num_envs=2, use_backgrounds=False))
+
+
+def record(checkpoint: Path, out: Path, episodes: int = 2, seed: int = 0) -> Path:
+    """``episodes`` episodes of the checkpoint's agent recorded by `proclab record`'s code into ``out``."""
+    recording = new_recording(
+        RecordArgs(checkpoint=checkpoint, out=out, episodes=episodes, num_envs=2, seed=seed)
+    )
+    record_shard(recording, out, episodes, device="cpu", precision="fp32", torch_threads=1)
+    return out
+
+
+def tiny_config(store: Path, run_root: Path, **overrides) -> WMTrainConfig:
+    """The tiny world-model training config on ``store``, CPU, one thread, no TensorBoard."""
+    base = wm_size("tiny")
+    return replace(base, data=store, run_root=run_root, device="cpu", precision="fp32", tensorboard=False,
+                   torch_threads=1, **overrides)  # fmt: skip
+
+
+def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env: int = 24, seed: int = 0,
+                  inits: tuple[str, ...] = ("informed", "random")) -> Path:  # fmt: skip
+    """A sample store shaped like proclab wm sample's output (GRU agent of ``width`` units): per step
+    obs, action, value, reward, env_h and the agent state; per sample bottleneck, init and state_in0."""
+    rng = np.random.default_rng(seed)
+    layout = {"core.0": [["core.0.h", [width]]]}
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout}, commit_seconds=0) as w:
+        for i in range(n):
+            init = inits[i % len(inits)]
+            shift = 0.0 if init == "informed" else 1.5
+            w.append(
+                {"obs": rng.integers(0, 255, (steps, 3, 64, 64), dtype=np.uint8), "action": rng.integers(0, 15, steps),
+                 "value": rng.normal(size=steps).astype(np.float32), "reward": np.zeros(steps, np.float32),
+                 "terminated": np.zeros(steps, bool), "step": np.arange(steps, dtype=np.int32),
+                 "env_h": (rng.normal(size=(steps, env)) + i % 3 * 4).astype(np.float32),
+                 "state_out/core.0": np.tanh(rng.normal(size=(steps, width))).astype(np.float32)},
+                {"bottleneck": (rng.normal(size=12) + shift).astype(np.float32), "init": init, "game": "bossfight",
+                 "state_in0/core.0": np.zeros(width, np.float32)},
+            )  # fmt: skip
+    return path

@@ -1,15 +1,9 @@
 """The CLI: help, unknown commands, and user errors as one line with exit status 2."""
 
-import subprocess
-import sys
-
 import pytest
 
 from proclab.cli import COMMANDS, main
-
-
-def _run(*args):
-    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True)
+from support import proclab as _run
 
 
 def test_help_lists_every_command():

@@ -35,7 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.panel.server",
         "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",
     ),
-    "trex demos": ("proclab.reward.demos", "T-REX demos: one episode per level, checkpoints of varied skill"),
+    "trex demos": (
+        "proclab.reward.record_demos",
+        "T-REX demos: one episode per level, checkpoints of varied skill",
+    ),
     "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
     "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),
     "trex plot": ("proclab.reward.plots", "T-REX correlation bars and reward-prediction plots (PNG)"),

@@ -154,6 +154,9 @@ class TrainConfig(RuntimeConfig):
     """Save a checkpoint every this many env steps (and always at the end)."""
     keep_checkpoints: int = 0
     """Keep only the newest N periodic checkpoints (0 = keep all; they show the agent's progress)."""
+    time_limit: float = 0
+    """Stop after this many seconds of training in this process, with a checkpoint, even before
+    total_steps (0: no limit): a fixed wall-clock budget (the quickstart, a cluster job's slot)."""
     log_every: int = 1
     """Write a metrics row every this many updates."""
     tensorboard: bool = True

@@ -1,7 +1,5 @@
 """Shared pieces of the episode-store tests: tiny checkpoints, small stores, the CLI."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +8,7 @@ import pytest
 from proclab.data import ShardWriter
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
-from support import TINY_AGENT
+from support import TINY_AGENT, proclab
 from support import agent_checkpoint as save_test_checkpoint
 
 REWARD_VAR = 4.0  # the running return variance written into test checkpoints: reward_norm = reward / 2
@@ -26,10 +24,6 @@ def make_checkpoint(path: Path, game: str = "bossfight", core: str = "gru", num_
 @pytest.fixture(scope="session")
 def checkpoint(tmp_path_factory) -> Path:
     return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "bossfight")
-
-
-def proclab(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
 
 
 def synthetic_episode(length: int, tag: int, state_width: int = 2) -> tuple[dict, dict]:

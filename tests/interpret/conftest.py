@@ -8,17 +8,15 @@ import pytest
 import torch
 
 from proclab.cli import main
-from proclab.data import EpisodeStore, ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
+from proclab.data import EpisodeStore
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
-from support import TINY_AGENT, agent_checkpoint
-from worldmodel.conftest import make_agent_checkpoint, tiny_config
-from worldmodel.conftest import record as record_coinrun
+from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples
+from support import record as record_coinrun
 
 THREADS = ["--torch-threads", "1"]
 
@@ -45,28 +43,6 @@ def lstm_store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def ff_store(tmp_path_factory) -> Path:
     return record(tmp_path_factory.mktemp("ff"), "none", episodes=3)
-
-
-def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env: int = 24, seed: int = 0,
-                  inits: tuple[str, ...] = ("informed", "random")) -> Path:  # fmt: skip
-    """A sample store shaped like proclab wm sample's output (GRU agent of ``width`` units): per step
-    obs, action, value, reward, env_h and the agent state; per sample bottleneck, init and state_in0."""
-    rng = np.random.default_rng(seed)
-    layout = {"core.0": [["core.0.h", [width]]]}
-    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout}, commit_seconds=0) as w:
-        for i in range(n):
-            init = inits[i % len(inits)]
-            shift = 0.0 if init == "informed" else 1.5
-            w.append(
-                {"obs": rng.integers(0, 255, (steps, 3, 64, 64), dtype=np.uint8), "action": rng.integers(0, 15, steps),
-                 "value": rng.normal(size=steps).astype(np.float32), "reward": np.zeros(steps, np.float32),
-                 "terminated": np.zeros(steps, bool), "step": np.arange(steps, dtype=np.int32),
-                 "env_h": (rng.normal(size=(steps, env)) + i % 3 * 4).astype(np.float32),
-                 "state_out/core.0": np.tanh(rng.normal(size=(steps, width))).astype(np.float32)},
-                {"bottleneck": (rng.normal(size=12) + shift).astype(np.float32), "init": init, "game": "bossfight",
-                 "state_in0/core.0": np.zeros(width, np.float32)},
-            )  # fmt: skip
-    return path
 
 
 @pytest.fixture(scope="session")

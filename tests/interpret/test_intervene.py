@@ -17,7 +17,7 @@ from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.simulate import dreamed
-from worldmodel.conftest import make_agent_checkpoint
+from support import make_agent_checkpoint
 
 
 def folder(path, checkpoint=None):

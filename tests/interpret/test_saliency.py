@@ -17,8 +17,8 @@ from proclab.interpret.workspace import Workspace
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import make_runtime
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.simulate import dreamed
+from proclab.worldmodel.state_codec import StateCodec
 
 STEPS = 6
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+from support import write_samples
 
 T, K, P, FS = 10, 16, 16, 64
 TARGETS = ("value", "action", "ic:0", "ic:1")
@@ -107,7 +108,6 @@ def tiny_analysis(root: Path) -> Path:
     basis, two simulated saliency runs (the first with both env-grads settings for sample 0), a --real
     saliency run,
     behaviours, and an agent run directory with metrics.csv and an eval file."""
-    from interpret.conftest import write_samples
     from proclab.data import EpisodeStore, ShardWriter
     from proclab.interpret.activations import read_activation
     from proclab.interpret.basis import Basis, BasisConfig

@@ -7,8 +7,8 @@ correlation of summed rewards either way (a property of T-REX, not a failure to 
 
 import pytest
 
-from proclab.reward.demos import write_synthetic_demos
 from proclab.reward.nets import RewardNetConfig
+from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import TrexConfig, train_reward
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.reward.demoset import Demos
+from proclab.reward.demo_reader import Demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.nets import RewardNetConfig
 from proclab.reward.pairs import make_pairs

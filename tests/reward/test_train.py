@@ -8,10 +8,10 @@ import pytest
 from proclab.cli import main as proclab
 from proclab.data import EpisodeStore
 from proclab.io.video import read_video
-from proclab.reward.demos import write_synthetic_demos
 from proclab.reward.grid import GridArgs, run_grid
 from proclab.reward.nets import load_reward_model
 from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
+from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
 
 FAST = ["--arch", "atari", "--num-pairs", "400", "--val-pairs", "100", "--test-pairs", "100", "--epoch-pairs", "64",

@@ -5,8 +5,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -19,16 +17,12 @@ from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS
+from support import TINY_FLAGS, proclab
 
 GAMES = "bossfight,chaser"  # short random episodes
 TINY = ["--algo", "impala", "--game", GAMES, "--num-envs", "4", "--num-actors", "2", "--batch-size", "4",
         "--unroll-length", "16", "--core", "lstm", "--rnn-size", "16", "--val-split", "val", "--val-num-envs", "2",
         *TINY_FLAGS]  # fmt: skip
-
-
-def proclab(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
 
 
 def test_presets_reproduce_the_seed():

@@ -20,14 +20,10 @@ from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS
+from support import TINY_FLAGS, proclab
 
 TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
         "--num-minibatches", "2", "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]  # fmt: skip
-
-
-def proclab(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
 
 
 def only_run(root: Path) -> Path:

@@ -5,7 +5,7 @@ import torch
 
 from proclab.models import AgentConfig, build_agent
 from proclab.models.loading import freeze
-from proclab.worldmodel.agents import ScriptedAgent
+from proclab.models.scripted import ScriptedAgent
 from proclab.worldmodel.batch import synthetic_batch
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.losses import world_model_loss

@@ -23,8 +23,8 @@ API summary (details in each module's docstring; the timestep convention is in :
 
     # record / export
     EpisodeRecorder(env, agent, runtime, noise=ActionNoise.parse("seed"), ...).run(episodes, sink)
-    recording = new_recording(RecordArgs(checkpoint=..., out=path, episodes=N, ...))
-    record_shard(recording, path, episodes, ...)          # one shard of a `proclab record` run (Ray-friendly)
+    recording, ckpt = prepare_recording(RecordArgs(checkpoint=..., out=path, episodes=N, ...))  # a Recording
+    record_shard(recording, path, episodes, checkpoint=ckpt, ...)  # one shard of a `proclab record` run (Ray-friendly)
     export_npz(store, out_dir), export_minari(store, path)
 
 Commands: ``proclab record`` (:mod:`.record`) and ``proclab data info`` (:mod:`.info`).
@@ -33,7 +33,7 @@ Layout on disk and crash safety: :mod:`.writer`. Windows and padding: :mod:`.win
 
 from proclab.data.export import export_minari, export_npz
 from proclab.data.noise import ActionNoise
-from proclab.data.record import RecordArgs, new_recording, record_shard
+from proclab.data.record import RecordArgs, Recording, new_recording, prepare_recording, record_shard
 from proclab.data.recorder import EpisodeRecorder
 from proclab.data.schema import (
     SCHEMA_VERSION,
@@ -51,6 +51,7 @@ from proclab.data.writer import ShardWriter
 
 __all__ = [
     "SCHEMA_VERSION", "STATE_IN", "STATE_IN0", "STATE_OUT", "STEP_FIELDS", "ActionNoise", "Episode",
-    "EpisodeRecorder", "EpisodeStore", "RecordArgs", "ShardWriter", "WindowDataset", "export_minari", "export_npz",
-    "flatten_state", "new_recording", "record_shard", "state_layout", "unflatten_state",
+    "EpisodeRecorder", "EpisodeStore", "RecordArgs", "Recording", "ShardWriter", "WindowDataset", "export_minari",
+    "export_npz", "flatten_state", "new_recording", "prepare_recording", "record_shard", "state_layout",
+    "unflatten_state",
 ]  # fmt: skip

@@ -39,6 +39,7 @@ from proclab.data.store import EpisodeStore
 from proclab.data.writer import ShardWriter, check_root, ensure_store
 from proclab.envs import NUM_ACTIONS, ProcgenVecEnv, parse_split
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
 
 FINAL_OBS_NOTE = (
     "not recorded: Procgen resets inside the step that ends an episode, so the frame after the last action "
@@ -102,52 +103,110 @@ class RecordArgs:
 
 
 # -- recordings -----------------------------------------------------------------------------------
-def _checkpoint_facts(path: Path) -> dict:
-    """What a checkpoint's agent plays and remembers, from its metadata."""
-    from proclab.envs import EnvConfig
-    from proclab.io.checkpoint import load_checkpoint
-    from proclab.io.configs import from_dict
-    from proclab.models import AgentConfig, build_agent
+@dataclass(frozen=True)
+class RewardNorm:
+    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``."""
 
-    ckpt = load_checkpoint(path, kind="agent")
-    agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
-    env_config = from_dict(EnvConfig, ckpt.meta["env"])
-    shapes = build_agent(agent_config).state_shapes()
-    return {
-        "path": str(ckpt.path), "step": ckpt.step, "games": list(env_config.games()), "mode": env_config.mode,
-        "train_split": env_config.split, "num_actions": agent_config.num_actions,
-        "state_layout": {k: [[n, list(s)] for n, s in v] for k, v in state_layout(shapes).items()},
-        "state_shapes": {k: list(v) for k, v in shapes.items()}, "meta": ckpt.meta,
-    }  # fmt: skip
+    scale: float
+    clip: float | None
+    source: str
 
 
-def reward_normalisation(checkpoint: str | Path, meta: dict) -> dict:
-    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``.
+@dataclass(frozen=True)
+class AgentFacts:
+    """What a checkpoint's agent plays and remembers, read from one opening of the checkpoint."""
+
+    path: str
+    step: int
+    games: tuple[str, ...]
+    mode: str
+    train_split: str
+    num_actions: int
+    state_layout: dict[str, list]  # as stored: layer -> [[name, shape], ...]
+    state_shapes: dict[str, tuple[int, ...]]
+    reward_norm: RewardNorm
+
+    @classmethod
+    def of(cls, ckpt: Checkpoint) -> AgentFacts:
+        from proclab.envs import EnvConfig
+        from proclab.io.configs import from_dict
+        from proclab.models import AgentConfig, build_agent
+
+        agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
+        env_config = from_dict(EnvConfig, ckpt.meta["env"])
+        shapes = build_agent(agent_config).state_shapes()
+        return cls(path=str(ckpt.path), step=ckpt.step, games=tuple(env_config.games()), mode=env_config.mode,
+                   train_split=env_config.split, num_actions=agent_config.num_actions,
+                   state_layout=_stored_layout(shapes), state_shapes={k: tuple(v) for k, v in shapes.items()},
+                   reward_norm=reward_normalisation(ckpt))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One ``proclab record`` invocation: what it records and with which agent.
+
+    Saved (as :meth:`attrs`) in the ``recording`` attribute of every shard it writes, which is
+    how ``--resume`` finds it again (:meth:`from_attrs`).
+    """
+
+    id: str
+    episodes: int
+    args: RecordArgs  # the data-defining settings; runtime fields keep their defaults
+    checkpoint: str
+    checkpoint_step: int
+    games: tuple[str, ...]
+    mode: str
+    split: str
+    num_actions: int
+    action_noise: str
+    reward_norm: RewardNorm
+    created: float
+    state_layout: dict[str, list]
+
+    def attrs(self) -> dict:
+        """The JSON form stored with every shard."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**fields, "args": _data_args(self.args), "games": list(self.games),
+                "reward_norm": dataclasses.asdict(self.reward_norm), STATE_LAYOUT_ATTR: self.state_layout}  # fmt: skip
+
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> Recording:
+        return cls(**{**attrs, "args": RecordArgs(**attrs["args"]), "games": tuple(attrs["games"]),
+                      "reward_norm": RewardNorm(**attrs["reward_norm"])})  # fmt: skip
+
+
+def _stored_layout(shapes: dict) -> dict[str, list]:
+    return {k: [[n, list(s)] for n, s in v] for k, v in state_layout(shapes).items()}
+
+
+def reward_normalisation(ckpt: Checkpoint) -> RewardNorm:
+    """How the checkpoint's training transformed rewards (see :class:`RewardNorm`).
 
     PPO checkpoints carry it in their metadata; older ones have it only in the trainer's state.
     """
-    from proclab.io.checkpoint import load_checkpoint
-
+    meta = ckpt.meta
     if "reward_normalisation" in meta:
-        return meta["reward_normalisation"]
+        return RewardNorm(**meta["reward_normalisation"])
     train = meta.get("train", {})
     if meta.get("algo", train.get("algo")) == "impala":
         clipping = train.get("impala", {}).get("reward_clipping", "none")
-        return {"scale": 1.0, "clip": 1.0 if clipping == "abs_one" else None, "source": f"impala {clipping}"}
+        return RewardNorm(1.0, 1.0 if clipping == "abs_one" else None, f"impala {clipping}")
     ppo = train.get("ppo", {})
     if not ppo.get("normalize_reward"):
-        return {"scale": 1.0, "clip": None, "source": "training did not normalise rewards"}
+        return RewardNorm(1.0, None, "training did not normalise rewards")
     try:
-        state = load_checkpoint(checkpoint, kind="agent", train_state=True).train_state
+        state = load_train_state(ckpt.path)
         var = float(state["ranks"][0]["actor"]["env"]["reward_rms"]["var"])
     except (ProclabError, KeyError, TypeError, IndexError):
-        return {
-            "scale": 1.0,
-            "clip": None,
-            "source": "no reward statistics in the checkpoint: reward_norm = reward",
-        }
-    return {"scale": float(np.sqrt(var + 1e-8)), "clip": ppo.get("reward_clip"),
-            "source": f"running return std of rank 0 at step {meta.get('step')}"}  # fmt: skip
+        return RewardNorm(1.0, None, "no reward statistics in the checkpoint: reward_norm = reward")
+    return RewardNorm(float(np.sqrt(var + 1e-8)), ppo.get("reward_clip"),
+                      f"running return std of rank 0 at step {meta.get('step')}")  # fmt: skip
+
+
+def open_checkpoint(path: str | Path) -> tuple[Checkpoint, AgentFacts]:
+    """The agent checkpoint (or a run directory's latest), loaded once, and what it plays."""
+    ckpt = load_checkpoint(path, kind="agent")
+    return ckpt, AgentFacts.of(ckpt)
 
 
 def _data_args(args: RecordArgs) -> dict:
@@ -174,9 +233,9 @@ def _validate(args: RecordArgs) -> None:
         parse_split(args.split)
 
 
-def expected_fields(facts: dict, args: RecordArgs) -> dict[str, dict]:
+def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
     """Per-step fields (dtype, shape) a recording with these settings writes."""
-    A = facts["num_actions"]
+    A = facts.num_actions
     fields = {
         "obs": ("uint8", [3, 64, 64]), "action": ("int64", []), "logits": ("float32", [A]),
         "logits_clean": ("float32", [A]), "value": ("float32", []), "reward": ("float32", []),
@@ -186,18 +245,17 @@ def expected_fields(facts: dict, args: RecordArgs) -> dict[str, dict]:
     assert set(fields) == set(STEP_FIELDS)
     if args.human:
         fields["obs_human"] = ("uint8", [3, 512, 512])
-    for layer, parts in facts["state_layout"].items():
+    for layer, parts in facts.state_layout.items():
         fields[STATE_OUT + layer] = (args.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
     return {k: {"dtype": dt, "shape": s} for k, (dt, s) in fields.items()}
 
 
-def _check_compatible(store: Path, facts: dict, args: RecordArgs) -> None:
+def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
     """A recording may join an existing store only if readers can treat all its episodes alike."""
     existing = EpisodeStore(store)
     if not existing.shards:
         return
-    existing.check_agent(facts["num_actions"], {k: tuple(v) for k, v in facts["state_shapes"].items()},
-                         facts["games"])  # fmt: skip
+    existing.check_agent(facts.num_actions, facts.state_shapes, list(facts.games))
     ours = expected_fields(facts, args)
     if existing.step_fields != ours:
         diff = sorted(set(existing.step_fields) ^ set(ours)) or sorted(
@@ -209,31 +267,36 @@ def _check_compatible(store: Path, facts: dict, args: RecordArgs) -> None:
         )
 
 
-def new_recording(args: RecordArgs) -> dict:
-    """Check ``args``, create the store if needed, and describe the recording (saved with every shard)."""
+def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
+    """Check ``args``, create the store if needed, and describe the recording; also the checkpoint, loaded once."""
     if args.checkpoint is None or args.out is None:
         raise ProclabError(
             "give a CHECKPOINT and --out DATA to record, or --resume DATA to continue a recording"
         )
     _validate(args)
-    facts = _checkpoint_facts(args.checkpoint)
-    if facts["num_actions"] != NUM_ACTIONS:
+    ckpt, facts = open_checkpoint(args.checkpoint)
+    if facts.num_actions != NUM_ACTIONS:
         raise ProclabError(
-            f"checkpoint {facts['path']!r} has an agent with {facts['num_actions']} actions; Procgen has {NUM_ACTIONS}"
+            f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
         )
-    split = args.split if args.split is not None else facts["train_split"]
+    split = args.split if args.split is not None else facts.train_split
     args = replace(args, split=split)
     if args.out.exists() and (args.out / "zarr.json").is_file():
         _check_compatible(args.out, facts, args)
     ensure_store(args.out)
-    return {
-        "id": uuid.uuid4().hex[:12], "episodes": args.episodes, "args": _data_args(args),
-        "checkpoint": facts["path"], "checkpoint_step": facts["step"], "games": facts["games"],
-        "mode": facts["mode"], "split": str(parse_split(split)), "num_actions": facts["num_actions"],
-        "action_noise": ActionNoise.parse(args.action_noise).spec(),
-        "reward_norm": reward_normalisation(facts["path"], facts["meta"]), "created": time.time(),
-        STATE_LAYOUT_ATTR: facts["state_layout"],
-    }  # fmt: skip
+    recording = Recording(
+        id=uuid.uuid4().hex[:12], episodes=args.episodes, args=replace(RecordArgs(), **_data_args(args)),
+        checkpoint=facts.path, checkpoint_step=facts.step, games=facts.games, mode=facts.mode,
+        split=str(parse_split(split)), num_actions=facts.num_actions,
+        action_noise=ActionNoise.parse(args.action_noise).spec(), reward_norm=facts.reward_norm,
+        created=time.time(), state_layout=facts.state_layout,
+    )  # fmt: skip
+    return recording, ckpt
+
+
+def new_recording(args: RecordArgs) -> Recording:
+    """:func:`prepare_recording` without the loaded checkpoint."""
+    return prepare_recording(args)[0]
 
 
 # -- recording one shard --------------------------------------------------------------------------
@@ -243,10 +306,11 @@ def _shard_number(name: str) -> int:
 
 
 def record_shard(
-    recording: dict,
+    recording: Recording,
     store: str | Path,
     episodes: int,
     *,
+    checkpoint: Checkpoint | None = None,
     device: str = "auto",
     precision: str = "fp32",
     torch_threads: int = 0,
@@ -258,22 +322,23 @@ def record_shard(
     """Record ``episodes`` episodes of ``recording`` into a new shard of ``store``; returns the shard name.
 
     The unit of work of ``--workers`` processes and of Ray tasks: everything it needs is in its
-    arguments (plain data), and it writes nothing outside its own shard and ``videos/``.
+    arguments (plain data), and it writes nothing outside its own shard and ``videos/``. A caller
+    that has already loaded the recording's ``checkpoint`` passes it, so that it is read once.
     """
     from proclab.io.video import write_video
     from proclab.models.loading import load_agent
     from proclab.run.runtime import make_runtime
 
-    args = RecordArgs(**recording["args"])
+    args = recording.args
     rt = make_runtime(device, precision, torch_threads)
-    agent, env_config, _ = load_agent(recording["checkpoint"], rt)
-    layout = {k: [[n, list(s)] for n, s in v] for k, v in state_layout(agent.state_shapes()).items()}
-    if layout != recording[STATE_LAYOUT_ATTR]:
+    agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
+    layout = _stored_layout(agent.state_shapes())
+    if layout != recording.state_layout:
         raise ProclabError(
-            f"checkpoint {recording['checkpoint']!r} has agent state layout {layout}; the recording was made "
-            f"with {recording[STATE_LAYOUT_ATTR]}"
+            f"checkpoint {recording.checkpoint!r} has agent state layout {layout}; the recording was made "
+            f"with {recording.state_layout}"
         )
-    attrs = {"recording": recording, STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
+    attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
     writer = ShardWriter(
         store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
     )
@@ -282,10 +347,10 @@ def record_shard(
     n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
     env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=int(env_seed % 2**31), split=args.split,
                         render_human=args.human)  # fmt: skip
-    norm = recording["reward_norm"]
+    norm = recording.reward_norm
     recorder = EpisodeRecorder(
-        env, agent, rt, noise=ActionNoise.parse(args.action_noise), reward_scale=norm["scale"],
-        reward_clip=norm["clip"], state_dtype=args.state_dtype, human=args.human, split=recording["split"],
+        env, agent, rt, noise=ActionNoise.parse(args.action_noise), reward_scale=norm.scale,
+        reward_clip=norm.clip, state_dtype=args.state_dtype, human=args.human, split=recording.split,
     )  # fmt: skip
     video_dir = Path(store) / "videos"
 
@@ -315,7 +380,7 @@ def record_shard(
 
 # -- several processes ---------------------------------------------------------------------------
 def _worker(
-    recording: dict, store: str, episodes: int, options: dict, index: int, messages, parent: int
+    recording: Recording, store: str, episodes: int, options: dict, index: int, messages, parent: int
 ) -> None:
     def tick() -> None:
         if os.getppid() != parent:  # the parent died (e.g. kill -9): stop, keeping what is committed
@@ -330,7 +395,7 @@ def _worker(
 
 
 def _record_workers(
-    recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance
+    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
     from proclab.envs.episodes import quotas
 
@@ -368,7 +433,9 @@ def _record_workers(
             p.join()
 
 
-def _record_ray(recording: dict, store: Path, episodes: int, args: RecordArgs, videos: int, advance) -> None:
+def _record_ray(
+    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
+) -> None:
     """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
     from proclab.envs.episodes import quotas
     from proclab.run.distributed import connect_ray
@@ -400,37 +467,49 @@ def _record_ray(recording: dict, store: Path, episodes: int, args: RecordArgs, v
 
 
 # -- command line ---------------------------------------------------------------------------------
-def _resume(args: RecordArgs) -> list[tuple[dict, int, int]]:
-    """(recording, episodes and videos still to record) for each unfinished recording of ``args.resume``."""
+@dataclass(frozen=True)
+class _Plan:
+    """Episodes and videos still to record for one recording, and its checkpoint if already loaded."""
+
+    recording: Recording
+    episodes: int
+    videos: int
+    checkpoint: Checkpoint | None = None
+
+
+def _resume(args: RecordArgs) -> list[_Plan]:
+    """What is still to record for each unfinished recording of ``args.resume``."""
     defaults = RecordArgs()
     check_root(args.resume)
     found = EpisodeStore(args.resume).recordings()
     if not found:
         raise ProclabError(f"episode store {str(args.resume)!r} holds no recording made by proclab record")
+    moved: tuple[Checkpoint, AgentFacts] | None = None
     plans = []
     for entry in found.values():
-        rec = entry["recording"]
-        saved = RecordArgs(**rec["args"])
+        rec = Recording.from_attrs(entry["recording"])
         changed = [k for k, v in _data_args(args).items()
-                   if v != getattr(defaults, k) and v != getattr(saved, k)]  # fmt: skip
+                   if v != getattr(defaults, k) and v != getattr(rec.args, k)]  # fmt: skip
         if changed:
             flags = ", ".join("--" + k.replace("_", "-") for k in changed)
             raise ProclabError(f"--resume continues a recording with its saved settings; drop {flags}")
         if args.checkpoint is not None:  # the checkpoint moved: it must be the same kind of agent
-            facts = _checkpoint_facts(args.checkpoint)
-            if facts["games"] != rec["games"] or facts["num_actions"] != rec["num_actions"]:
+            moved = moved or open_checkpoint(args.checkpoint)
+            facts = moved[1]
+            if facts.games != rec.games or facts.num_actions != rec.num_actions:
                 raise ProclabError(
-                    f"checkpoint {facts['path']!r} plays {', '.join(facts['games'])} with {facts['num_actions']} "
-                    f"actions; the recording in {str(args.resume)!r} is of {', '.join(rec['games'])} with "
-                    f"{rec['num_actions']}"
+                    f"checkpoint {facts.path!r} plays {', '.join(facts.games)} with {facts.num_actions} "
+                    f"actions; the recording in {str(args.resume)!r} is of {', '.join(rec.games)} with "
+                    f"{rec.num_actions}"
                 )
-            rec = {**rec, "checkpoint": facts["path"]}
-        missing = rec["episodes"] - entry["committed"]
+            rec = replace(rec, checkpoint=facts.path)
+        missing = rec.episodes - entry["committed"]
         videos = [
             v for v in (args.resume / "videos").glob("*.mp4") if v.stem.rsplit("-", 1)[0] in entry["shards"]
         ]
         if missing > 0:
-            plans.append((rec, missing, max(0, rec["args"]["videos"] - len(videos))))
+            videos_left = max(0, rec.args.videos - len(videos))
+            plans.append(_Plan(rec, missing, videos_left, moved[0] if moved is not None else None))
     return plans
 
 
@@ -443,16 +522,17 @@ def run(args: RecordArgs) -> tuple[Path, list[str]]:
         store = args.resume
         plans = _resume(args)
     else:
-        recording = new_recording(args)
-        store, plans = args.out, [(recording, args.episodes, args.videos)]
-    for recording, missing, videos in plans:
-        _record_with_progress(recording, store, missing, args, videos)
-    return store, [recording["id"] for recording, _, _ in plans]
+        recording, ckpt = prepare_recording(args)
+        store, plans = args.out, [_Plan(recording, args.episodes, args.videos, ckpt)]
+    for plan in plans:
+        _record_with_progress(plan, store, args)
+    return store, [plan.recording.id for plan in plans]
 
 
-def _record_with_progress(recording: dict, store: Path, missing: int, args: RecordArgs, videos: int) -> None:
+def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    recording, missing, videos = plan.recording, plan.episodes, plan.videos
     columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task("record", total=missing)
@@ -462,8 +542,9 @@ def _record_with_progress(recording: dict, store: Path, missing: int, args: Reco
         if args.workers > 1:
             _record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
             return
-        record_shard(recording, store, missing, device=args.device, precision=args.precision,
-                     torch_threads=args.torch_threads, commit_seconds=args.commit_seconds, videos=videos,
+        record_shard(recording, store, missing, checkpoint=plan.checkpoint, device=args.device,
+                     precision=args.precision, torch_threads=args.torch_threads,
+                     commit_seconds=args.commit_seconds, videos=videos,
                      on_commit=lambda episodes, _: bar.update(task, completed=episodes))  # fmt: skip
 
 

@@ -63,9 +63,6 @@ class EnvConfig:
     def games(self) -> tuple[str, ...]:
         return resolve_games(self.game, self.mode)
 
-    def level_split(self) -> LevelSplit:
-        return parse_split(self.split)
-
 
 def _game_seed(seed: int, game_slot: int) -> int:
     return int(np.random.SeedSequence([seed, game_slot]).generate_state(1)[0] % 2**31)

@@ -26,6 +26,8 @@ from proclab.interpret.args import MapArgs
 if TYPE_CHECKING:
     from proclab.data.store import EpisodeStore
     from proclab.interpret.basis import Basis
+    from proclab.interpret.clustering import Outliers
+    from proclab.interpret.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -114,39 +116,33 @@ def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.
     return out
 
 
-def run_hidden(args: HiddenArgs) -> Path:
-    from scipy.stats import kurtosis
+@dataclass(frozen=True)
+class _Inputs:
+    """What an analysis reads, resolved from the arguments and the analysis folder's inputs."""
 
+    data: Path
+    store: EpisodeStore
+    source: str  # the activation analysed (a store field or HOOK + hook name)
+    checkpoint: Path | None
+    samples: Path | None
+    sample_store: EpisodeStore | None
+    gen_source: str | None
+    episodes: np.ndarray
+
+
+def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
+    """Resolve and check the inputs before any long work (a bad hook or agent stops here)."""
     from proclab.data.store import EpisodeStore
     from proclab.errors import ProclabError
     from proclab.interpret.activations import (
         HOOK,
         canonical_source,
         default_source,
-        read_activation,
         recording_checkpoint,
         replay_agent,
     )
-    from proclab.interpret.basis import Basis, BasisConfig
-    from proclab.interpret.clustering import (
-        assign_rest,
-        check_clusters,
-        chunks,
-        inside_fraction,
-        knn_outliers,
-        nearest_centroid,
-        pcs_to,
-        silhouette,
-        subsample,
-        tsne_fit,
-        tsne_place,
-        ward_fit,
-    )
-    from proclab.interpret.progress import phases
-    from proclab.interpret.workspace import Workspace
+    from proclab.interpret.clustering import check_clusters
 
-    start = time.perf_counter()
-    ws = Workspace.open(args.out)
     data = ws.input_path("data", args.data, "--data DATA")
     store = EpisodeStore(data)
     if args.hook and args.state:
@@ -155,7 +151,7 @@ def run_hidden(args: HiddenArgs) -> Path:
     checkpoint = args.checkpoint or (ws.inputs.get("checkpoint") and Path(ws.inputs["checkpoint"]))
     if source.startswith(HOOK):
         checkpoint = checkpoint or recording_checkpoint(store)
-        replay_agent(store, source.removeprefix(HOOK), checkpoint)  # a bad hook or agent stops here
+        replay_agent(store, source.removeprefix(HOOK), checkpoint)
     samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
     sample_store = EpisodeStore(samples) if samples else None
     gen_source = canonical_source(sample_store, source) if sample_store else None
@@ -168,94 +164,162 @@ def run_hidden(args: HiddenArgs) -> Path:
     points = int(store.episodes["length"][episodes].sum())
     check_clusters(args.clusters, min(points, args.fit_points))
     check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
+    return _Inputs(data, store, source, checkpoint, samples, sample_store, gen_source, episodes)
 
-    with phases(12 if sample_store else 11, "analyze hidden") as ph:
+
+@dataclass(frozen=True)
+class _Cloud:
+    """The z-scored points, the fitting subsample and which points are kNN outliers."""
+
+    mu: np.ndarray
+    sd: np.ndarray
+    z: np.ndarray
+    fit: np.ndarray  # the subsample's rows
+    outliers: Outliers
+    fit_in: np.ndarray  # the subsample's inliers: every fit is on these rows
+
+    @classmethod
+    def of(cls, x: np.ndarray, args: HiddenArgs) -> _Cloud:
+        from proclab.interpret.clustering import check_clusters, knn_outliers, subsample
+
+        mu, sd = x.mean(0), x.std(0)
+        sd[sd == 0] = 1.0
+        z = (x - mu) / sd
+        fit = subsample(len(x), args.fit_points, args.seed)
+        outliers = knn_outliers(z, fit, args.outlier_k, args.outlier_sigma)
+        fit_in = fit[~outliers.mask[fit]]
+        check_clusters(args.clusters, len(fit_in))
+        return cls(mu, sd, z, fit, outliers, fit_in)
+
+
+def _nmf_codes(
+    x: np.ndarray, basis: Basis, fit_in: np.ndarray, args: HiddenArgs, ph
+) -> tuple[np.ndarray, object]:
+    """NMF fitted on the min-shifted z-scored inliers, and every point's codes (two progress phases)."""
+    from proclab.interpret.clustering import chunks
+
+    with ph.phase("nmf fit"):
+        zs = ((x - basis.mean) / basis.std).astype(np.float32)
+        shift = zs[fit_in].min(0)
+        model = _nmf(zs[fit_in] - shift, args.nmf, args.seed)
+    with ph.phase("nmf assign"):
+        codes = np.empty((len(x), args.nmf), np.float32)
+        for sl in chunks(len(x)):
+            codes[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
+    return codes, model
+
+
+def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> dict[str, np.ndarray]:
+    """The world model's states on the real basis, and whether each lies inside the real cloud."""
+    from proclab.interpret.activations import read_activation
+    from proclab.interpret.clustering import inside_fraction
+
+    gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, device=args.device)
+    gen_pcs, gen_ics = _project(basis, gen.x)
+    inside = inside_fraction(cloud.z[cloud.fit_in], cloud.outliers.threshold, (gen.x - cloud.mu) / cloud.sd,
+                             args.outlier_k)  # fmt: skip
+    return {"episode": gen.episode, "step": gen.step, "pcs": gen_pcs, "ics": gen_ics, "inside": inside}
+
+
+def _write(ws: Workspace, arrays: dict, generated: dict | None, basis: Basis, args: HiddenArgs) -> list[Path]:
+    out = ws.command_dir(NAME)
+    np.savez(out / "hidden.npz", **arrays)
+    files = [out / "hidden.npz"]
+    if generated is not None:
+        np.savez(out / "generated.npz", **generated)
+        files.append(out / "generated.npz")
+    basis.save(ws.basis_path)
+    files.append(ws.basis_path)
+    if args.plots:
+        files += _plots(out, arrays, basis, generated, args)
+    return files
+
+
+def run_hidden(args: HiddenArgs) -> Path:
+    from scipy.stats import kurtosis
+
+    from proclab.interpret.activations import read_activation
+    from proclab.interpret.basis import Basis, BasisConfig
+    from proclab.interpret.clustering import (
+        assign_rest,
+        nearest_centroid,
+        pcs_to,
+        silhouette,
+        tsne_fit,
+        tsne_place,
+        ward_fit,
+    )
+    from proclab.interpret.progress import phases
+    from proclab.interpret.workspace import Workspace
+
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    inp = _inputs(args, ws)
+    with phases(12 if inp.sample_store else 11, "analyze hidden") as ph:
         with ph.phase("reading states"):
-            acts = read_activation(store, source, episodes, checkpoint=checkpoint, device=args.device,
-                                   progress=ph.fraction)  # fmt: skip
+            acts = read_activation(inp.store, inp.source, inp.episodes, checkpoint=inp.checkpoint,
+                                   device=args.device, progress=ph.fraction)  # fmt: skip
             x = acts.x
-            attrs = _step_attributes(store, episodes)
+            attrs = _step_attributes(inp.store, inp.episodes)
         with ph.phase("outliers"):
-            mu, sd = x.mean(0), x.std(0)
-            sd[sd == 0] = 1.0
-            z = (x - mu) / sd
-            fit = subsample(len(x), args.fit_points, args.seed)
-            outliers = knn_outliers(z, fit, args.outlier_k, args.outlier_sigma)
-            fit_in = fit[~outliers.mask[fit]]
-            check_clusters(args.clusters, len(fit_in))
+            cloud = _Cloud.of(x, args)
+            fit_in = cloud.fit_in
         with ph.phase("basis"):
-            provenance = {"data": str(data.resolve()), "activation": source, "episodes": len(episodes),
-                          "points": len(fit_in), "checkpoint": str(checkpoint) if checkpoint else None}  # fmt: skip
+            provenance = {"data": str(inp.data.resolve()), "activation": inp.source, "episodes": len(inp.episodes),
+                          "points": len(fit_in), "checkpoint": str(inp.checkpoint) if inp.checkpoint else None}  # fmt: skip
             basis = Basis.fit(x[fit_in], BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
             pcs, ics = _project(basis, x)
-            ratio = basis.explained_variance_ratio
-            n95 = pcs_to(ratio, 0.95)
+            n95 = pcs_to(basis.explained_variance_ratio, 0.95)
         with ph.phase("ward fit"):
             fitted, centroids = ward_fit(pcs[fit_in, :n95], args.clusters)
         with ph.phase("ward assign"):
             clusters = assign_rest(
                 pcs[:, :n95], fit_in, fitted, lambda rows: nearest_centroid(rows, centroids)
             )
-        with ph.phase("nmf fit"):
-            zs = ((x - basis.mean) / basis.std).astype(np.float32)
-            shift = zs[fit_in].min(0)
-            nmf_model = _nmf(zs[fit_in] - shift, args.nmf, args.seed)
-        with ph.phase("nmf assign"):
-            nmf = np.empty((len(x), args.nmf), np.float32)
-            for sl in chunks(len(x)):
-                nmf[sl] = nmf_model.transform(np.clip(zs[sl] - shift, 0, None))
-            del zs
+        nmf, nmf_model = _nmf_codes(x, basis, fit_in, args, ph)
         with ph.phase("t-sne fit"):
             embedding = tsne_fit(pcs[fit_in, :n95], args.perplexity, args.seed)
         with ph.phase("t-sne assign"):
             tsne = assign_rest(pcs[:, :n95], fit_in, np.asarray(embedding, np.float32),
                                lambda rows: tsne_place(embedding, rows))  # fmt: skip
         with ph.phase("statistics"):
-            inliers = ~outliers.mask
             sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
-            kurt = kurtosis(ics[inliers], axis=0)
+            kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
         generated = None
-        if sample_store is not None:
+        if inp.sample_store is not None:
             with ph.phase("generated states"):
-                gen = read_activation(sample_store, gen_source, checkpoint=checkpoint, device=args.device)
-                gen_pcs, gen_ics = _project(basis, gen.x)
-                inside = inside_fraction(z[fit_in], outliers.threshold, (gen.x - mu) / sd, args.outlier_k)
-                generated = {"episode": gen.episode, "step": gen.step, "pcs": gen_pcs, "ics": gen_ics,
-                             "inside": inside}  # fmt: skip
-        out = ws.command_dir(NAME)
+                generated = _generated(inp, basis, cloud, args)
         with ph.phase("writing"):
             fit_mask = np.zeros(len(x), bool)
             fit_mask[fit_in] = True
-            arrays = {"episode": acts.episode, "step": acts.step, "outlier": outliers.mask, "fit": fit_mask,
-                      "knn_distance": outliers.distance.astype(np.float32), "pcs": pcs, "ics": ics,
+            arrays = {"episode": acts.episode, "step": acts.step, "outlier": cloud.outliers.mask, "fit": fit_mask,
+                      "knn_distance": cloud.outliers.distance.astype(np.float32), "pcs": pcs, "ics": ics,
                       "clusters": clusters, "nmf": nmf, "tsne": tsne, **attrs}  # fmt: skip
-            np.savez(out / "hidden.npz", **arrays)
-            files = [out / "hidden.npz"]
-            if generated is not None:
-                np.savez(out / "generated.npz", **generated)
-                files.append(out / "generated.npz")
-            basis.save(ws.basis_path)
-            files.append(ws.basis_path)
-            if args.plots:
-                files += _plots(out, arrays, basis, generated, args)
-    k = basis.n_ics
-    summary = {
-        "activation": source, "data": str(data.resolve()), "samples": str(samples) if samples else None,
-        "episodes": len(episodes), "points": len(x), "dim": basis.dim, "fit_points": len(fit),
+            files = _write(ws, arrays, generated, basis, args)
+    fits = {"sil": sil, "kurt": kurt, "nmf_error": float(nmf_model.reconstruction_err_), "n95": n95}
+    summary = _summary(args, inp, arrays, basis, cloud, fits, generated, ph.seconds)
+    return ws.finish(NAME, args, files, summary, start)
+
+
+def _summary(args: HiddenArgs, inp: _Inputs, arrays: dict, basis: Basis, cloud: _Cloud, fits: dict,
+             generated: dict | None, seconds) -> dict:  # fmt: skip
+    ratio, k, n95, outliers = basis.explained_variance_ratio, basis.n_ics, fits["n95"], cloud.outliers
+    return {
+        "activation": inp.source, "data": str(inp.data.resolve()), "samples": str(inp.samples) if inp.samples else None,
+        "episodes": len(inp.episodes), "points": len(arrays["pcs"]), "dim": basis.dim, "fit_points": len(cloud.fit),
         "outliers": int(outliers.mask.sum()), "outlier_share": float(outliers.mask.mean()),
         "outlier_threshold": outliers.threshold,
         "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*REPORTED_PCS, k) if n <= len(ratio)},
         "pcs_to_95": n95,
-        "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
-        "clusters": {"n": args.clusters, "space_pcs": n95, "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
-                     "silhouette": sil},
-        "nmf": {"n": args.nmf, "reconstruction_error": float(nmf_model.reconstruction_err_)},
-        "tsne": {"perplexity": args.perplexity, "fit_points": len(fit_in)},
+        "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in fits["kurt"]]},
+        "clusters": {"n": args.clusters, "space_pcs": n95,
+                     "sizes": np.bincount(arrays["clusters"], minlength=args.clusters).tolist(), "silhouette": fits["sil"]},
+        "nmf": {"n": args.nmf, "reconstruction_error": fits["nmf_error"]},
+        "tsne": {"perplexity": args.perplexity, "fit_points": len(cloud.fit_in)},
         "generated": None if generated is None else {
             "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
-        "seconds": ph.seconds,
+        "seconds": seconds,
     }  # fmt: skip
-    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:

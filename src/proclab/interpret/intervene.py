@@ -109,7 +109,7 @@ def intervention_of(args: InterveneArgs) -> Intervention:
 def state_key(ws: Workspace, agent, given: str | None) -> str:
     """The state tensor the folder's basis describes; ``--state`` must name it."""
     from proclab.interpret.saliency import basis_hook
-    from proclab.worldmodel.agents import StateCodec
+    from proclab.worldmodel.state_codec import StateCodec
 
     codec = StateCodec(agent.state_shapes())
     source = ws.inputs.get("activation")
@@ -176,27 +176,27 @@ def _agent_checkpoint(args: InterveneArgs, ws: Workspace) -> Path:
 
 def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
-    from proclab.data import RecordArgs, new_recording
-    from proclab.data.record import FINAL_OBS_NOTE
+    from proclab.data import RecordArgs
+    from proclab.data.record import FINAL_OBS_NOTE, prepare_recording
     from proclab.data.recorder import EpisodeRecorder
-    from proclab.envs import ProcgenVecEnv
-    from proclab.models.loading import load_agent
+    from proclab.envs import EnvConfig, ProcgenVecEnv
+    from proclab.io.configs import from_dict
 
     if path.exists():
         import shutil
 
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
-    recording = new_recording(RecordArgs(checkpoint=checkpoint, out=path, episodes=args.episodes,
-                                         split=args.split, num_envs=args.num_envs, seed=args.seed))  # fmt: skip
-    _, env_config, _ = load_agent(checkpoint, rt)
+    recording, ckpt = prepare_recording(RecordArgs(checkpoint=checkpoint, out=path, episodes=args.episodes,
+                                                   split=args.split, num_envs=args.num_envs, seed=args.seed))  # fmt: skip
+    env_config = from_dict(EnvConfig, ckpt.meta["env"])
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
     env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=args.seed, split=args.split)
     torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
-    norm = recording["reward_norm"]
-    writer = ShardWriter(path, attrs={"recording": recording, STATE_LAYOUT_ATTR: recording[STATE_LAYOUT_ATTR],
+    norm = recording.reward_norm
+    writer = ShardWriter(path, attrs={"recording": recording.attrs(), STATE_LAYOUT_ATTR: recording.state_layout,
                                       "final_obs": FINAL_OBS_NOTE, **attrs}, background=True)  # fmt: skip
-    recorder = EpisodeRecorder(env, agent, rt, reward_scale=norm["scale"], reward_clip=norm["clip"],
-                               split=recording["split"], greedy=args.greedy)  # fmt: skip
+    recorder = EpisodeRecorder(env, agent, rt, reward_scale=norm.scale, reward_clip=norm.clip,
+                               split=recording.split, greedy=args.greedy)  # fmt: skip
     try:
         recorder.run(args.episodes, lambda steps, episode: writer.append(steps, episode), tick=tick)
     finally:
@@ -292,9 +292,9 @@ def _real_videos(paths: dict[str, Path], base: ArmEpisodes, k: int, folder: Path
 def simulate_arm(wm, agent, bottlenecks: torch.Tensor, settings, batch: int, seed: int, path: Path,
                  attrs: dict, reward_field: str) -> Path:  # fmt: skip
     """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
-    from proclab.worldmodel.agents import StateCodec
     from proclab.worldmodel.sample import rollouts
     from proclab.worldmodel.simulate import dreamed
+    from proclab.worldmodel.state_codec import StateCodec
 
     if path.exists():
         import shutil

@@ -105,7 +105,7 @@ class IntervenedAgent:
         width = int(torch.Size(shapes[key]).numel())
         if basis.dim != width:
             raise ProclabError(f"the basis has {basis.dim} dimensions but state {key!r} has {width}; fit the basis "
-                               f"on that state (analyze hidden --activation state_out/{key})")  # fmt: skip
+                               f"on that state (analyze hidden --state state_out/{key})")  # fmt: skip
         directions = torch.as_tensor(basis.directions(kind))
         intervention.check(directions.shape[0])
         self.agent, self.basis, self.kind, self.intervention, self.key = agent, basis, kind, intervention, key

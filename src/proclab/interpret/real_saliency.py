@@ -28,7 +28,7 @@ from proclab.io.runs import write_json_atomic
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import make_runtime
-from proclab.worldmodel.agents import StateCodec
+from proclab.worldmodel.state_codec import StateCodec
 
 
 class WindowTarget(torch.nn.Module):

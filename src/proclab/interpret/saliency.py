@@ -36,12 +36,9 @@ from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.targets import AgentTrace, Target, evaluate
 from proclab.models import capture
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.simulate import dreamed
+from proclab.worldmodel.state_codec import StateCodec
 from proclab.worldmodel.videos import to_uint8
-
-GRAD_PARTS = ("frame", "state", "env_h", "basis")
-"""Per-step gradient parts (``(B, S, ...)``); ``bottleneck`` is per sample."""
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ from proclab.worldmodel.checkpoint import load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
 STORED_PARTS = ("frame", "state", "env_h", "ic", "pc")
-METHODS = ("gradient", "smoothgrad", "integrated-gradients")
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
+from proclab.worldmodel.state_codec import StateCodec
 
 NAME = "visualize"
 OPTIMIZERS = ("adam", "seed")

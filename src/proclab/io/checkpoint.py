@@ -151,18 +151,19 @@ def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: b
         raise ProclabError(
             f"checkpoint weights {str(path / WEIGHTS)!r} are missing or corrupt: {err}"
         ) from None
-    state = None
-    if train_state:
-        if not (path / TRAIN_STATE).is_file():
-            raise ProclabError(
-                f"checkpoint {str(path)!r} has no training state ({TRAIN_STATE}); cannot resume"
-            )
-        try:
-            state = from_safe(torch.load(path / TRAIN_STATE, map_location="cpu", weights_only=True))
-        except Exception as err:  # torch raises many types for truncated or foreign files
-            raise ProclabError(f"training state {str(path / TRAIN_STATE)!r} is corrupt: {err}") from None
+    state = load_train_state(path) if train_state else None
     # Absolute, because the path is recorded in stores and runs that are read from other directories.
     return Checkpoint(path=path.resolve(), meta=meta, weights=weights, train_state=state)
+
+
+def load_train_state(path: Path) -> dict[str, Any]:
+    """The training state of the checkpoint directory ``path`` (optimiser, RNG, trainer statistics)."""
+    if not (path / TRAIN_STATE).is_file():
+        raise ProclabError(f"checkpoint {str(path)!r} has no training state ({TRAIN_STATE}); cannot resume")
+    try:
+        return from_safe(torch.load(path / TRAIN_STATE, map_location="cpu", weights_only=True))
+    except Exception as err:  # torch raises many types for truncated or foreign files
+        raise ProclabError(f"training state {str(path / TRAIN_STATE)!r} is corrupt: {err}") from None
 
 
 def load_weights_into(module: torch.nn.Module, weights: dict[str, torch.Tensor], source: str | Path) -> None:

@@ -26,9 +26,10 @@ def freeze(module: torch.nn.Module) -> torch.nn.Module:
     return module.eval()
 
 
-def load_agent(path: str | Path, runtime: Runtime) -> tuple[Agent, EnvConfig, Checkpoint]:
-    """The agent of a checkpoint (or of a run directory's latest one), frozen, on the runtime's device."""
-    ckpt = load_checkpoint(path, kind="agent")
+def load_agent(path: str | Path | Checkpoint, runtime: Runtime) -> tuple[Agent, EnvConfig, Checkpoint]:
+    """The agent of a checkpoint (or of a run directory's latest one, or of one already loaded), frozen,
+    on the runtime's device."""
+    ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(path, kind="agent")
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
     load_weights_into(agent, ckpt.weights, ckpt.path)
     return freeze(runtime.prepare(agent)), from_dict(EnvConfig, ckpt.meta["env"]), ckpt

@@ -1,2 +1,3 @@
 """The interactive interpretability panel: export of an analysis folder as a static web app
-(``export``), its data schema (``schema``) and a local server (``server``)."""
+(``export``), the folder it writes (``bundle``, field by field in ``panel.schema.json``) and a
+local server (``server``)."""

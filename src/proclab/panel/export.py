@@ -20,13 +20,18 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+
+if TYPE_CHECKING:
+    from proclab.data.store import EpisodeStore
+    from proclab.interpret.basis import Basis
+    from proclab.interpret.workspace import Workspace
 
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
@@ -144,11 +149,27 @@ def _saliency_pictures(
     return names
 
 
-def export(args: ExportArgs, progress: bool = True) -> Path:
-    from rich.progress import Progress
+@dataclass(frozen=True)
+class _Sources:
+    """What an export reads: the analysis folder, its basis and stores, and the window every sample shows."""
 
+    ws: Workspace
+    basis: Basis
+    source: str  # the activation the basis was fitted on
+    data: EpisodeStore | None  # real episodes
+    sim_store: EpisodeStore | None  # the world model's samples
+    sim_sal: list[tuple]  # (name, store, settings) of each simulated-saliency store
+    real_sal: tuple | None  # the same for the real-saliency store
+    agent: Path | None  # replayed for hook:NAME activations
+    n_pcs: int
+    n_sim: int
+    steps: int
+    keys: list[str]  # saliency targets
+
+
+def _open_sources(args: ExportArgs) -> _Sources:
+    """Check the arguments and the analysis folder before any work."""
     from proclab.data.store import EpisodeStore
-    from proclab.interpret.activations import read_activation
     from proclab.interpret.workspace import Workspace
 
     ws = Workspace.open(args.analysis, create=False)
@@ -172,116 +193,144 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
         )
     sim_sal, real_sal = _saliency_stores(ws)
-    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None  # replayed for hook:NAME
-    n_pcs = min(MAX_PCS, len(basis.mean))
+    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
     n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
     keys = sorted(
         {k for _, store, _ in [*sim_sal, *([real_sal] if real_sal else [])] for k in _grad_keys(store)}
     )
+    return _Sources(ws, basis, source, data, sim_store, sim_sal, real_sal, agent, min(MAX_PCS, len(basis.mean)),
+                    n_sim, steps, keys)  # fmt: skip
+
+
+def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
+    """The first ``n_sim`` samples of the sample store with their saliency; returns the saliency step."""
+    from proclab.interpret.activations import read_activation
+
+    steps, saliency_step = src.steps, None
+    task = bar.add_task("simulated samples", total=src.n_sim)
+    ids = np.arange(src.n_sim)
+    act = read_activation(src.sim_store, src.source, ids, checkpoint=src.agent)
+    x = act.x[act.step < steps].reshape(src.n_sim, steps, -1)
+    by_id = [_saliency_rows(entry, ids, "sample") for entry in src.sim_sal]
+    for i in ids.tolist():
+        got = _read_steps(src.sim_store, i, 0, steps)
+        tag = f"sample_{i:05d}"
+        rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
+        strips = {"obs": f"strips/{tag}_obs.png"}
+        grads = {}
+        for (_, store, settings), rows_of in zip(src.sim_sal, by_id, strict=True):
+            if i not in rows_of:
+                continue  # a target run by several stores is taken from the first
+            new = [k for k in _grad_keys(store) if k not in strips]
+            saliency_step = int(settings["step"]) if saliency_step is None else saliency_step
+            frames = store.read(rows_of[i], ["obs"], 0, steps)["obs"]
+            strips |= _saliency_pictures(rows, tag, store, rows_of[i], new, frames, int(settings["step"]))
+            fields = [f"grad/{k}/ic" for k in new if f"grad/{k}/ic" in store.step_fields]
+            for f, g in store.read(rows_of[i], fields, 0, steps).items():
+                grads[f.split("/")[1]] = g
+        sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
+                  "actions": got["action"].astype(int).tolist(), "values": rounded(got["value"]),
+                  "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+        _add(rows, src.basis, x[i], src.n_pcs, sample, grads)
+        bar.advance(task)
+    return saliency_step
+
+
+def _add_real(src: _Sources, rows: Rows, bar, count: int) -> int | None:
+    """Windows of ``count`` real episodes (those with real saliency first); returns its saliency step."""
+    from proclab.interpret.activations import read_activation
+
+    steps, data, saliency_step = src.steps, src.data, None
+    if src.real_sal is not None:
+        _, rstore, rsettings = src.real_sal
+        episodes = rstore.read_episode_field("episode")[:count]
+        offsets = rstore.read_episode_field("offset")[:count]
+        saliency_step = int(rsettings["step"])
+        windows = list(zip(range(len(episodes)), episodes.tolist(), offsets.tolist(), strict=True))
+    else:
+        lengths_real = data.episodes["length"]
+        windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][:count]
+    task = bar.add_task("real episodes", total=len(windows))
+    for row, e, offset in windows:
+        act = read_activation(data, src.source, [e], checkpoint=src.agent)
+        x = act.x[offset : offset + steps]
+        if len(x) < steps:
+            continue
+        got = _read_steps(data, e, offset, offset + steps)
+        tag = f"real_{e:05d}_{offset}"
+        rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
+        strips = {"obs": f"strips/{tag}_obs.png"}
+        if row is not None:
+            frames = rstore.read(row, ["obs"], 0, steps)["obs"]
+            strips |= _saliency_pictures(rows, tag, rstore, row, _grad_keys(rstore), frames,
+                                         int(rsettings["step"]))  # fmt: skip
+        sample = {"name": f"episode {e} steps {offset}-{offset + steps - 1}", "kind": "real",
+                  "behaviour": None, "actions": got["action"].astype(int).tolist(),
+                  "values": rounded(got["value"]), "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+        _add(rows, src.basis, x, src.n_pcs, sample, {})
+        bar.advance(task)
+    return saliency_step
+
+
+def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
+    """Each ``intervene*`` command's summary and first video (copied into the panel)."""
+    found, files = [], {}
+    for summary in sorted(ws.path.glob("intervene*/summary.json")):
+        video = next(iter(sorted(summary.parent.glob("**/*.mp4"))), None)
+        name = summary.parent.name
+        if video is not None:
+            files[f"videos/{name}.mp4"] = video
+        found.append({"name": name, "summary": json.loads(summary.read_text()),
+                      "video": f"videos/{name}.mp4" if video is not None else None})  # fmt: skip
+    return found, files
+
+
+def export(args: ExportArgs, progress: bool = True) -> Path:
+    from rich.progress import Progress
+
+    src = _open_sources(args)
+    ws, basis, steps = src.ws, src.basis, src.steps
     rows = Rows([], [], [], [], {})
     saliency_step = None
     with Progress(transient=True, disable=not progress) as bar:
-        if n_sim:
-            task = bar.add_task("simulated samples", total=n_sim)
-            ids = np.arange(n_sim)
-            act = read_activation(sim_store, source, ids, checkpoint=agent)
-            x = act.x[act.step < steps].reshape(n_sim, steps, -1)
-            by_id = [_saliency_rows(entry, ids, "sample") for entry in sim_sal]
-            for i in ids.tolist():
-                got = _read_steps(sim_store, i, 0, steps)
-                tag = f"sample_{i:05d}"
-                rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
-                strips = {"obs": f"strips/{tag}_obs.png"}
-                grads = {}
-                for (_, store, settings), rows_of in zip(sim_sal, by_id, strict=True):
-                    if i not in rows_of:
-                        continue  # a target run by several stores is taken from the first
-                    new = [k for k in _grad_keys(store) if k not in strips]
-                    saliency_step = int(settings["step"]) if saliency_step is None else saliency_step
-                    frames = store.read(rows_of[i], ["obs"], 0, steps)["obs"]
-                    strips |= _saliency_pictures(
-                        rows, tag, store, rows_of[i], new, frames, int(settings["step"])
-                    )
-                    fields = [f"grad/{k}/ic" for k in new if f"grad/{k}/ic" in store.step_fields]
-                    for f, g in store.read(rows_of[i], fields, 0, steps).items():
-                        grads[f.split("/")[1]] = g
-                sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
-                          "actions": got["action"].astype(int).tolist(), "values": rounded(got["value"]),
-                          "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
-                _add(rows, basis, x[i], n_pcs, sample, grads)
-                bar.advance(task)
-        if data is not None and args.real:
-            if real_sal is not None:
-                _, rstore, rsettings = real_sal
-                episodes = rstore.read_episode_field("episode")[: args.real]
-                offsets = rstore.read_episode_field("offset")[: args.real]
-                saliency_step = saliency_step if saliency_step is not None else int(rsettings["step"])
-                windows = list(zip(range(len(episodes)), episodes.tolist(), offsets.tolist(), strict=True))
-            else:
-                lengths_real = data.episodes["length"]
-                windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][
-                    : args.real
-                ]
-            task = bar.add_task("real episodes", total=len(windows))
-            for row, e, offset in windows:
-                act = read_activation(data, source, [e], checkpoint=agent)
-                x = act.x[offset : offset + steps]
-                if len(x) < steps:
-                    continue
-                got = _read_steps(data, e, offset, offset + steps)
-                tag = f"real_{e:05d}_{offset}"
-                rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
-                strips = {"obs": f"strips/{tag}_obs.png"}
-                if row is not None:
-                    frames = rstore.read(row, ["obs"], 0, steps)["obs"]
-                    strips |= _saliency_pictures(rows, tag, rstore, row, _grad_keys(rstore), frames,
-                                                 int(rsettings["step"]))  # fmt: skip
-                sample = {"name": f"episode {e} steps {offset}-{offset + steps - 1}", "kind": "real",
-                          "behaviour": None, "actions": got["action"].astype(int).tolist(),
-                          "values": rounded(got["value"]), "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
-                _add(rows, basis, x, n_pcs, sample, {})
-                bar.advance(task)
+        if src.n_sim:
+            saliency_step = _add_simulated(src, rows, bar)
+        if src.data is not None and args.real:
+            real_step = _add_real(src, rows, bar, args.real)
+            saliency_step = saliency_step if saliency_step is not None else real_step
     if not rows.samples:
         raise ProclabError(
             f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps"
         )
     ics = np.stack(rows.ics)
     arrays = {"ics": ics, "pcs": np.stack(rows.pcs)}
-    for k in keys:
+    for k in src.keys:
         if any(k in g for g in rows.grads):
             nan = np.full((steps, basis.n_ics), np.nan, np.float32)
             arrays[f"grad:{k}"] = np.stack([g.get(k, nan) for g in rows.grads])
-    behaviours = _behaviours(ws, rows.samples, n_sim)
+    behaviours = _behaviours(ws, rows.samples, src.n_sim)
+    interventions, files = _interventions(ws)
     doc = {
         "meta": {
             "title": args.title or f"proclab panel: {ws.path.resolve().name}",
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": str(ws.path.resolve()),
-            "n_ics": basis.n_ics, "n_pcs": n_pcs, "steps": steps,
+            "n_ics": basis.n_ics, "n_pcs": src.n_pcs, "steps": steps,
             "saliency_step": saliency_step if saliency_step is not None else steps // 2,
             "frame_size": int(rows.strips[next(iter(rows.strips))].shape[0]),
-            "actions": _action_names(), "targets": keys, "inputs": ws.inputs,
+            "actions": _action_names(), "targets": src.keys, "inputs": ws.inputs,
         },
-        "background": _background(
-            data if data is not None else sim_store, basis, source, n_pcs, args, agent
-        ),
+        "background": _background(src.data if src.data is not None else src.sim_store, basis, src.source,
+                                  src.n_pcs, args, src.agent),
         "samples": rows.samples,
         "behaviours": behaviours,
         "extrema": {"fraction": 0.01, "any_step": extrema(ics),
                     "saliency_step": extrema(ics, [min(saliency_step or steps // 2, steps - 1)])},
         "histograms": histograms(ics),
-        **_agent_context(ws, data, args),
-        "interventions": [],
+        **_agent_context(ws, data=src.data, args=args),
+        "interventions": interventions,
     }  # fmt: skip
-    files = {}
-    for summary in sorted(ws.path.glob("intervene*/summary.json")):
-        video = next(iter(sorted(summary.parent.glob("**/*.mp4"))), None)
-        name = summary.parent.name
-        if video is not None:
-            files[f"videos/{name}.mp4"] = video
-        doc["interventions"].append({"name": name, "summary": json.loads(summary.read_text()),
-                                     "video": f"videos/{name}.mp4" if video is not None else None})  # fmt: skip
     return write_panel(args.out, PanelData(doc, arrays, rows.strips, files), chunk=args.chunk)
 
 

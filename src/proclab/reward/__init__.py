@@ -1,10 +1,11 @@
 """T-REX on Procgen: learn a reward from demos ranked by return, measure it, train a policy on it.
 
-``demos`` records demos (one episode per level, checkpoints of varied skill) into an episode
-store; ``demoset`` reads them back; ``pairs`` picks demos and builds clip pairs; ``loss`` is the
-Bradley-Terry objective; ``nets`` the reward networks; ``train`` the (batched or seed-parity)
-training loop and its held-out-level metrics (``metrics``); ``grid`` and ``plots`` the study;
-``wrapper`` and ``policy`` PPO on the learned reward. docs/trex.md has the whole workflow.
+``record_demos`` records demos (``proclab trex demos``: one episode per level, checkpoints of
+varied skill) into an episode store; ``demo_reader`` reads them back; ``pairs`` picks demos and
+builds clip pairs; ``loss`` is the Bradley-Terry objective; ``nets`` the reward networks;
+``train`` the (batched or seed-parity) training loop and its held-out-level metrics
+(``metrics``); ``grid`` and ``plots`` the study; ``wrapper`` and ``policy`` PPO on the learned
+reward. docs/trex.md has the whole workflow.
 """
 
 from proclab.reward.metrics import correlations, pair_accuracy, pearson, spearman

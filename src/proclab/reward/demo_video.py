@@ -15,7 +15,7 @@ import tyro
 
 from proclab.errors import ProclabError
 from proclab.io.video import write_video
-from proclab.reward.demoset import demo_table, open_store, read_demos
+from proclab.reward.demo_reader import demo_table, open_store, read_demos
 
 
 @dataclass(frozen=True)

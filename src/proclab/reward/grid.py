@@ -21,7 +21,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.reward.demoset import demo_table, open_store
+from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.train import PARITY, TrexConfig, append_summary, train_reward
 from proclab.run.distributed import connect_ray
 

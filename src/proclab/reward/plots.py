@@ -92,7 +92,7 @@ def plot_predictions(reward_model: Path, out_dir: Path, demos_path: Path | None 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from proclab.reward.demoset import demo_table, open_store, read_demos
+    from proclab.reward.demo_reader import demo_table, open_store, read_demos
     from proclab.reward.nets import load_reward_model, predict_rewards
 
     net, ckpt = load_reward_model(reward_model)

@@ -37,7 +37,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.io.configs import to_dict
 from proclab.io.runs import create_run_dir
-from proclab.reward.demoset import Demos, demo_table, open_store, read_demos
+from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
@@ -233,58 +233,77 @@ def _split_rows(cfg: TrexConfig, table: dict[str, np.ndarray], rng: np.random.Ge
     return train, val, test
 
 
-def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
-    """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
-    from rich.progress import Progress
+@dataclass(frozen=True)
+class _DemoSplit:
+    """A run's demos in one array: stratified-pick training and validation rows, held-out-level test rows."""
 
-    rt = cfg.runtime()
-    seed_everything(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:
-        raise ProclabError(f"need --num-demos >= 2 ({cfg.num_demos}) and 1 <= --batch-size ({cfg.batch_size}) "
-                           f"<= --epoch-pairs ({cfg.epoch_pairs})")  # fmt: skip
+    game: str
+    demos: Demos
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    test_pair_demos: np.ndarray  # the test demos that test pairs are drawn from
 
-    # -- demos: stratified pick, 80/20 split, held-out-level test demos -------------------------
-    store = open_store(cfg.demos)
-    game, table = demo_table(store, cfg.game, cfg.mode)
-    train_rows, val_rows, test_rows = _split_rows(cfg, table, rng)
-    order = np.concatenate([train_rows, val_rows, test_rows])
-    demos = read_demos(store, table["index"][order])
-    train_d = np.arange(len(train_rows))
-    val_d = len(train_rows) + np.arange(len(val_rows))
-    test_d = len(train_rows) + len(val_rows) + np.arange(len(test_rows))
-    test_pair_d = test_d[: cfg.test_pair_demos]
+    @classmethod
+    def load(cls, cfg: TrexConfig, rng: np.random.Generator) -> _DemoSplit:
+        store = open_store(cfg.demos)
+        game, table = demo_table(store, cfg.game, cfg.mode)
+        train_rows, val_rows, test_rows = _split_rows(cfg, table, rng)
+        order = np.concatenate([train_rows, val_rows, test_rows])
+        demos = read_demos(store, table["index"][order])
+        train_d = np.arange(len(train_rows))
+        val_d = len(train_rows) + np.arange(len(val_rows))
+        test_d = len(train_rows) + len(val_rows) + np.arange(len(test_rows))
+        return cls(game, demos, train_d, val_d, test_d, test_d[: cfg.test_pair_demos])
 
-    # -- clip pairs ---------------------------------------------------------------------------
-    def pairs(demo_rows, num, what):
-        made = make_pairs(demos.lengths[demo_rows], demos.returns[demo_rows], num, rng, min_len=cfg.min_clip_len,
+
+class _PairMaker:
+    """Clip pairs among chosen demos, on the training device, from the run's one random stream."""
+
+    def __init__(self, cfg: TrexConfig, split: _DemoSplit, rng: np.random.Generator, device):
+        self.cfg, self.split, self.rng, self.device = cfg, split, rng, device
+
+    def __call__(self, demo_rows: np.ndarray, num: int, what: str) -> PairSet:
+        cfg, demos = self.cfg, self.split.demos
+        made = make_pairs(demos.lengths[demo_rows], demos.returns[demo_rows], num, self.rng, min_len=cfg.min_clip_len,
                           max_len=cfg.max_clip_len, stride=cfg.stride, progress=cfg.progress_heuristic, what=what)  # fmt: skip
-        return PairSet.build(made, demo_rows, demos, rt.device)
+        return PairSet.build(made, demo_rows, demos, self.device)
 
-    eval_pairs = pairs(train_d, cfg.eval_pairs, "training")  # also checks that training returns differ
-    train_pairs = None if cfg.demos_per_step else pairs(train_d, cfg.num_pairs, "training")
-    val_pairs = pairs(val_d, cfg.val_pairs, "validation")
-    test_pairs = pairs(test_pair_d, cfg.test_pairs, "test")
-
-    def epoch_batches():
+    def epoch_batches(self, fixed: PairSet | None):
         """An epoch's batches: from the fixed pair set (the seed), or fresh pairs among a few demos per step."""
-        if train_pairs is not None:
-            perm = torch.from_numpy(rng.permutation(len(train_pairs))[: cfg.epoch_pairs]).to(rt.device)
-            yield from (train_pairs.take(rows) for rows in perm.split(cfg.batch_size))
+        cfg, rng, train_d = self.cfg, self.rng, self.split.train
+        if fixed is not None:
+            perm = torch.from_numpy(rng.permutation(len(fixed))[: cfg.epoch_pairs]).to(self.device)
+            yield from (fixed.take(rows) for rows in perm.split(cfg.batch_size))
             return
         for _ in range(cfg.epoch_pairs // cfg.batch_size):
             group = rng.choice(train_d, min(cfg.demos_per_step, len(train_d)), replace=False)
             while (
-                len(np.unique(demos.returns[group])) < 2
-            ):  # ends: the training returns differ (checked above)
+                len(np.unique(self.split.demos.returns[group])) < 2
+            ):  # ends: the training returns differ (checked when the first pairs were made)
                 group = rng.choice(train_d, min(cfg.demos_per_step, len(train_d)), replace=False)
-            yield pairs(group, cfg.batch_size, "training")
+            yield self(group, cfg.batch_size, "training")
 
-    # -- training -----------------------------------------------------------------------------
-    learner = RewardLearner(cfg, demos, rt)
-    run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
-    log_path = run_dir / "train_log.csv"
-    best = {"val_acc": -1.0, "epoch": -1, "state": None, "train_acc": float("nan")}
+
+@dataclass
+class _Best:
+    """The weights of the epoch with the best validation accuracy so far."""
+
+    val_acc: float = -1.0
+    train_acc: float = float("nan")
+    epoch: int = -1
+    state: dict | None = None
+
+
+def _train_epochs(cfg: TrexConfig, learner: RewardLearner, make: _PairMaker, fixed: PairSet | None,
+                  eval_pairs: PairSet, val_pairs: PairSet, test_pairs: PairSet, log_path: Path,
+                  progress: bool) -> tuple[_Best, int, float]:  # fmt: skip
+    """Epochs until ``patience`` epochs bring no better validation accuracy (or time is up), one log row
+    each; returns the best epoch, the number of epochs run and the training seconds."""
+    from rich.progress import Progress
+
+    demos, train_d, test_pair_d = make.split.demos, make.split.train, make.split.test_pair_demos
+    best = _Best()
     train_seconds, start, epochs_without_gain, seen = 0.0, time.time(), 0, 0
     with open(log_path, "w", newline="") as f, Progress(transient=True, disable=not progress) as bar:
         log = csv.DictWriter(f, fieldnames=LOG_COLUMNS, restval="")
@@ -292,14 +311,14 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
         task = bar.add_task("trex train", total=cfg.max_epochs)
         for epoch in range(1, cfg.max_epochs + 1):
             t0 = time.time()
-            for batch in epoch_batches():
+            for batch in make.epoch_batches(fixed):
                 learner.step(batch)
                 seen += len(batch)
             train_seconds += time.time() - t0
 
             row = {"epoch": epoch, "n_train_samples": seen, "train_seconds": round(train_seconds, 3)}
             if epoch > 1:
-                eval_pairs = pairs(train_d, cfg.eval_pairs, "training")  # fresh training pairs each epoch
+                eval_pairs = make(train_d, cfg.eval_pairs, "training")  # fresh training pairs each epoch
             row["train_acc"], row["train_loss"] = learner.evaluate(eval_pairs)
             row["val_acc"], row["val_loss"] = learner.evaluate(val_pairs)
             if cfg.epoch_test_metrics:
@@ -312,31 +331,54 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
             f.flush()
             bar.update(task, advance=1, description=f"trex train  val acc {row['val_acc']:.3f}")
             out_of_time = 0 < cfg.time_limit <= train_seconds
-            if row["val_acc"] > best["val_acc"]:
+            if row["val_acc"] > best.val_acc:
                 state = {k: v.detach().clone() for k, v in learner.net.state_dict().items()}
-                best.update(val_acc=row["val_acc"], train_acc=row["train_acc"], epoch=epoch, state=state)
+                best = _Best(row["val_acc"], row["train_acc"], epoch, state)
                 epochs_without_gain = 0
             else:
                 epochs_without_gain += 1
             if epochs_without_gain >= cfg.patience or out_of_time:
                 break
+    return best, epoch, train_seconds
+
+
+def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
+    """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
+    rt = cfg.runtime()
+    seed_everything(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:
+        raise ProclabError(f"need --num-demos >= 2 ({cfg.num_demos}) and 1 <= --batch-size ({cfg.batch_size}) "
+                           f"<= --epoch-pairs ({cfg.epoch_pairs})")  # fmt: skip
+    split = _DemoSplit.load(cfg, rng)
+    demos, game, train_d, test_d = split.demos, split.game, split.train, split.test
+    make = _PairMaker(cfg, split, rng, rt.device)
+    eval_pairs = make(train_d, cfg.eval_pairs, "training")  # also checks that training returns differ
+    fixed = None if cfg.demos_per_step else make(train_d, cfg.num_pairs, "training")
+    val_pairs = make(split.val, cfg.val_pairs, "validation")
+    test_pairs = make(split.test_pair_demos, cfg.test_pairs, "test")
+
+    learner = RewardLearner(cfg, demos, rt)
+    run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
+    best, epochs, train_seconds = _train_epochs(cfg, learner, make, fixed, eval_pairs, val_pairs, test_pairs,
+                                                run_dir / "train_log.csv", progress)  # fmt: skip
 
     # -- the best weights on held-out levels ----------------------------------------------------
-    learner.net.load_state_dict(best["state"])
+    learner.net.load_state_dict(best.state)
     test_acc, test_loss = learner.evaluate(test_pairs)
     corr = correlations(learner.predict_returns(demos, test_d), demos.returns[test_d], demos.lengths[test_d])
-    picked = np.concatenate([train_d, val_d])
+    picked = np.concatenate([train_d, split.val])
     summary = {
         "rm_id": run_dir.name, "method": "trex", "env_name": game, "mode": cfg.mode, "num_dems": cfg.num_demos,
         "max_return": float(demos.returns[picked].max()), "max_length": int(demos.lengths[picked].max()),
-        "sequential": 0, "train_acc": best["train_acc"], "val_acc": best["val_acc"], "test_acc": test_acc,
+        "sequential": 0, "train_acc": best.train_acc, "val_acc": best.val_acc, "test_acc": test_acc,
         **corr, "test_loss": test_loss, "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
         "test_demos": len(test_d), "seed": cfg.seed, "net": cfg.net.arch, "scale_input": cfg.net.scale_input,
-        "batch_size": cfg.batch_size, "best_epoch": best["epoch"], "epochs": epoch,
+        "batch_size": cfg.batch_size, "best_epoch": best.epoch, "epochs": epochs,
         "train_seconds": round(train_seconds, 3), "run_dir": str(run_dir),
     }  # fmt: skip
     save_reward_model(run_dir / "checkpoints" / "best", learner.net,
-                      {"step": best["epoch"], "game": game, "mode": cfg.mode, "summary": summary})  # fmt: skip
+                      {"step": best.epoch, "game": game, "mode": cfg.mode, "summary": summary})  # fmt: skip
     return summary
 
 

@@ -40,6 +40,7 @@ from proclab.run.distributed import (
     broadcast_parameters,
     check_replicas,
     gather_on_rank0,
+    out_of_time,
     rank_and_world,
     train_on_ranks,
 )
@@ -107,7 +108,9 @@ class Trainer:
         bar = StepBar(
             "train", self.num_updates * self.batch, self.global_step, enabled=progress and self.rank == 0
         )
-        while self.learner.updates < self.num_updates:
+        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        done = False
+        while not done:
             t0 = time.time()
             self.actor.collect(self.rollout, on_info=self.on_train_info)
             metrics = self.learner.update(self.rollout)
@@ -118,7 +121,9 @@ class Trainer:
                        **self.extra_metrics()}  # fmt: skip
                 self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             bar.update(self.global_step, recent_return(self.train_log))
-            done = self.learner.updates >= self.num_updates
+            done = self.learner.updates >= self.num_updates or out_of_time(
+                deadline, self.world, self.rt.device
+            )
             if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
                 self.save_checkpoint(time.time() - start_time)
         bar.close()

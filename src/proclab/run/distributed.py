@@ -10,6 +10,7 @@ Ray cluster with :func:`connect_ray`. Every helper is a no-op in a plain single 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -52,6 +53,18 @@ def gather_on_rank0(local: object) -> list | None:
     ranks = [None] * dist.get_world_size()
     dist.gather_object(local, ranks if dist.get_rank() == 0 else None, dst=0)
     return ranks if dist.get_rank() == 0 else None
+
+
+def out_of_time(deadline: float | None, world: int = 1, device: torch.device | str = "cpu") -> bool:
+    """Whether ``deadline`` (a ``time.time()`` value; None: never) has passed. Under torchrun,
+    rank 0's clock decides for every rank, so that all of them stop after the same update
+    (``device``: where the process group's backend takes tensors, CUDA for NCCL)."""
+    late = deadline is not None and time.time() >= deadline
+    if world > 1 and deadline is not None:
+        flag = torch.tensor([float(late)], device=device)
+        dist.broadcast(flag, 0)
+        late = bool(flag.item())
+    return late
 
 
 def rank_and_world() -> tuple[int, int]:

@@ -45,8 +45,8 @@ from torch import Tensor
 
 from proclab.data import STATE_IN, STATE_OUT, EpisodeStore, WindowDataset
 from proclab.errors import ProclabError
-from proclab.worldmodel.agents import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
+from proclab.worldmodel.state_codec import StateCodec
 
 EVAL_FIELDS = ("logits_clean", "value")
 """Read when the store has them: the recorded agent's outputs, for evaluation only."""

@@ -149,6 +149,9 @@ class WMTrainConfig(RuntimeConfig):
     """Windows per optimiser step (over all processes)."""
     total_updates: int = 100_000
     """Optimiser steps to train for."""
+    time_limit: float = 0
+    """Stop after this many seconds of training in this process, with a checkpoint, even before
+    total_updates (0: no limit)."""
     learning_rate: float = 5e-4
     """Adam learning rate."""
     max_grad_norm: float = 100.0

@@ -45,11 +45,12 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
 from proclab.models import build_agent
 from proclab.models.loading import freeze, load_agent
+from proclab.models.scripted import SCRIPTED, ScriptedAgent
 from proclab.run.runtime import RuntimeConfig
-from proclab.worldmodel.agents import SCRIPTED, ScriptedAgent, StateCodec
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
+from proclab.worldmodel.state_codec import StateCodec
 from proclab.worldmodel.videos import to_uint8
 
 INITS = ("informed", "random")

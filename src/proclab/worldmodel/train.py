@@ -44,6 +44,7 @@ from proclab.run.distributed import (
     average_gradients,
     broadcast_parameters,
     gather_on_rank0,
+    out_of_time,
     rank_and_world,
     train_on_ranks,
 )
@@ -176,8 +177,10 @@ class WMTrainer:
         sums: dict[str, torch.Tensor] = {}
         count, t_last = 0, time.time()
         bar = StepBar("wm train", cfg.total_updates, self.updates, enabled=progress and self.rank == 0)
+        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        done = self.updates >= cfg.total_updates
         try:
-            while self.updates < cfg.total_updates:
+            while not done:
                 self.sampler.set_epoch(self.epoch, self.position)
                 for items in self.loader:
                     for k, v in self.update(items).items():
@@ -185,7 +188,9 @@ class WMTrainer:
                     count += 1
                     self.updates += 1
                     self.position += 1
-                    done = self.updates >= cfg.total_updates
+                    done = self.updates >= cfg.total_updates or out_of_time(
+                        deadline, self.world, self.rt.device
+                    )
                     if self.rank == 0 and (self.updates % cfg.log_every == 0 or done):
                         now = time.time()
                         row = {k: float(v) / count for k, v in sums.items()}

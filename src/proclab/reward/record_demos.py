@@ -15,7 +15,7 @@ which is the seed's id: prefix ``0`` for train and ``1`` for test levels under t
 Recording reuses :class:`~proclab.data.recorder.EpisodeRecorder` over a vector env whose
 slots each play a queue of single-level games (:class:`LevelQueueEnv`), so the frames, actions
 and rewards follow the store's timestep convention; a demo keeps ``obs``, ``action`` and
-``reward`` per step (see :mod:`proclab.reward.demoset` for its per-demo columns).
+``reward`` per step (see :mod:`proclab.reward.demo_reader` for its per-demo columns).
 """
 
 from __future__ import annotations

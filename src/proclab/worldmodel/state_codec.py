@@ -1,13 +1,9 @@
-"""The agent in the simulator's loop: its state as one flat vector, and stand-in agents.
+"""The agent's state in the simulator's loop as one flat vector.
 
 The simulator carries the agent's state as one ``(B, D)`` vector, laid out as the episode store
 lays out ``state_in``/``state_out`` (per core layer, the layer's tensors raveled in order; see
 :mod:`proclab.data.schema`), so labels come straight from the store, any core works, and the
 vector each step consumes is one tensor that gradients can be taken with respect to.
-
-To show that the environment model does not depend on the agent it was trained with (the
-seed's article), ``proclab wm sample --agent`` can put another agent in the loop: a fresh
-untrained one of the same architecture, or :class:`ScriptedAgent` ("always right").
 """
 
 from __future__ import annotations
@@ -18,8 +14,6 @@ import torch
 from torch import Tensor
 
 from proclab.data.schema import STATE_IN, STATE_OUT, layer_width, state_layout
-from proclab.envs.actions import ACTION_NAMES
-from proclab.models import AgentOutput
 
 
 class StateCodec:
@@ -66,26 +60,3 @@ class StateCodec:
             prefix, name = key.rsplit(".", 1)
             names[key] = f"{prefix}.hook_{name}"
         return names
-
-
-class ScriptedAgent(torch.nn.Module):
-    """An agent that always presses one button: constant logits, zero value, no state."""
-
-    def __init__(self, action: int, num_actions: int):
-        super().__init__()
-        self.action, self.num_actions = action, num_actions
-
-    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
-        return {}
-
-    def state_shapes(self) -> dict[str, tuple[int, ...]]:
-        return {}
-
-    def step(self, obs: Tensor, state, first: Tensor, prev_reward: Tensor | None = None):
-        logits = torch.full((obs.shape[0], self.num_actions), -10.0, device=obs.device)
-        logits[:, self.action] = 10.0
-        return AgentOutput(logits, torch.zeros(obs.shape[0], device=obs.device)), {}
-
-
-SCRIPTED = {f"always-{name}": i for i, name in enumerate(ACTION_NAMES[:9])}
-"""Scripted stand-ins by name: ``always-right``, ``always-up-right``, ... (the 9 direction combos)."""

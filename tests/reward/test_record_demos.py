@@ -9,7 +9,7 @@ from proclab.errors import ProclabError
 from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import AgentConfig, build_agent
-from proclab.reward.demos import demo_id, record_demos
+from proclab.reward.record_demos import demo_id, record_demos
 from support import TINY_AGENT
 
 

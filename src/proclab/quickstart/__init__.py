@@ -1,0 +1,123 @@
+"""``proclab quickstart``: the whole interpreting-rl-behavior pipeline, at a budget's scale, in one folder.
+
+train a recurrent agent -> eval (beside a random agent) -> render -> plot -> record -> wm train
+-> wm sample (+ dream quality) -> analyze hidden, env, saliency, behaviours -> panel export,
+then ``OUT/index.html`` showing all of it (:mod:`proclab.report`). The stages are one table,
+:data:`~proclab.quickstart.stages.STAGES`; each is the real command, sized by a
+:class:`~proclab.quickstart.budgets.Budget`. ``OUT/quickstart.json`` (the ledger) records every
+finished stage with its outputs and seconds, so a rerun continues where a crash stopped it and
+``--from STAGE`` redoes a stage and everything after it.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from proclab.errors import unknown_choice
+
+
+@dataclass(frozen=True)
+class QuickstartArgs:
+    """Run the proclab pipeline end to end (about 9 minutes on 2 CPU cores by default) under --out."""
+
+    out: Path = Path("proclab-demo")
+    """Output folder (created if missing; open OUT/index.html afterwards)."""
+    budget: str = "small"
+    """Scale of every stage: tiny (seconds, for tests), small (under 10 minutes on 2 CPU cores), medium
+    (about an hour), paper (interpreting-rl-behavior's scale: days on a GPU)."""
+    from_stage: Annotated[str | None, tyro.conf.arg(name="from", metavar="STAGE")] = None
+    """Rerun from this stage (train, eval, render, plot, record, wm-train, wm-sample, hidden, env,
+    saliency, behaviours, panel), reusing the finished ones before it; default: continue after the last
+    finished stage of a run with the same settings, or start over."""
+    game: str = "coinrun"
+    """Procgen game (easy mode); CoinRun is the one interpreting-rl-behavior studies."""
+    seed: int = 1
+    """Seed of levels, weights, actions and analyses."""
+    device: str = "auto"
+    """Torch device: auto (CUDA when present), cpu, cuda, cuda:1, ..."""
+    precision: str = "auto"
+    """Arithmetic: auto (bf16 where the hardware has it, else fp32), fp32 or bf16."""
+
+
+def machine(device: str, precision: str) -> dict[str, str | int | bool]:
+    """The CPU (model name, cores, native bf16) and the device and precision this run resolves to."""
+    import os
+
+    import torch
+
+    from proclab.run.runtime import cpu_has_native_bf16, make_runtime
+
+    rt = make_runtime(device, precision)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count() or 1,
+        "native_bf16": cpu_has_native_bf16(),
+        "device": str(rt.device),
+        "precision": "bf16" if rt.bf16 else "fp32",
+        "torch": torch.__version__,
+    }
+
+
+def run(args: QuickstartArgs) -> Path:
+    from rich.console import Console
+
+    from proclab.envs import check_game
+    from proclab.io.runs import write_json_atomic
+    from proclab.quickstart.budgets import budget
+    from proclab.quickstart.ledger import Ledger
+    from proclab.quickstart.stages import STAGES, Context, Settings
+    from proclab.report import write_report
+
+    names = [stage.name for stage in STAGES]
+    if args.from_stage is not None and args.from_stage not in names:
+        raise unknown_choice("stage", args.from_stage, names)
+    check_game(args.game, "easy")
+    settings = Settings(game=args.game, seed=args.seed, device=args.device, precision=args.precision)
+    ctx = Context(settings, budget(args.budget), args.out, Ledger(args.out, {"budget": args.budget, **asdict(settings)}),
+                  Console())  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    first = ctx.ledger.first_to_run(names, args.from_stage)
+    ctx.ledger.forget_from(names, first)
+    for i, stage in enumerate(STAGES):
+        if i < first:
+            ctx.console.print(f"[dim]{i + 1}/{len(STAGES)} {stage.name}: finished earlier, reused[/dim]")
+            continue
+        ctx.console.rule(f"[bold]{i + 1}/{len(STAGES)} {stage.name}[/bold]: {stage.title}")
+        started = time.perf_counter()
+        outputs = stage.run(ctx)
+        seconds = time.perf_counter() - started
+        ctx.ledger.finish(stage.name, seconds, outputs)
+        ctx.console.print(f"[green]{stage.name} finished in {seconds:.1f} s[/green]")
+    seconds = ctx.ledger.seconds()
+    summary = {
+        "game": args.game,
+        "budget": args.budget,
+        "machine": machine(args.device, args.precision),
+        "seconds": seconds,
+        "minutes": round(sum(seconds.values()) / 60, 1),
+        "outputs": {name: ctx.ledger.outputs(name) for name in names},
+    }
+    write_json_atomic(args.out / "summary.json", summary)
+    page = write_report(args.out, summary)
+    ctx.console.rule()
+    ctx.console.print(f"report: [bold]{page}[/bold]")
+    ctx.console.print(
+        f"done: {summary['minutes']} min of stages; outputs in [bold]{args.out.resolve()}[/bold]"
+    )
+    return args.out
+
+
+def main(argv: list[str], prog: str = "proclab quickstart") -> None:
+    run(tyro.cli(QuickstartArgs, args=argv, prog=prog))

@@ -1,0 +1,182 @@
+"""How well the simulator predicts frames, step by step, against two baselines that know no dynamics.
+
+A blurred dream can still have a low loss; what a user needs to know is whether the model
+predicts the *next* frames better than something trivial. On windows of an episode store
+(:mod:`.batch` alignment: step ``k`` predicts frame ``obs[r0 + k]``, step 0 is the last frame
+the encoder saw), the mean squared pixel error (frames in [0, 1]) per simulated step of:
+
+* ``teacher-forced``: the posterior reconstruction (the model sees each true frame; modal);
+* ``imagined``: the prior alone from the encoded initial frames, driven by the recorded actions;
+* ``closed loop``: the prior alone with the agent choosing its own actions (greedy), the way
+  ``wm sample`` dreams; it drifts from the data also where the agent acts differently;
+* ``repeat last frame``: the last initial frame, repeated (exact at step 0, hence steps ``>= 1``);
+* ``level mean frame``: the mean of every frame of the window's level in the store.
+
+Only real rows count (``frame_mask``: none past an episode's end). Everything is modal, so the
+numbers depend only on the windows picked (``seed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import default_collate
+
+from proclab.data import EpisodeStore
+from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
+from proclab.worldmodel.model import WorldModel
+from proclab.worldmodel.simulate import imagined
+
+PREDICTORS = ("teacher-forced", "imagined", "closed loop")
+BASELINES = ("repeat last frame", "level mean frame")
+
+
+def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
+    """``level_seed -> (3, 64, 64)`` float32 mean frame in [0, 1] over all that level's rows."""
+    sums: dict[int, np.ndarray] = {}
+    counts: dict[int, int] = {}
+    for e, level in enumerate(store.episodes["level_seed"]):
+        obs = store.read(e, ["obs"])["obs"]
+        level = int(level)
+        sums[level] = sums.get(level, 0) + obs.astype(np.float64).sum(0)
+        counts[level] = counts.get(level, 0) + len(obs)
+    return {level: (sums[level] / counts[level] / 255).astype(np.float32) for level in sums}
+
+
+def _predictions(wm: WorldModel, agent, batch: WindowBatch, level_mean: Tensor) -> dict[str, Tensor]:
+    """Every predictor's and baseline's ``(S, B, 3, 64, 64)`` frames in [0, 1]."""
+    start = replace(wm.start(wm.encode(batch.init_frames), modal=True), agent_state=batch.agent_h0)
+    S = batch.frames.shape[0]
+    forced = wm.simulate(
+        agent,
+        start,
+        S,
+        actions=batch.prev_action_one_hot(wm.num_actions),
+        frames=batch.frames,
+        observe=True,
+        modal=True,
+    )
+    true = batch.frames.float() / 255
+    return {
+        "teacher-forced": forced.frame,
+        "imagined": imagined(wm, agent, batch, "true", modal=True).frame,
+        "closed loop": imagined(wm, agent, batch, "agent", modal=True).frame,
+        "repeat last frame": true[:1].expand_as(true),
+        "level mean frame": level_mean.unsqueeze(0).expand_as(true),
+    }
+
+
+@torch.no_grad()
+def frame_errors(
+    wm: WorldModel,
+    agent,
+    store: EpisodeStore,
+    reward_field: str,
+    runtime,
+    *,
+    steps: int = 5,
+    windows: int = 64,
+    batch_size: int = 16,
+    seed: int = 0,
+) -> dict:
+    """Mean squared frame error per step ``1..steps`` of each predictor and baseline (module docstring).
+
+    Returns ``{"steps": [1..steps], "windows": n, "mse": {name: [per step]}}``; a step no window
+    reaches (all episodes ended) is ``None``.
+    """
+    config = replace(wm.config, num_sim_steps=steps + 1)
+    dataset = window_dataset(store, config, wm.codec, reward_field)
+    rng = np.random.default_rng(seed)
+    picks = np.sort(rng.choice(len(dataset), min(windows, len(dataset)), replace=False))
+    means = level_mean_frames(store)
+    levels = store.episodes["level_seed"]
+    sums = {name: torch.zeros(steps + 1, dtype=torch.float64) for name in PREDICTORS + BASELINES}
+    counts = torch.zeros(steps + 1, dtype=torch.float64)
+    for chunk in np.array_split(picks, max(1, -(-len(picks) // batch_size))):
+        items = default_collate([dataset[int(i)] for i in chunk])
+        batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
+        level_mean = torch.from_numpy(np.stack([means[int(levels[int(e)])] for e in items["episode"]]))
+        true = batch.frames.float() / 255
+        mask = batch.frame_mask.double().cpu()
+        with runtime.autocast():
+            predicted = _predictions(wm, agent, batch, level_mean.to(runtime.device))
+        for name, frames in predicted.items():
+            err = (frames.float() - true).square().mean((2, 3, 4)).double().cpu()
+            sums[name] += (err * mask).sum(1)
+        counts += mask.sum(1)
+    per_step = {
+        name: [float(s / c) if c > 0 else None for s, c in zip(total[1:], counts[1:], strict=True)]
+        for name, total in sums.items()
+    }
+    return {"steps": list(range(1, steps + 1)), "windows": len(picks), "mse": per_step}
+
+
+def plot_frame_errors(result: dict, path: Path) -> Path:
+    """One line per predictor and baseline: the frame error against the simulated step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, values in result["mse"].items():
+        style = "--" if name in BASELINES else "-"
+        ys = [np.nan if v is None else v for v in values]
+        ax.plot(result["steps"], ys, style, marker="o", label=name)
+    ax.set_xlabel("simulated step (frames after the last one the model saw)")
+    ax.set_ylabel("frame MSE (pixels in [0, 1])")
+    ax.set_title(f"dream quality on {result['windows']} held-out windows")
+    ax.set_xticks(result["steps"])
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+@torch.no_grad()
+def prediction_strip(
+    wm: WorldModel,
+    agent,
+    store: EpisodeStore,
+    reward_field: str,
+    runtime,
+    path: Path,
+    *,
+    steps: int = 5,
+    windows: int = 2,
+    seed: int = 0,
+) -> Path:
+    """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``."""
+    from PIL import Image, ImageDraw
+
+    config = replace(wm.config, num_sim_steps=steps + 1)
+    dataset = window_dataset(store, config, wm.codec, reward_field)
+    picks = np.random.default_rng(seed).choice(len(dataset), min(windows, len(dataset)), replace=False)
+    items = default_collate([dataset[int(i)] for i in np.sort(picks)])
+    batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
+    zero = torch.zeros(batch.frames.shape[1:], device=runtime.device)
+    with runtime.autocast():
+        predicted = _predictions(wm, agent, batch, zero)
+    true = batch.frames.float() / 255
+    rows = [true] + [predicted[name] for name in PREDICTORS]
+    mask = batch.frame_mask[..., None, None, None]
+    grid = torch.stack(
+        [torch.where(mask, r.float(), 0) for r in rows]
+    )  # (rows, S, B, 3, H, W), black past the end
+    grid = grid.permute(2, 0, 3, 4, 1, 5)  # (B, rows, 3, H, S, W)
+    B, R, C, H, S, W = grid.shape
+    image = grid.reshape(B * R, C, H, S * W).permute(0, 2, 3, 1).reshape(B * R * H, S * W, C)
+    pixels = image.clamp(0, 1).mul(255).round().to(torch.uint8).cpu().numpy()
+    frames = Image.fromarray(pixels).resize((S * W * 2, B * R * H * 2), Image.NEAREST)
+    canvas = Image.new("RGB", (frames.width + 120, frames.height), "white")
+    canvas.paste(frames, (120, 0))
+    draw = ImageDraw.Draw(canvas)
+    for i, label in enumerate(["true", *PREDICTORS] * B):
+        draw.text((6, i * H * 2 + H - 6), label, fill="black")
+    canvas.save(path)
+    return path
