@@ -1,5 +1,6 @@
 """`proclab train`: presets, runs on disk, exact resume after kill -9, torchrun, errors."""
 
+import dataclasses
 import math
 import os
 import signal
@@ -14,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from proclab.config import PRESETS, TrainConfig
-from proclab.data.record import reward_normalisation
+from proclab.data.record import RewardNorm, reward_normalisation
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
@@ -94,11 +95,11 @@ def test_checkpoints_carry_the_reward_normalisation(tmp_path):
     norm = ckpt.meta["reward_normalisation"]
     var = ckpt.train_state["ranks"][0]["actor"]["env"]["reward_rms"]["var"]
     assert norm["scale"] == math.sqrt(var + 1e-8) and norm["clip"] == PRESETS["tiny"].ppo.reward_clip
-    legacy = {
-        k: v for k, v in ckpt.meta.items() if k != "reward_normalisation"
-    }  # a checkpoint written before
-    assert reward_normalisation(ckpt.path, ckpt.meta) == norm
-    assert reward_normalisation(ckpt.path, legacy)["scale"] == norm["scale"]
+    legacy = dataclasses.replace(
+        ckpt, meta={k: v for k, v in ckpt.meta.items() if k != "reward_normalisation"}
+    )
+    assert reward_normalisation(ckpt) == RewardNorm(**norm)
+    assert reward_normalisation(legacy).scale == norm["scale"]  # a checkpoint written before, from its state
 
 
 def test_killed_run_resumes_to_identical_weights(tmp_path):
