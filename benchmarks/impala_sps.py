@@ -49,7 +49,7 @@ def impala_run(base: TrainConfig, actors: int, updates: int) -> dict:
 
 
 def ppo_run(base: TrainConfig, updates: int) -> dict:
-    from proclab.rl.train import Trainer
+    from proclab.rl.ppo_train import Trainer
 
     ppo = PPOConfig(total_steps=updates * base.env.num_envs * 256)
     return measured(Trainer(replace(base, algo="ppo", ppo=ppo)).train(progress=False))

@@ -26,10 +26,10 @@ from torch import nn
 from proclab.config import preset
 from proclab.envs import NUM_ACTIONS
 from proclab.models import AgentOutput
-from proclab.rl.agents import load_agent
+from proclab.models.loading import load_agent
 from proclab.rl.evaluate import evaluate
-from proclab.rl.runtime import make_runtime
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
+from proclab.run.runtime import make_runtime
 
 
 class UniformAgent(nn.Module):

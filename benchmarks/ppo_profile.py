@@ -1,6 +1,6 @@
 """Where a PPO update's time goes: seconds per phase of the ``cleanrl`` preset's loop.
 
-Runs the real :class:`~proclab.rl.train.Trainer` (64 envs x 256 steps, 3 epochs x 8 minibatches,
+Runs the real :class:`~proclab.rl.ppo_train.Trainer` (64 envs x 256 steps, 3 epochs x 8 minibatches,
 IMPALA CNN, starpilot) for ``--updates`` updates and times each phase by wrapping the functions
 that do it, so the numbers describe the code users run, not a re-implementation:
 
@@ -38,8 +38,8 @@ import torch
 import proclab.rl.ppo as ppo_module
 from ppo_sps import cleanrl_config
 from proclab.envs.vec_env import ProcgenVecEnv
-from proclab.rl.runtime import cpu_has_native_bf16
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
+from proclab.run.runtime import cpu_has_native_bf16
 
 
 class Clock:

@@ -36,8 +36,8 @@ import torch
 
 from proclab.config import preset
 from proclab.io.runs import read_metrics
-from proclab.rl.runtime import cpu_has_native_bf16
-from proclab.rl.train import Trainer
+from proclab.rl.ppo_train import Trainer
+from proclab.run.runtime import cpu_has_native_bf16
 
 
 def cleanrl_config(updates: int, game: str, precision: str, threads: int, device: str = "cpu", **env):

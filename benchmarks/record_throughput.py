@@ -40,7 +40,7 @@ from proclab.data import EpisodeRecorder, EpisodeStore, ShardWriter, WindowDatas
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import agent_preset, build_agent
 from proclab.rl.rollout import Actor
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 
 class _Stop(Exception):

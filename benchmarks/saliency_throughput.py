@@ -28,8 +28,8 @@ import torch
 from proclab.interpret.saliency import saliency_batch
 from proclab.interpret.targets import parse_targets
 from proclab.models import agent_preset, build_agent
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.config import WM_SIZES
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks

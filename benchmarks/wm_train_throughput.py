@@ -27,9 +27,9 @@ import time
 import torch
 
 from proclab.models import agent_preset, build_agent
-from proclab.rl.runtime import make_runtime
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.batch import synthetic_batch
-from proclab.worldmodel.checkpoint import freeze
 from proclab.worldmodel.config import WM_SIZES
 from proclab.worldmodel.losses import world_model_loss
 from proclab.worldmodel.model import WorldModel

@@ -1,7 +1,8 @@
 """proclab: one toolkit for the whole life of an RL agent on OpenAI Procgen.
 
-Layers (data flows left to right, lower layers never import higher ones):
-``envs -> models -> rl -> data -> worldmodel -> interpret -> panel``, with ``reward`` beside ``rl``.
+Layers (data flows left to right, lower layers never import higher ones; docs/architecture.md):
+``errors, envs, io, run`` on the ground floor, then ``models -> config -> rl -> data ->
+worldmodel | reward -> interpret -> panel``.
 """
 
 __version__ = "0.1.0"

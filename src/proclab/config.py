@@ -5,21 +5,22 @@ Each component owns its settings (:class:`~proclab.envs.EnvConfig`,
 :class:`TrainConfig` composes them for a training run (``algo`` says which algorithm's
 settings apply). A *preset* is a complete :class:`TrainConfig` reproducing one setting of
 the seeds; command-line flags then override single fields. The resolved config is written to
-every run directory as JSON and read back by ``--resume`` with :func:`from_dict`.
+every run directory as JSON and read back by ``--resume`` (:mod:`proclab.io.configs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
+import importlib.util
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from proclab.envs import GAME_LISTS, EnvConfig
+import tyro
+
+from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
 from proclab.errors import ProclabError, unknown_choice
-from proclab.models import AgentConfig, agent_preset
+from proclab.models import STATELESS_CORES, AgentConfig, agent_preset
+from proclab.run.runtime import RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class ImpalaConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(RuntimeConfig):
     """A training run: environment, agent, algorithm, logging and checkpoints."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -156,20 +157,123 @@ class TrainConfig:
     time_limit: float = 0
     """Stop after this many seconds of training in this process, with a checkpoint, even before
     total_steps (0: no limit): a fixed wall-clock budget (the quickstart, a cluster job's slot)."""
-    device: str = "auto"
-    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
-    precision: str = "auto"
-    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
-    channels_last: bool = True
-    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0 = torch's default)."""
     log_every: int = 1
     """Write a metrics row every this many updates."""
     tensorboard: bool = True
     """Also write TensorBoard event files."""
     wandb_project: str | None = None
     """Mirror metrics to this Weights & Biases project (needs `pip install proclab[wandb]`)."""
+
+    def validate(self, world: int = 1) -> None:
+        """Refuse configurations that cannot run (``world`` processes), before anything is created on disk."""
+        if self.algo not in ALGOS:
+            raise unknown_choice("algo", self.algo, ALGOS)
+        games = self.env.games()
+        train_split = parse_split(self.env.split)
+        if self.val_split is not None and self.val_num_envs > 0:
+            check_disjoint(train_split, parse_split(self.val_split))
+            if self.val_num_envs < len(games):
+                raise ProclabError(f"val_num_envs={self.val_num_envs} is smaller than the {len(games)} games")
+        if self.algo == "impala":
+            self._validate_impala(world)
+        else:
+            self._validate_ppo(world)
+
+    def _validate_ppo(self, world: int) -> None:
+        env, ppo = self.env, self.ppo
+        if env.num_envs < 1 or env.num_envs % world:
+            raise ProclabError(
+                f"num_envs={env.num_envs} must be a positive multiple of the {world} processes"
+            )
+        batch = env.num_envs * ppo.num_steps
+        if ppo.total_steps < batch:
+            raise ProclabError(
+                f"total_steps={ppo.total_steps} is smaller than one rollout (num_envs {env.num_envs} x "
+                f"num_steps {ppo.num_steps} = {batch}); raise --total-steps or shrink the rollout"
+            )
+        if ppo.num_minibatches < 1 or ppo.update_epochs < 1:
+            raise ProclabError("num_minibatches and update_epochs must be >= 1")
+        if ppo.norm_adv_scope not in ADV_NORM_SCOPES:
+            raise unknown_choice("norm_adv_scope", ppo.norm_adv_scope, ADV_NORM_SCOPES)
+        if ppo.replay_reset not in REPLAY_RESETS:
+            raise unknown_choice("replay_reset", ppo.replay_reset, REPLAY_RESETS)
+        # minibatches split whole env sequences (agents with memory) or samples: all equal, as many as asked
+        sequences = self.agent.core not in STATELESS_CORES
+        items = env.num_envs // world * (1 if sequences else ppo.num_steps)
+        if items % ppo.num_minibatches:
+            what = "envs per process" if sequences else "samples per process (envs x num_steps)"
+            raise ProclabError(
+                f"num_minibatches={ppo.num_minibatches} does not divide the {items} {what}; "
+                "choose a divisor so that every minibatch is the same size"
+            )
+
+    def _validate_impala(self, world: int) -> None:
+        cfg, env = self.impala, self.env
+        games = env.games()
+        if world > 1:
+            raise ProclabError("IMPALA scales with actors (--num-actors, --ray-address), not torchrun")
+        if cfg.num_actors < 1 or env.num_envs < 1 or env.num_envs % cfg.num_actors:
+            raise ProclabError(
+                f"num_envs={env.num_envs} does not split evenly over num_actors={cfg.num_actors}; "
+                "give every actor the same number of envs"
+            )
+        if env.num_envs % len(games):
+            raise ProclabError(
+                f"multi-task list of {len(games)} games ({', '.join(games)}) does not divide num_envs={env.num_envs}; "
+                f"use a multiple of {len(games)} envs so that every game gets the same number"
+            )
+        per_actor = env.num_envs // cfg.num_actors
+        if cfg.batch_size < 1 or cfg.batch_size % per_actor:
+            raise ProclabError(
+                f"batch_size={cfg.batch_size} is not a multiple of the {per_actor} envs per actor "
+                f"(num_envs {env.num_envs} / num_actors {cfg.num_actors}); an actor sends all its envs' unrolls at once"
+            )
+        if cfg.unroll_length < 1:
+            raise ProclabError(f"unroll_length={cfg.unroll_length} must be >= 1")
+        batch = cfg.batch_size * cfg.unroll_length
+        if cfg.total_steps < batch:
+            raise ProclabError(
+                f"total_steps={cfg.total_steps} is smaller than one batch (batch_size {cfg.batch_size} x "
+                f"unroll_length {cfg.unroll_length} = {batch}); raise --total-steps or shrink the batch"
+            )
+        if cfg.reward_clipping not in REWARD_CLIPPINGS:
+            raise unknown_choice("reward clipping", cfg.reward_clipping, REWARD_CLIPPINGS)
+        if cfg.reduction not in REDUCTIONS:
+            raise unknown_choice("loss reduction", cfg.reduction, REDUCTIONS)
+        bad = [f"{k}={getattr(cfg, k)}" for k in ("rho_bar", "c_bar", "pg_rho_bar") if getattr(cfg, k) <= 0]
+        if bad:
+            raise ProclabError(f"V-trace truncation levels must be positive: {', '.join(bad)}")
+        if cfg.ray_address and importlib.util.find_spec("ray") is None:
+            raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'")
+
+
+# -- command line ----------------------------------------------------------------------------
+def algo_flags(arg_classes: dict[str, type], config_class: type = TrainConfig):
+    """Flag parsing for :class:`~proclab.run.args.RunArgs`: the flag set of the config's ``algo``.
+
+    ``arg_classes`` maps each algorithm to a subclass of ``config_class`` that hides the other
+    algorithm's settings; parsed flags come back as a ``config_class``.
+    """
+
+    def flags(rest: list[str], default: TrainConfig, prog: str, description: str | None) -> TrainConfig:
+        if default.algo not in arg_classes:
+            raise unknown_choice("algo", default.algo, tuple(arg_classes))
+        cls = arg_classes[default.algo]
+        parsed = tyro.cli(
+            cls,
+            args=rest,
+            default=_as(cls, default, config_class),
+            prog=prog,
+            description=description,
+            config=(tyro.conf.OmitArgPrefixes,),
+        )
+        return _as(config_class, parsed, config_class)
+
+    return flags
+
+
+def _as(cls: type, config: TrainConfig, fields_of: type) -> TrainConfig:
+    return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(fields_of)})
 
 
 # -- presets -------------------------------------------------------------------------------
@@ -332,47 +436,3 @@ def preset(name: str) -> TrainConfig:
     if name not in PRESETS:
         raise unknown_choice("preset", name, PRESETS)
     return PRESETS[name]
-
-
-# -- JSON round trip -------------------------------------------------------------------------
-def to_dict(config: Any) -> Any:
-    """A config as JSON-ready data (tuples become lists, paths absolute strings).
-
-    Paths are made absolute so that a saved config (a run's ``config.json``, a recording's
-    attributes) still points at the same files when read from another working directory.
-    """
-    if dataclasses.is_dataclass(config):
-        return {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
-    if isinstance(config, tuple | list):
-        return [to_dict(v) for v in config]
-    if isinstance(config, Path):
-        return str(config.absolute())
-    return config
-
-
-def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Rebuild a (nested) config dataclass from :func:`to_dict` output, checking field names."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ProclabError(f"config has unknown {cls.__name__} fields: {', '.join(unknown)}")
-    return cls(**{k: _coerce(hints[k], v) for k, v in data.items()})
-
-
-def _coerce(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _coerce(inner[0], value) if len(inner) == 1 else value
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value)
-    if origin is tuple:
-        args = typing.get_args(tp)
-        elem = args[0] if args else Any
-        return tuple(_coerce(elem, v) for v in value)
-    if tp is Path:
-        return Path(value)
-    return value

@@ -9,7 +9,7 @@ import torch
 from proclab.data import ActionNoise, EpisodeRecorder, EpisodeStore, ShardWriter
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, AgentOutput, build_agent
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from support import TINY_AGENT
 
 # Episode lengths per env slot, played in turn. 300 > the recorder's initial 256-row buffer,

@@ -11,8 +11,9 @@ from proclab.cli import main
 from proclab.data import EpisodeStore
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples
 from support import record as record_coinrun

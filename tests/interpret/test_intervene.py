@@ -13,8 +13,9 @@ from proclab.interpret.intervene import ArmEpisodes, compare_real
 from proclab.interpret.intervention import IntervenedAgent, Intervention
 from proclab.interpret.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.workspace import Workspace
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.simulate import dreamed
 from support import make_agent_checkpoint
 

@@ -15,9 +15,8 @@ from proclab.interpret.saliency import SampleSettings, check_reproduces, noisy_c
 from proclab.interpret.targets import GROUPS, parse_targets
 from proclab.interpret.workspace import Workspace
 from proclab.models import capture
-from proclab.rl.agents import load_agent
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze
+from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.simulate import dreamed
 from proclab.worldmodel.state_codec import StateCodec
 

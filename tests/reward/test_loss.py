@@ -11,7 +11,7 @@ from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.nets import RewardNetConfig
 from proclab.reward.pairs import make_pairs
 from proclab.reward.train import PairSet, RewardLearner, TrexConfig
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 
 def tiny_demos(seed=0) -> Demos:

@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from proclab.cli import main as proclab
+from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
+from proclab.reward.policy import parse_args
 from support import TINY_FLAGS
 
 TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32", "--num-minibatches", "2",
@@ -27,10 +29,8 @@ def test_train_policy_logs_true_and_proxy_returns(tmp_path, capsys):
              "--run-root", str(tmp_path / "runs")])  # fmt: skip
     assert "learned-reward return" in capsys.readouterr().out
     (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
-    assert json.loads((run / "trex_reward.json").read_text()) == {
-        "reward_model": str(rm.parents[1]),
-        "sigmoid": True,
-    }
+    saved = json.loads((run / "config.json").read_text())  # the reward settings are config fields
+    assert (saved["reward_model"], saved["sigmoid"]) == (str(rm.parents[1]), True)
     metrics = read_metrics(run)
     proxy, true = metrics["charts/proxy_episodic_return"], metrics["charts/episodic_return"]
     finished = [i for i, v in enumerate(proxy) if v == v]
@@ -39,6 +39,19 @@ def test_train_policy_logs_true_and_proxy_returns(tmp_path, capsys):
     )  # sigmoid
     assert all(true[i] == true[i] for i in finished)  # the true return is logged on the same rows
     assert "charts/val_episodic_return" in metrics
+
+    config, resume = parse_args(["--resume", str(run), "--total-steps", "1024"])  # --resume uses them again
+    assert (resume, config.reward_model, config.sigmoid, config.ppo.total_steps) == (
+        run,
+        rm.parents[1],
+        True,
+        1024,
+    )
+    with pytest.raises(ProclabError, match="drop --sigmoid"):
+        parse_args(["--resume", str(run), "--sigmoid"])
+    (run / "config.json").write_text(json.dumps({k: v for k, v in saved.items() if k != "reward_model"}))
+    with pytest.raises(ProclabError, match="no reward_model in its config"):
+        parse_args(["--resume", str(run)])
 
 
 def test_reward_model_of_another_game_is_refused(tmp_path, capsys):

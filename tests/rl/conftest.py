@@ -1,6 +1,6 @@
 import pytest
 
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 
 @pytest.fixture

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from proclab.envs.episodes import quotas
 from proclab.models import AgentConfig, build_agent
-from proclab.rl.evaluate import evaluate_env, quotas
-from proclab.rl.runtime import make_runtime
+from proclab.rl.evaluate import evaluate_env
+from proclab.run.runtime import make_runtime
 from support import TINY_FLAGS
 
 

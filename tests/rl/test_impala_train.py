@@ -16,7 +16,7 @@ from proclab.config import PRESETS, ImpalaConfig
 from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
-from proclab.rl.train import parse_args, validate
+from proclab.rl.train import parse_args
 from support import TINY_FLAGS, proclab
 
 GAMES = "bossfight,chaser"  # short random episodes
@@ -28,7 +28,7 @@ TINY = ["--algo", "impala", "--game", GAMES, "--num-envs", "4", "--num-actors", 
 def test_presets_reproduce_the_seed():
     for name in ("impala-procgen", "impala-multi-easy6", "impala-memory4"):
         cfg = PRESETS[name]
-        validate(cfg)
+        cfg.validate()
         i = cfg.impala
         assert cfg.algo == "impala" and cfg.env.num_envs == 48  # 48 actors x 1 env in the seed
         assert (i.batch_size, i.unroll_length, i.total_steps, i.gamma) == (32, 50, 300_000_000, 0.99)
@@ -78,7 +78,7 @@ def test_algo_flags_are_separate():
 def test_bad_impala_settings_are_refused(args, message):
     with pytest.raises(ProclabError, match=re.escape(message)):
         cfg, _ = parse_args([*TINY, *args])
-        validate(cfg)
+        cfg.validate()
 
 
 def test_bad_input_is_one_line_and_creates_nothing(tmp_path):

@@ -10,7 +10,7 @@ import torch
 
 from proclab.config import PPOConfig
 from proclab.rl.ppo import PPOLearner
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from support import collected
 
 

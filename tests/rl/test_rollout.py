@@ -6,7 +6,7 @@ import torch
 
 from proclab.models import AgentConfig, build_agent
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from support import TINY_AGENT
 
 

@@ -1,5 +1,7 @@
 """`proclab train`: presets, runs on disk, exact resume after kill -9, torchrun, errors."""
 
+import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -12,10 +14,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from proclab.config import PRESETS, TrainConfig, from_dict, to_dict
+from proclab.config import PRESETS, TrainConfig
+from proclab.data.record import RewardNorm, reward_normalisation
 from proclab.errors import ProclabError
+from proclab.io.checkpoint import load_checkpoint
+from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
-from proclab.rl.train import parse_args, validate
+from proclab.rl.train import parse_args
 from support import TINY_FLAGS, proclab
 
 TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
@@ -35,7 +40,7 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
 
 def test_presets_are_valid_and_reproduce_the_seeds():
     for name, cfg in PRESETS.items():
-        validate(cfg)
+        cfg.validate()
         # JSON round trip; saved paths are absolute, so a run dir is read the same from any directory
         assert from_dict(TrainConfig, to_dict(cfg)) == replace(cfg, run_root=cfg.run_root.absolute()), name
     c = PRESETS["cleanrl"]  # Procgen paper / CleanRL: anchors.md A1, A4
@@ -80,6 +85,21 @@ def test_multitask_run_logs_per_game_curves(tmp_path):
         assert f"charts/{game}/episodic_return" in columns
         assert f"charts/{game}/val_episodic_return" in columns
     assert "charts/normalized_score" in columns
+
+
+def test_checkpoints_carry_the_reward_normalisation(tmp_path):
+    """Readers find the reward scale in the checkpoint's metadata, equal to the trainer's saved statistics."""
+    proc = proclab("train", *TINY, "--total-steps", "256", "--run-root", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    ckpt = load_checkpoint(only_run(tmp_path), kind="agent", train_state=True)
+    norm = ckpt.meta["reward_normalisation"]
+    var = ckpt.train_state["ranks"][0]["actor"]["env"]["reward_rms"]["var"]
+    assert norm["scale"] == math.sqrt(var + 1e-8) and norm["clip"] == PRESETS["tiny"].ppo.reward_clip
+    legacy = dataclasses.replace(
+        ckpt, meta={k: v for k, v in ckpt.meta.items() if k != "reward_normalisation"}
+    )
+    assert reward_normalisation(ckpt) == RewardNorm(**norm)
+    assert reward_normalisation(legacy).scale == norm["scale"]  # a checkpoint written before, from its state
 
 
 def test_killed_run_resumes_to_identical_weights(tmp_path):
@@ -145,15 +165,15 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
 def test_minibatches_split_evenly_and_modes_are_checked():
     tiny, rec = PRESETS["tiny"], PRESETS["hard-local-dev-rec"]
     with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 2048 samples per process"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, num_minibatches=3)))
+        replace(tiny, ppo=replace(tiny.ppo, num_minibatches=3)).validate()
     with pytest.raises(ProclabError, match=r"num_minibatches=3 does not divide the 16 envs per process"):
-        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=3)))  # a GRU: groups of whole sequences
+        replace(rec, ppo=replace(rec.ppo, num_minibatches=3)).validate()  # a GRU: groups of whole sequences
     with pytest.raises(ProclabError, match=r"num_minibatches=16 does not divide the 8 envs per process"):
-        validate(replace(rec, ppo=replace(rec.ppo, num_minibatches=16)), world=2)
+        replace(rec, ppo=replace(rec.ppo, num_minibatches=16)).validate(world=2)
     with pytest.raises(ProclabError, match="unknown norm_adv_scope 'batch'"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, norm_adv_scope="batch")))
+        replace(tiny, ppo=replace(tiny.ppo, norm_adv_scope="batch")).validate()
     with pytest.raises(ProclabError, match="unknown replay_reset 'last'"):
-        validate(replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")))
+        replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")).validate()
 
 
 def test_resume_errors(tmp_path):

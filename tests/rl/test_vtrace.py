@@ -8,8 +8,8 @@ from proclab.config import ImpalaConfig
 from proclab.models import AgentOutput
 from proclab.rl.gae import gae
 from proclab.rl.impala import ImpalaLearner, Unrolls, impala_loss
-from proclab.rl.runtime import make_runtime
 from proclab.rl.vtrace import vtrace
+from proclab.run.runtime import make_runtime
 
 
 def reference_vtrace(log_rhos, rewards, dones, values, bootstrap, gamma, rho_bar, c_bar, pg_rho_bar):

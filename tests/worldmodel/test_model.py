@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from proclab.models import AgentConfig, build_agent
+from proclab.models.loading import freeze
 from proclab.models.scripted import ScriptedAgent
 from proclab.worldmodel.batch import synthetic_batch
-from proclab.worldmodel.checkpoint import freeze
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.losses import world_model_loss
 from proclab.worldmodel.model import WorldModel

@@ -15,7 +15,7 @@ from torch.utils.data import default_collate
 
 from proclab.cli import main as cli
 from proclab.io.runs import read_metrics
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.train import WMTrainer

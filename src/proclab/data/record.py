@@ -128,8 +128,8 @@ class AgentFacts:
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> AgentFacts:
-        from proclab.config import from_dict
         from proclab.envs import EnvConfig
+        from proclab.io.configs import from_dict
         from proclab.models import AgentConfig, build_agent
 
         agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
@@ -180,8 +180,13 @@ def _stored_layout(shapes: dict) -> dict[str, list]:
 
 
 def reward_normalisation(ckpt: Checkpoint) -> RewardNorm:
-    """How the checkpoint's training transformed rewards (see :class:`RewardNorm`)."""
+    """How the checkpoint's training transformed rewards (see :class:`RewardNorm`).
+
+    PPO checkpoints carry it in their metadata; older ones have it only in the trainer's state.
+    """
     meta = ckpt.meta
+    if "reward_normalisation" in meta:
+        return RewardNorm(**meta["reward_normalisation"])
     train = meta.get("train", {})
     if meta.get("algo", train.get("algo")) == "impala":
         clipping = train.get("impala", {}).get("reward_clipping", "none")
@@ -321,8 +326,8 @@ def record_shard(
     that has already loaded the recording's ``checkpoint`` passes it, so that it is read once.
     """
     from proclab.io.video import write_video
-    from proclab.rl.agents import load_agent
-    from proclab.rl.runtime import make_runtime
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
 
     args = recording.args
     rt = make_runtime(device, precision, torch_threads)
@@ -392,7 +397,7 @@ def _worker(
 def _record_workers(
     recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
-    from proclab.rl.evaluate import quotas
+    from proclab.envs.episodes import quotas
 
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
@@ -432,8 +437,8 @@ def _record_ray(
     recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
     """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
-    from proclab.rl.evaluate import quotas
-    from proclab.rl.runtime import connect_ray
+    from proclab.envs.episodes import quotas
+    from proclab.run.distributed import connect_ray
 
     threads = args.torch_threads or 1
     ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)

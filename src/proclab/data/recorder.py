@@ -30,9 +30,9 @@ import torch
 from proclab.data.noise import ActionNoise
 from proclab.data.schema import STATE_IN0, STATE_OUT, flatten_state, state_layout
 from proclab.envs import NOOP
-from proclab.rl.evaluate import quotas
+from proclab.envs.episodes import quotas
 from proclab.rl.rollout import Actor, sample_actions
-from proclab.rl.runtime import Runtime
+from proclab.run.runtime import Runtime
 
 BIG_ROW = 1024  # bytes per row from which a field is kept as per-slot row lists
 

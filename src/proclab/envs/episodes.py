@@ -15,6 +15,14 @@ import numpy as np
 from proclab.envs.scores import normalized_score
 
 
+def quotas(episodes: int, slots: int) -> np.ndarray:
+    """Episodes per slot (env, worker, shard), as even as possible, fixed in advance so that
+    which episodes are played does not depend on which slot finishes first."""
+    q = np.full(slots, episodes // slots)
+    q[: episodes % slots] += 1
+    return q
+
+
 class EpisodeLog:
     """Recent finished episodes per game; :meth:`summary` gives the numbers to log."""
 
@@ -67,3 +75,27 @@ class EpisodeLog:
             out["level_complete_rate"] = float(np.mean([c for g in self.games for c in self.completed[g]]))
             out["normalized_score"] = float(np.mean(per_game_scores))
         return out
+
+    def charts(self, prefix: str = "") -> dict[str, float]:
+        """:meth:`summary` under CleanRL's names: ``charts/[<game>/]<prefix>episodic_return`` etc."""
+        row = {}
+        for key, value in self.summary().items():
+            game, _, stat = key.rpartition("/")
+            name = {"return_mean": "episodic_return", "length_mean": "episodic_length"}.get(stat, stat)
+            row[f"charts/{game + '/' if game else ''}{prefix}{name}"] = value
+        return row
+
+    def state_dict(self) -> dict:
+        """The recent episodes, for a checkpoint (a resumed run logs the same moving windows)."""
+        return {
+            "returns": {g: list(d) for g, d in self.returns.items()},
+            "lengths": {g: list(d) for g, d in self.lengths.items()},
+            "completed": {g: list(d) for g, d in self.completed.items()},
+            "total": self.total,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("returns", "lengths", "completed"):
+            for g, values in state[name].items():
+                getattr(self, name)[g].extend(values)
+        self.total = state["total"]

@@ -61,9 +61,13 @@ class RewardNormalizer:
         """Update the statistics with one step of rewards and return them normalised."""
         self.returns = self.returns * self.gamma + reward
         self.return_rms.update(self.returns)
-        scaled = reward / np.sqrt(self.return_rms.var + self.epsilon)
+        scaled = reward / self.scale()
         self.returns[done] = 0.0
         return np.clip(scaled, -self.clip, self.clip).astype(np.float32)
+
+    def scale(self) -> float:
+        """What rewards are divided by now: the running std of the discounted return."""
+        return float(np.sqrt(self.return_rms.var + self.epsilon))
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)

@@ -136,8 +136,8 @@ def recording_checkpoint(store: EpisodeStore) -> Path:
 def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None, device: str = "cpu"):
     """The agent that replays ``store`` for ``hook``, refused (one line) if it lacks the hook point or
     cannot have produced the store's episodes (actions, games, state layout)."""
-    from proclab.rl.agents import load_agent
-    from proclab.rl.runtime import make_runtime
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
 
     agent, env_config, _ = load_agent(checkpoint or recording_checkpoint(store), make_runtime(device, "fp32"))
     if hook not in agent.hook_names():

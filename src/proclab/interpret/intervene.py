@@ -131,7 +131,7 @@ def state_key(ws: Workspace, agent, given: str | None) -> str:
 
 
 def run_intervene(args: InterveneArgs) -> Path:
-    from proclab.rl.runtime import make_runtime
+    from proclab.run.runtime import make_runtime
 
     start = time.time()
     if args.where not in WHERE:
@@ -176,11 +176,11 @@ def _agent_checkpoint(args: InterveneArgs, ws: Workspace) -> Path:
 
 def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
-    from proclab.config import from_dict
     from proclab.data import RecordArgs
     from proclab.data.record import FINAL_OBS_NOTE, prepare_recording
     from proclab.data.recorder import EpisodeRecorder
     from proclab.envs import EnvConfig, ProcgenVecEnv
+    from proclab.io.configs import from_dict
 
     if path.exists():
         import shutil
@@ -250,7 +250,7 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
 
 
 def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
-    from proclab.rl.agents import load_agent
+    from proclab.models.loading import load_agent
 
     checkpoint = _agent_checkpoint(args, ws)
     ws.require_inputs(checkpoint=checkpoint)
@@ -348,7 +348,8 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     from proclab.interpret.behaviours import NAME as BEHAVIOURS
     from proclab.interpret.behaviours import BehaviourModel, source_of
     from proclab.interpret.saliency import SampleSettings
-    from proclab.worldmodel.checkpoint import freeze, load_world_model
+    from proclab.models.loading import freeze
+    from proclab.worldmodel.checkpoint import load_world_model
 
     samples = args.samples or ws.inputs.get("samples")
     if samples is None:

@@ -20,15 +20,14 @@ from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_IN, unflatten_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency import basis_hook, per_step
-from proclab.interpret.saliency_command import clear_previous
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
+from proclab.interpret.workspace import clear_previous
 from proclab.io.runs import write_json_atomic
 from proclab.models import capture
-from proclab.rl.agents import load_agent
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze
+from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.state_codec import StateCodec
 
 

@@ -20,7 +20,6 @@ Outputs in ``ANALYSIS/<name>/``:
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,10 +36,11 @@ from proclab.interpret.saliency import SaliencyBatch, SampleSettings, check_repr
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, Target, parse_targets
-from proclab.interpret.workspace import Workspace
+from proclab.interpret.workspace import Workspace, clear_previous
 from proclab.io.runs import write_json_atomic
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.worldmodel.checkpoint import load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
 STORED_PARTS = ("frame", "state", "env_h", "ic", "pc")
@@ -132,14 +132,6 @@ def _basis(ws: Workspace, targets: list[Target]):
     if ws.basis_path.is_file() or any(t.needs_basis for t in targets):
         return ws.basis(), ws.inputs.get("activation")
     return None, None
-
-
-def clear_previous(out: Path) -> Path:
-    """Remove a previous run's store, strips and videos from ``out`` (a store would otherwise grow)."""
-    for sub in ("store.zarr", "strips", "videos"):
-        if (out / sub).exists():
-            shutil.rmtree(out / sub)
-    return out
 
 
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:

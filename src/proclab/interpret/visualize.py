@@ -230,8 +230,9 @@ def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
 
 
 def run_visualize(args: VisualizeArgs) -> Path:
-    from proclab.rl.runtime import make_runtime
-    from proclab.worldmodel.checkpoint import freeze, load_world_model
+    from proclab.models.loading import freeze
+    from proclab.run.runtime import make_runtime
+    from proclab.worldmodel.checkpoint import load_world_model
 
     start = time.time()
     if args.init not in INITS:

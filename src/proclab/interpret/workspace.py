@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,11 @@ class Workspace:
                 f"analysis folder {str(self.path)!r} has no basis yet; run `proclab analyze hidden` first"
             )
         return Basis.load(self.basis_path)
+
+
+def clear_previous(out: Path) -> Path:
+    """Remove a previous run's store, strips and videos from ``out`` (a store would otherwise grow)."""
+    for sub in ("store.zarr", "strips", "videos"):
+        if (out / sub).exists():
+            shutil.rmtree(out / sub)
+    return out

@@ -34,6 +34,11 @@ def _slug(text: str) -> str:
     return slug or "run"
 
 
+def game_label(games: tuple[str, ...]) -> str:
+    """A run directory's game level: the game, up to three joined by ``+``, or ``<N>games``."""
+    return games[0] if len(games) == 1 else (("+".join(games)) if len(games) <= 3 else f"{len(games)}games")
+
+
 def create_run_dir(root: str | Path, algo: str, game: str, name: str, seed: int, config: dict) -> Path:
     """A new, unique run directory holding ``config.json``."""
     base = Path(root) / _slug(algo) / _slug(game) / _slug(name)

@@ -51,7 +51,7 @@ def machine(device: str, precision: str) -> dict[str, str | int | bool]:
 
     import torch
 
-    from proclab.rl.runtime import cpu_has_native_bf16, make_runtime
+    from proclab.run.runtime import cpu_has_native_bf16, make_runtime
 
     rt = make_runtime(device, precision)
     cpu = platform.processor() or platform.machine()

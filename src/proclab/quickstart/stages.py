@@ -59,7 +59,7 @@ class Context:
         return paths
 
     def runtime(self):
-        from proclab.rl.runtime import make_runtime
+        from proclab.run.runtime import make_runtime
 
         return make_runtime(self.settings.device, self.settings.precision)
 
@@ -67,7 +67,7 @@ class Context:
 # -- the agent ------------------------------------------------------------------------------------
 def train(ctx: Context) -> dict[str, Any]:
     from proclab.config import preset
-    from proclab.rl.train import Trainer
+    from proclab.rl.ppo_train import Trainer
 
     b, s = ctx.budget, ctx.settings
     (runs,) = ctx.fresh("runs/ppo")
@@ -91,8 +91,8 @@ def train(ctx: Context) -> dict[str, Any]:
 
 def evaluate(ctx: Context) -> dict[str, Any]:
     """The agent on its training levels and on held-out levels, and a uniformly random agent beside it."""
+    from proclab.models.loading import load_agent
     from proclab.models.scripted import ScriptedAgent
-    from proclab.rl.agents import load_agent
     from proclab.rl.evaluate import EvalArgs, evaluate
     from proclab.rl.evaluate import run as run_eval
 

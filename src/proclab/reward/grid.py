@@ -23,7 +23,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.train import PARITY, TrexConfig, append_summary, train_reward
-from proclab.rl.runtime import connect_ray
+from proclab.run.distributed import connect_ray
 
 
 @dataclass(frozen=True)

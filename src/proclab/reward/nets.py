@@ -23,9 +23,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from proclab.config import from_dict, to_dict
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into, save_checkpoint
+from proclab.io.configs import from_dict, to_dict
+from proclab.models.loading import freeze
 from proclab.models.torso import ImpalaTorso
 
 ARCHS = ("seed", "atari", "impala")
@@ -98,10 +99,7 @@ def load_reward_model(path: str | Path, device: torch.device | str = "cpu") -> t
         raise ProclabError(f"reward model {str(ckpt.path)!r} has no network config in its meta.json")
     net = RewardNet(from_dict(RewardNetConfig, ckpt.meta["net"]))
     load_weights_into(net, ckpt.weights, ckpt.path)
-    net = net.to(device, memory_format=torch.channels_last).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net, ckpt
+    return freeze(net.to(device, memory_format=torch.channels_last)), ckpt
 
 
 @torch.inference_mode()

@@ -1,63 +1,75 @@
 """``proclab trex train-policy``: PPO on a learned reward instead of the game's.
 
 The PPO run of ``proclab train`` (same flags, presets, run directory, checkpoints and resume;
-``--preset trex-policy``, the seed's settings, unless another is given) with one change: the training env's reward becomes r̂(obs_t) from a ``trex train`` reward model
+``--preset trex-policy``, the seed's settings, unless another is given) with one change: the
+training env's reward becomes r̂(obs_t) from a ``trex train`` reward model
 (:class:`~proclab.reward.wrapper.LearnedRewardEnv`), optionally squashed by a sigmoid (T-REX
 Atari's choice), then normalised as usual. ``charts/episodic_return`` stays the **true** return
 of the training episodes (the seed's ``eprewmean``, its evaluation curve) and
 ``charts/proxy_episodic_return`` is their learned-reward return. The validation env, if any,
-plays for the true reward. The trained agent is an ordinary checkpoint: test it with
-``proclab eval`` and watch it with ``proclab render``.
+plays for the true reward. The reward model and ``--sigmoid`` are fields of the run's config
+(:class:`PolicyConfig`, saved in ``config.json``), so ``--resume`` uses them again. The trained
+agent is an ordinary checkpoint: test it with ``proclab eval`` and watch it with ``proclab render``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from proclab.config import TrainConfig
+import tyro
+
+from proclab.config import ALGOS, ImpalaConfig, TrainConfig, algo_flags, preset
 from proclab.envs import EpisodeLog
 from proclab.errors import ProclabError
+from proclab.io.configs import from_dict
 from proclab.reward.nets import load_reward_model
 from proclab.reward.wrapper import LearnedRewardEnv
-from proclab.rl import train as ppo_train
+from proclab.rl.ppo_train import Trainer, run_ppo
+from proclab.run.args import RunArgs
 
 PRESET = "trex-policy"  # default settings: procedural-generalization's train_policy.py
-SETTINGS = "trex_reward.json"  # in the run directory: which reward model, so that --resume uses it again
-HELP = """\
-proclab trex train-policy: PPO with a learned (T-REX) reward in place of the game's.
-
-  --reward-model RM   reward model: a 'proclab trex train' run directory or its checkpoint (required)
-  --sigmoid           squash the learned reward through a sigmoid before normalisation
-
-Every other option is 'proclab train''s (below), starting from --preset trex-policy (the seed's
-PPO settings, reward normaliser discount 0.99); charts/episodic_return is the true return,
-charts/proxy_episodic_return the learned one.
-"""
 
 
-class LearnedRewardTrainer(ppo_train.Trainer):
+@dataclass(frozen=True)
+class PolicyConfig(TrainConfig):
+    """A PPO run on a learned reward: ``proclab train``'s settings plus where the reward comes from."""
+
+    reward_model: Path | None = None
+    """Reward model: a 'proclab trex train' run directory or its checkpoint (required)."""
+    sigmoid: bool = False
+    """Squash the learned reward through a sigmoid before normalisation."""
+
+    def validate(self, world: int = 1) -> None:
+        if self.algo != "ppo":
+            raise ProclabError(f"trex train-policy trains with PPO; --algo {self.algo} is not supported here")
+        if self.reward_model is None:
+            raise ProclabError(
+                "give the learned reward with --reward-model RM (a 'proclab trex train' run directory)"
+            )
+        super().validate(world)
+
+
+class LearnedRewardTrainer(Trainer):
     """The PPO trainer with the training env's reward replaced by a reward model's."""
 
-    def __init__(self, config: TrainConfig, reward_model: Path, sigmoid: bool = False, **kw):
-        self.reward_net, ckpt = load_reward_model(reward_model)
+    def __init__(self, config: PolicyConfig, **kw):
+        config.validate()
+        self.reward_net, ckpt = load_reward_model(config.reward_model)
         games = config.env.games()
         if games != (ckpt.meta.get("game"),):
             raise ProclabError(
                 f"reward model {str(ckpt.path)!r} was learned on {ckpt.meta.get('game')}; "
                 f"this run plays {', '.join(games)}"
             )
-        self.sigmoid = sigmoid
         self.proxy_log = EpisodeLog(games, config.env.mode)
         super().__init__(config, **kw)
 
     def wrap_env(self, env):
-        return LearnedRewardEnv(env, self.rt.prepare(self.reward_net), self.rt, self.sigmoid)
+        return LearnedRewardEnv(env, self.rt.prepare(self.reward_net), self.rt, self.config.sigmoid)
 
-    def _on_train_info(self, info: dict) -> None:
-        super()._on_train_info(info)
+    def on_train_info(self, info: dict) -> None:
+        super().on_train_info(info)
         self.proxy_log.add({"episode": info["proxy_episode"]}, self.env.game_index)
 
     def extra_metrics(self) -> dict[str, float]:
@@ -65,45 +77,62 @@ class LearnedRewardTrainer(ppo_train.Trainer):
         return {} if proxy is None else {"charts/proxy_episodic_return": proxy}
 
 
-def main(argv: list[str], prog: str = "proclab trex train-policy") -> None:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--reward-model", type=Path, default=None)
-    pre.add_argument("--sigmoid", action="store_true")
-    known, rest = pre.parse_known_args(argv)
-    if "-h" in rest or "--help" in rest:
-        print(HELP)
-    if not any(a.split("=")[0] in ("--preset", "--resume") for a in rest):
-        rest = ["--preset", PRESET, *rest]  # the seed's train_policy.py settings
-    config, resume_dir = ppo_train.parse_args(rest, prog)
-    if resume_dir is not None:
-        if known.reward_model is not None or known.sigmoid:
-            raise ProclabError("--resume reuses the run's reward model and --sigmoid; drop those flags")
-        try:
-            saved = json.loads((resume_dir / SETTINGS).read_text())
-        except (OSError, ValueError):
-            raise ProclabError(
-                f"{str(resume_dir)!r} is not a 'trex train-policy' run (no readable {SETTINGS})"
-            ) from None
-        reward_model, sigmoid = Path(saved["reward_model"]), bool(saved["sigmoid"])
-    elif known.reward_model is None:
+# -- command line ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _PolicyArgs(PolicyConfig):
+    impala: tyro.conf.Suppress[ImpalaConfig] = field(default_factory=ImpalaConfig)
+    algo: tyro.conf.Suppress[str] = "ppo"
+
+
+DESCRIPTION = """PPO with a learned (T-REX) reward in place of the game's: 'proclab train''s options plus
+--reward-model and --sigmoid, starting from --preset trex-policy (the seed's PPO settings, reward
+normaliser discount 0.99); charts/episodic_return is the true return, charts/proxy_episodic_return
+the learned one.
+
+--preset NAME      start from a named setting (flags below override it)
+--resume RUN_DIR   continue a stopped run exactly, with its reward model (only --total-steps may change)"""
+
+
+def _start(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
+    base = preset(chosen["--preset"] or PRESET)
+    return PolicyConfig(**{**vars(base), "name": "trex"})
+
+
+def _saved(data: dict, run_dir: Path) -> PolicyConfig:
+    config = from_dict(PolicyConfig, data)
+    if config.reward_model is None:
         raise ProclabError(
-            "give the learned reward with --reward-model RM (a 'proclab trex train' run directory)"
+            f"{str(run_dir)!r} has no reward_model in its config.json: not a 'trex train-policy' run, "
+            "or one written before its reward settings were config fields (start a new run)"
         )
-    else:
-        reward_model, sigmoid = known.reward_model, known.sigmoid
-        if not any(a == "--name" or a.startswith("--name=") for a in rest):
-            config = replace(config, name="trex")
-    if config.algo != "ppo":
-        raise ProclabError(f"trex train-policy trains with PPO; --algo {config.algo} is not supported here")
-    trainer = LearnedRewardTrainer(
-        config, reward_model, sigmoid, run_dir=resume_dir, resume=resume_dir is not None
+    return config
+
+
+def parse_args(argv: list[str], prog: str = "proclab trex train-policy") -> tuple[PolicyConfig, Path | None]:
+    """``proclab train``'s command line over :class:`PolicyConfig` (every algo parses PPO's flags;
+    :meth:`PolicyConfig.validate` refuses all but PPO)."""
+    return RunArgs(
+        prog=prog,
+        flags=algo_flags(dict.fromkeys(ALGOS, _PolicyArgs), PolicyConfig),
+        start=_start,
+        saved=_saved,
+        description=DESCRIPTION,
+    ).parse(argv)
+
+
+def _report(trainer: LearnedRewardTrainer, out: Path) -> None:
+    true = trainer.train_log.summary().get("return_mean", float("nan"))
+    proxy = trainer.proxy_log.summary().get("return_mean", float("nan"))
+    print(
+        f"trained {trainer.global_step:,} steps on the learned reward; recent true return {true:.2f}, "
+        f"learned-reward return {proxy:.2f}"
     )
-    if resume_dir is None:
-        settings = {"reward_model": str(reward_model.resolve()), "sigmoid": sigmoid}
-        (trainer.run_dir / SETTINGS).write_text(json.dumps(settings, indent=2))
-    out = trainer.train()
-    summary = trainer.train_log.summary()
-    print(f"trained {trainer.global_step:,} steps on the learned reward; recent true return "
-          f"{summary.get('return_mean', float('nan')):.2f}, learned-reward return "
-          f"{trainer.proxy_log.summary().get('return_mean', float('nan')):.2f}")  # fmt: skip
     print(f"run directory: {out}")
+
+
+def main(argv: list[str], prog: str = "proclab trex train-policy") -> None:
+    config, resume_dir = parse_args(argv, prog)
+    config.validate()
+    if resume_dir is None:  # the run's config.json names the model wherever it is run from
+        config = replace(config, reward_model=config.reward_model.resolve())
+    run_ppo(LearnedRewardTrainer, config, resume_dir, _report)

@@ -30,10 +30,10 @@ import tyro
 
 from proclab.data import EpisodeRecorder, EpisodeStore, ShardWriter
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
+from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import META, find_checkpoint
-from proclab.rl.evaluate import quotas
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 DEFAULT_LEVELS = {"train": LevelSplit(0, 10**9, "trex-train"), "test": LevelSplit(10**9, 10**9, "trex-test")}
 STEP_FIELDS = ("obs", "action", "reward")
@@ -166,7 +166,7 @@ def record_demos(
     """Record ``num`` demos into the store ``out``; returns how many were written."""
     from rich.progress import Progress
 
-    from proclab.rl.agents import load_agent
+    from proclab.models.loading import load_agent
 
     if num < 1 or max_len < 1 or num_envs < 1:
         raise ProclabError(f"--num ({num}), --max-len ({max_len}) and --num-envs ({num_envs}) must be >= 1")

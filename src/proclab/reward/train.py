@@ -25,7 +25,6 @@ a summary row appended to ``--summary`` (the seed's ``rm_infos.csv`` columns plu
 
 from __future__ import annotations
 
-import argparse
 import csv
 import time
 from dataclasses import dataclass, field
@@ -35,15 +34,16 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.config import to_dict
 from proclab.errors import ProclabError
+from proclab.io.configs import to_dict
 from proclab.io.runs import create_run_dir
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
-from proclab.rl.runtime import Runtime, make_runtime, seed_everything
+from proclab.run.args import RunArgs
+from proclab.run.runtime import Runtime, RuntimeConfig, seed_everything
 
 LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
                "test_loss", "pearson", "spearman", "train_seconds", "wall_seconds")  # fmt: skip
@@ -55,7 +55,7 @@ SUMMARY_COLUMNS = (*SEED_SUMMARY, "baseline_pearson", "baseline_spearman", "test
 
 
 @dataclass(frozen=True)
-class TrexConfig:
+class TrexConfig(RuntimeConfig):
     """Learn a reward model from ranked demos (T-REX) and measure it on demos from held-out levels."""
 
     demos: Path = Path("demos")
@@ -120,12 +120,6 @@ class TrexConfig:
     """Where run directories are created."""
     summary: Path | None = None
     """CSV the summary row is appended to (default: RUN_ROOT/trex/rm_infos.csv)."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "auto"
-    """bf16, fp32 or auto (bf16 where the hardware has it)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 PARITY = TrexConfig(
@@ -350,7 +344,7 @@ def _train_epochs(cfg: TrexConfig, learner: RewardLearner, make: _PairMaker, fix
 
 def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
     """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
-    rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads)
+    rt = cfg.runtime()
     seed_everything(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:
@@ -402,11 +396,15 @@ def append_summary(path: Path, rows: list[dict]) -> None:
 # -- command line --------------------------------------------------------------------------------
 def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
     """``--parity`` switches the defaults to the seed's; any other flag overrides a field."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--parity", action="store_true")
-    known, _ = pre.parse_known_args(argv)
-    return tyro.cli(TrexConfig, args=argv, default=PARITY if known.parity else TrexConfig(), prog=prog,
-                    config=(tyro.conf.OmitArgPrefixes,))  # fmt: skip
+    config, _ = RunArgs(
+        prog=prog,
+        flags=lambda rest, default, prog, description: tyro.cli(
+            TrexConfig, args=rest, default=default, prog=prog, config=(tyro.conf.OmitArgPrefixes,)
+        ),
+        start=lambda chosen, rest: PARITY if "--parity" in rest else TrexConfig(),
+        choosers=(),
+    ).parse(argv)
+    return config
 
 
 def main(argv: list[str], prog: str = "proclab trex train") -> None:

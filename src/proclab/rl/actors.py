@@ -53,9 +53,10 @@ import torch.multiprocessing as mp
 from proclab.config import TrainConfig
 from proclab.envs import ProcgenVecEnv
 from proclab.models import build_agent
+from proclab.models.loading import freeze
 from proclab.rl.impala import Unrolls
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 STALL_SECONDS = 600.0
 """Stop the run if no actor delivers an unroll for this long while all of them are alive."""
@@ -152,9 +153,7 @@ class ActorWorker:
         self.game_index, env_games = slot_games(games, spec.first_env, spec.num_envs)
         env_config = replace(config.env, game=env_games, num_threads=0)  # step in this thread
         env = ProcgenVecEnv(env_config, seed=seed, num_envs=spec.num_envs, split=spec.split)
-        self.agent = rt.prepare(build_agent(config.agent)).eval()
-        for p in self.agent.parameters():
-            p.requires_grad_(False)
+        self.agent = freeze(rt.prepare(build_agent(config.agent)))
         self.version = -1
         self.actor = Actor(env, self.agent, rt)
         self.T = config.impala.unroll_length

@@ -35,9 +35,10 @@ from proclab.envs import (
     parse_split,
     score_table,
 )
+from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
 from proclab.rl.rollout import Actor
-from proclab.rl.runtime import Runtime, make_runtime
+from proclab.run.runtime import Runtime, RuntimeConfig
 
 
 @dataclass
@@ -57,13 +58,6 @@ class SplitResult:
             "length_mean": float(np.mean(self.lengths)), "level_complete_rate": float(np.mean(self.completed)),
             "normalized_score": normalized_score(self.game, float(r.mean()), mode, table=table),
         }  # fmt: skip
-
-
-def quotas(episodes: int, slots: int) -> np.ndarray:
-    """Episodes per slot, as even as possible, fixed in advance."""
-    q = np.full(slots, episodes // slots)
-    q[: episodes % slots] += 1
-    return q
 
 
 def evaluate(
@@ -169,7 +163,7 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EvalArgs:
+class EvalArgs(RuntimeConfig):
     """Evaluate a checkpoint: mean/std return and normalised score per level split (and per game)."""
 
     checkpoint: tyro.conf.Positional[Path]
@@ -198,10 +192,6 @@ class EvalArgs:
     """Print the results as JSON."""
     out: Path | None = None
     """Also write the JSON results to this file."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "auto"
-    """bf16, fp32 or auto."""
 
 
 def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
@@ -226,10 +216,10 @@ def run(args: EvalArgs) -> dict:
     from rich.progress import Progress
     from rich.table import Table
 
-    from proclab.rl.agents import load_agent
+    from proclab.models.loading import load_agent
 
     episodes, greedy, split_names = protocol_settings(args)
-    rt = make_runtime(args.device, args.precision)
+    rt = args.runtime()
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.checkpoint, rt)
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing

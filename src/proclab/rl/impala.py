@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import torch
 
 from proclab.config import ImpalaConfig
-from proclab.rl.runtime import Runtime
 from proclab.rl.vtrace import vtrace
+from proclab.run.runtime import Runtime
 
 
 @dataclass

@@ -18,34 +18,15 @@ of ``num_minibatches`` minibatches over it. Every detail is a field of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
 
 from proclab.config import PPOConfig
 from proclab.rl.gae import gae
 from proclab.rl.rollout import Rollout
-from proclab.rl.runtime import Runtime
-
-
-def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
-    """Average the gradients of ``params`` over torchrun processes (one flat all-reduce).
-
-    A no-op in a single process. Every learner that trains under torchrun (PPO, the world model)
-    calls it between ``backward`` and the optimiser step.
-    """
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return
-    grads = [p.grad for p in params if p.grad is not None]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    dist.all_reduce(flat)
-    flat /= dist.get_world_size()
-    offset = 0
-    for g in grads:
-        g.copy_(flat[offset : offset + g.numel()].view_as(g))
-        offset += g.numel()
+from proclab.run.distributed import average_gradients
+from proclab.run.runtime import Runtime
 
 
 @dataclass

@@ -23,7 +23,7 @@ import torch
 from proclab.config import TrainConfig
 from proclab.rl.actors import STALL_SECONDS, ActorSpec, ActorWorker, actor_seed, actor_specs, flatten_weights
 from proclab.rl.impala import Unrolls
-from proclab.rl.runtime import connect_ray
+from proclab.run.distributed import connect_ray
 
 CALLS_IN_FLIGHT = 2  # queued unroll calls per training actor
 

@@ -19,7 +19,7 @@ from proclab.envs import ACTION_NAMES, ProcgenVecEnv
 from proclab.errors import ProclabError
 from proclab.io.video import annotate, upscale, write_video
 from proclab.rl.rollout import Actor
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class RenderArgs:
 def render(args: RenderArgs) -> tuple[Path, list[float]]:
     from rich.progress import Progress
 
-    from proclab.rl.agents import load_agent
+    from proclab.models.loading import load_agent
 
     if args.episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from proclab.envs import NOOP
-from proclab.rl.runtime import Runtime
+from proclab.run.runtime import Runtime
 
 
 @dataclass

@@ -9,15 +9,14 @@ under the prefix ``agent.``, its configs in ``meta.json`` beside the world model
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import torch
-
-from proclab.config import from_dict, to_dict
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into, save_checkpoint
+from proclab.io.configs import from_dict, to_dict
 from proclab.models import Agent, AgentConfig, build_agent
-from proclab.rl.runtime import Runtime
+from proclab.models.loading import freeze
+from proclab.run.checkpoints import prune_checkpoints
+from proclab.run.runtime import Runtime
 from proclab.worldmodel.config import saved_model_config
 from proclab.worldmodel.model import WorldModel
 
@@ -36,9 +35,7 @@ def save_world_model(
     full = {"kind": KIND, "world_model": to_dict(wm.config), "num_actions": wm.num_actions,
             "agent": to_dict(agent.config), **meta}  # fmt: skip
     out = save_checkpoint(path, weights, full, train_state)
-    if keep > 0:
-        for old in sorted(path.parent.glob("step_*"))[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+    prune_checkpoints(path.parent, keep)
     return out
 
 
@@ -58,10 +55,3 @@ def load_world_model(
         wm, {k: v for k, v in ckpt.weights.items() if not k.startswith(AGENT_PREFIX)}, ckpt.path
     )
     return runtime.prepare(wm), freeze(runtime.prepare(agent)), ckpt
-
-
-def freeze(agent: torch.nn.Module) -> torch.nn.Module:
-    """Eval mode and ``requires_grad=False`` on every weight; activations stay differentiable."""
-    for p in agent.parameters():
-        p.requires_grad_(False)
-    return agent.eval()

@@ -15,8 +15,9 @@ from typing import Annotated
 
 import tyro
 
-from proclab.config import from_dict
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.configs import from_dict
+from proclab.run.runtime import RuntimeConfig
 
 RSSM_CELLS = ("norm_gru", "dreamer_gru")
 ENCODER_BLOCKS = ("seed", "preact")
@@ -131,7 +132,7 @@ class LossWeights:
 
 
 @dataclass(frozen=True)
-class WMTrainConfig:
+class WMTrainConfig(RuntimeConfig):
     """Train the generative agent-environment model on an episode store (teacher forcing)."""
 
     data: Path = Path("episodes")
@@ -175,14 +176,6 @@ class WMTrainConfig:
     """Write a prediction video (true | teacher-forced | closed loop) every N updates (0: at the end only)."""
     video_samples: int = 4
     """Windows shown in each prediction video."""
-    device: str = "auto"
-    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
-    precision: str = "auto"
-    """bf16 (autocast for convolutions and matmuls; RSSM recurrence and losses stay fp32), fp32, or auto."""
-    channels_last: bool = True
-    """NHWC convolutions."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0 = torch's default)."""
     tensorboard: bool = True
     """Also write TensorBoard event files."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +30,7 @@ from torch.utils.data import default_collate
 
 from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.losses import TERM_MASKS, eval_terms, masked
@@ -38,8 +38,11 @@ from proclab.worldmodel.simulate import ACTION_SOURCES, imagined
 
 
 @dataclass(frozen=True)
-class LossOverTimeArgs:
+class LossOverTimeArgs(RuntimeConfig):
     """Per-simulation-step error of each predicted quantity, imagination vs data (JSON + plot)."""
+
+    precision: str = field(default="fp32", kw_only=True)
+    """fp32, bf16 or auto (bf16 where the hardware has it)."""
 
     checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
     """World-model checkpoint, or its run directory (the latest checkpoint)."""
@@ -59,12 +62,6 @@ class LossOverTimeArgs:
     """Take the argmax of each categorical (--no-modal samples the prior)."""
     seed: int = 0
     """Seed of the windows' choice and of the samples."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "fp32"
-    """fp32, bf16 or auto."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
@@ -75,7 +72,7 @@ def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
         raise unknown_choice("action source", args.actions, ACTION_SOURCES)
     if args.batches < 1 or args.batch_size < 1 or (args.steps is not None and args.steps < 1):
         raise ProclabError("--batches, --batch-size and --steps must be >= 1")
-    rt = make_runtime(args.device, args.precision, args.torch_threads)
+    rt = args.runtime()
     wm, agent, ckpt = load_world_model(args.checkpoint, rt)
     wm.eval()
     config = replace(wm.config, num_sim_steps=args.steps or wm.config.num_sim_steps)

@@ -31,7 +31,7 @@ the agent it was trained with.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -44,10 +44,10 @@ from proclab.data.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
 from proclab.models import build_agent
+from proclab.models.loading import freeze, load_agent
 from proclab.models.scripted import SCRIPTED, ScriptedAgent
-from proclab.rl.agents import load_agent
-from proclab.rl.runtime import make_runtime
-from proclab.worldmodel.checkpoint import freeze, load_world_model
+from proclab.run.runtime import RuntimeConfig
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
 from proclab.worldmodel.state_codec import StateCodec
@@ -57,8 +57,11 @@ INITS = ("informed", "random")
 
 
 @dataclass(frozen=True)
-class SampleArgs:
+class SampleArgs(RuntimeConfig):
     """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store."""
+
+    precision: str = field(default="fp32", kw_only=True)
+    """fp32, bf16 or auto (bf16 where the hardware has it)."""
 
     checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
     """World-model checkpoint, or its run directory (the latest checkpoint)."""
@@ -85,12 +88,6 @@ class SampleArgs:
     """Rollouts simulated at once."""
     seed: int = 0
     """Seed of the initial frames' choice, random vectors and samples."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "fp32"
-    """fp32, bf16 or auto."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 def loop_agent(name: str, trained, seed: int, runtime):
@@ -156,7 +153,7 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
     for name in ("n", "steps", "batch_size"):
         if getattr(args, name) < 1:
             raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    rt = make_runtime(args.device, args.precision, args.torch_threads)
+    rt = args.runtime()
     wm, trained, ckpt = load_world_model(args.checkpoint, rt)
     wm.eval()
     agent, predicted_state = loop_agent(args.agent, trained, args.seed, rt)

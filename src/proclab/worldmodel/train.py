@@ -24,38 +24,34 @@ recurrence, the distributions and the losses run in float32.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import tyro
 from torch.utils.data import DataLoader, Sampler, default_collate
 
-from proclab.config import to_dict
 from proclab.data import EpisodeStore, WindowDataset
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
-from proclab.io.runs import MetricsLogger, create_run_dir, read_run_config
-from proclab.rl.agents import load_agent
-from proclab.rl.loop import game_label
-from proclab.rl.ppo import average_gradients
-from proclab.rl.runtime import (
+from proclab.io.configs import to_dict
+from proclab.io.runs import create_run_dir, game_label
+from proclab.models.loading import freeze, load_agent
+from proclab.run.args import RunArgs
+from proclab.run.distributed import (
+    average_gradients,
     broadcast_parameters,
     gather_on_rank0,
-    join_torchrun,
-    make_runtime,
-    on_rank0,
     out_of_time,
     rank_and_world,
-    seed_everything,
+    train_on_ranks,
 )
+from proclab.run.log import RunLogger, StepBar
+from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
 from proclab.worldmodel.batch import make_batch, window_dataset
-from proclab.worldmodel.checkpoint import freeze, load_world_model, save_world_model
+from proclab.worldmodel.checkpoint import load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
 from proclab.worldmodel.losses import world_model_loss
 from proclab.worldmodel.model import WorldModel
@@ -119,7 +115,7 @@ class WMTrainer:
         self.rank, self.world = rank_and_world()
         config.validate(self.world)
         self.config = cfg = config
-        self.rt = make_runtime(cfg.device, cfg.precision, cfg.torch_threads, cfg.channels_last)
+        self.rt = cfg.runtime()
         seed_everything(cfg.seed)  # same initial weights on every rank
         self.store = EpisodeStore(cfg.data)
         ckpt = find_checkpoint(run_dir) if resume else None
@@ -164,33 +160,26 @@ class WMTrainer:
         self.run_dir = run_dir
         if ckpt is not None:
             self._restore(saved.train_state)
-        self.logger = (
-            MetricsLogger(run_dir, cfg.tensorboard, self.updates if resume else None)
-            if self.rank == 0
-            else None
-        )
+        self.logger = None
+        if self.rank == 0:
+            self.logger = RunLogger(
+                run_dir,
+                to_dict(cfg),
+                tensorboard=cfg.tensorboard,
+                resume_step=self.updates if resume else None,
+            )
         self._video_batch = None
 
     # -- the loop ----------------------------------------------------------------------------
     def train(self, progress: bool = True) -> Path:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         cfg = self.config
         start_time = time.time() - self.wall_offset
         sums: dict[str, torch.Tensor] = {}
         count, t_last = 0, time.time()
-        bar = Progress(
-            TextColumn("[bold]wm train"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[loss]}"),
-            TimeRemainingColumn(),
-            disable=not (progress and self.rank == 0),
-        )
-        task = bar.add_task("wm", total=cfg.total_updates, completed=self.updates, loss="")
+        bar = StepBar("wm train", cfg.total_updates, self.updates, enabled=progress and self.rank == 0)
         deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
         done = self.updates >= cfg.total_updates
-        with bar:
+        try:
             while not done:
                 self.sampler.set_epoch(self.epoch, self.position)
                 for items in self.loader:
@@ -208,9 +197,9 @@ class WMTrainer:
                         row["charts/sequences_per_second"] = count * cfg.batch_size / max(now - t_last, 1e-9)
                         row["charts/epoch"] = self.epoch + self.position / self.sampler.batches
                         self.logger.log(self.updates, now - start_time, row)
-                        bar.update(task, loss=f"loss {row['losses/total']:.1f}")
+                        bar.update(self.updates, f"loss {row['losses/total']:.1f}")
                         sums, count, t_last = {}, 0, now
-                    bar.update(task, completed=self.updates)
+                    bar.update(self.updates)
                     if self.rank == 0 and ((cfg.video_every and self.updates % cfg.video_every == 0) or done):
                         self.write_video()
                     if self.updates % cfg.checkpoint_every == 0 or done:
@@ -219,6 +208,8 @@ class WMTrainer:
                         break
                 else:
                     self.epoch, self.position = self.epoch + 1, 0
+        finally:
+            bar.close()
         if self.logger is not None:
             self.logger.close()
         return self.run_dir
@@ -263,11 +254,7 @@ class WMTrainer:
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, wall: float) -> Path | None:
-        local = {
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        }
-        ranks = gather_on_rank0(local)
+        ranks = gather_on_rank0(rng_state())
         if ranks is None:
             return None
         state = {"optimizer": self.optimizer.state_dict(), "updates": self.updates, "epoch": self.epoch,
@@ -297,10 +284,7 @@ class WMTrainer:
             int(state["position"]),
         )
         self.wall_offset = float(state["wall_time"])
-        local = state["ranks"][self.rank]
-        torch.set_rng_state(local["torch_rng"])
-        if torch.cuda.is_available() and local["cuda_rng"]:
-            torch.cuda.set_rng_state_all(local["cuda_rng"])
+        restore_rng_state(state["ranks"][self.rank])
 
 
 def train_world_model(config: WMTrainConfig, progress: bool = True) -> Path:
@@ -321,43 +305,30 @@ store.
 
 
 def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--size", default=None)
-    pre.add_argument("--resume", type=Path, default=None)
-    known, rest = pre.parse_known_args(argv)
-    if known.resume is not None:
-        extra = [a for a in rest if a.startswith("--") and not a.startswith("--total-updates")]
-        if extra or known.size:
-            raise ProclabError(
-                f"--resume continues a run with its saved config; drop {', '.join(extra) or '--size'} "
-                "(only --total-updates may change)"
-            )
-        saved = saved_train_config(read_run_config(known.resume))
-        find_checkpoint(known.resume)
-        if rest:
-            saved = tyro.cli(WMTrainConfig, args=rest, default=saved, prog=prog)
-        return saved, known.resume
-    base = wm_size(known.size) if known.size else WMTrainConfig()
-    cfg = tyro.cli(WMTrainConfig, args=rest, default=base, prog=prog,
-                   description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)))  # fmt: skip
-    return cfg, None
+    """``--size NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
+    return RunArgs(
+        prog=prog,
+        flags=lambda rest, default, prog, description: tyro.cli(
+            WMTrainConfig, args=rest, default=default, prog=prog, description=description
+        ),
+        start=lambda chosen, rest: wm_size(chosen["--size"]) if chosen["--size"] else WMTrainConfig(),
+        choosers=("--size",),
+        saved=lambda data, run_dir: saved_train_config(data),
+        may_change="--total-updates",
+        description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)),
+    ).parse(argv)
+
+
+def _report(trainer: WMTrainer, out: Path) -> None:
+    last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
+    print(
+        f"trained {trainer.updates:,} updates; last logged loss {float(last.get('losses/total', math.nan)):.2f}"
+    )
+    print(f"run directory: {out}")
 
 
 def main(argv: list[str], prog: str = "proclab wm train") -> None:
     config, resume_dir = parse_args(argv, prog)
-    config = replace(config, device=join_torchrun(config.device))
-    run_dir = resume_dir
-    if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
-        config.validate(dist.get_world_size())
-        run_dir = on_rank0(lambda: new_run_dir(config, EpisodeStore(config.data)))
-    try:
-        trainer = WMTrainer(config, run_dir=run_dir, resume=resume_dir is not None)
-        out = trainer.train()
-        if trainer.rank == 0:
-            last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
-            loss = float(last.get("losses/total", math.nan))
-            print(f"trained {trainer.updates:,} updates; last logged loss {loss:.2f}")
-            print(f"run directory: {out}")
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+    train_on_ranks(
+        WMTrainer, config, resume_dir, lambda cfg: new_run_dir(cfg, EpisodeStore(cfg.data)), _report
+    )

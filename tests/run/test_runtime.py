@@ -5,7 +5,8 @@ import sys
 import pytest
 
 from proclab.errors import ProclabError
-from proclab.rl.runtime import CPU_COMPUTE_CHUNK, connect_ray, gather_on_rank0, make_runtime, rank_and_world
+from proclab.run.distributed import connect_ray, gather_on_rank0, rank_and_world
+from proclab.run.runtime import CPU_COMPUTE_CHUNK, make_runtime
 
 
 def test_ray_address_without_ray_is_one_clear_error(monkeypatch):

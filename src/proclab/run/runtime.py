@@ -1,4 +1,4 @@
-"""Where and how tensors are computed: device, precision, threads, seeding.
+"""Where and how tensors are computed: device, precision, threads, seeding, RNG state.
 
 proclab defaults to the fastest path that does not change results beyond tolerance:
 channels-last convolutions everywhere, and bf16 autocast where the hardware runs bf16 natively
@@ -12,14 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 from proclab.errors import ProclabError, unknown_choice
 
@@ -97,6 +93,29 @@ def make_runtime(
     return Runtime(device=dev, bf16=bf16, channels_last=channels_last, compute_chunk=compute_chunk)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RuntimeConfig:
+    """Where and how a command computes: the fields every training and simulation command shares.
+
+    Commands' argument dataclasses inherit it, so the flags stay flat (``--device``, ``--precision``,
+    ``--channels-last``, ``--torch-threads``) and saved configs keep their keys. A command whose
+    results are compared in fp32 redeclares ``precision: str = field(default="fp32", kw_only=True)``.
+    """
+
+    device: str = "auto"
+    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
+    precision: str = "auto"
+    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
+    channels_last: bool = True
+    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0 = torch's default)."""
+
+    def runtime(self) -> Runtime:
+        """The :class:`Runtime` these settings describe (sets the thread count as a side effect)."""
+        return make_runtime(self.device, self.precision, self.torch_threads, self.channels_last)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -104,76 +123,16 @@ def seed_everything(seed: int) -> None:
     os.environ.setdefault("PYTHONHASHSEED", str(seed))
 
 
-def join_torchrun(device: str) -> str:
-    """Join torchrun's process group when launched by it (NCCL on GPUs, gloo on CPUs).
-
-    Returns the device this rank should use: ``cuda:<LOCAL_RANK>`` with NCCL, else ``device``.
-    """
-    if "LOCAL_RANK" not in os.environ or dist.is_initialized():
-        return device
-    backend = "nccl" if torch.cuda.is_available() and device != "cpu" else "gloo"
-    dist.init_process_group(backend)
-    if backend != "nccl":
-        return device
-    local = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local)
-    return f"cuda:{local}"
+def rng_state() -> dict:
+    """This process's torch RNG streams (CPU and every GPU), for a checkpoint that resumes exactly."""
+    return {
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
 
 
-def on_rank0(make: Callable[[], Path]) -> Path:
-    """``make()`` on rank 0 only, its result shared with every rank (e.g. the run directory)."""
-    if not dist.is_initialized():
-        return make()
-    holder = [str(make()) if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(holder, src=0)
-    return Path(holder[0])
-
-
-def gather_on_rank0(local: object) -> list | None:
-    """Every rank's ``local`` as a list on rank 0 (``None`` elsewhere), e.g. per-rank RNG states for a checkpoint."""
-    if not dist.is_initialized():
-        return [local]
-    ranks = [None] * dist.get_world_size()
-    dist.gather_object(local, ranks if dist.get_rank() == 0 else None, dst=0)
-    return ranks if dist.get_rank() == 0 else None
-
-
-def out_of_time(deadline: float | None, world: int = 1, device: torch.device | str = "cpu") -> bool:
-    """Whether ``deadline`` (a ``time.time()`` value; None: never) has passed. Under torchrun,
-    rank 0's clock decides for every rank, so that all of them stop after the same update
-    (``device``: where the process group's backend takes tensors, CUDA for NCCL)."""
-    late = deadline is not None and time.time() >= deadline
-    if world > 1 and deadline is not None:
-        flag = torch.tensor([float(late)], device=device)
-        dist.broadcast(flag, 0)
-        late = bool(flag.item())
-    return late
-
-
-def rank_and_world() -> tuple[int, int]:
-    """``(rank, world size)`` under torchrun, ``(0, 1)`` in a plain process."""
-    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-
-
-def broadcast_parameters(module: torch.nn.Module) -> None:
-    """Copy rank 0's parameters to every rank, so data-parallel replicas start identical."""
-    if dist.is_initialized() and dist.get_world_size() > 1:
-        for p in module.parameters():
-            dist.broadcast(p.data, 0)
-
-
-def connect_ray(address: str, local_cpus: int | None = None):
-    """Import Ray and join the cluster at ``address`` (``auto``, ``ray://HOST:10001``, ...).
-
-    ``local`` starts a throw-away cluster on this machine with ``local_cpus`` CPUs (tests, laptops).
-    Returns the ``ray`` module, so callers need no import of their own.
-    """
-    try:
-        import ray
-    except ImportError:
-        raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'") from None
-    if address == "local":
-        ray.init(num_cpus=local_cpus, include_dashboard=False)
-    else:
-        ray.init(address=address)
-    return ray
+def restore_rng_state(state: dict) -> None:
+    """Put back what :func:`rng_state` saved."""
+    torch.set_rng_state(state["torch_rng"])
+    if torch.cuda.is_available() and state["cuda_rng"]:
+        torch.cuda.set_rng_state_all(state["cuda_rng"])

@@ -1,0 +1,228 @@
+"""The PPO training run: an actor fills rollouts, the PPO learner updates, metrics and checkpoints follow.
+
+The loop is the same for every agent: an :class:`~proclab.rl.rollout.Actor` fills a rollout
+from the training envs (a second actor steps a validation env on other levels with the same
+policy), :class:`~proclab.rl.ppo.PPOLearner` updates the agent, a row of metrics is written,
+and every ``checkpoint_every`` steps the full training state is saved. Resuming restores that
+state (weights, optimiser, reward normaliser, RNGs, procgen's own game states, the actors'
+carried observations and agent states) so the run continues exactly as if it had never stopped.
+
+Several processes (torchrun): each rank gets ``num_envs / N`` envs (seeded per rank) and
+averages gradients across ranks every step (:mod:`proclab.run.distributed`).
+
+Checkpoints also carry the reward normalisation in their metadata
+(``meta["reward_normalisation"]``: ``reward_norm = clip(reward / scale, -clip, clip)``), so
+readers such as ``proclab record`` need not open the training state.
+
+Subclasses change the training env (:meth:`Trainer.wrap_env`), see every step's episode
+information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extra_metrics`);
+``proclab trex train-policy`` does so for a learned reward.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from proclab.config import TrainConfig
+from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer
+from proclab.errors import ProclabError
+from proclab.io.checkpoint import find_checkpoint
+from proclab.io.configs import to_dict
+from proclab.models import build_agent
+from proclab.rl.ppo import PPOLearner
+from proclab.rl.rollout import Actor, Rollout
+from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
+from proclab.run.checkpoints import crossed
+from proclab.run.distributed import (
+    broadcast_parameters,
+    check_replicas,
+    gather_on_rank0,
+    out_of_time,
+    rank_and_world,
+    train_on_ranks,
+)
+from proclab.run.log import RunLogger, StepBar, Throughput
+from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
+
+
+class Trainer:
+    """One training run (one process of it under torchrun)."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path | None = None, resume: bool = False):
+        self.rank, self.world = rank_and_world()
+        config.validate(self.world)
+        self.config = cfg = config
+        self.rt = cfg.runtime()
+        seed_everything(cfg.seed)  # same initial weights on every rank
+        self.agent = self.rt.prepare(build_agent(cfg.agent))
+        broadcast_parameters(self.agent)
+        torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
+
+        n_local = cfg.env.num_envs // self.world
+        gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
+        env = self.wrap_env(ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
+        self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
+        self.actor = Actor(self.env, self.agent, self.rt)
+        self.val_actor = None
+        if cfg.val_split is not None and cfg.val_num_envs > 0:
+            val_env = ProcgenVecEnv(
+                cfg.env,
+                seed=cfg.seed * 1000 + 500 + self.rank,
+                num_envs=cfg.val_num_envs,
+                split=cfg.val_split,
+            )
+            self.val_actor = Actor(val_env, self.agent, self.rt)
+
+        self.batch = cfg.env.num_envs * cfg.ppo.num_steps
+        self.num_updates = cfg.ppo.total_steps // self.batch
+        self.learner = PPOLearner(self.agent, cfg.ppo, self.rt, self.num_updates)
+        self.rollout = Rollout.allocate(cfg.ppo.num_steps, n_local, self.rt.device)
+        games = env.games
+        self.train_log = EpisodeLog(games, cfg.env.mode)
+        self.val_log = EpisodeLog(games, cfg.env.mode)
+        self.global_step = 0
+        self.wall_offset = 0.0
+        self.throughput = Throughput()
+
+        if run_dir is None and self.rank == 0:
+            run_dir = new_run_dir(cfg)
+        self.run_dir = run_dir
+        resume_step = self._restore() if resume else None
+        self.logger = None
+        if self.rank == 0:
+            self.logger = RunLogger(
+                run_dir,
+                to_dict(cfg),
+                tensorboard=cfg.tensorboard,
+                wandb_project=cfg.wandb_project,
+                resume_step=resume_step,
+            )
+
+    # -- the loop ----------------------------------------------------------------------------
+    def train(self, progress: bool = True) -> Path:
+        cfg = self.config
+        start_time = time.time() - self.wall_offset
+        bar = StepBar(
+            "train", self.num_updates * self.batch, self.global_step, enabled=progress and self.rank == 0
+        )
+        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        done = False
+        while not done:
+            t0 = time.time()
+            self.actor.collect(self.rollout, on_info=self.on_train_info)
+            metrics = self.learner.update(self.rollout)
+            self.global_step += self.batch
+            self.throughput.add(time.time() - t0, self.batch)
+            if self.rank == 0 and self.learner.updates % cfg.log_every == 0:
+                row = {"charts/SPS": self.throughput.sps(), **self.train_log.charts(), **self.val_log.charts("val_"),
+                       **self.extra_metrics()}  # fmt: skip
+                self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
+            bar.update(self.global_step, recent_return(self.train_log))
+            done = self.learner.updates >= self.num_updates or out_of_time(
+                deadline, self.world, self.rt.device
+            )
+            if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
+                self.save_checkpoint(time.time() - start_time)
+        bar.close()
+        if self.world > 1:
+            check_replicas(self.agent)
+        if self.logger is not None:
+            self.logger.close()
+        return self.run_dir
+
+    # -- hooks for subclasses (trex train-policy: a learned reward in place of the env's) -----------
+    def wrap_env(self, env):
+        """Wrap the training env below reward normalisation; the default keeps it as it is."""
+        return env
+
+    def extra_metrics(self) -> dict[str, float]:
+        """More metrics for each logged row; none by default."""
+        return {}
+
+    def on_train_info(self, info: dict) -> None:
+        """Every training step's env ``info`` (finished episodes under ``info["episode"]``); subclasses
+        extend it to log more per-episode information (call the base method first)."""
+        self.train_log.add(info, self.env.game_index)
+        if self.val_actor is not None:  # one validation step per training step, same policy
+            _, action, _, state = self.val_actor.act()
+            _, _, val_info = self.val_actor.env_step(action, state)
+            self.val_log.add(val_info, self.val_actor.env.game_index)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def _carried(self, actor: Actor) -> dict:
+        return {
+            "env": actor.env.get_state(),
+            "first": actor.first.cpu(),
+            "prev_reward": actor.prev_reward.cpu(),
+            "state": {k: v.cpu() for k, v in actor.state.items()},
+        }
+
+    def _local_train_state(self) -> dict:
+        return {
+            **rng_state(),
+            "actor": self._carried(self.actor),
+            "val_actor": self._carried(self.val_actor) if self.val_actor is not None else None,
+            "train_log": self.train_log.state_dict(),
+            "val_log": self.val_log.state_dict(),
+        }
+
+    def save_checkpoint(self, wall: float) -> Path | None:
+        local = self._local_train_state()
+        ranks = gather_on_rank0(local)
+        if ranks is None:
+            return None
+        state = {
+            "learner": self.learner.state_dict(),
+            "global_step": self.global_step,
+            "wall_time": wall,
+            "ranks": ranks,
+        }
+        meta = {"reward_normalisation": self.reward_normalisation()}
+        return save_agent_checkpoint(
+            self.run_dir, self.agent, self.config, self.env.games, self.global_step, state, meta
+        )
+
+    def reward_normalisation(self) -> dict:
+        """How this run transforms rewards (rank 0's statistics): ``reward_norm = clip(reward / scale, -clip, clip)``."""
+        if not isinstance(self.env, RewardNormalizer):
+            return {"scale": 1.0, "clip": None, "source": "training did not normalise rewards"}
+        return {
+            "scale": self.env.scale(),
+            "clip": self.env.clip,
+            "source": f"running return std of rank 0 at step {self.global_step}",
+        }
+
+    def _restore(self) -> int:
+        state = load_agent_checkpoint(self.run_dir, self.agent)
+        if len(state["ranks"]) != self.world:
+            raise ProclabError(
+                f"checkpoint {str(find_checkpoint(self.run_dir))!r} was written by {len(state['ranks'])} "
+                "processes; resume it with as many"
+            )
+        self.learner.load_state_dict(state["learner"])
+        self.global_step = int(state["global_step"])
+        self.wall_offset = float(state["wall_time"])
+        local = state["ranks"][self.rank]
+        restore_rng_state(local)
+        _restore_actor(self.actor, local["actor"], self.rt.device)
+        if self.val_actor is not None and local["val_actor"] is not None:
+            _restore_actor(self.val_actor, local["val_actor"], self.rt.device)
+        self.train_log.load_state_dict(local["train_log"])
+        self.val_log.load_state_dict(local["val_log"])
+        return self.global_step
+
+
+def _restore_actor(actor: Actor, carried: dict, device) -> None:
+    obs, _ = actor.env.set_state(carried["env"])
+    actor.obs = actor.rt.obs_tensor(obs)
+    actor.first = carried["first"].to(device)
+    actor.prev_reward = carried["prev_reward"].to(device)
+    actor.state = {k: v.to(device) for k, v in carried["state"].items()}
+
+
+def run_ppo(trainer_class: type[Trainer], config: TrainConfig, resume_dir: Path | None, report) -> None:
+    """Run a PPO trainer in this process, or as one rank of a torchrun job (rank 0 reports)."""
+    train_on_ranks(trainer_class, config, resume_dir, new_run_dir, report)
