@@ -4,7 +4,7 @@ import numpy as np
 from PIL import Image
 
 from proclab.data import EpisodeStore
-from proclab.rl.runtime import make_runtime
+from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
 
