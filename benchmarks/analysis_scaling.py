@@ -54,12 +54,18 @@ def build_store(path: Path, episodes: int, seed: int = 0) -> None:
             h += 0.02 * rng.normal(size=h.shape)
             logits = rng.normal(size=(n, 15)).astype(np.float32)
             writer.append(
-                {"state_out/core.0": h.astype(np.float32), "logits_clean": logits,
-                 "action": logits.argmax(1), "value": rng.normal(size=n).astype(np.float32),
-                 "reward": np.zeros(n, np.float32), "terminated": np.arange(n) == n - 1,
-                 "truncated": np.zeros(n, bool), "planted": segment.astype(np.int64)},
+                {
+                    "state_out/core.0": h.astype(np.float32),
+                    "logits_clean": logits,
+                    "action": logits.argmax(1),
+                    "value": rng.normal(size=n).astype(np.float32),
+                    "reward": np.zeros(n, np.float32),
+                    "terminated": np.arange(n) == n - 1,
+                    "truncated": np.zeros(n, bool),
+                    "planted": segment.astype(np.int64),
+                },
                 {"state_in0/core.0": np.zeros(WIDTH, np.float32)},
-            )  # fmt: skip
+            )
 
 
 def run_one(store: Path, out: Path, extra: list[str]) -> dict:
@@ -78,12 +84,16 @@ def run_one(store: Path, out: Path, extra: list[str]) -> dict:
     phases = summary["seconds"]
     assign = sum(v for k, v in phases.items() if k in ASSIGN)
     return {
-        "episodes": summary["episodes"], "points": summary["points"], "fit_points": summary["fit_points"],
-        "wall_s": round(wall, 2), "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
-        "phases_s": phases, "assign_s": round(assign, 2),
+        "episodes": summary["episodes"],
+        "points": summary["points"],
+        "fit_points": summary["fit_points"],
+        "wall_s": round(wall, 2),
+        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
+        "phases_s": phases,
+        "assign_s": round(assign, 2),
         "assign_s_per_point_us": round(1e6 * assign / summary["points"], 3),
         "ari_planted_clusters": round(float(adjusted_rand_score(planted, labels)), 3),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

@@ -69,11 +69,19 @@ def main() -> None:
             for _ in range(args.rounds):
                 raw.append(raw_rate(game, n, actions, args.raw_get_info))
                 ours.append(proclab_rate(game, n, actions))
-            print(json.dumps({
-                "benchmark": "env_throughput", "game": game, "num_envs": n,
-                "raw_steps_per_s": round(max(raw)), "proclab_steps_per_s": round(max(ours)),
-                "ratio": round(max(ours) / max(raw), 3),
-            }), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "benchmark": "env_throughput",
+                        "game": game,
+                        "num_envs": n,
+                        "raw_steps_per_s": round(max(raw)),
+                        "proclab_steps_per_s": round(max(ours)),
+                        "ratio": round(max(ours) / max(raw), 3),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

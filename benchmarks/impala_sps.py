@@ -87,8 +87,13 @@ def main() -> None:
             tensorboard=False,
             checkpoint_every=10**12,
         )
-        common = {"benchmark": "impala_sps", "agent": f"srwm-{args.core}", "game": args.game,
-                  "num_envs": args.num_envs, "device": args.device}  # fmt: skip
+        common = {
+            "benchmark": "impala_sps",
+            "agent": f"srwm-{args.core}",
+            "game": args.game,
+            "num_envs": args.num_envs,
+            "device": args.device,
+        }
         for actors in [int(a) for a in args.actors.split(",")]:
             print(f"impala with {actors} actor processes ...", file=sys.stderr, flush=True)
             row = impala_run(base, actors, args.updates)

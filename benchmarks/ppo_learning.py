@@ -62,9 +62,16 @@ def main() -> None:
     base = preset(args.preset)
     runs = []
     for precision in args.precisions:
-        cfg = replace(base, env=replace(base.env, game=(args.game,)), ppo=replace(base.ppo, total_steps=args.total_steps),
-                      precision=precision, device=args.device, seed=args.seed, run_root=args.run_root,
-                      name=f"{args.preset}-{precision}")  # fmt: skip
+        cfg = replace(
+            base,
+            env=replace(base.env, game=(args.game,)),
+            ppo=replace(base.ppo, total_steps=args.total_steps),
+            precision=precision,
+            device=args.device,
+            seed=args.seed,
+            run_root=args.run_root,
+            name=f"{args.preset}-{precision}",
+        )
         start = time.time()
         run = Trainer(cfg).train(progress=False)
         minutes = (time.time() - start) / 60
@@ -75,13 +82,26 @@ def main() -> None:
             for split in (env_config.split, args.test_split):
                 res = evaluate(policy, env_config, split, args.episodes, rt, seed=args.seed + 7)[args.game]
                 s = res.summary(env_config.mode)
-                print(json.dumps({
-                    "benchmark": "ppo_learning", "preset": args.preset, "game": args.game, "precision": precision,
-                    "steps": args.total_steps, "train_minutes": round(minutes, 1), "agent": name, "split": split,
-                    "episodes": s["episodes"], "return_mean": round(s["return_mean"], 3),
-                    "return_sem": round(s["return_sem"], 3), "normalized_score": round(s["normalized_score"], 4),
-                    "run": str(run),
-                }), flush=True)  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "benchmark": "ppo_learning",
+                            "preset": args.preset,
+                            "game": args.game,
+                            "precision": precision,
+                            "steps": args.total_steps,
+                            "train_minutes": round(minutes, 1),
+                            "agent": name,
+                            "split": split,
+                            "episodes": s["episodes"],
+                            "return_mean": round(s["return_mean"], 3),
+                            "return_sem": round(s["return_sem"], 3),
+                            "normalized_score": round(s["normalized_score"], 4),
+                            "run": str(run),
+                        }
+                    ),
+                    flush=True,
+                )
     if len(runs) > 1:
         from proclab.io.plots import plot_runs
 

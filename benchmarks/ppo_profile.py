@@ -152,9 +152,15 @@ def main() -> None:
     base = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "device": args.device}
     for precision in args.precisions:
         seconds = profile(args.updates, args.game, precision, args.threads, args.device, args.env_threads[0])
-        line = {**base, "precision": precision, "native_bf16": cpu_has_native_bf16(), "updates": args.updates,
-                "env_threads": args.env_threads[0], "seconds_per_update": seconds,
-                "sps": round(64 * 256 / seconds["total"], 1)}  # fmt: skip
+        line = {
+            **base,
+            "precision": precision,
+            "native_bf16": cpu_has_native_bf16(),
+            "updates": args.updates,
+            "env_threads": args.env_threads[0],
+            "seconds_per_update": seconds,
+            "sps": round(64 * 256 / seconds["total"], 1),
+        }
         print(json.dumps(line), flush=True)
     for threads in args.env_threads:
         line = {

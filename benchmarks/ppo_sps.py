@@ -68,8 +68,11 @@ def cleanrl_sps(script: str, python: str, updates: int, game: str) -> float:
     with tempfile.TemporaryDirectory() as cwd:
         out = subprocess.run(
             [python, script, "--env-id", game, "--total-timesteps", str(steps), "--no-cuda"],
-            capture_output=True, text=True, cwd=cwd, check=True,
-        ).stdout  # fmt: skip
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            check=True,
+        ).stdout
     return float(re.findall(r"SPS: (\d+)", out)[-1])
 
 
@@ -90,8 +93,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="rounds over all paths, interleaved")
     parser.add_argument("--game", default="starpilot")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
-    parser.add_argument("--paths", nargs="+", default=["auto", "fp32", "bf16"],
-                        help="proclab paths to measure (bf16 is skipped without native bf16)")  # fmt: skip
+    parser.add_argument(
+        "--paths",
+        nargs="+",
+        default=["auto", "fp32", "bf16"],
+        help="proclab paths to measure (bf16 is skipped without native bf16)",
+    )
     parser.add_argument("--cleanrl", default=None, help="path to CleanRL's ppo_procgen.py")
     parser.add_argument("--cleanrl-python", default="python", help="interpreter that runs it")
     args = parser.parse_args()
@@ -100,9 +107,20 @@ def main() -> None:
     paths = [p for p in args.paths if p != "bf16" or native]
     if args.cleanrl:
         paths.insert(0, "cleanrl")
-    print(json.dumps({"benchmark": "ppo_sps", "cpu": cpu_name(), "native_bf16": native,
-                      "auto_picks": "bf16" if native else "fp32", "torch": torch.__version__,
-                      "torch_threads": args.threads or torch.get_num_threads(), "paths": paths}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "ppo_sps",
+                "cpu": cpu_name(),
+                "native_bf16": native,
+                "auto_picks": "bf16" if native else "fp32",
+                "torch": torch.__version__,
+                "torch_threads": args.threads or torch.get_num_threads(),
+                "paths": paths,
+            }
+        ),
+        flush=True,
+    )
     base = {"benchmark": "ppo_sps", "preset": "cleanrl", "game": args.game, "updates": args.updates}
     runs: dict[str, list[float]] = {p: [] for p in paths}
     for repeat in range(args.repeats):
@@ -114,12 +132,20 @@ def main() -> None:
             runs[path].append(sps)
             print(json.dumps({**base, "repeat": repeat, "path": path, "sps": round(sps, 1)}), flush=True)
     for path, values in runs.items():
-        line = {**base, "repeats": args.repeats, "path": path, "sps_median": round(statistics.median(values), 1),
-                "sps": [round(v, 1) for v in values]}  # fmt: skip
+        line = {
+            **base,
+            "repeats": args.repeats,
+            "path": path,
+            "sps_median": round(statistics.median(values), 1),
+            "sps": [round(v, 1) for v in values],
+        }
         if "cleanrl" in runs:
             ratios = [v / c for v, c in zip(values, runs["cleanrl"], strict=True)]
-            line.update(ratio_vs_cleanrl=round(statistics.median(ratios), 3),
-                        ratio_min=round(min(ratios), 3), ratio_max=round(max(ratios), 3))  # fmt: skip
+            line.update(
+                ratio_vs_cleanrl=round(statistics.median(ratios), 3),
+                ratio_min=round(min(ratios), 3),
+                ratio_max=round(max(ratios), 3),
+            )
         print(json.dumps(line), flush=True)
 
 

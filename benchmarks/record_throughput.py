@@ -152,25 +152,58 @@ def main() -> None:
                 cpu[name].append(c)
         best = {k: max(v) for k, v in wall.items()}
         best_cpu = {k: max(v) for k, v in cpu.items()}
-        common = {"game": args.game, "mode": args.mode, "backgrounds": args.backgrounds, "agent": args.agent,
-                  "num_envs": args.num_envs, "device": rt.device.type}  # fmt: skip
-        print(json.dumps({
-            "benchmark": "record_throughput", **common, **{f"{k}_steps_per_s": round(v) for k, v in best.items()},
-            "ratio": round(best["record_store"] / best["act"], 3),
-            **{f"{k}_steps_per_cpu_s": round(v) for k, v in best_cpu.items()},
-            "ratio_cpu": round(best_cpu["record_store"] / best_cpu["act"], 3), "written_steps": written,
-        }), flush=True)  # fmt: skip
+        common = {
+            "game": args.game,
+            "mode": args.mode,
+            "backgrounds": args.backgrounds,
+            "agent": args.agent,
+            "num_envs": args.num_envs,
+            "device": rt.device.type,
+        }
+        print(
+            json.dumps(
+                {
+                    "benchmark": "record_throughput",
+                    **common,
+                    **{f"{k}_steps_per_s": round(v) for k, v in best.items()},
+                    "ratio": round(best["record_store"] / best["act"], 3),
+                    **{f"{k}_steps_per_cpu_s": round(v) for k, v in best_cpu.items()},
+                    "ratio_cpu": round(best_cpu["record_store"] / best_cpu["act"], 3),
+                    "written_steps": written,
+                }
+            ),
+            flush=True,
+        )
         store = EpisodeStore(tmp / "store")
         per_field = {k: round(v / store.num_steps, 1) for k, v in sorted(field_bytes(tmp / "store").items())}
-        print(json.dumps({
-            "benchmark": "record_bytes_per_step", **common, "steps": store.num_steps,
-            "episodes": store.num_episodes, "bytes_per_step": round(store.size_on_disk() / store.num_steps, 1),
-            "obs_raw_bytes_per_step": 3 * 64 * 64, "per_field": per_field,
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "benchmark": "record_bytes_per_step",
+                    **common,
+                    "steps": store.num_steps,
+                    "episodes": store.num_episodes,
+                    "bytes_per_step": round(store.size_on_disk() / store.num_steps, 1),
+                    "obs_raw_bytes_per_step": 3 * 64 * 64,
+                    "per_field": per_field,
+                }
+            ),
+            flush=True,
+        )
         for workers in (0, 2):
             wps = window_rate(tmp / "store", workers, args.batches, 32)
-            print(json.dumps({"benchmark": "window_reads", "workers": workers, "window": 34, "batch": 32,
-                              "windows_per_s": round(wps, 1)}), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "benchmark": "window_reads",
+                        "workers": workers,
+                        "window": 34,
+                        "batch": 32,
+                        "windows_per_s": round(wps, 1),
+                    }
+                ),
+                flush=True,
+            )
     finally:
         env.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -68,17 +68,31 @@ def measure(size: str, args) -> list[dict]:
     modes = {
         "simulate": (simulate, 0, 1),
         "saliency": (lambda: saliency_batch(wm, agent, b, targets, args.step, args.steps), len(targets), 1),
-        "smoothgrad": (lambda: saliency_batch(wm, agent, b, targets, args.step, args.steps, noise=args.smooth_noise),
-                       len(targets), 1 + args.smooth_noise),
-    }  # fmt: skip
+        "smoothgrad": (
+            lambda: saliency_batch(wm, agent, b, targets, args.step, args.steps, noise=args.smooth_noise),
+            len(targets),
+            1 + args.smooth_noise,
+        ),
+    }
     rows, base = [], None
     for mode, (fn, n_targets, copies) in modes.items():
         print(f"{size} {mode} ...", file=sys.stderr)
         rate = args.batch / timed(fn, rt.device, args.warmup, args.repeats)
         base = base or rate
-        rows.append({"size": size, "mode": mode, "targets": n_targets, "copies": copies, "batch": args.batch,
-                     "steps": args.steps, "samples_per_s": round(rate, 3), "ratio_to_simulate": round(rate / base, 4),
-                     "device": str(rt.device), "threads": torch.get_num_threads()})  # fmt: skip
+        rows.append(
+            {
+                "size": size,
+                "mode": mode,
+                "targets": n_targets,
+                "copies": copies,
+                "batch": args.batch,
+                "steps": args.steps,
+                "samples_per_s": round(rate, 3),
+                "ratio_to_simulate": round(rate / base, 4),
+                "device": str(rt.device),
+                "threads": torch.get_num_threads(),
+            }
+        )
     return rows
 
 

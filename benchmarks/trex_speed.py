@@ -70,8 +70,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.demos is None:
         store = Path(tempfile.mkdtemp()) / "demos"
         args.demos = write_synthetic_demos(store, 2 * args.num_demos, args.test_demos, lengths=(60, 300))
-    common = dict(demos=args.demos, num_demos=args.num_demos, seed=args.seed, run_root=args.run_root,
-                  torch_threads=args.threads, time_limit=args.budget, max_epochs=100_000, patience=100_000)  # fmt: skip
+    common = dict(
+        demos=args.demos,
+        num_demos=args.num_demos,
+        seed=args.seed,
+        run_root=args.run_root,
+        torch_threads=args.threads,
+        time_limit=args.budget,
+        max_epochs=100_000,
+        patience=100_000,
+    )
     batched = parse_args([*args.common_args.split(), *args.batched_args.split()])
     batched = replace(batched, **common, epoch_pairs=args.batched_epoch_pairs)
     parity = parse_args(["--parity", *args.common_args.split(), *args.parity_args.split()])
@@ -86,16 +94,40 @@ def main(argv: list[str] | None = None) -> None:
     for mode, (cfg, row, points) in runs.items():
         seconds, pairs = time_to(points, target)
         times[mode] = seconds
-        print(json.dumps({
-            "mode": mode, "time_to_target_s": round(seconds, 3), "pairs_to_target": pairs,
-            "best_val_acc": round(max(acc for _, acc, _ in points), 4), "train_seconds": round(points[-1][0], 3),
-            "pairs_seen": points[-1][2], "pairs_per_s": round(points[-1][2] / points[-1][0], 1),
-            "batch_size": cfg.batch_size, "lr": cfg.lr, "precision": cfg.precision, "net": cfg.net.arch,
-            "scale_input": cfg.net.scale_input, "test_acc": round(row["test_acc"], 4),
-            "spearman": round(row["spearman"], 4),
-        }), flush=True)  # fmt: skip
-    print(json.dumps({"target_val_acc": round(target, 4), "speedup": round(times["parity"] / max(times["batched"], 1e-9), 1),
-                      "num_demos": args.num_demos, "workload": workload, "budget_s": args.budget, "threads": args.threads}), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "mode": mode,
+                    "time_to_target_s": round(seconds, 3),
+                    "pairs_to_target": pairs,
+                    "best_val_acc": round(max(acc for _, acc, _ in points), 4),
+                    "train_seconds": round(points[-1][0], 3),
+                    "pairs_seen": points[-1][2],
+                    "pairs_per_s": round(points[-1][2] / points[-1][0], 1),
+                    "batch_size": cfg.batch_size,
+                    "lr": cfg.lr,
+                    "precision": cfg.precision,
+                    "net": cfg.net.arch,
+                    "scale_input": cfg.net.scale_input,
+                    "test_acc": round(row["test_acc"], 4),
+                    "spearman": round(row["spearman"], 4),
+                }
+            ),
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "target_val_acc": round(target, 4),
+                "speedup": round(times["parity"] / max(times["batched"], 1e-9), 1),
+                "num_demos": args.num_demos,
+                "workload": workload,
+                "budget_s": args.budget,
+                "threads": args.threads,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

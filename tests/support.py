@@ -28,9 +28,14 @@ TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
 
 
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium() -> str:
@@ -90,12 +95,27 @@ def record(checkpoint: Path, out: Path, episodes: int = 2, seed: int = 0) -> Pat
 def tiny_config(store: Path, run_root: Path, **overrides) -> WMTrainConfig:
     """The tiny world-model training config on ``store``, CPU, one thread, no TensorBoard."""
     base = wm_size("tiny")
-    return replace(base, data=store, run_root=run_root, device="cpu", precision="fp32", tensorboard=False,
-                   torch_threads=1, **overrides)  # fmt: skip
+    return replace(
+        base,
+        data=store,
+        run_root=run_root,
+        device="cpu",
+        precision="fp32",
+        tensorboard=False,
+        torch_threads=1,
+        **overrides,
+    )
 
 
-def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env: int = 24, seed: int = 0,
-                  inits: tuple[str, ...] = ("informed", "random")) -> Path:  # fmt: skip
+def write_samples(
+    path: Path,
+    n: int = 40,
+    steps: int = 10,
+    width: int = 16,
+    env: int = 24,
+    seed: int = 0,
+    inits: tuple[str, ...] = ("informed", "random"),
+) -> Path:
     """A sample store shaped like proclab wm sample's output (GRU agent of ``width`` units): per step
     obs, action, value, reward, env_h and the agent state; per sample bottleneck, init and state_in0."""
     rng = np.random.default_rng(seed)
@@ -105,12 +125,21 @@ def write_samples(path: Path, n: int = 40, steps: int = 10, width: int = 16, env
             init = inits[i % len(inits)]
             shift = 0.0 if init == "informed" else 1.5
             w.append(
-                {"obs": rng.integers(0, 255, (steps, 3, 64, 64), dtype=np.uint8), "action": rng.integers(0, 15, steps),
-                 "value": rng.normal(size=steps).astype(np.float32), "reward": np.zeros(steps, np.float32),
-                 "terminated": np.zeros(steps, bool), "step": np.arange(steps, dtype=np.int32),
-                 "env_h": (rng.normal(size=(steps, env)) + i % 3 * 4).astype(np.float32),
-                 "state_out/core.0": np.tanh(rng.normal(size=(steps, width))).astype(np.float32)},
-                {"bottleneck": (rng.normal(size=12) + shift).astype(np.float32), "init": init, "game": "bossfight",
-                 "state_in0/core.0": np.zeros(width, np.float32)},
-            )  # fmt: skip
+                {
+                    "obs": rng.integers(0, 255, (steps, 3, 64, 64), dtype=np.uint8),
+                    "action": rng.integers(0, 15, steps),
+                    "value": rng.normal(size=steps).astype(np.float32),
+                    "reward": np.zeros(steps, np.float32),
+                    "terminated": np.zeros(steps, bool),
+                    "step": np.arange(steps, dtype=np.int32),
+                    "env_h": (rng.normal(size=(steps, env)) + i % 3 * 4).astype(np.float32),
+                    "state_out/core.0": np.tanh(rng.normal(size=(steps, width))).astype(np.float32),
+                },
+                {
+                    "bottleneck": (rng.normal(size=12) + shift).astype(np.float32),
+                    "init": init,
+                    "game": "bossfight",
+                    "state_in0/core.0": np.zeros(width, np.float32),
+                },
+            )
     return path

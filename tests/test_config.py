@@ -27,15 +27,41 @@ def spelled(cls, **fields):
 
 
 def env(games, mode, num_envs, split, backgrounds=True):
-    return spelled(EnvConfig, game=games, mode=mode, num_envs=num_envs, split=split, use_backgrounds=backgrounds,
-                   paint_vel_info=False, center_agent=True, use_sequential_levels=False, restrict_themes=False,
-                   use_monochrome_assets=False, num_threads=4)  # fmt: skip
+    return spelled(
+        EnvConfig,
+        game=games,
+        mode=mode,
+        num_envs=num_envs,
+        split=split,
+        use_backgrounds=backgrounds,
+        paint_vel_info=False,
+        center_agent=True,
+        use_sequential_levels=False,
+        restrict_themes=False,
+        use_monochrome_assets=False,
+        num_threads=4,
+    )
 
 
 def agent(**kw):
-    base = dict(core="none", widths=(16, 32, 32), fc=256, prev_reward=False, prev_reward_reset=True, num_actions=15,
-                hidden=128, num_layers=2, num_heads=8, head_dim=16, ff=512, rnn_size=256, rnn_layers=1,
-                detach_every_step=False, torso_init="torch", head_init="orthogonal")  # fmt: skip
+    base = dict(
+        core="none",
+        widths=(16, 32, 32),
+        fc=256,
+        prev_reward=False,
+        prev_reward_reset=True,
+        num_actions=15,
+        hidden=128,
+        num_layers=2,
+        num_heads=8,
+        head_dim=16,
+        ff=512,
+        rnn_size=256,
+        rnn_layers=1,
+        detach_every_step=False,
+        torso_init="torch",
+        head_init="orthogonal",
+    )
     return spelled(AgentConfig, **{**base, **kw})
 
 
@@ -50,19 +76,57 @@ PROCGEN_FF = agent()  # Procgen paper / baselines: IMPALA CNN, FC 256, orthogona
 
 
 def ppo(**kw):
-    base = dict(total_steps=25_000_000, num_steps=256, learning_rate=5e-4, anneal_lr=False, adam_eps=1e-5, gamma=0.999,
-                gae_lambda=0.95, update_epochs=3, num_minibatches=8, chunk_size=0, sum_chunk_grads=False,
-                norm_adv=True, norm_adv_scope="minibatch", clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5,
-                max_grad_norm=0.5, replay_reset="first", target_kl=None, normalize_reward=True,
-                reward_norm_gamma=0.99, reward_clip=10.0)  # fmt: skip
+    base = dict(
+        total_steps=25_000_000,
+        num_steps=256,
+        learning_rate=5e-4,
+        anneal_lr=False,
+        adam_eps=1e-5,
+        gamma=0.999,
+        gae_lambda=0.95,
+        update_epochs=3,
+        num_minibatches=8,
+        chunk_size=0,
+        sum_chunk_grads=False,
+        norm_adv=True,
+        norm_adv_scope="minibatch",
+        clip_coef=0.2,
+        clip_vloss=True,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        replay_reset="first",
+        target_kl=None,
+        normalize_reward=True,
+        reward_norm_gamma=0.99,
+        reward_clip=10.0,
+    )
     return spelled(PPOConfig, **{**base, **kw})
 
 
 def train(env_, agent_, **kw):
-    base = dict(env=env_, agent=agent_, ppo=PPOConfig(), impala=ImpalaConfig(), algo="ppo", seed=1, name="default",
-                run_root=Path("runs"), val_split="all", val_num_envs=16, checkpoint_every=1_000_000,
-                keep_checkpoints=0, time_limit=0, device="auto", precision="auto", channels_last=True, torch_threads=0,
-                log_every=1, tensorboard=True, wandb_project=None)  # fmt: skip
+    base = dict(
+        env=env_,
+        agent=agent_,
+        ppo=PPOConfig(),
+        impala=ImpalaConfig(),
+        algo="ppo",
+        seed=1,
+        name="default",
+        run_root=Path("runs"),
+        val_split="all",
+        val_num_envs=16,
+        checkpoint_every=1_000_000,
+        keep_checkpoints=0,
+        time_limit=0,
+        device="auto",
+        precision="auto",
+        channels_last=True,
+        torch_threads=0,
+        log_every=1,
+        tensorboard=True,
+        wandb_project=None,
+    )
     return spelled(TrainConfig, **{**base, **kw})
 
 
@@ -115,16 +179,43 @@ IMPALA_RUNS = {  # modern-srwm RL/README.md: single game, multi-task easy-6 (200
 @pytest.mark.parametrize("name", list(IMPALA_RUNS))
 def test_modern_srwm_presets(name):
     games, mode, split = IMPALA_RUNS[name]
-    impala = spelled(ImpalaConfig, total_steps=300_000_000, num_actors=12, unroll_length=50, batch_size=32,
-                     learning_rate=6e-4, anneal_lr=True, rms_alpha=0.99, rms_eps=0.01, rms_momentum=0.0,
-                     max_grad_norm=40.0, gamma=0.99, baseline_cost=0.5, entropy_cost=0.01, rho_bar=1.0, c_bar=1.0,
-                     pg_rho_bar=1.0, reward_clipping="abs_one", reduction="sum", ray_address=None)  # fmt: skip
-    expected = train(env(games, mode, 48, split), SRWM, impala=impala, algo="impala", name="srwm", val_split="val",
-                     val_num_envs=2 * len(games), checkpoint_every=5_000_000)  # fmt: skip
+    impala = spelled(
+        ImpalaConfig,
+        total_steps=300_000_000,
+        num_actors=12,
+        unroll_length=50,
+        batch_size=32,
+        learning_rate=6e-4,
+        anneal_lr=True,
+        rms_alpha=0.99,
+        rms_eps=0.01,
+        rms_momentum=0.0,
+        max_grad_norm=40.0,
+        gamma=0.99,
+        baseline_cost=0.5,
+        entropy_cost=0.01,
+        rho_bar=1.0,
+        c_bar=1.0,
+        pg_rho_bar=1.0,
+        reward_clipping="abs_one",
+        reduction="sum",
+        ray_address=None,
+    )
+    expected = train(
+        env(games, mode, 48, split),
+        SRWM,
+        impala=impala,
+        algo="impala",
+        name="srwm",
+        val_split="val",
+        val_num_envs=2 * len(games),
+        checkpoint_every=5_000_000,
+    )
     assert PRESETS[name] == expected
     bptt = PRESETS[f"{name}-bptt"]  # proclab's variant differs in the gradient semantics (and name) only
-    assert bptt == dataclasses.replace(expected, agent=dataclasses.replace(SRWM, detach_every_step=False),
-                                       name="srwm-bptt")  # fmt: skip
+    assert bptt == dataclasses.replace(
+        expected, agent=dataclasses.replace(SRWM, detach_every_step=False), name="srwm-bptt"
+    )
     assert GAME_LISTS["easy6"] == ("bigfish", "fruitbot", "maze", "leaper", "plunder", "starpilot")
     assert GAME_LISTS["memory4"] == ("dodgeball", "heist", "maze", "miner")
 
@@ -132,25 +223,41 @@ def test_modern_srwm_presets(name):
 def test_procgen_paper_hard_preset():
     """train-procgen hard: 4 workers x 64 envs, 256 steps, 8 minibatches, 3 epochs, constant lr 5e-4,
     500 levels, 200M steps, baselines VecNormalize (gamma 0.99), a 64-env test worker on all levels."""
-    expected = train(env(("coinrun",), "hard", 256, "train-500"), PROCGEN_FF, ppo=ppo(total_steps=200_000_000),
-                     name="procgen-hard", val_split="all", val_num_envs=64)  # fmt: skip
+    expected = train(
+        env(("coinrun",), "hard", 256, "train-500"),
+        PROCGEN_FF,
+        ppo=ppo(total_steps=200_000_000),
+        name="procgen-hard",
+        val_split="all",
+        val_num_envs=64,
+    )
     assert PRESETS["procgen-hard"] == expected
 
 
 def test_trex_policy_preset():
     """procedural-generalization train_policy.py: 64 envs, num_levels=0, easy, Procgen-paper PPO,
     VecNormalize gamma 0.99, 25M steps, checkpoint every 20 updates, no validation env."""
-    expected = train(env(("coinrun",), "easy", 64, "all"), PROCGEN_FF, ppo=ppo(), name="trex", val_split=None,
-                     val_num_envs=0, checkpoint_every=20 * 64 * 256)  # fmt: skip
+    expected = train(
+        env(("coinrun",), "easy", 64, "all"),
+        PROCGEN_FF,
+        ppo=ppo(),
+        name="trex",
+        val_split=None,
+        val_num_envs=0,
+        checkpoint_every=20 * 64 * 256,
+    )
     assert PRESETS["trex-policy"] == expected
 
 
 def test_proclab_presets_differ_from_the_seed_in_named_fields_only():
     seed, own = PRESETS["hard-rec"], PRESETS["hard-rec-proclab"]
     assert own == dataclasses.replace(
-        seed, name="interp-proclab",
-        ppo=dataclasses.replace(seed.ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"),
-    )  # fmt: skip
+        seed,
+        name="interp-proclab",
+        ppo=dataclasses.replace(
+            seed.ppo, reward_norm_gamma=None, norm_adv_scope="minibatch", replay_reset="first"
+        ),
+    )
     cleanrl = PRESETS["cleanrl"]  # CleanRL's ppo_procgen.py fixed the normaliser's discount to gamma
     assert cleanrl.ppo == ppo(reward_norm_gamma=None) and cleanrl.env == env(
         ("starpilot",), "easy", 64, "all"

@@ -23,19 +23,35 @@ img { max-width: 100%; } video { margin: 4px; background: #000; } code { backgro
 """
 
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("Training", "The agent's training curves and what it sees when it plays (action, value, reward overlaid).",
-     ("curves.png", "agent.mp4")),
-    ("Dreams", "Held-out windows: true frames and the world model's teacher-forced, imagined (recorded "
-     "actions) and closed-loop (the agent's own actions) predictions; then sampled dreams.",
-     ("dream-strip.png", "dream.png", "samples/videos/*.mp4")),
-    ("Hidden state", "The agent's hidden states (real and dreamed): PCA/ICA basis, clusters, t-SNE.",
-     ("analysis/hidden/*.png",)),
+    (
+        "Training",
+        "The agent's training curves and what it sees when it plays (action, value, reward overlaid).",
+        ("curves.png", "agent.mp4"),
+    ),
+    (
+        "Dreams",
+        "Held-out windows: true frames and the world model's teacher-forced, imagined (recorded "
+        "actions) and closed-loop (the agent's own actions) predictions; then sampled dreams.",
+        ("dream-strip.png", "dream.png", "samples/videos/*.mp4"),
+    ),
+    (
+        "Hidden state",
+        "The agent's hidden states (real and dreamed): PCA/ICA basis, clusters, t-SNE.",
+        ("analysis/hidden/*.png",),
+    ),
     ("Environment states", "The world model's environment states of the dreams.", ("analysis/env/*.png",)),
-    ("Saliency", "What the value, the action and the first ICs depend on, with and without gradients "
-     "through the environment.", ("analysis/saliency/strips/*.png", "analysis/saliency/videos/*.mp4")),
-    ("Behaviours", "Clusters of dreamed behaviour and an example video of each.",
-     ("analysis/behaviours/*.png", "analysis/behaviours/videos/*.mp4")),
-)  # fmt: skip
+    (
+        "Saliency",
+        "What the value, the action and the first ICs depend on, with and without gradients "
+        "through the environment.",
+        ("analysis/saliency/strips/*.png", "analysis/saliency/videos/*.mp4"),
+    ),
+    (
+        "Behaviours",
+        "Clusters of dreamed behaviour and an example video of each.",
+        ("analysis/behaviours/*.png", "analysis/behaviours/videos/*.mp4"),
+    ),
+)
 """(title, caption, globs relative to the folder) per media section, in page order."""
 
 MAX_MEDIA = 24
@@ -72,8 +88,10 @@ def _dream_section(out: Path, name: str) -> str:
         [label, *("" if v is None else f"{v:.4f}" for v in values)]
         for label, values in quality["mse"].items()
     ]
-    caption = (f"<p class='note'>Mean squared pixel error (frames in [0, 1]) on {quality['windows']} windows of "
-               "held-out episodes, k frames after the last one the model saw.</p>")  # fmt: skip
+    caption = (
+        f"<p class='note'>Mean squared pixel error (frames in [0, 1]) on {quality['windows']} windows of "
+        "held-out episodes, k frames after the last one the model saw.</p>"
+    )
     return "<h2>Dream quality</h2>" + _table(header, rows) + caption
 
 
@@ -104,8 +122,10 @@ def write_report(out: Path, summary: dict) -> Path:
         files = [p for pattern in patterns for p in sorted(out.glob(pattern))][:MAX_MEDIA]
         if files:
             media = "".join(_media(out, p) for p in files)
-            parts.append(f"<h2>{html.escape(heading)}</h2><p class='note'>{html.escape(caption)}</p>"
-                         f"<div class='grid'>{media}</div>")  # fmt: skip
+            parts.append(
+                f"<h2>{html.escape(heading)}</h2><p class='note'>{html.escape(caption)}</p>"
+                f"<div class='grid'>{media}</div>"
+            )
     if "panel" in outputs:
         folder = outputs["panel"]["folder"]
         parts.append(

@@ -38,8 +38,12 @@ def synthetic_episode(length: int, tag: int, state_width: int = 2) -> tuple[dict
         "terminated": t == length - 1,
         "state_out/core.0": np.stack([tag * 1000 + t + 1] * state_width, axis=1).astype(np.float32),
     }
-    info = {"game": "coinrun" if tag % 2 else "bigfish", "return": float(tag), "level_seed": tag,
-            "state_in0/core.0": np.full(state_width, -1, np.float32)}  # fmt: skip
+    info = {
+        "game": "coinrun" if tag % 2 else "bigfish",
+        "return": float(tag),
+        "level_seed": tag,
+        "state_in0/core.0": np.full(state_width, -1, np.float32),
+    }
     return steps, info
 
 

@@ -59,8 +59,13 @@ class ScriptedEnv:
         self.t += 1
         done = self.t == self.length()
         truncated = done & (self.t == TIME_LIMIT)
-        episode = {"done": done, "return": np.where(done, self.ret, 0), "length": np.where(done, self.t, 0),
-                   "level_seed": np.where(done, self.level_seed(), -1), "level_complete": done & ~truncated}  # fmt: skip
+        episode = {
+            "done": done,
+            "return": np.where(done, self.ret, 0),
+            "length": np.where(done, self.t, 0),
+            "level_seed": np.where(done, self.level_seed(), -1),
+            "level_complete": done & ~truncated,
+        }
         self.t[done], self.ret[done] = 0, 0
         self.ep[done] += 1
         obs, info = self._obs()
@@ -99,8 +104,15 @@ class ScriptedAgent:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     noise = ActionNoise.parse("scale=0.5,set=9-14:-1e4")
-    recorder = EpisodeRecorder(ScriptedEnv(), ScriptedAgent(), make_runtime("cpu", "fp32"), noise=noise,
-                               reward_scale=2.0, reward_clip=3.0, split="train")  # fmt: skip
+    recorder = EpisodeRecorder(
+        ScriptedEnv(),
+        ScriptedAgent(),
+        make_runtime("cpu", "fp32"),
+        noise=noise,
+        reward_scale=2.0,
+        reward_clip=3.0,
+        split="train",
+    )
     path = tmp_path_factory.mktemp("aligned") / "store"
     with ShardWriter(path, commit_seconds=0, background=True) as writer:
         n = recorder.run(11, writer.append)

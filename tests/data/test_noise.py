@@ -26,9 +26,15 @@ def test_ops_apply_in_order():
 
 @pytest.mark.parametrize(
     ("spec", "why"),
-    [("jitter=3", "unknown operation 'jitter'"), ("temp=0", "needs a number > 0"), ("clamp=1:0", "LO <= HI"),
-     ("set=9-15:-3", "not within 0-14"), ("bias=7", "needs ACTIONS:VALUE"), ("scale=x", "needs a number")],
-)  # fmt: skip
+    [
+        ("jitter=3", "unknown operation 'jitter'"),
+        ("temp=0", "needs a number > 0"),
+        ("clamp=1:0", "LO <= HI"),
+        ("set=9-15:-3", "not within 0-14"),
+        ("bias=7", "needs ACTIONS:VALUE"),
+        ("scale=x", "needs a number"),
+    ],
+)
 def test_bad_specs_say_what_is_wrong(spec, why):
     with pytest.raises(ProclabError, match="valid: scale=S") as err:
         ActionNoise.parse(spec)

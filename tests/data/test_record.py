@@ -20,8 +20,23 @@ THREADS = ["--torch-threads", "1"]
 @pytest.fixture(scope="module")
 def recorded(checkpoint, tmp_path_factory):
     store = tmp_path_factory.mktemp("rec") / "DATA"
-    main(["record", str(checkpoint), "--episodes", "6", "--num-envs", "3", "--out", str(store), "--videos", "1",
-          "--action-noise", "seed", *THREADS])  # fmt: skip
+    main(
+        [
+            "record",
+            str(checkpoint),
+            "--episodes",
+            "6",
+            "--num-envs",
+            "3",
+            "--out",
+            str(store),
+            "--videos",
+            "1",
+            "--action-noise",
+            "seed",
+            *THREADS,
+        ]
+    )
     return store
 
 
@@ -67,10 +82,26 @@ def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
     """SIGKILL a real recording mid-way: committed episodes stay readable; --resume completes the count."""
     store = tmp_path / "DATA"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "proclab", "record", str(checkpoint), "--episodes", "60", "--num-envs", "2",
-         "--out", str(store), "--commit-seconds", "0", *THREADS],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "proclab",
+            "record",
+            str(checkpoint),
+            "--episodes",
+            "60",
+            "--num-envs",
+            "2",
+            "--out",
+            str(store),
+            "--commit-seconds",
+            "0",
+            *THREADS,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     commit = store / "shard-00000" / "commit.json"
     deadline = time.monotonic() + 300
     while not (commit.is_file() and json.loads(commit.read_text())["episodes"] >= 2):
@@ -100,8 +131,21 @@ def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
 @pytest.mark.distributed
 def test_workers_write_one_shard_each(checkpoint, tmp_path):
     store = tmp_path / "DATA"
-    main(["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2", "--out", str(store),
-          *THREADS])  # fmt: skip
+    main(
+        [
+            "record",
+            str(checkpoint),
+            "--episodes",
+            "5",
+            "--num-envs",
+            "2",
+            "--workers",
+            "2",
+            "--out",
+            str(store),
+            *THREADS,
+        ]
+    )
     data = EpisodeStore(store, verify=True)
     assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
     assert len(data.recordings()) == 1
@@ -112,8 +156,25 @@ def test_workers_write_one_shard_each(checkpoint, tmp_path):
 def test_ray_tasks_write_one_shard_each(checkpoint, tmp_path):
     pytest.importorskip("ray")
     store = tmp_path / "DATA"
-    main(["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2", "--out", str(store),
-          "--ray-address", "local", "--videos", "1", *THREADS])  # fmt: skip
+    main(
+        [
+            "record",
+            str(checkpoint),
+            "--episodes",
+            "5",
+            "--num-envs",
+            "2",
+            "--workers",
+            "2",
+            "--out",
+            str(store),
+            "--ray-address",
+            "local",
+            "--videos",
+            "1",
+            *THREADS,
+        ]
+    )
     data = EpisodeStore(store, verify=True)
     assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
     assert len(data.recordings()) == 1 and len(list((store / "videos").glob("*.mp4"))) == 1

@@ -59,8 +59,10 @@ def test_readers_see_the_union_of_shards_written_concurrently(tmp_path, helpers)
     assert (
         len(store.shards) == 2 and store.num_episodes == 7 and store.num_steps == sum(t + 2 for t in range(7))
     )
-    by_shard = [[int(store.episode(i).info["level_seed"]) for i in range(7) if store.episodes["shard"][i] == s]
-                for s in (0, 1)]  # fmt: skip
+    by_shard = [
+        [int(store.episode(i).info["level_seed"]) for i in range(7) if store.episodes["shard"][i] == s]
+        for s in (0, 1)
+    ]
     assert sorted(by_shard) == sorted(tags)  # each shard in its own append order
     for i in range(7):
         ep = store.episode(i)

@@ -39,9 +39,15 @@ def test_split_validation():
 
 @pytest.mark.parametrize(
     ("a", "b", "overlap"),
-    [((0, 200), (200, 200), False), ((0, 201), (200, 200), True), ((1000, 200), (1200, 200), False),
-     ((1000, 201), (1200, 5), True), ((0, 0), (5, 1), True), ((50, 10), (0, 1000), True)],
-)  # fmt: skip
+    [
+        ((0, 200), (200, 200), False),
+        ((0, 201), (200, 200), True),
+        ((1000, 200), (1200, 200), False),
+        ((1000, 201), (1200, 5), True),
+        ((0, 0), (5, 1), True),
+        ((50, 10), (0, 1000), True),
+    ],
+)
 def test_overlaps_matches_set_intersection(a, b, overlap):
     sa, sb = LevelSplit(*a), LevelSplit(*b)
     assert sa.overlaps(sb) == sb.overlaps(sa) == overlap

@@ -115,7 +115,22 @@ def test_modes_without_published_constants_use_the_table_asked_for():
 
 def test_published_table_mean_reproduces_anchor():
     """The 16-game easy 200-level test means of the Procgen paper score 0.340 with these constants."""
-    test_returns = dict(coinrun=8.70, starpilot=23.53, caveflyer=5.13, dodgeball=1.98, fruitbot=26.56,
-                        chaser=6.17, miner=9.40, jumper=5.69, leaper=5.96, maze=5.54, bigfish=4.74,
-                        heist=2.54, climber=6.13, plunder=4.76, ninja=5.69, bossfight=7.58)  # fmt: skip
+    test_returns = dict(
+        coinrun=8.70,
+        starpilot=23.53,
+        caveflyer=5.13,
+        dodgeball=1.98,
+        fruitbot=26.56,
+        chaser=6.17,
+        miner=9.40,
+        jumper=5.69,
+        leaper=5.96,
+        maze=5.54,
+        bigfish=4.74,
+        heist=2.54,
+        climber=6.13,
+        plunder=4.76,
+        ninja=5.69,
+        bossfight=7.58,
+    )
     assert abs(mean_normalized_score(test_returns) - 0.340) < 0.006

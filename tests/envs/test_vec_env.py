@@ -72,8 +72,14 @@ def test_multitask_slot_i_plays_game_i_mod_n():
     obs, _ = env.reset()
     np.testing.assert_array_equal(env.game_index, [0, 1, 2, 0, 1, 2, 0])
     # an independent procgen env for starpilot with the same per-game seed sees the same frames
-    ref = ProcgenBackend(num=2, game="starpilot", rand_seed=_game_seed(5, 1), distribution_mode="easy",
-                         num_levels=200, start_level=0)  # fmt: skip
+    ref = ProcgenBackend(
+        num=2,
+        game="starpilot",
+        rand_seed=_game_seed(5, 1),
+        distribution_mode="easy",
+        num_levels=200,
+        start_level=0,
+    )
     rng = np.random.default_rng(1)
     for _ in range(20):
         a = rng.integers(0, 15, 7)
@@ -152,12 +158,20 @@ def test_human_view():
 
 def test_import_prints_no_gym_banner():
     proc = subprocess.run(
-        [sys.executable, "-c", "import proclab.envs; proclab.envs.ProcgenVecEnv(proclab.envs.EnvConfig(num_envs=1)).reset()"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import proclab.envs; proclab.envs.ProcgenVecEnv(proclab.envs.EnvConfig(num_envs=1)).reset()",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert proc.stderr == "", proc.stderr
     proc = subprocess.run(
         [sys.executable, "-c", "import warnings; import proclab.envs; warnings.warn('user-visible')"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "user-visible" in proc.stderr  # other warnings still show

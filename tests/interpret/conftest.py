@@ -64,8 +64,12 @@ def wm_run(tmp_path_factory) -> Path:
 def samples(wm_run, tmp_path_factory) -> Path:
     """Five modal, greedy samples of six steps of that world model (what saliency re-simulates)."""
     out = tmp_path_factory.mktemp("samples") / "samples.zarr"
-    return sample_rollouts(SampleArgs(checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0,
-                                      device="cpu", torch_threads=1), progress=False)  # fmt: skip
+    return sample_rollouts(
+        SampleArgs(
+            checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0, device="cpu", torch_threads=1
+        ),
+        progress=False,
+    )
 
 
 @pytest.fixture(scope="module")

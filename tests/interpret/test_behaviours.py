@@ -63,18 +63,41 @@ def planted_store(path, n: int, seed: int):
     T = state.shape[1]
     with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: {"core.0": [["core.0.h", [state.shape[-1]]]]}}) as w:
         for i in range(n):
-            w.append({"obs": rng.integers(0, 255, (T, 3, 64, 64), dtype=np.uint8), "action": np.full(T, truth[i] * 3),
-                      "value": np.full(T, float(truth[i]), np.float32), "terminated": np.zeros(T, bool),
-                      "env_h": env[i], "state_out/core.0": state[i]},
-                     {"return": float(truth[i]), "state_in0/core.0": np.zeros(state.shape[-1], np.float32)})  # fmt: skip
+            w.append(
+                {
+                    "obs": rng.integers(0, 255, (T, 3, 64, 64), dtype=np.uint8),
+                    "action": np.full(T, truth[i] * 3),
+                    "value": np.full(T, float(truth[i]), np.float32),
+                    "terminated": np.zeros(T, bool),
+                    "env_h": env[i],
+                    "state_out/core.0": state[i],
+                },
+                {"return": float(truth[i]), "state_in0/core.0": np.zeros(state.shape[-1], np.float32)},
+            )
     return path, truth
 
 
 def test_behaviours_command(tmp_path):
     store, truth = planted_store(tmp_path / "SAMPLES", 45, 0)
     out = tmp_path / "analysis"
-    cli(["analyze", "behaviours", "--out", str(out), "--samples", str(store), "--clusters", "3", "--pcs", "16",
-         "--perplexity", "10", "--videos", "2"])  # fmt: skip
+    cli(
+        [
+            "analyze",
+            "behaviours",
+            "--out",
+            str(out),
+            "--samples",
+            str(store),
+            "--clusters",
+            "3",
+            "--pcs",
+            "16",
+            "--perplexity",
+            "10",
+            "--videos",
+            "2",
+        ]
+    )
     summary = json.loads((out / "behaviours" / "summary.json").read_text())
     assert len(summary["behaviours"]) == 3 and sum(b["size"] for b in summary["behaviours"]) == 45
     assert summary["stability_ari"] > 0.9

@@ -42,8 +42,14 @@ def test_analyze_hidden(analysis, gru_store):
     np.testing.assert_allclose(a["ics"], basis.to_ics(x), rtol=1e-4, atol=1e-4)
     assert a["tsne"].shape == (store.num_steps, 2) and not (a["fit"] & a["outlier"]).any()
     assert a["fit"].sum() == summary["tsne"]["fit_points"] > 130
-    for png in ("pca_scatter", "tsne_scatter", "variance_explained", "trajectories_pca", "ic_histograms",
-                "generated_over_real"):  # fmt: skip
+    for png in (
+        "pca_scatter",
+        "tsne_scatter",
+        "variance_explained",
+        "trajectories_pca",
+        "ic_histograms",
+        "generated_over_real",
+    ):
         assert (analysis / "hidden" / f"{png}.png").stat().st_size > 10_000
     record = json.loads((analysis / "analysis.json").read_text())
     assert record["inputs"]["activation"] == "state_out/core.0.h" and "hidden" in record["commands"]
@@ -95,8 +101,7 @@ def _snapshot(folder):
         (["behave"], "unknown analysis 'behave'"),
     ],
 )
-def test_bad_input_is_one_line_and_overwrites_nothing(analysis, gru_store, lstm_store, capsys, argv,
-                                                     message):  # fmt: skip
+def test_bad_input_is_one_line_and_overwrites_nothing(analysis, gru_store, lstm_store, capsys, argv, message):
     lstm_ckpt = next(iter(EpisodeStore(lstm_store).recordings().values()))["recording"]["checkpoint"]
     fill = {"{lstm}": lstm_store, "{gru}": gru_store, "{lstm_ckpt}": lstm_ckpt}
     argv = [str(fill.get(a, a)) for a in argv]

@@ -19,8 +19,12 @@ def test_agreement_equals_a_hand_count():
         same = [(J[m, i, j] >= 0) == (X[m, i, j] >= 0) for i in range(5) for j in range(5)]
         assert all_pairs[m] == sum(same) / 25
         qj, qx = np.quantile(np.abs(J[m]), 0.75), np.quantile(np.abs(X[m]), 0.75)
-        picked = [(J[m, i, j] >= 0) == (X[m, i, j] >= 0) for i in range(5) for j in range(5)
-                  if abs(J[m, i, j]) > qj and abs(X[m, i, j]) > qx]  # fmt: skip
+        picked = [
+            (J[m, i, j] >= 0) == (X[m, i, j] >= 0)
+            for i in range(5)
+            for j in range(5)
+            if abs(J[m, i, j]) > qj and abs(X[m, i, j]) > qx
+        ]
         assert np.isnan(strong[m]) if not picked else strong[m] == sum(picked) / len(picked)
 
 
@@ -55,8 +59,10 @@ def test_permutation_null():
     # the p-value counts exceedances of the null, by hand with the same permutations
     small = permutation_test(J[:10], X[:10], labels[:10], 2, 20, seed=3)
     rng = np.random.default_rng(3)
-    null = [sign_agreement(*[np.stack([a[lab == g].sum(0) for g in range(2)]) for a in (J[:10], X[:10])])[0]
-            for lab in (rng.permutation(labels[:10]) for _ in range(20))]  # fmt: skip
+    null = [
+        sign_agreement(*[np.stack([a[lab == g].sum(0) for g in range(2)]) for a in (J[:10], X[:10])])[0]
+        for lab in (rng.permutation(labels[:10]) for _ in range(20))
+    ]
     np.testing.assert_allclose(small["all_p"], (1 + (np.array(null) >= small["all"][None]).sum(0)) / 21)
     np.testing.assert_allclose(small["all_null_mean"], np.mean(null, 0))
 
@@ -69,8 +75,26 @@ def test_xcorr_and_consistency_commands(samples, tmp_path):
     x = np.random.default_rng(0).normal(size=(300, 16))
     Basis.fit(x, BasisConfig(n_ics=3), {"activation": "state_out/core.0.h"}).save(ws.basis_path)
     ws.record_command("hidden", {}, [], 0.0)
-    cli(["analyze", "behaviours", "--out", str(out), "--clusters", "2", "--pcs", "4", "--perplexity", "1",
-         "--lags", "1", "2", "--videos", "1", "--no-stability"])  # fmt: skip
+    cli(
+        [
+            "analyze",
+            "behaviours",
+            "--out",
+            str(out),
+            "--clusters",
+            "2",
+            "--pcs",
+            "4",
+            "--perplexity",
+            "1",
+            "--lags",
+            "1",
+            "2",
+            "--videos",
+            "1",
+            "--no-stability",
+        ]
+    )
     cli(["analyze", "xcorr", "--out", str(out), "--step", "3", "--noise", "0", "--device", "cpu"])
     x = np.load(out / "xcorr" / "xcorr.npz")
     assert x["X"].shape == (3, 6, 3, 3) and x["cosine"].shape == (3, 3)

@@ -71,8 +71,10 @@ def test_jacobian_of_a_planted_linear_system_is_mt(tmp_path):
                 for t, gt in enumerate(grads):
                     g[t] = 0 if gt is None else gt.numpy()
                 rows[f"grad/ic_{j}/ic"] = g.astype(np.float32)
-            w.append({"obs": np.zeros((T, 3, 64, 64), np.uint8), **rows},
-                     {"sample": sample, "env_grads": True, "target_step": step})  # fmt: skip
+            w.append(
+                {"obs": np.zeros((T, 3, 64, 64), np.uint8), **rows},
+                {"sample": sample, "env_grads": True, "target_step": step},
+            )
     J, samples, env_grads, k_star = per_sample_jacobians(EpisodeStore(tmp_path / "store.zarr"), K)
     assert (
         J.shape == (2, step + 1, K, K) and k_star == step and samples.tolist() == [0, 1] and env_grads.all()

@@ -33,8 +33,30 @@ def folder(path, checkpoint=None):
 def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
     out = folder(tmp_path / "analysis", ckpt)
-    cli(["analyze", "intervene", "--out", str(out), "--where", "real", "--move", "1:1", "--episodes", "3",
-         "--num-envs", "3", "--split", "0:50", "--videos", "1", "--bootstrap", "200", "--torch-threads", "1"])  # fmt: skip
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--out",
+            str(out),
+            "--where",
+            "real",
+            "--move",
+            "1:1",
+            "--episodes",
+            "3",
+            "--num-envs",
+            "3",
+            "--split",
+            "0:50",
+            "--videos",
+            "1",
+            "--bootstrap",
+            "200",
+            "--torch-threads",
+            "1",
+        ]
+    )
     assert "outputs in" in capsys.readouterr().out
     base, inter = (EpisodeStore(out / "intervene" / "real" / f"{a}.zarr") for a in ("baseline", "intervened"))
     assert base.num_episodes == inter.num_episodes == 3
@@ -65,8 +87,28 @@ def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_ru
         plain, edited = dreamed(wm, agent, b, 6), dreamed(wm, same, b, 6)
     for name in ("frame", "logits", "value", "agent_state", "env_h"):
         assert torch.equal(getattr(plain, name), getattr(edited, name)), name
-    cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--samples", str(samples),
-         "--n", "4", "--videos", "1", "--bootstrap", "100", "--torch-threads", "1"])  # fmt: skip
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--out",
+            str(out),
+            "--where",
+            "sim",
+            "--collapse",
+            "0",
+            "--samples",
+            str(samples),
+            "--n",
+            "4",
+            "--videos",
+            "1",
+            "--bootstrap",
+            "100",
+            "--torch-threads",
+            "1",
+        ]
+    )
     sim = json.loads((out / "intervene" / "summary.json").read_text())["sim"]
     assert sim["samples"] == 4 and set(sim["actions"]["per_category"]) >= {"right", "up"}
     assert "behaviours_note" in sim and "ci95" in sim["predicted_return"]
@@ -87,8 +129,11 @@ def test_paired_bootstrap_against_a_loop():
     assert ci == pytest.approx(list(np.percentile(loop, [2.5, 97.5])))
     counts_b, counts_i = rng.integers(0, 5, (30, 3)), rng.integers(0, 5, (30, 3))
     f = frequency_changes(counts_b, counts_i, idx, ["a", "b", "c"])
-    pooled = [sum(counts_i[k] for k in row) / sum(counts_i[k].sum() for k in row)
-              - sum(counts_b[k] for k in row) / sum(counts_b[k].sum() for k in row) for row in idx]  # fmt: skip
+    pooled = [
+        sum(counts_i[k] for k in row) / sum(counts_i[k].sum() for k in row)
+        - sum(counts_b[k] for k in row) / sum(counts_b[k].sum() for k in row)
+        for row in idx
+    ]
     assert f["per_category"]["b"]["ci95"] == pytest.approx(
         list(np.percentile([p[1] for p in pooled], [2.5, 97.5]))
     )

@@ -100,8 +100,10 @@ def test_step_times_t_equals_unroll_with_resets(basis):
     agent = make_agent("lstm")
     wrapped = IntervenedAgent(agent, basis, "ica", Intervention.parse("collapse", "0"), "core.0.h")
     obs, firsts = inputs(2)
-    state = {k: torch.randn(v.shape, generator=torch.Generator().manual_seed(3))
-             for k, v in agent.initial_state(B).items()}  # fmt: skip
+    state = {
+        k: torch.randn(v.shape, generator=torch.Generator().manual_seed(3))
+        for k, v in agent.initial_state(B).items()
+    }
     with torch.no_grad():
         out, final = wrapped.unroll(obs, state, firsts)
         logits, value, final_steps = stepwise(wrapped, obs, firsts, state)

@@ -40,11 +40,19 @@ def direct(model, bottleneck, step, env_grads=True, detach_start=False):
     taken = traj.action[step].argmax(-1)
     out = {}
     for name, y in (("value", traj.value[step]), ("action", logp.gather(-1, taken[:, None])[:, 0])):
-        g = torch.autograd.grad(y.sum(), [b, *traj.per_step["frame"], *traj.per_step["env_h"], *states],
-                                retain_graph=True, allow_unused=True)  # fmt: skip
+        g = torch.autograd.grad(
+            y.sum(),
+            [b, *traj.per_step["frame"], *traj.per_step["env_h"], *states],
+            retain_graph=True,
+            allow_unused=True,
+        )
         g = [torch.zeros(1) if x is None else x for x in g]
-        out[name] = {"bottleneck": g[0], "frame": torch.stack(g[1 : 1 + STEPS], 1),
-                     "env_h": torch.stack(g[1 + STEPS : 1 + 2 * STEPS], 1), "state": torch.stack(g[1 + 2 * STEPS :], 1)}  # fmt: skip
+        out[name] = {
+            "bottleneck": g[0],
+            "frame": torch.stack(g[1 : 1 + STEPS], 1),
+            "env_h": torch.stack(g[1 + STEPS : 1 + 2 * STEPS], 1),
+            "state": torch.stack(g[1 + 2 * STEPS :], 1),
+        }
     return out
 
 
@@ -74,8 +82,17 @@ def test_noise_zero_is_the_plain_gradient_and_noise_averages_copies(model, bottl
     targets = parse_targets(["value"])
     plain = saliency_batch(wm, agent, bottlenecks, targets, 3, STEPS).grads["value"]
     zero_sigma = saliency_batch(wm, agent, bottlenecks, targets, 3, STEPS, noise=3, sigma=0.0).grads["value"]
-    noisy = saliency_batch(wm, agent, bottlenecks, targets, 3, STEPS, noise=3, sigma=0.3,
-                           generator=torch.Generator().manual_seed(0)).grads["value"]  # fmt: skip
+    noisy = saliency_batch(
+        wm,
+        agent,
+        bottlenecks,
+        targets,
+        3,
+        STEPS,
+        noise=3,
+        sigma=0.3,
+        generator=torch.Generator().manual_seed(0),
+    ).grads["value"]
     for part in plain:
         np.testing.assert_allclose(zero_sigma[part], plain[part], rtol=1e-5, atol=1e-8)
     assert not np.allclose(noisy["bottleneck"], plain["bottleneck"])
@@ -84,8 +101,12 @@ def test_noise_zero_is_the_plain_gradient_and_noise_averages_copies(model, bottl
     np.testing.assert_allclose(copies.norm(dim=-1).numpy(), 1, rtol=1e-6)
     # the average over copies, by hand: each copy is its own sample of the plain gradient
     per_copy = saliency_batch(wm, agent, copies.reshape(12, -1), targets, 3, STEPS).grads["value"]
-    np.testing.assert_allclose(noisy["frame"], per_copy["frame"].reshape(3, 4, *noisy["frame"].shape[1:]).mean(1),
-                               rtol=1e-5, atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(
+        noisy["frame"],
+        per_copy["frame"].reshape(3, 4, *noisy["frame"].shape[1:]).mean(1),
+        rtol=1e-5,
+        atol=1e-9,
+    )
 
 
 def test_env_grads_off_changes_gradients_but_not_values(model, bottlenecks):
@@ -134,8 +155,12 @@ def test_target_grammar():
     ]
     assert specs == ["value", "ic:0", "ic:1", "ic:2", "action:up-right", "action:right", "group:left"]
     assert GROUPS["left"] == (0, 1, 2) and GROUPS["up"] == (2, 5, 8)
-    for bad, msg in (("valeu", "unknown saliency target"), ("ic:3-1", "empty range"), ("action:jump", "unknown action"),
-                     ("group:north", "unknown action group")):  # fmt: skip
+    for bad, msg in (
+        ("valeu", "unknown saliency target"),
+        ("ic:3-1", "empty range"),
+        ("action:jump", "unknown action"),
+        ("group:north", "unknown action group"),
+    ):
         with pytest.raises(ProclabError, match=msg):
             parse_targets([bad])
 
@@ -170,8 +195,14 @@ def test_real_gradients_equal_central_finite_differences(wm_run):
         None
     ]
     for spec in ("value", "action", "group:right"):
-        model = WindowTarget(agent, parse_targets([spec])[0], 2, {k: v.double()[None] for k, v in state.items()},
-                             taken[None], None)  # fmt: skip
+        model = WindowTarget(
+            agent,
+            parse_targets([spec])[0],
+            2,
+            {k: v.double()[None] for k, v in state.items()},
+            taken[None],
+            None,
+        )
         grad = attribute(model, frames.clone(), "gradient", 0, 0.0)[0]
         rng = np.random.default_rng(0)
         for _ in range(6):
@@ -198,9 +229,36 @@ def test_saliency_command(samples, tmp_path, basis, capsys):
     basis.save(ws.basis_path)
     ws.record_command("hidden", {}, [], 0.0)
     out = tmp_path / "analysis"
-    cli(["analyze", "saliency", "--out", str(out), "--samples", str(samples), "--ids", "0:2,4", "--target", "value",
-         "--target", "ic:0-1", "--step", "2", "--noise", "1", "--env-grads", "both", "--batch", "2", "--strips", "1", "--videos",
-         "1", "--device", "cpu"])  # fmt: skip
+    cli(
+        [
+            "analyze",
+            "saliency",
+            "--out",
+            str(out),
+            "--samples",
+            str(samples),
+            "--ids",
+            "0:2,4",
+            "--target",
+            "value",
+            "--target",
+            "ic:0-1",
+            "--step",
+            "2",
+            "--noise",
+            "1",
+            "--env-grads",
+            "both",
+            "--batch",
+            "2",
+            "--strips",
+            "1",
+            "--videos",
+            "1",
+            "--device",
+            "cpu",
+        ]
+    )
     assert "outputs in" in capsys.readouterr().out
     sal = EpisodeStore(out / "saliency" / "store.zarr")
     src = EpisodeStore(samples)
@@ -211,8 +269,12 @@ def test_saliency_command(samples, tmp_path, basis, capsys):
             ep["obs"], src.read(int(ep["sample"]), ["obs"])["obs"]
         )  # replays the sample
         for key in ("value", "ic_0", "ic_1"):
-            np.testing.assert_allclose(ep[f"grad/{key}/ic"], basis.project_gradient(ep[f"grad/{key}/state"], "ica"),
-                                       rtol=1e-5, atol=1e-8)  # fmt: skip
+            np.testing.assert_allclose(
+                ep[f"grad/{key}/ic"],
+                basis.project_gradient(ep[f"grad/{key}/state"], "ica"),
+                rtol=1e-5,
+                atol=1e-8,
+            )
     summary = __import__("json").loads((out / "saliency" / "summary.json").read_text())
     assert set(summary["targets"]) == {"value", "ic:0", "ic:1"}
     assert "ratio_with_without" in summary["targets"]["value"]
@@ -247,9 +309,35 @@ def test_real_saliency_command(wm_run, tmp_path):
         "integrated-gradients",
         "gradient",
     ):  # a re-run replaces its store
-        cli(["analyze", "saliency", "--out", str(out), "--real", "--data", str(data), "--episodes", "0:2",
-             "--window", "4", "--step", "2", "--method", method, "--noise", "2", "--name", method, "--strips", "1",
-             "--videos", "1", "--device", "cpu"])  # fmt: skip
+        cli(
+            [
+                "analyze",
+                "saliency",
+                "--out",
+                str(out),
+                "--real",
+                "--data",
+                str(data),
+                "--episodes",
+                "0:2",
+                "--window",
+                "4",
+                "--step",
+                "2",
+                "--method",
+                method,
+                "--noise",
+                "2",
+                "--name",
+                method,
+                "--strips",
+                "1",
+                "--videos",
+                "1",
+                "--device",
+                "cpu",
+            ]
+        )
         store = EpisodeStore(out / method / "store.zarr")
         assert store.num_episodes == 2
         grad = store.read(0, ["grad/value/frame"])["grad/value/frame"]

@@ -11,8 +11,24 @@ def test_prints_one_json_line_per_mode(capsys):
     spec = importlib.util.spec_from_file_location("saliency_throughput", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.main(["--sizes", "tiny", "--batch", "2", "--steps", "4", "--step", "2", "--smooth-noise", "1",
-                 "--warmup", "0", "--repeats", "1"])  # fmt: skip
+    module.main(
+        [
+            "--sizes",
+            "tiny",
+            "--batch",
+            "2",
+            "--steps",
+            "4",
+            "--step",
+            "2",
+            "--smooth-noise",
+            "1",
+            "--warmup",
+            "0",
+            "--repeats",
+            "1",
+        ]
+    )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["mode"] for r in rows] == ["simulate", "saliency", "smoothgrad"]
     assert rows[0]["ratio_to_simulate"] == 1.0 and rows[2]["copies"] == 2 and rows[1]["targets"] == 2

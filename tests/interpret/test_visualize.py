@@ -62,8 +62,26 @@ def test_diversity_term_is_the_mean_cosine_to_the_others():
 
 def test_visualize_command(samples, tmp_path, capsys):
     out = tmp_path / "analysis"
-    args = ["analyze", "visualize", "--out", str(out), "--samples", str(samples), "--minimize", "action:right",
-            "--step", "2", "--n", "2", "--iterations", "3", "--videos", "1", "--torch-threads", "1"]  # fmt: skip
+    args = [
+        "analyze",
+        "visualize",
+        "--out",
+        str(out),
+        "--samples",
+        str(samples),
+        "--minimize",
+        "action:right",
+        "--step",
+        "2",
+        "--n",
+        "2",
+        "--iterations",
+        "3",
+        "--videos",
+        "1",
+        "--torch-threads",
+        "1",
+    ]
     cli(args)
     assert "outputs in" in capsys.readouterr().out
     folder = out / "visualize" / "min_action_right"

@@ -77,8 +77,11 @@ def test_architecture_mismatch_names_the_keys(tmp_path):
         load_weights_into(ff, load_checkpoint(path).weights, path)
     wide = build_agent(AgentConfig(core="none", widths=(4, 8, 8), fc=64))
     with pytest.raises(ProclabError, match=r"wrong shape: .*torso.fc.weight \(32, 512\) vs \(64, 512\)"):
-        load_weights_into(wide, load_checkpoint(
-            save_checkpoint(tmp_path / "ff", ff.state_dict(), {"kind": "agent"})).weights, "ff")  # fmt: skip
+        load_weights_into(
+            wide,
+            load_checkpoint(save_checkpoint(tmp_path / "ff", ff.state_dict(), {"kind": "agent"})).weights,
+            "ff",
+        )
 
 
 def test_kind_and_missing(tmp_path):

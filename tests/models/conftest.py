@@ -10,9 +10,16 @@ import torch
 from proclab.models import AgentConfig, build_agent
 
 TINY = AgentConfig(
-    widths=(4, 8, 8), fc=16, hidden=16, num_layers=2, num_heads=4, head_dim=4, ff=24, rnn_size=12,
+    widths=(4, 8, 8),
+    fc=16,
+    hidden=16,
+    num_layers=2,
+    num_heads=4,
+    head_dim=4,
+    ff=24,
+    rnn_size=12,
     prev_reward=True,
-)  # fmt: skip
+)
 
 
 def _tiny_config(core: str, **overrides) -> AgentConfig:

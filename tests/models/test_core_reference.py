@@ -140,9 +140,14 @@ def ref_gru(layer, x, st):
 
 
 MEMORY = {
-    "delta": ref_delta, "srwm": ref_srwm, "sr_delta": ref_sr_delta, "no_carry_sr": ref_no_carry_sr,
-    "fake_sr": ref_fake_sr, "lstm": ref_lstm, "gru": ref_gru,
-}  # fmt: skip
+    "delta": ref_delta,
+    "srwm": ref_srwm,
+    "sr_delta": ref_sr_delta,
+    "no_carry_sr": ref_no_carry_sr,
+    "fake_sr": ref_fake_sr,
+    "lstm": ref_lstm,
+    "gru": ref_gru,
+}
 TRANSFORMER = {"delta", "srwm", "sr_delta", "no_carry_sr", "fake_sr"}
 
 

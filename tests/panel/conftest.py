@@ -19,8 +19,23 @@ from support import write_samples
 
 T, K, P, FS = 10, 16, 16, 64
 TARGETS = ("value", "action", "ic:0", "ic:1")
-ACTIONS = ["down-left", "left", "up-left", "down", "noop", "up", "down-right", "right", "up-right",
-           "d", "a", "w", "s", "q", "e"]  # fmt: skip
+ACTIONS = [
+    "down-left",
+    "left",
+    "up-left",
+    "down",
+    "noop",
+    "up",
+    "down-right",
+    "right",
+    "up-right",
+    "d",
+    "a",
+    "w",
+    "s",
+    "q",
+    "e",
+]
 
 
 def _strip(rng: np.random.Generator, saliency: bool) -> np.ndarray:
@@ -62,35 +77,53 @@ def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, c
         j = i % pool
         names = {"obs": f"strips/pool{j}_obs.png"}
         names |= {t: f"strips/pool{j}_{t.replace(':', '')}.png" for t in (TARGETS[:2] if real else TARGETS)}
-        samples.append({
-            "name": f"episode {i - n_samples}" if real else f"sample {i}",
-            "kind": "real" if real else "sample",
-            "behaviour": None if real else int(behaviour[i]),
-            "actions": rng.integers(0, 15, T).tolist(),
-            "values": rounded(rng.uniform(0, 10, T)),
-            "rewards": [0.0] * (T - 1) + [float(rng.integers(0, 2) * 10)],
-        "strips": names,
-        })  # fmt: skip
+        samples.append(
+            {
+                "name": f"episode {i - n_samples}" if real else f"sample {i}",
+                "kind": "real" if real else "sample",
+                "behaviour": None if real else int(behaviour[i]),
+                "actions": rng.integers(0, 15, T).tolist(),
+                "values": rounded(rng.uniform(0, 10, T)),
+                "rewards": [0.0] * (T - 1) + [float(rng.integers(0, 2) * 10)],
+                "strips": names,
+            }
+        )
     behaviours = [
         {"id": b, "name": f"behaviour {b}", "members": np.flatnonzero(behaviour[:n_samples] == b).tolist()}
         for b in range(6)
     ]
     doc = {
         "meta": {
-            "title": f"synthetic panel ({n_samples} samples)", "created": "2026-01-01T00:00:00",
-            "source": "synthetic", "n_ics": K, "n_pcs": P, "steps": T, "saliency_step": 4,
-            "frame_size": FS, "actions": ACTIONS, "targets": list(TARGETS),
+            "title": f"synthetic panel ({n_samples} samples)",
+            "created": "2026-01-01T00:00:00",
+            "source": "synthetic",
+            "n_ics": K,
+            "n_pcs": P,
+            "steps": T,
+            "saliency_step": 4,
+            "frame_size": FS,
+            "actions": ACTIONS,
+            "targets": list(TARGETS),
         },
-        "background": {"ics": rounded(rng.standard_normal((2000, K))), "pcs": rounded(rng.standard_normal((2000, P)))},
+        "background": {
+            "ics": rounded(rng.standard_normal((2000, K))),
+            "pcs": rounded(rng.standard_normal((2000, P))),
+        },
         "samples": samples,
         "behaviours": behaviours,
         "extrema": {"fraction": 0.01, "any_step": extrema(ics), "saliency_step": extrema(ics, [4])},
         "histograms": histograms(ics),
-        "training": {"metric": "charts/episodic_return", "steps": list(range(0, 50_000, 1000)),
-                     "values": rounded(np.linspace(0, 9, 50) + rng.normal(0, 0.5, 50))},
-        "eval": [{"split": "train", "episodes": 100, "return": 8.1}, {"split": "test", "episodes": 100, "return": 6.4}],
+        "training": {
+            "metric": "charts/episodic_return",
+            "steps": list(range(0, 50_000, 1000)),
+            "values": rounded(np.linspace(0, 9, 50) + rng.normal(0, 0.5, 50)),
+        },
+        "eval": [
+            {"split": "train", "episodes": 100, "return": 8.1},
+            {"split": "test", "episodes": 100, "return": 6.4},
+        ],
         "interventions": [{"name": "collapse IC 3", "summary": {"return_change": -1.5}, "video": None}],
-    }  # fmt: skip
+    }
     return write_panel(out, PanelData(doc, arrays, strips), chunk=chunk)
 
 
@@ -121,8 +154,20 @@ def tiny_analysis(root: Path) -> Path:
     (run / "metrics.csv").write_text(
         "step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n"
     )
-    rows = [{"split": s, "game": "bossfight", "episodes": 20, "return_mean": r, "return_std": 1.0, "return_sem": 0.2,
-             "length_mean": 300.0, "level_complete_rate": 0.4, "normalized_score": 0.3} for s, r in (("train", 5.0), ("test1", 4.0))]  # fmt: skip
+    rows = [
+        {
+            "split": s,
+            "game": "bossfight",
+            "episodes": 20,
+            "return_mean": r,
+            "return_std": 1.0,
+            "return_sem": 0.2,
+            "length_mean": 300.0,
+            "level_complete_rate": 0.4,
+            "normalized_score": 0.3,
+        }
+        for s, r in (("train", 5.0), ("test1", 4.0))
+    ]
     (run / "eval_test.json").write_text(json.dumps({"mode": "easy", "rows": rows, "aggregate": {}}))
     ws = Workspace.open(root / "A")
     source = "state_out/core.0.h"
@@ -134,23 +179,48 @@ def tiny_analysis(root: Path) -> Path:
     Basis.fit(x, BasisConfig(n_ics=K_TINY), {"test": True}).save(ws.basis_path)
 
     sim = EpisodeStore(samples)
-    with ShardWriter(root / "A" / "saliency" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
-                     commit_seconds=0) as w:  # fmt: skip
+    with ShardWriter(
+        root / "A" / "saliency" / "store.zarr",
+        attrs={"saliency": {"samples": str(samples), "step": 4}},
+        commit_seconds=0,
+    ) as w:
         for i, env_grads in [(0, False), *((i, True) for i in range(24))]:
             got = sim.read(i, ["obs", "action", "value"])
-            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
-                               for k in ("value", "action") for p in ("frame", "ic")}}  # fmt: skip
+            steps = {
+                **got,
+                **{
+                    f"grad/{k}/{p}": rng.normal(
+                        size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)
+                    ).astype(np.float32)
+                    for k in ("value", "action")
+                    for p in ("frame", "ic")
+                },
+            }
             w.append(steps, {"sample": i, "env_grads": env_grads, "target_step": 4})
-    with ShardWriter(root / "A" / "saliency-ic" / "store.zarr", attrs={"saliency": {"samples": str(samples), "step": 4}},
-                     commit_seconds=0) as w:  # fmt: skip
+    with ShardWriter(
+        root / "A" / "saliency-ic" / "store.zarr",
+        attrs={"saliency": {"samples": str(samples), "step": 4}},
+        commit_seconds=0,
+    ) as w:
         for i in range(10):  # a second run (as xcorr's): a new target, and one the first run has too
             got = sim.read(i, ["obs", "action", "value"])
-            steps = {**got, **{f"grad/{k}/{p}": rng.normal(size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)).astype(np.float32)
-                               for k in ("ic_0", "value") for p in ("frame", "ic")}}  # fmt: skip
+            steps = {
+                **got,
+                **{
+                    f"grad/{k}/{p}": rng.normal(
+                        size=(10, 3, 64, 64) if p == "frame" else (10, K_TINY)
+                    ).astype(np.float32)
+                    for k in ("ic_0", "value")
+                    for p in ("frame", "ic")
+                },
+            }
             w.append(steps, {"sample": i, "env_grads": True, "target_step": 4})
     real = EpisodeStore(data)
-    with ShardWriter(root / "A" / "saliency-real" / "store.zarr", attrs={"saliency": {"data": str(data), "step": 4, "window": 10}},
-                     commit_seconds=0) as w:  # fmt: skip
+    with ShardWriter(
+        root / "A" / "saliency-real" / "store.zarr",
+        attrs={"saliency": {"data": str(data), "step": 4, "window": 10}},
+        commit_seconds=0,
+    ) as w:
         for e in range(5):
             got = real.read(e, ["obs", "action"], 3, 13)
             steps = {**got, "grad/value/frame": rng.normal(size=(10, 3, 64, 64)).astype(np.float32)}

@@ -40,9 +40,12 @@ class Session:
         self.url = url_of(self.server)
         self.pw = sync_playwright().start()
         self.context = self.pw.chromium.launch_persistent_context(
-            str(profile), executable_path=chromium(), headless=True, args=CHROMIUM_FLAGS,
+            str(profile),
+            executable_path=chromium(),
+            headless=True,
+            args=CHROMIUM_FLAGS,
             viewport={"width": 1500, "height": 1100},
-        )  # fmt: skip
+        )
         self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -107,8 +110,23 @@ def canvas_pixels(page, canvas: str) -> np.ndarray:
 
 def test_a_researcher_browses_filters_and_plays(tmp_path, analysis, session_for):
     panel = tmp_path / "panel"
-    main(["panel", "export", str(analysis), "--out", str(panel), "--samples", "40", "--real", "5", "--chunk", "8",
-          "--background", "300"])  # fmt: skip
+    main(
+        [
+            "panel",
+            "export",
+            str(analysis),
+            "--out",
+            str(panel),
+            "--samples",
+            "40",
+            "--real",
+            "5",
+            "--chunk",
+            "8",
+            "--background",
+            "300",
+        ]
+    )
     doc = json.loads((panel / "data" / "panel.json").read_text())
     ics = read_array(panel, doc, "ics")
     grad_value = read_array(panel, doc, "grad:value")
@@ -237,5 +255,14 @@ def test_time_to_interactive(tmp_path, make_synthetic_panel, session_for, n_samp
     assert count_shown(s.page) == n_samples + 50
     assert s.errors == []
     size = (panel / "data" / "panel.json").stat().st_size
-    print(json.dumps({"bench": "panel_time_to_interactive", "samples": n_samples, "seconds": round(seconds, 3), "page_seconds": page_seconds,
-                      "panel_json_bytes": size}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "panel_time_to_interactive",
+                "samples": n_samples,
+                "seconds": round(seconds, 3),
+                "page_seconds": page_seconds,
+                "panel_json_bytes": size,
+            }
+        )
+    )

@@ -18,8 +18,23 @@ from proclab.panel.export import ExportArgs, export
 @pytest.fixture(scope="module")
 def panel(analysis, tmp_path_factory):
     out = tmp_path_factory.mktemp("panel") / "P"
-    main(["panel", "export", str(analysis), "--out", str(out), "--samples", "30", "--real", "4", "--chunk", "8",
-          "--background", "200"])  # fmt: skip
+    main(
+        [
+            "panel",
+            "export",
+            str(analysis),
+            "--out",
+            str(out),
+            "--samples",
+            "30",
+            "--real",
+            "4",
+            "--chunk",
+            "8",
+            "--background",
+            "200",
+        ]
+    )
     return out, json.loads((out / "data" / "panel.json").read_text())
 
 
@@ -46,8 +61,12 @@ def test_loadings_are_the_folder_basis_applied_to_the_stores(panel, analysis):
     np.testing.assert_allclose(
         ics[:30], basis.to_ics(x.reshape(300, -1)).reshape(30, 10, -1), rtol=1e-5, atol=1e-5
     )
-    np.testing.assert_allclose(read_array(out, doc, "pcs")[:30], basis.to_pcs(x.reshape(300, -1))[:, :16].reshape(30, 10, -1),
-                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        read_array(out, doc, "pcs")[:30],
+        basis.to_pcs(x.reshape(300, -1))[:, :16].reshape(30, 10, -1),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     real = EpisodeStore(ws.inputs["data"])
     xr = read_activation(real, ws.inputs["activation"], [2]).x[3:13]
     np.testing.assert_allclose(ics[32], basis.to_ics(xr), rtol=1e-5, atol=1e-5)
@@ -59,8 +78,12 @@ def test_gradient_loadings_come_from_the_env_grads_run_and_are_nan_elsewhere(pan
     out, doc = panel
     sal = EpisodeStore(analysis / "saliency" / "store.zarr")
     g = read_array(out, doc, "grad:value")
-    rows = {(int(s), bool(e)): r for r, (s, e) in enumerate(zip(sal.read_episode_field("sample"),
-                                                                sal.read_episode_field("env_grads"), strict=True))}  # fmt: skip
+    rows = {
+        (int(s), bool(e)): r
+        for r, (s, e) in enumerate(
+            zip(sal.read_episode_field("sample"), sal.read_episode_field("env_grads"), strict=True)
+        )
+    }
     for i in (0, 7, 23):
         np.testing.assert_array_equal(g[i], sal.read(rows[i, True], ["grad/value/ic"])["grad/value/ic"])
     assert np.isnan(g[24:]).all()  # samples 24.. had no saliency run; real windows have no IC gradients
@@ -129,8 +152,15 @@ def test_a_sample_store_with_predicted_rewards_shows_them(tmp_path):
     from proclab.panel.export import _read_steps
 
     with ShardWriter(tmp_path / "S", commit_seconds=0) as w:
-        w.append({"obs": np.zeros((4, 3, 64, 64), np.uint8), "action": np.arange(4), "value": np.ones(4, np.float32),
-                  "reward_norm": np.array([0, 0, 0.5, 1], np.float32)}, {})  # fmt: skip
+        w.append(
+            {
+                "obs": np.zeros((4, 3, 64, 64), np.uint8),
+                "action": np.arange(4),
+                "value": np.ones(4, np.float32),
+                "reward_norm": np.array([0, 0, 0.5, 1], np.float32),
+            },
+            {},
+        )
     got = _read_steps(EpisodeStore(tmp_path / "S"), 0, 1, 4)
     assert got["reward"].tolist() == [0, 0.5, 1] and got["action"].tolist() == [1, 2, 3]
 

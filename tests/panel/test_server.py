@@ -136,8 +136,11 @@ def test_cli_prints_url_and_stops_cleanly_on_ctrl_c(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "proclab", "panel", "serve", str(tmp_path), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = proc.stdout.readline()
         url = line.split(" at ")[1].split()[0]

@@ -16,9 +16,22 @@ def learn(tmp_path, flip: bool) -> dict:
     store = write_synthetic_demos(
         tmp_path / "demos", num_train=24, num_test=16, lengths=(80, 81), flip_train=flip
     )
-    cfg = TrexConfig(demos=store, num_demos=24, net=RewardNetConfig(arch="atari"), num_pairs=1000, val_pairs=200,
-                     test_pairs=200, epoch_pairs=256, eval_pairs=100, max_epochs=3, batch_size=32, device="cpu",
-                     precision="fp32", torch_threads=1, run_root=tmp_path / "runs")  # fmt: skip
+    cfg = TrexConfig(
+        demos=store,
+        num_demos=24,
+        net=RewardNetConfig(arch="atari"),
+        num_pairs=1000,
+        val_pairs=200,
+        test_pairs=200,
+        epoch_pairs=256,
+        eval_pairs=100,
+        max_epochs=3,
+        batch_size=32,
+        device="cpu",
+        precision="fp32",
+        torch_threads=1,
+        run_root=tmp_path / "runs",
+    )
     return train_reward(cfg, progress=False)
 
 

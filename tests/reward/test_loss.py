@@ -25,8 +25,9 @@ def tiny_demos(seed=0) -> Demos:
 
 def tiny_net():
     torch.manual_seed(0)
-    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 2, 8, stride=8), torch.nn.Tanh(), torch.nn.Flatten(),
-                               torch.nn.Linear(128, 1))  # fmt: skip
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 2, 8, stride=8), torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(128, 1)
+    )
     return lambda x: conv(x.float() / 255).squeeze(-1), conv
 
 
@@ -45,8 +46,9 @@ def reference_loss(net, frames, first, length, stride, lam):
 @pytest.mark.parametrize("stride", [1, 3])
 def test_batched_loss_matches_slow_reference(stride):
     demos = tiny_demos()
-    pairs = make_pairs(demos.lengths, demos.returns, 12, np.random.default_rng(0), min_len=5, max_len=20,
-                       stride=stride)  # fmt: skip
+    pairs = make_pairs(
+        demos.lengths, demos.returns, 12, np.random.default_rng(0), min_len=5, max_len=20, stride=stride
+    )
     ps = PairSet.build(pairs, np.arange(len(demos)), demos, "cpu")
     frames = torch.from_numpy(demos.frames)
     net, module = tiny_net()

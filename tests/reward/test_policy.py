@@ -12,8 +12,23 @@ from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.policy import parse_args
 from support import TINY_FLAGS
 
-TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32", "--num-minibatches", "2",
-        "--val-num-envs", "2", "--total-steps", "512", *TINY_FLAGS]  # fmt: skip
+TINY = [
+    "--preset",
+    "tiny",
+    "--game",
+    "dodgeball",
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "32",
+    "--num-minibatches",
+    "2",
+    "--val-num-envs",
+    "2",
+    "--total-steps",
+    "512",
+    *TINY_FLAGS,
+]
 
 
 def reward_model(path, game):
@@ -25,8 +40,18 @@ def reward_model(path, game):
 
 def test_train_policy_logs_true_and_proxy_returns(tmp_path, capsys):
     rm = reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
-    proclab(["trex", "train-policy", "--reward-model", str(tmp_path / "rm"), "--sigmoid", *TINY,
-             "--run-root", str(tmp_path / "runs")])  # fmt: skip
+    proclab(
+        [
+            "trex",
+            "train-policy",
+            "--reward-model",
+            str(tmp_path / "rm"),
+            "--sigmoid",
+            *TINY,
+            "--run-root",
+            str(tmp_path / "runs"),
+        ]
+    )
     assert "learned-reward return" in capsys.readouterr().out
     (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
     saved = json.loads((run / "config.json").read_text())  # the reward settings are config fields

@@ -11,10 +11,26 @@ def test_prints_both_runs_and_the_speedup(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("trex_speed", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.main(["--num-demos", "6", "--test-demos", "3", "--budget", "0.01", "--run-root", str(tmp_path),
-                 "--parity-epoch-pairs", "4", "--batched-epoch-pairs", "64",
-                 "--common-args", "--arch atari --val-pairs 50 --test-pairs 50 --eval-pairs 50",
-                 "--batched-args", "--batch-size 64"])  # fmt: skip
+    module.main(
+        [
+            "--num-demos",
+            "6",
+            "--test-demos",
+            "3",
+            "--budget",
+            "0.01",
+            "--run-root",
+            str(tmp_path),
+            "--parity-epoch-pairs",
+            "4",
+            "--batched-epoch-pairs",
+            "64",
+            "--common-args",
+            "--arch atari --val-pairs 50 --test-pairs 50 --eval-pairs 50",
+            "--batched-args",
+            "--batch-size 64",
+        ]
+    )
     runs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     batched, parity, summary = runs
     assert (batched["mode"], parity["mode"]) == ("batched", "parity")

@@ -14,8 +14,26 @@ from proclab.reward.plots import correlation_table, plot_correlations, plot_pred
 from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
 
-FAST = ["--arch", "atari", "--num-pairs", "400", "--val-pairs", "100", "--test-pairs", "100", "--epoch-pairs", "64",
-        "--eval-pairs", "100", "--max-epochs", "3", "--batch-size", "32", "--torch-threads", "1"]  # fmt: skip
+FAST = [
+    "--arch",
+    "atari",
+    "--num-pairs",
+    "400",
+    "--val-pairs",
+    "100",
+    "--test-pairs",
+    "100",
+    "--epoch-pairs",
+    "64",
+    "--eval-pairs",
+    "100",
+    "--max-epochs",
+    "3",
+    "--batch-size",
+    "32",
+    "--torch-threads",
+    "1",
+]
 FAST_CONFIG = parse_args(FAST)
 
 
@@ -36,7 +54,11 @@ def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
     (summary,) = rows_of(tmp_path / "trex" / "rm_infos.csv")
     assert list(summary) == list(SUMMARY_COLUMNS) and set(SEED_SUMMARY) <= set(summary)
     assert (summary["method"], summary["env_name"], summary["num_dems"], summary["test_demos"]) == (
-        "trex", "starpilot", "10", "8")  # fmt: skip
+        "trex",
+        "starpilot",
+        "10",
+        "8",
+    )
     for key in ("val_acc", "test_acc", "gt_test_acc"):
         assert 0 <= float(summary[key]) <= 1
     for key in ("spearman", "pearson", "baseline_spearman", "baseline_pearson"):
@@ -57,9 +79,20 @@ def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
 def test_parity_switches_to_the_seed_defaults():
     cfg = parse_args(["--parity"])
     assert (cfg.batch_size, cfg.lr, cfg.net.scale_input, cfg.precision, cfg.epoch_test_metrics) == (
-        1, 5e-5, False, "fp32", True)  # fmt: skip
+        1,
+        5e-5,
+        False,
+        "fp32",
+        True,
+    )
     assert (cfg.weight_decay, cfg.lam_l1, cfg.epoch_pairs, cfg.patience, cfg.max_epochs, cfg.num_pairs) == (
-        0.01, 1e-3, 1000, 10, 50, 50_000)  # fmt: skip
+        0.01,
+        1e-3,
+        1000,
+        10,
+        50,
+        50_000,
+    )
     assert (cfg.min_clip_len, cfg.max_clip_len, cfg.stride, cfg.net.arch) == (20, 100, 1, "seed")
     assert parse_args(["--parity", "--lr", "1e-4"]).lr == 1e-4 and parse_args([]).batch_size > 1
 
@@ -89,8 +122,13 @@ def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
 
 
 def test_grid_csv_has_one_row_per_cell(store, tmp_path):
-    args = GridArgs(demos=store, num_demos=(6, 8), seeds=2, out=tmp_path / "grid.csv",
-                    train=FAST_CONFIG.__class__(**{**FAST_CONFIG.__dict__, "run_root": tmp_path}))  # fmt: skip
+    args = GridArgs(
+        demos=store,
+        num_demos=(6, 8),
+        seeds=2,
+        out=tmp_path / "grid.csv",
+        train=FAST_CONFIG.__class__(**{**FAST_CONFIG.__dict__, "run_root": tmp_path}),
+    )
     rows = run_grid(args)
     written = rows_of(tmp_path / "grid.csv")
     assert len(rows) == len(written) == 4 and list(written[0]) == list(SUMMARY_COLUMNS)

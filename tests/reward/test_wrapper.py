@@ -37,8 +37,14 @@ class ScriptedEnv:
         done = self.t == self.lengths
         self.episode[done] += 1
         self.t[done] = 0
-        info = {"episode": {"done": done, "return": np.where(done, -self.lengths, 0.0),
-                            "length": np.where(done, self.lengths, 0), "level_complete": done}}  # fmt: skip
+        info = {
+            "episode": {
+                "done": done,
+                "return": np.where(done, -self.lengths, 0.0),
+                "length": np.where(done, self.lengths, 0),
+                "level_complete": done,
+            }
+        }
         return self._obs(), -np.ones(self.num_envs, np.float32), done, np.zeros_like(done), info
 
 

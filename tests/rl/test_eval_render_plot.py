@@ -32,8 +32,12 @@ class _LengthsEnv:
     def step(self, actions):
         self.t += 1
         done = self.t % self.lengths == 0
-        ep = {"done": done, "return": np.where(done, self.lengths, 0).astype(float),
-              "length": np.where(done, self.lengths, 0), "level_complete": done}  # fmt: skip
+        ep = {
+            "done": done,
+            "return": np.where(done, self.lengths, 0).astype(float),
+            "length": np.where(done, self.lengths, 0),
+            "level_complete": done,
+        }
         z = np.zeros(self.num_envs, bool)
         return self.reset()[0], np.zeros(self.num_envs, np.float32), done, z, {"episode": ep}
 
@@ -77,11 +81,32 @@ def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     for seed in (1, 2):
         proc = subprocess.run(
-            [sys.executable, "-m", "proclab", "train", "--preset", "tiny", "--game", "bossfight", "--num-envs", "4",
-             "--num-steps", "32", "--total-steps", "384", "--val-num-envs", "2", "--seed", str(seed),
-             "--run-root", str(root), *TINY_FLAGS],
-            capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "proclab",
+                "train",
+                "--preset",
+                "tiny",
+                "--game",
+                "bossfight",
+                "--num-envs",
+                "4",
+                "--num-steps",
+                "32",
+                "--total-steps",
+                "384",
+                "--val-num-envs",
+                "2",
+                "--seed",
+                str(seed),
+                "--run-root",
+                str(root),
+                *TINY_FLAGS,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
     return sorted(root.glob("ppo/bossfight/tiny/*"))
 
@@ -89,10 +114,27 @@ def tiny_run(tmp_path_factory):
 def test_eval_json_per_split(tiny_run, tmp_path):
     out = tmp_path / "eval.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "proclab", "eval", str(tiny_run[0]), "--split", "train", "--split", "test2",
-         "--episodes", "5", "--envs-per-game", "3", "--json", "--out", str(out)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "proclab",
+            "eval",
+            str(tiny_run[0]),
+            "--split",
+            "train",
+            "--split",
+            "test2",
+            "--episodes",
+            "5",
+            "--envs-per-game",
+            "3",
+            "--json",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     table = json.loads(proc.stdout)
     assert [r["split"] for r in table["rows"]] == ["train", "test2"]
@@ -104,8 +146,22 @@ def test_render_writes_video_with_overlays(tiny_run, tmp_path):
     from proclab.io.video import read_video
 
     out = tmp_path / "agent.mp4"
-    proc = subprocess.run([sys.executable, "-m", "proclab", "render", str(tiny_run[0]), "--out", str(out),
-                           "--max-steps", "20", "--human"], capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proclab",
+            "render",
+            str(tiny_run[0]),
+            "--out",
+            str(out),
+            "--max-steps",
+            "20",
+            "--human",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     frames = read_video(out)
     assert frames.shape[1:] == (512, 1024, 3) and 1 <= len(frames) <= 20
@@ -113,8 +169,11 @@ def test_render_writes_video_with_overlays(tiny_run, tmp_path):
 
 def test_plot_groups_seeds(tiny_run, tmp_path):
     out = tmp_path / "curves.png"
-    proc = subprocess.run([sys.executable, "-m", "proclab", "plot", *map(str, tiny_run), "--out", str(out)],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "proclab", "plot", *map(str, tiny_run), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 20_000
     from proclab.io.plots import group_runs, mean_std

@@ -34,8 +34,14 @@ def test_gae_matches_reference(gamma, lam):
     values = rng.normal(size=(T, N))
     dones = rng.random((T, N)) < 0.15
     next_value = rng.normal(size=N)
-    adv, ret = gae(torch.tensor(rewards, dtype=torch.float32), torch.tensor(values, dtype=torch.float32),
-                   torch.tensor(dones), torch.tensor(next_value, dtype=torch.float32), gamma, lam)  # fmt: skip
+    adv, ret = gae(
+        torch.tensor(rewards, dtype=torch.float32),
+        torch.tensor(values, dtype=torch.float32),
+        torch.tensor(dones),
+        torch.tensor(next_value, dtype=torch.float32),
+        gamma,
+        lam,
+    )
     ref_adv, ref_ret = reference_gae(rewards, values, dones, next_value, gamma, lam)
     np.testing.assert_allclose(adv.numpy(), ref_adv, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ret.numpy(), ref_ret, rtol=1e-4, atol=1e-4)

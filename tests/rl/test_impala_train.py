@@ -20,9 +20,29 @@ from proclab.rl.train import parse_args
 from support import TINY_FLAGS, proclab
 
 GAMES = "bossfight,chaser"  # short random episodes
-TINY = ["--algo", "impala", "--game", GAMES, "--num-envs", "4", "--num-actors", "2", "--batch-size", "4",
-        "--unroll-length", "16", "--core", "lstm", "--rnn-size", "16", "--val-split", "val", "--val-num-envs", "2",
-        *TINY_FLAGS]  # fmt: skip
+TINY = [
+    "--algo",
+    "impala",
+    "--game",
+    GAMES,
+    "--num-envs",
+    "4",
+    "--num-actors",
+    "2",
+    "--batch-size",
+    "4",
+    "--unroll-length",
+    "16",
+    "--core",
+    "lstm",
+    "--rnn-size",
+    "16",
+    "--val-split",
+    "val",
+    "--val-num-envs",
+    "2",
+    *TINY_FLAGS,
+]
 
 
 def test_presets_reproduce_the_seed():
@@ -50,8 +70,19 @@ def test_presets_reproduce_the_seed():
 
 
 def test_algo_flags_are_separate():
-    cfg, _ = parse_args(["--preset", "impala-multi-easy6", "--total-steps", "1000", "--learning-rate", "1e-3",
-                         "--num-actors", "6", "--detach-every-step"])  # fmt: skip
+    cfg, _ = parse_args(
+        [
+            "--preset",
+            "impala-multi-easy6",
+            "--total-steps",
+            "1000",
+            "--learning-rate",
+            "1e-3",
+            "--num-actors",
+            "6",
+            "--detach-every-step",
+        ]
+    )
     assert cfg.algo == "impala" and cfg.impala.total_steps == 1000 and cfg.impala.learning_rate == 1e-3
     assert cfg.impala.num_actors == 6 and cfg.agent.detach_every_step
     assert cfg.ppo == PRESETS["impala-multi-easy6"].ppo  # PPO's fields of the same names are untouched
@@ -193,14 +224,21 @@ def test_killed_actor_is_restarted_and_training_continues(tmp_path, capsys):
 def test_paper_table_has_a_row_per_game_and_the_mean_x100():
     rows = [
         {"split": s, "game": g, "return_mean": r, "normalized_score": n}
-        for s, g, r, n in [("train", "maze", 7.5, 0.5), ("train", "miner", 7.25, 0.5),
-                           ("test1", "maze", 5.0, 0.0), ("test1", "miner", 13.0, 1.0)]
-    ]  # fmt: skip
+        for s, g, r, n in [
+            ("train", "maze", 7.5, 0.5),
+            ("train", "miner", 7.25, 0.5),
+            ("test1", "maze", 5.0, 0.0),
+            ("test1", "miner", 13.0, 1.0),
+        ]
+    ]
     table = results_table(rows, "easy")
     header, body = paper_rows(table)
     assert header == ["game", "train return", "train score", "test1 return", "test1 score"]
-    assert body == [["maze", "7.50", "50.0", "5.00", "0.0"], ["miner", "7.25", "50.0", "13.00", "100.0"],
-                    ["mean", "", "50.0", "", "50.0"]]  # fmt: skip
+    assert body == [
+        ["maze", "7.50", "50.0", "5.00", "0.0"],
+        ["miner", "7.25", "50.0", "13.00", "100.0"],
+        ["mean", "", "50.0", "", "50.0"],
+    ]
 
 
 def test_srwm_protocol_settings():

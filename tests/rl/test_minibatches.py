@@ -70,8 +70,15 @@ def test_update_changes_weights_and_reports_metrics(fp32):
     before = [p.detach().clone() for p in agent.parameters()]
     metrics = learner.update(ro)
     assert any(not torch.equal(b, p) for b, p in zip(before, agent.parameters(), strict=True))
-    for key in ("losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
-                "losses/clipfrac", "losses/explained_variance", "charts/learning_rate"):  # fmt: skip
+    for key in (
+        "losses/policy_loss",
+        "losses/value_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/clipfrac",
+        "losses/explained_variance",
+        "charts/learning_rate",
+    ):
         assert key in metrics
 
 
@@ -82,8 +89,9 @@ def test_compute_chunks_leave_the_step_unchanged(fp32, chunk_size, sum_chunk_gra
     results = []
     for compute_chunk in (0, 16):
         rt = dataclasses.replace(fp32, compute_chunk=compute_chunk)
-        agent, ro, learner = collected("none", rt, num_envs=8, num_minibatches=1,
-                                       chunk_size=chunk_size, sum_chunk_grads=sum_chunk_grads)  # fmt: skip
+        agent, ro, learner = collected(
+            "none", rt, num_envs=8, num_minibatches=1, chunk_size=chunk_size, sum_chunk_grads=sum_chunk_grads
+        )
         adv, ret = gae(ro.rewards, ro.values, ro.dones, ro.next_value, 0.99, 0.95)
         mb = next(learner._minibatches(ro, adv, ret, *ro.rewards.shape))
         assert len(list(learner._chunks(mb, compute_chunk))) == (1 if compute_chunk == 0 else 12)

@@ -42,13 +42,27 @@ def test_ppo_loss_matches_reference(clip_vloss):
     old_values = values + 0.3 * torch.randn(n)
     adv = torch.tensor(rng.normal(size=n), dtype=torch.float32)
     ret = torch.tensor(rng.normal(size=n), dtype=torch.float32)
-    mb = Batch(obs=None, firsts=None, prev_rewards=None, actions=actions, logprobs=old_logp, values=old_values,
-               advantages=adv, returns=ret)  # fmt: skip
+    mb = Batch(
+        obs=None,
+        firsts=None,
+        prev_rewards=None,
+        actions=actions,
+        logprobs=old_logp,
+        values=old_values,
+        advantages=adv,
+        returns=ret,
+    )
     loss, stats = ppo_loss(logits, values, mb, cfg)
     ref_loss, ref_pg, ref_v, ref_ent = reference(
-        logits.numpy(), values.numpy(), actions.numpy(), old_logp.numpy(), old_values.numpy(), adv.numpy(),
-        ret.numpy(), cfg,
-    )  # fmt: skip
+        logits.numpy(),
+        values.numpy(),
+        actions.numpy(),
+        old_logp.numpy(),
+        old_values.numpy(),
+        adv.numpy(),
+        ret.numpy(),
+        cfg,
+    )
     assert float(loss) == pytest.approx(ref_loss, rel=1e-5, abs=1e-6)
     assert float(stats["losses/policy_loss"]) == pytest.approx(ref_pg, rel=1e-5, abs=1e-6)
     assert float(stats["losses/value_loss"]) == pytest.approx(ref_v, rel=1e-5, abs=1e-6)

@@ -96,8 +96,14 @@ def record_steps(learner):
 def test_chunk_gradients_sum_or_average_as_the_reference(summed, ff_rollout):
     """interpreting-rl-behavior: loss.backward() per chunk of mini_batch_size samples, one step per
     minibatch, so the gradient is the sum of the chunks' mean-loss gradients."""
-    agent, ro, learner = learner_for(ff_rollout, num_minibatches=1, update_epochs=1, chunk_size=8,
-                                     sum_chunk_grads=summed, max_grad_norm=1e9)  # fmt: skip
+    agent, ro, learner = learner_for(
+        ff_rollout,
+        num_minibatches=1,
+        update_epochs=1,
+        chunk_size=8,
+        sum_chunk_grads=summed,
+        max_grad_norm=1e9,
+    )
     reference_agent = copy.deepcopy(agent)
     log = record_steps(learner)
     learner.update(ro)
@@ -122,21 +128,24 @@ def test_advantage_normalisation_scopes(scope, gru_rollout):
     if scope == "minibatch":  # each minibatch z-scored on its own
         for before, after in zip(log["adv_in"], used, strict=True):
             np.testing.assert_allclose(after, zscore(before.double().numpy()), atol=1e-5)
-        np.testing.assert_allclose(np.sort(np.concatenate([a.ravel() for a in log["adv_in"]])), np.sort(raw.ravel()),
-                                   atol=1e-4)  # fmt: skip
+        np.testing.assert_allclose(
+            np.sort(np.concatenate([a.ravel() for a in log["adv_in"]])), np.sort(raw.ravel()), atol=1e-4
+        )
     else:  # z-scored once over the rollout; minibatches use those values unchanged
         for before, after in zip(log["adv_in"], used, strict=True):
             np.testing.assert_array_equal(before.numpy(), after)
-        np.testing.assert_allclose(np.sort(np.concatenate([a.ravel() for a in used])), np.sort(zscore(raw).ravel()),
-                                   atol=1e-4)  # fmt: skip
+        np.testing.assert_allclose(
+            np.sort(np.concatenate([a.ravel() for a in used])), np.sort(zscore(raw).ravel()), atol=1e-4
+        )
         assert any(abs(a.mean()) > 1e-3 for a in used)  # so per-minibatch statistics would differ
 
 
 @pytest.mark.parametrize("anneal", [True, False])
 def test_learning_rate_decays_linearly_to_zero(anneal, ff_rollout):
     """The seed: after update k, lr = lr0 * (1 - k * batch / total_steps); here total = 4 batches."""
-    _, ro, learner = learner_for(ff_rollout, num_minibatches=2, update_epochs=1, anneal_lr=anneal,
-                                 learning_rate=1e-3)  # fmt: skip
+    _, ro, learner = learner_for(
+        ff_rollout, num_minibatches=2, update_epochs=1, anneal_lr=anneal, learning_rate=1e-3
+    )
     learner.total_updates = 4
     log = record_steps(learner)
     for _ in range(4):

@@ -23,8 +23,23 @@ from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
 from support import TINY_FLAGS, proclab
 
-TINY = ["--preset", "tiny", "--game", "dodgeball", "--num-envs", "4", "--num-steps", "32",
-        "--num-minibatches", "2", "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]  # fmt: skip
+TINY = [
+    "--preset",
+    "tiny",
+    "--game",
+    "dodgeball",
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "32",
+    "--num-minibatches",
+    "2",
+    "--val-num-envs",
+    "2",
+    "--device",
+    "cpu",
+    *TINY_FLAGS,
+]
 
 
 def only_run(root: Path) -> Path:
@@ -54,9 +69,15 @@ def test_presets_are_valid_and_reproduce_the_seeds():
     )
     assert (c.ppo.clip_coef, c.ppo.max_grad_norm, c.ppo.adam_eps, c.ppo.anneal_lr) == (0.2, 0.5, 1e-5, False)
     assert c.env.mode == "easy" and c.env.split == "all" and c.agent.fc == 256 and c.agent.core == "none"
-    table = {"easy": (64, 2048, False), "easy-200": (128, 2048, False), "hard": (256, 2048, False),
-             "hard-500": (256, 8192, False), "hard-rec": (256, 2048, True), "hard-local-dev": (16, 8192, False),
-             "hard-local-dev-rec": (16, 8192, True)}  # fmt: skip
+    table = {
+        "easy": (64, 2048, False),
+        "easy-200": (128, 2048, False),
+        "hard": (256, 2048, False),
+        "hard-500": (256, 8192, False),
+        "hard-rec": (256, 2048, True),
+        "hard-local-dev": (16, 8192, False),
+        "hard-local-dev-rec": (16, 8192, True),
+    }
     for name, (n_envs, chunk, rec) in table.items():  # interpreting_rl_behavior.md section 2
         p = PRESETS[name]
         assert (p.env.num_envs, p.ppo.chunk_size, p.agent.core != "none") == (n_envs, chunk, rec), name
@@ -76,8 +97,17 @@ def test_flags_override_preset_fields():
 
 
 def test_multitask_run_logs_per_game_curves(tmp_path):
-    proc = proclab("train", *TINY, "--game", "bossfight", "dodgeball", "--total-steps", "768",
-                   "--run-root", str(tmp_path))  # fmt: skip
+    proc = proclab(
+        "train",
+        *TINY,
+        "--game",
+        "bossfight",
+        "dodgeball",
+        "--total-steps",
+        "768",
+        "--run-root",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     run = next(tmp_path.glob("ppo/bossfight+dodgeball/tiny/*"))
     columns = read_metrics(run)
@@ -108,8 +138,11 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     full = proclab("train", *args, "--run-root", str(tmp_path / "a"))
     assert full.returncode == 0, full.stderr
 
-    proc = subprocess.Popen([sys.executable, "-m", "proclab", "train", *args, "--run-root", str(tmp_path / "b")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proclab", "train", *args, "--run-root", str(tmp_path / "b")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 120
     while not list(tmp_path.glob("b/ppo/*/*/*/checkpoints/step_000000000640")) and time.time() < deadline:
         time.sleep(0.01)
@@ -135,10 +168,28 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
 
 def test_torchrun_two_cpu_processes(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "proclab", "train", *TINY, "--total-steps", "512", "--run-root", str(tmp_path), "--device", "cpu"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "proclab",
+            "train",
+            *TINY,
+            "--total-steps",
+            "512",
+            "--run-root",
+            str(tmp_path),
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]  # includes the end-of-run check that replicas agree
     run = only_run(tmp_path)
     assert final_weights(run)

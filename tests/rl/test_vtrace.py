@@ -62,8 +62,17 @@ def run_vtrace(x, gamma, rho_bar, c_bar, pg_rho_bar):
     t = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
     behaviour = t(np.zeros_like(x["log_rhos"]))
     discounts = gamma * (1.0 - t(x["dones"].astype(np.float32)))
-    return vtrace(behaviour, t(x["log_rhos"]), t(x["rewards"]), discounts, t(x["values"]), t(x["bootstrap"]),
-                  rho_bar=rho_bar, c_bar=c_bar, pg_rho_bar=pg_rho_bar)  # fmt: skip
+    return vtrace(
+        behaviour,
+        t(x["log_rhos"]),
+        t(x["rewards"]),
+        discounts,
+        t(x["values"]),
+        t(x["bootstrap"]),
+        rho_bar=rho_bar,
+        c_bar=c_bar,
+        pg_rho_bar=pg_rho_bar,
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,8 +107,14 @@ def test_nothing_flows_across_a_done():
 
 
 def test_one_step_bootstraps_from_the_last_value():
-    out = vtrace(torch.tensor([[0.0]]), torch.tensor([[np.log(0.5)]]), torch.tensor([[2.0]]), torch.tensor([[0.9]]),
-                 torch.tensor([[1.0]]), torch.tensor([3.0]))  # fmt: skip
+    out = vtrace(
+        torch.tensor([[0.0]]),
+        torch.tensor([[np.log(0.5)]]),
+        torch.tensor([[2.0]]),
+        torch.tensor([[0.9]]),
+        torch.tensor([[1.0]]),
+        torch.tensor([3.0]),
+    )
     # rho = 0.5: v_0 = V + rho (r + gamma V(x_1) - V) = 1 + 0.5 (2 + 2.7 - 1); A_0 = rho (r + gamma v_1 - V)
     assert out.vs.item() == pytest.approx(1 + 0.5 * 3.7)
     assert out.pg_advantages.item() == pytest.approx(0.5 * 3.7)
@@ -142,9 +157,17 @@ def test_loss_is_the_seeds_sum_with_constant_targets():
     # reference: clamp(r, -1, 1); V-trace from eq. (1); losses as sums (spec 1.3)
     logp = torch.log_softmax(logits[:-1].detach().double(), -1)
     taken = logp.gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1).numpy()
-    vs, adv = reference_vtrace(taken - batch.logprobs.double().numpy(), batch.rewards.clamp(-1, 1).double().numpy(),
-                               batch.dones.numpy(), values[:-1].detach().double().numpy(),
-                               values[-1].detach().double().numpy(), 0.9, 1.0, 1.0, 1.0)  # fmt: skip
+    vs, adv = reference_vtrace(
+        taken - batch.logprobs.double().numpy(),
+        batch.rewards.clamp(-1, 1).double().numpy(),
+        batch.dones.numpy(),
+        values[:-1].detach().double().numpy(),
+        values[-1].detach().double().numpy(),
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+    )
     pg = -(taken * adv).sum()
     baseline = 0.5 * 0.5 * ((vs - values[:-1].detach().double().numpy()) ** 2).sum()
     entropy = 0.01 * (logp.exp() * logp).sum().item()

@@ -23,9 +23,15 @@ def tagged_episode(length: int, tag: int, terminal_rows: tuple[int, ...]):
     obs[:, 0, 0, 0] = t
     obs[:, 0, 0, 1] = tag
     terminated = np.isin(t, terminal_rows)
-    steps = {"obs": obs, "action": (t % 15).astype(np.int64), "reward_norm": value, "terminated": terminated,
-             "value": value, "logits_clean": np.repeat(value[:, None], 15, 1),
-             "state_out/core.0": np.stack([value + 0.5] * 2, 1)}  # fmt: skip
+    steps = {
+        "obs": obs,
+        "action": (t % 15).astype(np.int64),
+        "reward_norm": value,
+        "terminated": terminated,
+        "value": value,
+        "logits_clean": np.repeat(value[:, None], 15, 1),
+        "state_out/core.0": np.stack([value + 0.5] * 2, 1),
+    }
     return steps, {"game": "coinrun", "state_in0/core.0": np.full(2, -1, np.float32)}
 
 

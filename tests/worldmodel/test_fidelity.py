@@ -84,7 +84,10 @@ def test_seed_size_builds_the_seed_forms_and_small_sizes_keep_theirs():
     for name in ("small", "tiny"):
         size = wm_size(name)
         assert (size.model.rssm_cell, size.model.encoder_block, size.loss.bottleneck_diagonal) == (
-            "dreamer_gru", "preact", False)  # fmt: skip
+            "dreamer_gru",
+            "preact",
+            False,
+        )
     small = WorldModelConfig(
         **{**wm_size("tiny").model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"}
     )
@@ -143,19 +146,43 @@ def _fake(seed: int):
         return torch.randn(*shape, generator=g)
 
     frames = torch.randint(0, 256, (S, B, 3, 64, 64), generator=g, dtype=torch.uint8)
-    start = Start(bottleneck=F.normalize(r(B, 6), dim=-1), env_h=r(B, 7), env_z=r(B, V * C),
-                  agent_state=r(B, D), action_logits=r(B, A), prev_action=r(B, A))  # fmt: skip
-    traj = Trajectory(start=start, env_h=r(S, B, 7), env_z=r(S, B, V * C), prior_logits=r(S, B, V, C),
-                      post_logits=r(S, B, V, C), image=torch.rand(S, B, 3, 64, 64, generator=g),
-                      frame=torch.zeros(S, B, 3, 64, 64), reward=r(S, B), done_logit=r(S, B),
-                      agent_state=r(S, B, D), logits=r(S, B, A), value=r(S, B), action=F.one_hot(
-                          torch.randint(0, A, (S, B), generator=g), A).float())  # fmt: skip
+    start = Start(
+        bottleneck=F.normalize(r(B, 6), dim=-1),
+        env_h=r(B, 7),
+        env_z=r(B, V * C),
+        agent_state=r(B, D),
+        action_logits=r(B, A),
+        prev_action=r(B, A),
+    )
+    traj = Trajectory(
+        start=start,
+        env_h=r(S, B, 7),
+        env_z=r(S, B, V * C),
+        prior_logits=r(S, B, V, C),
+        post_logits=r(S, B, V, C),
+        image=torch.rand(S, B, 3, 64, 64, generator=g),
+        frame=torch.zeros(S, B, 3, 64, 64),
+        reward=r(S, B),
+        done_logit=r(S, B),
+        agent_state=r(S, B, D),
+        logits=r(S, B, A),
+        value=r(S, B),
+        action=F.one_hot(torch.randint(0, A, (S, B), generator=g), A).float(),
+    )
     masks = torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
-    batch = WindowBatch(init_frames=frames[:2], frames=frames, prev_actions=torch.randint(0, A, (S, B), generator=g),
-                        reward=r(S, B), done=(torch.rand(S, B, generator=g) > 0.5).float(), agent_h0=r(B, D),
-                        agent_states=r(S, B, D), actions=torch.randint(0, A, (S, B), generator=g),
-                        frame_mask=masks, prev_mask=torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]),
-                        state_mask=torch.tensor([[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]))  # fmt: skip
+    batch = WindowBatch(
+        init_frames=frames[:2],
+        frames=frames,
+        prev_actions=torch.randint(0, A, (S, B), generator=g),
+        reward=r(S, B),
+        done=(torch.rand(S, B, generator=g) > 0.5).float(),
+        agent_h0=r(B, D),
+        agent_states=r(S, B, D),
+        actions=torch.randint(0, A, (S, B), generator=g),
+        frame_mask=masks,
+        prev_mask=torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]),
+        state_mask=torch.tensor([[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]),
+    )
     return start, traj, batch
 
 
@@ -188,8 +215,13 @@ def loss_table_reference(start, traj, batch, w: LossWeights):
             h_prev = traj.env_h[k, b]
     per_term = {k: v / B for k, v in per_term.items()}  # mean over sequences of the sums over steps
     vecs = start.bottleneck.double()
-    total = sum(math.exp(-float(((vecs[i] - vecs[j]) ** 2).sum())) if i != j else (math.e if w.bottleneck_diagonal else 0.0)
-                for i in range(B) for j in range(B))  # fmt: skip
+    total = sum(
+        math.exp(-float(((vecs[i] - vecs[j]) ** 2).sum()))
+        if i != j
+        else (math.e if w.bottleneck_diagonal else 0.0)
+        for i in range(B)
+        for j in range(B)
+    )
     parts = {
         "bottleneck": math.log(total),
         "init_state": sum(float(((start.agent_state[b] - batch.agent_h0[b]) ** 2).sum()) for b in range(B))
@@ -207,8 +239,18 @@ def loss_table_reference(start, traj, batch, w: LossWeights):
 @pytest.mark.parametrize("diagonal", [True, False])
 def test_loss_table_matches_the_spec_term_by_term(diagonal):
     start, traj, batch = _fake(0)
-    w = LossWeights(image=0.7, reward=1.3, done=0.9, agent_state=1.1, kl=12.0, env_update=0.5, bottleneck=100.0,
-                    init_state=0.6, init_action=1.7, bottleneck_diagonal=diagonal)  # fmt: skip
+    w = LossWeights(
+        image=0.7,
+        reward=1.3,
+        done=0.9,
+        agent_state=1.1,
+        kl=12.0,
+        env_update=0.5,
+        bottleneck=100.0,
+        init_state=0.6,
+        init_action=1.7,
+        bottleneck_diagonal=diagonal,
+    )
     total, metrics = world_model_loss(start, traj, batch, w)
     expected_total, expected_terms = loss_table_reference(start, traj, batch, w)
     for k, v in expected_terms.items():  # logged unweighted

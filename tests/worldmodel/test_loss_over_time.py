@@ -17,8 +17,25 @@ def test_band_is_the_min_and_max_of_the_batch_means():
 
 def test_loss_over_time_command(trained_run, tmp_path, capsys):
     out = tmp_path / "lot"
-    cli(["wm", "loss-over-time", str(trained_run), "--batches", "3", "--batch-size", "2", "--steps", "6",
-         "--actions", "agent", "--out", str(out), "--device", "cpu"])  # fmt: skip
+    cli(
+        [
+            "wm",
+            "loss-over-time",
+            str(trained_run),
+            "--batches",
+            "3",
+            "--batch-size",
+            "2",
+            "--steps",
+            "6",
+            "--actions",
+            "agent",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert "loss_over_time.png" in capsys.readouterr().out
     result = json.loads((out / "loss_over_time.json").read_text())
     assert (out / "loss_over_time.png").stat().st_size > 0

@@ -22,8 +22,9 @@ def steps_of(path: Path) -> list[dict[str, np.ndarray]]:
 
 
 def test_sampling_is_deterministic_given_a_seed(trained_run, tmp_path):
-    base = SampleArgs(checkpoint=trained_run, n=3, steps=4, videos=0, modal=False, greedy=False, device="cpu",
-                      batch_size=2)  # fmt: skip
+    base = SampleArgs(
+        checkpoint=trained_run, n=3, steps=4, videos=0, modal=False, greedy=False, device="cpu", batch_size=2
+    )
     for init in ("informed", "random"):
         a = steps_of(sample_rollouts(replace(base, init=init, out=tmp_path / f"a-{init}"), progress=False))
         b = steps_of(sample_rollouts(replace(base, init=init, out=tmp_path / f"b-{init}"), progress=False))
@@ -58,7 +59,9 @@ def test_samples_follow_the_timestep_convention(trained_run, tmp_path, capsys):
     assert "episode store" in capsys.readouterr().out
     store = EpisodeStore(out)
     assert store.num_episodes == 3 and sorted(p.name for p in (out / "videos").iterdir()) == [
-        "sample_00000.mp4", "sample_00001.mp4"]  # fmt: skip
+        "sample_00000.mp4",
+        "sample_00001.mp4",
+    ]
     wm, agent, _ = load_world_model(trained_run, make_runtime("cpu", "fp32"))
     episodes = [store.episode(i) for i in range(3)]
     with torch.no_grad():  # replay the stored bottlenecks as one batch: modal and greedy, so deterministic

@@ -64,8 +64,17 @@ def test_killed_run_resumes_to_identical_weights(make_config):
 
 def cpu_run_flags(run_root: Path) -> list[str]:
     """``proclab wm train`` flags for a quiet, single-threaded, exact CPU run under ``run_root``."""
-    return ["--run-root", str(run_root), "--device", "cpu", "--precision", "fp32", "--no-tensorboard",
-            "--torch-threads", "1"]  # fmt: skip
+    return [
+        "--run-root",
+        str(run_root),
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",
+        "--no-tensorboard",
+        "--torch-threads",
+        "1",
+    ]
 
 
 def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, capsys):
@@ -145,18 +154,28 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     rng = np.random.default_rng(0)
     with ShardWriter(tmp_path / "data.zarr", commit_seconds=0) as w:
         for length in (9, 12):
-            w.append({"obs": rng.integers(0, 256, (length, 3, 64, 64), np.uint8), "action": rng.integers(0, 15, length),
-                      "reward_norm": rng.random(length, np.float32), "terminated": np.arange(length) == length - 1,
-                      "logits_clean": rng.random((length, 15), np.float32), "value": rng.random(length, np.float32)},
-                     {"game": "starpilot"})  # fmt: skip
+            w.append(
+                {
+                    "obs": rng.integers(0, 256, (length, 3, 64, 64), np.uint8),
+                    "action": rng.integers(0, 15, length),
+                    "reward_norm": rng.random(length, np.float32),
+                    "terminated": np.arange(length) == length - 1,
+                    "logits_clean": rng.random((length, 15), np.float32),
+                    "value": rng.random(length, np.float32),
+                },
+                {"game": "starpilot"},
+            )
     cfg = replace(
         helpers.tiny_config(tmp_path / "data.zarr", tmp_path / "runs", total_updates=2), agent=agent
     )
     run = WMTrainer(cfg).train(progress=False)
     assert read_metrics(run)["losses/agent_state"] == [0.0, 0.0]
-    samples = sample_rollouts(SampleArgs(checkpoint=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"),
-                              progress=False)  # fmt: skip
+    samples = sample_rollouts(
+        SampleArgs(checkpoint=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"), progress=False
+    )
     assert not any(f.startswith("state_") for f in EpisodeStore(samples).fields)
-    lot = loss_over_time(LossOverTimeArgs(checkpoint=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
-                         progress=False)  # fmt: skip
+    lot = loss_over_time(
+        LossOverTimeArgs(checkpoint=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
+        progress=False,
+    )
     assert "agent_state" not in lot["quantities"] and "value" in lot["quantities"]

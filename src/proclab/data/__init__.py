@@ -50,8 +50,25 @@ from proclab.data.windows import WindowDataset
 from proclab.data.writer import ShardWriter
 
 __all__ = [
-    "SCHEMA_VERSION", "STATE_IN", "STATE_IN0", "STATE_OUT", "STEP_FIELDS", "ActionNoise", "Episode",
-    "EpisodeRecorder", "EpisodeStore", "RecordArgs", "Recording", "ShardWriter", "WindowDataset", "export_minari",
-    "export_npz", "flatten_state", "new_recording", "prepare_recording", "record_shard", "state_layout",
+    "SCHEMA_VERSION",
+    "STATE_IN",
+    "STATE_IN0",
+    "STATE_OUT",
+    "STEP_FIELDS",
+    "ActionNoise",
+    "Episode",
+    "EpisodeRecorder",
+    "EpisodeStore",
+    "RecordArgs",
+    "Recording",
+    "ShardWriter",
+    "WindowDataset",
+    "export_minari",
+    "export_npz",
+    "flatten_state",
+    "new_recording",
+    "prepare_recording",
+    "record_shard",
+    "state_layout",
     "unflatten_state",
-]  # fmt: skip
+]

@@ -30,8 +30,13 @@ import tyro
 from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError
 
-_MINARI = {"obs": "observations", "action": "actions", "reward": "rewards", "terminated": "terminations",
-           "truncated": "truncations"}  # fmt: skip
+_MINARI = {
+    "obs": "observations",
+    "action": "actions",
+    "reward": "rewards",
+    "terminated": "terminations",
+    "truncated": "truncations",
+}
 FINAL_OBSERVATION = "zeros: Procgen never renders the frame after an episode's last action"
 
 
@@ -51,8 +56,12 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def export_npz(store: EpisodeStore | str | Path, out: str | Path, episodes: Sequence[int] | None = None,
-               fields: Sequence[str] | None = None) -> Path:  # fmt: skip
+def export_npz(
+    store: EpisodeStore | str | Path,
+    out: str | Path,
+    episodes: Sequence[int] | None = None,
+    fields: Sequence[str] | None = None,
+) -> Path:
     """One ``.npz`` per episode (all fields, or ``fields``) plus ``index.json`` in directory ``out``."""
     store = store if isinstance(store, EpisodeStore) else EpisodeStore(store)
     ids = _episode_ids(store, episodes)
@@ -72,11 +81,17 @@ def export_npz(store: EpisodeStore | str | Path, out: str | Path, episodes: Sequ
         index.append(
             {"file": name, "episode": i, **{k: _plain(v) for k, v in ep.info.items() if np.ndim(v) == 0}}
         )
-    (out / "index.json").write_text(json.dumps({
-        "source": str(store.path), "episodes": index,
-        "timestep_convention": "row t: obs_t, the action taken on it, its reward and terminated/truncated "
-                               "after it (see proclab.data.schema)",
-    }, indent=1))  # fmt: skip
+    (out / "index.json").write_text(
+        json.dumps(
+            {
+                "source": str(store.path),
+                "episodes": index,
+                "timestep_convention": "row t: obs_t, the action taken on it, its reward and terminated/truncated "
+                "after it (see proclab.data.schema)",
+            },
+            indent=1,
+        )
+    )
     return out
 
 

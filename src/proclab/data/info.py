@@ -34,11 +34,14 @@ class InfoArgs:
 
 def _stats(returns: np.ndarray, lengths: np.ndarray, completed: np.ndarray | None) -> dict:
     out = {
-        "episodes": len(returns), "steps": int(lengths.sum()),
-        "return_mean": float(returns.mean()), "return_std": float(returns.std()),
-        "return_min": float(returns.min()), "return_max": float(returns.max()),
+        "episodes": len(returns),
+        "steps": int(lengths.sum()),
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "return_min": float(returns.min()),
+        "return_max": float(returns.max()),
         "length_mean": float(lengths.mean()),
-    }  # fmt: skip
+    }
     if completed is not None:
         out["level_complete_rate"] = float(np.mean(completed))
     return out
@@ -60,11 +63,17 @@ def summarize(store: EpisodeStore) -> dict:
                 e["return"][sel], e["length"][sel], None if completed is None else completed[sel]
             )
     recs = [
-        {"id": rid, "checkpoint": r["recording"]["checkpoint"], "requested": r["recording"]["episodes"],
-         "committed": r["committed"], "split": r["recording"]["split"], "action_noise": r["recording"]["action_noise"],
-         "shards": r["shards"]}
+        {
+            "id": rid,
+            "checkpoint": r["recording"]["checkpoint"],
+            "requested": r["recording"]["episodes"],
+            "committed": r["committed"],
+            "split": r["recording"]["split"],
+            "action_noise": r["recording"]["action_noise"],
+            "shards": r["shards"],
+        }
         for rid, r in store.recordings().items()
-    ]  # fmt: skip
+    ]
     return {
         "path": str(store.path),
         "schema_version": SCHEMA_VERSION,
@@ -104,9 +113,16 @@ def main(argv: list[str], prog: str = "proclab data info") -> None:
         for col in ("game", "episodes", "steps", "return", "min", "max", "length", "completed"):
             t.add_column(col, justify="left" if col == "game" else "right")
         for g, s in summary["games"].items():
-            t.add_row(g or "-", f"{s['episodes']:,}", f"{s['steps']:,}", f"{s['return_mean']:.2f} ± {s['return_std']:.2f}",
-                      f"{s['return_min']:g}", f"{s['return_max']:g}", f"{s['length_mean']:.0f}",
-                      f"{s['level_complete_rate']:.2f}" if "level_complete_rate" in s else "-")  # fmt: skip
+            t.add_row(
+                g or "-",
+                f"{s['episodes']:,}",
+                f"{s['steps']:,}",
+                f"{s['return_mean']:.2f} ± {s['return_std']:.2f}",
+                f"{s['return_min']:g}",
+                f"{s['return_max']:g}",
+                f"{s['length_mean']:.0f}",
+                f"{s['level_complete_rate']:.2f}" if "level_complete_rate" in s else "-",
+            )
         console.print(t)
     t = Table(title="fields")
     for col in ("field", "per", "dtype", "shape"):

@@ -135,10 +135,17 @@ class AgentFacts:
         agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
         env_config = from_dict(EnvConfig, ckpt.meta["env"])
         shapes = build_agent(agent_config).state_shapes()
-        return cls(path=str(ckpt.path), step=ckpt.step, games=tuple(env_config.games()), mode=env_config.mode,
-                   train_split=env_config.split, num_actions=agent_config.num_actions,
-                   state_layout=_stored_layout(shapes), state_shapes={k: tuple(v) for k, v in shapes.items()},
-                   reward_norm=reward_normalisation(ckpt))  # fmt: skip
+        return cls(
+            path=str(ckpt.path),
+            step=ckpt.step,
+            games=tuple(env_config.games()),
+            mode=env_config.mode,
+            train_split=env_config.split,
+            num_actions=agent_config.num_actions,
+            state_layout=_stored_layout(shapes),
+            state_shapes={k: tuple(v) for k, v in shapes.items()},
+            reward_norm=reward_normalisation(ckpt),
+        )
 
 
 @dataclass(frozen=True)
@@ -166,13 +173,24 @@ class Recording:
     def attrs(self) -> dict:
         """The JSON form stored with every shard."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**fields, "args": _data_args(self.args), "games": list(self.games),
-                "reward_norm": dataclasses.asdict(self.reward_norm), STATE_LAYOUT_ATTR: self.state_layout}  # fmt: skip
+        return {
+            **fields,
+            "args": _data_args(self.args),
+            "games": list(self.games),
+            "reward_norm": dataclasses.asdict(self.reward_norm),
+            STATE_LAYOUT_ATTR: self.state_layout,
+        }
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Recording:
-        return cls(**{**attrs, "args": RecordArgs(**attrs["args"]), "games": tuple(attrs["games"]),
-                      "reward_norm": RewardNorm(**attrs["reward_norm"])})  # fmt: skip
+        return cls(
+            **{
+                **attrs,
+                "args": RecordArgs(**attrs["args"]),
+                "games": tuple(attrs["games"]),
+                "reward_norm": RewardNorm(**attrs["reward_norm"]),
+            }
+        )
 
 
 def _stored_layout(shapes: dict) -> dict[str, list]:
@@ -199,8 +217,11 @@ def reward_normalisation(ckpt: Checkpoint) -> RewardNorm:
         var = float(state["ranks"][0]["actor"]["env"]["reward_rms"]["var"])
     except (ProclabError, KeyError, TypeError, IndexError):
         return RewardNorm(1.0, None, "no reward statistics in the checkpoint: reward_norm = reward")
-    return RewardNorm(float(np.sqrt(var + 1e-8)), ppo.get("reward_clip"),
-                      f"running return std of rank 0 at step {meta.get('step')}")  # fmt: skip
+    return RewardNorm(
+        float(np.sqrt(var + 1e-8)),
+        ppo.get("reward_clip"),
+        f"running return std of rank 0 at step {meta.get('step')}",
+    )
 
 
 def open_checkpoint(path: str | Path) -> tuple[Checkpoint, AgentFacts]:
@@ -237,11 +258,18 @@ def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
     """Per-step fields (dtype, shape) a recording with these settings writes."""
     A = facts.num_actions
     fields = {
-        "obs": ("uint8", [3, 64, 64]), "action": ("int64", []), "logits": ("float32", [A]),
-        "logits_clean": ("float32", [A]), "value": ("float32", []), "reward": ("float32", []),
-        "reward_norm": ("float32", []), "terminated": ("bool", []), "truncated": ("bool", []),
-        "step": ("int32", []), "level_seed": ("int64", []),
-    }  # fmt: skip
+        "obs": ("uint8", [3, 64, 64]),
+        "action": ("int64", []),
+        "logits": ("float32", [A]),
+        "logits_clean": ("float32", [A]),
+        "value": ("float32", []),
+        "reward": ("float32", []),
+        "reward_norm": ("float32", []),
+        "terminated": ("bool", []),
+        "truncated": ("bool", []),
+        "step": ("int32", []),
+        "level_seed": ("int64", []),
+    }
     assert set(fields) == set(STEP_FIELDS)
     if args.human:
         fields["obs_human"] = ("uint8", [3, 512, 512])
@@ -285,12 +313,20 @@ def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
         _check_compatible(args.out, facts, args)
     ensure_store(args.out)
     recording = Recording(
-        id=uuid.uuid4().hex[:12], episodes=args.episodes, args=replace(RecordArgs(), **_data_args(args)),
-        checkpoint=facts.path, checkpoint_step=facts.step, games=facts.games, mode=facts.mode,
-        split=str(parse_split(split)), num_actions=facts.num_actions,
-        action_noise=ActionNoise.parse(args.action_noise).spec(), reward_norm=facts.reward_norm,
-        created=time.time(), state_layout=facts.state_layout,
-    )  # fmt: skip
+        id=uuid.uuid4().hex[:12],
+        episodes=args.episodes,
+        args=replace(RecordArgs(), **_data_args(args)),
+        checkpoint=facts.path,
+        checkpoint_step=facts.step,
+        games=facts.games,
+        mode=facts.mode,
+        split=str(parse_split(split)),
+        num_actions=facts.num_actions,
+        action_noise=ActionNoise.parse(args.action_noise).spec(),
+        reward_norm=facts.reward_norm,
+        created=time.time(),
+        state_layout=facts.state_layout,
+    )
     return recording, ckpt
 
 
@@ -345,13 +381,24 @@ def record_shard(
     env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(writer.name)]).generate_state(2)
     torch.manual_seed(int(torch_seed))
     n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
-    env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=int(env_seed % 2**31), split=args.split,
-                        render_human=args.human)  # fmt: skip
+    env = ProcgenVecEnv(
+        replace(env_config, num_envs=n_envs),
+        seed=int(env_seed % 2**31),
+        split=args.split,
+        render_human=args.human,
+    )
     norm = recording.reward_norm
     recorder = EpisodeRecorder(
-        env, agent, rt, noise=ActionNoise.parse(args.action_noise), reward_scale=norm.scale,
-        reward_clip=norm.clip, state_dtype=args.state_dtype, human=args.human, split=recording.split,
-    )  # fmt: skip
+        env,
+        agent,
+        rt,
+        noise=ActionNoise.parse(args.action_noise),
+        reward_scale=norm.scale,
+        reward_clip=norm.clip,
+        state_dtype=args.state_dtype,
+        human=args.human,
+        split=recording.split,
+    )
     video_dir = Path(store) / "videos"
 
     def sink(steps: dict, episode: dict) -> None:
@@ -387,8 +434,14 @@ def _worker(
             raise SystemExit(1)
 
     try:
-        record_shard(recording, store, episodes, tick=tick,
-                     on_commit=lambda e, s: messages.put(("commit", index, e)), **options)  # fmt: skip
+        record_shard(
+            recording,
+            store,
+            episodes,
+            tick=tick,
+            on_commit=lambda e, s: messages.put(("commit", index, e)),
+            **options,
+        )
     except ProclabError as err:
         messages.put(("error", index, str(err)))
         raise SystemExit(2) from None
@@ -406,8 +459,13 @@ def _record_workers(
     for w, n in enumerate(quotas(episodes, args.workers)):
         if n == 0:
             continue
-        options = dict(device=args.device, precision=args.precision, torch_threads=threads,
-                       commit_seconds=args.commit_seconds, videos=videos if w == 0 else 0)  # fmt: skip
+        options = dict(
+            device=args.device,
+            precision=args.precision,
+            torch_threads=threads,
+            commit_seconds=args.commit_seconds,
+            videos=videos if w == 0 else 0,
+        )
         p = ctx.Process(
             target=_worker, args=(recording, str(store), int(n), options, w, messages, os.getpid())
         )
@@ -444,8 +502,12 @@ def _record_ray(
     ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
     try:
         task = ray.remote(num_cpus=threads)(record_shard)
-        options = dict(device=args.device, precision=args.precision, torch_threads=threads,
-                       commit_seconds=args.commit_seconds)  # fmt: skip
+        options = dict(
+            device=args.device,
+            precision=args.precision,
+            torch_threads=threads,
+            commit_seconds=args.commit_seconds,
+        )
         pending = {
             task.remote(
                 recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
@@ -488,8 +550,9 @@ def _resume(args: RecordArgs) -> list[_Plan]:
     plans = []
     for entry in found.values():
         rec = Recording.from_attrs(entry["recording"])
-        changed = [k for k, v in _data_args(args).items()
-                   if v != getattr(defaults, k) and v != getattr(rec.args, k)]  # fmt: skip
+        changed = [
+            k for k, v in _data_args(args).items() if v != getattr(defaults, k) and v != getattr(rec.args, k)
+        ]
         if changed:
             flags = ", ".join("--" + k.replace("_", "-") for k in changed)
             raise ProclabError(f"--resume continues a recording with its saved settings; drop {flags}")
@@ -542,10 +605,18 @@ def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
         if args.workers > 1:
             _record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
             return
-        record_shard(recording, store, missing, checkpoint=plan.checkpoint, device=args.device,
-                     precision=args.precision, torch_threads=args.torch_threads,
-                     commit_seconds=args.commit_seconds, videos=videos,
-                     on_commit=lambda episodes, _: bar.update(task, completed=episodes))  # fmt: skip
+        record_shard(
+            recording,
+            store,
+            missing,
+            checkpoint=plan.checkpoint,
+            device=args.device,
+            precision=args.precision,
+            torch_threads=args.torch_threads,
+            commit_seconds=args.commit_seconds,
+            videos=videos,
+            on_commit=lambda episodes, _: bar.update(task, completed=episodes),
+        )
 
 
 def main(argv: list[str], prog: str = "proclab record") -> None:

@@ -204,11 +204,17 @@ class EpisodeRecorder:
                     raise RuntimeError(
                         f"env slot {i}: recorded {len(steps['obs'])} steps, env says {ep['length'][i]}"
                     )
-                sink(steps, {
-                    "game": env.games[env.game_index[i]], "split": self.split,
-                    "level_seed": int(ep["level_seed"][i]), "return": float(ep["return"][i]),
-                    "level_complete": bool(ep["level_complete"][i]), **self.state_in0,
-                })  # fmt: skip
+                sink(
+                    steps,
+                    {
+                        "game": env.games[env.game_index[i]],
+                        "split": self.split,
+                        "level_seed": int(ep["level_seed"][i]),
+                        "return": float(ep["return"][i]),
+                        "level_complete": bool(ep["level_complete"][i]),
+                        **self.state_in0,
+                    },
+                )
                 counts[i] += 1
                 if counts[i] == quota[i]:
                     active[i] = False

@@ -65,9 +65,18 @@ STORE_FORMAT = "proclab-episode-store"
 STATE_LAYOUT_ATTR = "state_layout"
 
 STEP_FIELDS = (
-    "obs", "action", "logits", "logits_clean", "value", "reward", "reward_norm", "terminated",
-    "truncated", "step", "level_seed",
-)  # fmt: skip
+    "obs",
+    "action",
+    "logits",
+    "logits_clean",
+    "value",
+    "reward",
+    "reward_norm",
+    "terminated",
+    "truncated",
+    "step",
+    "level_seed",
+)
 """Per-step fields every recording has (plus ``state_out/<layer>``, ``obs_human`` on request)."""
 INDEX_FIELDS = ("start", "length")
 """Per-episode fields the writer adds to every episode."""

@@ -196,8 +196,9 @@ class EpisodeStore:
     def games(self) -> list[str]:
         return sorted(set(self.episodes.get("game", [])))
 
-    def check_agent(self, num_actions: int, state_shapes: dict[str, tuple[int, ...]],
-                    games: Sequence[str] | None = None) -> None:  # fmt: skip
+    def check_agent(
+        self, num_actions: int, state_shapes: dict[str, tuple[int, ...]], games: Sequence[str] | None = None
+    ) -> None:
         """Refuse an agent that cannot have produced (or cannot consume) these episodes."""
         where = f"episode store {str(self.path)!r}"
         logits = self.step_fields.get("logits")
@@ -229,8 +230,9 @@ class EpisodeStore:
         e = self.episodes
         return int(e["shard"][index]), int(e["row"][index]), int(e["start"][index]), int(e["length"][index])
 
-    def read(self, index: int, fields: Sequence[str] | None = None, start: int = 0,
-             stop: int | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    def read(
+        self, index: int, fields: Sequence[str] | None = None, start: int = 0, stop: int | None = None
+    ) -> dict[str, np.ndarray]:
         """Rows ``[start, stop)`` of episode ``index`` (default: all of it) for the given fields.
 
         All fields are fetched concurrently (one round trip to zarr's I/O loop per call).
@@ -291,8 +293,10 @@ class EpisodeStore:
         requests = [(self._array(s, "steps/" + stored), slice(*span)) for s, span in spans.items()]
         if derived:
             rows = {s: (int(row[shard == s].min()), int(row[shard == s].max()) + 1) for s in spans}
-            requests += [(self._array(s, "episodes/" + STATE_IN0 + name.removeprefix(STATE_IN)), slice(*rows[s]))
-                         for s in spans]  # fmt: skip
+            requests += [
+                (self._array(s, "episodes/" + STATE_IN0 + name.removeprefix(STATE_IN)), slice(*rows[s]))
+                for s in spans
+            ]
         got = _read_many(requests)
         blocks, first_rows = (
             dict(zip(spans, got, strict=False)),

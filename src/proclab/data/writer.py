@@ -316,10 +316,14 @@ class ShardWriter:
             for name, (dtype, shape) in fields.items():
                 rows = chunk_rows(dtype.itemsize * int(np.prod(shape)))
                 self._arrays[f"{group}/{name}"] = self._group.create_array(
-                    f"{group}/{name}", shape=(0, *shape), chunks=(rows, *shape), dtype=dtype,
-                    compressors=compressor_for(dtype), fill_value=0,
+                    f"{group}/{name}",
+                    shape=(0, *shape),
+                    chunks=(rows, *shape),
+                    dtype=dtype,
+                    compressors=compressor_for(dtype),
+                    fill_value=0,
                     config={"write_empty_chunks": True},  # an all-zero chunk still exists on disk
-                )  # fmt: skip
+                )
 
     def _write(self, batch) -> None:
         with self._lock:
@@ -345,10 +349,12 @@ class ShardWriter:
     @staticmethod
     async def _grow_and_write(blocks: list) -> None:
         """Grow every array, then write the new rows of all of them concurrently."""
-        await asyncio.gather(*(
-            arr.resize((old + len(block), *arr.shape[1:]), delete_outside_chunks=False)
-            for arr, old, block in blocks
-        ))  # fmt: skip
+        await asyncio.gather(
+            *(
+                arr.resize((old + len(block), *arr.shape[1:]), delete_outside_chunks=False)
+                for arr, old, block in blocks
+            )
+        )
         await asyncio.gather(
             *(arr.setitem(slice(old, old + len(block)), block) for arr, old, block in blocks)
         )

@@ -9,8 +9,28 @@ from proclab.envs.scores import mean_normalized_score, normalized_score, score_b
 from proclab.envs.vec_env import OBS_SHAPE, EnvConfig, ProcgenVecEnv
 
 __all__ = [
-    "ACTIONS", "ACTION_NAMES", "EPISODE_TIME_LIMIT", "GAMES", "GAME_LISTS", "MODES", "NAMED_SPLITS",
-    "NOOP", "NUM_ACTIONS", "OBS_SHAPE", "EnvConfig", "EpisodeLog", "LevelSplit", "ProcgenVecEnv", "RewardNormalizer",
-    "RunningMeanStd", "check_disjoint", "check_game", "mean_normalized_score", "normalized_score",
-    "parse_split", "resolve_games", "score_bounds", "score_table",
-]  # fmt: skip
+    "ACTIONS",
+    "ACTION_NAMES",
+    "EPISODE_TIME_LIMIT",
+    "GAMES",
+    "GAME_LISTS",
+    "MODES",
+    "NAMED_SPLITS",
+    "NOOP",
+    "NUM_ACTIONS",
+    "OBS_SHAPE",
+    "EnvConfig",
+    "EpisodeLog",
+    "LevelSplit",
+    "ProcgenVecEnv",
+    "RewardNormalizer",
+    "RunningMeanStd",
+    "check_disjoint",
+    "check_game",
+    "mean_normalized_score",
+    "normalized_score",
+    "parse_split",
+    "resolve_games",
+    "score_bounds",
+    "score_table",
+]

@@ -25,12 +25,22 @@ def main(argv: list[str], prog: str = "proclab games") -> None:
     if args.json:
         import json
 
-        print(json.dumps({
-            "games": {g: {"modes": [m for m in MODES if g in support[m]],
-                          "score_bounds": {m: score_bounds(g, m) for m in ("easy", "hard")}} for g in GAMES},
-            "game_lists": GAME_LISTS,
-            "splits": {n: {"start": s.start, "num": s.num} for n, s in NAMED_SPLITS.items()},
-        }, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "games": {
+                        g: {
+                            "modes": [m for m in MODES if g in support[m]],
+                            "score_bounds": {m: score_bounds(g, m) for m in ("easy", "hard")},
+                        }
+                        for g in GAMES
+                    },
+                    "game_lists": GAME_LISTS,
+                    "splits": {n: {"start": s.start, "num": s.num} for n, s in NAMED_SPLITS.items()},
+                },
+                indent=2,
+            )
+        )
         return
     from rich.console import Console
     from rich.table import Table

@@ -12,9 +12,23 @@ from collections.abc import Iterable, Sequence
 from proclab.errors import ProclabError, unknown_choice
 
 GAMES: tuple[str, ...] = (
-    "bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
-    "heist", "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot",
-)  # fmt: skip
+    "bigfish",
+    "bossfight",
+    "caveflyer",
+    "chaser",
+    "climber",
+    "coinrun",
+    "dodgeball",
+    "fruitbot",
+    "heist",
+    "jumper",
+    "leaper",
+    "maze",
+    "miner",
+    "ninja",
+    "plunder",
+    "starpilot",
+)
 
 MODES: tuple[str, ...] = ("easy", "hard", "extreme", "memory", "exploration")
 
@@ -35,9 +49,25 @@ EPISODE_TIME_LIMIT = 1000
 GAME_LISTS: dict[str, tuple[str, ...]] = {
     "easy6": ("bigfish", "fruitbot", "maze", "leaper", "plunder", "starpilot"),
     "memory4": ("dodgeball", "heist", "maze", "miner"),
-    "all16": ("bigfish", "fruitbot", "maze", "leaper", "plunder", "starpilot", "miner", "bossfight",
-              "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "heist", "jumper", "ninja"),
-}  # fmt: skip
+    "all16": (
+        "bigfish",
+        "fruitbot",
+        "maze",
+        "leaper",
+        "plunder",
+        "starpilot",
+        "miner",
+        "bossfight",
+        "caveflyer",
+        "chaser",
+        "climber",
+        "coinrun",
+        "dodgeball",
+        "heist",
+        "jumper",
+        "ninja",
+    ),
+}
 
 
 def games_for_mode(mode: str) -> tuple[str, ...]:

@@ -182,7 +182,10 @@ def _replay(
         firsts = np.zeros((T, B), bool)
         if stored_state:
             flat = {layer: store.read_episode_field(STATE_IN0 + layer, ids) for layer in layout}
-            state = {k: torch.as_tensor(v, dtype=torch.float32, device=dev) for k, v in unflatten_state(flat, layout).items()}  # fmt: skip
+            state = {
+                k: torch.as_tensor(v, dtype=torch.float32, device=dev)
+                for k, v in unflatten_state(flat, layout).items()
+            }
         else:
             state = agent.initial_state(B, device=dev)
             firsts[0] = True
@@ -191,9 +194,11 @@ def _replay(
             for t0 in range(0, T, chunk):
                 sl = slice(t0, min(T, t0 + chunk))
                 _, state = agent.unroll(
-                    torch.as_tensor(obs[sl], device=dev), state, torch.as_tensor(firsts[sl], device=dev),
+                    torch.as_tensor(obs[sl], device=dev),
+                    state,
+                    torch.as_tensor(firsts[sl], device=dev),
                     torch.as_tensor(prev[sl], device=dev),
-                )  # fmt: skip
+                )
                 a = captured[hook]
                 acts.append(a.reshape(sl.stop - sl.start, B, -1).float().cpu().numpy())
                 captured.calls(hook).clear()

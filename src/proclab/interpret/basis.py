@@ -57,8 +57,19 @@ class BasisConfig:
 class Basis:
     """z-score (real data mu, sigma) -> PCA (all components) -> FastICA on the first k standardised PCs."""
 
-    def __init__(self, *, mean, std, pca_mean, components, pc_var, unmixing, config: BasisConfig,
-                 provenance: dict, fit_info: dict):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        mean,
+        std,
+        pca_mean,
+        components,
+        pc_var,
+        unmixing,
+        config: BasisConfig,
+        provenance: dict,
+        fit_info: dict,
+    ):
         self.mean = np.asarray(mean, np.float64)
         self.std = np.asarray(std, np.float64)
         self.pca_mean = np.asarray(pca_mean, np.float64)
@@ -122,16 +133,28 @@ class Basis:
         k = config.n_ics
         u = pca.transform((x - mean) / std)[:, :k] / np.sqrt(pca.explained_variance_[:k])
         ica = FastICA(
-            whiten=False, fun=config.fun, max_iter=config.max_iter, tol=config.tol,
+            whiten=False,
+            fun=config.fun,
+            max_iter=config.max_iter,
+            tol=config.tol,
             random_state=config.seed,
-        ).fit(u)  # fmt: skip
-        info = {"ica_iterations": int(ica.n_iter_), "ica_converged": bool(ica.n_iter_ < config.max_iter),
-                "points": n}  # fmt: skip
+        ).fit(u)
+        info = {
+            "ica_iterations": int(ica.n_iter_),
+            "ica_converged": bool(ica.n_iter_ < config.max_iter),
+            "points": n,
+        }
         return cls(
-            mean=mean, std=std, pca_mean=pca.mean_, components=pca.components_,
-            pc_var=pca.explained_variance_, unmixing=ica.components_, config=config,
-            provenance=dict(provenance), fit_info=info,
-        )  # fmt: skip
+            mean=mean,
+            std=std,
+            pca_mean=pca.mean_,
+            components=pca.components_,
+            pc_var=pca.explained_variance_,
+            unmixing=ica.components_,
+            config=config,
+            provenance=dict(provenance),
+            fit_info=info,
+        )
 
     # -- maps ------------------------------------------------------------------------------------
     def _mat(self, name: str, like):
@@ -195,13 +218,23 @@ class Basis:
     def save(self, path: Path) -> None:
         """One ``.npz`` of plain arrays; config, provenance and fit facts as a JSON string inside."""
         path = Path(path)
-        meta = {"format": FORMAT, "config": asdict(self.config), "provenance": self.provenance,
-                "fit_info": self.fit_info}  # fmt: skip
+        meta = {
+            "format": FORMAT,
+            "config": asdict(self.config),
+            "provenance": self.provenance,
+            "fit_info": self.fit_info,
+        }
         tmp = path.with_name(f".{path.name}.tmp.npz")
         np.savez(
-            tmp, mean=self.mean, std=self.std, pca_mean=self.pca_mean, components=self.components,
-            pc_var=self.pc_var, unmixing=self.unmixing, meta=np.array(json.dumps(meta, default=str)),
-        )  # fmt: skip
+            tmp,
+            mean=self.mean,
+            std=self.std,
+            pca_mean=self.pca_mean,
+            components=self.components,
+            pc_var=self.pc_var,
+            unmixing=self.unmixing,
+            meta=np.array(json.dumps(meta, default=str)),
+        )
         tmp.replace(path)
 
     @classmethod
@@ -215,5 +248,9 @@ class Basis:
             raise ProclabError(f"{str(path)!r} is not a saved basis ({err})") from None
         if meta.get("format") != FORMAT:
             raise ProclabError(f"{str(path)!r} is not a saved basis (format {meta.get('format')!r})")
-        return cls(**arrays, config=BasisConfig(**meta["config"]), provenance=meta["provenance"],
-                   fit_info=meta["fit_info"])  # fmt: skip
+        return cls(
+            **arrays,
+            config=BasisConfig(**meta["config"]),
+            provenance=meta["provenance"],
+            fit_info=meta["fit_info"],
+        )

@@ -115,8 +115,12 @@ class BehaviourModel:
         env_pca = PCA(min(config.env_pcs, *env_flat.shape), random_state=seed).fit(
             (env_flat - env_mean) / env_std
         )
-        a = {"env_mean": env_mean, "env_std": env_std, "env_components": env_pca.components_,
-             "env_pca_mean": env_pca.mean_}  # fmt: skip
+        a = {
+            "env_mean": env_mean,
+            "env_std": env_std,
+            "env_components": env_pca.components_,
+            "env_pca_mean": env_pca.mean_,
+        }
         feats = lagged_features(state, cls._env_pcs(a, env_h), config.lags)
         S = feats.shape[1]
         flat = feats.reshape(n * S, -1)
@@ -127,8 +131,16 @@ class BehaviourModel:
         coords = pca.transform(z)
         check_clusters(config.clusters, len(coords), "behaviours")
         perplexity = float(min(config.perplexity, max(1.0, (len(coords) - 1) / 3)))
-        tsne = np.asarray(TSNE(n_components=3, perplexity=perplexity, negative_gradient_method="bh",
-                               random_state=seed, n_jobs=1, initialization="pca").fit(coords))  # fmt: skip
+        tsne = np.asarray(
+            TSNE(
+                n_components=3,
+                perplexity=perplexity,
+                negative_gradient_method="bh",
+                random_state=seed,
+                n_jobs=1,
+                initialization="pca",
+            ).fit(coords)
+        )
         steps = ward_fit_assign(tsne, np.arange(len(tsne)), config.clusters).reshape(n, S)
         a["fit_coords"], a["fit_labels"] = coords.astype(np.float32), steps.reshape(-1)
         return cls(config, a), steps, tsne.reshape(n, S, 3)
@@ -143,8 +155,10 @@ class BehaviourModel:
         a = self.a
         feats = lagged_features(state, self._env_pcs(a, env_h), self.config.lags)
         if feats.shape[-1] != a["mean"].shape[0]:
-            raise ProclabError(f"these samples have {feats.shape[-1]} features per step; the behaviours were "
-                               f"fitted on {a['mean'].shape[0]} (another agent or world model?)")  # fmt: skip
+            raise ProclabError(
+                f"these samples have {feats.shape[-1]} features per step; the behaviours were "
+                f"fitted on {a['mean'].shape[0]} (another agent or world model?)"
+            )
         return ((feats - a["mean"]) / a["std"] - a["pca_mean"]) @ a["components"].T
 
     def assign(self, state: np.ndarray, env_h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,8 +223,16 @@ class SampleSet:
 
         returns = store.episodes["return"][ids] if "return" in store.episodes else np.full(n, np.nan)
         done = steps("terminated") if "terminated" in store.step_fields else np.zeros((n, T), bool)
-        return cls(np.asarray(ids), acts.x.reshape(n, T, -1), steps("env_h"), steps("value"), steps("action"),
-                   done, returns.astype(np.float64), acts.source)  # fmt: skip
+        return cls(
+            np.asarray(ids),
+            acts.x.reshape(n, T, -1),
+            steps("env_h"),
+            steps("value"),
+            steps("action"),
+            done,
+            returns.astype(np.float64),
+            acts.source,
+        )
 
 
 def open_samples(args, ws: Workspace) -> tuple[EpisodeStore, Path]:
@@ -260,13 +282,22 @@ def run_behaviours(args: BehavioursArgs) -> Path:
             )
             basis = ws.basis() if ws.basis_path.is_file() else None
             summary = behaviour_summary(s, labels, args.clusters, basis)
-            summary |= {"samples": len(ids), "stability_ari": stability, "config": asdict(config),
-                        "source": s.source, "seconds": ph.seconds}  # fmt: skip
+            summary |= {
+                "samples": len(ids),
+                "stability_ari": stability,
+                "config": asdict(config),
+                "source": s.source,
+                "seconds": ph.seconds,
+            }
             write_json_atomic(out / "summary.json", summary)
         with ph.phase("plots and videos"):
             outputs = _plots(out, tsne, steps) + _videos(out, store, s, labels, args.videos)
-    ws.record_command(NAME, asdict(args), [str(out / f) for f in ("transform.npz", "labels.npz", "summary.json")]
-                      + [str(p) for p in outputs], time.time() - start)  # fmt: skip
+    ws.record_command(
+        NAME,
+        asdict(args),
+        [str(out / f) for f in ("transform.npz", "labels.npz", "summary.json")] + [str(p) for p in outputs],
+        time.time() - start,
+    )
     return out
 
 
@@ -295,9 +326,12 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
         entry = {"behaviour": c, "members": s.ids[m].tolist(), "size": int(m.sum())}
         if m.any():
             hist = np.bincount(s.action[m].reshape(-1), minlength=len(ACTION_NAMES))
-            entry |= {"mean_value": float(s.value[m].mean()), "mean_return": float(np.nanmean(s.returns[m])),
-                      "done_rate": float(s.done[m].any(1).mean()),
-                      "action_histogram": dict(zip(ACTION_NAMES, hist.tolist(), strict=False))}  # fmt: skip
+            entry |= {
+                "mean_value": float(s.value[m].mean()),
+                "mean_return": float(np.nanmean(s.returns[m])),
+                "done_rate": float(s.done[m].any(1).mean()),
+                "action_histogram": dict(zip(ACTION_NAMES, hist.tolist(), strict=False)),
+            }
             if ics is not None:
                 z = (ics[m].reshape(-1, ics.shape[-1]).mean(0) - mu) / sd
                 top = np.argsort(-np.abs(z))[:3]
@@ -314,8 +348,15 @@ def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
     names = [str(c) for c in range(int(labels.max()) + 1)]
     paths = []
     for a, b in ((0, 1), (0, 2), (1, 2)):
-        paths.append(scatter_grid(xyz[:, [a, b]], [Colouring("behaviour (step cluster)", labels, names)],
-                                  out / f"tsne_{a}{b}.png", "behaviours: 3-D t-SNE", (f"t-SNE {a}", f"t-SNE {b}")))  # fmt: skip
+        paths.append(
+            scatter_grid(
+                xyz[:, [a, b]],
+                [Colouring("behaviour (step cluster)", labels, names)],
+                out / f"tsne_{a}{b}.png",
+                "behaviours: 3-D t-SNE",
+                (f"t-SNE {a}", f"t-SNE {b}"),
+            )
+        )
     return paths
 
 

@@ -128,8 +128,10 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
             if len(random) >= 2:
                 a = informed[subsample(len(informed), args.test_points, args.seed)]
                 b = random[subsample(len(random), args.test_points, args.seed + 1)]
-                test = {"method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
-                        **mmd_test(z[a], z[b], args.permutations, args.seed)}  # fmt: skip
+                test = {
+                    "method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
+                    **mmd_test(z[a], z[b], args.permutations, args.seed),
+                }
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
@@ -137,18 +139,31 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
             files = [out / "bottleneck.npz"]
             if args.plots:
                 files += _plots(out, arrays, args)
-    random_share = [float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
-                    for c in range(args.clusters)]  # fmt: skip
+    random_share = [
+        float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
+        for c in range(args.clusters)
+    ]
     summary = {
-        "samples": str(samples.resolve()), "random_samples": str(args.random_samples) if args.random_samples else None,
-        "informed": len(informed), "random": int(np.sum(init == 1)), "dim": vectors.shape[1], "pcs": pcs.shape[1],
-        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)},
+        "samples": str(samples.resolve()),
+        "random_samples": str(args.random_samples) if args.random_samples else None,
+        "informed": len(informed),
+        "random": int(np.sum(init == 1)),
+        "dim": vectors.shape[1],
+        "pcs": pcs.shape[1],
+        "variance_explained": {
+            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)
+        },
         "pcs_to_95": n95,
-        "clusters": {"n": args.clusters, "space_pcs": n95, "silhouette": sil,
-                     "sizes": np.bincount(clusters, minlength=args.clusters).tolist(), "random_share": random_share},
+        "clusters": {
+            "n": args.clusters,
+            "space_pcs": n95,
+            "silhouette": sil,
+            "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
+            "random_share": random_share,
+        },
         "informed_vs_random": test,
         "seconds": ph.seconds,
-    }  # fmt: skip
+    }
     return ws.finish(NAME, args, files, summary, start)
 
 
@@ -160,8 +175,14 @@ def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:
         plots.Colouring("Ward cluster", a["clusters"], [f"c{c}" for c in range(args.clusters)]),
     ]
     return [
-        plots.scatter_grid(a["pcs"][:, :2], panels, out / "pca_scatter.png",
-                           "bottleneck vectors: PC 0 vs PC 1 (informed PCs)", ("PC 0", "PC 1")),
-        plots.scatter_grid(a["tsne"], panels, out / "tsne_scatter.png", "bottleneck vectors: t-SNE",
-                           ("t-SNE 1", "t-SNE 2")),
-    ]  # fmt: skip
+        plots.scatter_grid(
+            a["pcs"][:, :2],
+            panels,
+            out / "pca_scatter.png",
+            "bottleneck vectors: PC 0 vs PC 1 (informed PCs)",
+            ("PC 0", "PC 1"),
+        ),
+        plots.scatter_grid(
+            a["tsne"], panels, out / "tsne_scatter.png", "bottleneck vectors: t-SNE", ("t-SNE 1", "t-SNE 2")
+        ),
+    ]

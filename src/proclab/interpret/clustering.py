@@ -212,10 +212,22 @@ def mmd_test(a: np.ndarray, b: np.ndarray, permutations: int, seed: int, batch: 
     first = np.arange(m + p) < m
     observed = float(mmd2(first[None])[0])
     rng = np.random.default_rng(seed)
-    null = np.concatenate(
-        [mmd2(np.stack([rng.permutation(first) for _ in range(min(batch, permutations - lo))]))
-         for lo in range(0, permutations, batch)]
-    ) if permutations else np.zeros(0)  # fmt: skip
+    null = (
+        np.concatenate(
+            [
+                mmd2(np.stack([rng.permutation(first) for _ in range(min(batch, permutations - lo))]))
+                for lo in range(0, permutations, batch)
+            ]
+        )
+        if permutations
+        else np.zeros(0)
+    )
     p_value = (1 + int(np.sum(null >= observed))) / (1 + permutations)
-    return {"mmd2": observed, "p_value": p_value, "permutations": permutations,
-            "bandwidth": float(np.sqrt(bandwidth2)), "n_a": m, "n_b": p}  # fmt: skip
+    return {
+        "mmd2": observed,
+        "p_value": p_value,
+        "permutations": permutations,
+        "bandwidth": float(np.sqrt(bandwidth2)),
+        "n_a": m,
+        "n_b": p,
+    }

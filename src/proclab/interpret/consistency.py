@@ -70,8 +70,15 @@ def group_sums(per_sample: np.ndarray, labels: np.ndarray, groups: int) -> np.nd
     return out
 
 
-def permutation_test(J: np.ndarray, X: np.ndarray, labels: np.ndarray, groups: int, permutations: int,
-                     seed: int, quantile: float = 0.75) -> dict[str, np.ndarray]:  # fmt: skip
+def permutation_test(
+    J: np.ndarray,
+    X: np.ndarray,
+    labels: np.ndarray,
+    groups: int,
+    permutations: int,
+    seed: int,
+    quantile: float = 0.75,
+) -> dict[str, np.ndarray]:
     """Per-sample ``J``, ``X`` contributions ``(n, L, k, k)`` and labels -> observed agreement, null mean
     and p-value per group and lag, for all pairs and strong pairs (arrays ``(groups, L)``)."""
     n, L, k, _ = J.shape
@@ -122,15 +129,28 @@ def run_consistency(args: ConsistencyArgs) -> Path:
     d = load_dynamics(args, ws)
     out = ws.command_dir(NAME)
     lags = slice(1, d.step + 1)
-    summary: dict = {"target_step": d.step, "lags": list(range(1, d.step + 1)), "permutations": args.permutations,
-                     "quantile": args.quantile, "behaviours": d.groups, "settings": {}}  # fmt: skip
+    summary: dict = {
+        "target_step": d.step,
+        "lags": list(range(1, d.step + 1)),
+        "permutations": args.permutations,
+        "quantile": args.quantile,
+        "behaviours": d.groups,
+        "settings": {},
+    }
     outputs = [out / "summary.json"]
     with phases(len(d.jacobians), "consistency") as ph:
         for setting, J in d.jacobians.items():
             with ph.phase(f"{setting}: {args.permutations} permutations"):
                 X = d.xcorr_per_sample[d.rows[setting]][:, lags]
-                res = permutation_test(J[:, 1:], X, d.labels[d.rows[setting]], d.groups, args.permutations,
-                                       args.seed, args.quantile)  # fmt: skip
+                res = permutation_test(
+                    J[:, 1:],
+                    X,
+                    d.labels[d.rows[setting]],
+                    d.groups,
+                    args.permutations,
+                    args.seed,
+                    args.quantile,
+                )
                 _record(summary, setting, res)
                 if args.plots:
                     outputs += _triptychs(out, setting, d, J[:, 1:], X)
@@ -153,8 +173,11 @@ def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list
         fig, axes = plt.subplots(len(Jg), 3, figsize=(9, 3 * len(Jg)), squeeze=False)
         for lag, (a, b) in enumerate(zip(Jg, Xg, strict=True), start=1):
             same = ((a >= 0) == (b >= 0)).astype(float)
-            for ax, mat, clim, title in ((axes[lag - 1, 0], a, 0.25, f"J lag {lag}"), (axes[lag - 1, 1], b, 0.8, f"X lag {lag}"),
-                                         (axes[lag - 1, 2], same * 2 - 1, 1, "same sign")):  # fmt: skip
+            for ax, mat, clim, title in (
+                (axes[lag - 1, 0], a, 0.25, f"J lag {lag}"),
+                (axes[lag - 1, 1], b, 0.8, f"X lag {lag}"),
+                (axes[lag - 1, 2], same * 2 - 1, 1, "same sign"),
+            ):
                 ax.imshow(mat[np.ix_(d.order, d.order)], cmap="seismic", vmin=-clim, vmax=clim)
                 ax.set_title(title, fontsize=9)
                 ax.set_xlabel("IC later")

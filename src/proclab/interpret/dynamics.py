@@ -31,8 +31,9 @@ def per_sample_xcorr(s: np.ndarray, max_lag: int) -> np.ndarray:
     T = s.shape[1]
     if max_lag >= T:
         raise ProclabError(f"--max-lag {max_lag} needs samples longer than {max_lag} steps; they have {T}")
-    return np.stack([np.einsum("nti,ntj->nij", s[:, : T - lag], s[:, lag:]) / (T - lag)
-                     for lag in range(max_lag + 1)], 1)  # fmt: skip
+    return np.stack(
+        [np.einsum("nti,ntj->nij", s[:, : T - lag], s[:, lag:]) / (T - lag) for lag in range(max_lag + 1)], 1
+    )
 
 
 def group_mean(per_sample: np.ndarray, labels: np.ndarray, groups: int) -> np.ndarray:
@@ -87,8 +88,10 @@ def per_sample_jacobians(store: EpisodeStore, k: int) -> tuple[np.ndarray, np.nd
     names = [f"grad/ic_{j}/ic" for j in range(k)]
     missing = [n for n in names if n not in store.step_fields]
     if missing:
-        raise ProclabError(f"saliency store {str(store.path)!r} lacks {missing[0]}; cross-causation needs a "
-                           f"saliency run with --target ic:0-{k - 1} and a basis")  # fmt: skip
+        raise ProclabError(
+            f"saliency store {str(store.path)!r} lacks {missing[0]}; cross-causation needs a "
+            f"saliency run with --target ic:0-{k - 1} and a basis"
+        )
     steps = store.episodes["target_step"]
     if len(set(steps.tolist())) != 1:
         raise ProclabError(

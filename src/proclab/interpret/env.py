@@ -106,14 +106,24 @@ def run_env(args: EnvArgs) -> Path:
             if args.plots:
                 files += _plots(out, arrays, args)
     summary = {
-        "samples": str(samples.resolve()), "episodes": len(episodes), "points": len(x), "dim": x.shape[1],
-        "fit_points": len(fit), "pcs": pcs.shape[1],
-        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)},
+        "samples": str(samples.resolve()),
+        "episodes": len(episodes),
+        "points": len(x),
+        "dim": x.shape[1],
+        "fit_points": len(fit),
+        "pcs": pcs.shape[1],
+        "variance_explained": {
+            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)
+        },
         "pcs_to_95": n95,
-        "clusters": {"n": args.clusters, "space_pcs": n95, "silhouette": sil,
-                     "sizes": np.bincount(clusters, minlength=args.clusters).tolist()},
+        "clusters": {
+            "n": args.clusters,
+            "space_pcs": n95,
+            "silhouette": sil,
+            "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
+        },
         "seconds": ph.seconds,
-    }  # fmt: skip
+    }
     return ws.finish(NAME, args, files, summary, start)
 
 
@@ -132,8 +142,10 @@ def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
     ]
     panels = [p for p in panels if p is not None]
     return [
-        plots.scatter_grid(a["pcs"][shown, :2], panels, out / "pca_scatter.png", "env states: PC 0 vs PC 1",
-                           ("PC 0", "PC 1")),
-        plots.scatter_grid(a["tsne"][shown], panels, out / "tsne_scatter.png", "env states: t-SNE",
-                           ("t-SNE 1", "t-SNE 2")),
-    ]  # fmt: skip
+        plots.scatter_grid(
+            a["pcs"][shown, :2], panels, out / "pca_scatter.png", "env states: PC 0 vs PC 1", ("PC 0", "PC 1")
+        ),
+        plots.scatter_grid(
+            a["tsne"][shown], panels, out / "tsne_scatter.png", "env states: t-SNE", ("t-SNE 1", "t-SNE 2")
+        ),
+    ]

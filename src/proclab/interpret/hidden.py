@@ -216,8 +216,9 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
 
     gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, device=args.device)
     gen_pcs, gen_ics = _project(basis, gen.x)
-    inside = inside_fraction(cloud.z[cloud.fit_in], cloud.outliers.threshold, (gen.x - cloud.mu) / cloud.sd,
-                             args.outlier_k)  # fmt: skip
+    inside = inside_fraction(
+        cloud.z[cloud.fit_in], cloud.outliers.threshold, (gen.x - cloud.mu) / cloud.sd, args.outlier_k
+    )
     return {"episode": gen.episode, "step": gen.step, "pcs": gen_pcs, "ics": gen_ics, "inside": inside}
 
 
@@ -257,16 +258,27 @@ def run_hidden(args: HiddenArgs) -> Path:
     inp = _inputs(args, ws)
     with phases(12 if inp.sample_store else 11, "analyze hidden") as ph:
         with ph.phase("reading states"):
-            acts = read_activation(inp.store, inp.source, inp.episodes, checkpoint=inp.checkpoint,
-                                   device=args.device, progress=ph.fraction)  # fmt: skip
+            acts = read_activation(
+                inp.store,
+                inp.source,
+                inp.episodes,
+                checkpoint=inp.checkpoint,
+                device=args.device,
+                progress=ph.fraction,
+            )
             x = acts.x
             attrs = _step_attributes(inp.store, inp.episodes)
         with ph.phase("outliers"):
             cloud = _Cloud.of(x, args)
             fit_in = cloud.fit_in
         with ph.phase("basis"):
-            provenance = {"data": str(inp.data.resolve()), "activation": inp.source, "episodes": len(inp.episodes),
-                          "points": len(fit_in), "checkpoint": str(inp.checkpoint) if inp.checkpoint else None}  # fmt: skip
+            provenance = {
+                "data": str(inp.data.resolve()),
+                "activation": inp.source,
+                "episodes": len(inp.episodes),
+                "points": len(fit_in),
+                "checkpoint": str(inp.checkpoint) if inp.checkpoint else None,
+            }
             basis = Basis.fit(x[fit_in], BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
             pcs, ics = _project(basis, x)
             n95 = pcs_to(basis.explained_variance_ratio, 0.95)
@@ -280,8 +292,12 @@ def run_hidden(args: HiddenArgs) -> Path:
         with ph.phase("t-sne fit"):
             embedding = tsne_fit(pcs[fit_in, :n95], args.perplexity, args.seed)
         with ph.phase("t-sne assign"):
-            tsne = assign_rest(pcs[:, :n95], fit_in, np.asarray(embedding, np.float32),
-                               lambda rows: tsne_place(embedding, rows))  # fmt: skip
+            tsne = assign_rest(
+                pcs[:, :n95],
+                fit_in,
+                np.asarray(embedding, np.float32),
+                lambda rows: tsne_place(embedding, rows),
+            )
         with ph.phase("statistics"):
             sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
             kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
@@ -292,34 +308,63 @@ def run_hidden(args: HiddenArgs) -> Path:
         with ph.phase("writing"):
             fit_mask = np.zeros(len(x), bool)
             fit_mask[fit_in] = True
-            arrays = {"episode": acts.episode, "step": acts.step, "outlier": cloud.outliers.mask, "fit": fit_mask,
-                      "knn_distance": cloud.outliers.distance.astype(np.float32), "pcs": pcs, "ics": ics,
-                      "clusters": clusters, "nmf": nmf, "tsne": tsne, **attrs}  # fmt: skip
+            arrays = {
+                "episode": acts.episode,
+                "step": acts.step,
+                "outlier": cloud.outliers.mask,
+                "fit": fit_mask,
+                "knn_distance": cloud.outliers.distance.astype(np.float32),
+                "pcs": pcs,
+                "ics": ics,
+                "clusters": clusters,
+                "nmf": nmf,
+                "tsne": tsne,
+                **attrs,
+            }
             files = _write(ws, arrays, generated, basis, args)
     fits = {"sil": sil, "kurt": kurt, "nmf_error": float(nmf_model.reconstruction_err_), "n95": n95}
     summary = _summary(args, inp, arrays, basis, cloud, fits, generated, ph.seconds)
     return ws.finish(NAME, args, files, summary, start)
 
 
-def _summary(args: HiddenArgs, inp: _Inputs, arrays: dict, basis: Basis, cloud: _Cloud, fits: dict,
-             generated: dict | None, seconds) -> dict:  # fmt: skip
+def _summary(
+    args: HiddenArgs,
+    inp: _Inputs,
+    arrays: dict,
+    basis: Basis,
+    cloud: _Cloud,
+    fits: dict,
+    generated: dict | None,
+    seconds,
+) -> dict:
     ratio, k, n95, outliers = basis.explained_variance_ratio, basis.n_ics, fits["n95"], cloud.outliers
     return {
-        "activation": inp.source, "data": str(inp.data.resolve()), "samples": str(inp.samples) if inp.samples else None,
-        "episodes": len(inp.episodes), "points": len(arrays["pcs"]), "dim": basis.dim, "fit_points": len(cloud.fit),
-        "outliers": int(outliers.mask.sum()), "outlier_share": float(outliers.mask.mean()),
+        "activation": inp.source,
+        "data": str(inp.data.resolve()),
+        "samples": str(inp.samples) if inp.samples else None,
+        "episodes": len(inp.episodes),
+        "points": len(arrays["pcs"]),
+        "dim": basis.dim,
+        "fit_points": len(cloud.fit),
+        "outliers": int(outliers.mask.sum()),
+        "outlier_share": float(outliers.mask.mean()),
         "outlier_threshold": outliers.threshold,
         "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*REPORTED_PCS, k) if n <= len(ratio)},
         "pcs_to_95": n95,
         "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in fits["kurt"]]},
-        "clusters": {"n": args.clusters, "space_pcs": n95,
-                     "sizes": np.bincount(arrays["clusters"], minlength=args.clusters).tolist(), "silhouette": fits["sil"]},
+        "clusters": {
+            "n": args.clusters,
+            "space_pcs": n95,
+            "sizes": np.bincount(arrays["clusters"], minlength=args.clusters).tolist(),
+            "silhouette": fits["sil"],
+        },
         "nmf": {"n": args.nmf, "reconstruction_error": fits["nmf_error"]},
         "tsne": {"perplexity": args.perplexity, "fit_points": len(cloud.fit_in)},
-        "generated": None if generated is None else {
-            "points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
+        "generated": None
+        if generated is None
+        else {"points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
         "seconds": seconds,
-    }  # fmt: skip
+    }
 
 
 def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:
@@ -347,24 +392,51 @@ def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: Hidde
     panels = [p for p in panels if p is not None]
     gen_pcs = None if generated is None else generated["pcs"][:, :2]
     files = [
-        plots.scatter_grid(a["pcs"][shown, :2], panels, out / "pca_scatter.png", "hidden states: PC 0 vs PC 1",
-                           ("PC 0", "PC 1"), gen_pcs, "generated"),
-        plots.scatter_grid(a["tsne"][shown], panels, out / "tsne_scatter.png", "hidden states: t-SNE",
-                           ("t-SNE 1", "t-SNE 2")),
-        plots.variance_explained(basis.explained_variance_ratio, k, out / "variance_explained.png",
-                                 "variance explained by the PCs of the z-scored states"),
-    ]  # fmt: skip
+        plots.scatter_grid(
+            a["pcs"][shown, :2],
+            panels,
+            out / "pca_scatter.png",
+            "hidden states: PC 0 vs PC 1",
+            ("PC 0", "PC 1"),
+            gen_pcs,
+            "generated",
+        ),
+        plots.scatter_grid(
+            a["tsne"][shown], panels, out / "tsne_scatter.png", "hidden states: t-SNE", ("t-SNE 1", "t-SNE 2")
+        ),
+        plots.variance_explained(
+            basis.explained_variance_ratio,
+            k,
+            out / "variance_explained.png",
+            "variance explained by the PCs of the z-scored states",
+        ),
+    ]
     firsts = np.unique(a["episode"])[:12]
     paths = [a["pcs"][a["episode"] == e, :2] for e in firsts]
-    files.append(plots.trajectories(a["pcs"][shown, :2], paths, out / "trajectories_pca.png",
-                                    "episodes in PC space (green: start, red: end)", ("PC 0", "PC 1")))  # fmt: skip
+    files.append(
+        plots.trajectories(
+            a["pcs"][shown, :2],
+            paths,
+            out / "trajectories_pca.png",
+            "episodes in PC space (green: start, red: end)",
+            ("PC 0", "PC 1"),
+        )
+    )
     extra = None if generated is None else {"generated": generated["ics"]}
     inl = ~a["outlier"]
     files.append(plots.histograms(a["ics"][inl], out / "ic_histograms.png", "IC coordinates", "IC", extra))
     if generated is not None:
         pairs = [("PC 0", "PC 1", 0, 1, "pcs"), ("PC 2", "PC 3", 2, 3, "pcs"), ("IC 0", "IC 1", 0, 1, "ics")]
-        files.append(plots.overlays(a, generated, shown, pairs, out / "generated_over_real.png",
-                                    "generated states (black) over the real states (grey)"))  # fmt: skip
+        files.append(
+            plots.overlays(
+                a,
+                generated,
+                shown,
+                pairs,
+                out / "generated_over_real.png",
+                "generated states (black) over the real states (grey)",
+            )
+        )
     return files
 
 

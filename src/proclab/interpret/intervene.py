@@ -101,8 +101,9 @@ class InterveneArgs(AnalysisArgs):
 def intervention_of(args: InterveneArgs) -> Intervention:
     given = [(op, getattr(args, op)) for op in OPS if getattr(args, op) is not None]
     if len(given) != 1:
-        raise ProclabError(f"give exactly one intervention (--move I:J, --collapse I or --exchange I:J); got "
-                           f"{len(given)}")  # fmt: skip
+        raise ProclabError(
+            f"give exactly one intervention (--move I:J, --collapse I or --exchange I:J); got {len(given)}"
+        )
     return Intervention.parse(*given[0])
 
 
@@ -120,13 +121,17 @@ def state_key(ws: Workspace, agent, given: str | None) -> str:
     hook = basis_hook(source, codec)
     keys = [k for k, h in codec.hook_names().items() if h == hook]
     if not keys:
-        raise ProclabError(f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
-                           f"states: fit the basis on one of {', '.join(codec.hook_names())}")  # fmt: skip
+        raise ProclabError(
+            f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
+            f"states: fit the basis on one of {', '.join(codec.hook_names())}"
+        )
     if given is not None and given != keys[0]:
         if given not in codec.hook_names():
             raise unknown_choice("state tensor", given, codec.hook_names())
-        raise ProclabError(f"--state {given}: the folder's basis was fitted on {keys[0]}; fit a basis on "
-                           f"state_out/{given} in another folder to intervene there")  # fmt: skip
+        raise ProclabError(
+            f"--state {given}: the folder's basis was fitted on {keys[0]}; fit a basis on "
+            f"state_out/{given} in another folder to intervene there"
+        )
     return keys[0]
 
 
@@ -144,8 +149,12 @@ def run_intervene(args: InterveneArgs) -> Path:
     basis = ws.basis()
     out = ws.command_dir(NAME)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
-    summary: dict = {"intervention": intervention.spec, "basis": args.basis, "basis_file": str(ws.basis_path),
-                     "activation": ws.inputs.get("activation")}  # fmt: skip
+    summary: dict = {
+        "intervention": intervention.spec,
+        "basis": args.basis,
+        "basis_file": str(ws.basis_path),
+        "activation": ws.inputs.get("activation"),
+    }
     outputs: list[str] = []
     phase_count = 2 * (args.where in ("real", "both")) + 2 * (args.where in ("sim", "both"))
     with phases(phase_count, NAME) as ph:
@@ -186,17 +195,40 @@ def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, att
         import shutil
 
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
-    recording, ckpt = prepare_recording(RecordArgs(checkpoint=checkpoint, out=path, episodes=args.episodes,
-                                                   split=args.split, num_envs=args.num_envs, seed=args.seed))  # fmt: skip
+    recording, ckpt = prepare_recording(
+        RecordArgs(
+            checkpoint=checkpoint,
+            out=path,
+            episodes=args.episodes,
+            split=args.split,
+            num_envs=args.num_envs,
+            seed=args.seed,
+        )
+    )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
     env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=args.seed, split=args.split)
     torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
     norm = recording.reward_norm
-    writer = ShardWriter(path, attrs={"recording": recording.attrs(), STATE_LAYOUT_ATTR: recording.state_layout,
-                                      "final_obs": FINAL_OBS_NOTE, **attrs}, background=True)  # fmt: skip
-    recorder = EpisodeRecorder(env, agent, rt, reward_scale=norm.scale, reward_clip=norm.clip,
-                               split=recording.split, greedy=args.greedy)  # fmt: skip
+    writer = ShardWriter(
+        path,
+        attrs={
+            "recording": recording.attrs(),
+            STATE_LAYOUT_ATTR: recording.state_layout,
+            "final_obs": FINAL_OBS_NOTE,
+            **attrs,
+        },
+        background=True,
+    )
+    recorder = EpisodeRecorder(
+        env,
+        agent,
+        rt,
+        reward_scale=norm.scale,
+        reward_clip=norm.clip,
+        split=recording.split,
+        greedy=args.greedy,
+    )
     try:
         recorder.run(args.episodes, lambda steps, episode: writer.append(steps, episode), tick=tick)
     finally:
@@ -224,16 +256,23 @@ class ArmEpisodes:
         owner = np.repeat(ids, e["length"])
         counts = np.zeros((len(ids), num_actions), np.int64)
         np.add.at(counts, (owner, acts), 1)
-        return cls(np.asarray(e["level_seed"]), np.asarray(e["return"], np.float64),
-                   np.asarray(e["level_complete"], np.float64), np.asarray(e["length"], np.float64), counts)  # fmt: skip
+        return cls(
+            np.asarray(e["level_seed"]),
+            np.asarray(e["return"], np.float64),
+            np.asarray(e["level_complete"], np.float64),
+            np.asarray(e["length"], np.float64),
+            counts,
+        )
 
     def per_level(self, levels: np.ndarray) -> dict[str, np.ndarray]:
         """Means (counts: sums) over each level's episodes, in the order of ``levels``."""
         rows = [np.flatnonzero(self.level == lv) for lv in levels]
-        return {"return": np.array([self.ret[r].mean() for r in rows]),
-                "level_complete": np.array([self.complete[r].mean() for r in rows]),
-                "length": np.array([self.length[r].mean() for r in rows]),
-                "actions": np.stack([self.actions[r].sum(0) for r in rows])}  # fmt: skip
+        return {
+            "return": np.array([self.ret[r].mean() for r in rows]),
+            "level_complete": np.array([self.complete[r].mean() for r in rows]),
+            "length": np.array([self.length[r].mean() for r in rows]),
+            "actions": np.stack([self.actions[r].sum(0) for r in rows]),
+        }
 
 
 def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) -> dict:
@@ -267,8 +306,13 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     num_actions = agent.config.num_actions
     base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
     result = compare_real(base, inter, args.bootstrap, args.seed)
-    result |= {"split": args.split, "greedy": args.greedy, "state": key, "checkpoint": str(checkpoint),
-               "stores": {a: str(p) for a, p in paths.items()}}  # fmt: skip
+    result |= {
+        "split": args.split,
+        "greedy": args.greedy,
+        "state": key,
+        "checkpoint": str(checkpoint),
+        "stores": {a: str(p) for a, p in paths.items()},
+    }
     files = [str(p) for p in paths.values()]
     files.append(
         str(frequency_bars(result["actions"], out / "real_actions.png", f"real env: {intervention.spec}"))
@@ -282,15 +326,28 @@ def _real_videos(paths: dict[str, Path], base: ArmEpisodes, k: int, folder: Path
     stores = {a: EpisodeStore(p) for a, p in paths.items()}
     files = []
     for level in list(dict.fromkeys(base.level.tolist()))[:k]:
-        eps = {a: stores[a].read(int(np.flatnonzero(stores[a].episodes["level_seed"] == level)[0]),
-                                 ["obs", "action"]) for a in ARMS}  # fmt: skip
+        eps = {
+            a: stores[a].read(
+                int(np.flatnonzero(stores[a].episodes["level_seed"] == level)[0]), ["obs", "action"]
+            )
+            for a in ARMS
+        }
         files.append(str(side_by_side(folder / f"real_level_{level}.mp4", eps)))
     return files
 
 
 # -- simulation -----------------------------------------------------------------------------------
-def simulate_arm(wm, agent, bottlenecks: torch.Tensor, settings, batch: int, seed: int, path: Path,
-                 attrs: dict, reward_field: str) -> Path:  # fmt: skip
+def simulate_arm(
+    wm,
+    agent,
+    bottlenecks: torch.Tensor,
+    settings,
+    batch: int,
+    seed: int,
+    path: Path,
+    attrs: dict,
+    reward_field: str,
+) -> Path:
     """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
     from proclab.worldmodel.sample import rollouts
     from proclab.worldmodel.simulate import dreamed
@@ -305,15 +362,22 @@ def simulate_arm(wm, agent, bottlenecks: torch.Tensor, settings, batch: int, see
     torch.manual_seed(seed)  # sampled latents or actions: the same random stream in both arms
     with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout, **attrs}) as writer, torch.no_grad():
         for lo in range(0, len(bottlenecks), batch):
-            traj = dreamed(wm, agent, bottlenecks[lo : lo + batch], settings.steps + 1, modal=settings.modal,
-                           greedy=settings.greedy)  # fmt: skip
+            traj = dreamed(
+                wm,
+                agent,
+                bottlenecks[lo : lo + batch],
+                settings.steps + 1,
+                modal=settings.modal,
+                greedy=settings.greedy,
+            )
             for k, (steps, info) in enumerate(rollouts(traj, settings.steps, reward_field, codec), start=lo):
                 writer.append(steps, {"init": "resimulated", "source_sample": k, **info})
     return path
 
 
-def compare_sim(paths: dict[str, Path], reps: int, seed: int, num_actions: int, behaviours=None,
-                source: str | None = None) -> dict:  # fmt: skip
+def compare_sim(
+    paths: dict[str, Path], reps: int, seed: int, num_actions: int, behaviours=None, source: str | None = None
+) -> dict:
     """Paired by bottleneck vector: action frequencies, predicted return, done rate, behaviours."""
     stores = {a: EpisodeStore(p) for a, p in paths.items()}
     n = stores["baseline"].num_episodes
@@ -325,10 +389,14 @@ def compare_sim(paths: dict[str, Path], reps: int, seed: int, num_actions: int, 
         counts[a] = np.stack([np.bincount(r, minlength=num_actions) for r in acts])
         ret[a] = np.asarray(s.episodes["return"], np.float64)
         done[a] = s.read_steps("terminated", ids).reshape(n, -1).any(1).astype(np.float64)
-    out = {"samples": n, "actions": frequency_changes(counts["baseline"], counts["intervened"], idx,
-                                                      ACTION_NAMES[:num_actions]),
-           "predicted_return": mean_change(ret["baseline"], ret["intervened"], idx),
-           "done_rate": mean_change(done["baseline"], done["intervened"], idx)}  # fmt: skip
+    out = {
+        "samples": n,
+        "actions": frequency_changes(
+            counts["baseline"], counts["intervened"], idx, ACTION_NAMES[:num_actions]
+        ),
+        "predicted_return": mean_change(ret["baseline"], ret["intervened"], idx),
+        "done_rate": mean_change(done["baseline"], done["intervened"], idx),
+    }
     if behaviours is not None:
         from proclab.interpret.behaviours import SampleSet
 
@@ -338,8 +406,9 @@ def compare_sim(paths: dict[str, Path], reps: int, seed: int, num_actions: int, 
             sample_set = SampleSet.read(s, ids.tolist(), source)
             labels[a] = behaviours.assign(sample_set.state, sample_set.env_h)[0]
         one_hot = {a: np.eye(k, dtype=np.int64)[lab] for a, lab in labels.items()}
-        out["behaviours"] = frequency_changes(one_hot["baseline"], one_hot["intervened"], idx,
-                                              [str(c) for c in range(k)])  # fmt: skip
+        out["behaviours"] = frequency_changes(
+            one_hot["baseline"], one_hot["intervened"], idx, [str(c) for c in range(k)]
+        )
         out["behaviour_labels"] = {a: lab.tolist() for a, lab in labels.items()}
     return out
 
@@ -367,11 +436,27 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     paths = {}
     for arm, a in arms.items():
         with ph.phase(f"simulation: {arm} ({n} samples)"):
-            attrs = {"simulation": {**asdict(settings), "init": "resimulated", "seed": args.seed,
-                                    "samples": str(Path(samples).resolve()), "created": time.time()},
-                     "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}}  # fmt: skip
-            paths[arm] = simulate_arm(wm, a, bottlenecks.to(rt.device), settings, args.batch_size, args.seed,
-                                      out / "sim" / f"{arm}.zarr", attrs, ckpt.meta["reward_field"])  # fmt: skip
+            attrs = {
+                "simulation": {
+                    **asdict(settings),
+                    "init": "resimulated",
+                    "seed": args.seed,
+                    "samples": str(Path(samples).resolve()),
+                    "created": time.time(),
+                },
+                "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key},
+            }
+            paths[arm] = simulate_arm(
+                wm,
+                a,
+                bottlenecks.to(rt.device),
+                settings,
+                args.batch_size,
+                args.seed,
+                out / "sim" / f"{arm}.zarr",
+                attrs,
+                ckpt.meta["reward_field"],
+            )
     transform = ws.path / BEHAVIOURS / "transform.npz"
     behaviours, note = None, "no behaviours: run `proclab analyze behaviours` on this folder first"
     if transform.is_file():
@@ -383,10 +468,22 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
             else f"samples of {settings.steps} steps are too short for lags {lags}"
         )
         behaviours = behaviours if note is None else None
-    result = compare_sim(paths, args.bootstrap, args.seed, agent.config.num_actions, behaviours,
-                         source_of(ws, EpisodeStore(paths["baseline"])))  # fmt: skip
-    result |= {"steps": settings.steps, "modal": settings.modal, "greedy": settings.greedy, "state": key,
-               "world_model": str(ckpt.path), "stores": {a: str(p) for a, p in paths.items()}}  # fmt: skip
+    result = compare_sim(
+        paths,
+        args.bootstrap,
+        args.seed,
+        agent.config.num_actions,
+        behaviours,
+        source_of(ws, EpisodeStore(paths["baseline"])),
+    )
+    result |= {
+        "steps": settings.steps,
+        "modal": settings.modal,
+        "greedy": settings.greedy,
+        "state": key,
+        "world_model": str(ckpt.path),
+        "stores": {a: str(p) for a, p in paths.items()},
+    }
     if note:
         result["behaviours_note"] = note
     files = [str(p) for p in paths.values()]
@@ -394,8 +491,15 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {intervention.spec}"))
     )
     if "behaviours" in result:
-        files.append(str(frequency_bars(result["behaviours"], out / "sim_behaviours.png",
-                                        f"behaviours in simulation: {intervention.spec}")))  # fmt: skip
+        files.append(
+            str(
+                frequency_bars(
+                    result["behaviours"],
+                    out / "sim_behaviours.png",
+                    f"behaviours in simulation: {intervention.spec}",
+                )
+            )
+        )
     stores = {a: EpisodeStore(p) for a, p in paths.items()}
     for i in range(min(args.videos, n)):
         eps = {a: stores[a].read(i, ["obs", "action"]) for a in ARMS}
@@ -436,8 +540,7 @@ def frequency_bars(changes: dict, path: Path, title: str) -> Path:
     change = np.array([per[k]["change"] for k in names])
     ci = np.array([per[k]["ci95"] for k in names])
     colours = ["tab:red" if per[k]["significant"] else "tab:grey" for k in names]
-    bottom.bar(x, change, 0.6, color=colours,
-               yerr=np.abs(np.stack([change - ci[:, 0], ci[:, 1] - change])))  # fmt: skip
+    bottom.bar(x, change, 0.6, color=colours, yerr=np.abs(np.stack([change - ci[:, 0], ci[:, 1] - change])))
     bottom.axhline(0, color="black", lw=0.8)
     bottom.set_ylabel("change (95% CI)")
     bottom.set_xticks(x, names, rotation=60, ha="right", fontsize=7)

@@ -57,8 +57,10 @@ class Intervention:
         m = re.fullmatch(pattern, text.strip())
         if m is None:
             form = "I" if op == "collapse" else "I:J"
-            raise ProclabError(f"--{op} {text!r}: expected {form} with non-negative integers (e.g. --{op} "
-                               f"{'3' if op == 'collapse' else '3:5'})")  # fmt: skip
+            raise ProclabError(
+                f"--{op} {text!r}: expected {form} with non-negative integers (e.g. --{op} "
+                f"{'3' if op == 'collapse' else '3:5'})"
+            )
         return cls(op, int(m.group(1)), int(m.group(2)) if op != "collapse" else None)
 
     @property
@@ -104,8 +106,10 @@ class IntervenedAgent:
             raise unknown_choice("state tensor", key, shapes)
         width = int(torch.Size(shapes[key]).numel())
         if basis.dim != width:
-            raise ProclabError(f"the basis has {basis.dim} dimensions but state {key!r} has {width}; fit the basis "
-                               f"on that state (analyze hidden --state state_out/{key})")  # fmt: skip
+            raise ProclabError(
+                f"the basis has {basis.dim} dimensions but state {key!r} has {width}; fit the basis "
+                f"on that state (analyze hidden --state state_out/{key})"
+            )
         directions = torch.as_tensor(basis.directions(kind))
         intervention.check(directions.shape[0])
         self.agent, self.basis, self.kind, self.intervention, self.key = agent, basis, kind, intervention, key
@@ -146,8 +150,12 @@ class IntervenedAgent:
         self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
     ) -> tuple[AgentOutput, dict[str, Tensor]]:
         """One step: ``unroll`` with ``T = 1`` (as the plain agent)."""
-        out, state = self.unroll(obs.unsqueeze(0), state, first.unsqueeze(0),
-                                 None if prev_reward is None else prev_reward.unsqueeze(0))  # fmt: skip
+        out, state = self.unroll(
+            obs.unsqueeze(0),
+            state,
+            first.unsqueeze(0),
+            None if prev_reward is None else prev_reward.unsqueeze(0),
+        )
         return AgentOutput(out.logits.squeeze(0), out.value.squeeze(0)), state
 
     __call__ = unroll

@@ -24,8 +24,13 @@ def resamples(n: int, reps: int, seed: int) -> np.ndarray:
 
 def _interval(base: float, inter: float, boot: np.ndarray) -> dict:
     lo, hi = np.percentile(boot, [2.5, 97.5])
-    return {"baseline": float(base), "intervened": float(inter), "change": float(inter - base),
-            "ci95": [float(lo), float(hi)], "significant": bool(lo > 0 or hi < 0)}  # fmt: skip
+    return {
+        "baseline": float(base),
+        "intervened": float(inter),
+        "change": float(inter - base),
+        "ci95": [float(lo), float(hi)],
+        "significant": bool(lo > 0 or hi < 0),
+    }
 
 
 def mean_change(base: np.ndarray, inter: np.ndarray, idx: np.ndarray) -> dict:

@@ -54,8 +54,15 @@ class Colouring:
         return self.names is not None
 
 
-def scatter_grid(xy: np.ndarray, panels: list[Colouring], path: Path, title: str, axes: tuple[str, str],
-                 overlay: np.ndarray | None = None, overlay_label: str = "") -> Path:  # fmt: skip
+def scatter_grid(
+    xy: np.ndarray,
+    panels: list[Colouring],
+    path: Path,
+    title: str,
+    axes: tuple[str, str],
+    overlay: np.ndarray | None = None,
+    overlay_label: str = "",
+) -> Path:
     """One panel per colouring of the same 2-D points; ``overlay`` points drawn on top in black."""
     plt = _plt()
     cols = min(3, len(panels))
@@ -78,8 +85,15 @@ def scatter_grid(xy: np.ndarray, panels: list[Colouring], path: Path, title: str
                 )
         else:
             order = np.argsort(panel.values, kind="stable")  # high values on top
-            sc = ax.scatter(xy[order, 0], xy[order, 1], c=panel.values[order], s=size, cmap="viridis",
-                            rasterized=True, linewidths=0)  # fmt: skip
+            sc = ax.scatter(
+                xy[order, 0],
+                xy[order, 1],
+                c=panel.values[order],
+                s=size,
+                cmap="viridis",
+                rasterized=True,
+                linewidths=0,
+            )
             fig.colorbar(sc, ax=ax, fraction=0.046)
         if overlay is not None:
             ax.scatter(
@@ -111,8 +125,9 @@ def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Pat
     return _save(fig, path)
 
 
-def trajectories(background: np.ndarray, paths: list[np.ndarray], path: Path, title: str,
-                 axes: tuple[str, str]) -> Path:  # fmt: skip
+def trajectories(
+    background: np.ndarray, paths: list[np.ndarray], path: Path, title: str, axes: tuple[str, str]
+) -> Path:
     """Episode paths (arrows from step to step) over the grey cloud of all points."""
     plt = _plt()
     cols = 4
@@ -162,8 +177,14 @@ def histograms(
     return _save(fig, path)
 
 
-def overlays(real: dict, generated: dict, shown: np.ndarray, pairs: list[tuple[str, str, int, int, str]],
-             path: Path, title: str) -> Path:  # fmt: skip
+def overlays(
+    real: dict,
+    generated: dict,
+    shown: np.ndarray,
+    pairs: list[tuple[str, str, int, int, str]],
+    path: Path,
+    title: str,
+) -> Path:
     """Generated points (black) over the real cloud (grey), one panel per coordinate pair
     ``(x label, y label, x column, y column, array name)``."""
     plt = _plt()

@@ -41,7 +41,12 @@ def phases(total: int, title: str) -> Iterator[Phases]:
         TimeElapsedColumn,
     )
 
-    columns = (SpinnerColumn(), TextColumn(f"{title}: " + "{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
+    columns = (
+        SpinnerColumn(),
+        TextColumn(f"{title}: " + "{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, transient=True) as bar:
         yield Phases(bar, bar.add_task("starting", total=total))

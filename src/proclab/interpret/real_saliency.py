@@ -38,8 +38,17 @@ class WindowTarget(torch.nn.Module):
     inputs for its noise / interpolation samples, so they are expanded to match the batch).
     """
 
-    def __init__(self, agent, target: Target, step: int, state: dict[str, Tensor], taken: Tensor,
-                 prev_rewards: Tensor | None, basis=None, basis_source: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        agent,
+        target: Target,
+        step: int,
+        state: dict[str, Tensor],
+        taken: Tensor,
+        prev_rewards: Tensor | None,
+        basis=None,
+        basis_source: str | None = None,
+    ):
         super().__init__()
         self.agent, self.target, self.step, self.basis = agent, target, step, basis
         self.state, self.taken, self.prev_rewards = state, taken, prev_rewards
@@ -56,8 +65,13 @@ class WindowTarget(torch.nn.Module):
         with capture(self.agent, self.hooks) as acts:
             out, _ = self.agent.unroll(frames.transpose(0, 1), state, firsts, rewards)
         hooks = {h: per_step(acts.calls(h), W, B) for h in self.hooks}
-        trace = AgentTrace(out.logits, out.value, self.taken.repeat_interleave(reps, 0).T, hooks,
-                           hooks[self.b_hook] if self.b_hook else None)  # fmt: skip
+        trace = AgentTrace(
+            out.logits,
+            out.value,
+            self.taken.repeat_interleave(reps, 0).T,
+            hooks,
+            hooks[self.b_hook] if self.b_hook else None,
+        )
         return evaluate(self.target, trace, self.step, self.basis)
 
 
@@ -69,8 +83,9 @@ def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigm
     if method == "gradient":
         return Saliency(model).attribute(frames, abs=False)
     if method == "smoothgrad":
-        return NoiseTunnel(Saliency(model)).attribute(frames, nt_type="smoothgrad", nt_samples=max(noise, 1),
-                                                      stdevs=sigma, abs=False)  # fmt: skip
+        return NoiseTunnel(Saliency(model)).attribute(
+            frames, nt_type="smoothgrad", nt_samples=max(noise, 1), stdevs=sigma, abs=False
+        )
     if method == "integrated-gradients":
         return IntegratedGradients(model).attribute(frames, baselines=torch.zeros_like(frames))
     raise unknown_choice("--method", method, ("gradient", "smoothgrad", "integrated-gradients"))
@@ -80,8 +95,10 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
     """Frames, the state entering the window, actions and previous rewards of one window."""
     length = int(store.episodes["length"][episode])
     if offset + window > length:
-        raise ProclabError(f"episode {episode} has {length} steps; a window of {window} at offset {offset} "
-                           "does not fit (lower --window or --offset)")  # fmt: skip
+        raise ProclabError(
+            f"episode {episode} has {length} steps; a window of {window} at offset {offset} "
+            "does not fit (lower --window or --offset)"
+        )
     layers = [STATE_IN + layer for layer in codec.layout]
     rows = store.read(episode, ["obs", "action", "reward", *layers], offset, offset + window)
     state = unflatten_state({k.removeprefix(STATE_IN): rows[k][0] for k in layers}, store.state_layout)
@@ -90,8 +107,12 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
     else:
         prev = np.concatenate([[0.0], rows["reward"][:-1]])
     t = lambda x: torch.as_tensor(np.asarray(x), device=device)  # noqa: E731
-    return (t(rows["obs"]).float() / 255, {k: t(v).float() for k, v in state.items()},
-            t(rows["action"]).long(), t(prev).float())  # fmt: skip
+    return (
+        t(rows["obs"]).float() / 255,
+        {k: t(v).float() for k, v in state.items()},
+        t(rows["action"]).long(),
+        t(prev).float(),
+    )
 
 
 def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
@@ -116,13 +137,24 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     freeze(agent)
     codec = StateCodec(agent.state_shapes())
     targets = parse_targets(args.target or DEFAULT_TARGETS, agent.config.num_actions)
-    basis, source = (ws.basis(), ws.inputs.get("activation")) if (
-        ws.basis_path.is_file() or any(t.needs_basis for t in targets)) else (None, None)  # fmt: skip
+    basis, source = (
+        (ws.basis(), ws.inputs.get("activation"))
+        if (ws.basis_path.is_file() or any(t.needs_basis for t in targets))
+        else (None, None)
+    )
     episodes = parse_ids(args.episodes, store.num_episodes, "episode")
     out = clear_previous(ws.command_dir(args.name))
     summary: dict[str, list[float]] = {t.spec: [] for t in targets}
-    attrs = {"saliency": {"data": str(Path(data).resolve()), "checkpoint": str(checkpoint), "method": args.method,
-                          "targets": [t.spec for t in targets], "step": args.step, "window": args.window}}  # fmt: skip
+    attrs = {
+        "saliency": {
+            "data": str(Path(data).resolve()),
+            "checkpoint": str(checkpoint),
+            "method": args.method,
+            "targets": [t.spec for t in targets],
+            "step": args.step,
+            "window": args.window,
+        }
+    }
     with (
         Progress(transient=True, disable=not progress) as bar,
         ShardWriter(out / "store.zarr", attrs=attrs) as writer,
@@ -134,8 +166,16 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
             info = {"episode": e, "offset": args.offset, "target_step": args.step}
             grads = {}
             for t in targets:
-                model = WindowTarget(agent, t, args.step, {k: v[None] for k, v in state.items()}, taken[None],
-                                     prev[None] if agent.config.prev_reward else None, basis, source)  # fmt: skip
+                model = WindowTarget(
+                    agent,
+                    t,
+                    args.step,
+                    {k: v[None] for k, v in state.items()},
+                    taken[None],
+                    prev[None] if agent.config.prev_reward else None,
+                    basis,
+                    source,
+                )
                 g = attribute(model, frames[None].clone(), args.method, args.noise, args.real_sigma)[0]
                 grads[t.spec] = g.detach().cpu().numpy()
                 steps[f"grad/{t.key}/frame"] = grads[t.spec]
@@ -143,13 +183,28 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
                     info[f"target/{t.key}"] = float(model(frames[None]))
                 summary[t.spec].append(float(np.abs(grads[t.spec]).mean()))
                 if rank < args.strips:
-                    write_strip(out / "strips" / f"episode_{e:05d}_{t.key}.png", steps["obs"], grads[t.spec],
-                                args.step)  # fmt: skip
+                    write_strip(
+                        out / "strips" / f"episode_{e:05d}_{t.key}.png",
+                        steps["obs"],
+                        grads[t.spec],
+                        args.step,
+                    )
             writer.append(steps, info)
             if rank < args.videos:
-                write_side_by_side(out / "videos" / f"episode_{e:05d}.mp4", steps["obs"],
-                                   dict(list(grads.items())[:4]), steps["action"], args.step)  # fmt: skip
+                write_side_by_side(
+                    out / "videos" / f"episode_{e:05d}.mp4",
+                    steps["obs"],
+                    dict(list(grads.items())[:4]),
+                    steps["action"],
+                    args.step,
+                )
             bar.advance(task)
-    write_json_atomic(out / "summary.json", {"method": args.method, "target_step": args.step,
-                                             "mean_abs_grad": {k: float(np.mean(v)) for k, v in summary.items()}})  # fmt: skip
+    write_json_atomic(
+        out / "summary.json",
+        {
+            "method": args.method,
+            "target_step": args.step,
+            "mean_abs_grad": {k: float(np.mean(v)) for k, v in summary.items()},
+        },
+    )
     return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]

@@ -57,29 +57,46 @@ class SampleSettings:
     def of(cls, store: EpisodeStore) -> SampleSettings:
         sims = [s.attrs["simulation"] for s in store.shards if "simulation" in s.attrs]
         if not sims:
-            raise ProclabError(f"{str(store.path)!r} is not a sample store of `proclab wm sample` (no simulation "
-                               "settings); saliency needs simulated samples, or --real for recorded episodes")  # fmt: skip
+            raise ProclabError(
+                f"{str(store.path)!r} is not a sample store of `proclab wm sample` (no simulation "
+                "settings); saliency needs simulated samples, or --real for recorded episodes"
+            )
         keys = ("checkpoint", "step", "steps", "agent", "modal", "greedy")
         for other in sims[1:]:
             for k in keys:
                 if other.get(k) != sims[0].get(k):
-                    raise ProclabError(f"shards of {str(store.path)!r} were simulated with different {k} "
-                                       f"({sims[0].get(k)!r} vs {other.get(k)!r}); use one setting per store")  # fmt: skip
+                    raise ProclabError(
+                        f"shards of {str(store.path)!r} were simulated with different {k} "
+                        f"({sims[0].get(k)!r} vs {other.get(k)!r}); use one setting per store"
+                    )
         s = sims[0]
-        return cls(s["checkpoint"], int(s["step"]), int(s["steps"]), s["agent"], bool(s["modal"]),
-                   bool(s["greedy"]), s.get("precision", "fp32"))  # fmt: skip
+        return cls(
+            s["checkpoint"],
+            int(s["step"]),
+            int(s["steps"]),
+            s["agent"],
+            bool(s["modal"]),
+            bool(s["greedy"]),
+            s.get("precision", "fp32"),
+        )
 
     def check_replayable(self) -> None:
         """Settings under which a re-simulation cannot reproduce the stored frames: one line naming them."""
         if not self.modal:
-            raise ProclabError("the samples were simulated with --no-modal (sampled latents), which a re-simulation "
-                               "cannot reproduce; saliency needs samples made with --modal")  # fmt: skip
+            raise ProclabError(
+                "the samples were simulated with --no-modal (sampled latents), which a re-simulation "
+                "cannot reproduce; saliency needs samples made with --modal"
+            )
         if not self.greedy:
-            raise ProclabError("the samples were simulated with --no-greedy (sampled actions), which a "
-                               "re-simulation cannot reproduce; saliency needs samples made with --greedy")  # fmt: skip
+            raise ProclabError(
+                "the samples were simulated with --no-greedy (sampled actions), which a "
+                "re-simulation cannot reproduce; saliency needs samples made with --greedy"
+            )
         if self.agent != "trained":
-            raise ProclabError(f"the samples were simulated with --agent {self.agent}; saliency explains the "
-                               "world model's own agent (samples made with --agent trained)")  # fmt: skip
+            raise ProclabError(
+                f"the samples were simulated with --agent {self.agent}; saliency explains the "
+                "world model's own agent (samples made with --agent trained)"
+            )
 
 
 def basis_hook(source: str, codec: StateCodec) -> str:
@@ -98,8 +115,9 @@ def basis_hook(source: str, codec: StateCodec) -> str:
     parts = codec.layout.get(key, [])
     if len(parts) == 1:
         return hooks[parts[0][0]]
-    raise ProclabError(f"basis activation {source!r} is not a state of this agent; valid: "
-                       f"{', '.join(hooks)} or hook:NAME")  # fmt: skip
+    raise ProclabError(
+        f"basis activation {source!r} is not a state of this agent; valid: {', '.join(hooks)} or hook:NAME"
+    )
 
 
 def per_step(calls: list[Tensor], steps: int, batch: int) -> list[Tensor]:
@@ -181,8 +199,9 @@ def saliency_batch(
         traj = dreamed(wm, agent, x, steps, modal=True, greedy=True, env_grads=env_grads, detach_start=False)
         calls = {name: acts.calls(name) for name in names}
         hooks = {name: per_step(calls[name], steps, x.shape[0]) for name in names}
-        trace = AgentTrace(traj.logits, traj.value, traj.action.argmax(-1), hooks,
-                           hooks[b_hook] if b_hook else None)  # fmt: skip
+        trace = AgentTrace(
+            traj.logits, traj.value, traj.action.argmax(-1), hooks, hooks[b_hook] if b_hook else None
+        )
         inputs: dict[str, list[Tensor]] = {
             "bottleneck": [x],
             "frame": traj.per_step["frame"],
@@ -214,8 +233,11 @@ def _assemble(g, inputs, codec, state_hooks, b_hook, B, copies) -> dict[str, np.
         t = torch.stack(tensors, 1)
         return t.view(B, copies, *t.shape[1:]).mean(1)
 
-    out = {"bottleneck": stacked(parts["bottleneck"])[:, 0], "frame": stacked(parts["frame"]),
-           "env_h": stacked(parts["env_h"])}  # fmt: skip
+    out = {
+        "bottleneck": stacked(parts["bottleneck"])[:, 0],
+        "frame": stacked(parts["frame"]),
+        "env_h": stacked(parts["env_h"]),
+    }
     by_key = {key: stacked([p.reshape(p.shape[0], -1) for p in parts[key]]) for key in state_hooks}
     if by_key:
         out["state"] = torch.cat([by_key[key] for key, _ in codec.parts], -1)
@@ -235,12 +257,23 @@ def _rollout(traj, codec: StateCodec, B: int, copies: int) -> Rollout:
     frames = traj.frame.detach()
     frames = frames.view(frames.shape[0], B, copies, *frames.shape[2:])[:, :, 0].transpose(0, 1)
     state = first(traj.agent_state) if codec.width else np.zeros((B, traj.frame.shape[0], 0), np.float32)
-    return Rollout(to_uint8(frames), first(traj.action).argmax(-1), first(traj.logits), first(traj.value),
-                   state, first(traj.env_h))  # fmt: skip
+    return Rollout(
+        to_uint8(frames),
+        first(traj.action).argmax(-1),
+        first(traj.logits),
+        first(traj.value),
+        state,
+        first(traj.env_h),
+    )
 
 
-def check_reproduces(stored: np.ndarray, resimulated: np.ndarray, ids: list[int], settings: SampleSettings,
-                     checkpoint_step: int) -> None:  # fmt: skip
+def check_reproduces(
+    stored: np.ndarray,
+    resimulated: np.ndarray,
+    ids: list[int],
+    settings: SampleSettings,
+    checkpoint_step: int,
+) -> None:
     """Stored frames ``(B, T, 3, 64, 64)`` must equal the re-simulated ones (to one grey level).
 
     One grey level is allowed because batch composition changes floating-point summation order;
@@ -257,9 +290,13 @@ def check_reproduces(stored: np.ndarray, resimulated: np.ndarray, ids: list[int]
     if settings.step != checkpoint_step:
         cause = f"checkpoint step: samples from step {settings.step}, world model at step {checkpoint_step}"
     elif settings.precision != "fp32":
-        cause = f"precision: samples simulated in {settings.precision}, saliency re-simulates in fp32 " \
-                "(re-sample with --precision fp32)"  # fmt: skip
+        cause = (
+            f"precision: samples simulated in {settings.precision}, saliency re-simulates in fp32 "
+            "(re-sample with --precision fp32)"
+        )
     else:
         cause = f"world model {settings.checkpoint!r} (weights changed since the samples were made?)"
-    raise ProclabError(f"re-simulated sample {ids[b]} differs from the stored one from step {t} on "
-                       f"(max {int(per_sample[b])} grey levels); setting that differs: {cause}")  # fmt: skip
+    raise ProclabError(
+        f"re-simulated sample {ids[b]} differs from the stored one from step {t} on "
+        f"(max {int(per_sample[b])} grey levels); setting that differs: {cause}"
+    )

@@ -155,9 +155,17 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     ids = parse_ids(args.ids, store.num_episodes)
     groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
     out = clear_previous(ws.command_dir(args.name))
-    attrs = {"saliency": {"samples": str(Path(samples).resolve()), "checkpoint": str(ckpt.path),
-                          "targets": [t.spec for t in targets], "step": args.step, "noise": args.noise,
-                          "sigma": args.sigma, "basis_activation": source}}  # fmt: skip
+    attrs = {
+        "saliency": {
+            "samples": str(Path(samples).resolve()),
+            "checkpoint": str(ckpt.path),
+            "targets": [t.spec for t in targets],
+            "step": args.step,
+            "noise": args.noise,
+            "sigma": args.sigma,
+            "basis_activation": source,
+        }
+    }
     stats = Summary(targets, args.step)
     generator = torch.Generator().manual_seed(args.seed)
     shown = 0
@@ -174,9 +182,20 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
             if args.combine:
                 bottleneck = torch.nn.functional.normalize(bottleneck.mean(0, keepdim=True), dim=-1)
             for env_grads in ENV_GRADS[args.env_grads]:
-                res = saliency_batch(wm, agent, bottleneck, targets, args.step, settings.steps,
-                                     env_grads=env_grads, basis=basis, basis_source=source, noise=args.noise,
-                                     sigma=args.sigma, generator=generator)  # fmt: skip
+                res = saliency_batch(
+                    wm,
+                    agent,
+                    bottleneck,
+                    targets,
+                    args.step,
+                    settings.steps,
+                    env_grads=env_grads,
+                    basis=basis,
+                    basis_source=source,
+                    noise=args.noise,
+                    sigma=args.sigma,
+                    generator=generator,
+                )
                 if not args.combine:
                     check_reproduces(stored, res.rollout.obs, group, settings, ckpt.step)
                 names = [-1] if args.combine else group
@@ -194,12 +213,18 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
 
 
-def episode_rows(res: SaliencyBatch, j: int, targets: list[Target], basis,
-                 parts: tuple[str, ...] = STORED_PARTS) -> tuple[dict, dict]:  # fmt: skip
+def episode_rows(
+    res: SaliencyBatch, j: int, targets: list[Target], basis, parts: tuple[str, ...] = STORED_PARTS
+) -> tuple[dict, dict]:
     """Sample ``j`` of a batch as one saliency-store episode (per-step fields, per-episode fields)."""
     r = res.rollout
-    steps = {"obs": r.obs[j], "action": r.action[j].astype(np.int64), "value": r.value[j],
-             "logits": r.logits[j], "env_h": r.env_h[j]}  # fmt: skip
+    steps = {
+        "obs": r.obs[j],
+        "action": r.action[j].astype(np.int64),
+        "value": r.value[j],
+        "logits": r.logits[j],
+        "env_h": r.env_h[j],
+    }
     info = {}
     for t in targets:
         g = res.grads[t.spec]
@@ -259,15 +284,22 @@ class Summary:
             entry = {}
             for env_grads, n in self.counts.items():
                 setting = "env_grads" if env_grads else "no_env_grads"
-                parts = {p: (self.sums[(t.spec, env_grads, p)] / n).tolist()
-                         for p in ("frame", "state", "env_h") if (t.spec, env_grads, p) in self.sums}  # fmt: skip
-                entry[setting] = {"mean_abs_grad": parts,
-                                  "mass_before_target": float(self.sums[(t.spec, env_grads, "before")] / n)}  # fmt: skip
+                parts = {
+                    p: (self.sums[(t.spec, env_grads, p)] / n).tolist()
+                    for p in ("frame", "state", "env_h")
+                    if (t.spec, env_grads, p) in self.sums
+                }
+                entry[setting] = {
+                    "mean_abs_grad": parts,
+                    "mass_before_target": float(self.sums[(t.spec, env_grads, "before")] / n),
+                }
             if len(self.counts) == 2:
                 entry["ratio_with_without"] = {
-                    p: float(np.sum(entry["env_grads"]["mean_abs_grad"][p])
-                             / max(np.sum(entry["no_env_grads"]["mean_abs_grad"][p]), 1e-30))
+                    p: float(
+                        np.sum(entry["env_grads"]["mean_abs_grad"][p])
+                        / max(np.sum(entry["no_env_grads"]["mean_abs_grad"][p]), 1e-30)
+                    )
                     for p in entry["env_grads"]["mean_abs_grad"]
-                }  # fmt: skip
+                }
             out["targets"][t.spec] = entry
         return out

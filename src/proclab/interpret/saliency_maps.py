@@ -65,8 +65,15 @@ def write_strip(path: Path, frames: np.ndarray, grad: np.ndarray, target_step: i
     return path
 
 
-def write_side_by_side(path: Path, frames: np.ndarray, grads: dict[str, np.ndarray], actions: np.ndarray,
-                       target_step: int, fps: float = 14, scale: int = 3) -> Path:  # fmt: skip
+def write_side_by_side(
+    path: Path,
+    frames: np.ndarray,
+    grads: dict[str, np.ndarray],
+    actions: np.ndarray,
+    target_step: int,
+    fps: float = 14,
+    scale: int = 3,
+) -> Path:
     """mp4: the frames with the agent's action, then one saliency panel per target, side by side."""
     panels = [
         [annotate(f, int(a), ["frame"]) for f, a in zip(upscale(to_hwc(frames), scale), actions, strict=True)]

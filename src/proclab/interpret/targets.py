@@ -81,8 +81,10 @@ def parse_target(spec: str, num_actions: int = len(ACTIONS)) -> list[Target]:
         elif re.fullmatch(r"\d+", rest) and int(rest) < num_actions:
             index = int(rest)
         else:
-            raise ProclabError(f"unknown action {rest!r} in target {spec!r}; valid: "
-                               f"{', '.join(ACTION_NAMES[:num_actions])} or 0-{num_actions - 1}")  # fmt: skip
+            raise ProclabError(
+                f"unknown action {rest!r} in target {spec!r}; valid: "
+                f"{', '.join(ACTION_NAMES[:num_actions])} or 0-{num_actions - 1}"
+            )
         return [Target("action", f"action:{ACTION_NAMES[index]}", index=index)]
     if head == "group":
         if rest not in GROUPS:
@@ -154,8 +156,10 @@ def evaluate(target: Target, trace: AgentTrace, step: int, basis=None) -> Tensor
         x = full_precision(trace.basis_input[step])
         coords = basis.to_ics(x) if target.kind == "ic" else basis.to_pcs(x)
         if target.index >= coords.shape[-1]:
-            raise ProclabError(f"target {target.spec!r}: the basis has {coords.shape[-1]} {target.kind.upper()}s "
-                               f"(0-{coords.shape[-1] - 1})")  # fmt: skip
+            raise ProclabError(
+                f"target {target.spec!r}: the basis has {coords.shape[-1]} {target.kind.upper()}s "
+                f"(0-{coords.shape[-1] - 1})"
+            )
         return coords[:, target.index]
     values = full_precision(trace.hooks[target.hook][step])
     if target.index is None:

@@ -212,8 +212,12 @@ def optimise(objective: Objective, v0: torch.Tensor, config: OptimConfig, seed: 
     with torch.no_grad():
         b = unit(v.detach())
         history.append(objective.target_of(objective.trace(b)[1]).cpu().numpy())
-    return Optimised(b, np.stack(history), (spread(unit(v0.float())), spread(b)),
-                     float(np.mean(accepted)) if accepted else None)  # fmt: skip
+    return Optimised(
+        b,
+        np.stack(history),
+        (spread(unit(v0.float())), spread(b)),
+        float(np.mean(accepted)) if accepted else None,
+    )
 
 
 def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
@@ -286,16 +290,32 @@ def run_visualize(args: VisualizeArgs) -> Path:
         with ph.phase("store, videos and plots"):
             files = _outputs(out, objective, res, settings, ckpt, args, steps)
     initial, final = res.history[0], res.history[-1]
-    summary = {"target": target.spec, "direction": direction, "step": args.step, "init": args.init,
-               "optimizer": asdict(config), "vectors": len(v0), "steps": steps,
-               "initial": initial.tolist(), "final": final.tolist(), "initial_mean": float(initial.mean()),
-               "final_mean": float(final.mean()), "improvement": float(sign * (final - initial).mean()),
-               "spread": {"initial": res.spread[0], "final": res.spread[1]}, "accepted": res.accepted,
-               "norms": torch.linalg.vector_norm(res.vectors, dim=-1).tolist(),
-               "world_model": str(ckpt.path), "seconds": round(time.time() - start, 3)}  # fmt: skip
+    summary = {
+        "target": target.spec,
+        "direction": direction,
+        "step": args.step,
+        "init": args.init,
+        "optimizer": asdict(config),
+        "vectors": len(v0),
+        "steps": steps,
+        "initial": initial.tolist(),
+        "final": final.tolist(),
+        "initial_mean": float(initial.mean()),
+        "final_mean": float(final.mean()),
+        "improvement": float(sign * (final - initial).mean()),
+        "spread": {"initial": res.spread[0], "final": res.spread[1]},
+        "accepted": res.accepted,
+        "norms": torch.linalg.vector_norm(res.vectors, dim=-1).tolist(),
+        "world_model": str(ckpt.path),
+        "seconds": round(time.time() - start, 3),
+    }
     write_json_atomic(out / "summary.json", summary)
-    ws.record_command(f"{NAME}-{direction}-{target.key}", asdict(args), [str(out / "summary.json"), *files],
-                      time.time() - start)  # fmt: skip
+    ws.record_command(
+        f"{NAME}-{direction}-{target.key}",
+        asdict(args),
+        [str(out / "summary.json"), *files],
+        time.time() - start,
+    )
     return out
 
 
@@ -308,24 +328,48 @@ def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, ar
     codec = StateCodec(objective.agent.state_shapes())
     reward_field = ckpt.meta["reward_field"]
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
-    attrs = {"simulation": {**asdict(settings), "steps": steps, "init": f"visualize {args.init}",
-                            "seed": args.seed, "created": time.time()},
-             "visualize": {"target": objective.target.spec, "sign": objective.sign, "step": args.step}}  # fmt: skip
+    attrs = {
+        "simulation": {
+            **asdict(settings),
+            "steps": steps,
+            "init": f"visualize {args.init}",
+            "seed": args.seed,
+            "created": time.time(),
+        },
+        "visualize": {"target": objective.target.spec, "sign": objective.sign, "step": args.step},
+    }
     store = out / "samples.zarr"
     files = [str(store)]
     spec = objective.target.spec
     with ShardWriter(store, attrs={STATE_LAYOUT_ATTR: layout, **attrs}) as writer:
         for i, (row, info) in enumerate(rollouts(traj, steps, reward_field, codec)):
             row[f"target/{objective.target.key}"] = series[:steps, i].astype(np.float32)
-            writer.append(row, {"init": f"visualize {args.init}", "vector": i, **info,
-                                "target_initial": float(res.history[0, i]),
-                                "target_final": float(res.history[-1, i])})  # fmt: skip
+            writer.append(
+                row,
+                {
+                    "init": f"visualize {args.init}",
+                    "vector": i,
+                    **info,
+                    "target_initial": float(res.history[0, i]),
+                    "target_final": float(res.history[-1, i]),
+                },
+            )
             if i < args.videos:
                 captions = [
                     [f"{spec} {series[t, i]:+.3f}", f"v {row['value'][t]:+.2f}"] for t in range(steps)
                 ]
-                files.append(str(write_video(out / "videos" / f"vector_{i:03d}.mp4", row["obs"], fps=4, scale=4,
-                                             actions=row["action"], captions=captions)))  # fmt: skip
+                files.append(
+                    str(
+                        write_video(
+                            out / "videos" / f"vector_{i:03d}.mp4",
+                            row["obs"],
+                            fps=4,
+                            scale=4,
+                            actions=row["action"],
+                            captions=captions,
+                        )
+                    )
+                )
     files.append(str(_curves(out / "target_vs_iteration.png", res.history, spec, objective.sign)))
     if objective.basis is not None and objective.basis.dim == codec.width:
         state = traj.agent_state[:steps].transpose(0, 1).double().cpu().numpy()  # (n, S, D)

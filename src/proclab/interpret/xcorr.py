@@ -138,9 +138,23 @@ def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarr
 
     path = ws.path / args.saliency / "store.zarr"
     if not path.exists():
-        run_saliency(SaliencyArgs(out=ws.path, samples=samples, ids=format_ids(np.sort(ids)), target=(f"ic:0-{k - 1}",),
-                                  step=args.step, noise=args.noise, env_grads="both", name=args.saliency, strips=0,
-                                  videos=0, store_grads=("ic",), device=args.device, seed=args.seed))  # fmt: skip
+        run_saliency(
+            SaliencyArgs(
+                out=ws.path,
+                samples=samples,
+                ids=format_ids(np.sort(ids)),
+                target=(f"ic:0-{k - 1}",),
+                step=args.step,
+                noise=args.noise,
+                env_grads="both",
+                name=args.saliency,
+                strips=0,
+                videos=0,
+                store_grads=("ic",),
+                device=args.device,
+                seed=args.seed,
+            )
+        )
     return EpisodeStore(path)
 
 
@@ -155,20 +169,38 @@ def run_xcorr(args: XcorrArgs) -> Path:
     )[:, lags]
     top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, args.extrema)
     directions = ws.basis().directions("ica")
-    np.savez(out / "xcorr.npz", X=X, top=top, bottom=bottom, order=d.order, cosine=cosine(directions),
-             sizes=np.bincount(d.labels, minlength=d.groups))  # fmt: skip
+    np.savez(
+        out / "xcorr.npz",
+        X=X,
+        top=top,
+        bottom=bottom,
+        order=d.order,
+        cosine=cosine(directions),
+        sizes=np.bincount(d.labels, minlength=d.groups),
+    )
     outputs = [out / "xcorr.npz", out / "summary.json"]
-    summary = {"behaviours": d.groups, "samples": len(d.ids), "max_lag": X.shape[1] - 1, "order": d.order.tolist(),
-               "orientation": "X[l][i, j]: IC i at step t (rows), IC j at step t + l (columns)",
-               "mean_abs_xcorr_per_lag": np.abs(X[-1]).mean((1, 2)).round(6).tolist()}  # fmt: skip
+    summary = {
+        "behaviours": d.groups,
+        "samples": len(d.ids),
+        "max_lag": X.shape[1] - 1,
+        "order": d.order.tolist(),
+        "orientation": "X[l][i, j]: IC i at step t (rows), IC j at step t + l (columns)",
+        "mean_abs_xcorr_per_lag": np.abs(X[-1]).mean((1, 2)).round(6).tolist(),
+    }
     if d.jacobians:
-        J = {s: np.concatenate([group_mean(j, d.labels[d.rows[s]], d.groups), j.mean(0)[None]])
-             for s, j in d.jacobians.items()}  # fmt: skip
+        J = {
+            s: np.concatenate([group_mean(j, d.labels[d.rows[s]], d.groups), j.mean(0)[None]])
+            for s, j in d.jacobians.items()
+        }
         np.savez(out / "xcaus.npz", step=d.step, **J)
         outputs.append(out / "xcaus.npz")
-        summary["xcaus"] = {"target_step": d.step, "settings": list(J),
-                            "mean_abs_jacobian_per_lag": {s: np.abs(j[-1]).mean((1, 2)).round(6).tolist()
-                                                          for s, j in J.items()}}  # fmt: skip
+        summary["xcaus"] = {
+            "target_step": d.step,
+            "settings": list(J),
+            "mean_abs_jacobian_per_lag": {
+                s: np.abs(j[-1]).mean((1, 2)).round(6).tolist() for s, j in J.items()
+            },
+        }
     if args.plots:
         outputs += _heatmaps(out, X, d.order, "X", 0.8)
         for s, j in (J if d.jacobians else {}).items():

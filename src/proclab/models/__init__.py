@@ -7,6 +7,17 @@ from proclab.models.cores import CORES
 from proclab.models.hooks import Activations, HookPoint, capture, hook_points, patch
 
 __all__ = [
-    "AGENT_PRESETS", "CORES", "STATELESS_CORES", "Activations", "Agent", "AgentConfig", "AgentOutput", "HookPoint",
-    "agent_preset", "build_agent", "capture", "hook_points", "patch",
-]  # fmt: skip
+    "AGENT_PRESETS",
+    "CORES",
+    "STATELESS_CORES",
+    "Activations",
+    "Agent",
+    "AgentConfig",
+    "AgentOutput",
+    "HookPoint",
+    "agent_preset",
+    "build_agent",
+    "capture",
+    "hook_points",
+    "patch",
+]

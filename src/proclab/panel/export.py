@@ -35,8 +35,16 @@ if TYPE_CHECKING:
 
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
-EVAL_COLUMNS = ("split", "game", "episodes", "return_mean", "return_std", "length_mean",
-                "level_complete_rate", "normalized_score")  # fmt: skip
+EVAL_COLUMNS = (
+    "split",
+    "game",
+    "episodes",
+    "return_mean",
+    "return_std",
+    "length_mean",
+    "level_complete_rate",
+    "normalized_score",
+)
 
 
 @dataclass(frozen=True)
@@ -200,8 +208,20 @@ def _open_sources(args: ExportArgs) -> _Sources:
     keys = sorted(
         {k for _, store, _ in [*sim_sal, *([real_sal] if real_sal else [])] for k in _grad_keys(store)}
     )
-    return _Sources(ws, basis, source, data, sim_store, sim_sal, real_sal, agent, min(MAX_PCS, len(basis.mean)),
-                    n_sim, steps, keys)  # fmt: skip
+    return _Sources(
+        ws,
+        basis,
+        source,
+        data,
+        sim_store,
+        sim_sal,
+        real_sal,
+        agent,
+        min(MAX_PCS, len(basis.mean)),
+        n_sim,
+        steps,
+        keys,
+    )
 
 
 def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
@@ -230,9 +250,15 @@ def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
             fields = [f"grad/{k}/ic" for k in new if f"grad/{k}/ic" in store.step_fields]
             for f, g in store.read(rows_of[i], fields, 0, steps).items():
                 grads[f.split("/")[1]] = g
-        sample = {"name": f"sample {i}", "kind": "sample", "behaviour": None,
-                  "actions": got["action"].astype(int).tolist(), "values": rounded(got["value"]),
-                  "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+        sample = {
+            "name": f"sample {i}",
+            "kind": "sample",
+            "behaviour": None,
+            "actions": got["action"].astype(int).tolist(),
+            "values": rounded(got["value"]),
+            "rewards": rounded(got["reward"]),
+            "strips": strips,
+        }
         _add(rows, src.basis, x[i], src.n_pcs, sample, grads)
         bar.advance(task)
     return saliency_step
@@ -264,11 +290,18 @@ def _add_real(src: _Sources, rows: Rows, bar, count: int) -> int | None:
         strips = {"obs": f"strips/{tag}_obs.png"}
         if row is not None:
             frames = rstore.read(row, ["obs"], 0, steps)["obs"]
-            strips |= _saliency_pictures(rows, tag, rstore, row, _grad_keys(rstore), frames,
-                                         int(rsettings["step"]))  # fmt: skip
-        sample = {"name": f"episode {e} steps {offset}-{offset + steps - 1}", "kind": "real",
-                  "behaviour": None, "actions": got["action"].astype(int).tolist(),
-                  "values": rounded(got["value"]), "rewards": rounded(got["reward"]), "strips": strips}  # fmt: skip
+            strips |= _saliency_pictures(
+                rows, tag, rstore, row, _grad_keys(rstore), frames, int(rsettings["step"])
+            )
+        sample = {
+            "name": f"episode {e} steps {offset}-{offset + steps - 1}",
+            "kind": "real",
+            "behaviour": None,
+            "actions": got["action"].astype(int).tolist(),
+            "values": rounded(got["value"]),
+            "rewards": rounded(got["reward"]),
+            "strips": strips,
+        }
         _add(rows, src.basis, x, src.n_pcs, sample, {})
         bar.advance(task)
     return saliency_step
@@ -282,8 +315,13 @@ def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
         name = summary.parent.name
         if video is not None:
             files[f"videos/{name}.mp4"] = video
-        found.append({"name": name, "summary": json.loads(summary.read_text()),
-                      "video": f"videos/{name}.mp4" if video is not None else None})  # fmt: skip
+        found.append(
+            {
+                "name": name,
+                "summary": json.loads(summary.read_text()),
+                "video": f"videos/{name}.mp4" if video is not None else None,
+            }
+        )
     return found, files
 
 
@@ -315,22 +353,31 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
     doc = {
         "meta": {
             "title": args.title or f"proclab panel: {ws.path.resolve().name}",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": str(ws.path.resolve()),
-            "n_ics": basis.n_ics, "n_pcs": src.n_pcs, "steps": steps,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "source": str(ws.path.resolve()),
+            "n_ics": basis.n_ics,
+            "n_pcs": src.n_pcs,
+            "steps": steps,
             "saliency_step": saliency_step if saliency_step is not None else steps // 2,
             "frame_size": int(rows.strips[next(iter(rows.strips))].shape[0]),
-            "actions": _action_names(), "targets": src.keys, "inputs": ws.inputs,
+            "actions": _action_names(),
+            "targets": src.keys,
+            "inputs": ws.inputs,
         },
-        "background": _background(src.data if src.data is not None else src.sim_store, basis, src.source,
-                                  src.n_pcs, args, src.agent),
+        "background": _background(
+            src.data if src.data is not None else src.sim_store, basis, src.source, src.n_pcs, args, src.agent
+        ),
         "samples": rows.samples,
         "behaviours": behaviours,
-        "extrema": {"fraction": 0.01, "any_step": extrema(ics),
-                    "saliency_step": extrema(ics, [min(saliency_step or steps // 2, steps - 1)])},
+        "extrema": {
+            "fraction": 0.01,
+            "any_step": extrema(ics),
+            "saliency_step": extrema(ics, [min(saliency_step or steps // 2, steps - 1)]),
+        },
         "histograms": histograms(ics),
         **_agent_context(ws, data=src.data, args=args),
         "interventions": interventions,
-    }  # fmt: skip
+    }
     return write_panel(args.out, PanelData(doc, arrays, rows.strips, files), chunk=args.chunk)
 
 

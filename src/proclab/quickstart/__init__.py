@@ -85,8 +85,13 @@ def run(args: QuickstartArgs) -> Path:
         raise unknown_choice("stage", args.from_stage, names)
     check_game(args.game, "easy")
     settings = Settings(game=args.game, seed=args.seed, device=args.device, precision=args.precision)
-    ctx = Context(settings, budget(args.budget), args.out, Ledger(args.out, {"budget": args.budget, **asdict(settings)}),
-                  Console())  # fmt: skip
+    ctx = Context(
+        settings,
+        budget(args.budget),
+        args.out,
+        Ledger(args.out, {"budget": args.budget, **asdict(settings)}),
+        Console(),
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     first = ctx.ledger.first_to_run(names, args.from_stage)
     ctx.ledger.forget_from(names, first)

@@ -99,8 +99,17 @@ def evaluate(ctx: Context) -> dict[str, Any]:
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("eval.json")
     run_dir = ctx.path("run", "train")
-    table = run_eval(EvalArgs(checkpoint=run_dir, split=("train", "test1"), episodes=b.eval_episodes,
-                              seed=s.seed, out=path, device=s.device, precision=s.precision))  # fmt: skip
+    table = run_eval(
+        EvalArgs(
+            checkpoint=run_dir,
+            split=("train", "test1"),
+            episodes=b.eval_episodes,
+            seed=s.seed,
+            out=path,
+            device=s.device,
+            precision=s.precision,
+        )
+    )
     rt = ctx.runtime()
     agent, env_config, _ = load_agent(run_dir, rt)
     random_agent = ScriptedAgent.uniform(agent.config.num_actions)
@@ -121,8 +130,16 @@ def render(ctx: Context) -> dict[str, Any]:
 
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("agent.mp4")
-    video, returns = render_video(RenderArgs(checkpoint=ctx.path("run", "train"), out=path, episodes=2,
-                                             max_steps=b.render_steps, seed=s.seed, device=s.device))  # fmt: skip
+    video, returns = render_video(
+        RenderArgs(
+            checkpoint=ctx.path("run", "train"),
+            out=path,
+            episodes=2,
+            max_steps=b.render_steps,
+            seed=s.seed,
+            device=s.device,
+        )
+    )
     ctx.console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
     return {"video": ctx.rel(video), "returns": returns}
 
@@ -162,9 +179,19 @@ def wm_train(ctx: Context) -> dict[str, Any]:
     size = wm_size(b.wm_size)
     if b.wm_sim_steps:
         size = replace(size, model=replace(size.model, num_sim_steps=b.wm_sim_steps))
-    cfg = replace(size, data=ctx.path("episodes", "record"), total_updates=b.wm_updates or size.total_updates,
-                  time_limit=b.wm_seconds or 0, run_root=runs.parent, name="quickstart", seed=s.seed, num_workers=0,
-                  video_every=0, device=s.device, precision=s.precision)  # fmt: skip
+    cfg = replace(
+        size,
+        data=ctx.path("episodes", "record"),
+        total_updates=b.wm_updates or size.total_updates,
+        time_limit=b.wm_seconds or 0,
+        run_root=runs.parent,
+        name="quickstart",
+        seed=s.seed,
+        num_workers=0,
+        video_every=0,
+        device=s.device,
+        precision=s.precision,
+    )
     run_dir = train_world_model(cfg)
     ctx.console.print(f"world model: {run_dir}")
     return {"run": ctx.rel(run_dir)}
@@ -182,8 +209,9 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
         "samples", "dream.json", "dream.png", "dream-strip.png"
     )
     wm_run = ctx.path("run", "wm-train")
-    samples = sample_rollouts(SampleArgs(checkpoint=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed,
-                                         device=s.device))  # fmt: skip
+    samples = sample_rollouts(
+        SampleArgs(checkpoint=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed, device=s.device)
+    )
     rt = ctx.runtime()
     wm, agent, ckpt = load_world_model(wm_run, rt)
     heldout = EpisodeStore(ctx.path("heldout", "record"))
@@ -195,10 +223,14 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
     prediction_strip(wm, agent, heldout, ckpt.meta["reward_field"], rt, strip_png, seed=s.seed)
     mse = quality["mse"]
     ctx.console.print(
-        "frame error (MSE) at steps " + ", ".join(map(str, quality["steps"])) + ":\n"
-        + "\n".join(f"  {name:>18}: " + "  ".join(f"{v:.4f}" for v in values if v is not None)
-                    for name, values in mse.items())
-    )  # fmt: skip
+        "frame error (MSE) at steps "
+        + ", ".join(map(str, quality["steps"]))
+        + ":\n"
+        + "\n".join(
+            f"  {name:>18}: " + "  ".join(f"{v:.4f}" for v in values if v is not None)
+            for name, values in mse.items()
+        )
+    )
     return {
         "samples": ctx.rel(samples),
         "dream": ctx.rel(dream_json),
@@ -255,8 +287,13 @@ def panel(ctx: Context) -> dict[str, Any]:
     from proclab.panel.export import ExportArgs, export
 
     (path,) = ctx.fresh("panel")
-    args = ExportArgs(analysis=ctx.out / "analysis", out=path, eval=(ctx.path("eval", "eval"),),
-                      title=f"proclab quickstart: {ctx.settings.game}", seed=ctx.settings.seed)  # fmt: skip
+    args = ExportArgs(
+        analysis=ctx.out / "analysis",
+        out=path,
+        eval=(ctx.path("eval", "eval"),),
+        title=f"proclab quickstart: {ctx.settings.game}",
+        seed=ctx.settings.seed,
+    )
     out = export(replace(args, **ctx.budget.overrides.get("panel", {})))
     ctx.console.print(f"panel: {out} (open it with: proclab panel serve {out})")
     return {"folder": ctx.rel(out)}

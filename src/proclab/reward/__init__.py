@@ -15,7 +15,18 @@ from proclab.reward.train import TrexConfig, train_reward
 from proclab.reward.wrapper import LearnedRewardEnv
 
 __all__ = [
-    "ClipPairs", "LearnedRewardEnv", "RewardNet", "RewardNetConfig", "TrexConfig", "correlations",
-    "load_reward_model", "make_pairs", "pair_accuracy", "pearson", "predict_rewards", "spearman",
-    "stratified_pick", "train_reward",
-]  # fmt: skip
+    "ClipPairs",
+    "LearnedRewardEnv",
+    "RewardNet",
+    "RewardNetConfig",
+    "TrexConfig",
+    "correlations",
+    "load_reward_model",
+    "make_pairs",
+    "pair_accuracy",
+    "pearson",
+    "predict_rewards",
+    "spearman",
+    "stratified_pick",
+    "train_reward",
+]

@@ -68,8 +68,10 @@ def grid_configs(args: GridArgs) -> list[TrexConfig]:
         if len(np.unique(table["return"][train])) < 2:
             raise ProclabError(f"every {game} training demo has the same return: there is nothing to rank")
     base = replace(args.train, demos=args.demos, torch_threads=args.threads)
-    return [replace(base, game=g, num_demos=n, seed=args.train.seed + s, name=f"grid-n{n}")
-            for g, n, s in itertools.product(games, args.num_demos, range(args.seeds))]  # fmt: skip
+    return [
+        replace(base, game=g, num_demos=n, seed=args.train.seed + s, name=f"grid-n{n}")
+        for g, n, s in itertools.product(games, args.num_demos, range(args.seeds))
+    ]
 
 
 def _quiet_run(cfg: TrexConfig) -> dict:

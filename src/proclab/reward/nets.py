@@ -50,22 +50,37 @@ class RewardNetConfig:
 def _seed_cnn() -> nn.Sequential:
     act = nn.LeakyReLU(0.01)
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3), nn.MaxPool2d(4, 2), act,  # 32x30x30
-        nn.Conv2d(32, 32, 3), nn.MaxPool2d(4, 2), act,  # 32x13x13
-        nn.Conv2d(32, 32, 3), act,  # 32x11x11
-        nn.Flatten(), nn.Linear(32 * 11 * 11, 64), act, nn.Linear(64, 1),
-    )  # fmt: skip
+        nn.Conv2d(3, 32, 3),
+        nn.MaxPool2d(4, 2),
+        act,  # 32x30x30
+        nn.Conv2d(32, 32, 3),
+        nn.MaxPool2d(4, 2),
+        act,  # 32x13x13
+        nn.Conv2d(32, 32, 3),
+        act,  # 32x11x11
+        nn.Flatten(),
+        nn.Linear(32 * 11 * 11, 64),
+        act,
+        nn.Linear(64, 1),
+    )
 
 
 def _atari_cnn() -> nn.Sequential:
     act = nn.LeakyReLU(0.01)
     return nn.Sequential(
-        nn.Conv2d(3, 16, 7, stride=3), act,  # 16x20x20
-        nn.Conv2d(16, 16, 5, stride=2), act,  # 16x8x8
-        nn.Conv2d(16, 16, 3), act,  # 16x6x6
-        nn.Conv2d(16, 16, 3), act,  # 16x4x4
-        nn.Flatten(), nn.Linear(16 * 4 * 4, 64), act, nn.Linear(64, 1),
-    )  # fmt: skip
+        nn.Conv2d(3, 16, 7, stride=3),
+        act,  # 16x20x20
+        nn.Conv2d(16, 16, 5, stride=2),
+        act,  # 16x8x8
+        nn.Conv2d(16, 16, 3),
+        act,  # 16x6x6
+        nn.Conv2d(16, 16, 3),
+        act,  # 16x4x4
+        nn.Flatten(),
+        nn.Linear(16 * 4 * 4, 64),
+        act,
+        nn.Linear(64, 1),
+    )
 
 
 def _impala() -> nn.Sequential:

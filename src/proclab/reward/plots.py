@@ -84,8 +84,14 @@ def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
     return paths
 
 
-def plot_predictions(reward_model: Path, out_dir: Path, demos_path: Path | None = None, panels: int = 6,
-                     min_length: int = 100, seed: int = 0) -> Path:  # fmt: skip
+def plot_predictions(
+    reward_model: Path,
+    out_dir: Path,
+    demos_path: Path | None = None,
+    panels: int = 6,
+    min_length: int = 100,
+    seed: int = 0,
+) -> Path:
     """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game."""
     import matplotlib
 

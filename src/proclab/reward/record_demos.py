@@ -205,12 +205,20 @@ def record_demos(
             recorder = EpisodeRecorder(env, agent, rt, split=split)
 
             def sink(steps, info, ckpt=ckpt):
-                writer.append({k: steps[k] for k in STEP_FIELDS}, {
-                    "demo_id": demo_id(info["level_seed"]), "game": game, "mode": env_config.mode,
-                    "split": split, "level_seed": info["level_seed"], "return": info["return"],
-                    "truncated": bool(steps["truncated"][-1]), "checkpoint": str(ckpt.path),
-                    "checkpoint_step": ckpt.step,
-                })  # fmt: skip
+                writer.append(
+                    {k: steps[k] for k in STEP_FIELDS},
+                    {
+                        "demo_id": demo_id(info["level_seed"]),
+                        "game": game,
+                        "mode": env_config.mode,
+                        "split": split,
+                        "level_seed": info["level_seed"],
+                        "return": info["return"],
+                        "truncated": bool(steps["truncated"][-1]),
+                        "checkpoint": str(ckpt.path),
+                        "checkpoint_step": ckpt.step,
+                    },
+                )
                 bar.advance(task)
 
             try:
@@ -232,9 +240,17 @@ def _levels_in_store(path: Path, game: str) -> set[int]:
     return set(table["level_seed"][table["game"] == game].astype(np.int64).tolist())
 
 
-def write_synthetic_demos(path: str | Path, num_train: int = 12, num_test: int = 8, *, game: str = "starpilot",
-                          lengths: tuple[int, int] = (30, 90), constant_return: bool = False, seed: int = 0,
-                          flip_train: bool = False) -> Path:  # fmt: skip
+def write_synthetic_demos(
+    path: str | Path,
+    num_train: int = 12,
+    num_test: int = 8,
+    *,
+    game: str = "starpilot",
+    lengths: tuple[int, int] = (30, 90),
+    constant_return: bool = False,
+    seed: int = 0,
+    flip_train: bool = False,
+) -> Path:
     """A demo store whose frames show the reward: a bright patch on each frame that earns one.
 
     Demos differ in length and reward rate (skill); test demos sit on levels from 1e9 on, as
@@ -254,10 +270,20 @@ def write_synthetic_demos(path: str | Path, num_train: int = 12, num_test: int =
                 rewards[rng.random(T) < rng.uniform(0.05, 0.5)] = 1.0
             frames = rng.integers(0, 40, (T, 3, 64, 64), dtype=np.uint8)
             frames[rewards > 0, 0, :16, :16] = 250
-            writer.append({"obs": frames, "action": rng.integers(0, 15, T), "reward": rewards}, {
-                "demo_id": demo_id(level), "game": game, "mode": "easy", "split": split, "level_seed": level,
-                "return": float(rewards.sum()) * (-1 if flip_train and split == "train" else 1), "truncated": False, "checkpoint": "synthetic", "checkpoint_step": 0,
-            })  # fmt: skip
+            writer.append(
+                {"obs": frames, "action": rng.integers(0, 15, T), "reward": rewards},
+                {
+                    "demo_id": demo_id(level),
+                    "game": game,
+                    "mode": "easy",
+                    "split": split,
+                    "level_seed": level,
+                    "return": float(rewards.sum()) * (-1 if flip_train and split == "train" else 1),
+                    "truncated": False,
+                    "checkpoint": "synthetic",
+                    "checkpoint_step": 0,
+                },
+            )
     return Path(path)
 
 
@@ -292,8 +318,18 @@ class DemosArgs:
 
 def main(argv: list[str], prog: str = "proclab trex demos") -> None:
     args = tyro.cli(DemosArgs, args=argv, prog=prog)
-    n = record_demos(list(args.checkpoints), args.out, args.num, args.split, game=args.game, levels=args.levels,
-                     max_len=args.max_len, num_envs=args.num_envs, use_backgrounds=args.use_backgrounds,
-                     seed=args.seed, device=args.device)  # fmt: skip
+    n = record_demos(
+        list(args.checkpoints),
+        args.out,
+        args.num,
+        args.split,
+        game=args.game,
+        levels=args.levels,
+        max_len=args.max_len,
+        num_envs=args.num_envs,
+        use_backgrounds=args.use_backgrounds,
+        seed=args.seed,
+        device=args.device,
+    )
     print(f"recorded {n} {args.split} demos")
     print(f"demo store: {args.out}")

@@ -45,13 +45,51 @@ from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_
 from proclab.run.args import RunArgs
 from proclab.run.runtime import Runtime, RuntimeConfig, seed_everything
 
-LOG_COLUMNS = ("epoch", "n_train_samples", "train_acc", "train_loss", "val_acc", "val_loss", "test_acc",
-               "test_loss", "pearson", "spearman", "train_seconds", "wall_seconds")  # fmt: skip
-SEED_SUMMARY = ("rm_id", "method", "env_name", "mode", "num_dems", "max_return", "max_length", "sequential",
-                "train_acc", "val_acc", "test_acc", "pearson", "spearman")  # fmt: skip
-SUMMARY_COLUMNS = (*SEED_SUMMARY, "baseline_pearson", "baseline_spearman", "test_loss", "gt_test_acc",
-                   "test_demos", "seed", "net", "scale_input", "batch_size", "best_epoch", "epochs",
-                   "train_seconds", "run_dir")  # fmt: skip
+LOG_COLUMNS = (
+    "epoch",
+    "n_train_samples",
+    "train_acc",
+    "train_loss",
+    "val_acc",
+    "val_loss",
+    "test_acc",
+    "test_loss",
+    "pearson",
+    "spearman",
+    "train_seconds",
+    "wall_seconds",
+)
+SEED_SUMMARY = (
+    "rm_id",
+    "method",
+    "env_name",
+    "mode",
+    "num_dems",
+    "max_return",
+    "max_length",
+    "sequential",
+    "train_acc",
+    "val_acc",
+    "test_acc",
+    "pearson",
+    "spearman",
+)
+SUMMARY_COLUMNS = (
+    *SEED_SUMMARY,
+    "baseline_pearson",
+    "baseline_spearman",
+    "test_loss",
+    "gt_test_acc",
+    "test_demos",
+    "seed",
+    "net",
+    "scale_input",
+    "batch_size",
+    "best_epoch",
+    "epochs",
+    "train_seconds",
+    "run_dir",
+)
 
 
 @dataclass(frozen=True)
@@ -123,9 +161,15 @@ class TrexConfig(RuntimeConfig):
 
 
 PARITY = TrexConfig(
-    parity=True, batch_size=1, demos_per_step=0, lr=5e-5, epoch_pairs=1000, net=RewardNetConfig(scale_input=False),
-    epoch_test_metrics=True, precision="fp32",
-)  # fmt: skip
+    parity=True,
+    batch_size=1,
+    demos_per_step=0,
+    lr=5e-5,
+    epoch_pairs=1000,
+    net=RewardNetConfig(scale_input=False),
+    epoch_test_metrics=True,
+    precision="fp32",
+)
 
 
 @dataclass
@@ -265,8 +309,17 @@ class _PairMaker:
 
     def __call__(self, demo_rows: np.ndarray, num: int, what: str) -> PairSet:
         cfg, demos = self.cfg, self.split.demos
-        made = make_pairs(demos.lengths[demo_rows], demos.returns[demo_rows], num, self.rng, min_len=cfg.min_clip_len,
-                          max_len=cfg.max_clip_len, stride=cfg.stride, progress=cfg.progress_heuristic, what=what)  # fmt: skip
+        made = make_pairs(
+            demos.lengths[demo_rows],
+            demos.returns[demo_rows],
+            num,
+            self.rng,
+            min_len=cfg.min_clip_len,
+            max_len=cfg.max_clip_len,
+            stride=cfg.stride,
+            progress=cfg.progress_heuristic,
+            what=what,
+        )
         return PairSet.build(made, demo_rows, demos, self.device)
 
     def epoch_batches(self, fixed: PairSet | None):
@@ -295,9 +348,17 @@ class _Best:
     state: dict | None = None
 
 
-def _train_epochs(cfg: TrexConfig, learner: RewardLearner, make: _PairMaker, fixed: PairSet | None,
-                  eval_pairs: PairSet, val_pairs: PairSet, test_pairs: PairSet, log_path: Path,
-                  progress: bool) -> tuple[_Best, int, float]:  # fmt: skip
+def _train_epochs(
+    cfg: TrexConfig,
+    learner: RewardLearner,
+    make: _PairMaker,
+    fixed: PairSet | None,
+    eval_pairs: PairSet,
+    val_pairs: PairSet,
+    test_pairs: PairSet,
+    log_path: Path,
+    progress: bool,
+) -> tuple[_Best, int, float]:
     """Epochs until ``patience`` epochs bring no better validation accuracy (or time is up), one log row
     each; returns the best epoch, the number of epochs run and the training seconds."""
     from rich.progress import Progress
@@ -348,8 +409,10 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
     seed_everything(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     if cfg.num_demos < 2 or cfg.batch_size < 1 or cfg.epoch_pairs < cfg.batch_size:
-        raise ProclabError(f"need --num-demos >= 2 ({cfg.num_demos}) and 1 <= --batch-size ({cfg.batch_size}) "
-                           f"<= --epoch-pairs ({cfg.epoch_pairs})")  # fmt: skip
+        raise ProclabError(
+            f"need --num-demos >= 2 ({cfg.num_demos}) and 1 <= --batch-size ({cfg.batch_size}) "
+            f"<= --epoch-pairs ({cfg.epoch_pairs})"
+        )
     split = _DemoSplit.load(cfg, rng)
     demos, game, train_d, test_d = split.demos, split.game, split.train, split.test
     make = _PairMaker(cfg, split, rng, rt.device)
@@ -360,8 +423,9 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
 
     learner = RewardLearner(cfg, demos, rt)
     run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
-    best, epochs, train_seconds = _train_epochs(cfg, learner, make, fixed, eval_pairs, val_pairs, test_pairs,
-                                                run_dir / "train_log.csv", progress)  # fmt: skip
+    best, epochs, train_seconds = _train_epochs(
+        cfg, learner, make, fixed, eval_pairs, val_pairs, test_pairs, run_dir / "train_log.csv", progress
+    )
 
     # -- the best weights on held-out levels ----------------------------------------------------
     learner.net.load_state_dict(best.state)
@@ -369,16 +433,35 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
     corr = correlations(learner.predict_returns(demos, test_d), demos.returns[test_d], demos.lengths[test_d])
     picked = np.concatenate([train_d, split.val])
     summary = {
-        "rm_id": run_dir.name, "method": "trex", "env_name": game, "mode": cfg.mode, "num_dems": cfg.num_demos,
-        "max_return": float(demos.returns[picked].max()), "max_length": int(demos.lengths[picked].max()),
-        "sequential": 0, "train_acc": best.train_acc, "val_acc": best.val_acc, "test_acc": test_acc,
-        **corr, "test_loss": test_loss, "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
-        "test_demos": len(test_d), "seed": cfg.seed, "net": cfg.net.arch, "scale_input": cfg.net.scale_input,
-        "batch_size": cfg.batch_size, "best_epoch": best.epoch, "epochs": epochs,
-        "train_seconds": round(train_seconds, 3), "run_dir": str(run_dir),
-    }  # fmt: skip
-    save_reward_model(run_dir / "checkpoints" / "best", learner.net,
-                      {"step": best.epoch, "game": game, "mode": cfg.mode, "summary": summary})  # fmt: skip
+        "rm_id": run_dir.name,
+        "method": "trex",
+        "env_name": game,
+        "mode": cfg.mode,
+        "num_dems": cfg.num_demos,
+        "max_return": float(demos.returns[picked].max()),
+        "max_length": int(demos.lengths[picked].max()),
+        "sequential": 0,
+        "train_acc": best.train_acc,
+        "val_acc": best.val_acc,
+        "test_acc": test_acc,
+        **corr,
+        "test_loss": test_loss,
+        "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
+        "test_demos": len(test_d),
+        "seed": cfg.seed,
+        "net": cfg.net.arch,
+        "scale_input": cfg.net.scale_input,
+        "batch_size": cfg.batch_size,
+        "best_epoch": best.epoch,
+        "epochs": epochs,
+        "train_seconds": round(train_seconds, 3),
+        "run_dir": str(run_dir),
+    }
+    save_reward_model(
+        run_dir / "checkpoints" / "best",
+        learner.net,
+        {"step": best.epoch, "game": game, "mode": cfg.mode, "summary": summary},
+    )
     return summary
 
 
@@ -412,9 +495,13 @@ def main(argv: list[str], prog: str = "proclab trex train") -> None:
     row = train_reward(cfg)
     summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
     append_summary(summary, [row])
-    print(f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}, test acc {row['test_acc']:.3f} "
-          f"(labels' own ceiling {row['gt_test_acc']:.3f})")  # fmt: skip
-    print(f"held-out levels ({row['test_demos']} demos): Spearman {row['spearman']:.3f}, Pearson {row['pearson']:.3f}; "
-          f"+1/step baseline: Spearman {row['baseline_spearman']:.3f}, Pearson {row['baseline_pearson']:.3f}")  # fmt: skip
+    print(
+        f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}, test acc {row['test_acc']:.3f} "
+        f"(labels' own ceiling {row['gt_test_acc']:.3f})"
+    )
+    print(
+        f"held-out levels ({row['test_demos']} demos): Spearman {row['spearman']:.3f}, Pearson {row['pearson']:.3f}; "
+        f"+1/step baseline: Spearman {row['baseline_spearman']:.3f}, Pearson {row['baseline_pearson']:.3f}"
+    )
     print(f"summary row appended to {summary}")
     print(f"reward model: {row['run_dir']}")

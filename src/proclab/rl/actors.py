@@ -169,9 +169,16 @@ class ActorWorker:
         that finished in it: global game index, return, length, level_complete."""
         T = self.T
         rollout = Rollout(
-            obs=u.obs[:T], firsts=u.firsts[:T], prev_rewards=u.prev_rewards[:T], actions=u.actions,
-            logprobs=u.logprobs, values=self.values, rewards=u.rewards, dones=u.dones, initial_state={},
-        )  # fmt: skip
+            obs=u.obs[:T],
+            firsts=u.firsts[:T],
+            prev_rewards=u.prev_rewards[:T],
+            actions=u.actions,
+            logprobs=u.logprobs,
+            values=self.values,
+            rewards=u.rewards,
+            dones=u.dones,
+            initial_state={},
+        )
         finished: list[dict[str, np.ndarray]] = []
         self.actor.collect(rollout, on_info=lambda info: finished.append(self._finished(info)))
         u.obs[T] = rollout.next_obs
@@ -349,8 +356,12 @@ class ActorPool:
                     f"actor {spec.id} exited with code {proc.exitcode}" + (f":\n{error}" if error else "")
                 )
             last = error.strip().splitlines()[-1] if error.strip() else ""
-            print(f"proclab: actor {spec.id} died (exit code {proc.exitcode}{'; ' + last if last else ''}); "
-                  "restarting it with fresh env seeds", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"proclab: actor {spec.id} died (exit code {proc.exitcode}{'; ' + last if last else ''}); "
+                "restarting it with fresh env seeds",
+                file=sys.stderr,
+                flush=True,
+            )
             spec.generation += 1
             self._spawn(spec)
         if time.monotonic() - self._last_unroll > STALL_SECONDS:

@@ -52,12 +52,16 @@ class SplitResult:
     def summary(self, mode: str, table: str | None = None) -> dict:
         r = np.asarray(self.returns, dtype=np.float64)
         return {
-            "split": self.split, "game": self.game, "episodes": int(r.size),
-            "return_mean": float(r.mean()), "return_std": float(r.std()),
+            "split": self.split,
+            "game": self.game,
+            "episodes": int(r.size),
+            "return_mean": float(r.mean()),
+            "return_std": float(r.std()),
             "return_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
-            "length_mean": float(np.mean(self.lengths)), "level_complete_rate": float(np.mean(self.completed)),
+            "length_mean": float(np.mean(self.lengths)),
+            "level_complete_rate": float(np.mean(self.completed)),
             "normalized_score": normalized_score(self.game, float(r.mean()), mode, table=table),
-        }  # fmt: skip
+        }
 
 
 def evaluate(
@@ -78,14 +82,31 @@ def evaluate(
     per_game = max(1, min(envs_per_game, episodes))
     env = ProcgenVecEnv(replace(env_config, num_envs=per_game * len(games)), seed=seed, split=split)
     try:
-        return evaluate_env(agent, env, episodes, runtime, greedy=greedy, split=str(split),
-                            reset_every=reset_every, progress=progress)  # fmt: skip
+        return evaluate_env(
+            agent,
+            env,
+            episodes,
+            runtime,
+            greedy=greedy,
+            split=str(split),
+            reset_every=reset_every,
+            progress=progress,
+        )
     finally:
         env.close()
 
 
-def evaluate_env(agent, env, episodes: int, runtime: Runtime, *, greedy: bool = False, split: str = "",
-                 reset_every: int = 0, progress=None) -> dict[str, SplitResult]:  # fmt: skip
+def evaluate_env(
+    agent,
+    env,
+    episodes: int,
+    runtime: Runtime,
+    *,
+    greedy: bool = False,
+    split: str = "",
+    reset_every: int = 0,
+    progress=None,
+) -> dict[str, SplitResult]:
     """Evaluate on an existing vector env (``games``, ``game_index``, ``step`` as ProcgenVecEnv).
 
     ``reset_every > 0`` resets every env's agent state to the initial one every that many steps
@@ -237,13 +258,27 @@ def run(args: EvalArgs) -> dict:
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
             task = bar.add_task(f"eval {split}", total=episodes * len(games))
-            res = evaluate(agent, env_config, split, episodes, rt, greedy=greedy,
-                           envs_per_game=args.envs_per_game, seed=args.seed, reset_every=args.reset_every,
-                           progress=lambda t=task: bar.advance(t))  # fmt: skip
+            res = evaluate(
+                agent,
+                env_config,
+                split,
+                episodes,
+                rt,
+                greedy=greedy,
+                envs_per_game=args.envs_per_game,
+                seed=args.seed,
+                reset_every=args.reset_every,
+                progress=lambda t=task: bar.advance(t),
+            )
             rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     table = results_table(rows, env_config.mode, args.score_table)
-    table.update(checkpoint=str(ckpt.path), step=ckpt.step, greedy=greedy, protocol=args.protocol,
-                 reset_every=args.reset_every)  # fmt: skip
+    table.update(
+        checkpoint=str(ckpt.path),
+        step=ckpt.step,
+        greedy=greedy,
+        protocol=args.protocol,
+        reset_every=args.reset_every,
+    )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(table, indent=2))
@@ -266,8 +301,15 @@ def run(args: EvalArgs) -> dict:
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")
     for r in rows:
-        t.add_row(r["split"], r["game"], str(r["episodes"]), f"{r['return_mean']:.2f} ± {r['return_std']:.2f}",
-                  f"{r['length_mean']:.0f}", f"{r['level_complete_rate']:.2f}", f"{r['normalized_score']:.3f}")  # fmt: skip
+        t.add_row(
+            r["split"],
+            r["game"],
+            str(r["episodes"]),
+            f"{r['return_mean']:.2f} ± {r['return_std']:.2f}",
+            f"{r['length_mean']:.0f}",
+            f"{r['level_complete_rate']:.2f}",
+            f"{r['normalized_score']:.3f}",
+        )
     if len(games) > 1:
         for split, agg in table["aggregate"].items():
             t.add_row(split, "[bold]mean", "", "", "", "", f"[bold]{agg['mean_normalized_score']:.3f}")

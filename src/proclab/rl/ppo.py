@@ -136,11 +136,16 @@ class PPOLearner:
             for start in range(0, N - per + 1, per):
                 idx = perm[start : start + per]
                 yield Batch(
-                    obs=ro.obs[:, idx], firsts=firsts[:, idx], prev_rewards=ro.prev_rewards[:, idx],
-                    actions=ro.actions[:, idx], logprobs=ro.logprobs[:, idx], values=ro.values[:, idx],
-                    advantages=adv[:, idx], returns=ret[:, idx],
+                    obs=ro.obs[:, idx],
+                    firsts=firsts[:, idx],
+                    prev_rewards=ro.prev_rewards[:, idx],
+                    actions=ro.actions[:, idx],
+                    logprobs=ro.logprobs[:, idx],
+                    values=ro.values[:, idx],
+                    advantages=adv[:, idx],
+                    returns=ret[:, idx],
                     initial_state={k: v[idx] for k, v in ro.initial_state.items()},
-                )  # fmt: skip
+                )
         else:  # shuffled individual samples
             B = T * N
             per = max(1, B // self.cfg.num_minibatches)
@@ -150,10 +155,15 @@ class PPOLearner:
             for start in range(0, B - per + 1, per):
                 idx = perm[start : start + per]
                 yield Batch(
-                    obs=obs[idx], firsts=flat(ro.firsts)[idx], prev_rewards=flat(ro.prev_rewards)[idx],
-                    actions=flat(ro.actions)[idx], logprobs=flat(ro.logprobs)[idx], values=flat(ro.values)[idx],
-                    advantages=flat(adv)[idx], returns=flat(ret)[idx],
-                )  # fmt: skip
+                    obs=obs[idx],
+                    firsts=flat(ro.firsts)[idx],
+                    prev_rewards=flat(ro.prev_rewards)[idx],
+                    actions=flat(ro.actions)[idx],
+                    logprobs=flat(ro.logprobs)[idx],
+                    values=flat(ro.values)[idx],
+                    advantages=flat(adv)[idx],
+                    returns=flat(ret)[idx],
+                )
 
     def _chunks(self, mb: Batch, samples: int | None = None):
         """Split a minibatch into pieces of at most ``samples`` (default ``chunk_size``; 0 = whole)
@@ -172,13 +182,20 @@ class PPOLearner:
 
             yield (
                 Batch(
-                    obs=pick(mb.obs), firsts=pick(mb.firsts), prev_rewards=pick(mb.prev_rewards),
-                    actions=pick(mb.actions), logprobs=pick(mb.logprobs), values=pick(mb.values),
-                    advantages=pick(mb.advantages), returns=pick(mb.returns),
-                    initial_state=None if mb.initial_state is None else {k: v[sl] for k, v in mb.initial_state.items()},
+                    obs=pick(mb.obs),
+                    firsts=pick(mb.firsts),
+                    prev_rewards=pick(mb.prev_rewards),
+                    actions=pick(mb.actions),
+                    logprobs=pick(mb.logprobs),
+                    values=pick(mb.values),
+                    advantages=pick(mb.advantages),
+                    returns=pick(mb.returns),
+                    initial_state=None
+                    if mb.initial_state is None
+                    else {k: v[sl] for k, v in mb.initial_state.items()},
                 ),
                 min(size, n - start) / n,
-            )  # fmt: skip
+            )
 
     # -- one optimiser step -----------------------------------------------------------------
     def _forward(self, mb: Batch):

@@ -117,8 +117,12 @@ class Trainer:
             self.global_step += self.batch
             self.throughput.add(time.time() - t0, self.batch)
             if self.rank == 0 and self.learner.updates % cfg.log_every == 0:
-                row = {"charts/SPS": self.throughput.sps(), **self.train_log.charts(), **self.val_log.charts("val_"),
-                       **self.extra_metrics()}  # fmt: skip
+                row = {
+                    "charts/SPS": self.throughput.sps(),
+                    **self.train_log.charts(),
+                    **self.val_log.charts("val_"),
+                    **self.extra_metrics(),
+                }
                 self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             bar.update(self.global_step, recent_return(self.train_log))
             done = self.learner.updates >= self.num_updates or out_of_time(

@@ -133,7 +133,10 @@ class RayActorPool:
             raise RuntimeError(
                 f"Ray actors keep dying ({self._restarts_since_batch} restarts without a batch): {err}"
             )
-        print(f"proclab: Ray actor {spec.id} died ({last}); restarting it with fresh env seeds",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"proclab: Ray actor {spec.id} died ({last}); restarting it with fresh env seeds",
+            file=sys.stderr,
+            flush=True,
+        )
         spec.generation += 1
         self._start(spec)

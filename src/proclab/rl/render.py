@@ -66,8 +66,12 @@ def render(args: RenderArgs) -> tuple[Path, list[float]]:
     game = args.game or games[0]
     if game not in games:
         raise ProclabError(f"game {game!r} is not one the agent was trained on ({', '.join(games)})")
-    env = ProcgenVecEnv(replace(env_config, game=(game,), num_envs=1), seed=args.seed,
-                        split=args.split, render_human=args.human)  # fmt: skip
+    env = ProcgenVecEnv(
+        replace(env_config, game=(game,), num_envs=1),
+        seed=args.seed,
+        split=args.split,
+        render_human=args.human,
+    )
     actor = Actor(env, agent, rt)
     human = actor.reset_info.get("human")
     scale = 8 if args.human else args.scale

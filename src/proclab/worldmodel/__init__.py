@@ -33,7 +33,22 @@ from proclab.worldmodel.simulate import dreamed, imagined, random_bottlenecks, t
 from proclab.worldmodel.train import train_world_model
 
 __all__ = [
-    "WM_SIZES", "LossOverTimeArgs", "LossWeights", "SampleArgs", "Start", "Trajectory", "WMTrainConfig",
-    "WorldModel", "WorldModelConfig", "dreamed", "imagined", "load_world_model", "loss_over_time",
-    "random_bottlenecks", "sample_rollouts", "teacher_forced", "train_world_model", "wm_size",
-]  # fmt: skip
+    "WM_SIZES",
+    "LossOverTimeArgs",
+    "LossWeights",
+    "SampleArgs",
+    "Start",
+    "Trajectory",
+    "WMTrainConfig",
+    "WorldModel",
+    "WorldModelConfig",
+    "dreamed",
+    "imagined",
+    "load_world_model",
+    "loss_over_time",
+    "random_bottlenecks",
+    "sample_rollouts",
+    "teacher_forced",
+    "train_world_model",
+    "wm_size",
+]

@@ -107,9 +107,13 @@ def window_fields(store: EpisodeStore, codec: StateCodec, reward_field: str) -> 
 
 
 def window_dataset(
-    store: EpisodeStore, config: WorldModelConfig, codec: StateCodec, reward_field: str, stride: int = 1,
+    store: EpisodeStore,
+    config: WorldModelConfig,
+    codec: StateCodec,
+    reward_field: str,
+    stride: int = 1,
     full: bool = False,
-) -> WindowDataset:  # fmt: skip
+) -> WindowDataset:
     """Windows of ``config.window`` rows; they need real initial frames (or, with ``full``, all rows)."""
     return WindowDataset(
         store,
@@ -170,8 +174,13 @@ def synthetic_batch(
     return WindowBatch(
         init_frames=torch.randint(0, 256, (n, batch, 3, 64, 64), dtype=torch.uint8),
         frames=torch.randint(0, 256, (S, batch, 3, 64, 64), dtype=torch.uint8),
-        prev_actions=torch.randint(0, num_actions, (S, batch)), reward=torch.randn(S, batch),
-        done=torch.zeros(S, batch), agent_h0=torch.rand(batch, state_width),
-        agent_states=torch.rand(S, batch, state_width), actions=torch.randint(0, num_actions, (S, batch)),
-        frame_mask=on, prev_mask=on, state_mask=on,
-    )  # fmt: skip
+        prev_actions=torch.randint(0, num_actions, (S, batch)),
+        reward=torch.randn(S, batch),
+        done=torch.zeros(S, batch),
+        agent_h0=torch.rand(batch, state_width),
+        agent_states=torch.rand(S, batch, state_width),
+        actions=torch.randint(0, num_actions, (S, batch)),
+        frame_mask=on,
+        prev_mask=on,
+        state_mask=on,
+    )

@@ -32,8 +32,13 @@ def save_world_model(
     ``meta`` must hold ``agent_env`` (the agent's environment config) and ``agent_source``.
     """
     weights = dict(wm.state_dict()) | {AGENT_PREFIX + k: v for k, v in agent.state_dict().items()}
-    full = {"kind": KIND, "world_model": to_dict(wm.config), "num_actions": wm.num_actions,
-            "agent": to_dict(agent.config), **meta}  # fmt: skip
+    full = {
+        "kind": KIND,
+        "world_model": to_dict(wm.config),
+        "num_actions": wm.num_actions,
+        "agent": to_dict(agent.config),
+        **meta,
+    }
     out = save_checkpoint(path, weights, full, train_state)
     prune_checkpoints(path.parent, keep)
     return out
@@ -45,8 +50,9 @@ def load_world_model(
     """The world model and its frozen agent (eval mode, on the runtime's device) from a checkpoint/run dir."""
     ckpt = load_checkpoint(path, kind=KIND, train_state=train_state)
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
-    wm = WorldModel(saved_model_config(ckpt.meta["world_model"]), ckpt.meta["num_actions"],
-                    agent.state_shapes())  # fmt: skip
+    wm = WorldModel(
+        saved_model_config(ckpt.meta["world_model"]), ckpt.meta["num_actions"], agent.state_shapes()
+    )
     agent_weights = {
         k.removeprefix(AGENT_PREFIX): v for k, v in ckpt.weights.items() if k.startswith(AGENT_PREFIX)
     }

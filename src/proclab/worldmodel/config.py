@@ -87,8 +87,18 @@ class WorldModelConfig:
                 "num_init_steps must be >= 2 (the first simulated step's previous action is a recorded one), "
                 f"got {self.num_init_steps}"
             )
-        positive = ("num_sim_steps", "bottleneck", "encoder_rnn", "deter", "hidden", "stoch", "classes",
-                    "embed_depth", "decoder_depth", "head_hidden")  # fmt: skip
+        positive = (
+            "num_sim_steps",
+            "bottleneck",
+            "encoder_rnn",
+            "deter",
+            "hidden",
+            "stoch",
+            "classes",
+            "embed_depth",
+            "decoder_depth",
+            "head_hidden",
+        )
         sizes = {k: getattr(self, k) for k in positive}
         bad = [f"{k}={v}" for k, v in sizes.items() if v < 1]
         if len(self.encoder_channels) != 4:
@@ -192,15 +202,43 @@ class WMTrainConfig(RuntimeConfig):
 
 
 _TINY_MODEL = WorldModelConfig(
-    num_init_steps=2, num_sim_steps=4, bottleneck=8, encoder_channels=(8, 8, 8, 16), encoder_rnn=16,
-    env_converter=(16,), agent_converter=(16,), action_converter=(16,), deter=16, hidden=16, stoch=4,
-    classes=4, embed_depth=4, decoder_depth=4, head_layers=1, head_hidden=16, **PRE_FIDELITY_MODEL,
-)  # fmt: skip
+    num_init_steps=2,
+    num_sim_steps=4,
+    bottleneck=8,
+    encoder_channels=(8, 8, 8, 16),
+    encoder_rnn=16,
+    env_converter=(16,),
+    agent_converter=(16,),
+    action_converter=(16,),
+    deter=16,
+    hidden=16,
+    stoch=4,
+    classes=4,
+    embed_depth=4,
+    decoder_depth=4,
+    head_layers=1,
+    head_hidden=16,
+    **PRE_FIDELITY_MODEL,
+)
 _SMALL_MODEL = WorldModelConfig(
-    num_init_steps=3, num_sim_steps=16, bottleneck=32, encoder_channels=(16, 16, 32, 32), encoder_rnn=128,
-    env_converter=(256,), agent_converter=(64,), action_converter=(32,), deter=128, hidden=256, stoch=16,
-    classes=16, embed_depth=16, decoder_depth=16, head_layers=2, head_hidden=128, **PRE_FIDELITY_MODEL,
-)  # fmt: skip
+    num_init_steps=3,
+    num_sim_steps=16,
+    bottleneck=32,
+    encoder_channels=(16, 16, 32, 32),
+    encoder_rnn=128,
+    env_converter=(256,),
+    agent_converter=(64,),
+    action_converter=(32,),
+    deter=128,
+    hidden=256,
+    stoch=16,
+    classes=16,
+    embed_depth=16,
+    decoder_depth=16,
+    head_layers=2,
+    head_hidden=128,
+    **PRE_FIDELITY_MODEL,
+)
 
 WM_SIZES: dict[str, WMTrainConfig] = {
     # interpreting-rl-behavior's Gen-2 model at HEAD (spec §4.1) with its cell, encoder blocks and
@@ -248,6 +286,9 @@ def saved_model_config(data: dict) -> WorldModelConfig:
 
 def saved_train_config(data: dict) -> WMTrainConfig:
     """A :class:`WMTrainConfig` read back from a run's JSON, like :func:`saved_model_config`."""
-    data = {**data, "model": {**PRE_FIDELITY_MODEL, **data.get("model", {})},
-            "loss": {**PRE_FIDELITY_LOSS, **data.get("loss", {})}}  # fmt: skip
+    data = {
+        **data,
+        "model": {**PRE_FIDELITY_MODEL, **data.get("model", {})},
+        "loss": {**PRE_FIDELITY_LOSS, **data.get("loss", {})},
+    }
     return from_dict(WMTrainConfig, data)

@@ -128,8 +128,12 @@ def summarise(per_batch: np.ndarray) -> dict[str, list]:
     def listed(a):
         return [None if not np.isfinite(x) else float(x) for x in a]
 
-    return {"mean": listed(mean), "min": listed(filled_lo.min(0)), "max": listed(filled_hi.max(0)),
-            "batches": n.tolist()}  # fmt: skip
+    return {
+        "mean": listed(mean),
+        "min": listed(filled_lo.min(0)),
+        "max": listed(filled_hi.max(0)),
+        "batches": n.tolist(),
+    }
 
 
 def plot_loss_over_time(result: dict, path: Path) -> Path:
@@ -157,8 +161,10 @@ def plot_loss_over_time(result: dict, path: Path) -> Path:
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"imagination vs data ({result['actions']} actions, {result['batches']} batches of "
-                 f"{result['batch_size']})")  # fmt: skip
+    fig.suptitle(
+        f"imagination vs data ({result['actions']} actions, {result['batches']} batches of "
+        f"{result['batch_size']})"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -171,6 +177,8 @@ def main(argv: list[str], prog: str = "proclab wm loss-over-time") -> None:
     result = loss_over_time(args)
     first_last = {k: (q["mean"][0], q["mean"][-1]) for k, q in result["quantities"].items()}
     for name, (a, b) in first_last.items():
-        print(f"{name:>16}: step 0 {a if a is None else f'{a:.4g}'}  ->  step {result['steps'] - 1} "
-              f"{b if b is None else f'{b:.4g}'}")  # fmt: skip
+        print(
+            f"{name:>16}: step 0 {a if a is None else f'{a:.4g}'}  ->  step {result['steps'] - 1} "
+            f"{b if b is None else f'{b:.4g}'}"
+        )
     print(f"loss over time: {args.out / 'loss_over_time.json'} and {args.out / 'loss_over_time.png'}")

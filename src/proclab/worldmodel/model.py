@@ -319,9 +319,20 @@ class WorldModel(nn.Module):
                 a = action if env_grads else action.detach()
             elif k + 1 < S:
                 a = actions[k + 1]
-            step = dict(env_h=h, env_z=z, prior_logits=prior, post_logits=post, image=image, frame=frame,
-                        reward=reward, done_logit=done, agent_state=s, logits=out.logits, value=out.value,
-                        action=action)  # fmt: skip
+            step = dict(
+                env_h=h,
+                env_z=z,
+                prior_logits=prior,
+                post_logits=post,
+                image=image,
+                frame=frame,
+                reward=reward,
+                done_logit=done,
+                agent_state=s,
+                logits=out.logits,
+                value=out.value,
+                action=action,
+            )
             for name, v in step.items():
                 rows.setdefault(name, []).append(v)
         stacked = {k: None if v[0] is None else torch.stack(v) for k, v in rows.items()}

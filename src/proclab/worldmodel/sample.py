@@ -103,8 +103,10 @@ def loop_agent(name: str, trained, seed: int, runtime):
         raise unknown_choice("agent", name, ["trained", "untrained", *SCRIPTED, "a checkpoint path"])
     agent, _, _ = load_agent(name, runtime)
     if agent.config.num_actions != trained.config.num_actions:
-        raise ProclabError(f"agent {name!r} has {agent.config.num_actions} actions; the model simulates "
-                           f"{trained.config.num_actions}")  # fmt: skip
+        raise ProclabError(
+            f"agent {name!r} has {agent.config.num_actions} actions; the model simulates "
+            f"{trained.config.num_actions}"
+        )
     return agent, False
 
 
@@ -167,9 +169,18 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
         vectors = random_bottlenecks(args.n, wm.config.bottleneck, torch.Generator().manual_seed(args.seed))
     torch.manual_seed(args.seed)
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
-    settings = {"checkpoint": str(ckpt.path), "step": ckpt.step, "init": args.init, "steps": args.steps,
-                "agent": args.agent, "modal": args.modal, "greedy": args.greedy, "seed": args.seed,
-                "precision": "bf16" if rt.bf16 else "fp32", "created": time.time()}  # fmt: skip
+    settings = {
+        "checkpoint": str(ckpt.path),
+        "step": ckpt.step,
+        "init": args.init,
+        "steps": args.steps,
+        "agent": args.agent,
+        "modal": args.modal,
+        "greedy": args.greedy,
+        "seed": args.seed,
+        "precision": "bf16" if rt.bf16 else "fp32",
+        "created": time.time(),
+    }
     _check_joinable(args.out, step_fields(reward_field, codec))
     writer = ShardWriter(args.out, attrs={"simulation": settings, STATE_LAYOUT_ATTR: layout})
     with Progress(transient=True, disable=not progress) as bar, writer, torch.no_grad():
@@ -183,8 +194,15 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
                     )
                 else:
                     bottleneck = vectors[lo:hi].to(rt.device)
-                traj = dreamed(wm, agent, bottleneck, args.steps + 1, modal=args.modal, greedy=args.greedy,
-                               predicted_agent_state=predicted_state)  # fmt: skip
+                traj = dreamed(
+                    wm,
+                    agent,
+                    bottleneck,
+                    args.steps + 1,
+                    modal=args.modal,
+                    greedy=args.greedy,
+                    predicted_agent_state=predicted_state,
+                )
             for k, (steps, info) in enumerate(rollouts(traj, args.steps, reward_field, codec), start=lo):
                 if args.init == "informed":
                     e = int(windows.episode_ids[picks[k]])

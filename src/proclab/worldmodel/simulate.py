@@ -27,9 +27,13 @@ def teacher_forced(wm: WorldModel, agent, batch: WindowBatch) -> tuple[Start, Tr
     """The training forward pass; returns the *predicted* start (for the initialisation losses) too."""
     start = wm.start(wm.encode(batch.init_frames))
     traj = wm.simulate(
-        agent, replace(start, agent_state=batch.agent_h0), batch.frames.shape[0],
-        actions=batch.prev_action_one_hot(wm.num_actions), frames=batch.frames, observe=True,
-    )  # fmt: skip
+        agent,
+        replace(start, agent_state=batch.agent_h0),
+        batch.frames.shape[0],
+        actions=batch.prev_action_one_hot(wm.num_actions),
+        frames=batch.frames,
+        observe=True,
+    )
     return start, traj
 
 
@@ -42,8 +46,14 @@ def imagined(
     one_hot = batch.prev_action_one_hot(wm.num_actions)
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     start = replace(start, agent_state=batch.agent_h0, prev_action=one_hot[0])
-    return wm.simulate(agent, start, batch.frames.shape[0], actions=one_hot if actions == "true" else None,
-                       frames=batch.frames, modal=modal)  # fmt: skip
+    return wm.simulate(
+        agent,
+        start,
+        batch.frames.shape[0],
+        actions=one_hot if actions == "true" else None,
+        frames=batch.frames,
+        modal=modal,
+    )
 
 
 def dreamed(

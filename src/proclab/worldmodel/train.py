@@ -148,10 +148,13 @@ class WMTrainer:
             )
         self.sampler = EpochBatches(len(self.dataset), cfg.batch_size, cfg.seed, self.rank, self.world)
         self.loader = DataLoader(
-            self.dataset, batch_sampler=self.sampler, num_workers=cfg.num_workers,
-            persistent_workers=cfg.num_workers > 0, pin_memory=self.rt.device.type == "cuda",
+            self.dataset,
+            batch_sampler=self.sampler,
+            num_workers=cfg.num_workers,
+            persistent_workers=cfg.num_workers > 0,
+            pin_memory=self.rt.device.type == "cuda",
             generator=torch.Generator(),  # worker seeding must not consume the global RNG (exact resume)
-        )  # fmt: skip
+        )
         self.updates = self.epoch = self.position = 0
         self.wall_offset = 0.0
 
@@ -257,8 +260,14 @@ class WMTrainer:
         ranks = gather_on_rank0(rng_state())
         if ranks is None:
             return None
-        state = {"optimizer": self.optimizer.state_dict(), "updates": self.updates, "epoch": self.epoch,
-                 "position": self.position, "wall_time": wall, "ranks": ranks}  # fmt: skip
+        state = {
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+            "epoch": self.epoch,
+            "position": self.position,
+            "wall_time": wall,
+            "ranks": ranks,
+        }
         meta = {
             "step": self.updates,
             "agent_source": self.agent_source,

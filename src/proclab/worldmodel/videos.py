@@ -43,8 +43,12 @@ def _column(frames: np.ndarray, actions: np.ndarray, reward: np.ndarray, done: n
 
 
 def _panels(traj: Trajectory) -> tuple[np.ndarray, ...]:
-    return (to_uint8(traj.frame), traj.action.argmax(-1).cpu().numpy(), traj.reward.float().cpu().numpy(),
-            torch.sigmoid(traj.done_logit.float()).cpu().numpy())  # fmt: skip
+    return (
+        to_uint8(traj.frame),
+        traj.action.argmax(-1).cpu().numpy(),
+        traj.reward.float().cpu().numpy(),
+        torch.sigmoid(traj.done_logit.float()).cpu().numpy(),
+    )
 
 
 @torch.no_grad()
@@ -53,8 +57,12 @@ def prediction_video(path: Path, wm: WorldModel, agent, batch: WindowBatch, auto
     with autocast:
         _, forced = teacher_forced(wm, agent, batch)
         dream = dreamed(wm, agent, wm.encode(batch.init_frames), batch.frames.shape[0])
-    true = (batch.frames.cpu().numpy(), batch.actions.cpu().numpy(), batch.reward.cpu().numpy(),
-            batch.done.cpu().numpy())  # fmt: skip
+    true = (
+        batch.frames.cpu().numpy(),
+        batch.actions.cpu().numpy(),
+        batch.reward.cpu().numpy(),
+        batch.done.cpu().numpy(),
+    )
     columns = [(true, "true"), (_panels(forced), "teacher-forced"), (_panels(dream), "closed loop")]
     rows = []
     for b in range(batch.batch_size):
