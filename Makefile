@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@rm -f $(VENV)/.proclab-installed-*
 	@touch $(STAMP)
 
+# make demo ARGS="--precision fp32" (or any proclab quickstart option)
 demo: setup
-	$(BIN)/proclab quickstart
+	$(BIN)/proclab quickstart $(ARGS)
 
 # One torch/OpenMP thread per pytest worker: the workers already use every core, and tiny tensors
 # on oversubscribed threads run several times slower.

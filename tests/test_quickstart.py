@@ -6,7 +6,6 @@ import pytest
 
 from proclab.cli import main
 from proclab.data import EpisodeStore
-from proclab.errors import ProclabError
 from proclab.io.video import read_video
 from proclab.quickstart.stages import STAGES
 
@@ -57,11 +56,11 @@ def test_from_reruns_that_stage_and_the_later_ones_only(demo, capsys):
     assert "finished earlier, reused" in capsys.readouterr().out
 
 
-def test_from_refuses_a_stage_whose_predecessors_did_not_run(tmp_path):
-    with pytest.raises(ProclabError, match="has not finished"):
-        main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", "record"])
-    with pytest.raises(ProclabError, match="stage"):
-        main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", "nope"])
+def test_from_refuses_a_stage_whose_predecessors_did_not_run(tmp_path, capsys):
+    for stage, message in (("record", "stage 'train' has not finished"), ("nope", "unknown stage 'nope'")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", stage])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
 @pytest.mark.browser
