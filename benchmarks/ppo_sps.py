@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import statistics
 import subprocess
@@ -37,7 +36,7 @@ import torch
 from proclab.config import preset
 from proclab.io.runs import read_metrics
 from proclab.rl.ppo_train import Trainer
-from proclab.run.runtime import cpu_has_native_bf16
+from proclab.run.runtime import cpu_has_native_bf16, cpu_name
 
 
 def cleanrl_config(updates: int, game: str, precision: str, threads: int, device: str = "cpu", **env):
@@ -74,15 +73,6 @@ def cleanrl_sps(script: str, python: str, updates: int, game: str) -> float:
             check=True,
         ).stdout
     return float(re.findall(r"SPS: (\d+)", out)[-1])
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = re.findall(r"model name\s*:\s*(.+)", f.read())
-    except OSError:
-        names = []
-    return names[0].strip() if names else platform.processor()
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ finished stage with its outputs and seconds, so a rerun continues where a crash 
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,17 +50,11 @@ def machine(device: str, precision: str) -> dict[str, str | int | bool]:
 
     import torch
 
-    from proclab.run.runtime import cpu_has_native_bf16, make_runtime
+    from proclab.run.runtime import cpu_has_native_bf16, cpu_name, make_runtime
 
     rt = make_runtime(device, precision)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": cpu_name(),
         "cores": os.cpu_count() or 1,
         "native_bf16": cpu_has_native_bf16(),
         "device": str(rt.device),

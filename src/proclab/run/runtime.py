@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import random
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +53,16 @@ class Runtime:
     def obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
         """uint8 (N, 3, 64, 64) from the env -> tensor on the device, keeping channels-last strides."""
         return torch.from_numpy(obs).to(self.device, non_blocking=True)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; elsewhere what ``platform`` knows), for reports and benchmarks."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = re.findall(r"model name\s*:\s*(.+)", f.read())
+    except OSError:
+        names = []
+    return names[0].strip() if names else (platform.processor() or platform.machine())
 
 
 def cpu_has_native_bf16() -> bool:
