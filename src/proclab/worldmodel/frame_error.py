@@ -29,7 +29,7 @@ from torch.utils.data import default_collate
 from proclab.data import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
 from proclab.worldmodel.model import WorldModel
-from proclab.worldmodel.simulate import imagined
+from proclab.worldmodel.simulate import imagined, teacher_forced
 
 PREDICTORS = ("teacher-forced", "imagined", "closed loop")
 BASELINES = ("repeat last frame", "level mean frame")
@@ -47,26 +47,20 @@ def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
     return {level: (sums[level] / counts[level] / 255).astype(np.float32) for level in sums}
 
 
-def _predictions(wm: WorldModel, agent, batch: WindowBatch, level_mean: Tensor) -> dict[str, Tensor]:
-    """Every predictor's and baseline's ``(S, B, 3, 64, 64)`` frames in [0, 1]."""
-    start = replace(wm.start(wm.encode(batch.init_frames), modal=True), agent_state=batch.agent_h0)
-    S = batch.frames.shape[0]
-    forced = wm.simulate(
-        agent,
-        start,
-        S,
-        actions=batch.prev_action_one_hot(wm.num_actions),
-        frames=batch.frames,
-        observe=True,
-        modal=True,
-    )
-    true = batch.frames.float() / 255
+def _windows(wm: WorldModel, store: EpisodeStore, reward_field: str, steps: int, windows: int, seed: int):
+    """The window config (``steps + 1`` simulated steps), the store's windows and a seeded sorted pick of them."""
+    config = replace(wm.config, num_sim_steps=steps + 1)
+    dataset = window_dataset(store, config, wm.codec, reward_field)
+    picks = np.random.default_rng(seed).choice(len(dataset), min(windows, len(dataset)), replace=False)
+    return config, dataset, np.sort(picks)
+
+
+def _predicted(wm: WorldModel, agent, batch: WindowBatch) -> dict[str, Tensor]:
+    """Each predictor's ``(S, B, 3, 64, 64)`` frames in [0, 1], all modal."""
     return {
-        "teacher-forced": forced.frame,
+        "teacher-forced": teacher_forced(wm, agent, batch, modal=True)[1].frame,
         "imagined": imagined(wm, agent, batch, "true", modal=True).frame,
         "closed loop": imagined(wm, agent, batch, "agent", modal=True).frame,
-        "repeat last frame": true[:1].expand_as(true),
-        "level mean frame": level_mean.unsqueeze(0).expand_as(true),
     }
 
 
@@ -88,10 +82,7 @@ def frame_errors(
     Returns ``{"steps": [1..steps], "windows": n, "mse": {name: [per step]}}``; a step no window
     reaches (all episodes ended) is ``None``.
     """
-    config = replace(wm.config, num_sim_steps=steps + 1)
-    dataset = window_dataset(store, config, wm.codec, reward_field)
-    rng = np.random.default_rng(seed)
-    picks = np.sort(rng.choice(len(dataset), min(windows, len(dataset)), replace=False))
+    config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
     means = level_mean_frames(store)
     levels = store.episodes["level_seed"]
     sums = {name: torch.zeros(steps + 1, dtype=torch.float64) for name in PREDICTORS + BASELINES}
@@ -103,7 +94,9 @@ def frame_errors(
         true = batch.frames.float() / 255
         mask = batch.frame_mask.double().cpu()
         with runtime.autocast():
-            predicted = _predictions(wm, agent, batch, level_mean.to(runtime.device))
+            predicted = _predicted(wm, agent, batch)
+        predicted["repeat last frame"] = true[:1].expand_as(true)
+        predicted["level mean frame"] = level_mean.to(runtime.device).unsqueeze(0).expand_as(true)
         for name, frames in predicted.items():
             err = (frames.float() - true).square().mean((2, 3, 4)).double().cpu()
             sums[name] += (err * mask).sum(1)
@@ -154,14 +147,11 @@ def prediction_strip(
     """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``."""
     from PIL import Image, ImageDraw
 
-    config = replace(wm.config, num_sim_steps=steps + 1)
-    dataset = window_dataset(store, config, wm.codec, reward_field)
-    picks = np.random.default_rng(seed).choice(len(dataset), min(windows, len(dataset)), replace=False)
-    items = default_collate([dataset[int(i)] for i in np.sort(picks)])
+    config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
+    items = default_collate([dataset[int(i)] for i in picks])
     batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
-    zero = torch.zeros(batch.frames.shape[1:], device=runtime.device)
     with runtime.autocast():
-        predicted = _predictions(wm, agent, batch, zero)
+        predicted = _predicted(wm, agent, batch)
     true = batch.frames.float() / 255
     rows = [true] + [predicted[name] for name in PREDICTORS]
     mask = batch.frame_mask[..., None, None, None]

@@ -23,9 +23,12 @@ from proclab.worldmodel.state_codec import StateCodec
 ACTION_SOURCES = ("true", "agent")
 
 
-def teacher_forced(wm: WorldModel, agent, batch: WindowBatch) -> tuple[Start, Trajectory]:
-    """The training forward pass; returns the *predicted* start (for the initialisation losses) too."""
-    start = wm.start(wm.encode(batch.init_frames))
+def teacher_forced(
+    wm: WorldModel, agent, batch: WindowBatch, modal: bool = False
+) -> tuple[Start, Trajectory]:
+    """The training forward pass; returns the *predicted* start (for the initialisation losses) too.
+    ``modal`` takes the argmax of each categorical instead of sampling (evaluation)."""
+    start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
         replace(start, agent_state=batch.agent_h0),
@@ -33,6 +36,7 @@ def teacher_forced(wm: WorldModel, agent, batch: WindowBatch) -> tuple[Start, Tr
         actions=batch.prev_action_one_hot(wm.num_actions),
         frames=batch.frames,
         observe=True,
+        modal=modal,
     )
     return start, traj
 
