@@ -24,6 +24,19 @@ from proclab.worldmodel.config import WMTrainConfig, wm_size
 
 TINY_AGENT = dict(widths=(4, 8, 8), fc=32)
 TINY_FLAGS = ["--widths", "4", "8", "8", "--fc", "32", "--torch-threads", "1"]
+TINY_PPO = [
+    "--preset",
+    "tiny",
+    "--game",
+    "dodgeball",
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "32",
+    "--num-minibatches",
+    "2",
+]
+"""A PPO run of a few seconds: the tiny preset on 4 envs x 32 steps (add --val-num-envs, TINY_FLAGS, ...)."""
 TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
 
 
@@ -48,6 +61,19 @@ def chromium() -> str:
             "the browser tests need Debian's chromium: apt-get install -y chromium (or set PROCLAB_CHROMIUM)"
         )
     return path
+
+
+def torchrun_proclab(*args: str, processes: int = 2) -> subprocess.CompletedProcess:
+    """``proclab ARGS`` as ``processes`` torchrun ranks on this machine (output captured, 300 s at most)."""
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(processes),
+    ]
+    return subprocess.run([*command, "-m", "proclab", *args], capture_output=True, text=True, timeout=300)
 
 
 def proclab(*args: str, **kw) -> subprocess.CompletedProcess:

@@ -10,25 +10,9 @@ from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.policy import parse_args
-from support import TINY_FLAGS
+from support import TINY_FLAGS, TINY_PPO
 
-TINY = [
-    "--preset",
-    "tiny",
-    "--game",
-    "dodgeball",
-    "--num-envs",
-    "4",
-    "--num-steps",
-    "32",
-    "--num-minibatches",
-    "2",
-    "--val-num-envs",
-    "2",
-    "--total-steps",
-    "512",
-    *TINY_FLAGS,
-]
+TINY = [*TINY_PPO, "--val-num-envs", "2", "--total-steps", "512", *TINY_FLAGS]
 
 
 def reward_model(path, game):

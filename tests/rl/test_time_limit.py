@@ -3,32 +3,9 @@
 from pathlib import Path
 
 from proclab.io.runs import read_metrics
-from support import proclab
+from support import TINY_FLAGS, TINY_PPO, proclab
 
-TINY = [
-    "--preset",
-    "tiny",
-    "--game",
-    "dodgeball",
-    "--num-envs",
-    "4",
-    "--num-steps",
-    "32",
-    "--num-minibatches",
-    "2",
-    "--val-num-envs",
-    "0",
-    "--device",
-    "cpu",
-    "--widths",
-    "4",
-    "8",
-    "8",
-    "--fc",
-    "32",
-    "--torch-threads",
-    "1",
-]
+TINY = [*TINY_PPO, "--val-num-envs", "0", "--device", "cpu", *TINY_FLAGS]
 
 
 def test_a_time_limit_stops_after_the_first_update_that_crosses_it(tmp_path: Path):

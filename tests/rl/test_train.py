@@ -21,25 +21,9 @@ from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS, proclab
+from support import TINY_FLAGS, TINY_PPO, proclab, torchrun_proclab
 
-TINY = [
-    "--preset",
-    "tiny",
-    "--game",
-    "dodgeball",
-    "--num-envs",
-    "4",
-    "--num-steps",
-    "32",
-    "--num-minibatches",
-    "2",
-    "--val-num-envs",
-    "2",
-    "--device",
-    "cpu",
-    *TINY_FLAGS,
-]
+TINY = [*TINY_PPO, "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]
 
 
 def only_run(root: Path) -> Path:
@@ -167,28 +151,8 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
 
 
 def test_torchrun_two_cpu_processes(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            "-m",
-            "proclab",
-            "train",
-            *TINY,
-            "--total-steps",
-            "512",
-            "--run-root",
-            str(tmp_path),
-            "--device",
-            "cpu",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = torchrun_proclab(
+        "train", *TINY, "--total-steps", "512", "--run-root", str(tmp_path), "--device", "cpu"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]  # includes the end-of-run check that replicas agree
     run = only_run(tmp_path)

@@ -2,8 +2,6 @@
 
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.train import WMTrainer
+from support import torchrun_proclab
 
 
 def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
@@ -110,29 +109,16 @@ def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, c
 
 @pytest.mark.distributed
 def test_torchrun_two_cpu_processes(store, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            "-m",
-            "proclab",
-            "wm",
-            "train",
-            "--size",
-            "tiny",
-            "--data",
-            str(store),
-            "--total-updates",
-            "3",
-            *cpu_run_flags(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = torchrun_proclab(
+        "wm",
+        "train",
+        "--size",
+        "tiny",
+        "--data",
+        str(store),
+        "--total-updates",
+        "3",
+        *cpu_run_flags(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = tmp_path.glob("wm/*/*/*")
