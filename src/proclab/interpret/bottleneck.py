@@ -73,24 +73,43 @@ def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarr
 
 
 def run_bottleneck(args: BottleneckArgs) -> Path:
-    from sklearn.decomposition import PCA
-    from sklearn.preprocessing import StandardScaler
-
-    from proclab.errors import ProclabError
-    from proclab.interpret.clustering import (
-        check_clusters,
-        mmd_test,
-        pcs_to,
-        silhouette,
-        subsample,
-        tsne_fit_assign,
-        ward_fit_assign,
-    )
+    from proclab.interpret.clustering import pcs_to, silhouette, tsne_fit_assign, ward_fit_assign
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
+    samples, vectors, init = _inputs(args, ws)
+    with phases(5, "analyze bottleneck") as ph:
+        with ph.phase("pca"):
+            z, pcs, ratio = _informed_pca(vectors, init, args.pcs)
+            n95 = pcs_to(ratio, 0.95)
+        everyone = np.arange(len(vectors))
+        with ph.phase("ward clusters"):
+            clusters = ward_fit_assign(pcs[:, :n95], everyone, args.clusters)
+            sil = silhouette(pcs[:, :n95], clusters, args.seed)
+        with ph.phase("t-sne"):
+            tsne = tsne_fit_assign(pcs[:, :n95], everyone, args.perplexity, args.seed)
+        with ph.phase("two-sample test"):
+            test = _informed_vs_random(z, init, args)
+        out = ws.command_dir(NAME)
+        with ph.phase("writing"):
+            arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
+            np.savez(out / "bottleneck.npz", **arrays)
+            files = [out / "bottleneck.npz"]
+            if args.plots:
+                files += _plots(out, arrays, args)
+    fits = {"ratio": ratio, "n95": n95, "sil": sil, "test": test}
+    summary = _summary(args, samples, vectors.shape[1], arrays, fits, ph.seconds)
+    return ws.finish(NAME, args, files, summary, start)
+
+
+def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
+    """The sample store, and the vectors and inits of it and ``--random-samples`` together, checked
+    (same dimension, two informed vectors, a feasible cluster count) before any long work."""
+    from proclab.errors import ProclabError
+    from proclab.interpret.clustering import check_clusters
+
     samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
     vectors, init = _vectors(samples, None)
     if args.random_samples is not None:
@@ -102,69 +121,67 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
             )
         vectors, init = np.concatenate([vectors, more]), np.concatenate([init, more_init])
     ws.require_inputs(samples=samples)
-    informed = np.flatnonzero(init == 0)
-    if len(informed) < 2:
-        raise ProclabError(f"{str(samples)!r} holds {len(informed)} informed-init samples; need at least 2")
+    informed = int(np.sum(init == 0))
+    if informed < 2:
+        raise ProclabError(f"{str(samples)!r} holds {informed} informed-init samples; need at least 2")
     check_clusters(args.clusters, len(vectors))
-    with phases(5, "analyze bottleneck") as ph:
-        with ph.phase("pca"):
-            scaler = StandardScaler().fit(vectors[informed])
-            z = scaler.transform(vectors)
-            pca = PCA(n_components=min(args.pcs, z.shape[1], len(informed)), svd_solver="full").fit(
-                z[informed]
-            )
-            pcs = pca.transform(z).astype(np.float32)
-            ratio = pca.explained_variance_ratio_
-            n95 = pcs_to(ratio, 0.95)
-        everyone = np.arange(len(vectors))
-        with ph.phase("ward clusters"):
-            clusters = ward_fit_assign(pcs[:, :n95], everyone, args.clusters)
-            sil = silhouette(pcs[:, :n95], clusters, args.seed)
-        with ph.phase("t-sne"):
-            tsne = tsne_fit_assign(pcs[:, :n95], everyone, args.perplexity, args.seed)
-        with ph.phase("two-sample test"):
-            random = np.flatnonzero(init == 1)
-            test = None
-            if len(random) >= 2:
-                a = informed[subsample(len(informed), args.test_points, args.seed)]
-                b = random[subsample(len(random), args.test_points, args.seed + 1)]
-                test = {
-                    "method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
-                    **mmd_test(z[a], z[b], args.permutations, args.seed),
-                }
-        out = ws.command_dir(NAME)
-        with ph.phase("writing"):
-            arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
-            np.savez(out / "bottleneck.npz", **arrays)
-            files = [out / "bottleneck.npz"]
-            if args.plots:
-                files += _plots(out, arrays, args)
+    return samples, vectors, init
+
+
+def _informed_pca(vectors: np.ndarray, init: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every vector standardised and on the PCs of the informed ones (so random vectors are seen in the
+    informed vectors' coordinates): the standardised vectors, their PCs and the explained variance ratio."""
+    from sklearn.decomposition import PCA
+    from sklearn.preprocessing import StandardScaler
+
+    informed = np.flatnonzero(init == 0)
+    z = StandardScaler().fit(vectors[informed]).transform(vectors)
+    pca = PCA(n_components=min(n, z.shape[1], len(informed)), svd_solver="full").fit(z[informed])
+    return z, pca.transform(z).astype(np.float32), pca.explained_variance_ratio_
+
+
+def _informed_vs_random(z: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
+    """The MMD test on seeded subsamples of the standardised vectors; None with fewer than two random."""
+    from proclab.interpret.clustering import mmd_test, subsample
+
+    informed, random = np.flatnonzero(init == 0), np.flatnonzero(init == 1)
+    if len(random) < 2:
+        return None
+    a = informed[subsample(len(informed), args.test_points, args.seed)]
+    b = random[subsample(len(random), args.test_points, args.seed + 1)]
+    return {
+        "method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
+        **mmd_test(z[a], z[b], args.permutations, args.seed),
+    }
+
+
+def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict, seconds) -> dict:
+    init, clusters, ratio, n_pcs = a["init"], a["clusters"], fits["ratio"], a["pcs"].shape[1]
     random_share = [
         float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
         for c in range(args.clusters)
     ]
-    summary = {
+    return {
         "samples": str(samples.resolve()),
         "random_samples": str(args.random_samples) if args.random_samples else None,
-        "informed": len(informed),
+        "informed": int(np.sum(init == 0)),
         "random": int(np.sum(init == 1)),
-        "dim": vectors.shape[1],
-        "pcs": pcs.shape[1],
+        "dim": dim,
+        "pcs": n_pcs,
         "variance_explained": {
-            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)
+            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, n_pcs) if n <= len(ratio)
         },
-        "pcs_to_95": n95,
+        "pcs_to_95": fits["n95"],
         "clusters": {
             "n": args.clusters,
-            "space_pcs": n95,
-            "silhouette": sil,
+            "space_pcs": fits["n95"],
+            "silhouette": fits["sil"],
             "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
             "random_share": random_share,
         },
-        "informed_vs_random": test,
-        "seconds": ph.seconds,
+        "informed_vs_random": fits["test"],
+        "seconds": seconds,
     }
-    return ws.finish(NAME, args, files, summary, start)
 
 
 def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:

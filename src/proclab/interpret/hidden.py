@@ -191,6 +191,52 @@ class _Cloud:
         check_clusters(args.clusters, len(fit_in))
         return cls(mu, sd, z, fit, outliers, fit_in)
 
+    @property
+    def fit_mask(self) -> np.ndarray:
+        """Per point, whether the fits used it."""
+        mask = np.zeros(len(self.z), bool)
+        mask[self.fit_in] = True
+        return mask
+
+
+def _fit_basis(x: np.ndarray, inp: _Inputs, args: HiddenArgs) -> Basis:
+    """The basis fitted on the inlier rows ``x``, recording what they are (the basis outlives this run:
+    later commands of the folder project onto it)."""
+    from proclab.interpret.basis import Basis, BasisConfig
+
+    provenance = {
+        "data": str(inp.data.resolve()),
+        "activation": inp.source,
+        "episodes": len(inp.episodes),
+        "points": len(x),
+        "checkpoint": str(inp.checkpoint) if inp.checkpoint else None,
+    }
+    return Basis.fit(x, BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
+
+
+def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
+    """Ward clusters fitted on the inliers of ``space`` (the PCs to 95 %), every other point given its
+    nearest centroid's (two progress phases)."""
+    from proclab.interpret.clustering import assign_rest, nearest_centroid, ward_fit
+
+    with ph.phase("ward fit"):
+        fitted, centroids = ward_fit(space[fit_in], args.clusters)
+    with ph.phase("ward assign"):
+        return assign_rest(space, fit_in, fitted, lambda rows: nearest_centroid(rows, centroids))
+
+
+def _tsne(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
+    """A t-SNE map fitted on the inliers of ``space``, every other point placed on it (two progress
+    phases)."""
+    from proclab.interpret.clustering import assign_rest, tsne_fit, tsne_place
+
+    with ph.phase("t-sne fit"):
+        embedding = tsne_fit(space[fit_in], args.perplexity, args.seed)
+    with ph.phase("t-sne assign"):
+        return assign_rest(
+            space, fit_in, np.asarray(embedding, np.float32), lambda rows: tsne_place(embedding, rows)
+        )
+
 
 def _nmf_codes(
     x: np.ndarray, basis: Basis, fit_in: np.ndarray, args: HiddenArgs, ph
@@ -240,16 +286,7 @@ def run_hidden(args: HiddenArgs) -> Path:
     from scipy.stats import kurtosis
 
     from proclab.interpret.activations import read_activation
-    from proclab.interpret.basis import Basis, BasisConfig
-    from proclab.interpret.clustering import (
-        assign_rest,
-        nearest_centroid,
-        pcs_to,
-        silhouette,
-        tsne_fit,
-        tsne_place,
-        ward_fit,
-    )
+    from proclab.interpret.clustering import pcs_to, silhouette
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
 
@@ -272,47 +309,26 @@ def run_hidden(args: HiddenArgs) -> Path:
             cloud = _Cloud.of(x, args)
             fit_in = cloud.fit_in
         with ph.phase("basis"):
-            provenance = {
-                "data": str(inp.data.resolve()),
-                "activation": inp.source,
-                "episodes": len(inp.episodes),
-                "points": len(fit_in),
-                "checkpoint": str(inp.checkpoint) if inp.checkpoint else None,
-            }
-            basis = Basis.fit(x[fit_in], BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
+            basis = _fit_basis(x[fit_in], inp, args)
             pcs, ics = _project(basis, x)
             n95 = pcs_to(basis.explained_variance_ratio, 0.95)
-        with ph.phase("ward fit"):
-            fitted, centroids = ward_fit(pcs[fit_in, :n95], args.clusters)
-        with ph.phase("ward assign"):
-            clusters = assign_rest(
-                pcs[:, :n95], fit_in, fitted, lambda rows: nearest_centroid(rows, centroids)
-            )
+        space = pcs[:, :n95]
+        clusters = _ward_clusters(space, fit_in, args, ph)
         nmf, nmf_model = _nmf_codes(x, basis, fit_in, args, ph)
-        with ph.phase("t-sne fit"):
-            embedding = tsne_fit(pcs[fit_in, :n95], args.perplexity, args.seed)
-        with ph.phase("t-sne assign"):
-            tsne = assign_rest(
-                pcs[:, :n95],
-                fit_in,
-                np.asarray(embedding, np.float32),
-                lambda rows: tsne_place(embedding, rows),
-            )
+        tsne = _tsne(space, fit_in, args, ph)
         with ph.phase("statistics"):
-            sil = silhouette(pcs[fit_in, :n95], clusters[fit_in], args.seed)
+            sil = silhouette(space[fit_in], clusters[fit_in], args.seed)
             kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
         generated = None
         if inp.sample_store is not None:
             with ph.phase("generated states"):
                 generated = _generated(inp, basis, cloud, args)
         with ph.phase("writing"):
-            fit_mask = np.zeros(len(x), bool)
-            fit_mask[fit_in] = True
             arrays = {
                 "episode": acts.episode,
                 "step": acts.step,
                 "outlier": cloud.outliers.mask,
-                "fit": fit_mask,
+                "fit": cloud.fit_mask,
                 "knn_distance": cloud.outliers.distance.astype(np.float32),
                 "pcs": pcs,
                 "ics": ics,

@@ -288,6 +288,16 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
     return out
 
 
+def _arms(agent, basis, intervention: Intervention, key: str, args: InterveneArgs) -> dict[str, tuple]:
+    """Per arm, its agent (the intervened one edits state ``key``) and the ``intervention`` record its
+    store carries."""
+    intervened = IntervenedAgent(agent, basis, args.basis, intervention, key)
+    return {
+        arm: (a, {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key})
+        for arm, a in zip(ARMS, (agent, intervened), strict=True)
+    }
+
+
 def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
     from proclab.models.loading import load_agent
 
@@ -295,13 +305,10 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     ws.require_inputs(checkpoint=checkpoint)
     agent, _, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
-    arms = {"baseline": agent, "intervened": IntervenedAgent(agent, basis, args.basis, intervention, key)}
     paths = {}
-    for arm, a in arms.items():
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args).items():
         with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
-            attrs = {
-                "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key}
-            }
+            attrs = {"intervention": tag}
             paths[arm] = record_arm(a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, attrs)
     num_actions = agent.config.num_actions
     base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
@@ -414,8 +421,7 @@ def compare_sim(
 
 
 def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
-    from proclab.interpret.behaviours import NAME as BEHAVIOURS
-    from proclab.interpret.behaviours import BehaviourModel, source_of
+    from proclab.interpret.behaviours import source_of
     from proclab.interpret.saliency import SampleSettings
     from proclab.models.loading import freeze
     from proclab.worldmodel.checkpoint import load_world_model
@@ -432,20 +438,10 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     key = state_key(ws, agent, args.state)
     n = min(args.n, store.num_episodes)
     bottlenecks = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
-    arms = {"baseline": agent, "intervened": IntervenedAgent(agent, basis, args.basis, intervention, key)}
     paths = {}
-    for arm, a in arms.items():
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args).items():
         with ph.phase(f"simulation: {arm} ({n} samples)"):
-            attrs = {
-                "simulation": {
-                    **asdict(settings),
-                    "init": "resimulated",
-                    "seed": args.seed,
-                    "samples": str(Path(samples).resolve()),
-                    "created": time.time(),
-                },
-                "intervention": {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key},
-            }
+            attrs = {"simulation": _simulation_record(settings, samples, args.seed), "intervention": tag}
             paths[arm] = simulate_arm(
                 wm,
                 a,
@@ -457,17 +453,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
                 attrs,
                 ckpt.meta["reward_field"],
             )
-    transform = ws.path / BEHAVIOURS / "transform.npz"
-    behaviours, note = None, "no behaviours: run `proclab analyze behaviours` on this folder first"
-    if transform.is_file():
-        behaviours = BehaviourModel.load(transform)
-        lags = max(behaviours.config.lags)
-        note = (
-            None
-            if settings.steps > lags
-            else f"samples of {settings.steps} steps are too short for lags {lags}"
-        )
-        behaviours = behaviours if note is None else None
+    behaviours, note = _behaviour_model(ws, settings.steps)
     result = compare_sim(
         paths,
         args.bootstrap,
@@ -486,17 +472,47 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     }
     if note:
         result["behaviours_note"] = note
-    files = [str(p) for p in paths.values()]
-    files.append(
-        str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {intervention.spec}"))
+    return result, [str(p) for p in paths.values()] + _sim_pictures(
+        result, paths, n, intervention.spec, args, out
     )
+
+
+def _simulation_record(settings, samples: Path, seed: int) -> dict:
+    """An arm's ``simulation`` attribute: the samples' settings, as ``wm sample`` records them, and
+    where its bottleneck vectors came from."""
+    return {
+        **asdict(settings),
+        "init": "resimulated",
+        "seed": seed,
+        "samples": str(Path(samples).resolve()),
+        "created": time.time(),
+    }
+
+
+def _behaviour_model(ws: Workspace, steps: int):
+    """The folder's behaviour transform (``analyze behaviours``), or None and a note saying why not: it
+    was never fitted, or samples of ``steps`` steps are too short for its lags."""
+    from proclab.interpret.behaviours import NAME as BEHAVIOURS
+    from proclab.interpret.behaviours import BehaviourModel
+
+    transform = ws.path / BEHAVIOURS / "transform.npz"
+    if not transform.is_file():
+        return None, "no behaviours: run `proclab analyze behaviours` on this folder first"
+    behaviours = BehaviourModel.load(transform)
+    lags = max(behaviours.config.lags)
+    if steps > lags:
+        return behaviours, None
+    return None, f"samples of {steps} steps are too short for lags {lags}"
+
+
+def _sim_pictures(result: dict, paths: dict[str, Path], n: int, spec: str, args, out: Path) -> list[str]:
+    """Bar plots of the action (and behaviour) frequency changes, and the first ``--videos`` pairs."""
+    files = [str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {spec}"))]
     if "behaviours" in result:
         files.append(
             str(
                 frequency_bars(
-                    result["behaviours"],
-                    out / "sim_behaviours.png",
-                    f"behaviours in simulation: {intervention.spec}",
+                    result["behaviours"], out / "sim_behaviours.png", f"behaviours in simulation: {spec}"
                 )
             )
         )
@@ -504,7 +520,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     for i in range(min(args.videos, n)):
         eps = {a: stores[a].read(i, ["obs", "action"]) for a in ARMS}
         files.append(str(side_by_side(out / "videos" / f"sim_sample_{i:05d}.mp4", eps, fps=4)))
-    return result, files
+    return files
 
 
 # -- pictures ------------------------------------------------------------------------------------

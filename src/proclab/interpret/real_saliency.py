@@ -119,29 +119,13 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     """``--real``: one saliency-store episode per selected episode's window."""
     from rich.progress import Progress
 
-    data = args.data or ws.inputs.get("data")
-    if data is None:
-        raise ProclabError("--real needs a store of real episodes: pass --data DATA")
-    store = EpisodeStore(data)
-    checkpoint = args.checkpoint or ws.inputs.get("checkpoint")
-    if checkpoint is None:
-        recordings = list(store.recordings().values())
-        if not recordings:
-            raise ProclabError(f"{str(data)!r} has no recording settings; pass --checkpoint for the agent")
-        checkpoint = recordings[0]["recording"]["checkpoint"]
-    ws.require_inputs(data=Path(data), checkpoint=Path(checkpoint))
-    if not 0 <= args.step < args.window:
-        raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
+    store, data, checkpoint = _real_inputs(args, ws)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     agent, _, _ = load_agent(checkpoint, rt)
     freeze(agent)
     codec = StateCodec(agent.state_shapes())
     targets = parse_targets(args.target or DEFAULT_TARGETS, agent.config.num_actions)
-    basis, source = (
-        (ws.basis(), ws.inputs.get("activation"))
-        if (ws.basis_path.is_file() or any(t.needs_basis for t in targets))
-        else (None, None)
-    )
+    basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
     episodes = parse_ids(args.episodes, store.num_episodes, "episode")
     out = clear_previous(ws.command_dir(args.name))
     summary: dict[str, list[float]] = {t.spec: [] for t in targets}
@@ -161,43 +145,13 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     ):
         task = bar.add_task("saliency --real", total=len(episodes))
         for rank, e in enumerate(episodes):
-            frames, state, taken, prev = load_window(store, e, args.offset, args.window, codec, rt.device)
-            steps = {"obs": (frames * 255).round().byte().cpu().numpy(), "action": taken.cpu().numpy()}
-            info = {"episode": e, "offset": args.offset, "target_step": args.step}
-            grads = {}
+            window = load_window(store, e, args.offset, args.window, codec, rt.device)
+            steps, info, grads = _explain_window(agent, targets, window, args, basis, source)
+            info = {"episode": e, "offset": args.offset, "target_step": args.step, **info}
             for t in targets:
-                model = WindowTarget(
-                    agent,
-                    t,
-                    args.step,
-                    {k: v[None] for k, v in state.items()},
-                    taken[None],
-                    prev[None] if agent.config.prev_reward else None,
-                    basis,
-                    source,
-                )
-                g = attribute(model, frames[None].clone(), args.method, args.noise, args.real_sigma)[0]
-                grads[t.spec] = g.detach().cpu().numpy()
-                steps[f"grad/{t.key}/frame"] = grads[t.spec]
-                with torch.no_grad():
-                    info[f"target/{t.key}"] = float(model(frames[None]))
                 summary[t.spec].append(float(np.abs(grads[t.spec]).mean()))
-                if rank < args.strips:
-                    write_strip(
-                        out / "strips" / f"episode_{e:05d}_{t.key}.png",
-                        steps["obs"],
-                        grads[t.spec],
-                        args.step,
-                    )
             writer.append(steps, info)
-            if rank < args.videos:
-                write_side_by_side(
-                    out / "videos" / f"episode_{e:05d}.mp4",
-                    steps["obs"],
-                    dict(list(grads.items())[:4]),
-                    steps["action"],
-                    args.step,
-                )
+            _pictures(out, e, rank, steps, grads, targets, args)
             bar.advance(task)
     write_json_atomic(
         out / "summary.json",
@@ -208,3 +162,65 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
         },
     )
     return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
+
+
+def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
+    """The real store, its path and the agent checkpoint (given, the folder's, else the one that
+    recorded the store), checked against the folder before any work."""
+    data = args.data or ws.inputs.get("data")
+    if data is None:
+        raise ProclabError("--real needs a store of real episodes: pass --data DATA")
+    store = EpisodeStore(data)
+    checkpoint = args.checkpoint or ws.inputs.get("checkpoint")
+    if checkpoint is None:
+        recordings = list(store.recordings().values())
+        if not recordings:
+            raise ProclabError(f"{str(data)!r} has no recording settings; pass --checkpoint for the agent")
+        checkpoint = recordings[0]["recording"]["checkpoint"]
+    ws.require_inputs(data=Path(data), checkpoint=Path(checkpoint))
+    if not 0 <= args.step < args.window:
+        raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
+    return store, data, checkpoint
+
+
+def _explain_window(agent, targets: list[Target], window, args, basis, source) -> tuple[dict, dict, dict]:
+    """One window attributed for every target: the store's per-step fields (frames, actions, frame
+    gradients), its per-episode target values and each target's frame gradient (by spec)."""
+    frames, state, taken, prev = window
+    steps = {"obs": (frames * 255).round().byte().cpu().numpy(), "action": taken.cpu().numpy()}
+    info, grads = {}, {}
+    for t in targets:
+        model = WindowTarget(
+            agent,
+            t,
+            args.step,
+            {k: v[None] for k, v in state.items()},
+            taken[None],
+            prev[None] if agent.config.prev_reward else None,
+            basis,
+            source,
+        )
+        g = attribute(model, frames[None].clone(), args.method, args.noise, args.real_sigma)[0]
+        grads[t.spec] = g.detach().cpu().numpy()
+        steps[f"grad/{t.key}/frame"] = grads[t.spec]
+        with torch.no_grad():
+            info[f"target/{t.key}"] = float(model(frames[None]))
+    return steps, info, grads
+
+
+def _pictures(out: Path, episode: int, rank: int, steps: dict, grads: dict, targets: list[Target], args):
+    """Strips (every target) for the first ``--strips`` windows, a video (four targets) for the first
+    ``--videos``."""
+    if rank < args.strips:
+        for t in targets:
+            write_strip(
+                out / "strips" / f"episode_{episode:05d}_{t.key}.png", steps["obs"], grads[t.spec], args.step
+            )
+    if rank < args.videos:
+        write_side_by_side(
+            out / "videos" / f"episode_{episode:05d}.mp4",
+            steps["obs"],
+            dict(list(grads.items())[:4]),
+            steps["action"],
+            args.step,
+        )

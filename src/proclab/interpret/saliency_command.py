@@ -127,13 +127,6 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
     return out
 
 
-def _basis(ws: Workspace, targets: list[Target]):
-    """The folder's basis and its activation's name, or (None, None) when it has none and none is needed."""
-    if ws.basis_path.is_file() or any(t.needs_basis for t in targets):
-        return ws.basis(), ws.inputs.get("activation")
-    return None, None
-
-
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
     from rich.progress import Progress
 
@@ -151,7 +144,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
     targets = parse_targets(args.target or DEFAULT_TARGETS, wm.num_actions)
-    basis, source = _basis(ws, targets)
+    basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
     ids = parse_ids(args.ids, store.num_episodes)
     groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
     out = clear_previous(ws.command_dir(args.name))

@@ -141,6 +141,13 @@ class Workspace:
             )
         return Basis.load(self.basis_path)
 
+    def optional_basis(self, needed: bool) -> tuple[Basis | None, str | None]:
+        """The basis and the activation it was fitted on, or (None, None) when the folder has none and
+        none is ``needed`` (a needed but missing basis is :meth:`basis`'s error)."""
+        if self.basis_path.is_file() or needed:
+            return self.basis(), self.inputs.get("activation")
+        return None, None
+
 
 def clear_previous(out: Path) -> Path:
     """Remove a previous run's store, strips and videos from ``out`` (a store would otherwise grow)."""
