@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import torch
@@ -37,9 +37,13 @@ from proclab.data.recorder import EpisodeRecorder
 from proclab.data.schema import STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
 from proclab.data.store import EpisodeStore
 from proclab.data.writer import ShardWriter, check_root, ensure_store
-from proclab.envs import NUM_ACTIONS, ProcgenVecEnv, parse_split
+from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
+from proclab.run.runtime import Runtime, make_runtime
+
+if TYPE_CHECKING:
+    from proclab.models.agent import Agent
 
 FINAL_OBS_NOTE = (
     "not recorded: Procgen resets inside the step that ends an episode, so the frame after the last action "
@@ -361,33 +365,14 @@ def record_shard(
     arguments (plain data), and it writes nothing outside its own shard and ``videos/``. A caller
     that has already loaded the recording's ``checkpoint`` passes it, so that it is read once.
     """
-    from proclab.io.video import write_video
-    from proclab.models.loading import load_agent
-    from proclab.run.runtime import make_runtime
-
-    args = recording.args
     rt = make_runtime(device, precision, torch_threads)
-    agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
-    layout = _stored_layout(agent.state_shapes())
-    if layout != recording.state_layout:
-        raise ProclabError(
-            f"checkpoint {recording.checkpoint!r} has agent state layout {layout}; the recording was made "
-            f"with {recording.state_layout}"
-        )
+    agent, env_config, layout = _load_recording_agent(recording, checkpoint, rt)
     attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
     writer = ShardWriter(
         store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
     )
-    env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(writer.name)]).generate_state(2)
-    torch.manual_seed(int(torch_seed))
-    n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
-    env = ProcgenVecEnv(
-        replace(env_config, num_envs=n_envs),
-        seed=int(env_seed % 2**31),
-        split=args.split,
-        render_human=args.human,
-    )
-    norm = recording.reward_norm
+    env = _shard_env(recording, env_config, episodes, writer.name)
+    args, norm = recording.args, recording.reward_norm
     recorder = EpisodeRecorder(
         env,
         agent,
@@ -399,7 +384,55 @@ def record_shard(
         human=args.human,
         split=recording.split,
     )
-    video_dir = Path(store) / "videos"
+
+    def on_tick() -> None:
+        writer.maybe_commit()
+        if tick is not None:
+            tick()
+
+    try:
+        recorder.run(episodes, _writing_sink(writer, Path(store) / "videos", videos), tick=on_tick)
+    finally:
+        env.close()
+        writer.close()
+    return writer.name
+
+
+def _load_recording_agent(
+    recording: Recording, checkpoint: Checkpoint | None, rt: Runtime
+) -> tuple[Agent, EnvConfig, dict[str, list]]:
+    """The recording's agent, its env config and its stored state layout, which must be the recording's:
+    a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
+    from proclab.models.loading import load_agent
+
+    agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
+    layout = _stored_layout(agent.state_shapes())
+    if layout != recording.state_layout:
+        raise ProclabError(
+            f"checkpoint {recording.checkpoint!r} has agent state layout {layout}; the recording was made "
+            f"with {recording.state_layout}"
+        )
+    return agent, env_config, layout
+
+
+def _shard_env(recording: Recording, env_config: EnvConfig, episodes: int, shard: str) -> ProcgenVecEnv:
+    """The shard's envs; levels and action sampling are seeded from ``(seed, shard number)``, so the new
+    shards of a resumed recording never replay the levels of its earlier ones."""
+    args = recording.args
+    env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(shard)]).generate_state(2)
+    torch.manual_seed(int(torch_seed))
+    n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
+    return ProcgenVecEnv(
+        replace(env_config, num_envs=n_envs),
+        seed=int(env_seed % 2**31),
+        split=args.split,
+        render_human=args.human,
+    )
+
+
+def _writing_sink(writer: ShardWriter, video_dir: Path, videos: int) -> Callable[[dict, dict], None]:
+    """Appends each finished episode to the shard, and writes a video of the shard's first ``videos``."""
+    from proclab.io.video import write_video
 
     def sink(steps: dict, episode: dict) -> None:
         k = writer.append(steps, episode)
@@ -412,17 +445,7 @@ def record_shard(
                 actions=steps["action"],
             )
 
-    def on_tick() -> None:
-        writer.maybe_commit()
-        if tick is not None:
-            tick()
-
-    try:
-        recorder.run(episodes, sink, tick=on_tick)
-    finally:
-        env.close()
-        writer.close()
-    return writer.name
+    return sink
 
 
 # -- several processes ---------------------------------------------------------------------------

@@ -13,12 +13,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
 import tyro
 
 from proclab.interpret.args import MapArgs
+
+if TYPE_CHECKING:
+    from proclab.data.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -44,35 +47,34 @@ NAME = "env"
 FIELD = "env_h"
 
 
+@dataclass(frozen=True)
+class EnvMap:
+    """The fitted maps of the env states: PCs, Ward clusters on the PCs explaining 95 % of the variance,
+    and a t-SNE of the same PCs, each fitted on the rows ``fit`` and assigned to every point."""
+
+    fit: np.ndarray
+    pcs: np.ndarray
+    ratio: np.ndarray
+    """Explained variance ratio of each PC."""
+    n95: int
+    clusters: np.ndarray
+    silhouette: float | None
+    tsne: np.ndarray
+
+
 def run_env(args: EnvArgs) -> Path:
-    from proclab.data.store import EpisodeStore
-    from proclab.errors import ProclabError
     from proclab.interpret.activations import step_index
-    from proclab.interpret.clustering import (
-        check_clusters,
-        pcs_to,
-        silhouette,
-        standard_pca,
-        subsample,
-        tsne_fit_assign,
-        ward_fit_assign,
-    )
+    from proclab.interpret.clustering import check_clusters
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
     samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
-    store = EpisodeStore(samples)
-    if FIELD not in store.step_fields:
-        raise ProclabError(
-            f"episode store {str(samples)!r} has no per-step {FIELD} (a recording, not a world-model sample "
-            f"store?); analyze env needs the output of proclab wm sample. Its fields: {', '.join(store.fields)}"
-        )
+    store = _sample_store(samples)
     ws.require_inputs(samples=samples)
     episodes = np.arange(store.num_episodes)
-    points = store.num_steps
-    check_clusters(args.clusters, min(points, args.fit_points))
+    check_clusters(args.clusters, min(store.num_steps, args.fit_points))
     with phases(5, "analyze env") as ph:
         with ph.phase("reading env states"):
             x = store.read_steps(FIELD, episodes).astype(np.float32)
@@ -82,23 +84,15 @@ def run_env(args: EnvArgs) -> Path:
                 for k in ("action", "value", "reward")
                 if k in store.step_fields
             }
-        with ph.phase("pca"):
-            fit = subsample(len(x), args.fit_points, args.seed)
-            pcs, ratio = standard_pca(x, fit, args.pcs)
-            n95 = pcs_to(ratio, 0.95)
-        with ph.phase("ward clusters"):
-            clusters = ward_fit_assign(pcs[:, :n95], fit, args.clusters)
-            sil = silhouette(pcs[fit, :n95], clusters[fit], args.seed)
-        with ph.phase("t-sne"):
-            tsne = tsne_fit_assign(pcs[:, :n95], fit, args.perplexity, args.seed)
+        m = _fit_maps(x, args, ph)
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {
                 "episode": episode,
                 "step": step,
-                "pcs": pcs,
-                "clusters": clusters,
-                "tsne": tsne,
+                "pcs": m.pcs,
+                "clusters": m.clusters,
+                "tsne": m.tsne,
                 **attrs,
             }
             np.savez(out / "env.npz", **arrays)
@@ -110,21 +104,66 @@ def run_env(args: EnvArgs) -> Path:
         "episodes": len(episodes),
         "points": len(x),
         "dim": x.shape[1],
-        "fit_points": len(fit),
-        "pcs": pcs.shape[1],
-        "variance_explained": {
-            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, pcs.shape[1]) if n <= len(ratio)
-        },
-        "pcs_to_95": n95,
-        "clusters": {
-            "n": args.clusters,
-            "space_pcs": n95,
-            "silhouette": sil,
-            "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
-        },
+        **_map_summary(m, args.clusters),
         "seconds": ph.seconds,
     }
     return ws.finish(NAME, args, files, summary, start)
+
+
+def _sample_store(samples: Path) -> EpisodeStore:
+    """The sample store at ``samples``; refused unless it has ``env_h``, which only world-model samples
+    carry (a recording of the real game has no RSSM state)."""
+    from proclab.data.store import EpisodeStore
+    from proclab.errors import ProclabError
+
+    store = EpisodeStore(samples)
+    if FIELD not in store.step_fields:
+        raise ProclabError(
+            f"episode store {str(samples)!r} has no per-step {FIELD} (a recording, not a world-model sample "
+            f"store?); analyze env needs the output of proclab wm sample. Its fields: {', '.join(store.fields)}"
+        )
+    return store
+
+
+def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
+    """PCA, Ward clusters and t-SNE of the env states ``x``, one phase of ``ph`` each."""
+    from proclab.interpret.clustering import (
+        pcs_to,
+        silhouette,
+        standard_pca,
+        subsample,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
+
+    with ph.phase("pca"):
+        fit = subsample(len(x), args.fit_points, args.seed)
+        pcs, ratio = standard_pca(x, fit, args.pcs)
+        n95 = pcs_to(ratio, 0.95)
+    with ph.phase("ward clusters"):
+        clusters = ward_fit_assign(pcs[:, :n95], fit, args.clusters)
+        sil = silhouette(pcs[fit, :n95], clusters[fit], args.seed)
+    with ph.phase("t-sne"):
+        tsne = tsne_fit_assign(pcs[:, :n95], fit, args.perplexity, args.seed)
+    return EnvMap(fit, pcs, ratio, n95, clusters, sil, tsne)
+
+
+def _map_summary(m: EnvMap, n_clusters: int) -> dict:
+    """The fitted maps' part of ``summary.json``: subsample size, variance explained, cluster sizes."""
+    return {
+        "fit_points": len(m.fit),
+        "pcs": m.pcs.shape[1],
+        "variance_explained": {
+            str(n): float(m.ratio[:n].sum()) for n in (1, 2, 3, 10, m.pcs.shape[1]) if n <= len(m.ratio)
+        },
+        "pcs_to_95": m.n95,
+        "clusters": {
+            "n": n_clusters,
+            "space_pcs": m.n95,
+            "silhouette": m.silhouette,
+            "sizes": np.bincount(m.clusters, minlength=n_clusters).tolist(),
+        },
+    }
 
 
 def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:

@@ -135,6 +135,11 @@ class Objective:
             series = torch.cat([torch.zeros_like(series[:1]), series])
         return traj, series
 
+    @property
+    def direction(self) -> str:
+        """``max`` or ``min``: how outputs and the command's record are named."""
+        return "max" if self.sign > 0 else "min"
+
     def target_of(self, series: torch.Tensor) -> torch.Tensor:
         """``(S, n)`` -> the optimised scalar per vector ``(n,)``."""
         return series.mean(0) if self.step is None else series[self.step]
@@ -245,36 +250,15 @@ def run_visualize(args: VisualizeArgs) -> Path:
         raise unknown_choice("--optimizer", args.optimizer, OPTIMIZERS)
     args.require_positive("n", "iterations")
     ws = Workspace.open(args.out)
-    samples = args.samples or ws.inputs.get("samples")
-    if samples is None:
-        raise ProclabError("no sample store: pass --samples SAMPLES (proclab wm sample)")
-    store = EpisodeStore(samples)
-    settings = SampleSettings.of(store)
-    steps = args.steps or settings.steps
-    if args.step is not None and not 0 <= args.step < steps:
-        raise ProclabError(f"--step {args.step} is outside the rollouts' steps 0-{steps - 1}")
-    wm_path = args.wm or settings.checkpoint
-    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
+    store, settings, steps, wm_path = _simulation_inputs(args, ws)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
-    target, sign = _target(args, wm.num_actions)
-    basis = ws.basis() if ws.basis_path.is_file() else None
-    if target.needs_basis and basis is None:
-        raise ProclabError(
-            f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first"
-        )
-    # one step more than the rollouts: the store's reward and done of the last action come from it
-    objective = Objective(wm, agent, target, steps + 1, args.step, sign, basis, ws.inputs.get("activation"))
+    objective = _objective(args, ws, wm, agent, steps)
     torch.manual_seed(args.seed)
-    if args.init == "informed":
-        n = min(args.n, store.num_episodes)
-        v0 = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
-    else:
-        v0 = random_bottlenecks(args.n, wm.config.bottleneck, torch.Generator().manual_seed(args.seed))
+    v0 = _initial_vectors(args, store, wm.config.bottleneck)
     config = OptimConfig(args.iterations, args.lr, args.optimizer, args.diversity, args.temperature)
-    direction = "max" if sign > 0 else "min"
-    out = ws.command_dir(NAME) / f"{direction}_{target.key}"
+    out = ws.command_dir(NAME) / f"{objective.direction}_{objective.target.key}"
     if out.exists():
         shutil.rmtree(out)  # a re-run replaces its outputs
     out.mkdir(parents=True)
@@ -289,34 +273,78 @@ def run_visualize(args: VisualizeArgs) -> Path:
             res = optimise(objective, v0.to(rt.device), config, args.seed, tick)
         with ph.phase("store, videos and plots"):
             files = _outputs(out, objective, res, settings, ckpt, args, steps)
-    initial, final = res.history[0], res.history[-1]
-    summary = {
-        "target": target.spec,
-        "direction": direction,
-        "step": args.step,
-        "init": args.init,
-        "optimizer": asdict(config),
-        "vectors": len(v0),
-        "steps": steps,
-        "initial": initial.tolist(),
-        "final": final.tolist(),
-        "initial_mean": float(initial.mean()),
-        "final_mean": float(final.mean()),
-        "improvement": float(sign * (final - initial).mean()),
-        "spread": {"initial": res.spread[0], "final": res.spread[1]},
-        "accepted": res.accepted,
-        "norms": torch.linalg.vector_norm(res.vectors, dim=-1).tolist(),
-        "world_model": str(ckpt.path),
-        "seconds": round(time.time() - start, 3),
-    }
-    write_json_atomic(out / "summary.json", summary)
+    summary = _summary(args, objective, config, res, steps, ckpt)
+    write_json_atomic(out / "summary.json", {**summary, "seconds": round(time.time() - start, 3)})
     ws.record_command(
-        f"{NAME}-{direction}-{target.key}",
+        f"{NAME}-{objective.direction}-{objective.target.key}",
         asdict(args),
         [str(out / "summary.json"), *files],
         time.time() - start,
     )
     return out
+
+
+def _simulation_inputs(args: VisualizeArgs, ws: Workspace) -> tuple[EpisodeStore, SampleSettings, int, Path]:
+    """The sample store, its simulation settings, the steps per rollout and the world model's path,
+    checked against the flags and the folder's recorded inputs before the world model is loaded."""
+    samples = args.samples or ws.inputs.get("samples")
+    if samples is None:
+        raise ProclabError("no sample store: pass --samples SAMPLES (proclab wm sample)")
+    store = EpisodeStore(samples)
+    settings = SampleSettings.of(store)
+    steps = args.steps or settings.steps
+    if args.step is not None and not 0 <= args.step < steps:
+        raise ProclabError(f"--step {args.step} is outside the rollouts' steps 0-{steps - 1}")
+    wm_path = args.wm or settings.checkpoint
+    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
+    return store, settings, steps, wm_path
+
+
+def _objective(args: VisualizeArgs, ws: Workspace, wm, agent, steps: int) -> Objective:
+    """The target of ``--maximize``/``--minimize`` on simulations of ``steps`` steps, with the folder's
+    basis when it has one (targets on ICs need it)."""
+    target, sign = _target(args, wm.num_actions)
+    basis = ws.basis() if ws.basis_path.is_file() else None
+    if target.needs_basis and basis is None:
+        raise ProclabError(
+            f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first"
+        )
+    # one step more than the rollouts: the store's reward and done of the last action come from it
+    return Objective(wm, agent, target, steps + 1, args.step, sign, basis, ws.inputs.get("activation"))
+
+
+def _initial_vectors(args: VisualizeArgs, store: EpisodeStore, dim: int) -> torch.Tensor:
+    """``(n, D)`` starting vectors: the store's first ``n`` bottlenecks (informed) or seeded random ones."""
+    if args.init == "informed":
+        n = min(args.n, store.num_episodes)
+        return torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
+    return random_bottlenecks(args.n, dim, torch.Generator().manual_seed(args.seed))
+
+
+def _summary(
+    args: VisualizeArgs, objective: Objective, config: OptimConfig, res: Optimised, steps: int, ckpt
+) -> dict:
+    """``summary.json`` without its wall time: the target per vector before and after, and how far the
+    vectors spread."""
+    initial, final = res.history[0], res.history[-1]
+    return {
+        "target": objective.target.spec,
+        "direction": objective.direction,
+        "step": args.step,
+        "init": args.init,
+        "optimizer": asdict(config),
+        "vectors": len(res.vectors),
+        "steps": steps,
+        "initial": initial.tolist(),
+        "final": final.tolist(),
+        "initial_mean": float(initial.mean()),
+        "final_mean": float(final.mean()),
+        "improvement": float(objective.sign * (final - initial).mean()),
+        "spread": {"initial": res.spread[0], "final": res.spread[1]},
+        "accepted": res.accepted,
+        "norms": torch.linalg.vector_norm(res.vectors, dim=-1).tolist(),
+        "world_model": str(ckpt.path),
+    }
 
 
 def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, args, steps: int) -> list[str]:

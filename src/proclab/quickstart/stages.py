@@ -91,17 +91,14 @@ def train(ctx: Context) -> dict[str, Any]:
 
 def evaluate(ctx: Context) -> dict[str, Any]:
     """The agent on its training levels and on held-out levels, and a uniformly random agent beside it."""
-    from proclab.models.loading import load_agent
     from proclab.models.scripted import ScriptedAgent
-    from proclab.rl.evaluate import EvalArgs, evaluate
-    from proclab.rl.evaluate import run as run_eval
+    from proclab.rl.evaluate import EvalArgs, evaluate, run_evaluation
 
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("eval.json")
-    run_dir = ctx.path("run", "train")
-    table = run_eval(
+    evaluation = run_evaluation(
         EvalArgs(
-            checkpoint=run_dir,
+            checkpoint=ctx.path("run", "train"),
             split=("train", "test1"),
             episodes=b.eval_episodes,
             seed=s.seed,
@@ -110,13 +107,13 @@ def evaluate(ctx: Context) -> dict[str, Any]:
             precision=s.precision,
         )
     )
-    rt = ctx.runtime()
-    agent, env_config, _ = load_agent(run_dir, rt)
-    random_agent = ScriptedAgent.uniform(agent.config.num_actions)
+    env_config, rt = evaluation.env_config, evaluation.runtime
+    random_agent = ScriptedAgent.uniform(evaluation.agent.config.num_actions)
     rows = []
     for split in ("train", "test1"):
         result = evaluate(random_agent, env_config, split, b.eval_episodes, rt, seed=s.seed, envs_per_game=64)
         rows += [r.summary(env_config.mode) for r in result.values()]
+    table = evaluation.table
     table["random"] = rows
     path.write_text(json.dumps(table, indent=2))
     for row in rows:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -39,6 +40,11 @@ from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import Runtime, RuntimeConfig
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from proclab.models.agent import Agent
 
 
 @dataclass
@@ -232,10 +238,49 @@ def main(argv: list[str], prog: str = "proclab eval") -> None:
     run(tyro.cli(EvalArgs, args=argv, prog=prog))
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """A checkpoint's results table, with the agent, env config and runtime it was played with, so that
+    a caller comparing another agent on the same levels (the quickstart's random agent) does not
+    read the checkpoint again."""
+
+    table: dict
+    agent: Agent
+    env_config: EnvConfig
+    runtime: Runtime
+    episodes: int
+    """Complete episodes per split and game."""
+
+
 def run(args: EvalArgs) -> dict:
+    """``proclab eval``: the results table, printed (JSON with ``--json``) and written to ``--out``."""
+    return run_evaluation(args).table
+
+
+def run_evaluation(args: EvalArgs) -> Evaluation:
+    """:func:`run`, handing back the whole :class:`Evaluation` instead of its table."""
     from rich.console import Console
+
+    console = Console(stderr=args.json)
+    evaluation = evaluate_checkpoint(args, console)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(evaluation.table, indent=2))
+    if args.json:
+        print(json.dumps(evaluation.table, indent=2))
+    else:
+        print_results(console, evaluation, args)
+    return evaluation
+
+
+def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
+    """Load the checkpoint once, check the flags against it, and play every split (with a progress bar
+    on ``console``).
+
+    The flags are checked before anything is played, so a mistake costs no evaluation time; the seed
+    is set before the agent is built, so sampled actions are the same for the same ``--seed``.
+    """
     from rich.progress import Progress
-    from rich.table import Table
 
     from proclab.models.loading import load_agent
 
@@ -244,20 +289,11 @@ def run(args: EvalArgs) -> dict:
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.checkpoint, rt)
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
-    splits = [parse_split(s) for s in split_names]
-    train_split = parse_split(env_config.split)
-    for s in splits:  # warn, do not refuse: evaluating on the training levels is legitimate
-        if s.bounded and train_split.bounded and s != train_split and s.overlaps(train_split):
-            try:
-                check_disjoint(train_split, s)
-            except ProclabError as err:
-                Console(stderr=True).print(f"[yellow]note:[/yellow] {err}")
-    games = env_config.games()
+    note_training_overlaps(split_names, env_config.split)
     rows = []
-    console = Console(stderr=args.json)
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
-            task = bar.add_task(f"eval {split}", total=episodes * len(games))
+            task = bar.add_task(f"eval {split}", total=episodes * len(env_config.games()))
             res = evaluate(
                 agent,
                 env_config,
@@ -279,28 +315,63 @@ def run(args: EvalArgs) -> dict:
         protocol=args.protocol,
         reset_every=args.reset_every,
     )
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(table, indent=2))
-    if args.json:
-        print(json.dumps(table, indent=2))
-        return table
+    return Evaluation(table, agent, env_config, rt, episodes)
+
+
+def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> None:
+    """A note on stderr for each evaluated split that shares levels with the training split.
+
+    A note, not a refusal: evaluating on the training levels is legitimate (``train`` itself is
+    skipped), but a test split that overlaps them partly is most likely a mistake.
+    """
+    from rich.console import Console
+
+    splits = [parse_split(s) for s in split_names]
+    train = parse_split(train_split)
+    for s in splits:
+        if s.bounded and train.bounded and s != train and s.overlaps(train):
+            try:
+                check_disjoint(train, s)
+            except ProclabError as err:
+                Console(stderr=True).print(f"[yellow]note:[/yellow] {err}")
+
+
+def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
+    """The results as a table: the paper's layout under ``--protocol``, else one row per split and game."""
+    table = evaluation.table
+    actions = "greedy" if table["greedy"] else "sampled"
     title = (
-        f"{ckpt.path} (step {ckpt.step:,}, {'greedy' if greedy else 'sampled'} actions, {episodes} episodes)"
+        f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes)"
     )
     if args.protocol is not None:
-        header, body = paper_rows(table)
-        t = Table(title=title + "; score = normalised x 100")
-        for i, col in enumerate(header):
-            t.add_column(col, justify="left" if i == 0 else "right")
-        for row in body:
-            t.add_row(*row, style="bold" if row[0] == "mean" else None)
-        console.print(t)
-        return table
+        console.print(paper_table(table, title))
+        return
+    console.print(rows_table(table, title, several_games=len(evaluation.env_config.games()) > 1))
+    if args.out is not None:
+        console.print(f"results written to {args.out}")
+
+
+def paper_table(table: dict, title: str) -> Table:
+    """:func:`paper_rows` as a rich table, the row of means in bold."""
+    from rich.table import Table
+
+    header, body = paper_rows(table)
+    t = Table(title=title + "; score = normalised x 100")
+    for i, col in enumerate(header):
+        t.add_column(col, justify="left" if i == 0 else "right")
+    for row in body:
+        t.add_row(*row, style="bold" if row[0] == "mean" else None)
+    return t
+
+
+def rows_table(table: dict, title: str, several_games: bool) -> Table:
+    """One row per (split, game), and with ``several_games`` the mean normalised score of each split."""
+    from rich.table import Table
+
     t = Table(title=title)
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")
-    for r in rows:
+    for r in table["rows"]:
         t.add_row(
             r["split"],
             r["game"],
@@ -310,10 +381,7 @@ def run(args: EvalArgs) -> dict:
             f"{r['level_complete_rate']:.2f}",
             f"{r['normalized_score']:.3f}",
         )
-    if len(games) > 1:
+    if several_games:
         for split, agg in table["aggregate"].items():
             t.add_row(split, "[bold]mean", "", "", "", "", f"[bold]{agg['mean_normalized_score']:.3f}")
-    console.print(t)
-    if args.out is not None:
-        console.print(f"results written to {args.out}")
-    return table
+    return t
