@@ -280,7 +280,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
                 tsne=tsne,
                 clusters=args.clusters,
             )
-            basis = ws.basis() if ws.basis_path.is_file() else None
+            basis, _ = ws.optional_basis(needed=False)
             summary = behaviour_summary(s, labels, args.clusters, basis)
             summary |= {
                 "samples": len(ids),

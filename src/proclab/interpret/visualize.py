@@ -304,7 +304,7 @@ def _objective(args: VisualizeArgs, ws: Workspace, wm, agent, steps: int) -> Obj
     """The target of ``--maximize``/``--minimize`` on simulations of ``steps`` steps, with the folder's
     basis when it has one (targets on ICs need it)."""
     target, sign = _target(args, wm.num_actions)
-    basis = ws.basis() if ws.basis_path.is_file() else None
+    basis, _ = ws.optional_basis(needed=False)
     if target.needs_basis and basis is None:
         raise ProclabError(
             f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first"
