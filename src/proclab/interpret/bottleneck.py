@@ -156,29 +156,22 @@ def _informed_vs_random(z: np.ndarray, init: np.ndarray, args: BottleneckArgs) -
 
 
 def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict, seconds) -> dict:
+    from proclab.interpret.clustering import pca_cluster_summary
+
     init, clusters, ratio, n_pcs = a["init"], a["clusters"], fits["ratio"], a["pcs"].shape[1]
     random_share = [
         float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
         for c in range(args.clusters)
     ]
+    maps = pca_cluster_summary(ratio, n_pcs, fits["n95"], clusters, args.clusters, fits["sil"])
+    maps["clusters"]["random_share"] = random_share
     return {
         "samples": str(samples.resolve()),
         "random_samples": str(args.random_samples) if args.random_samples else None,
         "informed": int(np.sum(init == 0)),
         "random": int(np.sum(init == 1)),
         "dim": dim,
-        "pcs": n_pcs,
-        "variance_explained": {
-            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, n_pcs) if n <= len(ratio)
-        },
-        "pcs_to_95": fits["n95"],
-        "clusters": {
-            "n": args.clusters,
-            "space_pcs": fits["n95"],
-            "silhouette": fits["sil"],
-            "sizes": np.bincount(clusters, minlength=args.clusters).tolist(),
-            "random_share": random_share,
-        },
+        **maps,
         "informed_vs_random": fits["test"],
         "seconds": seconds,
     }

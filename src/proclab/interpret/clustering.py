@@ -184,6 +184,26 @@ def pcs_to(ratio: np.ndarray, share: float) -> int:
     return int(min(len(ratio), np.searchsorted(np.cumsum(ratio), share - 1e-12) + 1))
 
 
+def pca_cluster_summary(
+    ratio: np.ndarray, n_pcs: int, n95: int, labels: np.ndarray, n_clusters: int, silhouette: float | None
+) -> dict:
+    """The ``summary.json`` part shared by the analyses that PCA then Ward-cluster a cloud: variance
+    explained by the leading 1, 2, 3, 10 and all kept components, components to 95 %, cluster sizes."""
+    return {
+        "pcs": n_pcs,
+        "variance_explained": {
+            str(n): float(ratio[:n].sum()) for n in (1, 2, 3, 10, n_pcs) if n <= len(ratio)
+        },
+        "pcs_to_95": n95,
+        "clusters": {
+            "n": n_clusters,
+            "space_pcs": n95,
+            "silhouette": silhouette,
+            "sizes": np.bincount(labels, minlength=n_clusters).tolist(),
+        },
+    }
+
+
 def mmd_test(a: np.ndarray, b: np.ndarray, permutations: int, seed: int, batch: int = 64) -> dict:
     """Two-sample test: unbiased squared MMD (Gaussian kernel, median-distance bandwidth) with a
     permutation p-value ``(1 + #{permuted >= observed}) / (1 + permutations)`` (never zero)."""

@@ -150,20 +150,11 @@ def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
 
 def _map_summary(m: EnvMap, n_clusters: int) -> dict:
     """The fitted maps' part of ``summary.json``: subsample size, variance explained, cluster sizes."""
-    return {
-        "fit_points": len(m.fit),
-        "pcs": m.pcs.shape[1],
-        "variance_explained": {
-            str(n): float(m.ratio[:n].sum()) for n in (1, 2, 3, 10, m.pcs.shape[1]) if n <= len(m.ratio)
-        },
-        "pcs_to_95": m.n95,
-        "clusters": {
-            "n": n_clusters,
-            "space_pcs": m.n95,
-            "silhouette": m.silhouette,
-            "sizes": np.bincount(m.clusters, minlength=n_clusters).tolist(),
-        },
-    }
+    from proclab.interpret.clustering import pca_cluster_summary
+
+    return {"fit_points": len(m.fit)} | pca_cluster_summary(
+        m.ratio, m.pcs.shape[1], m.n95, m.clusters, n_clusters, m.silhouette
+    )
 
 
 def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
