@@ -100,3 +100,19 @@ def test_group_means_extrema_seriation_cosine():
     order = seriation(np.array([[1.0, 0, 0.9], [0, 1, 0], [0.9, 0, 1]]))
     assert sorted(order.tolist()) == [0, 1, 2] and abs(order.tolist().index(0) - order.tolist().index(2)) == 1
     np.testing.assert_allclose(np.diag(cosine(rng.normal(size=(4, 7)))), 1)
+
+
+def test_extrema_per_behaviour_use_the_members_and_the_global_thresholds():
+    s = linear_rollouts(300, 6)
+    labels = np.arange(300) % 3
+    labels[:2] = 3  # behaviour 3 has two members: too few to condition on
+    top, bottom = extrema_xcorr(s, 2, 0.05, labels, 4)
+    assert top.shape == bottom.shape == (5, 3, K, K)
+    lo = np.quantile(s[..., 1].reshape(-1), 0.05)  # over all 300 samples, not the behaviour's
+    members = np.flatnonzero(labels == 1)
+    pairs = [s[m, t, 0] for m in members for t in range(4) if s[m, t + 2, 1] <= lo]
+    assert np.isclose(bottom[1, 2, 0, 1], np.mean(pairs))
+    assert np.isnan(top[3]).all() and np.isnan(bottom[3]).all()
+    whole_top, whole_bottom = extrema_xcorr(s, 2, 0.05)
+    np.testing.assert_array_equal(top[-1], whole_top)
+    np.testing.assert_array_equal(bottom[-1], whole_bottom)

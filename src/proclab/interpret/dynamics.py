@@ -46,13 +46,42 @@ def group_mean(per_sample: np.ndarray, labels: np.ndarray, groups: int) -> np.nd
     return out
 
 
-def extrema_xcorr(s: np.ndarray, max_lag: int, share: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
-    """Extrema-conditioned cross-correlation over all samples: ``top[l][i, j]`` is the mean of
-    ``s_i(t)`` over the pairs where ``s_j(t + l)`` is in IC j's top ``share`` (``bottom``: its
-    bottom ``share``); NaN where no pair qualifies. Same orientation as ``X``."""
-    T, k = s.shape[1:]
+EXTREMA_MIN_MEMBERS = 3
+"""Fewest members a behaviour needs for its extrema-conditioned cross-correlation."""
+
+
+def extrema_xcorr(
+    s: np.ndarray, max_lag: int, share: float = 0.02, labels: np.ndarray | None = None, groups: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Extrema-conditioned cross-correlation: ``top[l][i, j]`` is the mean of ``s_i(t)`` over the
+    pairs where ``s_j(t + l)`` is in IC j's top ``share`` (``bottom``: its bottom ``share``); NaN
+    where no pair qualifies. Same orientation as ``X``.
+
+    Without ``labels`` the result is ``(max_lag + 1, k, k)`` over all samples. With ``labels``
+    it is ``(groups + 1, max_lag + 1, k, k)``, laid out like ``X``: one row per group over its
+    members, then one over all samples. The thresholds are always taken over all samples, so
+    "extreme" means the same in every group; a group with fewer than :data:`EXTREMA_MIN_MEMBERS`
+    members is NaN (too few to condition on, the seed's rule).
+    """
+    k = s.shape[2]
     flat = s.reshape(-1, k)
     hi, lo = np.quantile(flat, 1 - share, axis=0), np.quantile(flat, share, axis=0)
+    if labels is None:
+        return _conditioned(s, max_lag, hi, lo)
+    empty = np.full((max_lag + 1, k, k), np.nan)
+    rows = [
+        _conditioned(s[labels == g], max_lag, hi, lo)
+        if np.sum(labels == g) >= EXTREMA_MIN_MEMBERS
+        else (empty, empty)
+        for g in range(groups)
+    ] + [_conditioned(s, max_lag, hi, lo)]
+    return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+
+
+def _conditioned(
+    s: np.ndarray, max_lag: int, hi: np.ndarray, lo: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    T = s.shape[1]
     out = []
     for mask in (s >= hi, s <= lo):
         rows = []

@@ -6,7 +6,7 @@ target step ``k*`` with and without env grads (``--saliency NAME``; run here if 
 Definitions and orientation: :mod:`proclab.interpret.dynamics`.
 
 Outputs in ``ANALYSIS/xcorr/``: ``xcorr.npz`` (``X`` per behaviour, the last row over all
-samples; the extrema-conditioned ``top``/``bottom``; the Ward-seriated IC ``order``; the IC
+samples; the extrema-conditioned ``top``/``bottom`` laid out the same way; the Ward-seriated IC ``order``; the IC
 directions' ``cosine`` similarity), ``xcaus.npz`` (``J`` per behaviour and setting), heatmap
 PNGs per behaviour (rows earlier IC, columns later IC, in seriated order) and ``summary.json``.
 """
@@ -167,7 +167,7 @@ def run_xcorr(args: XcorrArgs) -> Path:
     X = np.concatenate(
         [group_mean(d.xcorr_per_sample, d.labels, d.groups), d.xcorr_per_sample.mean(0)[None]]
     )[:, lags]
-    top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, args.extrema)
+    top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, args.extrema, d.labels, d.groups)
     directions = ws.basis().directions("ica")
     np.savez(
         out / "xcorr.npz",
