@@ -91,14 +91,14 @@ BUDGETS: dict[str, Budget] = {
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.
     "small": Budget(
         preset="quickstart",
-        train_seconds=200,
+        train_seconds=185,
         train_steps=2_000_000,
         eval_episodes=100,
         render_steps=1000,
         record_episodes=60,
         heldout_episodes=8,
         wm_size="small",
-        wm_seconds=125,
+        wm_seconds=115,
         wm_updates=100_000,
         wm_sim_steps=8,
         samples=300,
