@@ -422,17 +422,16 @@ def compare_sim(
 
 def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
     from proclab.interpret.behaviours import source_of
-    from proclab.interpret.saliency import SampleSettings
+    from proclab.interpret.saliency import open_samples
     from proclab.models.loading import freeze
     from proclab.worldmodel.checkpoint import load_world_model
 
-    samples = args.samples or ws.inputs.get("samples")
-    if samples is None:
-        raise ProclabError("--where sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)")
-    store = EpisodeStore(samples)
-    settings = SampleSettings.of(store)
-    wm_path = args.wm or settings.checkpoint
-    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
+    store, settings, wm_path = open_samples(
+        ws,
+        args.samples,
+        args.wm,
+        "--where sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)",
+    )
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
     key = state_key(ws, agent, args.state)
@@ -441,7 +440,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     paths = {}
     for arm, (a, tag) in _arms(agent, basis, intervention, key, args).items():
         with ph.phase(f"simulation: {arm} ({n} samples)"):
-            attrs = {"simulation": _simulation_record(settings, samples, args.seed), "intervention": tag}
+            attrs = {"simulation": _simulation_record(settings, store.path, args.seed), "intervention": tag}
             paths[arm] = simulate_arm(
                 wm,
                 a,

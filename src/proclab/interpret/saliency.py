@@ -27,6 +27,8 @@ back to the environment, so only the agent's own recurrence carries gradient acr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -39,6 +41,9 @@ from proclab.models import capture
 from proclab.worldmodel.simulate import dreamed
 from proclab.worldmodel.state_codec import StateCodec
 from proclab.worldmodel.videos import to_uint8
+
+if TYPE_CHECKING:
+    from proclab.interpret.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,22 @@ class SampleSettings:
                 f"the samples were simulated with --agent {self.agent}; saliency explains the "
                 "world model's own agent (samples made with --agent trained)"
             )
+
+
+def open_samples(
+    ws: Workspace, samples: Path | None, wm: Path | None, missing: str
+) -> tuple[EpisodeStore, SampleSettings, Path]:
+    """The sample store (``samples``, else the folder's), how it was simulated, and the world model to
+    simulate with (``wm``, else the one that made the samples), both checked against the folder's
+    recorded inputs. ``missing`` is the one-line error when neither names a sample store."""
+    samples = samples or ws.inputs.get("samples")
+    if samples is None:
+        raise ProclabError(missing)
+    store = EpisodeStore(samples)
+    settings = SampleSettings.of(store)
+    wm_path = Path(wm or settings.checkpoint)
+    ws.require_inputs(samples=store.path, wm=wm_path)
+    return store, settings, wm_path
 
 
 def basis_hook(source: str, codec: StateCodec) -> str:

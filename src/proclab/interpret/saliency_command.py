@@ -29,10 +29,15 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import EpisodeStore, ShardWriter
+from proclab.data import ShardWriter
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
-from proclab.interpret.saliency import SaliencyBatch, SampleSettings, check_reproduces, saliency_batch
+from proclab.interpret.saliency import (
+    SaliencyBatch,
+    check_reproduces,
+    open_samples,
+    saliency_batch,
+)
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, Target, parse_targets
@@ -130,16 +135,13 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
     from rich.progress import Progress
 
-    samples = args.samples or ws.inputs.get("samples")
-    if samples is None:
-        raise ProclabError(
-            "no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one"
-        )
-    store = EpisodeStore(samples)
-    settings = SampleSettings.of(store)
+    store, settings, wm_path = open_samples(
+        ws,
+        args.samples,
+        args.wm,
+        "no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one",
+    )
     settings.check_replayable()
-    wm_path = args.wm or settings.checkpoint
-    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
@@ -150,7 +152,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     out = clear_previous(ws.command_dir(args.name))
     attrs = {
         "saliency": {
-            "samples": str(Path(samples).resolve()),
+            "samples": str(store.path.resolve()),
             "checkpoint": str(ckpt.path),
             "targets": [t.spec for t in targets],
             "step": args.step,

@@ -41,7 +41,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.plots import _plt, save_tight
 from proclab.interpret.progress import phases
-from proclab.interpret.saliency import SampleSettings, basis_hook, per_step
+from proclab.interpret.saliency import SampleSettings, basis_hook, open_samples, per_step
 from proclab.interpret.targets import AgentTrace, Target, evaluate, parse_target
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
@@ -287,16 +287,12 @@ def run_visualize(args: VisualizeArgs) -> Path:
 def _simulation_inputs(args: VisualizeArgs, ws: Workspace) -> tuple[EpisodeStore, SampleSettings, int, Path]:
     """The sample store, its simulation settings, the steps per rollout and the world model's path,
     checked against the flags and the folder's recorded inputs before the world model is loaded."""
-    samples = args.samples or ws.inputs.get("samples")
-    if samples is None:
-        raise ProclabError("no sample store: pass --samples SAMPLES (proclab wm sample)")
-    store = EpisodeStore(samples)
-    settings = SampleSettings.of(store)
+    store, settings, wm_path = open_samples(
+        ws, args.samples, args.wm, "no sample store: pass --samples SAMPLES (proclab wm sample)"
+    )
     steps = args.steps or settings.steps
     if args.step is not None and not 0 <= args.step < steps:
         raise ProclabError(f"--step {args.step} is outside the rollouts' steps 0-{steps - 1}")
-    wm_path = args.wm or settings.checkpoint
-    ws.require_inputs(samples=Path(samples), wm=Path(wm_path))
     return store, settings, steps, wm_path
 
 
