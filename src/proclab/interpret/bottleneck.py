@@ -73,7 +73,13 @@ def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarr
 
 
 def run_bottleneck(args: BottleneckArgs) -> Path:
-    from proclab.interpret.clustering import pcs_to, silhouette, tsne_fit_assign, ward_fit_assign
+    from proclab.interpret.clustering import (
+        pcs_to,
+        silhouette,
+        standard_pca,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
 
@@ -82,7 +88,8 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
     samples, vectors, init = _inputs(args, ws)
     with phases(5, "analyze bottleneck") as ph:
         with ph.phase("pca"):
-            z, pcs, ratio = _informed_pca(vectors, init, args.pcs)
+            # every vector on the informed vectors' PCs, so random ones are seen in their coordinates
+            pcs, ratio = standard_pca(vectors, np.flatnonzero(init == 0), args.pcs)
             n95 = pcs_to(ratio, 0.95)
         everyone = np.arange(len(vectors))
         with ph.phase("ward clusters"):
@@ -91,7 +98,7 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
         with ph.phase("t-sne"):
             tsne = tsne_fit_assign(pcs[:, :n95], everyone, args.perplexity, args.seed)
         with ph.phase("two-sample test"):
-            test = _informed_vs_random(z, init, args)
+            test = _informed_vs_random(vectors, init, args)
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
@@ -128,25 +135,17 @@ def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
     return samples, vectors, init
 
 
-def _informed_pca(vectors: np.ndarray, init: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every vector standardised and on the PCs of the informed ones (so random vectors are seen in the
-    informed vectors' coordinates): the standardised vectors, their PCs and the explained variance ratio."""
-    from sklearn.decomposition import PCA
+def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
+    """The MMD test on seeded subsamples of the vectors standardised by the informed ones; None with
+    fewer than two random."""
     from sklearn.preprocessing import StandardScaler
 
-    informed = np.flatnonzero(init == 0)
-    z = StandardScaler().fit(vectors[informed]).transform(vectors)
-    pca = PCA(n_components=min(n, z.shape[1], len(informed)), svd_solver="full").fit(z[informed])
-    return z, pca.transform(z).astype(np.float32), pca.explained_variance_ratio_
-
-
-def _informed_vs_random(z: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
-    """The MMD test on seeded subsamples of the standardised vectors; None with fewer than two random."""
     from proclab.interpret.clustering import mmd_test, subsample
 
     informed, random = np.flatnonzero(init == 0), np.flatnonzero(init == 1)
     if len(random) < 2:
         return None
+    z = StandardScaler().fit(vectors[informed]).transform(vectors)
     a = informed[subsample(len(informed), args.test_points, args.seed)]
     b = random[subsample(len(random), args.test_points, args.seed + 1)]
     return {

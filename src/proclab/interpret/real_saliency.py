@@ -19,6 +19,7 @@ from torch import Tensor
 from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_IN, unflatten_state
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.activations import recording_checkpoint
 from proclab.interpret.saliency import basis_hook, per_step
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
@@ -171,12 +172,7 @@ def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
     if data is None:
         raise ProclabError("--real needs a store of real episodes: pass --data DATA")
     store = EpisodeStore(data)
-    checkpoint = args.checkpoint or ws.inputs.get("checkpoint")
-    if checkpoint is None:
-        recordings = list(store.recordings().values())
-        if not recordings:
-            raise ProclabError(f"{str(data)!r} has no recording settings; pass --checkpoint for the agent")
-        checkpoint = recordings[0]["recording"]["checkpoint"]
+    checkpoint = args.checkpoint or ws.inputs.get("checkpoint") or recording_checkpoint(store)
     ws.require_inputs(data=Path(data), checkpoint=Path(checkpoint))
     if not 0 <= args.step < args.window:
         raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
