@@ -16,6 +16,10 @@ import sys
 
 # name -> (module, one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
+    "import": (
+        "proclab.models.importers.command",
+        "an agent trained elsewhere (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba) as a run",
+    ),
     "train": ("proclab.rl.train", "train an agent (PPO or IMPALA) on one or several Procgen games"),
     "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),

@@ -32,7 +32,7 @@ from proclab.models.config import AgentConfig
 from proclab.models.cores import build_core
 from proclab.models.heads import PolicyValueHeads
 from proclab.models.hooks import HookPoint, hook_points
-from proclab.models.torso import ImpalaTorso
+from proclab.models.torso import build_torso
 
 STATE_PREFIX = "core."
 
@@ -50,7 +50,7 @@ class Agent(nn.Module):
     def __init__(self, config: AgentConfig):
         super().__init__()
         self.config = config
-        self.torso = ImpalaTorso(config.widths, config.fc)
+        self.torso = build_torso(config.torso, config.widths, config.fc, config.pool)
         self.hook_features = HookPoint()
         self.core = build_core(config, config.fc + int(config.prev_reward))
         self.heads = PolicyValueHeads(self.core.out_dim, config.num_actions)

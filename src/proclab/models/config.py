@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from proclab.envs.actions import NUM_ACTIONS
 from proclab.errors import ProclabError, unknown_choice
+from proclab.models.torso import NATURE_LAYERS, POOLS, TORSOS
 
 TORSO_INITS = ("torch", "xavier")
 TRANSFORMER_CORES = ("delta", "srwm", "fake_sr", "sr_delta", "no_carry_sr")  # use hidden / heads / ff
@@ -24,8 +25,14 @@ class AgentConfig:
 
     core: str = "none"
     """Memory core: none, gru, lstm, delta, srwm, fake_sr, sr_delta, no_carry_sr (see docs/agents.md)."""
+    torso: str = "impala"
+    """Image torso: impala (the IMPALA ResNet of all three seeds) or nature (the Nature CNN, which
+    some imported agents have; its widths are its three convolutions' channels)."""
     widths: tuple[int, ...] = (16, 32, 32)
     """Channels of the IMPALA conv blocks (each block halves the image size)."""
+    pool: str = "torch"
+    """Padding of the IMPALA blocks' max-pool: torch (one pixel on every side) or same (XLA's SAME,
+    after the image only; Flax agents such as Cleanba's)."""
     fc: int = 256
     """Width of the fully connected layer after the conv blocks (interpreting-rl-behavior: 64)."""
     prev_reward: bool = False
@@ -68,6 +75,14 @@ class AgentConfig:
             raise unknown_choice("torso init", self.torso_init, TORSO_INITS)
         if self.head_init not in HEAD_INITS:
             raise unknown_choice("head init", self.head_init, HEAD_INITS)
+        if self.torso not in TORSOS:
+            raise unknown_choice("torso", self.torso, TORSOS)
+        if self.pool not in POOLS:
+            raise unknown_choice("pool", self.pool, POOLS)
+        if self.torso == "nature" and len(self.widths) != len(NATURE_LAYERS):
+            raise ProclabError(
+                f"the nature torso has 3 convolutions: widths must have 3 entries, got {self.widths}."
+            )
         sizes = {
             "widths": min(self.widths, default=0),
             "fc": self.fc,

@@ -1,0 +1,241 @@
+"""``proclab import``: an agent trained by another code base, as an ordinary proclab run directory.
+
+The run directory holds ``config.json`` (the import's provenance, the inferred agent config and
+the environment it plays) and one checkpoint, ``checkpoints/step_<N>/``, whose ``meta.json``
+carries the same facts, so ``eval``, ``render``, ``record``, ``analyze``, ``wm train``, ``trex
+demos``, ``panel`` and ``quickstart`` take it like a run proclab trained.
+
+What the environment was is taken, in order, from the command line, from the file (torchbeast
+flags, Cleanba's ``env_id``), from proclab's table of published checkpoints (by SHA-256), and
+otherwise assumed and said so (mode easy, every level, backgrounds on). The directory is built
+under a temporary name and renamed into place; an existing one is replaced only with ``--force``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import tyro
+
+from proclab.envs import NUM_ACTIONS, EnvConfig, check_game, parse_split
+from proclab.errors import ProclabError
+from proclab.io.checkpoint import save_checkpoint
+from proclab.io.configs import to_dict
+from proclab.io.runs import CONFIG, write_json_atomic
+from proclab.models.agent import build_agent
+from proclab.models.importers import FORMATS, read_agent
+from proclab.models.importers.base import ImportedAgent
+from proclab.models.importers.published import PUBLISHED
+from proclab.models.importers.source import SourceFile
+
+
+@dataclass(frozen=True)
+class ImportArgs:
+    """Import an agent trained by another code base (train-procgen-pytorch, CleanRL, PufferLib,
+    torchbeast / modern-srwm, Cleanba) as a proclab run directory that every command takes."""
+
+    source: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="SOURCE")]
+    """The checkpoint file, or a directory holding it (a train-procgen log directory: its latest model_<steps>.pth)."""
+    game: str | None = None
+    """The Procgen game the agent plays. Default: what the file (or proclab's table of published agents) says."""
+    mode: str | None = None
+    """Distribution mode it was trained in. Default: the file's, the published one, else easy."""
+    split: str | None = None
+    """Its training levels (named split or START:NUM); eval's held-out splits must avoid them. Default: the
+    file's, the published one, else all (every level may have been seen)."""
+    backgrounds: bool | None = None
+    """Whether it was trained with Procgen's backgrounds (interpreting-rl-behavior's agent was not). Default:
+    the published setting, else true (Procgen's default)."""
+    format: str = "auto"
+    """Checkpoint format: auto (recognised from the tensor names), train-procgen, cleanrl, torchbeast or cleanba."""
+    out: Path | None = None
+    """Run directory to write. Default: runs/import/GAME/<file name>-<first 8 hex of its SHA-256>."""
+    force: bool = False
+    """Replace an existing run directory at --out."""
+    allow_other_game: bool = False
+    """Import for --game even if the file says the agent was trained on another game."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The environment the agent is imported for, and which parts of it were assumed."""
+
+    env: EnvConfig
+    said_by: dict[str, str]
+
+
+def _pick(name: str, given, from_file, from_table, default, said: dict, file_says: str | None):
+    for value, where in ((given, "command line"), (from_file, file_says), (from_table, "published")):
+        if value is not None:
+            said[name] = where or "file"
+            return value
+    said[name] = "assumed"
+    return default
+
+
+def resolve_setting(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> Setting:
+    facts = imported.facts
+    table = PUBLISHED.get(source.sha256)
+    known_game = facts.game or (table.game if table else None)
+    if args.game and known_game and args.game != known_game and not args.allow_other_game:
+        where = facts.said_by if facts.game else f"proclab's table of published agents ({table.name})"
+        raise ProclabError(
+            f"the agent in {str(source.path)!r} was trained on {known_game} ({where}), not {args.game}; drop "
+            f"--game, or add --allow-other-game to import it for {args.game} anyway"
+        )
+    said: dict[str, str] = {}
+    game = _pick("game", args.game, facts.game, table and table.game, None, said, facts.said_by)
+    if game is None:
+        raise ProclabError(f"{str(source.path)!r} does not say which game its agent plays; pass --game")
+    mode = _pick("mode", args.mode, facts.mode, table and table.mode, "easy", said, facts.said_by)
+    split = _pick("split", args.split, facts.split, table and table.split, "all", said, facts.said_by)
+    backgrounds = _pick(
+        "backgrounds", args.backgrounds, None, table and table.use_backgrounds, True, said, None
+    )
+    check_game(game, mode)
+    parse_split(split)
+    env = EnvConfig(game=(game,), mode=mode, split=str(split), use_backgrounds=bool(backgrounds))
+    return Setting(env, said)
+
+
+def _check_drivable(imported: ImportedAgent, source: SourceFile, game: str) -> None:
+    actions = imported.config.num_actions
+    if actions != NUM_ACTIONS:
+        raise ProclabError(
+            f"the agent in {str(source.path)!r} has {actions} policy outputs, but {game} (like every Procgen "
+            f"game) takes {NUM_ACTIONS} actions; it was trained for another environment"
+        )
+    for name, tensor in imported.weights.items():
+        if not torch.isfinite(tensor).all():
+            raise ProclabError(f"checkpoint {str(source.path)!r}: tensor for {name!r} holds NaN or infinity")
+
+
+def _reward_normalisation(source: SourceFile) -> dict:
+    flags = source.payload.get("flags") if isinstance(source.payload, dict) else None
+    if isinstance(flags, dict) and flags.get("reward_clipping") == "abs_one":
+        return {"scale": 1.0, "clip": 1.0, "source": "torchbeast reward_clipping abs_one"}
+    return {
+        "scale": 1.0,
+        "clip": None,
+        "source": "imported: the file holds no reward statistics; reward_norm = reward",
+    }
+
+
+def provenance(
+    source: SourceFile, fmt_name: str, chose: str, imported: ImportedAgent, setting: Setting
+) -> dict:
+    """The ``import`` record kept in ``config.json`` and in the checkpoint's ``meta.json``."""
+    table = PUBLISHED.get(source.sha256)
+    return {
+        "source": str(source.path.resolve()),
+        "sha256": source.sha256,
+        "bytes": source.size,
+        "format": fmt_name,
+        "format_chosen_by": chose,
+        "variant": imported.variant,
+        "published_as": table.name if table else None,
+        "step": imported.facts.step,
+        "step_from": imported.facts.step_from,
+        "setting_from": setting.said_by,
+        "conventions": imported.conventions,
+        "ignored_tensors": list(imported.ignored),
+        "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def default_out(source: SourceFile, game: str) -> Path:
+    stem = source.path.name.split(".")[0] or "agent"
+    return Path("runs") / "import" / game / f"{stem}-{source.sha256[:8]}"
+
+
+def write_run(out: Path, imported: ImportedAgent, setting: Setting, record: dict, force: bool) -> Path:
+    """Build the run directory under a temporary name, then rename it to ``out``."""
+    if out.exists() and not force:
+        raise ProclabError(f"{str(out)!r} already exists; pass --force to replace it, or choose --out")
+    if out.exists() and not (out / CONFIG).is_file():
+        raise ProclabError(f"{str(out)!r} exists and is not a run directory; proclab will not replace it")
+    agent = build_agent(imported.config)
+    agent.load_state_dict(imported.weights)  # the importer built both: a mismatch is a bug, not input
+    step = imported.facts.step or 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir()
+        meta = {
+            "kind": "agent",
+            "algo": "impala" if record["format"] == "torchbeast" else "ppo",
+            "step": step,
+            "games": list(setting.env.game),
+            "agent": to_dict(imported.config),
+            "env": to_dict(setting.env),
+            "reward_normalisation": record.pop("reward_normalisation"),
+            "import": record,
+        }
+        save_checkpoint(tmp / "checkpoints" / f"step_{step:012d}", agent.state_dict(), meta)
+        (tmp / "videos").mkdir()
+        write_json_atomic(tmp / CONFIG, {"import": record, "agent": meta["agent"], "env": meta["env"]})
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def import_agent(args: ImportArgs) -> tuple[Path, dict]:
+    """The whole import: read, convert, check, write. Returns the run directory and its record."""
+    source, fmt, imported = read_agent(args.source, args.format)
+    setting = resolve_setting(args, source, imported)
+    _check_drivable(imported, source, setting.env.game[0])
+    chose = "--format" if args.format != "auto" else "tensor names"
+    record = provenance(source, fmt.name, chose, imported, setting)
+    out = args.out or default_out(source, setting.env.game[0])
+    write_run(
+        out, imported, setting, {**record, "reward_normalisation": _reward_normalisation(source)}, args.force
+    )
+    return out, record
+
+
+def main(argv: list[str], prog: str = "proclab import") -> None:
+    args = tyro.cli(ImportArgs, args=argv, prog=prog)
+    out, record = import_agent(args)
+    assumed = [k for k, v in record["setting_from"].items() if v == "assumed"]
+    config = json.loads((out / CONFIG).read_text())
+    env, agent = config["env"], config["agent"]
+    print(
+        f"format: {record['format']} ({FORMATS[record['format']].label}; chosen by {record['format_chosen_by']}), "
+        f"{record['variant']}"
+        + (f", published as {record['published_as']}" if record["published_as"] else "")
+    )
+    core = agent["core"] if agent["core"] == "none" else f"{agent['core']} {_core_size(agent)}"
+    print(
+        f"agent: {agent['torso']} torso {tuple(agent['widths'])}, fc {agent['fc']}, core {core}, "
+        f"{agent['num_actions']} actions" + (", reads the previous reward" if agent["prev_reward"] else "")
+    )
+    print(
+        f"plays: {env['game'][0]} {env['mode']}, training levels {env['split']}, "
+        f"backgrounds {'on' if env['use_backgrounds'] else 'off'}"
+        + (f"; assumed: {', '.join(assumed)} (override with --{' --'.join(assumed)})" if assumed else "")
+    )
+    step = f" at step {record['step']:,} ({record['step_from']})" if record["step"] is not None else ""
+    print(f"imported{step} -> {out} (check it: proclab eval {out})")
+
+
+def _core_size(agent: dict) -> str:
+    if agent["core"] in ("gru", "lstm"):
+        return f"{agent['rnn_size']}" + (
+            f" x {agent['rnn_layers']} layers" if agent["rnn_layers"] > 1 else ""
+        )
+    return f"{agent['num_layers']} layers, width {agent['hidden']}, {agent['num_heads']} heads"
