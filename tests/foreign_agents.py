@@ -439,7 +439,7 @@ class TorchbeastRef:
             phi = lambda z: (
                 (torch.where(z > 0, z + 1, torch.exp(z)))
                 / ((torch.where(z > 0, z + 1, torch.exp(z))).sum() + 1e-5)
-            )  # noqa: E731
+            )
             return phi(q), phi(k), v, sigmoid(b)
         return softmax(q), softmax(k), v, sigmoid(b)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from foreign_agents import VARIANTS, game_of
 
+from foreign_agents import VARIANTS, game_of
 from proclab.models.importers.command import ImportArgs, import_agent
 from proclab.models.loading import load_agent
 from proclab.run.runtime import Runtime

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from foreign_agents import VARIANTS, log_softmax
 
 T, B = 40, 8
