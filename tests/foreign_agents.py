@@ -103,6 +103,12 @@ def lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh):
     return o * torch.tanh(c), c
 
 
+def delta_phi(z):
+    """Delta Net's feature map: (elu(z) + 1) normalised to sum one (1e-5 in the denominator)."""
+    e = torch.where(z > 0, z + 1, torch.exp(z))
+    return e / (e.sum() + 1e-5)
+
+
 def log_softmax(z):
     return z - torch.logsumexp(z, -1, keepdim=True)
 
@@ -436,11 +442,7 @@ class TorchbeastRef:
         d = self.d
         q, k, v, b = p[:d], p[d : 2 * d], p[2 * d : 3 * d], p[3 * d :]
         if elu_phi:
-            phi = lambda z: (
-                (torch.where(z > 0, z + 1, torch.exp(z)))
-                / ((torch.where(z > 0, z + 1, torch.exp(z))).sum() + 1e-5)
-            )
-            return phi(q), phi(k), v, sigmoid(b)
+            return delta_phi(q), delta_phi(k), v, sigmoid(b)
         return softmax(q), softmax(k), v, sigmoid(b)
 
     def _srwm_head(self, m, b, h, xh, state, new):
