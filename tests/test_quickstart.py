@@ -92,3 +92,70 @@ def test_the_page_loads_in_chromium_with_every_image_and_video(demo):
     assert counts[0] >= 5 and counts[1] >= 3, counts
     assert not broken and not bad_videos and not errors, (broken, bad_videos, errors)
     assert (demo / "index.png").stat().st_size > 20_000
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "train-procgen-gru",
+        pytest.param("cleanrl", marks=pytest.mark.slow),
+        pytest.param("torchbeast-srwm", marks=pytest.mark.slow),
+        pytest.param("cleanba", marks=pytest.mark.slow),
+    ],
+)
+def test_quickstart_studies_an_imported_agent(tmp_path, variant):
+    """--agent replaces training by the import of another code base's checkpoint; every later stage runs
+    on it, eval and record use its own training levels and the levels after them."""
+    from foreign_agents import VARIANTS
+
+    factory, filename, fmt = VARIANTS[variant]
+    source = factory().save(tmp_path / filename)
+    game = "starpilot" if fmt == "cleanba" else "bigfish"
+    out = tmp_path / "demo"
+    main(
+        [
+            "quickstart",
+            "--budget",
+            "tiny",
+            "--out",
+            str(out),
+            "--precision",
+            "fp32",
+            "--agent",
+            str(source),
+            "--game",
+            game,
+        ]
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["game"] == game and summary["agent"]["imported"] is True
+    assert summary["outputs"]["plot"]["curves"] is None  # no training curves for an agent trained elsewhere
+    config = json.loads((out / summary["agent"]["run"] / "config.json").read_text())
+    assert config["import"]["format"] == fmt
+    table = json.loads((out / summary["outputs"]["eval"]["eval"]).read_text())
+    assert set(table["roles"]) == {r["split"] for r in table["rows"]}
+    assert (out / summary["outputs"]["panel"]["folder"] / "index.html").is_file()
+
+
+def test_quickstart_refuses_an_agent_of_another_game_or_mode(tmp_path, capsys):
+    from foreign_agents import TorchbeastRef
+
+    source = TorchbeastRef().save(tmp_path / "model.tar")  # its flags say bigfish, easy
+    for flags, message in (
+        (["--game", "coinrun"], "trained in game bigfish"),
+        (["--mode", "hard"], "trained in mode easy"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(
+                [
+                    "quickstart",
+                    "--budget",
+                    "tiny",
+                    "--out",
+                    str(tmp_path / "q"),
+                    "--agent",
+                    str(source),
+                    *flags,
+                ]
+            )
+        assert exit_.value.code == 2 and message in capsys.readouterr().err

@@ -77,7 +77,12 @@ def _eval_section(out: Path, name: str) -> str:
             [r["split"], r["game"], _spread(r), _spread(base) if base else "", f"{r['normalized_score']:.3f}"]
         )
     header = ["levels", "game", "agent: return ± std", "random agent", "agent: normalised score"]
-    note = "<p class='note'>Sampled actions; train = the training levels, test1 = held-out levels.</p>"
+    roles = table.get("roles", {"train": "training levels", "test1": "held-out levels"})
+    note = (
+        "<p class='note'>Sampled actions; "
+        + html.escape(", ".join(f"{k} = {v}" for k, v in roles.items()))
+        + ".</p>"
+    )
     return "<h2>Evaluation</h2>" + _table(header, rows) + note
 
 

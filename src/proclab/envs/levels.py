@@ -108,3 +108,20 @@ def check_disjoint(train: LevelSplit, test: LevelSplit) -> None:
             f"test split {test.label()} overlaps training split {train.label()} "
             f"on levels [{lo}, {hi}); choose disjoint splits (e.g. test1 = 1000:200)."
         )
+
+
+HELD_OUT_LEVELS = 200  # as many as each of modern-srwm's test splits
+
+
+def held_out_split(train: str | LevelSplit) -> LevelSplit | None:
+    """Levels an agent trained on ``train`` has never seen: ``test1`` when it is disjoint from them,
+    else the 200 levels right after them; ``None`` when it trained on every level."""
+    train = parse_split(train)
+    if not train.bounded:
+        return None
+    test1 = NAMED_SPLITS["test1"]
+    if not train.overlaps(test1):
+        return test1
+    if train.stop + HELD_OUT_LEVELS > LEVEL_SEED_SPACE:
+        return None
+    return LevelSplit(train.stop, HELD_OUT_LEVELS)

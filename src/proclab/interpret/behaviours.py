@@ -208,14 +208,17 @@ class SampleSet:
     source: str
 
     @classmethod
-    def read(cls, store: EpisodeStore, ids: list[int], source: str) -> SampleSet:
+    def read(
+        cls, store: EpisodeStore, ids: list[int], source: str, checkpoint: Path | None = None
+    ) -> SampleSet:
+        """The samples' activations of ``source``; a hook source replays ``checkpoint`` on their frames."""
         lengths = store.episodes["length"][ids]
         if len(set(lengths.tolist())) != 1:
             raise ProclabError(
                 f"samples of {str(store.path)!r} have different lengths; use one `wm sample` run"
             )
         n, T = len(ids), int(lengths[0])
-        acts = read_activation(store, source, ids)
+        acts = read_activation(store, source, ids, checkpoint=checkpoint)
 
         def steps(name: str) -> np.ndarray:
             v = store.read_steps(name, ids)
@@ -248,6 +251,11 @@ def source_of(ws: Workspace, store: EpisodeStore) -> str:
     return ws.inputs.get("activation") or default_source(store)
 
 
+def checkpoint_of(ws: Workspace) -> Path | None:
+    """The agent the folder's hook activations replay (sample stores do not name their agent)."""
+    return Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
+
+
 def run_behaviours(args: BehavioursArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
@@ -259,7 +267,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     ids = parse_ids(args.ids, store.num_episodes)
     with phases(4 + int(args.stability), "behaviours") as ph:
         with ph.phase("reading samples"):
-            s = SampleSet.read(store, ids, source_of(ws, store))
+            s = SampleSet.read(store, ids, source_of(ws, store), checkpoint_of(ws))
         with ph.phase("fitting"):
             model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, args.seed)
             labels = modal(steps, args.clusters)
@@ -305,7 +313,7 @@ def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) ->
     model = BehaviourModel.load(out / "transform.npz")
     new = EpisodeStore(args.assign)
     ids = parse_ids("0:", new.num_episodes)
-    s = SampleSet.read(new, ids, source_of(ws, new))
+    s = SampleSet.read(new, ids, source_of(ws, new), checkpoint_of(ws))
     labels, steps = model.assign(s.state, s.env_h)
     path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
     np.savez(path, ids=s.ids, labels=labels, step_labels=steps)

@@ -25,7 +25,7 @@ from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.behaviours import NAME as BEHAVIOURS
-from proclab.interpret.behaviours import SampleSet, open_samples, source_of
+from proclab.interpret.behaviours import SampleSet, checkpoint_of, open_samples, source_of
 from proclab.interpret.dynamics import (
     cosine,
     extrema_xcorr,
@@ -111,7 +111,7 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
     with np.load(labels_file) as f:
         ids, labels, groups = f["ids"], f["labels"], int(f["clusters"])
     basis = ws.basis()
-    s = SampleSet.read(store, ids.tolist(), source_of(ws, store))
+    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), checkpoint_of(ws))
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
         *s.state.shape[:2], -1
     )

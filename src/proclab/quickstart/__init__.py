@@ -18,7 +18,7 @@ from typing import Annotated
 
 import tyro
 
-from proclab.errors import unknown_choice
+from proclab.errors import ProclabError, unknown_choice
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,15 @@ class QuickstartArgs:
     """Rerun from this stage (train, eval, render, plot, record, wm-train, wm-sample, hidden, env,
     saliency, behaviours, panel), reusing the finished ones before it; default: continue after the last
     finished stage of a run with the same settings, or start over."""
-    game: str = "coinrun"
-    """Procgen game (easy mode); CoinRun is the one interpreting-rl-behavior studies."""
+    agent: Path | None = None
+    """Study this agent instead of training one: a proclab run or checkpoint, or any checkpoint that
+    proclab import takes (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba). Its game, mode
+    and levels are its own."""
+    game: str | None = None
+    """Procgen game (easy mode) to train on; default coinrun, the one interpreting-rl-behavior studies. With
+    --agent: the game the agent must play (refused if it plays another)."""
+    mode: str | None = None
+    """With --agent: the mode the agent must have been trained in (refused if not)."""
     seed: int = 1
     """Seed of levels, weights, actions and analyses."""
     device: str = "auto"
@@ -76,8 +83,20 @@ def run(args: QuickstartArgs) -> Path:
     names = [stage.name for stage in STAGES]
     if args.from_stage is not None and args.from_stage not in names:
         raise unknown_choice("stage", args.from_stage, names)
-    check_game(args.game, "easy")
-    settings = Settings(game=args.game, seed=args.seed, device=args.device, precision=args.precision)
+    if args.agent is None:
+        if args.mode not in (None, "easy"):
+            raise ProclabError("the quickstart trains in easy mode; --mode only checks an --agent's mode")
+        check_game(args.game or "coinrun", "easy")
+    elif args.game is not None:
+        check_game(args.game, args.mode)
+    settings = Settings(
+        game=args.game or (None if args.agent else "coinrun"),
+        seed=args.seed,
+        device=args.device,
+        precision=args.precision,
+        agent=None if args.agent is None else str(args.agent.resolve()),
+        mode=args.mode,
+    )
     ctx = Context(
         settings,
         budget(args.budget),
@@ -100,7 +119,8 @@ def run(args: QuickstartArgs) -> Path:
         ctx.console.print(f"[green]{stage.name} finished in {seconds:.1f} s[/green]")
     seconds = ctx.ledger.seconds()
     summary = {
-        "game": args.game,
+        "game": ctx.agent_env().game[0],
+        "agent": ctx.ledger.outputs("train"),
         "budget": args.budget,
         "machine": machine(args.device, args.precision),
         "seconds": seconds,

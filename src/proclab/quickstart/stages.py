@@ -25,10 +25,16 @@ from proclab.quickstart.ledger import Ledger
 class Settings:
     """What the user chose (:class:`proclab.quickstart.QuickstartArgs` minus the folder and --from)."""
 
-    game: str
+    game: str | None
+    """The game to train on; with ``agent``, the game the agent must play (None: its own)."""
     seed: int
     device: str
     precision: str
+    agent: str | None = None
+    """A trained agent to study instead of training one: a proclab run or checkpoint, or any file
+    ``proclab import`` takes."""
+    mode: str | None = None
+    """With ``agent``: the mode it must have been trained in (None: its own)."""
 
 
 @dataclass
@@ -63,12 +69,46 @@ class Context:
 
         return make_runtime(self.settings.device, self.settings.precision)
 
+    def agent_meta(self) -> dict:
+        from proclab.io.checkpoint import load_checkpoint
+
+        return load_checkpoint(self.path("run", "train"), kind="agent").meta
+
+    def agent_env(self):
+        """The environment of the studied agent's checkpoint (its game, mode and training levels)."""
+        from proclab.envs import EnvConfig
+        from proclab.io.configs import from_dict
+
+        return from_dict(EnvConfig, self.agent_meta()["env"])
+
+    def state_source(self) -> dict[str, Any]:
+        """What the analyses read as the agent's state: its recorded state, or, for an agent without
+        one (a feed-forward agent imported from CleanRL or Cleanba), the torso's features, replayed."""
+        from proclab.models.config import STATELESS_CORES
+
+        if self.agent_meta()["agent"]["core"] not in STATELESS_CORES:
+            return {}
+        return {"hook": "torso.hook_fc", "checkpoint": self.path("run", "train")}
+
+    def splits(self) -> dict[str, str]:
+        """Level splits to study the agent on -> their role: its training levels and levels it never saw."""
+        from proclab.envs import held_out_split
+
+        train = self.agent_env().split
+        held_out = held_out_split(train)
+        if held_out is None:
+            return {train: "every level (the agent may have seen any of them)"}
+        return {train: "training levels", str(held_out): "held-out levels"}
+
 
 # -- the agent ------------------------------------------------------------------------------------
 def train(ctx: Context) -> dict[str, Any]:
+    """PPO on the quickstart preset; or, with ``--agent``, the given agent instead (see :func:`adopt`)."""
     from proclab.config import preset
     from proclab.rl.ppo_train import Trainer
 
+    if ctx.settings.agent is not None:
+        return adopt(ctx)
     b, s = ctx.budget, ctx.settings
     (runs,) = ctx.fresh("runs/ppo")
     cfg = preset(b.preset)
@@ -89,6 +129,30 @@ def train(ctx: Context) -> dict[str, Any]:
     return {"run": ctx.rel(run_dir), "steps": trainer.global_step}
 
 
+def adopt(ctx: Context) -> dict[str, Any]:
+    """The agent to study: a proclab run or checkpoint as it is, or any other checkpoint imported into
+    ``OUT/runs/import/agent``; refused in one line if it plays another game or mode than asked."""
+    from proclab.errors import ProclabError
+    from proclab.io.checkpoint import find_checkpoint, load_checkpoint
+    from proclab.models.importers.command import ImportArgs, import_agent
+
+    s = ctx.settings
+    (runs,) = ctx.fresh("runs/import")
+    try:
+        run, imported = find_checkpoint(s.agent).resolve(), False
+    except ProclabError:
+        run, _ = import_agent(ImportArgs(source=Path(s.agent), game=s.game, mode=s.mode, out=runs / "agent"))
+        imported = True
+    ckpt = load_checkpoint(run, kind="agent")
+    env = ckpt.meta["env"]
+    for name, asked, own in (("game", s.game, env["game"][0]), ("mode", s.mode, env["mode"])):
+        if asked is not None and asked != own:
+            raise ProclabError(f"the agent in {s.agent!r} plays {name} {own!r}, not {asked!r}; drop --{name}")
+    where = ctx.rel(run) if imported else str(run)
+    ctx.console.print(f"agent: {where} ({env['game'][0]} {env['mode']}, step {ckpt.step:,})")
+    return {"run": where, "steps": ckpt.step, "imported": imported}
+
+
 def evaluate(ctx: Context) -> dict[str, Any]:
     """The agent on its training levels and on held-out levels, and a uniformly random agent beside it."""
     from proclab.models.scripted import ScriptedAgent
@@ -96,10 +160,11 @@ def evaluate(ctx: Context) -> dict[str, Any]:
 
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("eval.json")
+    roles = ctx.splits()
     evaluation = run_evaluation(
         EvalArgs(
             checkpoint=ctx.path("run", "train"),
-            split=("train", "test1"),
+            split=tuple(roles),
             episodes=b.eval_episodes,
             seed=s.seed,
             out=path,
@@ -110,11 +175,12 @@ def evaluate(ctx: Context) -> dict[str, Any]:
     env_config, rt = evaluation.env_config, evaluation.runtime
     random_agent = ScriptedAgent.uniform(evaluation.agent.config.num_actions)
     rows = []
-    for split in ("train", "test1"):
+    for split in roles:
         result = evaluate(random_agent, env_config, split, b.eval_episodes, rt, seed=s.seed, envs_per_game=64)
         rows += [r.summary(env_config.mode) for r in result.values()]
     table = evaluation.table
     table["random"] = rows
+    table["roles"] = roles
     path.write_text(json.dumps(table, indent=2))
     for row in rows:
         ctx.console.print(f"random agent, {row['split']}: {row['return_mean']:.2f} ± {row['return_std']:.2f}")
@@ -145,6 +211,9 @@ def plot(ctx: Context) -> dict[str, Any]:
     from proclab.io.plots import plot_runs
 
     (path,) = ctx.fresh("curves.png")
+    if not (ctx.path("run", "train") / "metrics.csv").is_file():
+        ctx.console.print("no training curves: the agent was trained elsewhere")
+        return {"curves": None}
     curves = plot_runs([ctx.path("run", "train")], path)
     ctx.console.print(f"curves: {curves}")
     return {"curves": ctx.rel(curves)}
@@ -158,10 +227,11 @@ def record(ctx: Context) -> dict[str, Any]:
     b, s = ctx.budget, ctx.settings
     train_store, heldout_store = ctx.fresh("episodes", "episodes-heldout")
     run_dir = ctx.path("run", "train")
+    held_out = list(ctx.splits())[-1]  # the held-out levels, or every level when there are none
     common = {"checkpoint": run_dir, "seed": s.seed, "device": s.device, "precision": s.precision}
     store, _ = run_record(RecordArgs(out=train_store, episodes=b.record_episodes, **common))
     heldout, _ = run_record(
-        RecordArgs(out=heldout_store, episodes=b.heldout_episodes, split="test1", **common)
+        RecordArgs(out=heldout_store, episodes=b.heldout_episodes, split=held_out, **common)
     )
     ctx.console.print(f"episode stores: {store} (training levels), {heldout} (held-out levels)")
     return {"episodes": ctx.rel(store), "heldout": ctx.rel(heldout)}
@@ -259,7 +329,11 @@ def _analysis(ctx: Context, name: str, **given) -> Path:
 def hidden(ctx: Context) -> dict[str, Any]:
     ctx.fresh("analysis")
     out = _analysis(
-        ctx, "hidden", data=ctx.path("episodes", "record"), samples=ctx.path("samples", "wm-sample")
+        ctx,
+        "hidden",
+        data=ctx.path("episodes", "record"),
+        samples=ctx.path("samples", "wm-sample"),
+        **ctx.state_source(),
     )
     return {"folder": ctx.rel(out)}
 
@@ -288,7 +362,7 @@ def panel(ctx: Context) -> dict[str, Any]:
         analysis=ctx.out / "analysis",
         out=path,
         eval=(ctx.path("eval", "eval"),),
-        title=f"proclab quickstart: {ctx.settings.game}",
+        title=f"proclab quickstart: {ctx.agent_env().game[0]}",
         seed=ctx.settings.seed,
     )
     out = export(replace(args, **ctx.budget.overrides.get("panel", {})))
@@ -304,7 +378,7 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("train", "PPO: a recurrent agent", train),
+    Stage("train", "PPO: a recurrent agent (or, with --agent, the agent to study)", train),
     Stage("eval", "training vs held-out levels, beside a random agent", evaluate),
     Stage("render", "what the agent sees", render),
     Stage("plot", "training curves", plot),

@@ -132,11 +132,13 @@ def test_refuses_a_nature_cnn_built_for_84x84(tmp_path):
     _refused(ref.save(tmp_path / "model_1.pth"), "another image size", game="coinrun")
 
 
-def test_refuses_another_game_than_the_file_says(tmp_path):
-    src = TorchbeastRef().save(tmp_path / "model.tar")
-    _refused(src, "trained on bigfish.*--allow-other-game", game="starpilot")
-    run, _ = _import(src, game="starpilot", allow_other_game=True, out=tmp_path / "r")
-    assert json.loads((run / "config.json").read_text())["env"]["game"] == ["starpilot"]
+def test_refuses_another_game_or_mode_than_the_file_says(tmp_path):
+    src = TorchbeastRef().save(tmp_path / "model.tar")  # its flags: bigfish, easy
+    _refused(src, "trained in game bigfish.*--allow-mismatch", game="starpilot")
+    _refused(src, "trained in mode easy.*--allow-mismatch", mode="hard")
+    run, _ = _import(src, game="starpilot", mode="hard", allow_mismatch=True, out=tmp_path / "r")
+    env = json.loads((run / "config.json").read_text())["env"]
+    assert (env["game"], env["mode"]) == (["starpilot"], "hard")
 
 
 def test_never_overwrites_without_force(tmp_path):

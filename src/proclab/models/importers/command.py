@@ -59,8 +59,9 @@ class ImportArgs:
     """Run directory to write. Default: runs/import/GAME/<file name>-<first 8 hex of its SHA-256>."""
     force: bool = False
     """Replace an existing run directory at --out."""
-    allow_other_game: bool = False
-    """Import for --game even if the file says the agent was trained on another game."""
+    allow_mismatch: bool = False
+    """Import for --game / --mode even where the file (or the table of published agents) says the agent
+    was trained in another game or mode."""
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,25 @@ def _pick(name: str, given, from_file, from_table, default, said: dict, file_say
     return default
 
 
-def resolve_setting(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> Setting:
-    facts = imported.facts
-    table = PUBLISHED.get(source.sha256)
-    known_game = facts.game or (table.game if table else None)
-    if args.game and known_game and args.game != known_game and not args.allow_other_game:
-        where = facts.said_by if facts.game else f"proclab's table of published agents ({table.name})"
-        raise ProclabError(
-            f"the agent in {str(source.path)!r} was trained on {known_game} ({where}), not {args.game}; drop "
-            f"--game, or add --allow-other-game to import it for {args.game} anyway"
+def _check_agrees(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> None:
+    """Refuse a --game or --mode that contradicts what the file or the published table says."""
+    facts, table = imported.facts, PUBLISHED.get(source.sha256)
+    for name, asked in (("game", args.game), ("mode", args.mode)):
+        known = getattr(facts, name) or (getattr(table, name) if table else None)
+        if asked is None or known is None or asked == known or args.allow_mismatch:
+            continue
+        where = (
+            facts.said_by if getattr(facts, name) else f"proclab's table of published agents: {table.name}"
         )
+        raise ProclabError(
+            f"the agent in {str(source.path)!r} was trained in {name} {known} ({where}), not {asked}; drop "
+            f"--{name}, or add --allow-mismatch to import it for {asked} anyway"
+        )
+
+
+def resolve_setting(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> Setting:
+    _check_agrees(args, source, imported)
+    facts, table = imported.facts, PUBLISHED.get(source.sha256)
     said: dict[str, str] = {}
     game = _pick("game", args.game, facts.game, table and table.game, None, said, facts.said_by)
     if game is None:
