@@ -25,7 +25,10 @@ def folder(path, checkpoint=None):
     path.mkdir(parents=True)
     ws = Workspace.open(path)
     ws.require_inputs(activation="state_out/core.0.h", checkpoint=checkpoint)
-    Basis.fit(x, BasisConfig(n_ics=4), {}).save(ws.basis_path)
+    basis = Basis.fit(x, BasisConfig(n_ics=4), {})
+    basis.save(ws.basis_path)
+    (path / "hidden").mkdir()
+    np.savez(path / "hidden" / "hidden.npz", ics=basis.to_ics(x), pcs=basis.to_pcs(x))  # the recorded states
     ws.record_command("hidden", {}, [], 0.0)
     return path
 
