@@ -48,11 +48,14 @@ def swaps(n: int, reps: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 1]).integers(0, 2, (reps, n)).astype(np.float64)
 
 
-def interval(boot: np.ndarray, level: float = 0.95) -> list[float]:
-    """The percentile interval of bootstrap replicates ``boot`` at confidence ``level``."""
+def interval(boot: np.ndarray, level: float = 0.95) -> list:
+    """The percentile interval ``[lo, hi]`` of bootstrap replicates ``boot`` (``(reps,)``) at confidence
+    ``level``; of a ``(tests, reps)`` array, the list of each row's (one call for many tests)."""
     tail = 50.0 * (1.0 - level)
-    lo, hi = np.percentile(boot, [tail, 100.0 - tail], axis=0)
-    return [float(lo), float(hi)]
+    lo, hi = np.percentile(boot, [tail, 100.0 - tail], axis=-1)
+    if np.ndim(boot) == 1:
+        return [float(lo), float(hi)]
+    return [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)]
 
 
 def _interval(base: float, inter: float, boot: np.ndarray) -> dict:

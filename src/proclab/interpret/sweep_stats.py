@@ -45,7 +45,7 @@ class Test:
     boot: np.ndarray
     p: float
 
-    def report(self, p_adjusted: float, level: float, alpha: float) -> dict:
+    def report(self, ci95: list[float], corrected: list[float], p_adjusted: float, alpha: float) -> dict:
         head = (
             {"value": self.estimate}
             if self.baseline is None
@@ -53,8 +53,8 @@ class Test:
         )
         return {
             **head,
-            "ci95": interval(self.boot),
-            "ci_corrected": interval(self.boot, level),
+            "ci95": ci95,
+            "ci_corrected": corrected,
             "p": self.p,
             "p_adjusted": float(p_adjusted),
             "significant": bool(p_adjusted <= alpha),
@@ -99,10 +99,13 @@ def compare(
     for arm in dict.fromkeys(arm_of[1:]):
         members = [v for v in range(1, len(arm_of)) if arm_of[v] == arm]
         for metric in tests[members[0]]:
-            adjusted = adjust([tests[v][metric].p for v in members], correction)
+            family = [tests[v][metric] for v in members]
+            adjusted = adjust([t.p for t in family], correction)
             level = interval_level(correction, alpha, len(members), int((adjusted <= alpha).sum()))
-            for v, p_adj in zip(members, adjusted, strict=True):
-                reports[v][metric] = tests[v][metric].report(p_adj, level, alpha)
+            boots = np.stack([t.boot for t in family])
+            cis = zip(interval(boots), interval(boots, level), adjusted, strict=True)
+            for v, t, (ci95, corrected, p_adj) in zip(members, family, cis, strict=True):
+                reports[v][metric] = t.report(ci95, corrected, p_adj, alpha)
     for rep in reports[1:]:
         rep["actions"] = {name: rep.pop("action:" + name) for name in names}
     return reports[1:]
