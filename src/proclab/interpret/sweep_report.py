@@ -93,14 +93,15 @@ def figure(summary: dict, label: str, path: Path) -> Path:
     )
     for ax, metric in zip(axes, COLUMNS, strict=True):
         grid = np.array([[_estimate(at[d, a][metric]) for a in arms] for d in directions])
-        top = max(float(np.abs(grid).max()), 1e-9)
+        top = float(np.abs(grid).max()) or 1.0
         cmap, lo = ("viridis", 0.0) if metric == TV else ("RdBu_r", -top)
         im = ax.imshow(grid, cmap=cmap, vmin=lo, vmax=top, aspect="auto")
         for i, d in enumerate(directions):
             for j, a in enumerate(arms):
                 r = at[d, a]
                 mark = ("*" if r[metric]["significant"] else "") + ("o" if r["edit"]["off_data"] else "")
-                ax.text(j, i, mark, ha="center", va="center", fontsize=8)
+                dark = abs(grid[i, j]) > 0.6 * top if metric != TV else grid[i, j] < 0.5 * top
+                ax.text(j, i, mark, ha="center", va="center", fontsize=9, color="white" if dark else "black")
         ax.set_xticks(range(len(arms)), arms, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(directions)), [f"{label} {d}" for d in directions], fontsize=7)
         ax.set_title(HEADS[metric] if metric != TV else "TV of actions", fontsize=9)
@@ -110,5 +111,6 @@ def figure(summary: dict, label: str, path: Path) -> Path:
         f"intervention sweep, {len(summary['levels'])} paired levels: * significant ({corr['method']}, "
         f"alpha {corr['alpha']}), o held off the data",
         fontsize=9,
+        y=1.02,
     )
     return save_tight(fig, path)
