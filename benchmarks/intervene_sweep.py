@@ -18,7 +18,7 @@ Both use the same player, so the ratio is that of batching alone. Lines (JSON):
     {"mode": "ratio", "steps_per_s": <batched / sequential>, "s_per_episode": <sequential / batched>}
 
 The agent is ``--checkpoint`` (a proclab checkpoint, e.g. an imported one) or, by default, the seed's
-CoinRun architecture (``interp-gru``) freshly initialised on CoinRun hard; the basis (PCA + FastICA,
+CoinRun architecture (``interp-gru``) freshly initialised on ``--game`` (CoinRun hard); the basis (PCA + FastICA,
 ``--directions`` ICs) is fitted on its states over ``--basis-steps`` steps of 32 envs. The speed
 depends on the episode lengths the agent produces, so they are printed too. Quick run on a CPU:
 
@@ -42,7 +42,7 @@ from proclab.interpret.arms import Recorded
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.coordinates import LinearCoordinates
 from proclab.interpret.intervention import HeldAgent
-from proclab.interpret.paired_play import ProcgenLevels, paired_levels, play
+from proclab.interpret.paired_play import Outcomes, ProcgenLevels, paired_levels, play
 from proclab.interpret.sweep import SweepArgs, Variants, sweep
 from proclab.models import agent_preset, build_agent
 from proclab.models.loading import freeze, load_agent
@@ -58,7 +58,7 @@ def agent_and_env(args, rt):
         return agent, env_config
     torch.manual_seed(0)
     agent = freeze(rt.prepare(build_agent(agent_preset("interp-gru"))))
-    return agent, EnvConfig(game=("coinrun",), mode="hard", num_envs=32)
+    return agent, EnvConfig(game=(args.game,), mode=args.mode, num_envs=32)
 
 
 @torch.inference_mode()
@@ -92,6 +92,44 @@ def row(mode: str, played: float, out, variants: int, levels: int, **extra) -> d
     }
 
 
+def batched(agent, coords, rec, env_config, directions, args, rt, common) -> dict:
+    """The sweep as ``analyze intervene --sweep`` plays and tests it."""
+    levels = paired_levels(parse_split(args.split), args.levels, 0)
+    sweep_args = SweepArgs(
+        out=Path("unused"), arms=ARMS, levels=args.levels, rows=args.rows, split=args.split
+    )
+    V = 1 + len(directions) * len(ARMS.split(","))
+    env = ProcgenLevels(env_config, min(args.rows, V * len(levels)), 0)
+    print(f"batched: {V} variants x {len(levels)} levels ...", file=sys.stderr)
+    t0 = time.perf_counter()
+    summary, out, _ = sweep(agent, coords, KEY, rec, env, levels, directions, sweep_args, rt)
+    total = time.perf_counter() - t0
+    env.close()
+    stats_s = round(total - summary["play_seconds"], 3)
+    return row(
+        "batched", summary["play_seconds"], out, V, len(levels), rows=env.num_envs, stats_s=stats_s, **common
+    )
+
+
+def sequential(agent, coords, rec, env_config, directions, args, rt, common) -> dict:
+    """The same variants one evaluation each, on fewer levels, with the single command's env slots."""
+    small = paired_levels(parse_split(args.split), args.sequential_levels, 1)
+    variants = Variants.of(directions, tuple(ARMS.split(",")), rec, len(small), 0)
+    held = HeldAgent(agent, coords, KEY)
+    env = ProcgenLevels(env_config, min(args.sequential_envs, len(small)), 0)
+    V = len(variants.arm)
+    print(f"sequential: {V} variants one by one x {len(small)} levels ...", file=sys.stderr)
+    played, parts = 0.0, []
+    for v in range(V):
+        t0 = time.perf_counter()
+        parts.append(play(held, env, small, variants.direction[v : v + 1], variants.values[v : v + 1], rt))
+        played += time.perf_counter() - t0
+    env.close()
+    fields = ("ret", "complete", "length", "actions")
+    joined = Outcomes(*(np.concatenate([getattr(o, f) for o in parts]) for f in fields))
+    return row("sequential", played, joined, V, len(small), rows=env.num_envs, **common)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", type=Path, default=None, help="agent (default: untrained interp-gru)")
@@ -100,8 +138,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rows", type=int, default=256, help="episodes in flight in the batched sweep")
     p.add_argument("--sequential-levels", type=int, default=20, help="levels per sequential evaluation")
     p.add_argument("--sequential-envs", type=int, default=16, help="env slots per sequential evaluation")
+    p.add_argument(
+        "--game", default="coinrun", help="game of the untrained agent (a checkpoint brings its own)"
+    )
+    p.add_argument("--mode", default="hard", help="distribution mode of the untrained agent's game")
     p.add_argument("--split", default="test1")
-    p.add_argument("--basis-steps", type=int, default=200)
+    p.add_argument("--basis-steps", type=int, default=200, help="steps of 32 envs the basis is fitted on")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
@@ -119,50 +161,14 @@ def main(argv: list[str] | None = None) -> None:
         "cpu": cpu_name(),
         "game": env_config.games()[0],
     }
-
-    levels = paired_levels(parse_split(args.split), args.levels, 0)
-    sweep_args = SweepArgs(
-        out=Path("unused"), arms=ARMS, levels=args.levels, rows=args.rows, split=args.split
-    )
-    V = 1 + len(directions) * 4
-    env = ProcgenLevels(env_config, min(args.rows, V * len(levels)), 0)
-    print(f"batched: {V} variants x {len(levels)} levels ...", file=sys.stderr)
-    t0 = time.perf_counter()
-    summary, out, _ = sweep(agent, coords, KEY, rec, env, levels, directions, sweep_args, rt)
-    total = time.perf_counter() - t0
-    env.close()
-    batched = row(
-        "batched",
-        summary["play_seconds"],
-        out,
-        V,
-        len(levels),
-        rows=env.num_envs,
-        stats_s=round(total - summary["play_seconds"], 3),
-        **common,
-    )
-    print(json.dumps(batched), flush=True)
-
-    small = paired_levels(parse_split(args.split), args.sequential_levels, 1)
-    variants = Variants.of(directions, tuple(ARMS.split(",")), rec, len(small), 0)
-    held = HeldAgent(agent, coords, KEY)
-    env = ProcgenLevels(env_config, min(args.sequential_envs, len(small)), 0)
-    print(f"sequential: {V} variants one by one x {len(small)} levels ...", file=sys.stderr)
-    played, parts = 0.0, []
-    for v in range(V):
-        t0 = time.perf_counter()
-        parts.append(play(held, env, small, variants.direction[v : v + 1], variants.values[v : v + 1], rt))
-        played += time.perf_counter() - t0
-    env.close()
-    joined = type(parts[0])(
-        *(np.concatenate([getattr(o, f) for o in parts]) for f in ("ret", "complete", "length", "actions"))
-    )
-    seq = row("sequential", played, joined, V, len(small), rows=env.num_envs, **common)
-    print(json.dumps(seq), flush=True)
+    fast = batched(agent, coords, rec, env_config, directions, args, rt, common)
+    print(json.dumps(fast), flush=True)
+    slow = sequential(agent, coords, rec, env_config, directions, args, rt, common)
+    print(json.dumps(slow), flush=True)
     ratio = {
         "mode": "ratio",
-        "steps_per_s": round(batched["steps_per_s"] / seq["steps_per_s"], 2),
-        "s_per_episode": round(seq["s_per_episode"] / batched["s_per_episode"], 2),
+        "steps_per_s": round(fast["steps_per_s"] / slow["steps_per_s"], 2),
+        "s_per_episode": round(slow["s_per_episode"] / fast["s_per_episode"], 2),
         **common,
     }
     print(json.dumps(ratio), flush=True)
