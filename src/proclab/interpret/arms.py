@@ -77,12 +77,14 @@ class Recorded:
         """The value arm ``arm`` holds coordinate ``m`` at, for each of ``episodes`` episodes."""
         if arm == "resample":
             return self.values[rng.integers(0, len(self.values), episodes), m]
-        value = {
-            "collapse": lambda: self.start[m],
-            "mean": lambda: self.values[:, m].mean(),
-            "p05": lambda: self.quantile(m, 5.0),
-            "p95": lambda: self.quantile(m, 95.0),
-        }[arm]()
+        if arm == "collapse":
+            value = self.start[m]
+        elif arm == "mean":
+            value = self.values[:, m].mean()
+        elif arm in ("p05", "p95"):
+            value = self.quantile(m, float(arm[1:]))
+        else:
+            raise unknown_choice("arm", arm, ARMS)
         return np.full(episodes, float(value))
 
     def placement(self, m: int, values) -> dict:
