@@ -233,3 +233,22 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
     assert summary["real"]["edit"]["IC 2"]["percentile"] == pytest.approx(95, abs=0.5)
     with pytest.raises(SystemExit):
         cli(["analyze", "intervene", "--out", str(out), "--hold", "2:resample", *common])
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--arms", "mean,bogus"], "unknown arm 'bogus'"),
+        (["--correction", "bonferroni"], "--correction"),
+        (["--levels", "300", "--split", "test1"], "which has 200"),
+        (["--directions", "0:9"], "direction range"),
+    ],
+)
+def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")
+    out = folder(tmp_path / "analysis", ckpt)
+    with pytest.raises(SystemExit) as exc:
+        cli(["analyze", "intervene", "--sweep", "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err
+    assert not (out / "sweep").exists()
