@@ -11,6 +11,7 @@ from proclab.interpret.arms import Recorded, off_data_warning
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.coordinates import LinearCoordinates, hold
 from proclab.interpret.intervention import HeldAgent, IntervenedAgent, Intervention
+from proclab.interpret import paired_play
 from proclab.interpret.paired_play import play
 from proclab.interpret.sweep import SweepArgs, Variants, sweep
 from proclab.interpret.sweep_stats import compare
@@ -154,14 +155,16 @@ def one_by_one(agent, coords, levels, dims, values, greedy, seed):
 
 
 @pytest.mark.parametrize("greedy", [True, False])
-def test_batched_play_equals_episodes_played_one_by_one(greedy):
+def test_batched_play_equals_episodes_played_one_by_one(greedy, monkeypatch):
+    """13 slots for 42 episodes (slots refilled mid-level, idle at the end), forwards in pieces of 4 rows."""
+    monkeypatch.setattr(paired_play, "CPU_CHUNK", 4)
     coords, rec = planted_recorded()
     levels = np.arange(500, 506)
     variants = Variants.of([1, 3], ("collapse", "mean", "resample"), rec, len(levels), seed=0)
     agent = PlantedAgent()
     out = play(
         HeldAgent(agent, coords, KEY),
-        Corridor(5),
+        Corridor(13),
         levels,
         variants.direction,
         variants.values,
