@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from planted import KEY, UNITS, Corridor, PlantedAgent, recorded_states, unit_basis
+from proclab.interpret import paired_play
 from proclab.interpret.arms import Recorded, off_data_warning
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.coordinates import LinearCoordinates, hold
 from proclab.interpret.intervention import HeldAgent, IntervenedAgent, Intervention
-from proclab.interpret import paired_play
 from proclab.interpret.paired_play import play
 from proclab.interpret.sweep import SweepArgs, Variants, sweep
 from proclab.interpret.sweep_stats import compare
