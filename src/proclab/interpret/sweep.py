@@ -48,6 +48,8 @@ class SweepArgs(EditArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
 
+    seed: int = 0
+    """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
     arms: str = ",".join(ARMS)
     """Arms, comma-separated: collapse, mean, resample, p05, p95 (see docs/analyses.md)."""
     directions: str | None = None
