@@ -148,6 +148,32 @@ def test_state_round_trip_continues_identically():
             np.testing.assert_array_equal(x[4]["episode"][k], y[4]["episode"][k])
 
 
+def test_one_slot_starts_a_chosen_level_and_plays_it_like_a_fresh_env():
+    """set_slot_state on one slot of a multi-task env: that slot shows and plays the snapshot's level
+    exactly as the env the snapshot came from, the other slots go on untouched."""
+    cfg = EnvConfig(game=("coinrun", "bigfish"), num_envs=4, split="1000:200")
+    alone = ProcgenVecEnv(EnvConfig(game=("bigfish",), num_envs=1), seed=5, split="1234:1")
+    alone.reset()
+    snapshot = alone.get_state()["procgen"][0][0]
+    env = ProcgenVecEnv(cfg, seed=3)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        env.step(rng.integers(0, 15, 4))
+    before = env.observe().copy()
+    env.set_slot_state(3, snapshot)  # slot 3 plays game 3 mod 2 = bigfish
+    after = env.observe()
+    np.testing.assert_array_equal(after[:3], before[:3])
+    np.testing.assert_array_equal(after[3], alone.observe()[0])
+    actions = rng.integers(0, 15, (120, 4))
+    for a in actions:
+        obs, reward, *_, info = env.step(a)
+        ref, ref_reward, *_, ref_info = alone.step(a[3:])
+        np.testing.assert_array_equal(obs[3], ref[0])
+        assert reward[3] == ref_reward[0] and info["level_seed"][3] == ref_info["level_seed"][0] == 1234
+        assert info["episode"]["length"][3] == ref_info["episode"]["length"][0]
+
+
 def test_human_view():
     env = ProcgenVecEnv(EnvConfig(num_envs=2), seed=0, render_human=True)
     _, info = env.reset()

@@ -1,6 +1,7 @@
 """analyze intervene: identity in the real env replays the baseline exactly; the simulation arms are paired."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,7 +26,10 @@ def folder(path, checkpoint=None):
     path.mkdir(parents=True)
     ws = Workspace.open(path)
     ws.require_inputs(activation="state_out/core.0.h", checkpoint=checkpoint)
-    Basis.fit(x, BasisConfig(n_ics=4), {}).save(ws.basis_path)
+    basis = Basis.fit(x, BasisConfig(n_ics=4), {})
+    basis.save(ws.basis_path)
+    (path / "hidden").mkdir()
+    np.savez(path / "hidden" / "hidden.npz", ics=basis.to_ics(x), pcs=basis.to_pcs(x))  # the recorded states
     ws.record_command("hidden", {}, [], 0.0)
     return path
 
@@ -141,3 +145,110 @@ def test_paired_bootstrap_against_a_loop():
     other = ArmEpisodes(np.array([5, 7, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
     with pytest.raises(RuntimeError, match="different levels"):
         compare_real(arm, other, 10, 0)
+
+
+def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, capsys):
+    """analyze intervene --sweep on a tiny agent: the baseline's episodes equal each level played alone in
+    a fresh one-level env; the table is printed, and the JSON, CSV, plot and arrays agree."""
+    from proclab.envs import LevelSplit, ProcgenVecEnv
+    from proclab.models.loading import load_agent
+
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")  # short episodes
+    out = folder(tmp_path / "analysis", ckpt)
+    args = [
+        "--directions",
+        "0:2",
+        "--arms",
+        "mean,collapse",
+        "--levels",
+        "3",
+        "--rows",
+        "6",
+        "--split",
+        "0:50",
+    ]
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--sweep",
+            "--out",
+            str(out),
+            *args,
+            "--bootstrap",
+            "100",
+            "--permutations",
+            "50",
+        ]
+    )
+    printed = capsys.readouterr().out
+    folder_out = out / "sweep"
+    summary = json.loads((folder_out / "sweep.json").read_text())
+    assert summary["format"] == "proclab-intervention-sweep" and summary["game"] == "chaser"
+    assert len(summary["results"]) == 4 and summary["directions"] == [0, 1]
+    assert {r["arm"] for r in summary["results"]} == {"mean", "collapse"}
+    assert summary["correction"]["method"] == "holm" and summary["correction"]["tests_per_family"] == 2
+    assert (folder_out / "sweep_table.txt").read_text() in printed and "outputs in" in printed
+    assert (folder_out / "sweep.png").is_file() and len(
+        (folder_out / "sweep_table.csv").read_text().splitlines()
+    ) == 5
+    arrays = np.load(folder_out / "episodes.npz")
+    assert arrays["ret"].shape == (5, 3) and list(arrays["levels"]) == summary["levels"]
+    assert all(0 <= lv < 50 for lv in summary["levels"])
+    agent, env_config, _ = load_agent(ckpt, make_runtime("cpu", "fp32", 1))
+    for k, level in enumerate(summary["levels"]):
+        env = ProcgenVecEnv(replace(env_config, num_envs=1), seed=0, split=LevelSplit(level, 1))
+        obs, _ = env.reset()
+        state, first, ret, length = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0.0, 0
+        while True:
+            with torch.no_grad():
+                o, state = agent.step(torch.from_numpy(obs), state, first)
+            obs, reward, term, trunc, _ = env.step(o.logits.argmax(1).numpy())
+            ret, length, first = ret + reward[0], length + 1, torch.zeros(1, dtype=torch.bool)
+            if term[0] or trunc[0]:
+                break
+        env.close()
+        assert (arrays["ret"][0, k], arrays["length"][0, k]) == (ret, length)
+    record = json.loads((out / "analysis.json").read_text())["commands"]["sweep"]
+    assert "sweep/sweep.json" in record["outputs"]
+
+
+def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_path, capsys):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
+    out = folder(tmp_path / "analysis", ckpt)
+    hidden = dict(np.load(out / "hidden" / "hidden.npz"))
+    np.savez(
+        out / "hidden" / "hidden.npz", ics=hidden["ics"] + 50.0, pcs=hidden["pcs"]
+    )  # the start state: far off
+    common = ["--where", "real", "--episodes", "2", "--num-envs", "2", "--split", "0:50", "--videos", "0"]
+    cli(["analyze", "intervene", "--out", str(out), "--collapse", "1", *common, "--bootstrap", "50"])
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "IC 1" in err
+    placed = json.loads((out / "intervene" / "summary.json").read_text())["real"]["edit"]["IC 1"]
+    assert placed["off_data"] and placed["percentile"] == 0
+    cli(["analyze", "intervene", "--out", str(out), "--hold", "2:p95", *common, "--bootstrap", "50"])
+    assert "warning:" not in capsys.readouterr().err
+    summary = json.loads((out / "intervene" / "summary.json").read_text())
+    assert summary["intervention"] == "hold 2:p95"
+    assert summary["real"]["edit"]["IC 2"]["percentile"] == pytest.approx(95, abs=0.5)
+    with pytest.raises(SystemExit):
+        cli(["analyze", "intervene", "--out", str(out), "--hold", "2:resample", *common])
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--arms", "mean,bogus"], "unknown arm 'bogus'"),
+        (["--correction", "bonferroni"], "--correction"),
+        (["--levels", "300", "--split", "test1"], "which has 200"),
+        (["--directions", "0:9"], "direction range"),
+    ],
+)
+def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")
+    out = folder(tmp_path / "analysis", ckpt)
+    with pytest.raises(SystemExit) as exc:
+        cli(["analyze", "intervene", "--sweep", "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err
+    assert not (out / "sweep").exists()

@@ -65,5 +65,9 @@ class ProcgenBackend:
     def set_state(self, states: list[bytes]) -> None:
         self.env.set_state(states)
 
+    def set_slot_state(self, index: int, state: bytes) -> None:
+        """Restore one env of the vector (procgen's own ``set_state`` restores all of them)."""
+        self.env.call_c_func("set_state", index, state, len(state))
+
     def close(self) -> None:
         self.env.close()

@@ -168,6 +168,23 @@ class ProcgenVecEnv:
         self._ep_length[first] = 0
         return obs, reward, first & ~truncated, truncated, info
 
+    def observe(self) -> np.ndarray:
+        """The current observations (fresh after :meth:`set_slot_state`), without stepping."""
+        if not self._backends:
+            raise RuntimeError("call reset() before observe()")
+        return self._observe()[0]
+
+    def set_slot_state(self, slot: int, state: bytes) -> None:
+        """Put env slot ``slot`` into one game state of :meth:`get_state` (of this game and options),
+        e.g. the first frame of a chosen level, with its episode counters at zero. Paired evaluations
+        start several slots on one level this way."""
+        if not self._backends:
+            self.reset()
+        g = int(self.game_index[slot])
+        self._backends[g].set_slot_state(slot // len(self.games), state)
+        self._ep_return[slot] = 0
+        self._ep_length[slot] = 0
+
     def _observe(self):
         """Gather all games' buffers into fresh arrays (slot i <- game i mod G).
 

@@ -203,6 +203,12 @@ class Basis:
         self._check_kind(kind)
         return self._np["dirs:" + kind].copy()
 
+    def along(self, c, kind: Kind):
+        """``(N, k)`` coordinate changes -> the ``(N, D)`` state change ``c @ directions(kind)`` that
+        makes them (the inverse of :meth:`increment_coords` on the directions' span)."""
+        self._check_kind(kind)
+        return c @ self._mat("dirs:" + kind, c)
+
     def increment_coords(self, delta, kind: Kind):
         """Coordinates ``c`` (``(N, k)``) of a state increment: ``delta = c @ directions(kind) + r``
         with ``r`` outside the directions' span (no mean is subtracted: an increment has no origin)."""

@@ -30,6 +30,8 @@ from proclab.interpret.env import EnvArgs, run_env
 from proclab.interpret.hidden import HiddenArgs, run_hidden
 from proclab.interpret.intervene import InterveneArgs, run_intervene
 from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
+from proclab.interpret.sweep import SweepArgs
+from proclab.interpret.sweep_command import run_sweep
 from proclab.interpret.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
 
@@ -44,11 +46,26 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "intervene": (InterveneArgs, run_intervene),
     "visualize": (VisualizeArgs, run_visualize),
 }
+SWEEP = "--sweep"
+VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {
+    ("intervene", SWEEP): (SweepArgs, run_sweep),
+}
+"""Commands that a flag turns into another analysis with its own options: ``intervene --sweep``."""
+
+
+def command(name: str, argv: list[str]) -> tuple[str, type[AnalysisArgs], Callable[..., Path], list[str]]:
+    """The command's name (``intervene --sweep`` for a variant named by a flag in ``argv``), its arguments
+    class and run function, and the arguments left (the variant's flag removed)."""
+    for (base, flag), (cls, run) in VARIANTS.items():
+        if name == base and flag in argv:
+            return f"{name} {flag}", cls, run, [a for a in argv if a != flag]
+    return name, *ANALYSES[name], argv
 
 
 def _usage(prog: str) -> str:
+    listed = {**ANALYSES, **{" ".join(key): value for key, value in VARIANTS.items()}}
     rows = "\n".join(
-        f"  {name:<14}{(cls.__doc__ or '').strip().splitlines()[0]}" for name, (cls, _) in ANALYSES.items()
+        f"  {name:<20}{(cls.__doc__ or '').strip().splitlines()[0]}" for name, (cls, _) in listed.items()
     )
     return (
         f"usage: {prog} ANALYSIS --out ANALYSIS_DIR [--preset NAME] [options]\n\n"
@@ -65,8 +82,7 @@ def defaults(cls: type[AnalysisArgs], preset: str) -> AnalysisArgs:
     return replace(cls(**required), **cls.PRESETS[preset])
 
 
-def parse(name: str, argv: list[str], prog: str) -> AnalysisArgs:
-    cls, _ = ANALYSES[name]
+def parse(cls: type[AnalysisArgs], argv: list[str], prog: str) -> AnalysisArgs:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default="paper")
     known, rest = pre.parse_known_args(argv)
@@ -84,6 +100,6 @@ def main(argv: list[str], prog: str = "proclab analyze") -> None:
     name = argv[0]
     if name not in ANALYSES:
         raise unknown_choice("analysis", name, ANALYSES)
-    args = parse(name, argv[1:], f"{prog} {name}")
-    out = ANALYSES[name][1](args)
+    full, cls, run, rest = command(name, argv[1:])
+    out = run(parse(cls, rest, f"{prog} {full}"))
     print(f"outputs in {out}")

@@ -22,6 +22,7 @@ of the frequencies with the CIs of their changes, and ``summary.json`` with ever
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -36,9 +37,11 @@ from proclab.data import EpisodeStore, ShardWriter
 from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.arms import Recorded, off_data_warning
 from proclab.interpret.basis import KINDS
-from proclab.interpret.intervention import OPS, IntervenedAgent, Intervention
+from proclab.interpret.coordinates import LinearCoordinates
+from proclab.interpret.edit_target import EditArgs, agent_checkpoint, recorded, state_key
+from proclab.interpret.intervention import OPS, HeldAgent, Hold, IntervenedAgent, Intervention
 from proclab.interpret.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.plots import _plt, save_tight
 from proclab.interpret.progress import phases
@@ -52,34 +55,28 @@ ARMS = ("baseline", "intervened")
 
 
 @dataclass(frozen=True)
-class InterveneArgs(AnalysisArgs):
-    """Intervene: move, collapse or exchange basis directions of the agent's state updates; compare paired."""
+class InterveneArgs(EditArgs):
+    """Intervene: move, collapse, exchange or hold basis directions of the agent's state; compare paired.
+
+    With --sweep: every arm on every direction (see `proclab analyze intervene --sweep --help`)."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20, "n": 50, "videos": 2}}
 
     move: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
     """Move coordinate I of every state increment onto direction J (c'_J += c_I, c'_I = 0)."""
     collapse: Annotated[str | None, tyro.conf.arg(metavar="I")] = None
-    """Set coordinate I of every state increment to zero."""
+    """Set coordinate I of every state increment to zero (the state's coordinate stays at its start value)."""
     exchange: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
     """Swap coordinates I and J of every state increment."""
-    basis: str = "ica"
-    """Coordinates the intervention edits: ica (the folder's ICs) or pca (its first k PCs)."""
-    state: str | None = None
-    """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
-    basis was fitted on."""
+    hold: Annotated[str | None, tyro.conf.arg(metavar="I:ARM")] = None
+    """Hold coordinate I of the state at every step at its recorded mean, 5th or 95th percentile
+    (I:mean, I:p05, I:p95)."""
     where: str = "both"
     """real (play the environment), sim (the world model) or both."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent checkpoint for --where real (default: the folder's, else the world model's agent checkpoint)."""
     episodes: int = 200
     """Real: complete episodes per arm."""
-    split: str = "test1"
-    """Real: level split played (named or START:NUM)."""
     num_envs: int = 16
     """Real: parallel env slots per arm (each plays a fixed quota of episodes)."""
-    greedy: bool = True
-    """Real: take the most likely action (--no-greedy samples, with the same random stream in both arms)."""
     samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
     """Sim: sample store whose bottleneck vectors are re-simulated (default: the folder's)."""
     wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
@@ -88,51 +85,22 @@ class InterveneArgs(AnalysisArgs):
     """Sim: bottleneck vectors (the first N samples)."""
     videos: int = 4
     """Side-by-side videos of the first K pairs per setting."""
-    bootstrap: int = 2000
-    """Bootstrap resamples of the paired CIs."""
     batch_size: int = 64
     """Sim: rollouts simulated at once."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
-def intervention_of(args: InterveneArgs) -> Intervention:
-    given = [(op, getattr(args, op)) for op in OPS if getattr(args, op) is not None]
+EDIT_FLAGS = (*OPS, "hold")
+
+
+def intervention_of(args: InterveneArgs) -> Intervention | Hold:
+    given = [(op, getattr(args, op)) for op in EDIT_FLAGS if getattr(args, op) is not None]
     if len(given) != 1:
         raise ProclabError(
-            f"give exactly one intervention (--move I:J, --collapse I or --exchange I:J); got {len(given)}"
+            "give exactly one intervention (--move I:J, --collapse I, --exchange I:J or --hold I:ARM); "
+            f"got {len(given)}"
         )
-    return Intervention.parse(*given[0])
-
-
-def state_key(ws: Workspace, agent, given: str | None) -> str:
-    """The state tensor the folder's basis describes; ``--state`` must name it."""
-    from proclab.interpret.saliency import basis_hook
-    from proclab.worldmodel.state_codec import StateCodec
-
-    codec = StateCodec(agent.state_shapes())
-    source = ws.inputs.get("activation")
-    if source is None:
-        raise ProclabError(
-            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
-        )
-    hook = basis_hook(source, codec)
-    keys = [k for k, h in codec.hook_names().items() if h == hook]
-    if not keys:
-        raise ProclabError(
-            f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
-            f"states: fit the basis on one of {', '.join(codec.hook_names())}"
-        )
-    if given is not None and given != keys[0]:
-        if given not in codec.hook_names():
-            raise unknown_choice("state tensor", given, codec.hook_names())
-        raise ProclabError(
-            f"--state {given}: the folder's basis was fitted on {keys[0]}; fit a basis on "
-            f"state_out/{given} in another folder to intervene there"
-        )
-    return keys[0]
+    op, text = given[0]
+    return Hold.parse(text) if op == "hold" else Intervention.parse(op, text)
 
 
 def run_intervene(args: InterveneArgs) -> Path:
@@ -171,18 +139,6 @@ def run_intervene(args: InterveneArgs) -> Path:
 
 
 # -- real environment ----------------------------------------------------------------------------
-def _agent_checkpoint(args: InterveneArgs, ws: Workspace) -> Path:
-    if args.checkpoint is not None:
-        return args.checkpoint
-    if ws.inputs.get("checkpoint"):
-        return Path(ws.inputs["checkpoint"])
-    if ws.inputs.get("data"):
-        from proclab.interpret.activations import recording_checkpoint
-
-        return recording_checkpoint(EpisodeStore(ws.inputs["data"]))
-    raise ProclabError("--where real needs the agent: pass --checkpoint CHECKPOINT")
-
-
 def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
     from proclab.data import RecordArgs
@@ -288,25 +244,55 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
     return out
 
 
-def _arms(agent, basis, intervention: Intervention, key: str, args: InterveneArgs) -> dict[str, tuple]:
+def _arms(
+    agent, basis, edit: Intervention | Hold, key: str, args: InterveneArgs, rec: Recorded
+) -> dict[str, tuple]:
     """Per arm, its agent (the intervened one edits state ``key``) and the ``intervention`` record its
     store carries."""
-    intervened = IntervenedAgent(agent, basis, args.basis, intervention, key)
+    if isinstance(edit, Hold):
+        value = rec.held(edit.arm, edit.i, 1, np.random.default_rng(args.seed))[0]
+        coords = LinearCoordinates(basis, args.basis)
+        edit.check(coords.k)
+        intervened = HeldAgent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+    else:
+        intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
     return {
-        arm: (a, {"arm": arm, "spec": intervention.spec, "basis": args.basis, "state": key})
+        arm: (a, {"arm": arm, "spec": edit.spec, "basis": args.basis, "state": key})
         for arm, a in zip(ARMS, (agent, intervened), strict=True)
     }
+
+
+def placements(ws: Workspace, coords: LinearCoordinates, rec: Recorded, edit, store: Path) -> dict[str, dict]:
+    """Where the edited coordinates of the intervened arm's states lie in the recorded distribution
+    (per coordinate the edit changes, over every stored step)."""
+    from proclab.interpret.activations import read_activation
+
+    x = read_activation(EpisodeStore(store), ws.inputs["activation"]).x
+    c = coords.encode(x.astype(np.float64))
+    label = {"ica": "IC", "pca": "PC"}[coords.kind]
+    return {f"{label} {m}": rec.placement(m, c[:, m]) for m in edit.coordinates}
+
+
+def _placed(ws, basis, rec: Recorded, edit, args, store: Path) -> dict[str, dict]:
+    """:func:`placements` of the intervened store, with the one-line warning printed when one leaves
+    the data."""
+    placed = placements(ws, LinearCoordinates(basis, args.basis), rec, edit, store)
+    warning = off_data_warning(placed)
+    if warning:
+        print(warning, file=sys.stderr)
+    return placed
 
 
 def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
     from proclab.models.loading import load_agent
 
-    checkpoint = _agent_checkpoint(args, ws)
+    checkpoint = agent_checkpoint(ws, args.checkpoint, "--where real")
     ws.require_inputs(checkpoint=checkpoint)
     agent, _, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
+    rec = recorded(ws, LinearCoordinates(basis, args.basis), agent, key)
     paths = {}
-    for arm, (a, tag) in _arms(agent, basis, intervention, key, args).items():
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args, rec).items():
         with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
             attrs = {"intervention": tag}
             paths[arm] = record_arm(a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, attrs)
@@ -314,6 +300,7 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
     result = compare_real(base, inter, args.bootstrap, args.seed)
     result |= {
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
         "split": args.split,
         "greedy": args.greedy,
         "state": key,
@@ -435,10 +422,11 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
     key = state_key(ws, agent, args.state)
+    rec = recorded(ws, LinearCoordinates(basis, args.basis), agent, key)
     n = min(args.n, store.num_episodes)
     bottlenecks = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
     paths = {}
-    for arm, (a, tag) in _arms(agent, basis, intervention, key, args).items():
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args, rec).items():
         with ph.phase(f"simulation: {arm} ({n} samples)"):
             attrs = {"simulation": _simulation_record(settings, store.path, args.seed), "intervention": tag}
             paths[arm] = simulate_arm(
@@ -462,6 +450,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         source_of(ws, EpisodeStore(paths["baseline"])),
     )
     result |= {
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
         "steps": settings.steps,
         "modal": settings.modal,
         "greedy": settings.greedy,

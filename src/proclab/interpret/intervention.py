@@ -1,4 +1,4 @@
-"""Interventions on hidden-state directions: an agent whose state updates are edited in a basis.
+r"""Interventions on hidden-state directions: an agent whose state updates are edited in a basis.
 
 At every step the core's state tensor (``--state``, e.g. ``core.0.h``) changes by
 ``delta = h_t - h_{t-1}`` (``h_{t-1} = 0`` after a reset). With ``c`` the basis coordinates of
@@ -17,9 +17,14 @@ step's heads read *and* what is carried to the next step. The seed's version re-
 amount along the *from* direction and returned ``delta`` instead of the state; both are fixed
 here by construction (tests check the coordinates and residual of every increment).
 
-:class:`IntervenedAgent` keeps the Agent API (``initial_state``, ``step``, ``unroll``,
-``state_shapes``, hook points), so evaluation, recording and world-model simulation run it
-unchanged. It applies the edit at the core's per-step hook point of that tensor, which fires
+A :class:`Hold` edits the state itself instead: coordinate ``I`` of ``h'_t`` is set to one value
+at every step (:class:`HeldAgent`, through :func:`~proclab.interpret.coordinates.hold`), the
+on-data arms of :mod:`proclab.interpret.arms`. ``collapse I`` is the hold at the start state's
+coordinate: with every increment's coordinate zero, the state's never leaves its start value.
+
+Both are :class:`EditedAgent`\ s: they keep the Agent API (``initial_state``, ``step``, ``unroll``,
+``state_shapes``, hook points), so evaluation, recording and world-model simulation run them
+unchanged. The edit is applied at the core's per-step hook point of that tensor, which fires
 inside the core's time loop: ``unroll`` over ``T`` steps with resets equals ``T`` calls of
 ``step``, as for the plain agent.
 """
@@ -34,6 +39,7 @@ import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.coordinates import Coordinates, hold
 from proclab.models import AgentOutput
 from proclab.models.hooks import patch
 
@@ -71,6 +77,11 @@ class Intervention:
     def identity(self) -> bool:
         return self.op != "collapse" and self.i == self.j
 
+    @property
+    def coordinates(self) -> tuple[int, ...]:
+        """The coordinates the edit changes."""
+        return (self.i,) if self.j is None or self.j == self.i else (self.i, self.j)
+
     def check(self, k: int) -> None:
         """Both coordinates must exist in a basis of ``k`` directions."""
         for c in (self.i, self.j):
@@ -92,54 +103,88 @@ class Intervention:
         return out
 
 
-class IntervenedAgent:
-    """``agent`` with ``intervention`` applied to the increments of state tensor ``key`` (see the module
-    docstring). ``basis`` (fitted on that tensor) gives the coordinates, ``kind`` picks pca or ica.
+HOLD_ARMS = ("mean", "p05", "p95")
+"""The sweep's arms that hold one value for every episode (resample draws per episode: sweep only)."""
 
-    Everything but ``step``/``unroll`` is the wrapped agent's (``state_shapes``, ``config``, its
-    hook points, ``eval``, ...), so code that inspects an agent sees the same one.
+
+@dataclass(frozen=True)
+class Hold:
+    """Coordinate ``i`` of the state (not of its increments) held at the value of arm ``arm``
+    (:mod:`proclab.interpret.arms`) at every step."""
+
+    i: int
+    arm: str
+
+    @classmethod
+    def parse(cls, text: str) -> Hold:
+        """``"3:mean"`` -> hold coordinate 3 at its recorded mean."""
+        m = re.fullmatch(r"(\d+):(\w+)", text.strip())
+        if m is None or m.group(2) not in HOLD_ARMS:
+            raise ProclabError(
+                f"--hold {text!r}: expected I:ARM with ARM one of {', '.join(HOLD_ARMS)} (e.g. --hold 3:mean; "
+                "resample-ablation draws per episode: use --sweep --arms resample --directions I)"
+            )
+        return cls(int(m.group(1)), m.group(2))
+
+    @property
+    def spec(self) -> str:
+        return f"hold {self.i}:{self.arm}"
+
+    @property
+    def coordinates(self) -> tuple[int, ...]:
+        return (self.i,)
+
+    def check(self, k: int) -> None:
+        if not 0 <= self.i < k:
+            raise ProclabError(f"--hold: coordinate {self.i} is outside the basis' directions 0-{k - 1}")
+
+
+class EditedAgent:
+    """``agent`` whose state tensor ``key`` is replaced at every step by :meth:`edit` of it.
+
+    The edit runs at the core's per-step hook point of that tensor, so the edited state is what
+    the step's heads read and what the next step starts from. Everything but ``step``/``unroll``
+    is the wrapped agent's (``state_shapes``, ``config``, its hook points, ``eval``, ...), so code
+    that inspects an agent sees the same one.
     """
 
-    def __init__(self, agent, basis, kind: str, intervention: Intervention, key: str):
+    def __init__(self, agent, key: str, dim: int):
         shapes = agent.state_shapes()
         if key not in shapes:
             raise unknown_choice("state tensor", key, shapes)
         width = int(torch.Size(shapes[key]).numel())
-        if basis.dim != width:
+        if dim != width:
             raise ProclabError(
-                f"the basis has {basis.dim} dimensions but state {key!r} has {width}; fit the basis "
+                f"the basis has {dim} dimensions but state {key!r} has {width}; fit the basis "
                 f"on that state (analyze hidden --state state_out/{key})"
             )
-        directions = torch.as_tensor(basis.directions(kind))
-        intervention.check(directions.shape[0])
-        self.agent, self.basis, self.kind, self.intervention, self.key = agent, basis, kind, intervention, key
+        self.agent, self.key = agent, key
         prefix, name = key.rsplit(".", 1)
         self.hook = f"{prefix}.hook_{name}"
-        self._directions = directions
 
     def __getattr__(self, name: str):
         if name == "agent":  # not set yet (copying, unpickling): no recursion
             raise AttributeError(name)
         return getattr(self.agent, name)
 
-    def edit(self, h: Tensor, prev: Tensor) -> Tensor:
-        """``h'_t`` from the plain ``h_t`` and the carried ``h_{t-1}`` (both ``(B, D)``)."""
-        c = self.basis.increment_coords(h - prev, self.kind)
-        d = self._directions.to(device=h.device, dtype=h.dtype)
-        return h + (self.intervention.apply(c) - c) @ d
+    def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
+        """``h'_t`` from the plain ``h_t`` and the carried ``h_{t-1}`` (both ``(B, D)``; zero after a
+        reset, where ``first`` is set)."""
+        raise NotImplementedError
 
     def unroll(
         self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
     ) -> tuple[AgentOutput, dict[str, Tensor]]:
         """The wrapped agent's ``unroll`` with every step's state ``key`` edited."""
         carried = {"prev": state[self.key], "t": 0}
-        keeps = (~firsts.bool()).float()
+        firsts = firsts.bool()
         shape = self.agent.state_shapes()[self.key]
 
         def fn(h: Tensor) -> Tensor:
             t = carried["t"]
-            prev = carried["prev"].to(h.dtype) * keeps[t].to(h.dtype).view(-1, *([1] * len(shape)))
-            out = self.edit(h.reshape(h.shape[0], -1), prev.reshape(h.shape[0], -1)).view_as(h)
+            keep = (~firsts[t]).to(h.dtype).view(-1, *([1] * len(shape)))
+            prev = carried["prev"].to(h.dtype) * keep
+            out = self.edit(h.reshape(h.shape[0], -1), prev.reshape(h.shape[0], -1), firsts[t]).view_as(h)
             carried["prev"], carried["t"] = out, t + 1
             return out
 
@@ -159,3 +204,48 @@ class IntervenedAgent:
         return AgentOutput(out.logits.squeeze(0), out.value.squeeze(0)), state
 
     __call__ = unroll
+
+
+class IntervenedAgent(EditedAgent):
+    """``agent`` with ``intervention`` applied to the increments of state tensor ``key`` (see the module
+    docstring). ``basis`` (fitted on that tensor) gives the coordinates, ``kind`` picks pca or ica."""
+
+    def __init__(self, agent, basis, kind: str, intervention: Intervention, key: str):
+        super().__init__(agent, key, basis.dim)
+        directions = torch.as_tensor(basis.directions(kind))
+        intervention.check(directions.shape[0])
+        self.basis, self.kind, self.intervention = basis, kind, intervention
+
+    def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
+        c = self.basis.increment_coords(h - prev, self.kind)
+        return h + self.basis.along(self.intervention.apply(c) - c, self.kind)
+
+
+class HeldAgent(EditedAgent):
+    """``agent`` with, in row ``r`` of every step's state ``key``, coordinate ``dims[r]`` of ``coords``
+    held at ``values[r]`` (:func:`~proclab.interpret.coordinates.hold`; rows with ``dims[r] < 0`` play
+    the plain agent). :meth:`plan` sets them before a step: a batched sweep gives every row its own
+    direction and value; 0-d ``dims`` and ``values`` hold one coordinate at one value in every row."""
+
+    def __init__(self, agent, coords: Coordinates, key: str):
+        super().__init__(agent, key, coords.dim)
+        self.coords = coords
+        self.dims: Tensor | None = None
+        self.values: Tensor | None = None
+
+    def plan(self, dims: Tensor, values: Tensor) -> HeldAgent:
+        """The next steps' edit: per row (or for all rows), the coordinate held (``-1``: none) and its value."""
+        if int(dims.max()) >= self.coords.k:
+            raise ProclabError(
+                f"coordinate {int(dims.max())} is outside the basis' directions 0-{self.coords.k - 1}"
+            )
+        self.dims, self.values = dims, values
+        return self
+
+    def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
+        if self.dims is None or self.values is None:
+            raise RuntimeError("HeldAgent.plan(dims, values) must be called before stepping")
+        n = len(h)
+        dims = self.dims.to(h.device).expand(n) if self.dims.dim() == 0 else self.dims.to(h.device)
+        values = self.values.to(device=h.device, dtype=h.dtype)
+        return hold(self.coords, h, dims, values.expand(n) if values.dim() == 0 else values)

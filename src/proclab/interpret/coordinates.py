@@ -1,0 +1,68 @@
+"""The coordinates an intervention edits: a basis seen as an encode/decode pair of a state tensor.
+
+An edit reads a state's coordinates ``c = encode(h)`` (``(N, D)`` -> ``(N, k)``), changes some of
+them to ``c'`` and writes the change back, ``h' = h + decode(c') - decode(c)``. What the
+coordinates do not describe (the directions a PCA/ICA leaves out, a dictionary's reconstruction
+error) is kept as it was, and an edit that changes nothing gives back ``h`` bit for bit: both
+decodes are the same computation, so their difference is exactly zero. That is the whole
+contract a basis needs for the sweep's arms (:func:`hold`): a linear basis (PCA, ICA:
+:class:`LinearCoordinates`) writes back ``(c' - c) @ directions``, an overcomplete sparse
+dictionary only brings its own ``encode`` and ``decode``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from proclab.interpret.basis import Basis, Kind
+
+
+class Coordinates:
+    """``k`` coordinates of a ``dim``-float state: subclasses give ``encode`` and ``decode``."""
+
+    k: int
+    dim: int
+
+    def encode(self, h: Tensor) -> Tensor:
+        """``(N, dim)`` states -> ``(N, k)`` coordinates."""
+        raise NotImplementedError
+
+    def decode(self, c: Tensor) -> Tensor:
+        """``(N, k)`` coordinates -> the ``(N, dim)`` part of a state they describe."""
+        raise NotImplementedError
+
+    def write(self, h: Tensor, c: Tensor, c_new: Tensor) -> Tensor:
+        """``h`` (whose coordinates are ``c``) with its coordinates changed to ``c_new``."""
+        return h + (self.decode(c_new) - self.decode(c))
+
+
+class LinearCoordinates(Coordinates):
+    """The PCA or ICA coordinates of a :class:`~proclab.interpret.basis.Basis` (``kind``)."""
+
+    def __init__(self, basis: Basis, kind: Kind):
+        self.basis, self.kind = basis, kind
+        self.k, self.dim = basis.directions(kind).shape
+
+    def encode(self, h: Tensor) -> Tensor:
+        return self.basis.to_coords(h, self.kind)
+
+    def decode(self, c: Tensor) -> Tensor:
+        return self.basis.along(c, self.kind) + torch.as_tensor(
+            self.basis.origin, dtype=c.dtype, device=c.device
+        )
+
+    def write(self, h: Tensor, c: Tensor, c_new: Tensor) -> Tensor:
+        """Linear: the origin cancels, ``h + (c_new - c) @ directions`` (exactly ``h`` when equal)."""
+        return h + self.basis.along(c_new - c, self.kind)
+
+
+def hold(coords: Coordinates, h: Tensor, dims: Tensor, values: Tensor) -> Tensor:
+    """Per row ``r`` of ``h`` (``(N, dim)``): coordinate ``dims[r]`` set to ``values[r]``, the others
+    and the residual kept; rows with ``dims[r] < 0`` are returned untouched."""
+    c = coords.encode(h)
+    edited = dims >= 0
+    rows = edited.nonzero().squeeze(1)
+    c_new = c.clone()
+    c_new[rows, dims[rows]] = values[rows].to(c.dtype)
+    return torch.where(edited[:, None], coords.write(h, c, c_new), h)
