@@ -51,6 +51,13 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "Clusters of dreamed behaviour and an example video of each.",
         ("analysis/behaviours/*.png", "analysis/behaviours/videos/*.mp4"),
     ),
+    (
+        "Interventions",
+        "Each IC held at its recording mean, a resampled recorded value, its 5th and 95th percentiles, and "
+        "by increment-collapse, on paired held-out levels of the real game: changes against the plain agent "
+        "with corrected confidence intervals (analysis/sweep/sweep_table.txt has every number).",
+        ("analysis/sweep/*.png",),
+    ),
 )
 """(title, caption, globs relative to the folder) per media section, in page order."""
 

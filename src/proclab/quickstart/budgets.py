@@ -47,7 +47,7 @@ class Budget:
     analysis: str
     """Preset of the analyses (``proclab analyze ... --preset``)."""
     overrides: dict[str, dict] = field(default_factory=dict)
-    """Per analysis (hidden, env, saliency, behaviours, panel), fields replacing the preset's."""
+    """Per analysis (hidden, env, saliency, behaviours, intervene, panel), fields replacing the preset's."""
 
 
 BUDGETS: dict[str, Budget] = {
@@ -86,6 +86,7 @@ BUDGETS: dict[str, Budget] = {
                 "stability": False,
             },
             "panel": {"samples": 12, "real": 2, "background": 100},
+            "intervene": {"levels": 2, "rows": 16, "permutations": 100, "bootstrap": 100},
         },
     ),
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.
@@ -108,6 +109,7 @@ BUDGETS: dict[str, Budget] = {
             "saliency": {"ids": "0:4", "strips": 4, "videos": 2},
             "behaviours": {"videos": 8},
             "panel": {"samples": 300, "real": 20},
+            "intervene": {"levels": 10},
         },
     ),
     # About an hour on a CPU: the agent and the world model train long enough to be good.
@@ -126,7 +128,7 @@ BUDGETS: dict[str, Budget] = {
         samples=1000,
         dream_windows=256,
         analysis="small",
-        overrides={"saliency": {"ids": "0:16"}, "panel": {"samples": 1000}},
+        overrides={"saliency": {"ids": "0:16"}, "panel": {"samples": 1000}, "intervene": {"levels": 100}},
     ),
     # interpreting-rl-behavior's scale (days on a GPU): its agent, 4000 episodes, its world model
     # and analyses at their published sizes.
@@ -145,7 +147,7 @@ BUDGETS: dict[str, Budget] = {
         samples=4000,
         dream_windows=1024,
         analysis="paper",
-        overrides={"panel": {"samples": 4000}},
+        overrides={"panel": {"samples": 4000}, "intervene": {"levels": 1000}},
     ),
 }
 

@@ -354,6 +354,31 @@ def behaviours(ctx: Context) -> dict[str, Any]:
     return {"folder": ctx.rel(_analysis(ctx, "behaviours"))}
 
 
+def intervene(ctx: Context) -> dict[str, Any]:
+    """The intervention sweep: every IC held at on-data values (mean, a resampled recorded value, the 5th
+    and 95th percentiles) and by increment-collapse, on paired held-out levels of the real game."""
+    from proclab.interpret.cli import defaults
+    from proclab.interpret.sweep import SweepArgs
+    from proclab.interpret.sweep_command import run_sweep
+
+    ctx.fresh("analysis/sweep")
+    if ctx.state_source():
+        ctx.console.print("no sweep: a feed-forward agent carries no state whose directions could be held")
+        return {"folder": None}
+    s = ctx.settings
+    args = replace(
+        defaults(SweepArgs, ctx.budget.analysis),
+        out=ctx.out / "analysis",
+        seed=s.seed,
+        split=list(ctx.splits())[-1],
+        device="cpu" if s.device == "auto" else s.device,
+        **ctx.budget.overrides.get("intervene", {}),
+    )
+    out = run_sweep(args)
+    ctx.console.print(f"outputs in {out}")
+    return {"folder": ctx.rel(out)}
+
+
 def panel(ctx: Context) -> dict[str, Any]:
     from proclab.panel.export import ExportArgs, export
 
@@ -389,6 +414,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("env", "the simulator's environment states", env),
     Stage("saliency", "what the value, the action and the first ICs depend on", saliency),
     Stage("behaviours", "behaviour clusters of the dreams", behaviours),
+    Stage("intervene", "every IC held on and off the data, in the real game", intervene),
     Stage("panel", "the interactive panel", panel),
 )
 """Every stage in order: ``--from NAME`` takes one of these names."""
