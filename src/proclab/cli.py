@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data export": ("proclab.data.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
+    "wm frame-error": (
+        "proclab.worldmodel.frame_error",
+        "dream quality: frame error per step against repeat-last-frame and level-mean baselines",
+    ),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
     "analyze": (
         "proclab.interpret.cli",

@@ -1,5 +1,7 @@
 """Dream quality: per-step frame errors of the model and of the two baselines, against a slow reference."""
 
+import json
+
 import numpy as np
 from PIL import Image
 
@@ -62,3 +64,39 @@ def test_baselines_match_a_window_by_window_reference_and_the_model_errors_are_f
     assert plot_frame_errors(result, tmp_path / "q.png").stat().st_size > 5000
     strip = prediction_strip(wm, agent, data, ckpt.meta["reward_field"], rt, tmp_path / "s.png", steps=STEPS)
     assert Image.open(strip).size[1] == 2 * 4 * 64 * 2  # 2 windows x (true + 3 predictors) rows, 2x scale
+
+
+def test_wm_frame_error_command_writes_what_the_function_computes(trained_run, store, tmp_path):
+    from proclab.cli import main
+
+    out = tmp_path / "dream.json"
+    main(
+        [
+            "wm",
+            "frame-error",
+            str(trained_run),
+            "--data",
+            str(store),
+            "--out",
+            str(out),
+            "--steps",
+            "3",
+            "--windows",
+            "5",
+            "--seed",
+            "3",
+            "--plot",
+            str(tmp_path / "d.png"),
+            "--strip",
+            str(tmp_path / "s.png"),
+            "--device",
+            "cpu",
+        ]
+    )
+    rt = make_runtime("cpu", "fp32")
+    wm, agent, ckpt = load_world_model(trained_run, rt)
+    expected = frame_errors(
+        wm, agent, EpisodeStore(store), ckpt.meta["reward_field"], rt, steps=3, windows=5, seed=3
+    )
+    assert json.loads(out.read_text()) == expected
+    assert (tmp_path / "d.png").stat().st_size > 5000 and (tmp_path / "s.png").is_file()

@@ -155,8 +155,7 @@ def adopt(ctx: Context) -> dict[str, Any]:
 
 def evaluate(ctx: Context) -> dict[str, Any]:
     """The agent on its training levels and on held-out levels, and a uniformly random agent beside it."""
-    from proclab.models.scripted import ScriptedAgent
-    from proclab.rl.evaluate import EvalArgs, evaluate, run_evaluation
+    from proclab.rl.evaluate import EvalArgs, run_evaluation
 
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("eval.json")
@@ -167,23 +166,13 @@ def evaluate(ctx: Context) -> dict[str, Any]:
             split=tuple(roles),
             episodes=b.eval_episodes,
             seed=s.seed,
-            out=path,
+            random_baseline=True,
             device=s.device,
             precision=s.precision,
         )
     )
-    env_config, rt = evaluation.env_config, evaluation.runtime
-    random_agent = ScriptedAgent.uniform(evaluation.agent.config.num_actions)
-    rows = []
-    for split in roles:
-        result = evaluate(random_agent, env_config, split, b.eval_episodes, rt, seed=s.seed, envs_per_game=64)
-        rows += [r.summary(env_config.mode) for r in result.values()]
-    table = evaluation.table
-    table["random"] = rows
-    table["roles"] = roles
+    table = {**evaluation.table, "roles": roles}
     path.write_text(json.dumps(table, indent=2))
-    for row in rows:
-        ctx.console.print(f"random agent, {row['split']}: {row['return_mean']:.2f} ± {row['return_std']:.2f}")
     return {"eval": ctx.rel(path)}
 
 

@@ -215,6 +215,9 @@ class EvalArgs(RuntimeConfig):
     hard for every other mode; Procgen publishes constants for easy and hard only)."""
     seed: int = 0
     """Seed of the evaluation envs and action sampling."""
+    random_baseline: bool = False
+    """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
+    return should be read against (rows under "random" in the JSON)."""
     json: bool = False
     """Print the results as JSON."""
     out: Path | None = None
@@ -308,6 +311,8 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
             )
             rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     table = results_table(rows, env_config.mode, args.score_table)
+    if args.random_baseline:
+        table["random"] = random_rows(agent.config.num_actions, env_config, split_names, episodes, rt, args)
     table.update(
         checkpoint=str(ckpt.path),
         step=ckpt.step,
@@ -316,6 +321,27 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
         reset_every=args.reset_every,
     )
     return Evaluation(table, agent, env_config, rt, episodes)
+
+
+def random_rows(
+    num_actions: int,
+    env_config: EnvConfig,
+    split_names: tuple[str, ...],
+    episodes: int,
+    rt: Runtime,
+    args: EvalArgs,
+) -> list[dict]:
+    """A uniformly random agent's summary rows on the same splits, episodes and seed (its action draws
+    seeded afresh, so they do not depend on how many the agent's evaluation took)."""
+    from proclab.models.scripted import ScriptedAgent
+
+    torch.manual_seed(args.seed)
+    agent = ScriptedAgent.uniform(num_actions)
+    rows = []
+    for split in split_names:
+        res = evaluate(agent, env_config, split, episodes, rt, envs_per_game=64, seed=args.seed)
+        rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
+    return rows
 
 
 def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> None:
@@ -371,7 +397,7 @@ def rows_table(table: dict, title: str, several_games: bool) -> Table:
     t = Table(title=title)
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")
-    for r in table["rows"]:
+    for r in table["rows"] + [{**r, "game": f"{r['game']} (random agent)"} for r in table.get("random", [])]:
         t.add_row(
             r["split"],
             r["game"],

@@ -18,11 +18,13 @@ numbers depend only on the windows picked (``seed``).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
+import tyro
 from torch import Tensor
 from torch.utils.data import default_collate
 
@@ -170,3 +172,52 @@ def prediction_strip(
         draw.text((6, i * H * 2 + H - 6), label, fill="black")
     canvas.save(path)
     return path
+
+
+@dataclass(frozen=True)
+class FrameErrorArgs:
+    """Dream quality of a world model: frame error per simulated step of its teacher-forced, imagined and
+    closed-loop predictions against repeating the last frame and the level's mean frame."""
+
+    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")]
+    """World-model checkpoint, or its run directory (the latest checkpoint)."""
+    data: Path
+    """Episode store to measure on; held-out episodes the model never trained on (proclab record --split)."""
+    out: Path
+    """JSON file of the errors (steps, windows, mse per predictor and baseline)."""
+    plot: Path | None = None
+    """Also draw the errors per step (PNG)."""
+    strip: Path | None = None
+    """Also draw two windows as true | teacher-forced | imagined | closed loop frames (PNG)."""
+    steps: int = 5
+    """Simulated steps measured after the last frame the model saw."""
+    windows: int = 64
+    """Windows of the store measured (a seeded pick)."""
+    seed: int = 0
+    """Seed of the window pick."""
+    device: str = "auto"
+    """Torch device."""
+
+
+def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
+    from proclab.errors import ProclabError
+    from proclab.io.runs import write_json_atomic
+    from proclab.run.runtime import make_runtime
+    from proclab.worldmodel.checkpoint import load_world_model
+
+    args = tyro.cli(FrameErrorArgs, args=argv, prog=prog)
+    if args.steps < 1 or args.windows < 1:
+        raise ProclabError(f"--steps and --windows must be >= 1, got {args.steps} and {args.windows}")
+    rt = make_runtime(args.device, "fp32")
+    wm, agent, ckpt = load_world_model(args.checkpoint, rt)
+    store = EpisodeStore(args.data)
+    field = ckpt.meta["reward_field"]
+    result = frame_errors(wm, agent, store, field, rt, steps=args.steps, windows=args.windows, seed=args.seed)
+    write_json_atomic(args.out, result)
+    for name, values in result["mse"].items():
+        print(f"{name:>18}: " + "  ".join("-" if v is None else f"{v:.4f}" for v in values))
+    if args.plot is not None:
+        plot_frame_errors(result, args.plot)
+    if args.strip is not None:
+        prediction_strip(wm, agent, store, field, rt, args.strip, steps=args.steps, seed=args.seed)
+    print(f"frame errors on {result['windows']} windows -> {args.out}")

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The study of interpreting-rl-behavior's own CoinRun agent at the seed's scale (docs/study-coinrun.md).
+#
+#   bash benchmarks/study_coinrun.sh CHECKPOINT [STAGE ...]
+#
+# CHECKPOINT is model_78053376.pth (docs/import.md says where it is published). With no STAGE every
+# stage runs in order; naming stages reruns only those (each reads what the earlier ones left in
+# $STUDY, default ./study-coinrun). Every stage prints one JSON line (and appends it to
+# $STUDY/timings.jsonl): its wall time, peak resident memory and exit status, measured by GNU time,
+# with the load average before and after it, since a busy machine stretches wall times.
+set -euo pipefail
+CHECKPOINT=${1:?usage: study_coinrun.sh CHECKPOINT [STAGE ...]}
+shift
+STUDY=${STUDY:-study-coinrun}
+PROCLAB=${PROCLAB:-proclab}
+SEED=${SEED:-0}
+RECORD_EPISODES=${RECORD_EPISODES:-4000}
+EVAL_EPISODES=${EVAL_EPISODES:-1000}
+SWEEP_LEVELS=${SWEEP_LEVELS:-1000}
+WM_SECONDS=${WM_SECONDS:-7200}
+AGENT=$STUDY/agent
+ANALYSIS=$STUDY/analysis
+HELD_OUT=1000000:100000   # levels the agent never saw: it trained on [0, 1M)
+mkdir -p "$STUDY"
+
+stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JSON line
+    local name=$1
+    shift
+    local before
+    before=$(cut -d' ' -f1 /proc/loadavg)
+    /usr/bin/time -o "$STUDY/.time" -f "%e %M %x" "$@"
+    read -r wall rss status < "$STUDY/.time"
+    local line="{\"stage\": \"$name\", \"wall_s\": $wall, \"peak_rss_mb\": $((rss / 1024)), \"exit\": $status, \"load_before\": $before, \"load_after\": $(cut -d' ' -f1 /proc/loadavg), \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\", \"cores\": $(nproc)}"
+    echo "$line" | tee -a "$STUDY/timings.jsonl"
+}
+
+import_agent() { stage import "$PROCLAB" import "$CHECKPOINT" --out "$AGENT" --force; }
+
+evaluate() {  # held-out and training levels, sampled and greedy, beside a uniformly random agent
+    stage eval-sampled "$PROCLAB" eval "$AGENT" --split train-1m --split "$HELD_OUT" \
+        --episodes "$EVAL_EPISODES" --envs-per-game 64 --random-baseline --seed "$SEED" --out "$STUDY/eval-sampled.json"
+    stage eval-greedy "$PROCLAB" eval "$AGENT" --split train-1m --split "$HELD_OUT" --greedy \
+        --episodes "$EVAL_EPISODES" --envs-per-game 64 --seed "$SEED" --out "$STUDY/eval-greedy.json"
+}
+
+record() {
+    rm -rf "$STUDY/episodes" "$STUDY/episodes-heldout"
+    stage record "$PROCLAB" record "$AGENT" --episodes "$RECORD_EPISODES" --seed "$SEED" --out "$STUDY/episodes"
+    stage record-heldout "$PROCLAB" record "$AGENT" --episodes 256 --split "$HELD_OUT" --seed "$SEED" \
+        --out "$STUDY/episodes-heldout"
+}
+
+hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes"; }
+
+sweep() {
+    stage sweep "$PROCLAB" analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" \
+        --split "$HELD_OUT" --no-greedy --seed "$SEED"
+}
+
+wm() {
+    stage wm-train "$PROCLAB" wm train --size paper --data "$STUDY/episodes" --run-root "$STUDY/runs" \
+        --name study --time-limit "$WM_SECONDS"
+    local run
+    run=$(ls -d "$STUDY"/runs/wm/coinrun/study/* | tail -1)
+    rm -rf "$STUDY/samples"
+    stage wm-sample "$PROCLAB" wm sample "$run" --n 1000 --out "$STUDY/samples" --seed "$SEED"
+    stage dream-quality "$PROCLAB" wm frame-error "$run" --data "$STUDY/episodes-heldout" --windows 256 \
+        --out "$STUDY/dream.json" --strip "$STUDY/dream-strip.png"
+}
+
+dreams() {  # the analyses of the dreams, and how far dreamed hidden states drift from real ones
+    stage hidden-dreams "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes" \
+        --samples "$STUDY/samples"
+    stage env "$PROCLAB" analyze env --preset paper --out "$ANALYSIS"
+    stage saliency "$PROCLAB" analyze saliency --preset paper --out "$ANALYSIS" --target value --target action \
+        --target ic:0-15
+    stage behaviours "$PROCLAB" analyze behaviours --preset paper --out "$ANALYSIS"
+}
+
+panel() {
+    rm -rf "$STUDY/panel"
+    stage panel "$PROCLAB" panel export "$ANALYSIS" --out "$STUDY/panel" --eval "$STUDY/eval-sampled.json" \
+        --title "interpreting-rl-behavior's CoinRun agent"
+}
+
+STAGES=(import_agent evaluate record hidden sweep wm dreams panel)
+for s in "${@:-${STAGES[@]}}"; do
+    "$s"
+done
