@@ -37,6 +37,15 @@ TINY_PPO = [
     "2",
 ]
 """A PPO run of a few seconds: the tiny preset on 4 envs x 32 steps (add --val-num-envs, TINY_FLAGS, ...)."""
+
+
+def with_game(args: list[str], *games: str) -> list[str]:
+    """``args`` with its ``--game`` list replaced by ``games`` (a command refuses --game given twice)."""
+    at = args.index("--game")
+    end = next((i for i in range(at + 1, len(args)) if args[i].startswith("--")), len(args))
+    return [*args[:at], "--game", *games, *args[end:]]
+
+
 TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
 
 
