@@ -31,6 +31,7 @@ from proclab.interpret.hidden import HiddenArgs, run_hidden
 from proclab.interpret.intervene import InterveneArgs, run_intervene
 from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
 from proclab.interpret.visualize import VisualizeArgs, run_visualize
+from proclab.interpret.workspace import discard_staged
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
@@ -85,5 +86,8 @@ def main(argv: list[str], prog: str = "proclab analyze") -> None:
     if name not in ANALYSES:
         raise unknown_choice("analysis", name, ANALYSES)
     args = parse(name, argv[1:], f"{prog} {name}")
-    out = ANALYSES[name][1](args)
+    try:
+        out = ANALYSES[name][1](args)
+    finally:  # a failed command (an error, a full disk) leaves no staging folder behind
+        discard_staged(args.out)
     print(f"outputs in {out}")

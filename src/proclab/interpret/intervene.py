@@ -167,7 +167,7 @@ def run_intervene(args: InterveneArgs) -> Path:
     summary["seconds"] = round(time.time() - start, 3)
     write_json_atomic(out / "summary.json", summary)
     ws.record_command(NAME, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
-    return out
+    return ws.final(out)
 
 
 # -- real environment ----------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from safetensors.torch import load as safetensors_load
 from safetensors.torch import save as safetensors_bytes
 
 from proclab.errors import ProclabError
-from proclab.io.files import replacing
+from proclab.io.files import replacing, sweep_temporaries
 
 FORMAT = "proclab-checkpoint"
 FORMAT_VERSION = 1
@@ -88,6 +88,7 @@ def save_checkpoint(
 ) -> Path:
     """Write a checkpoint directory atomically (temporary directory + rename), fsync'ed before the rename."""
     path = Path(path)
+    sweep_temporaries(path.parent)  # what a killed writer left
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in weights.items()}
     files = {WEIGHTS: safetensors_bytes(tensors)}
     if train_state is not None:

@@ -13,7 +13,8 @@ resumes from its last complete checkpoint once space is freed. :func:`disk_error
 appends and foreign writers (zarr, TensorBoard) the same translation.
 
 **Leftovers.** The temporaries of a process killed mid-write cannot be removed by it;
-:func:`sweep_temporaries` removes those of dead processes the next time a folder is written.
+:func:`sweep_temporaries` removes those of dead processes when a writer of that folder starts
+(checkpoints, analysis folders, panels).
 
 **Reading.** :func:`read_json` and :func:`load_npz` turn a missing, empty, truncated or corrupt
 file into a :class:`~proclab.errors.ProclabError` naming the file and the problem.
@@ -98,7 +99,6 @@ def replacing(path: str | Path, what: str) -> Iterator[Path]:
     path = Path(path)
     with disk_errors(path, what):
         path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_temporaries(path.parent)
     tmp = temporary_sibling(path)
     try:
         with disk_errors(path, what):
