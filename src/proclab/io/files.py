@@ -123,6 +123,10 @@ def write_json(path: str | Path, data: Any, what: str = "JSON file", indent: int
     return write_bytes(path, json.dumps(data, indent=indent, default=str).encode(), what)
 
 
+def write_text(path: str | Path, text: str, what: str) -> Path:
+    return write_bytes(path, text.encode(), what)
+
+
 def save_npz(path: str | Path, what: str = "arrays", **arrays: Any) -> Path:
     """``np.savez`` to ``path``, atomically."""
     with replacing(path, what) as tmp, open(tmp, "wb") as f:

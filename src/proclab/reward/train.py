@@ -557,9 +557,10 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
 
 def append_summary(path: Path, rows: list[dict]) -> None:
     """Append rows to a summary CSV, writing the header if the file is new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with disk_errors(path, "T-REX summary"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as f:
+    with disk_errors(path, "T-REX summary"), open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
         if new:
             writer.writeheader()

@@ -27,6 +27,7 @@ from torch import Tensor
 from torch.utils.data import default_collate
 
 from proclab.data import EpisodeStore
+from proclab.io.files import save_figure
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import imagined, teacher_forced
@@ -126,7 +127,7 @@ def plot_frame_errors(result: dict, path: Path) -> Path:
     ax.set_xticks(result["steps"])
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
