@@ -349,16 +349,20 @@ class ShardWriter:
 
     @staticmethod
     async def _grow_and_write(blocks: list) -> None:
-        """Grow every array, then write the new rows of all of them concurrently."""
-        await asyncio.gather(
-            *(
+        """Grow every array, then write the new rows of all of them concurrently. A failure (a full
+        disk) is raised once every write has ended, so that none is left half-done behind it."""
+        for step in (
+            (
                 arr.resize((old + len(block), *arr.shape[1:]), delete_outside_chunks=False)
                 for arr, old, block in blocks
-            )
-        )
-        await asyncio.gather(
-            *(arr.setitem(slice(old, old + len(block)), block) for arr, old, block in blocks)
-        )
+            ),
+            (arr.setitem(slice(old, old + len(block)), block) for arr, old, block in blocks),
+        ):
+            failed = [
+                r for r in await asyncio.gather(*step, return_exceptions=True) if isinstance(r, BaseException)
+            ]
+            if failed:
+                raise failed[0]
 
     def commit_record(self) -> dict:
         def fields(group):

@@ -30,7 +30,9 @@ class Ledger:
         if self.path.is_file():
             saved = read_json(self.path, "quickstart ledger")
             if not isinstance(saved, dict):
-                raise ProclabError(f"quickstart ledger {str(self.path)!r} is corrupt; delete it to start over")
+                raise ProclabError(
+                    f"quickstart ledger {str(self.path)!r} is corrupt; delete it to start over"
+                )
             if saved.get("settings") == settings:
                 self.stages = dict(saved.get("stages", {}))
 
