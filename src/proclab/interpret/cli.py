@@ -31,8 +31,9 @@ from proclab.interpret.hidden import HiddenArgs, run_hidden
 from proclab.interpret.intervene import InterveneArgs, run_intervene
 from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
 from proclab.interpret.visualize import VisualizeArgs, run_visualize
-from proclab.interpret.workspace import discard_staged
+from proclab.interpret.workspace import discard_staged, published_path
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
+from proclab.io.files import DiskFullError
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
@@ -88,6 +89,8 @@ def main(argv: list[str], prog: str = "proclab analyze") -> None:
     args = parse(name, argv[1:], f"{prog} {name}")
     try:
         out = ANALYSES[name][1](args)
+    except DiskFullError as err:  # name the output the user knows, not its staging copy
+        raise DiskFullError(published_path(err.path), err.what, err.err) from None
     finally:  # a failed command (an error, a full disk) leaves no staging folder behind
         discard_staged(args.out)
     print(f"outputs in {out}")

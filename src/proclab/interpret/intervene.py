@@ -318,7 +318,7 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
         "greedy": args.greedy,
         "state": key,
         "checkpoint": str(checkpoint),
-        "stores": {a: str(p) for a, p in paths.items()},
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
     }
     files = [str(p) for p in paths.values()]
     files.append(
@@ -467,7 +467,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         "greedy": settings.greedy,
         "state": key,
         "world_model": str(ckpt.path),
-        "stores": {a: str(p) for a, p in paths.items()},
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
     }
     if note:
         result["behaviours_note"] = note

@@ -133,10 +133,7 @@ class Workspace:
 
     def final(self, path: str | Path) -> Path:
         """Where a staged ``path`` lives once published (other paths unchanged)."""
-        path = Path(path)
-        if self._staging is not None and path.is_relative_to(self._staging):
-            return self.path / path.relative_to(self._staging)
-        return path
+        return published_path(Path(path))
 
     def _publish(self, name: str) -> None:
         """Withdraw ``name``'s old record, then rename every staged output over the previous one."""
@@ -196,6 +193,12 @@ class Workspace:
         if self.basis_path.is_file() or needed:
             return self.basis(), self.inputs.get("activation")
         return None, None
+
+
+def published_path(path: Path) -> Path:
+    """Where a file written into a staging folder will be once published (others unchanged)."""
+    parts = [p for p in path.parts if not (p.startswith(f".{STAGING}.tmp-"))]
+    return Path(*parts)
 
 
 def discard_staged(folder: str | Path) -> None:

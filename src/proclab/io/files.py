@@ -47,6 +47,7 @@ class DiskFullError(ProclabError):
     """The disk (or the user's quota) filled up while proclab wrote ``path``."""
 
     def __init__(self, path: str | Path, what: str, err: OSError):
+        self.path, self.what, self.err = Path(path), what, err
         super().__init__(
             f"cannot write {what} {str(path)!r}: {err.strerror or os.strerror(err.errno)}; "
             "free some space (or write elsewhere) and run the command again"
