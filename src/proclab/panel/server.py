@@ -64,6 +64,15 @@ def resolve_request(root: Path, raw_path: str) -> Path | None:
     return resolved
 
 
+class PanelServer(ThreadingHTTPServer):
+    """One thread per connection (daemon threads: Ctrl-C never waits for a client), and a listen
+    backlog deep enough for a burst of connections: the default of 5 makes the kernel drop the
+    rest, whose clients then wait seconds before their connection is retried."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
 class PanelHandler(BaseHTTPRequestHandler):
     """GET/HEAD of files inside ``root``; anything else is 404 (paths) or 405 (methods)."""
 
@@ -129,12 +138,11 @@ def make_server(
         raise ProclabError(f"--idle-timeout {idle_timeout} must be a positive number of seconds")
     try:
         handler = partial(PanelHandler, root=root, quiet=quiet, idle_timeout=idle_timeout)
-        server = ThreadingHTTPServer((HOST, port), handler)
+        server = PanelServer((HOST, port), handler)
     except OSError as err:
         raise ProclabError(
             f"cannot listen on {HOST}:{port} ({err.strerror}); use --port 0 for a free port"
         ) from None
-    server.daemon_threads = True
     return server
 
 
