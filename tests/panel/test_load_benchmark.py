@@ -1,0 +1,25 @@
+"""Smoke test of ``benchmarks/panel_server_load.py`` at toy size: every request answered with the file's
+bytes, every idle connection closed by the server (its JSON lines; no timings asserted)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "panel_server_load.py"
+
+
+def test_every_request_is_answered_and_idle_connections_are_closed(capsys):
+    spec = importlib.util.spec_from_file_location("panel_server_load", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(
+        ["--clients", "4", "--idle", "3", "--samples", "20", "--strips", "4", "--idle-timeout", "0.5"]
+    )
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    files = lines[0]["files"]
+    load = next(line for line in lines if line.get("scenario") == "load")
+    assert load["requests"] == 4 * files and load["errors"] == 0 and load["wrong_bodies"] == 0
+    idle = next(line for line in lines if line.get("metric") == "idle_connections")
+    assert idle["closed_by_server"] == idle["of"] == 3
+    memory = next(line for line in lines if line.get("metric") == "peak_memory")
+    assert memory["peak_rss_mib_after_load"] >= memory["peak_rss_mib_after_sequential"] > 0
