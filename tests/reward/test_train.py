@@ -212,3 +212,19 @@ def test_resume_continues_exactly_and_a_finished_run_stays_finished(store, tmp_p
     with pytest.raises(SystemExit) as exit_:
         proclab(["trex", "train", "--resume", str(a), "--max-epochs", "9"])
     assert exit_.value.code == 2 and "stopped on its own at 4" in capsys.readouterr().err
+
+
+def test_a_full_disk_at_an_epoch_checkpoint_is_one_line_and_resume_continues(store, tmp_path, capsys):
+    from support import disk_full
+
+    base = ["trex", "train", "--demos", str(store), "--num-demos", "10", *FAST, "--run-root", str(tmp_path)]
+    proclab([*base, "--max-epochs", "1"])
+    (run,) = (tmp_path / "trex" / "starpilot" / "default").iterdir()
+    capsys.readouterr()
+    with disk_full(run, match=".progress.tmp-"), pytest.raises(SystemExit) as exit_:
+        proclab(["trex", "train", "--resume", str(run), "--max-epochs", "2"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "cannot write checkpoint" in err, err
+    assert [p.name for p in run.iterdir() if ".tmp-" in p.name] == []
+    proclab(["trex", "train", "--resume", str(run)])
+    assert [r["epoch"] for r in rows_of(run / "train_log.csv")] == ["1", "2"]

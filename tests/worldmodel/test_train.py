@@ -210,3 +210,21 @@ def test_resume_of_a_finished_run_does_nothing_and_more_updates_are_recorded(sto
     (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
     assert entry["resumed_at_step"] == 2 and entry["changed"] == {"total_updates": [2, 3]}
     assert read_metrics(run)["step"] == [1, 2, 3]
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_resume_continues(store, tmp_path, capsys):
+    """The disk fills up at the second checkpoint: exit 2, one line naming it, no temporary; once
+    space is back, --resume continues from the first checkpoint to the end."""
+    from support import disk_full
+
+    flags = ["--size", "tiny", "--data", str(store), "--video-samples", "0", "--checkpoint-every", "2"]
+    cli(["wm", "train", *flags, "--total-updates", "2", *cpu_run_flags(tmp_path)])
+    run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
+    with disk_full(run / "checkpoints"), pytest.raises(SystemExit) as exit_:
+        cli(["wm", "train", "--resume", str(run), "--total-updates", "4"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert f"cannot write checkpoint {str(run / 'checkpoints' / 'step_00000004')!r}" in err, err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]
+    cli(["wm", "train", "--resume", str(run)])
+    assert read_metrics(run)["step"] == [1, 2, 3, 4]
