@@ -278,3 +278,48 @@ def proclab_killed_at_write(root: Path, count: int, *args: str) -> subprocess.Co
     return subprocess.run(
         [sys.executable, "-c", KILLER, str(root), str(count), *args], capture_output=True, text=True, env=env
     )
+
+
+def benchmark(name: str):
+    """The script ``benchmarks/NAME.py`` as a module (for the smoke tests that run its ``main`` at toy size)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_line_error(capsys, argv: list[str]) -> str:
+    """``proclab ARGV`` in this process must fail with exit status 2 and one line on stderr, no traceback."""
+    import pytest
+
+    from proclab.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def proclab_killed_when(
+    pattern: str, root: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """``proclab ARGS`` in a fresh interpreter, killed with SIGKILL as soon as ``root.glob(pattern)``
+    finds something (e.g. a checkpoint): a crash at a moment the test chooses."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proclab", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.time() + timeout
+    while not list(root.glob(pattern)) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return proc

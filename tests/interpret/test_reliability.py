@@ -17,7 +17,7 @@ from proclab.cli import main
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.workspace import Workspace
 from proclab.io.checkpoint import load_checkpoint
-from support import disk_full, proclab_killed_at_write
+from support import disk_full, one_line_error, proclab_killed_at_write
 
 SMALL = ["--n-ics", "4", "--clusters", "4", "--nmf", "3", "--perplexity", "10", "--fit-points", "150"]
 BEHAVIOURS = ["--clusters", "3", "--pcs", "8", "--perplexity", "10", "--videos", "1", "--no-stability"]
@@ -39,15 +39,6 @@ def folder(gru_store, sample_store, tmp_path_factory) -> Path:
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def one_line_error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 def test_a_full_disk_leaves_the_previous_outputs_and_no_staging_folder(folder, tmp_path, capsys):

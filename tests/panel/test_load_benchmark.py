@@ -1,17 +1,13 @@
 """Smoke test of ``benchmarks/panel_server_load.py`` at toy size: every request answered with the file's
 bytes, every idle connection closed by the server (its JSON lines; no timings asserted)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "panel_server_load.py"
+from support import benchmark
 
 
 def test_every_request_is_answered_and_idle_connections_are_closed(capsys):
-    spec = importlib.util.spec_from_file_location("panel_server_load", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("panel_server_load")
     module.main(
         ["--clients", "4", "--idle", "3", "--samples", "20", "--strips", "4", "--idle-timeout", "0.5"]
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proclab.cli import main
-from support import disk_full, proclab_killed_at_write
+from support import disk_full, one_line_error, proclab_killed_at_write
 
 ARGS = ["--samples", "30", "--real", "4", "--chunk", "8", "--background", "200"]
 
@@ -30,15 +30,6 @@ def without_time(files: dict[str, bytes]) -> dict:
 
 def siblings(out: Path) -> list[str]:
     return sorted(p.name for p in out.parent.iterdir())
-
-
-def one_line_error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 def test_a_full_disk_leaves_the_earlier_export_whole(analysis, tmp_path, capsys):

@@ -3,11 +3,7 @@
 import dataclasses
 import json
 import math
-import os
 import signal
-import subprocess
-import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +18,7 @@ from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS, TINY_PPO, proclab, torchrun_proclab, with_game
+from support import TINY_FLAGS, TINY_PPO, proclab, proclab_killed_when, torchrun_proclab, with_game
 
 TINY = [*TINY_PPO, "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]
 
@@ -120,16 +116,8 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     full = proclab("train", *args, "--run-root", str(tmp_path / "a"))
     assert full.returncode == 0, full.stderr
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proclab", "train", *args, "--run-root", str(tmp_path / "b")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not list(tmp_path.glob("b/ppo/*/*/*/checkpoints/step_000000000640")) and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    step = "b/ppo/*/*/*/checkpoints/step_000000000640"
+    proc = proclab_killed_when(step, tmp_path, "train", *args, "--run-root", str(tmp_path / "b"))
     assert proc.returncode == -signal.SIGKILL
     run = only_run(tmp_path / "b")
     assert not (run / "checkpoints" / f"step_{4 * 32 * 14:012d}").exists(), "run finished before the kill"

@@ -170,25 +170,13 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
 def test_kill_9_then_resume_is_bit_identical(make_config, store, tmp_path):
     """`proclab wm train` killed with SIGKILL after its 4th update's checkpoint, then `--resume`: the
     final weights equal an uninterrupted run's bit for bit, and each update is logged once."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+    from support import proclab_killed_when
 
     full = WMTrainer(make_config(window_stride=64, checkpoint_every=2, total_updates=8)).train(progress=False)
     flags = ["--size", "tiny", "--data", str(store), "--window-stride", "64", "--checkpoint-every", "2"]
     flags += ["--total-updates", "8", "--num-workers", "0", "--video-every", "0", "--video-samples", "0"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proclab", "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not list(tmp_path.glob("killed/wm/*/*/*/checkpoints/step_00000004")) and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    step_4 = "killed/wm/*/*/*/checkpoints/step_00000004"
+    proclab_killed_when(step_4, tmp_path, "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed"))
     (run,) = tmp_path.glob("killed/wm/*/*/*")
     assert not (run / "checkpoints" / "step_00000008").exists(), "the run finished before the kill"
     cli(["wm", "train", "--resume", str(run)])
