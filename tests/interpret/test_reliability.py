@@ -128,8 +128,8 @@ def sim_folder(samples, wm_run, tmp_path_factory) -> Path:
 
 CPU = ["--device", "cpu", "--torch-threads", "1"]
 KILLS = {  # command: (fixture, folder of its outputs, its record in analysis.json, arguments)
+    "hidden": ("folder", "hidden", "hidden", ["hidden", *SMALL, "--no-plots"]),
     "behaviours": ("folder", "behaviours", "behaviours", ["behaviours", *BEHAVIOURS]),
-    "hidden": ("folder", "hidden", "hidden", ["hidden", *SMALL]),
     "env": ("folder", "env", "env", ["env", "--preset", "small", "--pcs", "8", "--clusters", "3"]),
     "bottleneck": (
         "folder",

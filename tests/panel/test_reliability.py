@@ -10,7 +10,7 @@ import pytest
 from proclab.cli import main
 from support import disk_full, one_line_error, proclab_killed_at_write
 
-ARGS = ["--samples", "30", "--real", "4", "--chunk", "8", "--background", "200"]
+ARGS = ["--samples", "12", "--real", "2", "--chunk", "4", "--background", "100"]
 
 
 def export(analysis: Path, out: Path, *extra: str) -> list[str]:
@@ -37,7 +37,7 @@ def test_a_full_disk_leaves_the_earlier_export_whole(analysis, tmp_path, capsys)
     main(export(analysis, out))
     before = snapshot(out)
     with disk_full(tmp_path, after=100_000):
-        err = one_line_error(capsys, export(analysis, out, "--samples", "20"))
+        err = one_line_error(capsys, export(analysis, out, "--samples", "8"))
     assert f"cannot write panel {str(out)!r}: No space left on device" in err, err
     assert snapshot(out) == before and siblings(out) == ["P"]
 
@@ -45,9 +45,9 @@ def test_a_full_disk_leaves_the_earlier_export_whole(analysis, tmp_path, capsys)
 def test_kill_9_mid_export_then_rerun_gives_the_uninterrupted_panel(analysis, tmp_path):
     clean, out = tmp_path / "clean" / "P", tmp_path / "work" / "P"
     main(export(analysis, clean))
-    main(export(analysis, out, "--samples", "20"))  # an earlier export, of fewer samples
+    main(export(analysis, out, "--samples", "8"))  # an earlier export, of fewer samples
     earlier = snapshot(out)
-    killed = proclab_killed_at_write(out.parent, 40, *export(analysis, out))
+    killed = proclab_killed_at_write(out.parent, 12, *export(analysis, out))
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert snapshot(out) == earlier  # the half-written export is not visible as the panel
     main(export(analysis, out))

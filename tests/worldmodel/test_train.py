@@ -168,21 +168,21 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
 
 
 def test_kill_9_then_resume_is_bit_identical(make_config, store, tmp_path):
-    """`proclab wm train` killed with SIGKILL after its 4th update's checkpoint, then `--resume`: the
+    """`proclab wm train` killed with SIGKILL after its 2nd update's checkpoint, then `--resume`: the
     final weights equal an uninterrupted run's bit for bit, and each update is logged once."""
     from support import proclab_killed_when
 
-    full = WMTrainer(make_config(window_stride=64, checkpoint_every=2, total_updates=8)).train(progress=False)
+    full = WMTrainer(make_config(window_stride=64, checkpoint_every=2, total_updates=6)).train(progress=False)
     flags = ["--size", "tiny", "--data", str(store), "--window-stride", "64", "--checkpoint-every", "2"]
-    flags += ["--total-updates", "8", "--num-workers", "0", "--video-every", "0", "--video-samples", "0"]
-    step_4 = "killed/wm/*/*/*/checkpoints/step_00000004"
-    proclab_killed_when(step_4, tmp_path, "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed"))
+    flags += ["--total-updates", "6", "--num-workers", "0", "--video-every", "0", "--video-samples", "0"]
+    step_2 = "killed/wm/*/*/*/checkpoints/step_00000002"
+    proclab_killed_when(step_2, tmp_path, "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed"))
     (run,) = tmp_path.glob("killed/wm/*/*/*")
-    assert not (run / "checkpoints" / "step_00000008").exists(), "the run finished before the kill"
+    assert not (run / "checkpoints" / "step_00000006").exists(), "the run finished before the kill"
     cli(["wm", "train", "--resume", str(run)])
-    a, b = weights(full, 8), weights(run, 8)
+    a, b = weights(full, 6), weights(run, 6)
     assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])]
-    assert read_metrics(run)["step"] == list(range(1, 9))
+    assert read_metrics(run)["step"] == list(range(1, 7))
 
 
 def test_resume_of_a_finished_run_does_nothing_and_more_updates_are_recorded(store, tmp_path, capsys):
