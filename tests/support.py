@@ -2,6 +2,7 @@
 rollouts, recorded stores, sample stores, world-model configs and the headless Chromium of the
 browser tests."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -37,6 +38,15 @@ TINY_PPO = [
     "2",
 ]
 """A PPO run of a few seconds: the tiny preset on 4 envs x 32 steps (add --val-num-envs, TINY_FLAGS, ...)."""
+
+
+def with_game(args: list[str], *games: str) -> list[str]:
+    """``args`` with its ``--game`` list replaced by ``games`` (a command refuses --game given twice)."""
+    at = args.index("--game")
+    end = next((i for i in range(at + 1, len(args)) if args[i].startswith("--")), len(args))
+    return [*args[:at], "--game", *games, *args[end:]]
+
+
 TINY_GRU = AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)
 
 
@@ -169,3 +179,147 @@ def write_samples(
                 },
             )
     return path
+
+
+# -- full disks and kills ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str = "32m"):
+    """A small tmpfs mounted at ``path`` for the block (a real file system that fills up); the test
+    is skipped where mounting is not allowed (it needs root)."""
+    import pytest
+
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip() or proc.returncode}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill_disk(path: Path, leave: int = 0) -> Path:
+    """Fill the file system holding ``path`` until about ``leave`` bytes are free; returns the filler
+    file (delete it to free the space again)."""
+    filler = path / "filler.bin"
+    st = os.statvfs(path)
+    with contextlib.suppress(OSError), open(filler, "ab") as f:
+        f.write(b"\0" * max(st.f_bavail * st.f_frsize - leave, 0))
+    return filler
+
+
+@contextlib.contextmanager
+def disk_full(root: Path, after: int = 0, match: str = ""):
+    """A simulated full disk: writes by this process to files below ``root`` whose path contains
+    ``match`` fail with ``OSError(ENOSPC)`` once ``after`` bytes have been written to them (where a
+    tmpfs cannot be mounted, and for writers inside one process)."""
+    import builtins
+    import errno
+    import io
+
+    real_open, budget, root = io.open, [after], Path(root).resolve()
+
+    class Filling(io.FileIO):
+        def write(self, data) -> int:
+            size = memoryview(data).nbytes
+            if size > budget[0]:
+                budget[0] = 0
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            budget[0] -= size
+            return super().write(data)
+
+    def fake_open(
+        file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None
+    ):
+        target = Path(os.fsdecode(file)).resolve() if isinstance(file, str | bytes | os.PathLike) else None
+        if (
+            target is None
+            or not any(c in mode for c in "wax+")
+            or not target.is_relative_to(root)
+            or match not in str(target)
+        ):
+            return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        raw = Filling(file, mode.replace("b", "").replace("t", ""))
+        buffered = io.BufferedRandom(raw) if "+" in mode else io.BufferedWriter(raw)
+        return buffered if "b" in mode else io.TextIOWrapper(buffered, encoding or "utf-8", errors, newline)
+
+    builtins.open = io.open = fake_open
+    try:
+        yield
+    finally:
+        builtins.open = io.open = real_open
+
+
+KILLER = """
+import io, os, signal, sys
+from pathlib import Path
+root, count, real_open = Path(sys.argv[1]).resolve(), int(sys.argv[2]), io.open
+opened = [0]
+def killing_open(file, mode="r", *args, **kwargs):
+    if isinstance(file, (str, bytes, os.PathLike)) and any(c in mode for c in "wax+"):
+        if Path(os.fsdecode(file)).resolve().is_relative_to(root):
+            opened[0] += 1
+            if opened[0] == count:
+                os.kill(os.getpid(), signal.SIGKILL)
+    return real_open(file, mode, *args, **kwargs)
+import builtins
+builtins.open = io.open = killing_open
+from proclab.cli import main
+main(sys.argv[3:])
+"""
+
+
+def proclab_killed_at_write(root: Path, count: int, *args: str) -> subprocess.CompletedProcess:
+    """``proclab ARGS`` in a fresh interpreter that kills itself with SIGKILL (kill -9: no cleanup of
+    any kind) when it opens its ``count``-th file for writing below ``root``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", KILLER, str(root), str(count), *args], capture_output=True, text=True, env=env
+    )
+
+
+def benchmark(name: str):
+    """The script ``benchmarks/NAME.py`` as a module (for the smoke tests that run its ``main`` at toy size)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_line_error(capsys, argv: list[str]) -> str:
+    """``proclab ARGV`` in this process must fail with exit status 2 and one line on stderr, no traceback."""
+    import pytest
+
+    from proclab.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def proclab_killed_when(
+    pattern: str, root: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """``proclab ARGS`` in a fresh interpreter, killed with SIGKILL as soon as ``root.glob(pattern)``
+    finds something (e.g. a checkpoint): a crash at a moment the test chooses."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proclab", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.time() + timeout
+    while not list(root.glob(pattern)) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return proc

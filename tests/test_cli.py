@@ -35,3 +35,21 @@ def test_user_error_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "Did you mean 'coinrun'" in proc.stderr
+
+
+def test_a_full_disk_met_by_a_library_is_one_line(monkeypatch, capsys):
+    """An ENOSPC that reaches the command line from a writer proclab does not wrap is one line, exit 2."""
+    import errno
+
+    import proclab.envs.cli
+
+    def full(argv, prog):
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/events.out")
+
+    monkeypatch.setattr(proclab.envs.cli, "main", full)
+    with pytest.raises(SystemExit) as exit_:
+        main(["games"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == (
+        "proclab: error: No space left on device writing '/data/events.out'; free some space and run again\n"
+    )

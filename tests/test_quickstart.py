@@ -6,8 +6,12 @@ import pytest
 
 from proclab.cli import main
 from proclab.data import EpisodeStore
+from proclab.errors import ProclabError
+from proclab.io.files import DiskFullError
 from proclab.io.video import read_video
+from proclab.quickstart.ledger import LEDGER, Ledger
 from proclab.quickstart.stages import STAGES
+from support import disk_full
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,21 @@ def test_from_refuses_a_stage_whose_predecessors_did_not_run(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_:
             main(["quickstart", "--budget", "tiny", "--out", str(tmp_path), "--from", stage])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_ledger_survives_a_full_disk_and_a_damaged_ledger_is_one_line(tmp_path):
+    """A full disk while the ledger records a stage: one line naming it, the ledger as it was before,
+    no temporary; a damaged ledger is one line naming it."""
+    ledger = Ledger(tmp_path, {"budget": "tiny"})
+    ledger.finish("train", 1.0, {"run": "runs/x"})
+    before = (tmp_path / LEDGER).read_bytes()
+    with disk_full(tmp_path), pytest.raises(DiskFullError, match=r"quickstart\.json"):
+        ledger.finish("record", 2.0, {"data": "data/x"})
+    assert (tmp_path / LEDGER).read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [LEDGER]
+    assert Ledger(tmp_path, {"budget": "tiny"}).stages.keys() == {"train"}
+    (tmp_path / LEDGER).write_bytes(before[: len(before) // 2])
+    with pytest.raises(ProclabError, match=r"quickstart ledger .*quickstart\.json. is corrupt or truncated"):
+        Ledger(tmp_path, {"budget": "tiny"})
 
 
 @pytest.mark.browser

@@ -6,7 +6,9 @@ command module exposes ``main(argv: list[str]) -> None`` and parses its own opti
 (typed dataclasses whose field docstrings are the ``--help`` text).
 
 A :class:`~proclab.errors.ProclabError` (a user mistake) is printed as one line without a
-traceback and exits with status 2.
+traceback and exits with status 2, and so is a full disk that a writer did not name itself
+(:mod:`proclab.io.files` names the file wherever proclab writes one). ``NothingToDo`` (e.g.
+``--resume`` of a finished run) prints its line and exits with status 0.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _resolve(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from proclab.errors import ProclabError, unknown_choice
+    from proclab.errors import NothingToDo, ProclabError, unknown_choice
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -95,9 +97,19 @@ def main(argv: list[str] | None = None) -> None:
             raise unknown_choice("command", argv[0], sorted({c.split()[0] for c in COMMANDS}))
         module = importlib.import_module(COMMANDS[name][0])
         module.main(rest, prog=f"proclab {name}")
+    except NothingToDo as done:
+        print(done)
     except ProclabError as err:
         print(f"proclab: error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except OSError as err:
+        from proclab.io.files import DISK_FULL
+
+        if err.errno not in DISK_FULL:
+            raise
+        where = f" writing {err.filename!r}" if err.filename else ""
+        print(f"proclab: error: {err.strerror}{where}; free some space and run again", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("proclab: interrupted", file=sys.stderr)
         sys.exit(130)

@@ -164,6 +164,15 @@ class TrainConfig(RuntimeConfig):
     wandb_project: str | None = None
     """Mirror metrics to this Weights & Biases project (needs `pip install proclab[wandb]`)."""
 
+    def end_step(self) -> int:
+        """The env step at which the run is complete: whole updates (rollouts or batches) of
+        ``total_steps`` (what its last checkpoint's ``step`` reads when it finished)."""
+        if self.algo == "impala":
+            batch = self.impala.batch_size * self.impala.unroll_length
+            return self.impala.total_steps // batch * batch
+        batch = self.env.num_envs * self.ppo.num_steps
+        return self.ppo.total_steps // batch * batch
+
     def validate(self, world: int = 1) -> None:
         """Refuse configurations that cannot run (``world`` processes), before anything is created on disk."""
         if self.algo not in ALGOS:

@@ -21,6 +21,16 @@ class ProclabError(Exception):
         super().__init__(" ".join(message.split()))  # keep it on one line
 
 
+class NothingToDo(Exception):
+    """The command's work is already done (e.g. ``--resume`` of a finished run).
+
+    The CLI prints the message, which says so and how to ask for more, and exits with status 0.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(message.split()))
+
+
 def unknown_choice(kind: str, value: str, valid: Iterable[str]) -> ProclabError:
     """Error for a name that is not one of ``valid``, suggesting the closest spelling."""
     valid = sorted(valid)

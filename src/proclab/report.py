@@ -9,8 +9,9 @@ plots shows up without touching this module.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
+
+from proclab.io.files import read_json, write_text
 
 _STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -75,7 +76,7 @@ def _spread(row: dict) -> str:
 
 
 def _eval_section(out: Path, name: str) -> str:
-    table = json.loads((out / name).read_text())
+    table = read_json(out / name, "evaluation table")
     random = {(r["split"], r["game"]): r for r in table.get("random", [])}
     rows = []
     for r in table["rows"]:
@@ -94,7 +95,7 @@ def _eval_section(out: Path, name: str) -> str:
 
 
 def _dream_section(out: Path, name: str) -> str:
-    quality = json.loads((out / name).read_text())
+    quality = read_json(out / name, "dream quality")
     header = ["frame MSE at step", *map(str, quality["steps"])]
     rows = [
         [label, *("" if v is None else f"{v:.4f}" for v in values)]
@@ -152,6 +153,4 @@ def write_report(out: Path, summary: dict) -> Path:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>"
     )
-    path = out / "index.html"
-    path.write_text(page)
-    return path
+    return write_text(out / "index.html", page, "report")

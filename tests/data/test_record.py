@@ -13,6 +13,7 @@ import pytest
 from proclab.cli import main
 from proclab.data import EpisodeStore
 from proclab.io.video import read_video
+from support import fill_disk, tmpfs
 
 THREADS = ["--torch-threads", "1"]
 
@@ -126,6 +127,31 @@ def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
     check_episodes(store_now)
     again = helpers.proclab("record", "--resume", str(store))
     assert again.returncode == 0 and "nothing to resume" in again.stdout
+
+
+@pytest.mark.slow  # about a minute: 200 episodes committed one by one (the fast test: test_store.py)
+def test_record_on_a_full_disk_keeps_its_committed_episodes_and_resumes(
+    checkpoint, recorded, tmp_path, helpers
+):
+    """A real tmpfs fills up mid-recording: one line naming the store file, exit 2, no temporary file,
+    every committed episode reads back; once space is freed, --resume completes the count."""
+    six = sum(f.stat().st_blocks * 512 for f in recorded.rglob("*") if f.is_file())  # pages, as tmpfs counts
+    with tmpfs(tmp_path / "disk", "16m") as disk:
+        store = disk / "DATA"
+        filler = fill_disk(disk, leave=six)
+        args = ["record", str(checkpoint), "--episodes", "200", "--num-envs", "2", "--out", str(store)]
+        proc = helpers.proclab(*args, "--commit-seconds", "0", *THREADS)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "cannot write episode store" in proc.stderr and "No space left on device" in proc.stderr
+        assert not [p for p in store.rglob(".*") if ".tmp-" in p.name]
+        full = EpisodeStore(store, verify=True)
+        assert 1 <= full.num_episodes < 200
+        check_episodes(full)
+
+        filler.unlink()
+        resumed = helpers.proclab("record", "--resume", str(store), *THREADS)
+        assert resumed.returncode == 0, resumed.stderr
+        assert EpisodeStore(store, verify=True).num_episodes == 200
 
 
 @pytest.mark.distributed

@@ -13,6 +13,8 @@ from proclab.cli import main
 from proclab.data import EpisodeStore, ShardWriter, export_minari, export_npz, unflatten_state
 from proclab.data.writer import chunk_rows
 from proclab.errors import ProclabError
+from proclab.io.files import DiskFullError
+from support import disk_full
 
 
 def test_round_trip_with_categories_and_derived_state(tmp_path, helpers):
@@ -306,3 +308,72 @@ def test_bulk_reads_equal_per_episode_reads(tmp_path, helpers, episodes):
         store.read_episode_field("nope")
     with pytest.raises(IndexError):
         store.read_steps("value", [store.num_episodes])
+
+
+def test_a_full_disk_during_a_commit_keeps_every_committed_episode(tmp_path, helpers):
+    """The disk fills up while a commit writes its chunks: one line naming the store file, no temporary
+    file, the commit record still describes the episodes committed before, and they read back whole;
+    a new writer adds its shard once space is free (what `proclab record --resume` does)."""
+    store = tmp_path / "DATA"
+    writer = ShardWriter(store, commit_seconds=0)
+    for tag in range(2):
+        writer.append(*helpers.episode(40, tag))
+    with disk_full(store, after=2000), pytest.raises(DiskFullError) as err:
+        writer.append(*helpers.episode(300, 2))
+    assert "cannot write episode store file" in str(err.value) and str(store) in str(err.value)
+    assert not [p for p in store.rglob("*") if ".tmp-" in p.name]
+    reader = EpisodeStore(store, verify=True)
+    assert reader.num_episodes == 2 and not reader.verify()
+    for tag in range(2):
+        np.testing.assert_array_equal(reader.episode(tag)["value"], helpers.episode(40, tag)[0]["value"])
+    with ShardWriter(store, commit_seconds=0) as again:
+        again.append(*helpers.episode(30, 3))
+    assert EpisodeStore(store, verify=True).num_episodes == 3
+
+
+def test_new_stores_checksum_every_chunk_and_old_ones_stay_readable(tmp_path, helpers, monkeypatch):
+    import proclab.data.writer as writer_module
+
+    new = helpers.write_store(tmp_path / "new", [[5, 7]])
+    codecs = json.loads((new / "shard-00000" / "steps" / "obs" / "zarr.json").read_text())["codecs"]
+    assert [c["name"] for c in codecs][-1] == "crc32c"
+    current = writer_module.compressors_for
+    monkeypatch.setattr(writer_module, "compressors_for", lambda dtype: current(dtype)[:1])
+    old = helpers.write_store(tmp_path / "old", [[5, 7]])  # as written before the checksum
+    codecs = json.loads((old / "shard-00000" / "steps" / "obs" / "zarr.json").read_text())["codecs"]
+    assert "crc32c" not in [c["name"] for c in codecs]
+    a, b = EpisodeStore(new, verify=True), EpisodeStore(old, verify=True)
+    assert not b.verify()
+    for i in range(2):
+        for field in ("obs", "value", "state_in/core.0"):
+            np.testing.assert_array_equal(a.episode(i)[field], b.episode(i)[field])
+
+
+def test_a_flipped_byte_names_the_shard_chunk_and_episodes_and_the_rest_still_reads(
+    tmp_path, helpers, capsys
+):
+    """Episodes of 100 steps: obs chunks hold 128 rows, so chunk 2 (rows 256-383) holds episodes 2 and 3."""
+    store = helpers.write_store(tmp_path / "DATA", [[100] * 6])
+    chunk = store / "shard-00000" / "steps" / "obs" / "c" / "2" / "0" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    reader = EpisodeStore(store)
+    for i in (0, 1, 4, 5):  # undamaged episodes read as before
+        assert reader.episode(i)["obs"][:, 0, 0, 1].tolist() == [i] * 100
+    with pytest.raises(ProclabError) as err:
+        reader.episode(2)
+    message = str(err.value)
+    assert "shard 'shard-00000' steps/obs chunk 2 (rows 256-383, episodes 2, 3)" in message, message
+    assert "\n" not in message
+    with pytest.raises(ProclabError, match="steps/obs chunk 2"):
+        reader.read_steps("obs")
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["data", "info", str(store), "--verify"])
+    out = capsys.readouterr()
+    assert exit_.value.code == 2 and out.err.count("\n") == 1, out.err
+    assert (
+        "1 damaged chunk(s): shard 'shard-00000' steps/obs chunk 2 (rows 256-383, episodes 2, 3)" in out.err
+    )
+    assert "the other 4 of 6 episodes read fine" in out.err

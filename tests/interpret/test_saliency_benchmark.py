@@ -1,16 +1,12 @@
 """Smoke test of ``benchmarks/saliency_throughput.py``: the tiny size, checks the JSON lines (no timings)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "saliency_throughput.py"
+from support import benchmark
 
 
 def test_prints_one_json_line_per_mode(capsys):
-    spec = importlib.util.spec_from_file_location("saliency_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("saliency_throughput")
     module.main(
         [
             "--sizes",

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_throughput.py"
+from support import benchmark
 
 
 def test_prints_one_json_line_per_measurement(capsys):
-    spec = importlib.util.spec_from_file_location("agent_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("agent_throughput")
     args = (
         "--cores none,sr_delta --repeats 1 --warmup 0 --infer-batch 2 --train-batch 4 --unroll 2 --device cpu"
     )

@@ -155,3 +155,30 @@ def test_cli_prints_url_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert proc.returncode == 0, err
     assert "panel server stopped" in out
     assert "Traceback" not in err
+
+
+def test_idle_connections_are_closed_and_never_block_other_clients(tmp_path):
+    """20 connections that send nothing and one that stalls mid-request do not delay a real request,
+    and the server closes all of them once they have been silent for the idle timeout."""
+    import socket
+
+    (tmp_path / "index.html").write_text("<html>panel</html>")
+    server = make_server(tmp_path, 0, quiet=True, idle_timeout=0.5)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        idle = [socket.create_connection(("127.0.0.1", server.server_port)) for _ in range(20)]
+        stalled = socket.create_connection(("127.0.0.1", server.server_port))
+        stalled.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+        assert request(server.server_port, "/index.html")[:2] == (200, b"<html>panel</html>")
+        for sock in [*idle, stalled]:
+            sock.settimeout(10)  # far beyond the server's 0.5 s: a hang, not a speed, is what fails
+            while sock.recv(1024):  # the server closes it: recv returns b"" instead of timing out
+                pass
+            sock.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    with pytest.raises(ProclabError, match="--idle-timeout 0"):
+        make_server(tmp_path, 0, idle_timeout=0)

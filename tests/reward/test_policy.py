@@ -79,3 +79,19 @@ def test_reward_model_of_another_game_is_refused(tmp_path, capsys):
         )
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and "learned on coinrun" in err
+
+
+def test_resume_of_a_finished_run_does_nothing_and_more_steps_are_recorded(tmp_path, capsys):
+    reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
+    args = ["--reward-model", str(tmp_path / "rm"), *TINY, "--total-steps", "256"]
+    proclab(["trex", "train-policy", *args, "--run-root", str(tmp_path / "runs")])
+    (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
+    capsys.readouterr()
+    proclab(["trex", "train-policy", "--resume", str(run)])
+    out = capsys.readouterr().out
+    assert "already finished (last checkpoint at 256 of 256)" in out and out.count("\n") == 1, out
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_000000000256"]
+    proclab(["trex", "train-policy", "--resume", str(run), "--total-steps", "384"])
+    assert read_metrics(run)["step"] == [128, 256, 384]
+    (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
+    assert entry["changed"] == {"ppo.total_steps": [256, 384]}

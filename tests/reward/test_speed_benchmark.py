@@ -1,16 +1,12 @@
 """Smoke test of ``benchmarks/trex_speed.py`` at toy size: its JSON lines and their consistency (no timings)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "trex_speed.py"
+from support import benchmark
 
 
 def test_prints_both_runs_and_the_speedup(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("trex_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("trex_speed")
     module.main(
         [
             "--num-demos",

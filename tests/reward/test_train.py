@@ -4,6 +4,7 @@ import csv
 
 import numpy as np
 import pytest
+import torch
 
 from proclab.cli import main as proclab
 from proclab.data import EpisodeStore
@@ -161,3 +162,69 @@ def test_demo_video(store, tmp_path, capsys):
     assert "return" in capsys.readouterr().out
     frames = read_video(out)
     assert len(frames) == EpisodeStore(store).episodes["length"][3] and frames.shape[1:] == (128, 128, 3)
+
+
+def test_resume_continues_exactly_and_a_finished_run_stays_finished(store, tmp_path, capsys):
+    """A run of 3 epochs resumed with --max-epochs 4 ends with the weights of an uninterrupted run of 4;
+    --resume of a finished run does nothing; the extension is recorded in the run's config history."""
+    import json
+
+    from safetensors.torch import load_file
+
+    def run_dir(root):
+        (run,) = (root / "trex" / "starpilot" / "default").iterdir()
+        return run
+
+    base = ["trex", "train", "--demos", str(store), "--num-demos", "10", *FAST]
+    proclab([*base, "--run-root", str(tmp_path / "a")])
+    proclab([*base, "--run-root", str(tmp_path / "b"), "--max-epochs", "4"])
+    a, b = run_dir(tmp_path / "a"), run_dir(tmp_path / "b")
+    capsys.readouterr()
+    proclab(["trex", "train", "--resume", str(a)])
+    out = capsys.readouterr().out
+    assert "already finished (last checkpoint at 3 of 3)" in out and out.count("\n") == 1, out
+
+    proclab(["trex", "train", "--resume", str(a), "--max-epochs", "4"])
+    for name in ("progress", "checkpoints/best"):
+        wa, wb = (
+            load_file(str(a / name / "model.safetensors")),
+            load_file(str(b / name / "model.safetensors")),
+        )
+        assert all(torch.equal(wa[k], wb[k]) for k in wb), name
+    assert [r["epoch"] for r in rows_of(a / "train_log.csv")] == ["1", "2", "3", "4"]
+    assert [r["val_acc"] for r in rows_of(a / "train_log.csv")] == [
+        r["val_acc"] for r in rows_of(b / "train_log.csv")
+    ]
+    (entry,) = [json.loads(line) for line in (a / "config_history.jsonl").read_text().splitlines()]
+    assert entry["changed"] == {"max_epochs": [3, 4]} and entry["resumed_at_step"] == 3
+
+    meta = json.loads(
+        (a / "progress" / "meta.json").read_text()
+    )  # as if it had stopped early at epoch 4 of 6
+    (a / "progress" / "meta.json").write_text(
+        json.dumps({**meta, "finished": "no better validation accuracy"})
+    )
+    config = json.loads((a / "config.json").read_text())
+    (a / "config.json").write_text(json.dumps({**config, "max_epochs": 6}))
+    capsys.readouterr()
+    proclab(["trex", "train", "--resume", str(a)])
+    assert "already finished (last checkpoint at 4 of 6)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        proclab(["trex", "train", "--resume", str(a), "--max-epochs", "9"])
+    assert exit_.value.code == 2 and "stopped on its own at 4" in capsys.readouterr().err
+
+
+def test_a_full_disk_at_an_epoch_checkpoint_is_one_line_and_resume_continues(store, tmp_path, capsys):
+    from support import disk_full
+
+    base = ["trex", "train", "--demos", str(store), "--num-demos", "10", *FAST, "--run-root", str(tmp_path)]
+    proclab([*base, "--max-epochs", "1"])
+    (run,) = (tmp_path / "trex" / "starpilot" / "default").iterdir()
+    capsys.readouterr()
+    with disk_full(run, match=".progress.tmp-"), pytest.raises(SystemExit) as exit_:
+        proclab(["trex", "train", "--resume", str(run), "--max-epochs", "2"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "cannot write checkpoint" in err, err
+    assert [p.name for p in run.iterdir() if ".tmp-" in p.name] == []
+    proclab(["trex", "train", "--resume", str(run)])
+    assert [r["epoch"] for r in rows_of(run / "train_log.csv")] == ["1", "2"]

@@ -17,7 +17,7 @@ from proclab.errors import ProclabError
 from proclab.io.runs import read_metrics
 from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS, proclab
+from support import TINY_FLAGS, proclab, with_game
 
 GAMES = "bossfight,chaser"  # short random episodes
 TINY = [
@@ -107,17 +107,16 @@ def test_algo_flags_are_separate():
     ],
 )
 def test_bad_impala_settings_are_refused(args, message):
+    base = with_game(TINY, *args[1:2]) if args[0] == "--game" else TINY
     with pytest.raises(ProclabError, match=re.escape(message)):
-        cfg, _ = parse_args([*TINY, *args])
+        cfg, _ = parse_args([*base, *(args[2:] if args[0] == "--game" else args)])
         cfg.validate()
 
 
 def test_bad_input_is_one_line_and_creates_nothing(tmp_path):
     proc = proclab(
         "train",
-        *TINY,
-        "--game",
-        "bigfish,maze,leaper",
+        *with_game(TINY, "bigfish,maze,leaper"),
         "--val-num-envs",
         "3",
         "--run-root",

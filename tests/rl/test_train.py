@@ -1,12 +1,9 @@
 """`proclab train`: presets, runs on disk, exact resume after kill -9, torchrun, errors."""
 
 import dataclasses
+import json
 import math
-import os
 import signal
-import subprocess
-import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +18,15 @@ from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.runs import read_metrics
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS, TINY_PPO, proclab, torchrun_proclab
+from support import (
+    TINY_FLAGS,
+    TINY_PPO,
+    one_line_error,
+    proclab,
+    proclab_killed_when,
+    torchrun_proclab,
+    with_game,
+)
 
 TINY = [*TINY_PPO, "--val-num-envs", "2", "--device", "cpu", *TINY_FLAGS]
 
@@ -83,10 +88,7 @@ def test_flags_override_preset_fields():
 def test_multitask_run_logs_per_game_curves(tmp_path):
     proc = proclab(
         "train",
-        *TINY,
-        "--game",
-        "bossfight",
-        "dodgeball",
+        *with_game(TINY, "bossfight", "dodgeball"),
         "--total-steps",
         "768",
         "--run-root",
@@ -122,16 +124,8 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     full = proclab("train", *args, "--run-root", str(tmp_path / "a"))
     assert full.returncode == 0, full.stderr
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proclab", "train", *args, "--run-root", str(tmp_path / "b")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not list(tmp_path.glob("b/ppo/*/*/*/checkpoints/step_000000000640")) and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    step = "b/ppo/*/*/*/checkpoints/step_000000000640"
+    proc = proclab_killed_when(step, tmp_path, "train", *args, "--run-root", str(tmp_path / "b"))
     assert proc.returncode == -signal.SIGKILL
     run = only_run(tmp_path / "b")
     assert not (run / "checkpoints" / f"step_{4 * 32 * 14:012d}").exists(), "run finished before the kill"
@@ -165,7 +159,7 @@ def test_torchrun_two_cpu_processes(tmp_path):
     [
         (["--preset", "tinyy"], "unknown preset 'tinyy'. Did you mean 'tiny'"),
         ([*TINY, "--total-steps", "100"], "smaller than one rollout"),
-        ([*TINY, "--game", "coinrn"], "Did you mean 'coinrun'"),
+        (with_game(TINY, "coinrn"), "Did you mean 'coinrun'"),
         ([*TINY, "--val-split", "100:50"], "overlaps training split"),
         ([*TINY, "--num-envs", "0"], "num_envs=0"),
     ],
@@ -201,3 +195,48 @@ def test_resume_errors(tmp_path):
     assert proc.returncode == 2 and "has no checkpoint yet" in proc.stderr
     proc = proclab("train", "--resume", str(run), "--learning-rate", "1")
     assert proc.returncode == 2 and "only --total-steps may change" in proc.stderr
+
+
+def test_resume_of_a_finished_run_does_nothing_and_more_steps_are_recorded(tmp_path, capsys):
+    """--resume of a finished run trains nothing (exit 0, one line); --total-steps N extends it, and
+    the change is written to config.json and config_history.jsonl."""
+    from proclab.cli import main
+
+    main(["train", *TINY, "--total-steps", "256", "--run-root", str(tmp_path)])
+    run = only_run(tmp_path)
+    before = sorted(p.name for p in (run / "checkpoints").iterdir())
+    metrics = (run / "metrics.csv").read_text()
+    capsys.readouterr()
+    main(["train", "--resume", str(run)])
+    out = capsys.readouterr().out
+    assert "already finished" in out and out.count("\n") == 1, out
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == before
+    assert (run / "metrics.csv").read_text() == metrics
+
+    main(["train", "--resume", str(run), "--total-steps", "384"])
+    assert load_checkpoint(run, kind="agent").step == 384 and read_metrics(run)["step"] == [128, 256, 384]
+    saved = from_dict(TrainConfig, json.loads((run / "config.json").read_text()))
+    assert saved.ppo.total_steps == 384
+    (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
+    assert entry["resumed_at_step"] == 256 and entry["changed"] == {"ppo.total_steps": [256, 384]}
+    capsys.readouterr()
+    main(["train", "--resume", str(run)])  # finished again, at its new end
+    assert "already finished (last checkpoint at 384 of 384)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--resume", str(run), "--total-steps", "300"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "does not go beyond the run's last checkpoint at 384" in err, err
+
+
+def test_a_repeated_game_option_is_refused(tmp_path, capsys):
+    """`--game A --game B` would silently train on B alone; a game twice in one list is refused too."""
+    for args, message in [
+        ([*with_game(TINY, "starpilot"), "--game", "starpilot"], "--game is given more than once"),
+        ([*with_game(TINY, "starpilot"), "--game", "coinrun"], "--game is given more than once"),
+        (with_game(TINY, "starpilot", "starpilot"), "game list repeats starpilot"),
+        (with_game(TINY, "starpilot,coinrun,starpilot"), "game list repeats starpilot"),
+    ]:
+        assert message in one_line_error(
+            capsys, ["train", *args, "--total-steps", "128", "--run-root", str(tmp_path / "r")]
+        )
+    assert not (tmp_path / "r").exists()

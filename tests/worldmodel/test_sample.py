@@ -14,6 +14,7 @@ from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from proclab.worldmodel.simulate import dreamed
+from support import disk_full
 
 
 def steps_of(path: Path) -> list[dict[str, np.ndarray]]:
@@ -101,3 +102,28 @@ def test_other_agents_in_the_loop(trained_run, tmp_path):
         sample_rollouts(replace(args, agent="trained", out=tmp_path / "right"), progress=False)
     with pytest.raises(ProclabError, match="unknown agent 'always-rihgt'"):
         sample_rollouts(replace(args, agent="always-rihgt", out=tmp_path / "x"), progress=False)
+
+
+@pytest.mark.parametrize("where", ["shard-00000", "videos"])
+def test_a_full_disk_is_one_line_and_leaves_no_temporary(trained_run, tmp_path, capsys, where):
+    """The disk fills up while `wm sample` writes its store or a video: exit 2, one line naming the file."""
+    out = tmp_path / "samples"
+    argv = [
+        "wm",
+        "sample",
+        str(trained_run),
+        "--n",
+        "3",
+        "--steps",
+        "5",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+    ]
+    with disk_full(out, match=where), pytest.raises(SystemExit) as exit_:
+        cli([*argv, "--videos", "1"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "No space left on device" in err, err
+    assert ("episode store file" if where != "videos" else "video") in err and str(out) in err
+    assert not [p for p in out.rglob("*") if ".tmp-" in p.name]

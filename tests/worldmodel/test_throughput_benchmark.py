@@ -1,16 +1,12 @@
 """Smoke test of ``benchmarks/wm_train_throughput.py``: the tiny size, checks the JSON lines (no timings)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "wm_train_throughput.py"
+from support import benchmark
 
 
 def test_prints_one_json_line_per_size_and_path(capsys):
-    spec = importlib.util.spec_from_file_location("wm_train_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("wm_train_throughput")
     module.main(
         ["--sizes", "tiny", "--batch-size", "2", "--warmup", "0", "--repeats", "1", "--device", "cpu"]
     )

@@ -165,3 +165,54 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
         progress=False,
     )
     assert "agent_state" not in lot["quantities"] and "value" in lot["quantities"]
+
+
+def test_kill_9_then_resume_is_bit_identical(make_config, store, tmp_path):
+    """`proclab wm train` killed with SIGKILL after its 2nd update's checkpoint, then `--resume`: the
+    final weights equal an uninterrupted run's bit for bit, and each update is logged once."""
+    from support import proclab_killed_when
+
+    full = WMTrainer(make_config(window_stride=64, checkpoint_every=2, total_updates=6)).train(progress=False)
+    flags = ["--size", "tiny", "--data", str(store), "--window-stride", "64", "--checkpoint-every", "2"]
+    flags += ["--total-updates", "6", "--num-workers", "0", "--video-every", "0", "--video-samples", "0"]
+    step_2 = "killed/wm/*/*/*/checkpoints/step_00000002"
+    proclab_killed_when(step_2, tmp_path, "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed"))
+    (run,) = tmp_path.glob("killed/wm/*/*/*")
+    assert not (run / "checkpoints" / "step_00000006").exists(), "the run finished before the kill"
+    cli(["wm", "train", "--resume", str(run)])
+    a, b = weights(full, 6), weights(run, 6)
+    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])]
+    assert read_metrics(run)["step"] == list(range(1, 7))
+
+
+def test_resume_of_a_finished_run_does_nothing_and_more_updates_are_recorded(store, tmp_path, capsys):
+    flags = ["--size", "tiny", "--data", str(store), "--video-samples", "0", *cpu_run_flags(tmp_path)]
+    cli(["wm", "train", "--total-updates", "2", *flags])
+    run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
+    cli(["wm", "train", "--resume", str(run)])
+    out = capsys.readouterr().out
+    assert "already finished (last checkpoint at 2 of 2)" in out and out.count("\n") == 1, out
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]
+    cli(["wm", "train", "--resume", str(run), "--total-updates", "3"])
+    assert json.loads((run / "config.json").read_text())["total_updates"] == 3
+    (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
+    assert entry["resumed_at_step"] == 2 and entry["changed"] == {"total_updates": [2, 3]}
+    assert read_metrics(run)["step"] == [1, 2, 3]
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_resume_continues(store, tmp_path, capsys):
+    """The disk fills up at the second checkpoint: exit 2, one line naming it, no temporary; once
+    space is back, --resume continues from the first checkpoint to the end."""
+    from support import disk_full
+
+    flags = ["--size", "tiny", "--data", str(store), "--video-samples", "0", "--checkpoint-every", "2"]
+    cli(["wm", "train", *flags, "--total-updates", "2", *cpu_run_flags(tmp_path)])
+    run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
+    with disk_full(run / "checkpoints"), pytest.raises(SystemExit) as exit_:
+        cli(["wm", "train", "--resume", str(run), "--total-updates", "4"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert f"cannot write checkpoint {str(run / 'checkpoints' / 'step_00000004')!r}" in err, err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]
+    cli(["wm", "train", "--resume", str(run)])
+    assert read_metrics(run)["step"] == [1, 2, 3, 4]

@@ -18,7 +18,6 @@ so in its ``final_observation`` attribute.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import tyro
 
 from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError
+from proclab.io.files import replacing, write_json
 
 _MINARI = {
     "obs": "observations",
@@ -77,21 +77,18 @@ def export_npz(
         ep = store.episode(i, fields)
         name = f"episode_{i:06d}.npz"
         info = {f"episode/{k}": np.asarray(v) for k, v in ep.info.items()}
-        np.savez_compressed(out / name, **ep.steps, **info)
+        with replacing(out / name, "exported episode") as tmp, open(tmp, "wb") as f:
+            np.savez_compressed(f, **ep.steps, **info)
         index.append(
             {"file": name, "episode": i, **{k: _plain(v) for k, v in ep.info.items() if np.ndim(v) == 0}}
         )
-    (out / "index.json").write_text(
-        json.dumps(
-            {
-                "source": str(store.path),
-                "episodes": index,
-                "timestep_convention": "row t: obs_t, the action taken on it, its reward and terminated/truncated "
-                "after it (see proclab.data.schema)",
-            },
-            indent=1,
-        )
-    )
+    index = {
+        "source": str(store.path),
+        "episodes": index,
+        "timestep_convention": "row t: obs_t, the action taken on it, its reward and terminated/truncated "
+        "after it (see proclab.data.schema)",
+    }
+    write_json(out / "index.json", index, "export index", indent=1)
     return out
 
 
@@ -113,8 +110,7 @@ def export_minari(
         import h5py
     except ImportError:
         raise ProclabError("exporting to Minari's HDF5 layout needs h5py: pip install h5py") from None
-    tmp = path.with_name(path.name + ".partial")
-    with h5py.File(tmp, "w") as f:
+    with replacing(path, "Minari export") as tmp, h5py.File(tmp, "w") as f:
         steps = 0
         for n, i in enumerate(ids):
             ep = store.episode(i)
@@ -139,7 +135,6 @@ def export_minari(
         f.attrs["total_episodes"] = len(ids)
         f.attrs["total_steps"] = steps
         f.attrs["source"] = str(store.path)
-    tmp.replace(path)
     return path
 
 

@@ -17,7 +17,8 @@ import numpy as np
 import tyro
 
 from proclab.data.schema import SCHEMA_VERSION
-from proclab.data.store import EpisodeStore
+from proclab.data.store import EpisodeStore, describe_damage
+from proclab.errors import ProclabError
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class InfoArgs:
     json: bool = False
     """Print the summary as JSON."""
     verify: bool = False
-    """Also check that every chunk of every committed row is on disk (walks the whole store)."""
+    """Also read back every chunk of every committed row (walks the whole store): a missing chunk, or one
+    whose checksum fails (a flipped byte), is listed with its shard and episodes, and the exit status is 2."""
 
 
 def _stats(returns: np.ndarray, lengths: np.ndarray, completed: np.ndarray | None) -> dict:
@@ -92,10 +94,28 @@ def summarize(store: EpisodeStore) -> dict:
 
 def main(argv: list[str], prog: str = "proclab data info") -> None:
     args = tyro.cli(InfoArgs, args=argv, prog=prog)
-    summary = summarize(EpisodeStore(args.data, verify=args.verify))
+    store = EpisodeStore(args.data, verify=args.verify)
+    summary = summarize(store)
+    damaged = store.verify() if args.verify else []
     if args.json:
-        print(json.dumps(summary, indent=2))
-        return
+        print(json.dumps({**summary, "damaged": damaged} if args.verify else summary, indent=2))
+    else:
+        _print(summary)
+    if damaged:
+        raise ProclabError(_damage_report(store, damaged))
+
+
+def _damage_report(store: EpisodeStore, damaged: list[dict]) -> str:
+    """One line: every damaged chunk with its shard and episodes, and how many episodes still read."""
+    hit = sorted({e for d in damaged for e in d["episodes"]})
+    parts = "; ".join(describe_damage(d) for d in damaged)
+    return (
+        f"episode store {str(store.path)!r} has {len(damaged)} damaged chunk(s): {parts}; "
+        f"the other {store.num_episodes - len(hit)} of {store.num_episodes} episodes read fine"
+    )
+
+
+def _print(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -147,7 +147,7 @@ class EpisodeStore:
             columns["row"].append(np.arange(n, dtype=np.int64))
             cats = shard.record.get("categories", {})
             for k in (*INDEX_FIELDS, *scalar):
-                values = group[f"episodes/{k}"][:n]
+                (values,) = self._read_many([(group[f"episodes/{k}"], slice(0, n))], shard.name)
                 if k in cats:
                     values = np.asarray(cats[k], dtype=object)[values]
                 columns.setdefault(k, []).append(values)
@@ -222,6 +222,74 @@ class EpisodeStore:
             self._arrays[key] = self._groups[shard][name]
         return self._arrays[key]
 
+    def _read_many(
+        self, requests: list[tuple[zarr.Array, slice]], opening: str | None = None
+    ) -> list[np.ndarray]:
+        """Read several array slices concurrently on zarr's I/O loop; a damaged chunk among them is a
+        one-line error naming it and the episodes it holds (``opening``: the shard being opened)."""
+        try:
+            return sync(_gather(requests))
+        except (ValueError, RuntimeError, OSError) as err:  # a checksum mismatch, an undecodable chunk
+            for arr, rows in requests:
+                shard = opening or arr.path.split("/", 1)[0]
+                for damage in self._damaged(arr, rows, shard):
+                    raise ProclabError(
+                        f"episode store {str(self.path)!r} is damaged: {describe_damage(damage)} ({err}); "
+                        "`proclab data info --verify` lists every damaged chunk"
+                    ) from None
+            raise
+
+    def _damaged(self, arr: zarr.Array, rows: slice, shard: str) -> list[dict]:
+        """The chunks of ``arr`` overlapping ``rows`` that cannot be read back, with their episodes."""
+        per = arr.chunks[0]
+        stop = min(rows.stop if rows.stop is not None else arr.shape[0], arr.shape[0])
+        found = []
+        for c in range((rows.start or 0) // per, (stop + per - 1) // per):
+            first, end = c * per, min((c + 1) * per, arr.shape[0])
+            try:
+                arr[first:end]
+            except (ValueError, RuntimeError, OSError) as err:
+                field = arr.path.split("/", 1)[1]
+                episodes = self._episodes_in(shard, field, first, end)
+                found.append(
+                    {
+                        "shard": shard,
+                        "field": field,
+                        "chunk": c,
+                        "rows": [first, end],
+                        "episodes": episodes,
+                        "error": str(err),
+                    }
+                )
+        return found
+
+    def _episodes_in(self, shard: str, field: str, first: int, end: int) -> list[int]:
+        """Store-wide indices of the committed episodes of ``shard`` with rows in ``[first, end)`` of ``field``."""
+        if not hasattr(self, "episodes") or shard not in [s.name for s in self.shards]:
+            return []  # the damage is in the index being read at opening
+        e = self.episodes
+        mine = np.flatnonzero(e["shard"] == [s.name for s in self.shards].index(shard))
+        if field.startswith("episodes/"):
+            hit = (e["row"][mine] >= first) & (e["row"][mine] < end)
+        else:
+            hit = (e["start"][mine] < end) & (e["start"][mine] + e["length"][mine] > first)
+        return mine[hit].tolist()
+
+    def verify(self) -> list[dict]:
+        """Every chunk of every committed row that cannot be read back (a flipped byte fails its checksum
+        in stores written with one): shard, field, chunk, rows and the episodes it holds."""
+        found = []
+        for shard, group in zip(self.shards, self._groups, strict=True):
+            fields = {
+                "steps": shard.record["fields"]["steps"],
+                "episodes": {**dict.fromkeys(INDEX_FIELDS), **shard.record["fields"]["episodes"]},
+            }
+            counts = {"steps": shard.steps, "episodes": shard.episodes}
+            for kind, names in fields.items():
+                for name in names:
+                    found += self._damaged(group[f"{kind}/{name}"], slice(0, counts[kind]), shard.name)
+        return found
+
     def _locate(self, index: int) -> tuple[int, int, int, int]:
         """(shard, row in shard, first step row, length) of episode ``index``."""
         n = self.num_episodes
@@ -256,7 +324,7 @@ class EpisodeStore:
                 requests[name, ""] = (self._array(shard, "steps/" + name), slice(first + start, first + stop))
             else:
                 raise KeyError(f"no per-step field {name!r}; the store has {', '.join(self.fields)}")
-        got = dict(zip(requests, _read_many(list(requests.values())), strict=True))
+        got = dict(zip(requests, self._read_many(list(requests.values())), strict=True))
         out = {}
         for name, part in requests:
             if part == "":
@@ -297,7 +365,7 @@ class EpisodeStore:
                 (self._array(s, "episodes/" + STATE_IN0 + name.removeprefix(STATE_IN)), slice(*rows[s]))
                 for s in spans
             ]
-        got = _read_many(requests)
+        got = self._read_many(requests)
         blocks, first_rows = (
             dict(zip(spans, got, strict=False)),
             dict(zip(spans, got[len(spans) :], strict=False)),
@@ -333,7 +401,9 @@ class EpisodeStore:
         spans = {
             int(s): (int(row[shard == s].min()), int(row[shard == s].max()) + 1) for s in np.unique(shard)
         }
-        got = _read_many([(self._array(s, "episodes/" + name), slice(*span)) for s, span in spans.items()])
+        got = self._read_many(
+            [(self._array(s, "episodes/" + name), slice(*span)) for s, span in spans.items()]
+        )
         spec = self.episode_fields[name]
         out = np.empty((len(idx), *spec["shape"]), dtype=spec["dtype"])
         for (s, span), block in zip(spans.items(), got, strict=True):
@@ -348,7 +418,7 @@ class EpisodeStore:
         cats = self.shards[shard].record.get("categories", {})
         for k, spec in self.shards[shard].record["fields"]["episodes"].items():
             if spec["shape"]:
-                out[k] = self._array(shard, "episodes/" + k)[row]
+                (out[k],) = self._read_many([(self._array(shard, "episodes/" + k), slice(row, row + 1))])[0]
             elif k not in cats:
                 out[k] = out[k].item()
         return out
@@ -384,17 +454,20 @@ class EpisodeStore:
         return f"EpisodeStore({str(self.path)!r}, shards={len(self.shards)}, episodes={self.num_episodes}, steps={self.num_steps})"
 
 
-def _read_many(requests: list[tuple[zarr.Array, slice]]) -> list[np.ndarray]:
-    """Read several array slices concurrently on zarr's I/O loop."""
-
-    async def gather():
-        return await asyncio.gather(*(arr.async_array.getitem(rows) for arr, rows in requests))
-
-    return sync(gather())
+async def _gather(requests: list[tuple[zarr.Array, slice]]) -> list[np.ndarray]:
+    return await asyncio.gather(*(arr.async_array.getitem(rows) for arr, rows in requests))
 
 
 def _read_attrs(shard_dir: Path) -> dict:
     return json.loads((shard_dir / "zarr.json").read_text()).get("attributes", {})
+
+
+def describe_damage(damage: dict) -> str:
+    """``shard 'shard-00000' steps/obs chunk 3 (rows 384-511, episodes 4, 5)``."""
+    first, end = damage["rows"]
+    episodes = damage["episodes"]
+    held = f"episodes {', '.join(map(str, episodes))}" if episodes else "the shard's episode index"
+    return f"shard {damage['shard']!r} {damage['field']} chunk {damage['chunk']} (rows {first}-{end - 1}, {held})"
 
 
 def _check_chunks(array_dir: Path, arr: zarr.Array, rows: int, where: str) -> None:

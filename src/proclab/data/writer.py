@@ -33,6 +33,16 @@ and an episode a handful. Frames use zstd level 3: consecutive Procgen frames sh
 their pixels and zstd's window spans several frames, so a 64x64 frame takes about 1.1 KB
 instead of 12.3 KB (docs/recording.md has the measured numbers). Numbers use Blosc-zstd with
 byte shuffling, which groups the similar high bytes of floats and ints.
+
+**Checksums.** Every compressed chunk ends with its CRC32C (zarr's ``crc32c`` codec, 4 bytes a
+chunk), so a byte flipped on disk is a one-line error naming the shard, the field, the chunk
+and the episodes it holds, instead of silently wrong numbers (``proclab data info --verify``
+checks every chunk). Stores written before the checksum carry their codecs in their array
+metadata and stay readable as they are.
+
+**A full disk** during a commit removes the file being written and stops the writer with one
+line (:mod:`proclab.io.files`); the commit record still describes the last complete commit,
+so every episode committed before stays readable.
 """
 
 from __future__ import annotations
@@ -40,10 +50,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -51,12 +59,13 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.codecs import BloscCodec, ZstdCodec
+from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
 from proclab.data.schema import INDEX_FIELDS, SCHEMA_VERSION, STORE_FORMAT
 from proclab.errors import ProclabError
+from proclab.io.files import write_bytes, write_json
 
 COMMIT = "commit.json"
 ROOT_ATTR = "proclab"
@@ -65,22 +74,13 @@ MAX_CHUNK_ROWS = 4096
 
 
 # -- files -------------------------------------------------------------------------------------
-def write_replacing(path: Path, data) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 class ReplacingStore(LocalStore):
     """A zarr ``LocalStore`` whose every write replaces the file by rename (never in place)."""
 
     async def set(self, key: str, value) -> None:
         await self._ensure_open()
         self._check_writable()
-        await asyncio.to_thread(write_replacing, self.root / key, value.as_buffer_like())
+        await asyncio.to_thread(write_bytes, self.root / key, value.as_buffer_like(), "episode store file")
 
 
 def chunk_rows(row_bytes: int) -> int:
@@ -91,10 +91,11 @@ def chunk_rows(row_bytes: int) -> int:
     return rows
 
 
-def compressor_for(dtype: np.dtype):
+def compressors_for(dtype: np.dtype) -> tuple:
+    """The compressor of a field, then a CRC32C checksum of every compressed chunk (see the module doc)."""
     if dtype.itemsize == 1:  # frames, bools: no bytes to shuffle
-        return ZstdCodec(level=3)
-    return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=dtype.itemsize)
+        return ZstdCodec(level=3), Crc32cCodec()
+    return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=dtype.itemsize), Crc32cCodec()
 
 
 # -- the store root ----------------------------------------------------------------------------
@@ -320,7 +321,7 @@ class ShardWriter:
                     shape=(0, *shape),
                     chunks=(rows, *shape),
                     dtype=dtype,
-                    compressors=compressor_for(dtype),
+                    compressors=compressors_for(dtype),
                     fill_value=0,
                     config={"write_empty_chunks": True},  # an all-zero chunk still exists on disk
                 )
@@ -342,22 +343,26 @@ class ShardWriter:
             rows = {key: self.steps if key.startswith("steps/") else self.episodes for key in blocks}
             sync(self._grow_and_write([(self._arrays[k].async_array, rows[k], b) for k, b in blocks.items()]))
             self.episodes, self.steps, self.commits = n_eps, n_steps, self.commits + 1
-            write_replacing(self.path / COMMIT, json.dumps(self.commit_record(), indent=1).encode())
+            write_json(self.path / COMMIT, self.commit_record(), "episode store commit record", indent=1)
         if self.on_commit is not None:
             self.on_commit(self.episodes, self.steps)
 
     @staticmethod
     async def _grow_and_write(blocks: list) -> None:
-        """Grow every array, then write the new rows of all of them concurrently."""
-        await asyncio.gather(
-            *(
+        """Grow every array, then write the new rows of all of them concurrently. A failure (a full
+        disk) is raised once every write has ended, so that none is left half-done behind it."""
+        for step in (
+            (
                 arr.resize((old + len(block), *arr.shape[1:]), delete_outside_chunks=False)
                 for arr, old, block in blocks
-            )
-        )
-        await asyncio.gather(
-            *(arr.setitem(slice(old, old + len(block)), block) for arr, old, block in blocks)
-        )
+            ),
+            (arr.setitem(slice(old, old + len(block)), block) for arr, old, block in blocks),
+        ):
+            failed = [
+                r for r in await asyncio.gather(*step, return_exceptions=True) if isinstance(r, BaseException)
+            ]
+            if failed:
+                raise failed[0]
 
     def commit_record(self) -> dict:
         def fields(group):

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.files import load_npz, save_npz
 
 Kind = Literal["pca", "ica"]
 KINDS = ("pca", "ica")
@@ -230,9 +231,9 @@ class Basis:
             "provenance": self.provenance,
             "fit_info": self.fit_info,
         }
-        tmp = path.with_name(f".{path.name}.tmp.npz")
-        np.savez(
-            tmp,
+        save_npz(
+            path,
+            "basis",
             mean=self.mean,
             std=self.std,
             pca_mean=self.pca_mean,
@@ -241,17 +242,15 @@ class Basis:
             unmixing=self.unmixing,
             meta=np.array(json.dumps(meta, default=str)),
         )
-        tmp.replace(path)
 
     @classmethod
     def load(cls, path: Path) -> Basis:
         path = Path(path)
+        arrays: dict[str, Any] = load_npz(path, "basis")
         try:
-            with np.load(path, allow_pickle=False) as f:
-                arrays: dict[str, Any] = {k: f[k] for k in f.files}
             meta = json.loads(str(arrays.pop("meta")))
-        except (OSError, ValueError, KeyError) as err:
-            raise ProclabError(f"{str(path)!r} is not a saved basis ({err})") from None
+        except (ValueError, KeyError) as err:
+            raise ProclabError(f"basis {str(path)!r} is corrupt: no readable metadata ({err})") from None
         if meta.get("format") != FORMAT:
             raise ProclabError(f"{str(path)!r} is not a saved basis (format {meta.get('format')!r})")
         return cls(

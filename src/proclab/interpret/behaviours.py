@@ -17,6 +17,7 @@ map; the neighbours are what it preserves), each sample the modal cluster of its
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from proclab.interpret.clustering import check_clusters, ward_fit_assign
 from proclab.interpret.progress import phases
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.workspace import Workspace
+from proclab.io.files import load_npz, save_npz
 from proclab.io.runs import write_json_atomic
 
 NAME = "behaviours"
@@ -173,20 +175,20 @@ class BehaviourModel:
         return modal(steps, self.config.clusters), steps
 
     def save(self, path: Path) -> None:
-        np.savez(path, config=np.array(__import__("json").dumps(asdict(self.config))), **self.a)
+        save_npz(path, "behaviour model", config=np.array(json.dumps(asdict(self.config))), **self.a)
 
     @classmethod
     def load(cls, path: Path) -> BehaviourModel:
-        import json
-
         if not Path(path).is_file():
             raise ProclabError(
                 f"no saved behaviours at {str(path)!r}; run `proclab analyze behaviours` first"
             )
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-        config = json.loads(str(arrays.pop("config")))
-        return cls(BehaviourConfig(**{**config, "lags": tuple(config["lags"])}), arrays)
+        arrays = load_npz(path, "behaviour model")
+        try:
+            config = json.loads(str(arrays.pop("config")))
+            return cls(BehaviourConfig(**{**config, "lags": tuple(config["lags"])}), arrays)
+        except (ValueError, KeyError, TypeError) as err:
+            raise ProclabError(f"behaviour model {str(path)!r} is corrupt ({err!r})") from None
 
 
 def _safe_std(x: np.ndarray) -> np.ndarray:
@@ -260,9 +262,9 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
     store, _ = open_samples(args, ws)
-    out = ws.command_dir(NAME)
     if args.assign is not None:
-        return _run_assign(args, ws, out, start)
+        return _run_assign(args, ws, ws.path / NAME, start)
+    out = ws.command_dir(NAME)
     config = BehaviourConfig(args.lags, args.env_pcs, args.pcs, args.clusters, args.perplexity)
     ids = parse_ids(args.ids, store.num_episodes)
     with phases(4 + int(args.stability), "behaviours") as ph:
@@ -280,8 +282,9 @@ def run_behaviours(args: BehavioursArgs) -> Path:
                 stability = float(adjusted_rand_score(labels, modal(steps2, args.clusters)))
         with ph.phase("statistics"):
             model.save(out / "transform.npz")
-            np.savez(
+            save_npz(
                 out / "labels.npz",
+                "behaviour labels",
                 ids=s.ids,
                 labels=labels,
                 step_labels=steps,
@@ -306,7 +309,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
         [str(out / f) for f in ("transform.npz", "labels.npz", "summary.json")] + [str(p) for p in outputs],
         time.time() - start,
     )
-    return out
+    return ws.final(out)
 
 
 def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) -> Path:
@@ -316,7 +319,7 @@ def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) ->
     s = SampleSet.read(new, ids, source_of(ws, new), checkpoint_of(ws))
     labels, steps = model.assign(s.state, s.env_h)
     path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
-    np.savez(path, ids=s.ids, labels=labels, step_labels=steps)
+    save_npz(path, "behaviour assignments", ids=s.ids, labels=labels, step_labels=steps)
     ws.record_command(f"{NAME}-assign", asdict(args), [str(path)], time.time() - start)
     return out
 

@@ -22,6 +22,7 @@ import numpy as np
 import tyro
 
 from proclab.interpret.args import MapArgs
+from proclab.io.files import save_npz
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
-            np.savez(out / "bottleneck.npz", **arrays)
+            save_npz(out / "bottleneck.npz", "bottleneck arrays", **arrays)
             files = [out / "bottleneck.npz"]
             if args.plots:
                 files += _plots(out, arrays, args)

@@ -33,7 +33,9 @@ from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
 from proclab.interpret.sweep import SweepArgs
 from proclab.interpret.sweep_command import run_sweep
 from proclab.interpret.visualize import VisualizeArgs, run_visualize
+from proclab.interpret.workspace import discard_staged, published_path
 from proclab.interpret.xcorr import XcorrArgs, run_xcorr
+from proclab.io.files import DiskFullError
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
@@ -101,5 +103,11 @@ def main(argv: list[str], prog: str = "proclab analyze") -> None:
     if name not in ANALYSES:
         raise unknown_choice("analysis", name, ANALYSES)
     full, cls, run, rest = command(name, argv[1:])
-    out = run(parse(cls, rest, f"{prog} {full}"))
+    args = parse(cls, rest, f"{prog} {full}")
+    try:
+        out = run(args)
+    except DiskFullError as err:  # name the output the user knows, not its staging copy
+        raise DiskFullError(published_path(err.path), err.what, err.err) from None
+    finally:  # a failed command (an error, a full disk) leaves no staging folder behind
+        discard_staged(args.out)
     print(f"outputs in {out}")

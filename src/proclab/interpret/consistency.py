@@ -27,6 +27,7 @@ import numpy as np
 from proclab.interpret.progress import phases
 from proclab.interpret.workspace import Workspace
 from proclab.interpret.xcorr import DynamicsArgs, load_dynamics
+from proclab.io.files import save_figure
 from proclab.io.runs import write_json_atomic
 
 NAME = "consistency"
@@ -156,7 +157,7 @@ def run_consistency(args: ConsistencyArgs) -> Path:
                     outputs += _triptychs(out, setting, d, J[:, 1:], X)
     write_json_atomic(out / "summary.json", summary)
     ws.record_command(NAME, asdict(args), [str(p) for p in outputs], time.time() - start)
-    return out
+    return ws.final(out)
 
 
 def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list[Path]:
@@ -187,7 +188,7 @@ def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list
         fig.suptitle(f"behaviour {g} ({int(m.sum())} samples), {setting}")
         fig.tight_layout()
         path = out / f"triptych_{setting}_behaviour_{g:02d}.png"
-        fig.savefig(path, dpi=80)
+        save_figure(fig, path, dpi=80)
         plt.close(fig)
         paths.append(path)
     return paths

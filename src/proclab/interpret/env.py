@@ -19,6 +19,7 @@ import numpy as np
 import tyro
 
 from proclab.interpret.args import MapArgs
+from proclab.io.files import save_npz
 
 if TYPE_CHECKING:
     from proclab.data.store import EpisodeStore
@@ -95,7 +96,7 @@ def run_env(args: EnvArgs) -> Path:
                 "tsne": m.tsne,
                 **attrs,
             }
-            np.savez(out / "env.npz", **arrays)
+            save_npz(out / "env.npz", "environment-state arrays", **arrays)
             files = [out / "env.npz"]
             if args.plots:
                 files += _plots(out, arrays, args)

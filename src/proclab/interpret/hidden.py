@@ -22,6 +22,7 @@ import numpy as np
 import tyro
 
 from proclab.interpret.args import MapArgs
+from proclab.io.files import save_npz
 
 if TYPE_CHECKING:
     from proclab.data.store import EpisodeStore
@@ -270,12 +271,12 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
 
 def _write(ws: Workspace, arrays: dict, generated: dict | None, basis: Basis, args: HiddenArgs) -> list[Path]:
     out = ws.command_dir(NAME)
-    np.savez(out / "hidden.npz", **arrays)
+    save_npz(out / "hidden.npz", "hidden-state arrays", **arrays)
     files = [out / "hidden.npz"]
     if generated is not None:
-        np.savez(out / "generated.npz", **generated)
+        save_npz(out / "generated.npz", "generated-state arrays", **generated)
         files.append(out / "generated.npz")
-    basis.save(ws.basis_path)
+    basis.save(ws.stage(ws.basis_path.name))  # published with the command's folder
     files.append(ws.basis_path)
     if args.plots:
         files += _plots(out, arrays, basis, generated, args)

@@ -135,7 +135,7 @@ def run_intervene(args: InterveneArgs) -> Path:
     summary["seconds"] = round(time.time() - start, 3)
     write_json_atomic(out / "summary.json", summary)
     ws.record_command(NAME, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
-    return out
+    return ws.final(out)
 
 
 # -- real environment ----------------------------------------------------------------------------
@@ -305,7 +305,7 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
         "greedy": args.greedy,
         "state": key,
         "checkpoint": str(checkpoint),
-        "stores": {a: str(p) for a, p in paths.items()},
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
     }
     files = [str(p) for p in paths.values()]
     files.append(
@@ -456,7 +456,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         "greedy": settings.greedy,
         "state": key,
         "world_model": str(ckpt.path),
-        "stores": {a: str(p) for a, p in paths.items()},
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
     }
     if note:
         result["behaviours_note"] = note

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from proclab.io.files import save_figure
+
 
 def _plt():
     import matplotlib
@@ -24,7 +26,7 @@ def _save(fig, path: Path) -> Path:
     fig.subplots_adjust(
         left=0.06, right=0.97, bottom=0.45 / height, top=1 - 0.8 / height, wspace=0.3, hspace=0.45
     )
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, dpi=90)
     fig.clf()
     import matplotlib.pyplot as plt
 
@@ -34,7 +36,7 @@ def _save(fig, path: Path) -> Path:
 
 def save_tight(fig, path: Path) -> Path:
     """Margins fitted to the labels (bbox_inches="tight"): for small figures with long tick labels."""
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+    save_figure(fig, path, dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -24,7 +24,6 @@ from proclab.interpret.saliency import basis_hook, per_step
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
-from proclab.interpret.workspace import clear_previous
 from proclab.io.runs import write_json_atomic
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
@@ -128,7 +127,7 @@ def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     targets = parse_targets(args.target or DEFAULT_TARGETS, agent.config.num_actions)
     basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
     episodes = parse_ids(args.episodes, store.num_episodes, "episode")
-    out = clear_previous(ws.command_dir(args.name))
+    out = ws.command_dir(args.name)
     summary: dict[str, list[float]] = {t.spec: [] for t in targets}
     attrs = {
         "saliency": {

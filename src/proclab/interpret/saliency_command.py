@@ -41,7 +41,7 @@ from proclab.interpret.saliency import (
 from proclab.interpret.saliency_maps import write_side_by_side, write_strip
 from proclab.interpret.selection import parse_ids
 from proclab.interpret.targets import DEFAULT_TARGETS, Target, parse_targets
-from proclab.interpret.workspace import Workspace, clear_previous
+from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
@@ -129,7 +129,7 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
     else:
         out, outputs = _run_simulated(args, ws, progress)
     ws.record_command(args.name, asdict(args), outputs, time.time() - start)
-    return out
+    return ws.final(out)
 
 
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
@@ -149,7 +149,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
     ids = parse_ids(args.ids, store.num_episodes)
     groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
-    out = clear_previous(ws.command_dir(args.name))
+    out = ws.command_dir(args.name)
     attrs = {
         "saliency": {
             "samples": str(store.path.resolve()),

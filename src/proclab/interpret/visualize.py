@@ -25,7 +25,6 @@ the folder has a basis), and ``summary.json``.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from proclab.interpret.progress import phases
 from proclab.interpret.saliency import SampleSettings, basis_hook, open_samples, per_step
 from proclab.interpret.targets import AgentTrace, Target, evaluate, parse_target
 from proclab.interpret.workspace import Workspace
+from proclab.io.files import save_npz
 from proclab.io.runs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
@@ -258,10 +258,7 @@ def run_visualize(args: VisualizeArgs) -> Path:
     torch.manual_seed(args.seed)
     v0 = _initial_vectors(args, store, wm.config.bottleneck)
     config = OptimConfig(args.iterations, args.lr, args.optimizer, args.diversity, args.temperature)
-    out = ws.command_dir(NAME) / f"{objective.direction}_{objective.target.key}"
-    if out.exists():
-        shutil.rmtree(out)  # a re-run replaces its outputs
-    out.mkdir(parents=True)
+    out = ws.command_dir(f"{NAME}/{objective.direction}_{objective.target.key}")  # a re-run replaces it
     with phases(2, NAME) as ph:
         with ph.phase(f"optimising {len(v0)} vectors ({args.iterations} iterations)"):
             done = [0]
@@ -281,7 +278,7 @@ def run_visualize(args: VisualizeArgs) -> Path:
         [str(out / "summary.json"), *files],
         time.time() - start,
     )
-    return out
+    return ws.final(out)
 
 
 def _simulation_inputs(args: VisualizeArgs, ws: Workspace) -> tuple[EpisodeStore, SampleSettings, int, Path]:
@@ -398,7 +395,7 @@ def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, ar
     if objective.basis is not None and objective.basis.dim == codec.width:
         state = traj.agent_state[:steps].transpose(0, 1).double().cpu().numpy()  # (n, S, D)
         ics = objective.basis.to_ics(state.reshape(-1, state.shape[-1])).reshape(*state.shape[:2], -1)
-        np.savez(out / "ic_trajectories.npz", ics=ics, target=series[:steps].T)
+        save_npz(out / "ic_trajectories.npz", "IC trajectories", ics=ics, target=series[:steps].T)
         files += [str(out / "ic_trajectories.npz"), str(_ic_plot(out / "ic_trajectories.png", ics, spec))]
     return files
 

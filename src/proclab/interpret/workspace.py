@@ -8,19 +8,28 @@ folder describe one set of states in one coordinate system. A command that names
 input than the one recorded stops with a one-line error *before* it writes anything: mixing
 two stores (or two activations) in one folder would silently project states onto a basis
 fitted on different data. Each command writes into its own subfolder (``command_dir``).
+
+**Whole or not at all.** A command writes its outputs into a hidden staging folder
+(``ANALYSIS/.outputs.tmp-PID-XXXXXXXX/``) and :meth:`Workspace.record_command` publishes them at
+its end: it first withdraws the command's old record from ``analysis.json``, then renames each
+staged folder (and ``basis.npz``) over the previous run's, then records the command. So a
+command killed at any instant (even ``kill -9``) leaves the previous complete outputs, or none
+recorded, never a mix shown as finished; a full disk or an error removes the staging folder
+(:func:`discard_staged`), and the staging folders of killed processes are swept by the next
+command on the folder. Running the command again gives the outputs of an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from proclab.errors import ProclabError
 from proclab.interpret.basis import Basis
+from proclab.io.files import disk_errors, publish, read_json, remove, sweep_temporaries, temporary_sibling
 from proclab.io.runs import write_json_atomic
 
 ANALYSIS_FILE = "analysis.json"
@@ -28,6 +37,8 @@ BASIS_FILE = "basis.npz"
 FORMAT = "proclab-analysis"
 INPUTS = ("data", "samples", "wm", "checkpoint", "activation")
 """The inputs a folder records: what its states and basis come from."""
+STAGING = "outputs"
+"""Staging folders are ``ANALYSIS/.outputs.tmp-PID-XXXXXXXX``."""
 
 
 def _canonical(value: Any) -> Any:
@@ -42,6 +53,8 @@ class Workspace:
         self.path = path
         self._record = record
         self._pending: dict[str, Any] = {}
+        self._staging: Path | None = None
+        self._staged: list[str] = []
 
     @classmethod
     def open(cls, path: str | Path, create: bool = True) -> Workspace:
@@ -50,12 +63,11 @@ class Workspace:
         if path.exists() and not path.is_dir():
             raise ProclabError(f"analysis folder {str(path)!r} is a file; give a folder for --out")
         if file.is_file():
-            try:
-                record = json.loads(file.read_text())
-            except ValueError as err:
-                raise ProclabError(f"{str(file)!r} is not valid JSON ({err})") from None
-            if record.get("format") != FORMAT:
+            record = read_json(file, "analysis record")
+            if not isinstance(record, dict) or record.get("format") != FORMAT:
                 raise ProclabError(f"{str(file)!r} is not a proclab analysis record")
+            if not isinstance(record.get("inputs"), dict) or not isinstance(record.get("commands"), dict):
+                raise ProclabError(f"analysis record {str(file)!r} is corrupt (no inputs or commands)")
             return cls(path, record)
         if not create:
             raise ProclabError(
@@ -100,13 +112,47 @@ class Workspace:
         return Path(self.inputs[key])
 
     def command_dir(self, name: str) -> Path:
-        """The subfolder for command ``name``'s outputs (created)."""
-        d = self.path / name
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        """The folder for command ``name``'s outputs: a fresh staging folder (created) that
+        :meth:`record_command` publishes as ``ANALYSIS/name``, replacing the previous run's."""
+        folder = self.stage(name)
+        with disk_errors(folder, "analysis outputs"):
+            folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def stage(self, name: str) -> Path:
+        """Where to write ``ANALYSIS/name`` (a file or a folder) until :meth:`record_command` publishes it."""
+        if self._staging is None:
+            with disk_errors(self.path, "analysis folder"):
+                self.path.mkdir(parents=True, exist_ok=True)
+            sweep_temporaries(self.path)
+            self._staging = temporary_sibling(self.path / STAGING)
+        if name not in self._staged:
+            self._staged.append(name)
+        (self._staging / name).parent.mkdir(parents=True, exist_ok=True)
+        return self._staging / name
+
+    def final(self, path: str | Path) -> Path:
+        """Where a staged ``path`` lives once published (other paths unchanged)."""
+        return published_path(Path(path))
+
+    def _publish(self, name: str) -> None:
+        """Withdraw ``name``'s old record, then rename every staged output over the previous one."""
+        if not self._staged:
+            return
+        if self._record["commands"].pop(name, None) is not None:
+            write_json_atomic(self.path / ANALYSIS_FILE, self._record)
+        with disk_errors(self.path, "analysis outputs"):
+            for rel in self._staged:
+                (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+                publish(self._staging / rel, self.path / rel)
+        remove(self._staging)
+        self._staging, self._staged = None, []
 
     def record_command(self, name: str, args: dict, outputs: list[str], seconds: float) -> None:
-        """Write the command's record (and any newly given inputs) to ``analysis.json``."""
+        """Publish the command's staged outputs, then write its record (and any newly given inputs)
+        to ``analysis.json``."""
+        outputs = [str(self.final(o)) for o in outputs]
+        self._publish(name)
         self.path.mkdir(parents=True, exist_ok=True)
         self._record["inputs"] = self.inputs
         self._pending = {}
@@ -114,20 +160,20 @@ class Workspace:
             "args": {k: _canonical(v) for k, v in args.items()},
             "seconds": round(float(seconds), 3),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "outputs": [str(o) for o in outputs],
+            "outputs": outputs,
         }
         write_json_atomic(self.path / ANALYSIS_FILE, self._record)
 
     def finish(self, name: str, args: Any, files: list[Path], summary: dict, start: float) -> Path:
         """Write the command's ``summary.json`` (with its wall time since ``start``, a ``perf_counter``
-        value) and record the command; returns its folder."""
+        value), publish and record the command; returns its folder."""
         out = self.command_dir(name)
         seconds = time.perf_counter() - start
         write_json_atomic(out / "summary.json", {**summary, "wall_seconds": round(seconds, 3)})
-        files = [*files, out / "summary.json"]
+        files = [self.final(f) for f in [*files, out / "summary.json"]]
         args = dataclasses.asdict(args) if dataclasses.is_dataclass(args) else dict(args)
         self.record_command(name, args, [str(f.relative_to(self.path)) for f in files], seconds)
-        return out
+        return self.path / name
 
     @property
     def basis_path(self) -> Path:
@@ -149,9 +195,17 @@ class Workspace:
         return None, None
 
 
-def clear_previous(out: Path) -> Path:
-    """Remove a previous run's store, strips and videos from ``out`` (a store would otherwise grow)."""
-    for sub in ("store.zarr", "strips", "videos"):
-        if (out / sub).exists():
-            shutil.rmtree(out / sub)
-    return out
+def published_path(path: Path) -> Path:
+    """Where a file written into a staging folder will be once published (others unchanged)."""
+    parts = [p for p in path.parts if not (p.startswith(f".{STAGING}.tmp-"))]
+    return Path(*parts)
+
+
+def discard_staged(folder: str | Path) -> None:
+    """Remove the unpublished staging folders this process left in the analysis ``folder`` (a
+    command that failed, e.g. on a full disk); published outputs are untouched."""
+    mine = f".{STAGING}.tmp-{os.getpid()}-"
+    if Path(folder).is_dir():
+        for entry in Path(folder).iterdir():
+            if entry.name.startswith(mine):
+                remove(entry)

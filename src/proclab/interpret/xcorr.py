@@ -35,6 +35,7 @@ from proclab.interpret.dynamics import (
     seriation,
 )
 from proclab.interpret.workspace import Workspace
+from proclab.io.files import load_npz, save_figure, save_npz
 from proclab.io.runs import write_json_atomic
 
 NAME = "xcorr"
@@ -108,8 +109,11 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
         raise ProclabError(
             f"analysis folder {str(ws.path)!r} has no behaviours; run `proclab analyze behaviours` first"
         )
-    with np.load(labels_file) as f:
+    f = load_npz(labels_file, "behaviour labels")
+    try:
         ids, labels, groups = f["ids"], f["labels"], int(f["clusters"])
+    except KeyError as err:
+        raise ProclabError(f"behaviour labels {str(labels_file)!r} are corrupt (no {err})") from None
     basis = ws.basis()
     s = SampleSet.read(store, ids.tolist(), source_of(ws, store), checkpoint_of(ws))
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
@@ -169,8 +173,9 @@ def run_xcorr(args: XcorrArgs) -> Path:
     )[:, lags]
     top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, args.extrema, d.labels, d.groups)
     directions = ws.basis().directions("ica")
-    np.savez(
+    save_npz(
         out / "xcorr.npz",
+        "cross-correlations",
         X=X,
         top=top,
         bottom=bottom,
@@ -192,7 +197,7 @@ def run_xcorr(args: XcorrArgs) -> Path:
             s: np.concatenate([group_mean(j, d.labels[d.rows[s]], d.groups), j.mean(0)[None]])
             for s, j in d.jacobians.items()
         }
-        np.savez(out / "xcaus.npz", step=d.step, **J)
+        save_npz(out / "xcaus.npz", "cross-causal Jacobians", step=d.step, **J)
         outputs.append(out / "xcaus.npz")
         summary["xcaus"] = {
             "target_step": d.step,
@@ -207,7 +212,7 @@ def run_xcorr(args: XcorrArgs) -> Path:
             outputs += _heatmaps(out, j, d.order, f"J_{s}", 0.25)
     write_json_atomic(out / "summary.json", summary)
     ws.record_command(NAME, asdict(args), [str(p) for p in outputs], time.time() - start)
-    return out
+    return ws.final(out)
 
 
 def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: float) -> list[Path]:
@@ -234,7 +239,7 @@ def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: floa
         tag = "all" if g == len(M) - 1 else f"behaviour_{g:02d}"
         fig.suptitle(f"{name}, {tag} (rows: earlier IC, columns: later IC)", fontsize=9)
         path = out / f"{name}_{tag}.png"
-        fig.savefig(path, dpi=80)
+        save_figure(fig, path, dpi=80)
         plt.close(fig)
         paths.append(path)
     return paths

@@ -11,16 +11,21 @@ Loading never unpickles arbitrary objects: weights come from safetensors and the
 state through ``torch.load(weights_only=True)``, which accepts only tensors and plain Python
 containers. NumPy arrays are stored as tensors for that reason (:func:`to_safe`).
 
-A checkpoint is written under a temporary name and renamed into place, so a crash (even
-``kill -9``) leaves either the previous checkpoint or the complete new one, never half of one.
+A checkpoint is written under a temporary name and renamed into place
+(:func:`proclab.io.files.replacing`), so a crash (even ``kill -9``) leaves either the previous
+checkpoint or the complete new one, never half of one; a full disk removes the temporary and
+stops the run with one line, its earlier checkpoints intact. The files are serialised in
+memory first, so every byte reaches the disk through one ``write`` whose failure names its cause
+(torch's zip writer would report a full disk as an opaque ``RuntimeError``).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import shutil
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load as safetensors_load
+from safetensors.torch import save as safetensors_bytes
 
 from proclab.errors import ProclabError
+from proclab.io.files import replacing, sweep_temporaries
 
 FORMAT = "proclab-checkpoint"
 FORMAT_VERSION = 1
@@ -79,28 +86,31 @@ def save_checkpoint(
     meta: dict[str, Any],
     train_state: dict[str, Any] | None = None,
 ) -> Path:
-    """Write a checkpoint directory atomically (temporary directory + rename)."""
+    """Write a checkpoint directory atomically (temporary directory + rename), fsync'ed before the rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    sweep_temporaries(path.parent)  # what a killed writer left
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in weights.items()}
-    save_file(tensors, str(tmp / WEIGHTS))
-    full_meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "saved_at": time.time(), **meta}
-    (tmp / META).write_text(json.dumps(full_meta, indent=2, default=str))
+    files = {WEIGHTS: safetensors_bytes(tensors)}
     if train_state is not None:
-        torch.save(to_safe(train_state), tmp / TRAIN_STATE)
-    for f in tmp.iterdir():  # make the data durable before the rename publishes it
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
-    if path.exists():
-        old = path.with_name(f".{path.name}.old-{os.getpid()}")
-        path.rename(old)
-        tmp.rename(path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(path)
+        buffer = io.BytesIO()
+        torch.save(to_safe(train_state), buffer)
+        files[TRAIN_STATE] = buffer.getvalue()
+    checksums = {name: zlib.crc32(data) for name, data in files.items()}
+    full_meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "saved_at": time.time(),
+        **meta,
+        "crc32": checksums,
+    }
+    files[META] = json.dumps(full_meta, indent=2, default=str).encode()
+    with replacing(path, "checkpoint") as tmp:
+        tmp.mkdir()
+        for name, data in files.items():
+            with open(tmp / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # durable before the rename publishes it
     return path
 
 
@@ -129,8 +139,8 @@ def _step_of(path: Path) -> int:
         return -1
 
 
-def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: bool = False) -> Checkpoint:
-    """Load and validate a checkpoint; any corruption is a one-line :class:`ProclabError`."""
+def load_checkpoint_meta(path: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """The checked ``meta.json`` of a checkpoint (or of a run directory's latest one)."""
     path = find_checkpoint(path)
     try:
         meta = json.loads((path / META).read_text())
@@ -145,23 +155,43 @@ def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: b
         )
     if kind is not None and meta.get("kind") != kind:
         raise ProclabError(f"checkpoint {str(path)!r} holds a {meta.get('kind')!r}, not a {kind!r}")
+    return meta
+
+
+def load_checkpoint(path: str | Path, *, kind: str | None = None, train_state: bool = False) -> Checkpoint:
+    """Load and validate a checkpoint; any corruption is a one-line :class:`ProclabError`."""
+    path = find_checkpoint(path)
+    meta = load_checkpoint_meta(path, kind)
     try:
-        weights = load_file(str(path / WEIGHTS))
+        weights = safetensors_load(_checked_bytes(path / WEIGHTS, meta))
     except (OSError, SafetensorError, ValueError) as err:
         raise ProclabError(
             f"checkpoint weights {str(path / WEIGHTS)!r} are missing or corrupt: {err}"
         ) from None
-    state = load_train_state(path) if train_state else None
+    state = load_train_state(path, meta) if train_state else None
     # Absolute, because the path is recorded in stores and runs that are read from other directories.
     return Checkpoint(path=path.resolve(), meta=meta, weights=weights, train_state=state)
 
 
-def load_train_state(path: Path) -> dict[str, Any]:
+def _checked_bytes(file: Path, meta: dict) -> bytes:
+    """The bytes of a checkpoint file, checked against the CRC32 recorded in ``meta.json`` (checkpoints
+    written before proclab recorded them are taken as they are)."""
+    data = file.read_bytes()
+    expected = meta.get("crc32", {}).get(file.name)
+    if expected is not None and zlib.crc32(data) != expected:
+        raise ValueError(
+            f"checksum mismatch (CRC32 {zlib.crc32(data)} instead of {expected}): damaged on disk"
+        )
+    return data
+
+
+def load_train_state(path: Path, meta: dict | None = None) -> dict[str, Any]:
     """The training state of the checkpoint directory ``path`` (optimiser, RNG, trainer statistics)."""
     if not (path / TRAIN_STATE).is_file():
         raise ProclabError(f"checkpoint {str(path)!r} has no training state ({TRAIN_STATE}); cannot resume")
     try:
-        return from_safe(torch.load(path / TRAIN_STATE, map_location="cpu", weights_only=True))
+        data = _checked_bytes(path / TRAIN_STATE, meta if meta is not None else load_checkpoint_meta(path))
+        return from_safe(torch.load(io.BytesIO(data), map_location="cpu", weights_only=True))
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise ProclabError(f"training state {str(path / TRAIN_STATE)!r} is corrupt: {err}") from None
 

@@ -17,6 +17,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.files import save_figure
 from proclab.io.runs import read_metrics
 
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -94,8 +95,7 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
     fig.suptitle(title or ", ".join(groups))
     fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 0.96))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 

@@ -3,6 +3,7 @@
 A run lives in ``RUN_ROOT/<algo>/<game>/<name>/<seed>-<timestamp>/``::
 
     config.json     the resolved configuration (rebuilds the run; read by --resume)
+    config_history.jsonl   one line per change made on --resume (e.g. more --total-steps)
     metrics.csv     one row per logged update (CleanRL metric names, e.g. charts/SPS)
     events.out...   TensorBoard event files (same scalars)
     checkpoints/    step_<N>/ checkpoint directories (see proclab.io.checkpoint)
@@ -17,15 +18,15 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 import time
 from pathlib import Path
 from typing import Any
 
 from proclab.errors import ProclabError
+from proclab.io.files import disk_errors, read_json, replacing, write_json
 
-CONFIG, METRICS = "config.json", "metrics.csv"
+CONFIG, METRICS, HISTORY = "config.json", "metrics.csv", "config_history.jsonl"
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -48,8 +49,9 @@ def create_run_dir(root: str | Path, algo: str, game: str, name: str, seed: int,
     while path.exists():
         n += 1
         path = base / f"{seed}-{stamp}-{n}"
-    (path / "checkpoints").mkdir(parents=True)
-    (path / "videos").mkdir()
+    with disk_errors(path, "run directory"):
+        (path / "checkpoints").mkdir(parents=True)
+        (path / "videos").mkdir()
     write_json_atomic(path / CONFIG, config)
     return path
 
@@ -58,16 +60,39 @@ def read_run_config(run_dir: str | Path) -> dict:
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         raise ProclabError(f"{str(run_dir)!r} is not a run directory (no {CONFIG})")
-    try:
-        return json.loads(path.read_text())
-    except ValueError as err:
-        raise ProclabError(f"{str(path)!r} is not valid JSON: {err}") from None
+    config = read_json(path, "run config")
+    if not isinstance(config, dict):
+        raise ProclabError(f"run config {str(path)!r} is corrupt (not a JSON object)")
+    return config
+
+
+def record_config_change(run_dir: Path, config: dict, changed: dict[str, tuple[Any, Any]], step: int) -> None:
+    """Make ``config`` the run's ``config.json`` and append what changed, from which checkpoint
+    ``step``, to ``config_history.jsonl`` (so a run's result says how it was trained)."""
+    entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed_at_step": step, "changed": changed}
+    path = Path(run_dir) / HISTORY
+    with disk_errors(path, "config history"), open(path, "a") as f:
+        f.write(json.dumps(entry, default=str) + "\n")
+    write_json_atomic(Path(run_dir) / CONFIG, config)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)
+    """``data`` as indented JSON at ``path``, written whole or not at all."""
+    write_json(path, data, f"{Path(path).name}")
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[dict[str, str]], list[dict[str, float]]]:
+    """The columns of a metrics CSV and its rows written in full, as text and as floats (NaN where
+    blank). A write cut short (a full disk, a kill) leaves a shorter last row; it is dropped."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            columns = list(reader.fieldnames or [])
+            text = [r for r in reader if None not in r.values() and None not in r]
+        values = [{k: float(v) if v != "" else math.nan for k, v in r.items()} for r in text]
+    except (OSError, UnicodeDecodeError, ValueError, csv.Error) as err:
+        raise ProclabError(f"metrics {str(path)!r} are corrupt ({err})") from None
+    return columns, text, values
 
 
 class MetricsLogger:
@@ -82,10 +107,9 @@ class MetricsLogger:
         self.columns: list[str] = ["step", "wall_time"]
         self.rows: list[dict[str, Any]] = []
         if self.path.exists() and resume_step is not None:
-            with open(self.path, newline="") as f:
-                reader = csv.DictReader(f)
-                self.columns = list(reader.fieldnames or self.columns)
-                self.rows = [r for r in reader if int(float(r["step"])) <= resume_step]
+            columns, text, values = _read_rows(self.path)
+            self.columns = columns or self.columns
+            self.rows = [r for r, v in zip(text, values, strict=True) if v["step"] <= resume_step]
             self._rewrite()
         elif self.path.exists():
             self.path.unlink()
@@ -96,12 +120,10 @@ class MetricsLogger:
             self.writer = SummaryWriter(str(run_dir), purge_step=resume_step)
 
     def _rewrite(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with open(tmp, "w", newline="") as f:
+        with replacing(self.path, "metrics") as tmp, open(tmp, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=self.columns, restval="")
             writer.writeheader()
             writer.writerows(self.rows)
-        tmp.replace(self.path)
 
     def log(self, step: int, wall_time: float, metrics: dict[str, float]) -> None:
         row = {"step": int(step), "wall_time": round(float(wall_time), 3)}
@@ -112,7 +134,7 @@ class MetricsLogger:
             self.columns.extend(new)
             self._rewrite()
         else:
-            with open(self.path, "a", newline="") as f:
+            with disk_errors(self.path, "metrics"), open(self.path, "a", newline="") as f:
                 csv.DictWriter(f, fieldnames=self.columns, restval="").writerow(row)
         if self.writer is not None:
             for k, v in row.items():
@@ -131,11 +153,5 @@ def read_metrics(path: str | Path) -> dict[str, list[float]]:
         path = path / METRICS
     if not path.is_file():
         raise ProclabError(f"no metrics at {str(path)!r}; is this a proclab run directory?")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        cols: dict[str, list[float]] = {k: [] for k in reader.fieldnames or []}
-        for row in reader:
-            for k in cols:
-                v = row.get(k, "")
-                cols[k].append(float(v) if v not in ("", None) else math.nan)
-    return cols
+    columns, _, rows = _read_rows(path)
+    return {k: [row[k] for row in rows] for k in columns}

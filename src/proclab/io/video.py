@@ -1,6 +1,7 @@
 """Write frame sequences to mp4, with optional upscaling and overlays.
 
-Encoding goes through imageio's PyAV plugin (libx264, yuv420p, so any player opens the file).
+Encoding goes through imageio's PyAV plugin (libx264, yuv420p, so any player opens the file), in
+memory, and the file is written whole or not at all (:func:`proclab.io.files.write_bytes`).
 procgen's own dependency gym3 pins ``imageio-ffmpeg < 0.4``, whose loader needs the removed
 ``pkg_resources``; PyAV wheels bundle their own ffmpeg libraries and avoid that conflict.
 """
@@ -16,6 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from proclab.envs.actions import ACTIONS
 from proclab.errors import ProclabError
+from proclab.io.files import write_bytes
 
 
 def to_hwc(frames: np.ndarray) -> np.ndarray:
@@ -125,11 +127,16 @@ def write_video(
     h, w = frames.shape[1:3]
     if h % 2 or w % 2:  # yuv420p needs even sizes
         frames = np.pad(frames, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".partial.mp4")
-    iio.imwrite(tmp, frames, plugin="pyav", fps=fps, codec="libx264", out_pixel_format="yuv420p")
-    tmp.replace(path)  # never leave a half-written video under the real name
-    return path
+    data = iio.imwrite(
+        "<bytes>",
+        frames,
+        plugin="pyav",
+        extension=".mp4",
+        fps=fps,
+        codec="libx264",
+        out_pixel_format="yuv420p",
+    )
+    return write_bytes(path, data, "video")  # whole or not at all, under the real name
 
 
 def read_video(path: str | Path) -> np.ndarray:

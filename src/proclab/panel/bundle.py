@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from proclab.io.files import replacing, sweep_temporaries
+
 FORMAT = "proclab-panel"
 VERSION = 1
 STATIC = resources.files("proclab.panel") / "static"
@@ -69,24 +71,29 @@ def _write_chunks(data_dir: Path, name: str, array: np.ndarray, chunk: int) -> d
 
 
 def write_panel(out: Path, data: PanelData, chunk: int = 500) -> Path:
-    """Write the panel folder ``out`` (replacing a previous export there) and return it."""
+    """Write the panel folder ``out`` (replacing a previous export there) and return it.
+
+    The panel is laid out in a hidden sibling folder and renamed into place when complete
+    (:func:`proclab.io.files.replacing`), so ``out`` always holds a whole export, the earlier or
+    the new one: an export that is killed or meets a full disk leaves the earlier one as it was.
+    """
     out = Path(out)
-    data_dir = out / "data"
-    if data_dir.exists():
-        shutil.rmtree(data_dir)
-    for sub in ("arrays", "strips"):
-        (data_dir / sub).mkdir(parents=True, exist_ok=True)
-    for item in STATIC.iterdir():
-        (out / item.name).write_bytes(item.read_bytes())
-    shutil.copyfile(plotly_js(), out / "plotly.min.js")
-    arrays = {name: _write_chunks(data_dir, name, a, chunk) for name, a in data.arrays.items()}
-    for name, image in data.strips.items():
-        Image.fromarray(image).save(data_dir / "strips" / name)
-    for name, src in data.files.items():
-        (data_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, data_dir / name)
-    doc = {"format": FORMAT, "version": VERSION, **data.doc, "arrays": arrays}
-    (data_dir / "panel.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False))
+    sweep_temporaries(out.parent)  # what killed exports left
+    with replacing(out, "panel") as tmp:
+        data_dir = tmp / "data"
+        for sub in ("arrays", "strips"):
+            (data_dir / sub).mkdir(parents=True)
+        for item in STATIC.iterdir():
+            (tmp / item.name).write_bytes(item.read_bytes())
+        shutil.copyfile(plotly_js(), tmp / "plotly.min.js")
+        arrays = {name: _write_chunks(data_dir, name, a, chunk) for name, a in data.arrays.items()}
+        for name, image in data.strips.items():
+            Image.fromarray(image).save(data_dir / "strips" / name)
+        for name, src in data.files.items():
+            (data_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, data_dir / name)
+        doc = {"format": FORMAT, "version": VERSION, **data.doc, "arrays": arrays}
+        (data_dir / "panel.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False))
     return out
 
 

@@ -16,7 +16,6 @@ without one, the first steps of the first real episodes with their frames only.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.files import load_npz, read_json
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
         found.append(
             {
                 "name": name,
-                "summary": json.loads(summary.read_text()),
+                "summary": read_json(summary, "intervention summary"),
                 "video": f"videos/{name}.mp4" if video is not None else None,
             }
         )
@@ -392,8 +392,10 @@ def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
     path = ws.path / "behaviours" / "labels.npz"
     if not path.is_file():
         return []
-    with np.load(path) as f:
-        ids, labels = f["ids"], f["labels"]
+    f = load_npz(path, "behaviour labels")
+    if not {"ids", "labels"} <= set(f):
+        raise ProclabError(f"behaviour labels {str(path)!r} are corrupt (no ids or labels)")
+    ids, labels = f["ids"], f["labels"]
     by_id = {int(i): int(b) for i, b in zip(ids, labels, strict=True)}
     members: dict[int, list[int]] = {}
     for i in range(n_sim):
@@ -445,12 +447,9 @@ def _agent_context(ws, data, args: ExportArgs) -> dict:
     files = list(args.eval) or (sorted(run.glob("eval*.json")) if run is not None else [])
     rows = []
     for f in files:
-        try:
-            table = json.loads(Path(f).read_text())
-        except (OSError, ValueError) as err:
-            raise ProclabError(
-                f"--eval {str(f)!r} is not a readable proclab eval JSON file ({err})"
-            ) from None
+        table = read_json(f, "eval results")
+        if not isinstance(table, dict):
+            raise ProclabError(f"eval results {str(f)!r} are not a proclab eval JSON file")
         for r in table.get("rows", []):
             rows.append({k: r.get(k) for k in EVAL_COLUMNS})
     return {"training": training, "eval": rows}

@@ -9,12 +9,12 @@ finished stages' outputs would not be what those settings make.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from proclab.errors import ProclabError
+from proclab.io.files import read_json
 from proclab.io.runs import write_json_atomic
 
 LEDGER = "quickstart.json"
@@ -28,12 +28,11 @@ class Ledger:
         self.settings = settings
         self.stages: dict[str, dict[str, Any]] = {}
         if self.path.is_file():
-            try:
-                saved = json.loads(self.path.read_text())
-            except ValueError as err:
+            saved = read_json(self.path, "quickstart ledger")
+            if not isinstance(saved, dict):
                 raise ProclabError(
-                    f"{str(self.path)!r} is not readable JSON ({err}); delete it to start over"
-                ) from None
+                    f"quickstart ledger {str(self.path)!r} is corrupt; delete it to start over"
+                )
             if saved.get("settings") == settings:
                 self.stages = dict(saved.get("stages", {}))
 

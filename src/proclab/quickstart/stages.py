@@ -8,7 +8,6 @@ previous run of it left, so rerunning one never mixes two runs' outputs.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from proclab.io.files import write_json
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
 
@@ -172,7 +172,7 @@ def evaluate(ctx: Context) -> dict[str, Any]:
         )
     )
     table = {**evaluation.table, "roles": roles}
-    path.write_text(json.dumps(table, indent=2))
+    write_json(path, table, "evaluation table")
     return {"eval": ctx.rel(path)}
 
 
@@ -274,7 +274,7 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
     quality = frame_errors(
         wm, agent, heldout, ckpt.meta["reward_field"], rt, windows=b.dream_windows, seed=s.seed
     )
-    dream_json.write_text(json.dumps(quality, indent=1))
+    write_json(dream_json, quality, "dream quality", indent=1)
     plot_frame_errors(quality, dream_png)
     prediction_strip(wm, agent, heldout, ckpt.meta["reward_field"], rt, strip_png, seed=s.seed)
     mse = quality["mse"]

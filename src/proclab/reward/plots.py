@@ -20,6 +20,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.files import save_figure
 from proclab.io.runs import read_run_config
 
 
@@ -28,8 +29,11 @@ def read_rows(path: Path) -> list[dict]:
         raise ProclabError(
             f"no summary CSV at {str(path)!r}; run 'proclab trex grid' or 'proclab trex train' first"
         )
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ProclabError(f"T-REX summary {str(path)!r} is unreadable ({err})") from None
     if not rows or "spearman" not in rows[0]:
         raise ProclabError(f"{str(path)!r} holds no T-REX summary rows")
     return rows
@@ -77,9 +81,7 @@ def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        paths.append(out_dir / f"correlations_{game}.png")
-        fig.savefig(paths[-1], dpi=110)
+        paths.append(save_figure(fig, out_dir / f"correlations_{game}.png", dpi=110))
         plt.close(fig)
     return paths
 
@@ -135,9 +137,7 @@ def plot_predictions(
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(f"{game}: cumulative reward, reward model {ckpt.path.parents[1].name}")
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"reward_predictions_{game}.png"
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, out_dir / f"reward_predictions_{game}.png", dpi=110)
     plt.close(fig)
     return path
 

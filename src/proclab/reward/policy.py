@@ -90,7 +90,8 @@ normaliser discount 0.99); charts/episodic_return is the true return, charts/pro
 the learned one.
 
 --preset NAME      start from a named setting (flags below override it)
---resume RUN_DIR   continue a stopped run exactly, with its reward model (only --total-steps may change)"""
+--resume RUN_DIR   continue a stopped run exactly, with its reward model (only --total-steps may change;
+                   a finished run is left as it is unless --total-steps asks for more)"""
 
 
 def _start(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
@@ -116,6 +117,7 @@ def parse_args(argv: list[str], prog: str = "proclab trex train-policy") -> tupl
         flags=algo_flags(dict.fromkeys(ALGOS, _PolicyArgs), PolicyConfig),
         start=_start,
         saved=_saved,
+        end_step=TrainConfig.end_step,
         description=DESCRIPTION,
     ).parse(argv)
 

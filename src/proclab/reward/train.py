@@ -35,7 +35,9 @@ import torch
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.io.configs import to_dict
+from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
+from proclab.io.configs import from_dict, to_dict
+from proclab.io.files import disk_errors, replacing
 from proclab.io.runs import create_run_dir
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
@@ -43,7 +45,14 @@ from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
 from proclab.run.args import RunArgs
-from proclab.run.runtime import Runtime, RuntimeConfig, seed_everything
+from proclab.run.runtime import Runtime, RuntimeConfig, restore_rng_state, rng_state, seed_everything
+
+PROGRESS = "progress"
+"""``RUN/progress``: the checkpoint of the last finished epoch (weights, optimiser, RNGs, best so far)."""
+DESCRIPTION = """Learn a reward from demos ranked by return (T-REX) and measure it on demos from held-out levels.
+
+--resume RUN_DIR   continue a stopped run exactly from its last epoch (only --max-epochs may change;
+                   a finished run is left as it is unless --max-epochs asks for more)"""
 
 LOG_COLUMNS = (
     "epoch",
@@ -348,63 +357,141 @@ class _Best:
     state: dict | None = None
 
 
+@dataclass
+class _Progress:
+    """Where the epochs stand: saved after each epoch in ``RUN/progress`` (a checkpoint), so that a
+    stopped run resumes exactly and a finished one is known to be finished."""
+
+    epoch: int = 0
+    seen: int = 0
+    train_seconds: float = 0.0
+    without_gain: int = 0
+    best: _Best = field(default_factory=_Best)
+    stopped: str | None = None
+    """Why the run stopped before ``max_epochs`` on its own (no validation gain), else None."""
+
+    def save(self, run_dir: Path, learner: RewardLearner, rng: np.random.Generator) -> None:
+        state = {
+            **rng_state(),
+            "numpy_rng": rng.bit_generator.state,
+            "optimizer": learner.optimizer.state_dict(),
+            "counters": [self.epoch, self.seen, self.train_seconds, self.without_gain],
+            "best": [self.best.val_acc, self.best.train_acc, self.best.epoch, self.best.state],
+        }
+        meta = {"kind": PROGRESS, "step": self.epoch, "finished": self.stopped}
+        save_checkpoint(run_dir / PROGRESS, learner.net.state_dict(), meta, state)
+
+    @classmethod
+    def resume(cls, run_dir: Path, learner: RewardLearner, rng: np.random.Generator) -> _Progress:
+        ckpt = load_checkpoint(run_dir / PROGRESS, kind=PROGRESS, train_state=True)
+        load_weights_into(learner.net, ckpt.weights, ckpt.path)
+        state = ckpt.train_state
+        learner.optimizer.load_state_dict(state["optimizer"])
+        restore_rng_state(state)
+        rng.bit_generator.state = state["numpy_rng"]
+        epoch, seen, seconds, without_gain = state["counters"]
+        best = _Best(*state["best"])
+        return cls(epoch, seen, seconds, without_gain, best, ckpt.meta.get("finished"))
+
+
+def _epoch_row(cfg: TrexConfig, learner: RewardLearner, make: _PairMaker, pairs: dict, epoch: int) -> dict:
+    """The evaluation columns of an epoch's log row (fresh training pairs after the first epoch)."""
+    demos, test_pair_d = make.split.demos, make.split.test_pair_demos
+    eval_pairs = pairs["eval"] if epoch == 1 else make(make.split.train, cfg.eval_pairs, "training")
+    row = {}
+    row["train_acc"], row["train_loss"] = learner.evaluate(eval_pairs)
+    row["val_acc"], row["val_loss"] = learner.evaluate(pairs["val"])
+    if cfg.epoch_test_metrics:
+        row["test_acc"], row["test_loss"] = learner.evaluate(pairs["test"])
+        pred = learner.predict_returns(demos, test_pair_d)
+        corr = correlations(pred, demos.returns[test_pair_d], demos.lengths[test_pair_d])
+        row["pearson"], row["spearman"] = corr["pearson"], corr["spearman"]
+    return row
+
+
 def _train_epochs(
     cfg: TrexConfig,
     learner: RewardLearner,
     make: _PairMaker,
-    fixed: PairSet | None,
-    eval_pairs: PairSet,
-    val_pairs: PairSet,
-    test_pairs: PairSet,
-    log_path: Path,
+    pairs: dict[str, PairSet | None],
+    run_dir: Path,
+    done: _Progress,
     progress: bool,
-) -> tuple[_Best, int, float]:
-    """Epochs until ``patience`` epochs bring no better validation accuracy (or time is up), one log row
-    each; returns the best epoch, the number of epochs run and the training seconds."""
+) -> _Progress:
+    """Epochs from ``done`` on until ``patience`` epochs bring no better validation accuracy (or
+    ``max_epochs``, or time is up), one log row and one progress checkpoint each."""
     from rich.progress import Progress
 
-    demos, train_d, test_pair_d = make.split.demos, make.split.train, make.split.test_pair_demos
-    best = _Best()
-    train_seconds, start, epochs_without_gain, seen = 0.0, time.time(), 0, 0
-    with open(log_path, "w", newline="") as f, Progress(transient=True, disable=not progress) as bar:
-        log = csv.DictWriter(f, fieldnames=LOG_COLUMNS, restval="")
-        log.writeheader()
-        task = bar.add_task("trex train", total=cfg.max_epochs)
-        for epoch in range(1, cfg.max_epochs + 1):
+    start = time.time()
+    with (
+        _TrainLog(run_dir / "train_log.csv", done.epoch) as log,
+        Progress(transient=True, disable=not progress) as bar,
+    ):
+        task = bar.add_task("trex train", total=cfg.max_epochs, completed=done.epoch)
+        while done.epoch < cfg.max_epochs and done.stopped is None:
+            done.epoch += 1
             t0 = time.time()
-            for batch in make.epoch_batches(fixed):
+            for batch in make.epoch_batches(pairs["fixed"]):
                 learner.step(batch)
-                seen += len(batch)
-            train_seconds += time.time() - t0
-
-            row = {"epoch": epoch, "n_train_samples": seen, "train_seconds": round(train_seconds, 3)}
-            if epoch > 1:
-                eval_pairs = make(train_d, cfg.eval_pairs, "training")  # fresh training pairs each epoch
-            row["train_acc"], row["train_loss"] = learner.evaluate(eval_pairs)
-            row["val_acc"], row["val_loss"] = learner.evaluate(val_pairs)
-            if cfg.epoch_test_metrics:
-                row["test_acc"], row["test_loss"] = learner.evaluate(test_pairs)
-                pred = learner.predict_returns(demos, test_pair_d)
-                corr = correlations(pred, demos.returns[test_pair_d], demos.lengths[test_pair_d])
-                row["pearson"], row["spearman"] = corr["pearson"], corr["spearman"]
+                done.seen += len(batch)
+            done.train_seconds += time.time() - t0
+            row = {
+                "epoch": done.epoch,
+                "n_train_samples": done.seen,
+                "train_seconds": round(done.train_seconds, 3),
+            }
+            row |= _epoch_row(cfg, learner, make, pairs, done.epoch)
             row["wall_seconds"] = round(time.time() - start, 3)
-            log.writerow(row)
-            f.flush()
+            log.write(row)
             bar.update(task, advance=1, description=f"trex train  val acc {row['val_acc']:.3f}")
-            out_of_time = 0 < cfg.time_limit <= train_seconds
-            if row["val_acc"] > best.val_acc:
+            if row["val_acc"] > done.best.val_acc:
                 state = {k: v.detach().clone() for k, v in learner.net.state_dict().items()}
-                best = _Best(row["val_acc"], row["train_acc"], epoch, state)
-                epochs_without_gain = 0
+                done.best, done.without_gain = _Best(row["val_acc"], row["train_acc"], done.epoch, state), 0
             else:
-                epochs_without_gain += 1
-            if epochs_without_gain >= cfg.patience or out_of_time:
+                done.without_gain += 1
+            if done.without_gain >= cfg.patience and done.epoch < cfg.max_epochs:
+                done.stopped = f"no better validation accuracy in {cfg.patience} epochs"
+            done.save(run_dir, learner, make.rng)
+            if 0 < cfg.time_limit <= done.train_seconds:
                 break
-    return best, epoch, train_seconds
+    return done
 
 
-def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
-    """Train a reward model as ``cfg`` says; returns the summary row (see ``SUMMARY_COLUMNS``)."""
+class _TrainLog:
+    """``train_log.csv``: one row per epoch; a resumed run keeps the rows of the epochs it resumes after."""
+
+    def __init__(self, path: Path, after_epoch: int):
+        self.path, self.after = path, after_epoch
+
+    def __enter__(self) -> _TrainLog:
+        kept = []
+        if self.after and self.path.is_file():
+            with open(self.path, newline="") as f:
+                kept = [
+                    r
+                    for r in csv.DictReader(f)
+                    if r.get("epoch", "").isdigit() and int(r["epoch"]) <= self.after
+                ]
+        with replacing(self.path, "T-REX training log") as tmp, open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=LOG_COLUMNS, restval="")
+            writer.writeheader()
+            writer.writerows(kept)
+        self.file = open(self.path, "a", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=LOG_COLUMNS, restval="")
+        return self
+
+    def write(self, row: dict) -> None:
+        with disk_errors(self.path, "T-REX training log"):
+            self.writer.writerow(row)
+            self.file.flush()
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
+
+
+def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = None) -> dict:
+    """Train a reward model as ``cfg`` says (or continue the run ``resume``); returns the summary row
+    (see ``SUMMARY_COLUMNS``)."""
     rt = cfg.runtime()
     seed_everything(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -416,16 +503,19 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
     split = _DemoSplit.load(cfg, rng)
     demos, game, train_d, test_d = split.demos, split.game, split.train, split.test
     make = _PairMaker(cfg, split, rng, rt.device)
-    eval_pairs = make(train_d, cfg.eval_pairs, "training")  # also checks that training returns differ
-    fixed = None if cfg.demos_per_step else make(train_d, cfg.num_pairs, "training")
-    val_pairs = make(split.val, cfg.val_pairs, "validation")
-    test_pairs = make(split.test_pair_demos, cfg.test_pairs, "test")
+    pairs = {"eval": make(train_d, cfg.eval_pairs, "training")}  # also checks that training returns differ
+    pairs["fixed"] = None if cfg.demos_per_step else make(train_d, cfg.num_pairs, "training")
+    pairs["val"] = make(split.val, cfg.val_pairs, "validation")
+    pairs["test"] = make(split.test_pair_demos, cfg.test_pairs, "test")
 
     learner = RewardLearner(cfg, demos, rt)
-    run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
-    best, epochs, train_seconds = _train_epochs(
-        cfg, learner, make, fixed, eval_pairs, val_pairs, test_pairs, run_dir / "train_log.csv", progress
-    )
+    if resume is None:
+        run_dir = create_run_dir(cfg.run_root, "trex", game, cfg.name, cfg.seed, to_dict(cfg))
+        done = _Progress()
+    else:
+        run_dir, done = resume, _Progress.resume(resume, learner, rng)
+    done = _train_epochs(cfg, learner, make, pairs, run_dir, done, progress)
+    best, test_pairs = done.best, pairs["test"]
 
     # -- the best weights on held-out levels ----------------------------------------------------
     learner.net.load_state_dict(best.state)
@@ -453,8 +543,8 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
         "scale_input": cfg.net.scale_input,
         "batch_size": cfg.batch_size,
         "best_epoch": best.epoch,
-        "epochs": epochs,
-        "train_seconds": round(train_seconds, 3),
+        "epochs": done.epoch,
+        "train_seconds": round(done.train_seconds, 3),
         "run_dir": str(run_dir),
     }
     save_reward_model(
@@ -467,9 +557,10 @@ def train_reward(cfg: TrexConfig, progress: bool = True) -> dict:
 
 def append_summary(path: Path, rows: list[dict]) -> None:
     """Append rows to a summary CSV, writing the header if the file is new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with disk_errors(path, "T-REX summary"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as f:
+    with disk_errors(path, "T-REX summary"), open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
         if new:
             writer.writeheader()
@@ -477,22 +568,37 @@ def append_summary(path: Path, rows: list[dict]) -> None:
 
 
 # -- command line --------------------------------------------------------------------------------
-def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
-    """``--parity`` switches the defaults to the seed's; any other flag overrides a field."""
-    config, _ = RunArgs(
+def parse_run(argv: list[str], prog: str = "proclab trex train") -> tuple[TrexConfig, Path | None]:
+    """``--parity`` switches the defaults to the seed's; any other flag overrides a field;
+    ``--resume RUN_DIR`` continues a stopped run (only ``--max-epochs`` may change)."""
+    return RunArgs(
         prog=prog,
         flags=lambda rest, default, prog, description: tyro.cli(
-            TrexConfig, args=rest, default=default, prog=prog, config=(tyro.conf.OmitArgPrefixes,)
+            TrexConfig,
+            args=rest,
+            default=default,
+            prog=prog,
+            description=description,
+            config=(tyro.conf.OmitArgPrefixes,),
         ),
         start=lambda chosen, rest: PARITY if "--parity" in rest else TrexConfig(),
         choosers=(),
+        saved=lambda data, run_dir: from_dict(TrexConfig, data),
+        may_change="--max-epochs",
+        end_step=lambda config: config.max_epochs,
+        checkpoint=lambda run_dir: run_dir / PROGRESS,
+        description=DESCRIPTION,
     ).parse(argv)
-    return config
+
+
+def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
+    """The config of a new run (see :func:`parse_run`)."""
+    return parse_run(argv, prog)[0]
 
 
 def main(argv: list[str], prog: str = "proclab trex train") -> None:
-    cfg = parse_args(argv, prog)
-    row = train_reward(cfg)
+    cfg, resume = parse_run(argv, prog)
+    row = train_reward(cfg, resume=resume)
     summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
     append_summary(summary, [row])
     print(

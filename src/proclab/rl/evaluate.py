@@ -38,6 +38,7 @@ from proclab.envs import (
 )
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.files import write_json
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import Runtime, RuntimeConfig
 
@@ -267,8 +268,7 @@ def run_evaluation(args: EvalArgs) -> Evaluation:
     console = Console(stderr=args.json)
     evaluation = evaluate_checkpoint(args, console)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(evaluation.table, indent=2))
+        write_json(args.out, evaluation.table, "evaluation results")
     if args.json:
         print(json.dumps(evaluation.table, indent=2))
     else:

@@ -109,7 +109,7 @@ class Trainer:
             "train", self.num_updates * self.batch, self.global_step, enabled=progress and self.rank == 0
         )
         deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
-        done = False
+        done = self.learner.updates >= self.num_updates  # a finished run trains no further
         while not done:
             t0 = time.time()
             self.actor.collect(self.rollout, on_info=self.on_train_info)

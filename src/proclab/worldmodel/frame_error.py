@@ -29,6 +29,7 @@ from torch import Tensor
 from torch.utils.data import default_collate
 
 from proclab.data import EpisodeStore
+from proclab.io.files import save_figure
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import imagined, teacher_forced
@@ -128,7 +129,7 @@ def plot_frame_errors(result: dict, path: Path) -> Path:
     ax.set_xticks(result["steps"])
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -201,7 +202,7 @@ class FrameErrorArgs:
 
 def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
     from proclab.errors import ProclabError
-    from proclab.io.runs import write_json_atomic
+    from proclab.io.files import write_json
     from proclab.run.runtime import make_runtime
     from proclab.worldmodel.checkpoint import load_world_model
 
@@ -213,7 +214,7 @@ def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
     store = EpisodeStore(args.data)
     field = ckpt.meta["reward_field"]
     result = frame_errors(wm, agent, store, field, rt, steps=args.steps, windows=args.windows, seed=args.seed)
-    write_json_atomic(args.out, result)
+    write_json(args.out, result, "frame errors")
     for name, values in result["mse"].items():
         print(f"{name:>18}: " + "  ".join("-" if v is None else f"{v:.4f}" for v in values))
     if args.plot is not None:

@@ -17,7 +17,6 @@ band as mean - min to mean + max, far wider than the data; here the band is [min
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from torch.utils.data import default_collate
 
 from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.files import save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model
@@ -112,8 +112,7 @@ def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
         "seed": args.seed,
         "quantities": {name: summarise(np.stack(rows)) for name, rows in per_batch.items()},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "loss_over_time.json").write_text(json.dumps(result, indent=1))
+    write_json(args.out / "loss_over_time.json", result, "loss over time", indent=1)
     plot_loss_over_time(result, args.out / "loss_over_time.png")
     return result
 
@@ -166,8 +165,7 @@ def plot_loss_over_time(result: dict, path: Path) -> Path:
         f"{result['batch_size']})"
     )
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

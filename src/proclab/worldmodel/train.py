@@ -310,7 +310,8 @@ DESCRIPTION = """Train the generative agent-environment model (interpreting-rl-b
 store.
 
 --size NAME        start from a named size: {sizes} (flags below override it)
---resume RUN_DIR   continue a stopped run exactly (only --total-updates may change)"""
+--resume RUN_DIR   continue a stopped run exactly (only --total-updates may change; a finished run is
+                   left as it is unless --total-updates asks for more)"""
 
 
 def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
@@ -324,6 +325,7 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
         choosers=("--size",),
         saved=lambda data, run_dir: saved_train_config(data),
         may_change="--total-updates",
+        end_step=lambda config: config.total_updates,
         description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)),
     ).parse(argv)
 

@@ -8,14 +8,13 @@ demos``, ``panel`` and ``quickstart`` take it like a run proclab trained.
 What the environment was is taken, in order, from the command line, from the file (torchbeast
 flags, Cleanba's ``env_id``), from proclab's table of published checkpoints (by SHA-256), and
 otherwise assumed and said so (mode easy, every level, backgrounds on). The directory is built
-under a temporary name and renamed into place; an existing one is replaced only with ``--force``.
+under a temporary name and renamed into place (``io.files.replacing``: a crash or a full disk
+leaves no half-written run); an existing one is replaced only with ``--force``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from proclab.envs import NUM_ACTIONS, EnvConfig, check_game, parse_split
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
-from proclab.io.runs import CONFIG, write_json_atomic
+from proclab.io.files import replacing, write_json
+from proclab.io.runs import CONFIG
 from proclab.models.agent import build_agent
 from proclab.models.importers import FORMATS, read_agent
 from proclab.models.importers.base import ImportedAgent
@@ -174,33 +174,21 @@ def write_run(out: Path, imported: ImportedAgent, setting: Setting, record: dict
     agent = build_agent(imported.config)
     agent.load_state_dict(imported.weights)  # the importer built both: a mismatch is a bug, not input
     step = imported.facts.step or 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    meta = {
+        "kind": "agent",
+        "algo": "impala" if record["format"] == "torchbeast" else "ppo",
+        "step": step,
+        "games": list(setting.env.game),
+        "agent": to_dict(imported.config),
+        "env": to_dict(setting.env),
+        "reward_normalisation": record.pop("reward_normalisation"),
+        "import": record,
+    }
+    with replacing(out, "imported run directory") as tmp:
         tmp.mkdir()
-        meta = {
-            "kind": "agent",
-            "algo": "impala" if record["format"] == "torchbeast" else "ppo",
-            "step": step,
-            "games": list(setting.env.game),
-            "agent": to_dict(imported.config),
-            "env": to_dict(setting.env),
-            "reward_normalisation": record.pop("reward_normalisation"),
-            "import": record,
-        }
         save_checkpoint(tmp / "checkpoints" / f"step_{step:012d}", agent.state_dict(), meta)
         (tmp / "videos").mkdir()
-        write_json_atomic(tmp / CONFIG, {"import": record, "agent": meta["agent"], "env": meta["env"]})
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        write_json(tmp / CONFIG, {"import": record, "agent": meta["agent"], "env": meta["env"]}, "run config")
     return out
 
 
