@@ -206,11 +206,10 @@ def test_bf16_autocast_acting_runs_on_cpu():
 def test_random_baseline_is_a_uniform_agent_on_the_same_levels(tmp_path):
     """--random-baseline adds rows equal to a uniformly random agent evaluated on the same splits,
     episodes and seed (computed here directly)."""
-    from support import TINY_GRU, make_agent_checkpoint
-
     from proclab.envs import EnvConfig
     from proclab.models.scripted import ScriptedAgent
     from proclab.rl.evaluate import EvalArgs, evaluate, run_evaluation
+    from support import TINY_GRU, make_agent_checkpoint
 
     ckpt = make_agent_checkpoint(tmp_path / "run", TINY_GRU, game="bigfish")
     args = EvalArgs(checkpoint=ckpt, split=("train", "test1"), episodes=3, seed=5, random_baseline=True)
@@ -219,7 +218,9 @@ def test_random_baseline_is_a_uniform_agent_on_the_same_levels(tmp_path):
     env_config = EnvConfig(game=("bigfish",), num_envs=2, use_backgrounds=False)
     torch.manual_seed(5)
     for row in table["random"]:
-        direct = evaluate(ScriptedAgent.uniform(15), env_config, row["split"], 3, rt, envs_per_game=64, seed=5)
+        direct = evaluate(
+            ScriptedAgent.uniform(15), env_config, row["split"], 3, rt, envs_per_game=64, seed=5
+        )
         assert row["return_mean"] == pytest.approx(np.mean(direct["bigfish"].returns))
         assert row["episodes"] == 3
     assert {r["split"] for r in table["random"]} == {"train", "test1"}
