@@ -49,10 +49,37 @@ def test_analyze_hidden(analysis, gru_store):
         "trajectories_pca",
         "ic_histograms",
         "generated_over_real",
+        "generated_drift",
     ):
         assert (analysis / "hidden" / f"{png}.png").stat().st_size > 10_000
     record = json.loads((analysis / "analysis.json").read_text())
     assert record["inputs"]["activation"] == "state_out/core.0.h" and "hidden" in record["commands"]
+
+
+def test_drift_of_dreamed_states_against_a_brute_force_nearest_neighbour(analysis, gru_store, sample_store):
+    """``nearest_real``: each dreamed state's distance to the nearest fitted real state (z-scored with the
+    real states' mean and std); ``real_to_real``: the same for real states the fits did not use."""
+    x = EpisodeStore(gru_store).read_steps("state_out/core.0").astype(np.float64)
+    mu, sd = x.mean(0), x.std(0)
+    sd[sd == 0] = 1
+    z = (x - mu) / sd
+    a = np.load(analysis / "hidden" / "hidden.npz")
+    reference = z[a["fit"]]  # the fitted inliers
+    gen = np.load(analysis / "hidden" / "generated.npz")
+    y = (EpisodeStore(sample_store).read_steps("state_out/core.0").astype(np.float64) - mu) / sd
+
+    def brute(queries):
+        return np.array([np.sqrt(((reference - q) ** 2).sum(1)).min() for q in queries])
+
+    np.testing.assert_allclose(gen["nearest_real"], brute(y), rtol=1e-4, atol=1e-4)
+    candidates = brute(z[~a["fit"]])  # real states the fits did not use (the subsample is drawn from them)
+    assert len(gen["real_to_real"]) > 0
+    assert all(np.abs(candidates - d).min() < 1e-4 for d in gen["real_to_real"])
+    drift = json.loads((analysis / "hidden" / "summary.json").read_text())["generated"]["drift"]
+    assert drift["nearest_real"]["p50"] == pytest.approx(np.median(gen["nearest_real"]), rel=1e-5)
+    steps = gen["step"]
+    for t, median in drift["median_by_step"].items():
+        assert median == pytest.approx(np.median(gen["nearest_real"][steps == int(t)]), rel=1e-5)
 
 
 def test_analyze_env_and_bottleneck(analysis, sample_store):

@@ -85,6 +85,17 @@ def inside_fraction(x_real_fit: np.ndarray, threshold: float, y: np.ndarray, k: 
     return out
 
 
+def nearest_distance(reference: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Euclidean distance of each row of ``queries`` to its nearest row of ``reference`` (in chunks)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=1).fit(reference)
+    out = np.empty(len(queries))
+    for sl in chunks(len(queries)):
+        out[sl] = nn.kneighbors(queries[sl])[0][:, 0]
+    return out
+
+
 def nearest_centroid(x: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Index of the nearest centroid of every row, in chunks (memory ``CHUNK x clusters``)."""
     out = np.empty(len(x), np.int64)

@@ -257,16 +257,59 @@ def _nmf_codes(
 
 
 def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> dict[str, np.ndarray]:
-    """The world model's states on the real basis, and whether each lies inside the real cloud."""
+    """The world model's states on the real basis, whether each lies inside the real cloud, and how
+    far each is from its nearest real state (``nearest_real``), beside the same distance of real states
+    the fits did not use (``real_to_real``): the drift of dreamed states, in the z-scored units."""
     from proclab.interpret.activations import read_activation
-    from proclab.interpret.clustering import inside_fraction
+    from proclab.interpret.clustering import inside_fraction, nearest_distance
 
     gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, device=args.device)
     gen_pcs, gen_ics = _project(basis, gen.x)
-    inside = inside_fraction(
-        cloud.z[cloud.fit_in], cloud.outliers.threshold, (gen.x - cloud.mu) / cloud.sd, args.outlier_k
-    )
-    return {"episode": gen.episode, "step": gen.step, "pcs": gen_pcs, "ics": gen_ics, "inside": inside}
+    gen_z = (gen.x - cloud.mu) / cloud.sd
+    reference = cloud.z[cloud.fit_in]
+    inside = inside_fraction(reference, cloud.outliers.threshold, gen_z, args.outlier_k)
+    return {
+        "episode": gen.episode,
+        "step": gen.step,
+        "pcs": gen_pcs,
+        "ics": gen_ics,
+        "inside": inside,
+        "nearest_real": nearest_distance(reference, gen_z).astype(np.float32),
+        "real_to_real": _real_to_real(cloud, args.seed).astype(np.float32),
+    }
+
+
+def _real_to_real(cloud: _Cloud, seed: int, most: int = 5000) -> np.ndarray:
+    """Nearest-neighbour distance of real states to the fitted ones, for states the fits did not use
+    (a seeded subsample of at most ``most``); when every state was fitted, to the nearest *other* one."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from proclab.interpret.clustering import nearest_distance, subsample
+
+    reference = cloud.z[cloud.fit_in]
+    unused = np.setdiff1d(np.arange(len(cloud.z)), cloud.fit)
+    if len(unused):
+        rows = unused[subsample(len(unused), most, seed + 2)]
+        return nearest_distance(reference, cloud.z[rows])
+    rows = subsample(len(reference), most, seed + 2)
+    return NearestNeighbors(n_neighbors=2).fit(reference).kneighbors(reference[rows])[0][:, 1]
+
+
+def drift_summary(generated: dict[str, np.ndarray]) -> dict:
+    """Quantiles of the dreamed states' nearest-real distance beside the real-to-real ones, and its
+    median per simulated step (does the dream leave the real cloud as it goes on?)."""
+
+    def quantiles(d: np.ndarray) -> dict[str, float]:
+        return {f"p{q}": float(np.percentile(d, q)) for q in (10, 50, 90, 99)}
+
+    near, base = generated["nearest_real"], generated["real_to_real"]
+    steps = np.unique(generated["step"])
+    return {
+        "nearest_real": quantiles(near),
+        "real_to_real": quantiles(base),
+        "median_ratio": float(np.median(near) / max(np.median(base), 1e-12)),
+        "median_by_step": {int(t): float(np.median(near[generated["step"] == t])) for t in steps},
+    }
 
 
 def _write(ws: Workspace, arrays: dict, generated: dict | None, basis: Basis, args: HiddenArgs) -> list[Path]:
@@ -379,7 +422,11 @@ def _summary(
         "tsne": {"perplexity": args.perplexity, "fit_points": len(cloud.fit_in)},
         "generated": None
         if generated is None
-        else {"points": len(generated["inside"]), "inside_real_cloud": float(generated["inside"].mean())},
+        else {
+            "points": len(generated["inside"]),
+            "inside_real_cloud": float(generated["inside"].mean()),
+            "drift": drift_summary(generated),
+        },
         "seconds": seconds,
     }
 
@@ -407,7 +454,6 @@ def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: Hidde
         plots.Colouring("NMF argmax", a["nmf"][shown].argmax(1), [f"NMF{m}" for m in range(n_nmf)]),
     ]
     panels = [p for p in panels if p is not None]
-    gen_pcs = None if generated is None else generated["pcs"][:, :2]
     files = [
         plots.scatter_grid(
             a["pcs"][shown, :2],
@@ -415,8 +461,6 @@ def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: Hidde
             out / "pca_scatter.png",
             "hidden states: PC 0 vs PC 1",
             ("PC 0", "PC 1"),
-            gen_pcs,
-            "generated",
         ),
         plots.scatter_grid(
             a["tsne"][shown], panels, out / "tsne_scatter.png", "hidden states: t-SNE", ("t-SNE 1", "t-SNE 2")
@@ -454,6 +498,7 @@ def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: Hidde
                 "generated states (black) over the real states (grey)",
             )
         )
+        files.append(plots.drift(generated, drift_summary(generated), out / "generated_drift.png"))
     return files
 
 

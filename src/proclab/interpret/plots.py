@@ -57,15 +57,10 @@ class Colouring:
 
 
 def scatter_grid(
-    xy: np.ndarray,
-    panels: list[Colouring],
-    path: Path,
-    title: str,
-    axes: tuple[str, str],
-    overlay: np.ndarray | None = None,
-    overlay_label: str = "",
+    xy: np.ndarray, panels: list[Colouring], path: Path, title: str, axes: tuple[str, str]
 ) -> Path:
-    """One panel per colouring of the same 2-D points; ``overlay`` points drawn on top in black."""
+    """One panel per colouring of the same 2-D points (dreamed states have their own figure,
+    :func:`overlays`, so that they hide none of the colourings)."""
     plt = _plt()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
@@ -97,10 +92,6 @@ def scatter_grid(
                 linewidths=0,
             )
             fig.colorbar(sc, ax=ax, fraction=0.046)
-        if overlay is not None:
-            ax.scatter(
-                overlay[:, 0], overlay[:, 1], s=max(2.0, size), c="black", label=overlay_label, linewidths=0
-            )
         ax.set_title(panel.title, fontsize=10)
         ax.set_xlabel(axes[0], fontsize=8)
         ax.set_ylabel(axes[1], fontsize=8)
@@ -204,4 +195,31 @@ def overlays(
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
     fig.suptitle(title)
+    return _save(fig, path)
+
+
+def drift(generated: dict, summary: dict, path: Path) -> Path:
+    """How far dreamed states lie from the nearest real state, per simulated step, against real states'
+    own nearest-neighbour distances (band: their 10-90 % range, line: their median)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    near, steps = generated["nearest_real"], generated["step"]
+    ts = np.unique(steps)
+    for q, style in ((50, "-"), (90, "--")):
+        ax.plot(
+            ts,
+            [np.percentile(near[steps == t], q) for t in ts],
+            style,
+            color="black",
+            label=f"dreamed states, {q}th percentile",
+        )
+    base = summary["real_to_real"]
+    ax.axhspan(base["p10"], base["p90"], color="tab:blue", alpha=0.2, label="real to real, 10-90 %")
+    ax.axhline(base["p50"], color="tab:blue", label="real to real, median")
+    if summary["median_ratio"] > 20:  # both scales readable when the dream has left the cloud far behind
+        ax.set_yscale("log")
+    ax.set_xlabel("simulated step")
+    ax.set_ylabel("distance to the nearest real state (z-scored units)")
+    ax.set_title(f"drift of dreamed states (median ratio {summary['median_ratio']:.2f})")
+    ax.legend(fontsize=7)
     return _save(fig, path)
