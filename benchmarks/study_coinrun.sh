@@ -14,6 +14,7 @@ shift
 STUDY=${STUDY:-study-coinrun}
 PROCLAB=${PROCLAB:-proclab}
 SEED=${SEED:-0}
+THREADS=${THREADS:-0}     # torch threads per process (0: torch's default); 1 on a machine other jobs share
 RECORD_EPISODES=${RECORD_EPISODES:-4000}
 EVAL_EPISODES=${EVAL_EPISODES:-1000}
 SWEEP_LEVELS=${SWEEP_LEVELS:-1000}
@@ -30,7 +31,7 @@ stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JS
     before=$(cut -d' ' -f1 /proc/loadavg)
     /usr/bin/time -o "$STUDY/.time" -f "%e %M %x" "$@"
     read -r wall rss status < "$STUDY/.time"
-    local line="{\"stage\": \"$name\", \"wall_s\": $wall, \"peak_rss_mb\": $((rss / 1024)), \"exit\": $status, \"load_before\": $before, \"load_after\": $(cut -d' ' -f1 /proc/loadavg), \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\", \"cores\": $(nproc)}"
+    local line="{\"stage\": \"$name\", \"wall_s\": $wall, \"peak_rss_mb\": $((rss / 1024)), \"exit\": $status, \"load_before\": $before, \"load_after\": $(cut -d' ' -f1 /proc/loadavg), \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\", \"cores\": $(getconf _NPROCESSORS_ONLN)}"
     echo "$line" | tee -a "$STUDY/timings.jsonl"
 }
 
@@ -45,9 +46,10 @@ evaluate() {  # held-out and training levels, sampled and greedy, beside a unifo
 
 record() {
     rm -rf "$STUDY/episodes" "$STUDY/episodes-heldout"
-    stage record "$PROCLAB" record "$AGENT" --episodes "$RECORD_EPISODES" --seed "$SEED" --out "$STUDY/episodes"
+    stage record "$PROCLAB" record "$AGENT" --episodes "$RECORD_EPISODES" --seed "$SEED" --out "$STUDY/episodes" \
+        --torch-threads "$THREADS"
     stage record-heldout "$PROCLAB" record "$AGENT" --episodes 256 --split "$HELD_OUT" --seed "$SEED" \
-        --out "$STUDY/episodes-heldout"
+        --out "$STUDY/episodes-heldout" --torch-threads "$THREADS"
 }
 
 hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes"; }
