@@ -18,7 +18,8 @@ THREADS=${THREADS:-0}     # torch threads per process (0: torch's default); 1 on
 RECORD_EPISODES=${RECORD_EPISODES:-4000}
 EVAL_EPISODES=${EVAL_EPISODES:-1000}
 SWEEP_LEVELS=${SWEEP_LEVELS:-1000}
-WM_SECONDS=${WM_SECONDS:-7200}
+WM_SECONDS=${WM_SECONDS:-3600}
+WM_SIZE=${WM_SIZE:-small}  # paper's 27.8M parameters take ~9 s per update on a 2-core CPU
 AGENT=$STUDY/agent
 ANALYSIS=$STUDY/analysis
 HELD_OUT=1000000:100000   # levels the agent never saw: it trained on [0, 1M)
@@ -56,18 +57,20 @@ hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSI
 
 sweep() {
     stage sweep "$PROCLAB" analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" \
-        --split "$HELD_OUT" --no-greedy --seed "$SEED"
+        --split "$HELD_OUT" --no-greedy --seed "$SEED" --arms "${SWEEP_ARMS:-mean,resample,p05,p95}" \
+        --torch-threads "$THREADS"
 }
 
 wm() {
-    stage wm-train "$PROCLAB" wm train --size paper --data "$STUDY/episodes" --run-root "$STUDY/runs" \
-        --name study --time-limit "$WM_SECONDS"
+    stage wm-train "$PROCLAB" wm train --size "$WM_SIZE" --data "$STUDY/episodes" --run-root "$STUDY/runs" \
+        --name study --time-limit "$WM_SECONDS" --torch-threads "$THREADS"
     local run
     run=$(ls -d "$STUDY"/runs/wm/coinrun/study/* | tail -1)
     rm -rf "$STUDY/samples"
-    stage wm-sample "$PROCLAB" wm sample "$run" --n 1000 --out "$STUDY/samples" --seed "$SEED"
+    stage wm-sample "$PROCLAB" wm sample "$run" --n 1000 --out "$STUDY/samples" --seed "$SEED" \
+        --torch-threads "$THREADS"
     stage dream-quality "$PROCLAB" wm frame-error "$run" --data "$STUDY/episodes-heldout" --windows 256 \
-        --out "$STUDY/dream.json" --strip "$STUDY/dream-strip.png"
+        --out "$STUDY/dream.json" --plot "$STUDY/dream.png" --strip "$STUDY/dream-strip.png"
 }
 
 dreams() {  # the analyses of the dreams, and how far dreamed hidden states drift from real ones
