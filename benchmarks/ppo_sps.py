@@ -13,9 +13,12 @@ Runs ``--preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 2
 
 The paths are interleaved ``--repeats`` times (cleanrl, auto, fp32, ..., cleanrl, auto, ...), so
 that a machine shared with other work slows them alike. SPS = env steps / seconds of the
-training loop (rollouts + updates), as CleanRL prints it. Prints a first line with the CPU and
-its bf16 capability, one JSON line per measurement, then one summary line per path: median SPS
-and, when CleanRL ran, the median, lowest and highest of the per-repeat ratios to it.
+training loop (rollouts + updates), as CleanRL prints it. Right before each proclab measurement
+the CPU's PPO compute limit for that precision is measured (``ppo_limit.py``: the best time of the
+agent's learner and acting passes on all cores), so that the fraction of the limit reached is
+taken under the same load. Prints a first line with the CPU and its bf16 capability, one JSON line
+per measurement, then one summary line per path: median SPS, the median, lowest and highest of the
+per-repeat fractions of the limit and, when CleanRL ran, of the per-repeat ratios to it.
 
     python benchmarks/ppo_sps.py --updates 3 [--repeats 2 --cleanrl ~/cleanrl/ppo_procgen.py --cleanrl-python ~/venv/bin/python]
 """
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from ppo_limit import measure_limit
 from proclab.config import preset
 from proclab.io.runs import read_metrics
 from proclab.rl.ppo_train import Trainer
@@ -89,6 +93,9 @@ def main() -> None:
         default=["auto", "fp32", "bf16"],
         help="proclab paths to measure (bf16 is skipped without native bf16)",
     )
+    parser.add_argument(
+        "--no-limit", action="store_true", help="skip the compute-limit measurement before each path"
+    )
     parser.add_argument("--cleanrl", default=None, help="path to CleanRL's ppo_procgen.py")
     parser.add_argument("--cleanrl-python", default="python", help="interpreter that runs it")
     args = parser.parse_args()
@@ -113,30 +120,49 @@ def main() -> None:
     )
     base = {"benchmark": "ppo_sps", "preset": "cleanrl", "game": args.game, "updates": args.updates}
     runs: dict[str, list[float]] = {p: [] for p in paths}
+    limits: dict[str, list[float]] = {p: [] for p in paths if p != "cleanrl"}
     for repeat in range(args.repeats):
         for path in paths:
+            line = {**base, "repeat": repeat, "path": path}
             if path == "cleanrl":
                 sps = cleanrl_sps(args.cleanrl, args.cleanrl_python, args.updates, args.game)
             else:
+                if not args.no_limit:
+                    precision = "bf16" if path == "bf16" or (path == "auto" and native) else "fp32"
+                    limit = measure_limit(precision, args.threads)
+                    limits[path].append(limit["limit_sps"])
+                    line["limit"] = limit
                 sps = proclab_sps(args.updates, args.game, path, args.threads)
             runs[path].append(sps)
-            print(json.dumps({**base, "repeat": repeat, "path": path, "sps": round(sps, 1)}), flush=True)
+            print(json.dumps({**line, "sps": round(sps, 1)}), flush=True)
     for path, values in runs.items():
-        line = {
-            **base,
-            "repeats": args.repeats,
-            "path": path,
-            "sps_median": round(statistics.median(values), 1),
-            "sps": [round(v, 1) for v in values],
+        print(json.dumps(summary(base, path, values, limits.get(path), runs.get("cleanrl"))), flush=True)
+
+
+def summary(base: dict, path: str, values: list[float], limits, cleanrl) -> dict:
+    """One path's line: median SPS, and the median (lowest, highest) per-repeat fraction of the
+    compute limit and ratio to CleanRL, where measured."""
+
+    def spread(name: str, ratios: list[float]) -> dict:
+        return {
+            name: round(statistics.median(ratios), 3),
+            f"{name}_min": round(min(ratios), 3),
+            f"{name}_max": round(max(ratios), 3),
         }
-        if "cleanrl" in runs:
-            ratios = [v / c for v, c in zip(values, runs["cleanrl"], strict=True)]
-            line.update(
-                ratio_vs_cleanrl=round(statistics.median(ratios), 3),
-                ratio_min=round(min(ratios), 3),
-                ratio_max=round(max(ratios), 3),
-            )
-        print(json.dumps(line), flush=True)
+
+    line = {
+        **base,
+        "repeats": len(values),
+        "path": path,
+        "sps_median": round(statistics.median(values), 1),
+        "sps": [round(v, 1) for v in values],
+    }
+    if limits:
+        line["limit_sps"] = limits
+        line.update(spread("fraction_of_limit", [v / lim for v, lim in zip(values, limits, strict=True)]))
+    if cleanrl and path != "cleanrl":
+        line.update(spread("ratio_vs_cleanrl", [v / c for v, c in zip(values, cleanrl, strict=True)]))
+    return line
 
 
 if __name__ == "__main__":
