@@ -6,17 +6,21 @@ Runs ``--preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 2
 * ``auto``: the default, ``--precision auto`` (bf16 autocast where the CPU runs bf16 natively,
   fp32 elsewhere; channels-last convolutions),
 * ``fp32``: ``--precision fp32``, what ``auto`` picks on CPUs without native bf16,
+* ``fp32-intra``: the fp32 path as it was before its pieces ran side by side (``Runtime.workers``
+  = 0: one 128-sample piece at a time on torch's intra-op threads, the acting forward pass on all
+  envs at once), for a before/after comparison in one run,
 * ``bf16``: ``--precision bf16``, only where the CPU runs bf16 natively (emulated bf16 is many
   times slower and nobody would choose it),
 * ``cleanrl`` (optional): CleanRL's ``ppo_procgen.py``, given with ``--cleanrl PATH`` and the
-  interpreter of an environment where it runs (``--cleanrl-python``; it needs gym 0.23).
+  interpreter of an environment where it runs (``--cleanrl-python``; it needs gym 0.23.1, procgen,
+  tyro and tensorboard). Fetch it yourself, outside this repository; proclab ships none of it.
 
 The paths are interleaved ``--repeats`` times (cleanrl, auto, fp32, ..., cleanrl, auto, ...), so
 that a machine shared with other work slows them alike. SPS = env steps / seconds of the
-training loop (rollouts + updates), as CleanRL prints it. Right before each proclab measurement
-the CPU's PPO compute limit for that precision is measured (``ppo_limit.py``: the best time of the
-agent's learner and acting passes on all cores), so that the fraction of the limit reached is
-taken under the same load. Prints a first line with the CPU and its bf16 capability, one JSON line
+training loop (rollouts + updates), as CleanRL prints it. In each repeat, before the first proclab
+path of a precision, the CPU's PPO compute limit for it is measured (``ppo_limit.py``: the best
+time of the agent's learner and acting passes on all cores), so that the fraction of the limit
+reached is taken under the load of that repeat. Prints a first line with the CPU and its bf16 capability, one JSON line
 per measurement, then one summary line per path: median SPS, the median, lowest and highest of the
 per-repeat fractions of the limit and, when CleanRL ran, of the per-repeat ratios to it.
 
@@ -58,11 +62,14 @@ def cleanrl_config(updates: int, game: str, precision: str, threads: int, device
     )
 
 
-def proclab_sps(updates: int, game: str, precision: str, threads: int) -> float:
+def proclab_sps(updates: int, game: str, path: str, threads: int) -> float:
     with tempfile.TemporaryDirectory() as root:
-        cfg = cleanrl_config(updates, game, precision, threads)
-        run = Trainer(replace(cfg, run_root=Path(root))).train(progress=False)
-        m = read_metrics(run)
+        cfg = cleanrl_config(updates, game, path.removesuffix("-intra"), threads)
+        trainer = Trainer(replace(cfg, run_root=Path(root)))
+        if path.endswith("-intra"):  # no workers: every pass on the intra-op threads
+            trainer.rt = trainer.learner.rt = trainer.actor.rt = replace(trainer.rt, workers=0)
+            trainer.actor.slices = []
+        m = read_metrics(trainer.train(progress=False))
     return m["step"][-1] / m["wall_time"][-1]
 
 
@@ -91,7 +98,7 @@ def main() -> None:
         "--paths",
         nargs="+",
         default=["auto", "fp32", "bf16"],
-        help="proclab paths to measure (bf16 is skipped without native bf16)",
+        help="proclab paths to measure: auto, fp32, fp32-intra, bf16 (skipped without native bf16)",
     )
     parser.add_argument(
         "--no-limit", action="store_true", help="skip the compute-limit measurement before each path"
@@ -122,6 +129,7 @@ def main() -> None:
     runs: dict[str, list[float]] = {p: [] for p in paths}
     limits: dict[str, list[float]] = {p: [] for p in paths if p != "cleanrl"}
     for repeat in range(args.repeats):
+        limit_now: dict[str, dict] = {}  # per precision, measured once a repeat before its first path
         for path in paths:
             line = {**base, "repeat": repeat, "path": path}
             if path == "cleanrl":
@@ -129,9 +137,9 @@ def main() -> None:
             else:
                 if not args.no_limit:
                     precision = "bf16" if path == "bf16" or (path == "auto" and native) else "fp32"
-                    limit = measure_limit(precision, args.threads)
-                    limits[path].append(limit["limit_sps"])
-                    line["limit"] = limit
+                    if precision not in limit_now:
+                        limit_now[precision] = line["limit"] = measure_limit(precision, args.threads)
+                    limits[path].append(limit_now[precision]["limit_sps"])
                 sps = proclab_sps(args.updates, args.game, path, args.threads)
             runs[path].append(sps)
             print(json.dumps({**line, "sps": round(sps, 1)}), flush=True)
