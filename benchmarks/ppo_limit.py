@@ -101,8 +101,10 @@ def measure_limit(precision: str = "fp32", threads: int = 0, epochs: int = 3, ro
     learner: dict[str, float] = {}
     acting: dict[str, float] = {}
     try:
-        probe.learner_seconds(64, side_by_side=False)  # warm-up: allocator, oneDNN primitives
-        probe.learner_seconds(64, side_by_side=True)
+        for size in PIECE_SIZES:  # warm-up (allocator, oneDNN primitives) in this thread and the workers
+            pieces = list(probe.frames[: size * probe.threads].split(size))
+            probe._run(probe._learn, pieces[:1], side_by_side=False)
+            probe._run(probe._learn, pieces, side_by_side=True)
         for _ in range(rounds):
             for scheme, side in (("intra", False), ("workers", True)):
                 for size in PIECE_SIZES:
