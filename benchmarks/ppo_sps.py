@@ -17,10 +17,10 @@ Runs ``--preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 2
 
 The paths are interleaved ``--repeats`` times (cleanrl, auto, fp32, ..., cleanrl, auto, ...), so
 that a machine shared with other work slows them alike. SPS = env steps / seconds of the
-training loop (rollouts + updates), as CleanRL prints it. In each repeat, before the first proclab
-path of a precision, the CPU's PPO compute limit for it is measured (``ppo_limit.py``: the best
-time of the agent's learner and acting passes on all cores), so that the fraction of the limit
-reached is taken under the load of that repeat. Prints a first line with the CPU and its bf16 capability, one JSON line
+training loop (rollouts + updates), as CleanRL prints it. Right before each proclab measurement
+the CPU's PPO compute limit for its precision is measured (``ppo_limit.py``: the best time of the
+agent's learner and acting passes on all cores), so that the fraction of the limit reached is
+taken under nearly the same load. Prints a first line with the CPU and its bf16 capability, one JSON line
 per measurement, then one summary line per path: median SPS, the median, lowest and highest of the
 per-repeat fractions of the limit and, when CleanRL ran, of the per-repeat ratios to it.
 
@@ -155,7 +155,6 @@ def main() -> None:
     runs: dict[str, list[float]] = {p: [] for p in paths}
     limits: dict[str, list[float]] = {p: [] for p in paths if p != "cleanrl"}
     for repeat in range(args.repeats):
-        limit_now: dict[str, dict] = {}  # per precision, measured once a repeat before its first path
         for path in paths:
             line = {**base, "repeat": repeat, "path": path}
             if path == "cleanrl":
@@ -163,9 +162,8 @@ def main() -> None:
             else:
                 if not args.no_limit:
                     precision = "bf16" if path == "bf16" or (path == "auto" and native) else "fp32"
-                    if precision not in limit_now:
-                        limit_now[precision] = line["limit"] = measure_limit(precision, args.threads)
-                    limits[path].append(limit_now[precision]["limit_sps"])
+                    line["limit"] = measure_limit(precision, args.threads)
+                    limits[path].append(line["limit"]["limit_sps"])
                 sps = proclab_sps(args.updates, args.game, path, args.threads, args.num_steps)
             runs[path].append(sps)
             print(json.dumps({**line, "sps": round(sps, 1)}), flush=True)
