@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from proclab.rl.gae import gae
+from proclab.run.runtime import make_runtime
 from support import collected
 
 
@@ -118,3 +119,20 @@ def test_side_by_side_pieces_are_deterministic(fp32):
         grads.append(torch.cat([p.detach().flatten() for p in agent.parameters()]))
     assert torch.equal(grads[0], grads[2])
     assert torch.equal(grads[1], grads[3])
+
+
+def test_bf16_step_keeps_whole_minibatches_and_the_fp32_gradient(fp32):
+    """The bf16 path (whole minibatches on intra-op threads, no workers) computes the fp32 step's
+    gradient within bf16 rounding: same direction, same norm to a few percent."""
+    bf16 = make_runtime("cpu", "bf16")
+    assert (bf16.compute_chunk, bf16.workers) == (0, 0)
+    grads, norms = [], []
+    for rt in (fp32, bf16):
+        agent, ro, learner = collected("none", fp32, num_envs=8, num_minibatches=1)
+        learner.rt = rt
+        adv, ret = gae(ro.rewards, ro.values, ro.dones, ro.next_value, 0.99, 0.95)
+        stats = learner._step(next(learner._minibatches(ro, adv, ret, *ro.rewards.shape)))
+        grads.append(torch.cat([p.grad.flatten() for p in agent.parameters()]))
+        norms.append(float(stats["losses/grad_norm"]))  # before clipping
+    assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
+    assert norms[1] == pytest.approx(norms[0], rel=0.05)
