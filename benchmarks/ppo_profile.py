@@ -11,7 +11,10 @@ that do it, so the numbers describe the code users run, not a re-implementation:
   ``backward``, ``optimizer`` (gradient clipping + Adam), ``update_other`` (statistics, host syncs);
 * ``logging`` (metrics row, checkpoint at the end).
 
-Prints one JSON line per precision with seconds per update for each phase and the SPS.
+Prints one JSON line per precision with seconds per update for each phase and the SPS. Where the
+learner computes pieces side by side (``Runtime.workers`` > 1, fp32 on a CPU), ``forward``,
+``loss`` and ``backward`` (``torch.autograd.grad`` there) are timed in the workers and divided by
+their number: the wall share they would have with every worker busy.
 The wrappers cost microseconds per call; timings are wall-clock, so run it on a quiet machine or
 compare phases rather than absolute values. On a GPU (``--device cuda``) every timed call is
 synchronised with the device, so that each phase owns its kernels' time. ``--env-threads`` also
@@ -81,7 +84,7 @@ class Clock:
 
 def profile(updates: int, game: str, precision: str, threads: int, device: str, env_threads: int) -> dict:
     cfg = cleanrl_config(updates, game, precision, threads, device, num_threads=env_threads)
-    originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward)
+    originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward, torch.autograd.grad)
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(replace(cfg, run_root=Path(root)))
         actor, learner = trainer.actor, trainer.learner
@@ -98,14 +101,17 @@ def profile(updates: int, game: str, precision: str, threads: int, device: str, 
         ppo_module.gae = clock.wrap("gae", ppo_module.gae)
         ppo_module.ppo_loss = clock.wrap("loss", ppo_module.ppo_loss)
         torch.Tensor.backward = clock.wrap("backward", torch.Tensor.backward)
+        torch.autograd.grad = clock.wrap("backward", torch.autograd.grad)
         try:
             start = time.perf_counter()
             trainer.train(progress=False)
             total = time.perf_counter() - start
         finally:
-            ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward = originals
+            ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward, torch.autograd.grad = originals
             torch.nn.utils.clip_grad_norm_ = clip
     s = {k: v / updates for k, v in clock.seconds.items()}
+    for phase in ("forward", "loss", "backward"):  # thread-seconds in the workers -> wall share
+        s[phase] /= max(1, learner.rt.workers)
     phases = {
         "env_step": s["env_step"],
         "inference": s["inference"],

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from proclab.rl.gae import gae
+from proclab.run.runtime import make_runtime
 from support import collected
 
 
@@ -85,10 +86,11 @@ def test_update_changes_weights_and_reports_metrics(fp32):
 @pytest.mark.parametrize(("chunk_size", "sum_chunk_grads"), [(0, False), (37, False), (37, True)])
 def test_compute_chunks_leave_the_step_unchanged(fp32, chunk_size, sum_chunk_grads):
     """The runtime's compute_chunk (speed only) gives the same gradients, gradient norm and
-    statistics as whole chunks, whether chunk gradients are averaged or summed."""
-    results = []
-    for compute_chunk in (0, 16):
-        rt = dataclasses.replace(fp32, compute_chunk=compute_chunk)
+    statistics as whole chunks, whether chunk gradients are averaged or summed, and whether the
+    pieces are computed one after another or side by side on two workers."""
+    results = {}
+    for compute_chunk, workers in ((0, 0), (16, 0), (16, 2)):
+        rt = dataclasses.replace(fp32, compute_chunk=compute_chunk, workers=workers)
         agent, ro, learner = collected(
             "none", rt, num_envs=8, num_minibatches=1, chunk_size=chunk_size, sum_chunk_grads=sum_chunk_grads
         )
@@ -96,8 +98,41 @@ def test_compute_chunks_leave_the_step_unchanged(fp32, chunk_size, sum_chunk_gra
         mb = next(learner._minibatches(ro, adv, ret, *ro.rewards.shape))
         assert len(list(learner._chunks(mb, compute_chunk))) == (1 if compute_chunk == 0 else 12)
         stats = learner._step(mb)
-        results.append((torch.cat([p.grad.flatten() for p in agent.parameters()]), stats))
-    (g_whole, s_whole), (g_split, s_split) = results
-    torch.testing.assert_close(g_split, g_whole, atol=1e-6, rtol=1e-4)
-    for key, value in s_whole.items():
-        torch.testing.assert_close(s_split[key], value, atol=1e-5, rtol=1e-4)
+        results[compute_chunk, workers] = (torch.cat([p.grad.flatten() for p in agent.parameters()]), stats)
+    g_whole, s_whole = results[0, 0]
+    for g_split, s_split in (results[16, 0], results[16, 2]):
+        torch.testing.assert_close(g_split, g_whole, atol=1e-6, rtol=1e-4)
+        for key, value in s_whole.items():
+            torch.testing.assert_close(s_split[key], value, atol=1e-5, rtol=1e-4)
+
+
+def test_side_by_side_pieces_are_deterministic(fp32):
+    """Pieces computed on workers are summed in piece order, so the same minibatch gives bit-equal
+    gradients however the threads are scheduled (exact resume needs it)."""
+    rt = dataclasses.replace(fp32, compute_chunk=16, workers=2)
+    grads = []
+    for _ in range(2):
+        agent, ro, learner = collected("none", rt, num_envs=8, num_minibatches=2)
+        torch.manual_seed(1)
+        learner.update(ro)
+        grads.append(torch.cat([p.grad.flatten() for p in agent.parameters()]))
+        grads.append(torch.cat([p.detach().flatten() for p in agent.parameters()]))
+    assert torch.equal(grads[0], grads[2])
+    assert torch.equal(grads[1], grads[3])
+
+
+def test_bf16_step_keeps_whole_minibatches_and_the_fp32_gradient(fp32):
+    """The bf16 path (whole minibatches on intra-op threads, no workers) computes the fp32 step's
+    gradient within bf16 rounding: same direction, same norm to a few percent."""
+    bf16 = make_runtime("cpu", "bf16")
+    assert (bf16.compute_chunk, bf16.workers) == (0, 0)
+    grads, norms = [], []
+    for rt in (fp32, bf16):
+        agent, ro, learner = collected("none", fp32, num_envs=8, num_minibatches=1)
+        learner.rt = rt
+        adv, ret = gae(ro.rewards, ro.values, ro.dones, ro.next_value, 0.99, 0.95)
+        stats = learner._step(next(learner._minibatches(ro, adv, ret, *ro.rewards.shape)))
+        grads.append(torch.cat([p.grad.flatten() for p in agent.parameters()]))
+        norms.append(float(stats["losses/grad_norm"]))  # before clipping
+    assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
+    assert norms[1] == pytest.approx(norms[0], rel=0.05)

@@ -1,9 +1,13 @@
-"""The actor's previous-reward input across episode boundaries, per the agent's config."""
+"""The actor's previous-reward input across episode boundaries, per the agent's config; acting side by side."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 import torch
 
+from proclab.config import EnvConfig
+from proclab.envs import ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import make_runtime
@@ -45,3 +49,30 @@ def test_previous_reward_on_a_first_frame_follows_the_agent_config(reset):
             expected = 0.0 if (reset and ro.firsts[t, i]) else earned
             assert float(ro.prev_rewards[t, i]) == expected, (t, i)
     assert torch.equal(ro.firsts[1:], ro.dones[:-1])
+
+
+@pytest.mark.parametrize("core", ["none", "gru"])
+def test_side_by_side_acting_fills_the_same_rollout(core):
+    """Acting on slices of the envs in the runtime's workers gives the whole batch's outputs and
+    states: the same actions, and log-probabilities, values and carried states equal within
+    float rounding (the slices are other batch sizes, computed in other threads)."""
+    rt = dataclasses.replace(make_runtime("cpu", "fp32"), workers=2)
+    rollouts, states = [], []
+    for side_by_side in (False, True):
+        torch.manual_seed(0)
+        agent = build_agent(AgentConfig(core=core, rnn_size=16, **TINY_AGENT))
+        env = ProcgenVecEnv(EnvConfig(game=("dodgeball",), num_envs=5), seed=0)
+        actor = Actor(env, agent, rt, side_by_side=side_by_side)
+        assert len(actor.slices) == (2 if side_by_side else 0)
+        ro = Rollout.allocate(12, 5, rt.device)
+        actor.collect(ro)
+        rollouts.append(ro)
+        states.append(actor.state)
+    whole, split = rollouts
+    assert torch.equal(whole.actions, split.actions)
+    assert torch.equal(whole.dones, split.dones)
+    torch.testing.assert_close(split.logprobs, whole.logprobs, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(split.values, whole.values, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(split.next_value, whole.next_value, atol=1e-5, rtol=1e-5)
+    for key, value in states[0].items():
+        torch.testing.assert_close(states[1][key], value, atol=1e-5, rtol=1e-5)

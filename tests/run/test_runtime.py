@@ -1,8 +1,10 @@
 """Runtime helpers that are not exercised elsewhere in the default suite."""
 
+import dataclasses
 import sys
 
 import pytest
+import torch
 
 from proclab.errors import ProclabError
 from proclab.run.distributed import connect_ray, gather_on_rank0, rank_and_world
@@ -23,3 +25,24 @@ def test_single_process_is_rank_zero_of_one():
 def test_fp32_cpu_learners_use_cache_sized_pieces():
     assert make_runtime("cpu", "fp32").compute_chunk == CPU_COMPUTE_CHUNK > 0
     assert make_runtime("cpu", "bf16").compute_chunk == 0  # the bf16 path keeps whole minibatches
+
+
+def test_fp32_cpu_runtimes_compute_pieces_on_one_worker_per_thread():
+    threads = torch.get_num_threads()
+    try:
+        assert make_runtime("cpu", "fp32", threads=2).workers == 2
+        assert torch.get_num_threads() == 2  # this thread keeps its count beside the workers
+        assert make_runtime("cpu", "fp32", threads=1).workers == 0
+        assert make_runtime("cpu", "bf16", threads=2).workers == 0  # bf16 keeps intra-op threads
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_runtime_map_keeps_order_and_runs_workers_single_threaded():
+    rt = make_runtime("cpu", "fp32")
+    two = dataclasses.replace(rt, workers=2)
+    items = list(range(7))
+    assert list(two.map(lambda i: i * i, items)) == list(
+        dataclasses.replace(rt, workers=0).map(lambda i: i * i, items)
+    )
+    assert set(two.map(lambda _: torch.get_num_threads(), items)) == {1}

@@ -81,6 +81,23 @@ def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConf
     return loss, stats
 
 
+def accumulate_gradients(params: list[torch.Tensor], grads) -> None:
+    """Add ``grads`` (``None`` for an unused parameter) to ``.grad`` as ``backward`` would: the first
+    becomes the gradient (in the parameter's memory layout), later ones are added to it."""
+    for p, g in zip(params, grads, strict=True):
+        if g is None:
+            continue
+        if p.grad is None:
+            p.grad = torch.empty_like(p).copy_(g)
+        else:
+            p.grad += g
+
+
+def add_weighted(sums: dict[str, torch.Tensor], stats: dict[str, torch.Tensor], weight: float) -> None:
+    for k, v in stats.items():
+        sums[k] = sums.get(k, 0) + v * weight
+
+
 class PPOLearner:
     """Owns the optimiser; :meth:`update` trains the agent on one rollout."""
 
@@ -90,6 +107,7 @@ class PPOLearner:
         self.total_updates = total_updates
         self.updates = 0
         self.recurrent = bool(agent.initial_state(1))
+        self.params = [p for p in agent.parameters() if p.requires_grad]
 
     def learning_rate(self) -> float:
         if not self.cfg.anneal_lr:
@@ -207,23 +225,48 @@ class PPOLearner:
                 out, _ = self.agent.step(mb.obs, state, mb.firsts, mb.prev_rewards)
         return out.logits, out.value
 
+    def _pieces(self, mb: Batch):
+        """``(piece, gradient weight, statistics weight)`` for each forward/backward pass of ``mb``.
+
+        ``chunk_size`` chunks are weighted by their share (or 1 with ``sum_chunk_grads``); the
+        runtime's ``compute_chunk`` splits feed-forward chunks further, for speed only (sequence
+        replay needs whole sequences), each piece weighted by its share of the chunk, so that the
+        gradient is the chunk's.
+        """
+        compute_chunk = 0 if self.recurrent else self.rt.compute_chunk
+        for chunk, share in self._chunks(mb):
+            weight = 1.0 if self.cfg.sum_chunk_grads else share
+            for piece, part in self._chunks(chunk, compute_chunk):
+                yield piece, weight * part, share * part
+
+    def _piece_loss(self, piece: Batch):
+        logits, values = self._forward(piece)
+        return ppo_loss(logits, values, piece, self.cfg)
+
+    def _piece_gradients(self, task: tuple[Batch, float, float]):
+        """One piece's weighted gradients and statistics, computed in whichever thread runs it."""
+        piece, weight, _ = task
+        loss, stats = self._piece_loss(piece)
+        return torch.autograd.grad(loss * weight, self.params, allow_unused=True), stats
+
     def _step(self, mb: Batch) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         if cfg.norm_adv and cfg.norm_adv_scope == "minibatch":
             mb.advantages = normalize_advantages(mb.advantages)
         self.optimizer.zero_grad(set_to_none=True)
         stats: dict[str, torch.Tensor] = {}
-        for chunk, share in self._chunks(mb):
-            weight = 1.0 if cfg.sum_chunk_grads else share
-            # The runtime's compute_chunk splits feed-forward chunks further, for speed only (sequence
-            # replay needs whole sequences); each piece is weighted by its share of the chunk, so the
-            # gradient is the chunk's.
-            for piece, part in self._chunks(chunk, 0 if self.recurrent else self.rt.compute_chunk):
-                logits, values = self._forward(piece)
-                loss, piece_stats = ppo_loss(logits, values, piece, cfg)
-                (loss * (weight * part)).backward()
-                for k, v in piece_stats.items():
-                    stats[k] = stats.get(k, 0) + v * (share * part)
+        tasks = list(self._pieces(mb))
+        if self.rt.workers > 1:  # pieces side by side; gradients summed in piece order, as below
+            for (_, _, share), (grads, piece_stats) in zip(
+                tasks, self.rt.map(self._piece_gradients, tasks), strict=True
+            ):
+                accumulate_gradients(self.params, grads)
+                add_weighted(stats, piece_stats, share)
+        else:
+            for piece, weight, share in tasks:
+                loss, piece_stats = self._piece_loss(piece)
+                (loss * weight).backward()
+                add_weighted(stats, piece_stats, share)
         average_gradients(self.agent.parameters())
         stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
         self.optimizer.step()

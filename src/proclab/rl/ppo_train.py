@@ -65,7 +65,7 @@ class Trainer:
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
         env = self.wrap_env(ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
-        self.actor = Actor(self.env, self.agent, self.rt)
+        self.actor = Actor(self.env, self.agent, self.rt, side_by_side=True)
         self.val_actor = None
         if cfg.val_split is not None and cfg.val_num_envs > 0:
             val_env = ProcgenVecEnv(
@@ -74,7 +74,7 @@ class Trainer:
                 num_envs=cfg.val_num_envs,
                 split=cfg.val_split,
             )
-            self.val_actor = Actor(val_env, self.agent, self.rt)
+            self.val_actor = Actor(val_env, self.agent, self.rt, side_by_side=True)
 
         self.batch = cfg.env.num_envs * cfg.ppo.num_steps
         self.num_updates = cfg.ppo.total_steps // self.batch

@@ -9,6 +9,7 @@ the agent from that stored state over the rollout's observations.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,12 @@ def sample_actions(logits: torch.Tensor, greedy: bool = False) -> tuple[torch.Te
     return action, logp.gather(-1, action.unsqueeze(-1)).squeeze(-1)
 
 
+def _row_slices(n: int, parts: int) -> list[slice]:
+    """``parts`` contiguous slices (sizes differing by at most one) covering ``n`` rows."""
+    bounds = np.linspace(0, n, max(1, min(parts, n)) + 1).round().astype(int)
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+
+
 class Actor:
     """Runs an agent on a vector env, keeping the env's last observation and the agent state.
 
@@ -78,10 +85,16 @@ class Actor:
     :class:`Rollout`; its state (observation, first flags, agent state, last raw reward) carries
     over from one rollout to the next. The last raw reward is zeroed on an episode's first frame
     unless the agent's ``config.prev_reward_reset`` is off (modern-srwm's actors).
+
+    With ``side_by_side``, the forward pass on all envs is computed in slices of envs on the
+    runtime's workers (one slice per core, :meth:`Runtime.map`); the rows are independent, so the
+    outputs are the whole batch's. Only for agents without hooks that collect activations (they
+    would see the slices, from other threads).
     """
 
-    def __init__(self, env, agent, runtime: Runtime):
+    def __init__(self, env, agent, runtime: Runtime, side_by_side: bool = False):
         self.env, self.agent, self.rt = env, agent, runtime
+        self.slices = _row_slices(env.num_envs, runtime.workers) if side_by_side else []
         self.prev_reward_reset = agent.config.prev_reward_reset
         n = env.num_envs
         obs, self.reset_info = env.reset()
@@ -98,6 +111,8 @@ class Actor:
         full state with those rows replaced (evaluation skips envs that are done).
         """
         if rows is None:
+            if len(self.slices) > 1:
+                return self._forward_side_by_side()
             with self.rt.autocast():
                 return self.agent.step(self.obs, self.state, self.first, self.prev_reward)
         sub = {k: v[rows] for k, v in self.state.items()}
@@ -107,6 +122,16 @@ class Actor:
         for k, v in new.items():
             state[k][rows] = v.to(state[k].dtype)
         return out, state
+
+    def _forward_side_by_side(self):
+        def rows(sl: slice):
+            with torch.inference_mode(), self.rt.autocast():
+                state = {k: v[sl] for k, v in self.state.items()}
+                return self.agent.step(self.obs[sl], state, self.first[sl], self.prev_reward[sl])
+
+        outs, states = zip(*self.rt.map(rows, self.slices), strict=True)
+        out = type(outs[0])(*(torch.cat(parts) for parts in zip(*outs, strict=True)))
+        return out, {k: torch.cat([s[k] for s in states]) for k in states[0]}
 
     def act(self, greedy: bool = False, rows: torch.Tensor | None = None):
         """One step: agent output, sampled actions (no-op for envs outside ``rows``), new state."""

@@ -4,16 +4,20 @@ proclab defaults to the fastest path that does not change results beyond toleran
 channels-last convolutions everywhere, and bf16 autocast where the hardware runs bf16 natively
 (CUDA GPUs of compute capability >= 8, and CPUs with AVX-512 BF16 or AMX), fp32 elsewhere. Losses and
 log-probabilities are always computed in fp32 on top of the autocast region. In fp32 on a CPU,
-learners run forward/backward passes on cache-sized pieces of a minibatch (``compute_chunk``).
+learners run forward/backward passes on cache-sized pieces of a minibatch (``compute_chunk``), one
+piece per core side by side (``workers``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import random
 import re
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +38,19 @@ class Runtime:
     """Most samples per forward/backward pass of a learner, for speed only (0 = no limit): fp32
     convolutions on a CPU run ~1.6x faster on 128 samples than on 1024 (activations stay in cache);
     GPUs want whole batches."""
+    workers: int = 0
+    """Threads that compute independent pieces of work side by side (:meth:`map`), each with one
+    intra-op thread (0 = one piece at a time, on all of torch's intra-op threads). On a CPU, one
+    single-threaded piece per core keeps every core busy without the per-operation barriers of
+    intra-op threads, which stall whenever one of the threads is descheduled (docs/ppo.md)."""
+
+    def map(self, fn: Callable, items: Iterable) -> Iterator:
+        """``fn`` over ``items``, results in order: side by side on the ``workers`` threads, or one
+        after another in this thread. Thread-local torch state (grad mode, inference mode,
+        autocast) is not carried into the workers: ``fn`` sets what it needs."""
+        if self.workers <= 1:
+            return map(fn, items)
+        return _worker_pool(self.workers).map(fn, items)
 
     def autocast(self):
         """Context for forward passes: bf16 autocast when enabled, otherwise a no-op."""
@@ -53,6 +70,14 @@ class Runtime:
     def obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
         """uint8 (N, 3, 64, 64) from the env -> tensor on the device, keeping channels-last strides."""
         return torch.from_numpy(obs).to(self.device, non_blocking=True)
+
+
+@functools.cache
+def _worker_pool(workers: int) -> ThreadPoolExecutor:
+    """One pool per size for the whole process; its threads run torch with one intra-op thread."""
+    return ThreadPoolExecutor(
+        workers, thread_name_prefix="proclab-worker", initializer=torch.set_num_threads, initargs=(1,)
+    )
 
 
 def cpu_name() -> str:
@@ -100,9 +125,22 @@ def make_runtime(
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    # Measured on fp32 CPUs only; the bf16 path keeps whole minibatches as it was measured.
-    compute_chunk = CPU_COMPUTE_CHUNK if dev.type == "cpu" and not bf16 else 0
-    return Runtime(device=dev, bf16=bf16, channels_last=channels_last, compute_chunk=compute_chunk)
+    # Measured on fp32 CPUs only; the bf16 path keeps whole minibatches on intra-op threads as it
+    # was measured.
+    fp32_cpu = dev.type == "cpu" and not bf16
+    workers = 0
+    if fp32_cpu and torch.get_num_threads() > 1:
+        workers = torch.get_num_threads()
+        # Pins this thread's intra-op count: the workers' set_num_threads(1) changes the default
+        # that threads which have not run torch yet start from.
+        torch.set_num_threads(workers)
+    return Runtime(
+        device=dev,
+        bf16=bf16,
+        channels_last=channels_last,
+        compute_chunk=CPU_COMPUTE_CHUNK if fp32_cpu else 0,
+        workers=workers,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
