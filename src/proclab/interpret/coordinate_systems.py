@@ -8,6 +8,7 @@ decode, state directions), so every command that edits or describes directions t
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,11 @@ def system_file(ws: Workspace, name: str) -> Path:
 
     check_system(name)
     return {"nmf": ws.path / NMF, "sparse": ws.path / DICTIONARY}.get(name, ws.basis_path)
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file: which fit of a basis a sweep was run on (the atlas refuses a stale sweep)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def open_coordinates(ws: Workspace, name: str) -> Coordinates:

@@ -96,11 +96,12 @@ class SparseDictionary(Coordinates):
 
     def _t(self, like: Tensor) -> dict[str, Tensor]:
         key = (like.dtype, like.device)
-        if key not in self._cache:
+        if key not in self._cache:  # normal tensors even inside inference mode (autograd uses them later)
             names = ("mean", "std", "w_enc", "b_enc", "w_dec", "b_pre")
-            self._cache[key] = {
-                n: torch.as_tensor(getattr(self, n), dtype=like.dtype, device=like.device) for n in names
-            }
+            with torch.inference_mode(False):
+                self._cache[key] = {
+                    n: torch.as_tensor(getattr(self, n), dtype=like.dtype, device=like.device) for n in names
+                }
         return self._cache[key]
 
     def encode(self, h: Tensor) -> Tensor:

@@ -68,11 +68,12 @@ class NmfCoordinates(Coordinates):
 
     def _t(self, like: Tensor) -> dict[str, Tensor]:
         key = (like.dtype, like.device)
-        if key not in self._cache:
+        if key not in self._cache:  # normal tensors even inside inference mode (autograd uses them later)
             arrays = {"h": self.h, "shift": self.shift, "mean": self.mean, "std": self.std}
-            self._cache[key] = {
-                n: torch.as_tensor(a, dtype=like.dtype, device=like.device) for n, a in arrays.items()
-            }
+            with torch.inference_mode(False):
+                self._cache[key] = {
+                    n: torch.as_tensor(a, dtype=like.dtype, device=like.device) for n, a in arrays.items()
+                }
         return self._cache[key]
 
     def encode(self, h: Tensor) -> Tensor:

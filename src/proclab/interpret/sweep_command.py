@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from proclab.interpret.arms import parse_arms
-from proclab.interpret.coordinate_systems import open_coordinates, suffix, system_file
+from proclab.interpret.coordinate_systems import file_digest, open_coordinates, suffix, system_file
 from proclab.interpret.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.progress import phases
 from proclab.interpret.selection import parse_ids
@@ -68,6 +68,7 @@ def run_sweep(args: SweepArgs) -> Path:
         "version": 1,
         "basis": args.basis,
         "basis_file": str(system_file(ws, args.basis)),
+        "basis_digest": file_digest(system_file(ws, args.basis)),
         "state": key,
         "checkpoint": str(checkpoint),
         "game": env_config.games()[0],
