@@ -219,40 +219,46 @@ def recorded_states(levels=range(1000, 1040)) -> np.ndarray:
 
 
 def record_store(path, agent, levels) -> np.ndarray:
-    """One greedy episode of ``agent`` on each of ``levels`` written as an episode store (the fields the
-    recorder writes); returns the states in store order."""
+    """One greedy episode of ``agent`` on each of ``levels`` (played side by side) written as an episode
+    store with the fields the recorder writes; returns the states in store order."""
+    levels = list(levels)
     width = agent.state_shapes()[KEY][0]
-    rows = []
-    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: {"core.0": [[KEY, [width]]]}}, commit_seconds=0) as w:
-        for level in levels:
-            env = Corridor(1)
-            env.load(0, env.level_state(level))
-            state, first, steps = agent.initial_state(1), torch.ones(1, dtype=torch.bool), []
-            while True:
-                obs = env.observe()
-                with torch.no_grad():
-                    out, state = agent.step(torch.from_numpy(obs), state, first)
-                action = int(out.logits[0].argmax())
-                _, reward, terminated, truncated, _ = env.step(np.array([action]))
-                steps.append(
-                    (
-                        obs[0],
-                        action,
-                        out.logits[0].numpy(),
-                        float(out.value[0]),
-                        reward[0],
-                        terminated[0],
-                        truncated[0],
-                        state[KEY][0].numpy().copy(),
-                    )
-                )
-                first = torch.zeros(1, dtype=torch.bool)
-                if terminated[0] or truncated[0]:
-                    break
-            obs, action, logits, value, reward, term, trunc, h = (
-                np.array(c) for c in zip(*steps, strict=True)
+    env = Corridor(len(levels))
+    for slot, level in enumerate(levels):
+        env.load(slot, env.level_state(level))
+    state, first = agent.initial_state(len(levels)), torch.ones(len(levels), dtype=torch.bool)
+    live, steps = np.ones(len(levels), bool), []
+    complete = np.zeros(len(levels), bool)
+    while live.any():
+        obs = env.observe()
+        with torch.no_grad():
+            out, state = agent.step(torch.from_numpy(obs), state, first)
+        action = out.logits.argmax(1).numpy()
+        _, reward, terminated, truncated, _ = env.step(action)
+        steps.append(
+            (
+                live.copy(),
+                obs,
+                action,
+                out.logits.numpy(),
+                out.value.numpy(),
+                reward,
+                terminated,
+                truncated,
+                state[KEY].numpy().copy(),
             )
-            T = len(steps)
+        )
+        complete |= live & terminated
+        live &= ~(terminated | truncated)
+        first = torch.zeros_like(first)
+    rows = []
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: {"core.0": [[KEY, [width]]]}}, commit_seconds=3600) as w:
+        for slot, level in enumerate(levels):
+            mine = [s for s in steps if s[0][slot]]
+            obs, action, logits, value, reward, term, trunc, h = (
+                np.stack([s[i][slot] for s in mine]) for i in range(1, 9)
+            )
+            T = len(mine)
             w.append(
                 {
                     "obs": obs,
@@ -271,7 +277,7 @@ def record_store(path, agent, levels) -> np.ndarray:
                     "level_seed": int(level),
                     "game": "corridor",
                     "return": float(reward.sum()),
-                    "level_complete": bool(term[-1]),
+                    "level_complete": bool(complete[slot]),
                     "state_in0/core.0": np.zeros(width, np.float32),
                 },
             )

@@ -168,5 +168,21 @@ def _write(out: Path, doc: dict, seconds: dict, start: float) -> list[Path]:
     doc["seconds"] = dict(seconds)
     doc["wall_seconds"] = round(time.perf_counter() - start, 3)
     doc["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    write_json_atomic(out / "atlas.json", doc)
+    write_json_atomic(out / "atlas.json", plain(doc))
     return [out / "atlas.json", out / "atlas.txt", arrays, out / "strips", out / "saliency"]
+
+
+def plain(value):
+    """``value`` with numpy scalars and arrays as Python numbers and lists, and NaN or infinity as None
+    (strict JSON: a browser's ``JSON.parse`` accepts no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value

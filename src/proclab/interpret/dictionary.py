@@ -244,6 +244,6 @@ class _TopK(torch.nn.Module):
                 self.w_dec /= self.w_dec.norm(dim=1, keepdim=True).clamp(min=1e-12)
                 fired = (codes > 0).any(0)
                 idle = torch.where(fired, torch.zeros_like(idle), idle + cfg.batch)
-            self.last_loss = float(loss)
+            self.last_loss = float(loss.detach())
             if progress is not None and (step + 1) % 100 == 0:
                 progress(step + 1, cfg.steps)
