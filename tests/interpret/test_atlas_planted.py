@@ -27,9 +27,13 @@ def planted(tmp_path_factory):
     rt = make_runtime("cpu", "fp32", 1)
     args = SweepArgs(out=root, levels=60, rows=128, permutations=2000, bootstrap=500)
     rec = Recorded(x, np.zeros(len(ATLAS_UNITS)))
-    summary, _, _ = sweep(agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt)
+    summary, _, _ = sweep(
+        agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt
+    )
     atlas_args = AtlasArgs(out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600)
-    inp = AtlasInputs(store, np.arange(store.num_episodes), x, coords, agent, "core.0.hook_h", summary, "sweep")
+    inp = AtlasInputs(
+        store, np.arange(store.num_episodes), x, coords, agent, "core.0.hook_h", summary, "sweep"
+    )
     with phases(7, "atlas") as ph:
         doc = build_atlas(inp, atlas_args, root / "atlas", ph)
     return doc, store, x
@@ -115,4 +119,6 @@ def test_gradients_predict_value_changes_only_along_the_direction_the_value_read
     cue = {p["arm"]: p["predicted"]["value"] for p in points if p["direction"] == CUE}
     assert cue["p95"] > 0 > cue["p05"]
     for key in ("value", "actions"):
-        assert doc["prediction"]["pairings"][key]["verdict"].startswith(doc["prediction"]["pairings"][key]["what"])
+        assert doc["prediction"]["pairings"][key]["verdict"].startswith(
+            doc["prediction"]["pairings"][key]["what"]
+        )

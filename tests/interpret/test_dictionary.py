@@ -96,7 +96,9 @@ def test_identity_edits_are_bit_exact_and_holds_move_along_the_atom(fitted):
     with torch.no_grad():
         plain, plain_state = agent.unroll(obs, agent.initial_state(3), firsts)
         held, held_state = none.unroll(obs, agent.initial_state(3), firsts)
-    assert torch.equal(plain.logits, held.logits) and torch.equal(plain_state["core.0.h"], held_state["core.0.h"])
+    assert torch.equal(plain.logits, held.logits) and torch.equal(
+        plain_state["core.0.h"], held_state["core.0.h"]
+    )
 
 
 def test_saved_dictionary_encodes_the_same(fitted, tmp_path):
