@@ -62,6 +62,8 @@ def test_ica_atlas_reads_the_sweep_and_writes_every_card(folder, capsys):
         assert len(strips) == 8 and all((folder / "atlas" / s["strip"]).is_file() for s in strips)
         assert (folder / "atlas" / card["saliency"]["image"]).is_file()
         assert card["summary"] in printed and set(card["keys"]) >= {"activity", "kurtosis", "effect:return"}
+        assert "too few episodes (4) to test what it tracks" in card["summary"]  # 4 episodes: nothing claimed
+        assert not any(t["tracked"] or t["peak"]["claimed"] for t in card["tracks"])
     assert len((folder / "atlas" / "atlas.txt").read_text().splitlines()) == 3
     assert printed.strip().splitlines()[-1] == f"outputs in {folder / 'atlas'}"
     record_ = json.loads((folder / "analysis.json").read_text())["commands"]["atlas"]
@@ -110,7 +112,9 @@ def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, 
 def test_nmf_atlas_says_its_sweep_was_not_run(folder):
     proclab("atlas", "--out", folder, "--basis", "nmf", *FAST)
     atlas = strict_json(folder / "atlas-nmf" / "atlas.json")
-    assert atlas["k"] == 8 and atlas["prediction"] == {"note": "sweep not run (no sweep-nmf/sweep.json)"}  # small: 8
+    assert atlas["k"] == 8 and atlas["prediction"] == {
+        "note": "sweep not run (no sweep-nmf/sweep.json)"
+    }  # small: 8
 
 
 @pytest.mark.parametrize(

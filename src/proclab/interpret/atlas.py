@@ -281,7 +281,7 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
             if look is None
             else {"image": f"saliency/{look['image']}", "moments": look["moments"]},
             "predicted": [p for p in points if p["direction"] == m],
-            "summary": summary_line(causes, tracks),
+            "summary": summary_line(causes, tracks, len(inp.episodes)),
         }
         card["keys"] = sort_keys(card, names)
         cards.append(card)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from proclab.interpret.atlas_causes import NAMES, strongest
-from proclab.interpret.atlas_tracking import ALPHA, NO_LAGS
+from proclab.interpret.atlas_tracking import ALPHA, MIN_EPISODES, NO_LAGS
 from proclab.interpret.multiple import holm
 
 ARM_NAMES = {
@@ -41,13 +41,15 @@ def tracked(names: list[str], track: dict, m: int) -> list[dict]:
     zero = lags.index(0)
     tracked_p = holm(track["p0"][m])
     candidates = len(names) * (len(lags) - 1)
+    enough = track["episodes"] >= MIN_EPISODES
     rows = []
     for q, name in enumerate(names):
         r, ci = track["r"][m, q], track["ci"][m, q]
         peak = int(track["peak"][m, q])
         j = lags.index(peak)
         claimed = bool(
-            name not in NO_LAGS
+            enough
+            and name not in NO_LAGS
             and np.isfinite(r[j])
             and (ci[j, 0] > 0 or ci[j, 1] < 0)
             and track["p_gain"][m, q] * candidates <= ALPHA
@@ -58,7 +60,7 @@ def tracked(names: list[str], track: dict, m: int) -> list[dict]:
                 "r0": _num(r[zero]),
                 "ci0": [_num(ci[zero, 0]), _num(ci[zero, 1])],
                 "p0_holm": float(tracked_p[q]),
-                "tracked": bool(tracked_p[q] <= ALPHA and np.isfinite(r[zero])),
+                "tracked": bool(enough and tracked_p[q] <= ALPHA and np.isfinite(r[zero])),
                 "r": [_num(v) for v in r],
                 "ci": [[_num(a), _num(b)] for a, b in ci],
                 "peak": {
@@ -81,7 +83,7 @@ def _num(v) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def summary_line(causes: dict, tracks: list[dict]) -> str:
+def summary_line(causes: dict, tracks: list[dict], episodes: int) -> str:
     """The card's one line (see the module docstring)."""
     parts = []
     if not causes["swept"]:
@@ -99,7 +101,9 @@ def summary_line(causes: dict, tracks: list[dict]) -> str:
         else:
             parts.append("no significant on-data effect")
     held = [t for t in tracks if t["tracked"]]
-    if held:
+    if episodes < MIN_EPISODES:
+        parts.append(f"too few episodes ({episodes}) to test what it tracks")
+    elif held:
         parts.append(f"tracks {held[0]['quantity']} {_r(held[0]['r0'], held[0]['ci0'])}")
     else:
         parts.append("tracks none of the measured quantities")

@@ -26,7 +26,7 @@ quantity *tracked* when its p-value survives Holm's correction over the directio
 (``l > 0``) or a lag only when the shifted correlation is reliably *stronger* than the simultaneous
 one: the gain ``|r_l| - |r_0|`` (same resamples) has a one-sided p-value below ``alpha`` divided by
 every (quantity, lag) that could have been picked (Bonferroni), and ``r_l``'s interval excludes 0.
-Episode progress never leads or lags: shifting a ramp only adds a constant, and the pairs near an
+With fewer than ``MIN_EPISODES`` episodes nothing is claimed. Episode progress never leads or lags: shifting a ramp only adds a constant, and the pairs near an
 episode's end make that look like a correlation.
 """
 
@@ -44,6 +44,9 @@ LAGS = 8
 """Lags ``-LAGS .. LAGS`` (steps)."""
 ALPHA = 0.05
 """Error rate of the tracked and lead/lag claims (see the module docstring)."""
+MIN_EPISODES = 20
+"""Below this many episodes a resample of episodes says little about the spread, so no quantity is called
+tracked, led or lagged (the correlations and their intervals are still reported)."""
 NO_LAGS = ("progress",)
 """Quantities never called led or lagged (a ramp, see the module docstring)."""
 MEMORY = 256 * 2**20
@@ -171,6 +174,7 @@ def tracking(
     zero = int(np.flatnonzero(lag_values == 0)[0])
     out = {
         "lags": lag_values,
+        "episodes": E,
         "r": np.empty((k, Q, L)),
         "ci": np.empty((k, Q, L, 2)),
         "peak": np.empty((k, Q), np.int64),

@@ -379,6 +379,32 @@ def intervene(ctx: Context) -> dict[str, Any]:
     return {"folder": ctx.rel(out)}
 
 
+def atlas(ctx: Context) -> dict[str, Any]:
+    """The direction atlas of the ICs on the recorded episodes: what activates each, what it tracks, what the
+    sweep says it causes, what it looks at, and whether gradients predicted it. The panel opens on it."""
+    from proclab.interpret.atlas import AtlasArgs
+    from proclab.interpret.atlas_command import run_atlas
+    from proclab.interpret.cli import defaults
+
+    ctx.fresh("analysis/atlas")
+    if ctx.state_source():
+        ctx.console.print(
+            "no atlas: a feed-forward agent carries no state whose directions could be described"
+        )
+        return {"folder": None}
+    s = ctx.settings
+    args = replace(
+        defaults(AtlasArgs, ctx.budget.analysis),
+        out=ctx.out / "analysis",
+        seed=s.seed,
+        device="cpu" if s.device == "auto" else s.device,
+        **ctx.budget.overrides.get("atlas", {}),
+    )
+    out = run_atlas(args)
+    ctx.console.print(f"outputs in {out}")
+    return {"folder": ctx.rel(out)}
+
+
 def panel(ctx: Context) -> dict[str, Any]:
     from proclab.panel.export import ExportArgs, export
 
@@ -415,6 +441,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("saliency", "what the value, the action and the first ICs depend on", saliency),
     Stage("behaviours", "behaviour clusters of the dreams", behaviours),
     Stage("intervene", "every IC held on and off the data, in the real game", intervene),
-    Stage("panel", "the interactive panel", panel),
+    Stage("atlas", "one card per IC: what activates, tracks and causes it", atlas),
+    Stage("panel", "the interactive panel, opening on the atlas", panel),
 )
 """Every stage in order: ``--from NAME`` takes one of these names."""
