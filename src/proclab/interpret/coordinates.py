@@ -72,6 +72,18 @@ class LinearCoordinates(Coordinates):
         return h + self.basis.along(c_new - c, self.kind)
 
 
+def tensors_like(cache: dict, arrays: dict[str, np.ndarray], like: Tensor) -> dict[str, Tensor]:
+    """``arrays`` as tensors of ``like``'s dtype and device, made once per (dtype, device) and kept in
+    ``cache``; normal tensors even when first asked inside inference mode (autograd may use them later)."""
+    key = (like.dtype, like.device)
+    if key not in cache:
+        with torch.inference_mode(False):
+            cache[key] = {
+                n: torch.as_tensor(a, dtype=like.dtype, device=like.device) for n, a in arrays.items()
+            }
+    return cache[key]
+
+
 def hold(coords: Coordinates, h: Tensor, dims: Tensor, values: Tensor) -> Tensor:
     """Per row ``r`` of ``h`` (``(N, dim)``): coordinate ``dims[r]`` set to ``values[r]``, the others
     and the residual kept; rows with ``dims[r] < 0`` are returned untouched."""

@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError
-from proclab.interpret.coordinates import Coordinates
+from proclab.interpret.coordinates import Coordinates, tensors_like
 
 FORMAT = "proclab-sparse-dictionary"
 FILE = "dictionary.npz"
@@ -95,14 +95,8 @@ class SparseDictionary(Coordinates):
         self._cache: dict[tuple, dict[str, Tensor]] = {}
 
     def _t(self, like: Tensor) -> dict[str, Tensor]:
-        key = (like.dtype, like.device)
-        if key not in self._cache:  # normal tensors even inside inference mode (autograd uses them later)
-            names = ("mean", "std", "w_enc", "b_enc", "w_dec", "b_pre")
-            with torch.inference_mode(False):
-                self._cache[key] = {
-                    n: torch.as_tensor(getattr(self, n), dtype=like.dtype, device=like.device) for n in names
-                }
-        return self._cache[key]
+        names = ("mean", "std", "w_enc", "b_enc", "w_dec", "b_pre")
+        return tensors_like(self._cache, {n: getattr(self, n) for n in names}, like)
 
     def encode(self, h: Tensor) -> Tensor:
         p = self._t(h)

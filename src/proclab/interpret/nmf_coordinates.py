@@ -24,7 +24,7 @@ from torch import Tensor
 
 from proclab.errors import ProclabError
 from proclab.interpret.basis import Basis
-from proclab.interpret.coordinates import Coordinates
+from proclab.interpret.coordinates import Coordinates, tensors_like
 
 FILE = "nmf.npz"
 FORMAT = "proclab-nmf"
@@ -67,14 +67,8 @@ class NmfCoordinates(Coordinates):
         return cls(basis, components, shift)
 
     def _t(self, like: Tensor) -> dict[str, Tensor]:
-        key = (like.dtype, like.device)
-        if key not in self._cache:  # normal tensors even inside inference mode (autograd uses them later)
-            arrays = {"h": self.h, "shift": self.shift, "mean": self.mean, "std": self.std}
-            with torch.inference_mode(False):
-                self._cache[key] = {
-                    n: torch.as_tensor(a, dtype=like.dtype, device=like.device) for n, a in arrays.items()
-                }
-        return self._cache[key]
+        arrays = {"h": self.h, "shift": self.shift, "mean": self.mean, "std": self.std}
+        return tensors_like(self._cache, arrays, like)
 
     def encode(self, h: Tensor) -> Tensor:
         p = self._t(h)
