@@ -56,6 +56,8 @@ class AtlasArgs(AnalysisArgs):
         },
     }
 
+    seed: int = 0
+    """Seed of the bootstraps, the states sampled for the gradient prediction and the sparse dictionary."""
     basis: str = "ica"
     """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF) or sparse (an
     overcomplete top-k dictionary, fitted here when the folder has none)."""
