@@ -22,6 +22,7 @@ FAST = [
     "--torch-threads",
     "1",
 ]
+SPARSE = [*FAST, "--moments", "1", "--saliency-moments", "1"]  # 64 atoms: one strip each keeps it quick
 SWEEP = ["--levels", "2", "--rows", "8", "--split", "0:50", "--bootstrap", "50", "--permutations", "50"]
 
 
@@ -71,7 +72,7 @@ def test_ica_atlas_reads_the_sweep_and_writes_every_card(folder, capsys):
 
 
 def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, capsys):
-    proclab("atlas", "--out", folder, "--basis", "sparse", "--dictionary-steps", "100", *FAST)
+    proclab("atlas", "--out", folder, "--basis", "sparse", "--dictionary-steps", "100", *SPARSE)
     first = strict_json(folder / "atlas-sparse" / "atlas.json")
     assert first["k"] == 64 and first["nonnegative"] and first["basis_fit"]["atoms"] == 64
     assert all(not c["causes"]["swept"] and c["summary"].startswith("sweep not run") for c in first["cards"])
@@ -96,14 +97,14 @@ def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, 
     sweep = json.loads((folder / "sweep-sparse" / "sweep.json").read_text())
     assert sweep["basis"] == "sparse" and sweep["basis_file"].endswith("dictionary.npz")
     assert "atom 0" in (folder / "sweep-sparse" / "sweep_table.txt").read_text()
-    proclab("atlas", "--out", folder, "--basis", "sparse", *FAST)
+    proclab("atlas", "--out", folder, "--basis", "sparse", *SPARSE)
     second = strict_json(folder / "atlas-sparse" / "atlas.json")
     assert [c["causes"]["swept"] for c in second["cards"][:3]] == [True, True, False]
     assert second["cards"][2]["causes"]["note"] == "sweep not run on this direction"
     np.testing.assert_allclose(
         second["variance_explained"], first["variance_explained"]
     )  # the same fit, reused
-    proclab("atlas", "--out", folder, "--basis", "sparse", "--refit", "--dictionary-steps", "50", *FAST)
+    proclab("atlas", "--out", folder, "--basis", "sparse", "--refit", "--dictionary-steps", "50", *SPARSE)
     third = strict_json(folder / "atlas-sparse" / "atlas.json")
     assert third["sweep"] is None and "refitted after the sweep" in third["sweep_note"]
     capsys.readouterr()
