@@ -325,6 +325,7 @@ def synthetic_atlas(rng: np.random.Generator, n_cards: int, samples: int, pool: 
                         "ci0": [0.2, 0.4],
                         "tracked": q in tracked,
                         "peak": {"lag": 3, "r": 0.5, "ci": [0.4, 0.6], "claimed": True},
+                        "r": np.round(np.sin(np.arange(-8, 9) / 3) / 2, 3).tolist(),
                     }
                     for q in quantities[:2]
                 ],
@@ -367,6 +368,7 @@ def synthetic_atlas(rng: np.random.Generator, n_cards: int, samples: int, pool: 
         },
         "sweep_note": "sweep of 20 paired levels",
         "prediction": ["value: FAILS, gradients do not rank ..."],
+        "lags": list(range(-8, 9)),
         "sorts": sorts,
         "cards": cards,
         "sweep_rows": rows,

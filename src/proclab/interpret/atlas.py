@@ -216,7 +216,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     from proclab.interpret.atlas_saliency import agent_device
 
     if inp.sweep is None or args.predict_steps == 0:
-        return {"note": inp.sweep_note if inp.sweep is None else "--predict-steps 0"}
+        return {"note": inp.sweep_note if inp.sweep is None else "not measured (--predict-steps 0)"}
     rng = np.random.default_rng([args.seed, 5])
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]

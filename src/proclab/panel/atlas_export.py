@@ -97,7 +97,11 @@ def _card(card: dict, prefix: str, basis: str, links: dict) -> dict:
             "kurtosis": act["kurtosis"],
             "progress": act["progress"],
         },
-        "tracks": [{k: t[k] for k in ("quantity", "r0", "ci0", "tracked", "peak")} for t in tracks],
+        "tracks": [
+            {k: t[k] for k in ("quantity", "r0", "ci0", "tracked", "peak")}
+            | {"r": [None if v is None else round(v, 3) for v in t["r"]]}
+            for t in tracks
+        ],
         "causes": {
             "swept": causes["swept"],
             "note": causes["note"],
@@ -154,6 +158,7 @@ def atlas_section(atlas: dict, links: dict) -> tuple[dict, dict[str, Path]]:
         "prediction": [p["verdict"] for p in prediction["pairings"].values()]
         if "pairings" in prediction
         else [prediction["note"]],
+        "lags": atlas["lags"],
         "sorts": [list(s) for s in SORTS]
         + [[f"track:{q}", f"tracks {q} (|r| at lag 0)"] for q in atlas["quantities"]],
         "cards": [_card(c, prefix, basis, links) for c in atlas["cards"]],

@@ -293,13 +293,35 @@ function progressBars(p) {
   return box;
 }
 
+// r at every lag as a small line (lag 0 marked; above the grey line: positive correlation).
+function lagLine(r, lags) {
+  const ns = "http://www.w3.org/2000/svg", w = 86, h = 18;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", w); svg.setAttribute("height", h);
+  const x = (i) => 1 + (i * (w - 2)) / Math.max(1, lags.length - 1), y = (v) => h / 2 - (v * (h - 2)) / 2;
+  const line = (attrs) => { const e = document.createElementNS(ns, "line"); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); svg.append(e); };
+  line({ x1: 0, x2: w, y1: h / 2, y2: h / 2, stroke: "#ccc" });
+  const zero = lags.indexOf(0);
+  line({ x1: x(zero), x2: x(zero), y1: 0, y2: h, stroke: "#ddd" });
+  const path = document.createElementNS(ns, "polyline");
+  path.setAttribute("points", r.map((v, i) => (v === null ? null : `${x(i)},${y(v)}`)).filter(Boolean).join(" "));
+  path.setAttribute("fill", "none"); path.setAttribute("stroke", "#1f77b4");
+  svg.append(path);
+  const title = document.createElementNS(ns, "title");
+  title.textContent = `r at lags ${lags[0]}..${lags[lags.length - 1]} (positive: the direction leads)`;
+  svg.append(title);
+  return svg;
+}
+
 function tracksTable(card) {
   const t = el("table", { className: "tracks" });
-  t.append(el("tr", {}, el("th", { textContent: "tracks" }), el("th", { textContent: "r at lag 0 [95 % CI]" }), el("th", { textContent: "peak lag (r)" })));
+  t.append(el("tr", {}, el("th", { textContent: "tracks" }), el("th", { textContent: "r at lag 0 [95 % CI]" }),
+    el("th", { textContent: `r at lags ${S.atlas.lags[0]}..${S.atlas.lags[S.atlas.lags.length - 1]}` }), el("th", { textContent: "peak lag (r)" })));
   for (const r of card.tracks) {
     const lead = r.peak.claimed ? `${r.peak.lag > 0 ? "leads" : "follows"} by ${Math.abs(r.peak.lag)} (${fmt(r.peak.r)})` : `${r.peak.lag} (${fmt(r.peak.r)}), not established`;
     t.append(el("tr", {}, el("td", { textContent: r.quantity + (r.tracked ? " ✓" : "") }),
-      el("td", { textContent: `${fmt(r.r0)} [${fmt(r.ci0[0])}, ${fmt(r.ci0[1])}]` }), el("td", { textContent: lead })));
+      el("td", { textContent: `${fmt(r.r0)} [${fmt(r.ci0[0])}, ${fmt(r.ci0[1])}]` }), el("td", {}, lagLine(r.r, S.atlas.lags)),
+      el("td", { textContent: lead })));
   }
   return t;
 }
