@@ -205,7 +205,6 @@ def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) ->
 def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs, out: Path) -> dict:
     """Gradient x edit size against the sweep's measured change for every on-data edit, and per pairing
     the Spearman correlation across directions (:mod:`proclab.interpret.atlas_predict`)."""
-    from proclab.interpret.arms import Recorded
     from proclab.interpret.atlas_predict import (
         PAIRINGS,
         head_gradients,
@@ -221,14 +220,17 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
     gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, agent_device(inp.agent))
-    dirs, rec = inp.coords.directions(), Recorded(c, np.zeros(c.shape[1]))
+    dirs = inp.coords.directions()
     points = []
     for r in inp.sweep["results"]:
         m = r["direction"]
         if r["edit"]["off_data"] or m >= c.shape[1]:
             continue
         n = len(pick)
-        held = rec.held("resample", m, n, rng) if r["arm"] == "resample" else np.full(n, r["edit"]["value"])
+        if r["arm"] == "resample":  # a recorded value per state, as the sweep draws one per episode
+            held = c[rng.integers(0, len(c), n), m].astype(np.float64)
+        else:
+            held = np.full(n, r["edit"]["value"])
         measured = {"value": r["return"]["change"], "actions": r["tv_distance"]["value"]}
         pred = predicted_changes(gv, gpi, dirs[m], c[pick, m], held)
         points.append({"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured})

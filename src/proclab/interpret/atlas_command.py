@@ -118,7 +118,7 @@ def _zscoring(ws: Workspace, coords) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note) -> dict:
-    from proclab.interpret.coordinate_systems import system_file
+    from proclab.interpret.coordinate_systems import suffix, system_file
 
     fit = getattr(coords, "fit_info", None)
     return {
@@ -140,7 +140,7 @@ def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note
         "sweep": None
         if sweep is None
         else {
-            "folder": "sweep" + ("" if args.basis == "ica" else f"-{args.basis}"),
+            "folder": "sweep" + suffix(args.basis),
             "levels": len(sweep["levels"]),
             "arms": list(sweep["arms"]),
             "correction": sweep["correction"],

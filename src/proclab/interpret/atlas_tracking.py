@@ -169,7 +169,6 @@ def tracking(
     lag_values = lag_list(lags)
     E, L, k, Q = len(steps.lengths), len(lag_values), x.shape[1], len(steps.names)
     y = steps.values - steps.values.mean(0)
-    xc = np.asarray(x, np.float64) - np.asarray(x, np.float64).mean(0)
     w = weights(resamples(E, reps, seed), E)
     zero = int(np.flatnonzero(lag_values == 0)[0])
     out = {
@@ -185,7 +184,8 @@ def tracking(
     chunk = max(1, int(MEMORY // (max(E, reps) * L * Q * 8 * 3)))
     for lo in range(0, k, chunk):
         sl = slice(lo, min(k, lo + chunk))
-        sums = episode_sums(xc[:, sl], y, steps.lengths, lag_values)
+        xc = np.asarray(x[:, sl], np.float64)
+        sums = episode_sums(xc - xc.mean(0), y, steps.lengths, lag_values)
         r = correlations(sums, np.ones(E)).transpose(1, 2, 0)  # (kc, Q, L)
         boot = correlations(sums, w).transpose(0, 2, 3, 1)  # (reps, kc, Q, L)
         out["r"][sl], out["ci"][sl] = r, np.moveaxis(percentile_interval(boot), 0, -1)

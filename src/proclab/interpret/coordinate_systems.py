@@ -83,12 +83,19 @@ def encode_all(coords: Coordinates, x: np.ndarray, chunk: int = 65_536) -> np.nd
     return out
 
 
-def variance_explained(coords: Coordinates, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:
+def variance_explained(
+    coords: Coordinates, x: np.ndarray, mean: np.ndarray, std: np.ndarray, chunk: int = 16_384
+) -> float:
     """Share of the z-scored variance of states ``x`` that ``decode(encode(x))`` keeps: ``1 - FVU``
-    with ``z = (x - mean) / std`` (for PCA and ICA, the explained-variance ratio of the first k PCs)."""
-    x = np.asarray(x, np.float64)
+    with ``z = (x - mean) / std`` (for PCA and ICA, the explained-variance ratio of the first k PCs);
+    computed in chunks of states."""
+    z_mean = ((np.asarray(x, np.float64).mean(0)) - mean) / std
+    err = total = 0.0
     with torch.no_grad():
-        back = coords.decode(coords.encode(torch.as_tensor(x))).numpy()
-    z, zr = (x - mean) / std, (back - mean) / std
-    total = float(((z - z.mean(0)) ** 2).sum())
-    return 1.0 - float(((z - zr) ** 2).sum()) / total if total > 0 else float("nan")
+        for lo in range(0, len(x), chunk):
+            part = np.asarray(x[lo : lo + chunk], np.float64)
+            back = coords.decode(coords.encode(torch.as_tensor(part))).numpy()
+            z = (part - mean) / std
+            err += float(((z - (back - mean) / std) ** 2).sum())
+            total += float(((z - z_mean) ** 2).sum())
+    return 1.0 - err / total if total > 0 else float("nan")
