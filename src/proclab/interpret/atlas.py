@@ -29,12 +29,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
 import tyro
 
 from proclab.interpret.args import AnalysisArgs
+
+if TYPE_CHECKING:
+    import torch
+
+    from proclab.data.store import EpisodeStore
+    from proclab.interpret.coordinates import Coordinates
 
 NAME = "atlas"
 FORMAT = "proclab-atlas"
@@ -110,11 +116,11 @@ class AtlasArgs(AnalysisArgs):
 class AtlasInputs:
     """What an atlas is built from (the command resolves them from a folder; tests pass their own)."""
 
-    store: object  # EpisodeStore of the real episodes
+    store: EpisodeStore  # the real episodes
     episodes: np.ndarray
     x: np.ndarray  # (N, D) states of those episodes, rows in episode order
-    coords: object  # Coordinates
-    agent: object
+    coords: Coordinates
+    agent: torch.nn.Module
     hook: str  # per-step hook point of the described state
     sweep: dict | None
     sweep_note: str
