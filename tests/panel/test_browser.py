@@ -286,13 +286,18 @@ def shown(page) -> list[int]:
     return [int(v) for v in order.split(",")] if order else []
 
 
-def test_the_atlas_opens_first_sorts_filters_and_links(tmp_path, make_synthetic_panel, session_for):
-    panel = make_synthetic_panel(tmp_path / "panel", n_samples=40, n_real=5, atlas_cards=16)
+def opened_atlas(panel, session_for) -> tuple[dict, Session]:
+    """The panel's first atlas (its panel.json checked against the schema) and a session that opened it."""
     doc = json.loads((panel / "data" / "panel.json").read_text())
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
-    atlas = doc["atlases"][0]
     s = session_for(panel)
     s.open()
+    return doc["atlases"][0], s
+
+
+def test_the_atlas_opens_first_sorts_filters_and_links(tmp_path, make_synthetic_panel, session_for):
+    panel = make_synthetic_panel(tmp_path / "panel", n_samples=40, n_real=5, atlas_cards=16)
+    atlas, s = opened_atlas(panel, session_for)
     page = s.page
     assert page.evaluate("document.body.dataset.view") == "atlas"
     assert page.is_visible("#atlas-view") and not page.is_visible("#episodes-view")
@@ -333,11 +338,7 @@ def test_the_atlas_opens_first_sorts_filters_and_links(tmp_path, make_synthetic_
 def test_a_real_atlas_export_renders_every_card(tmp_path, atlas_analysis, session_for):
     panel = tmp_path / "panel"
     main(["panel", "export", str(atlas_analysis), "--out", str(panel), "--samples", "10", "--real", "2"])
-    doc = json.loads((panel / "data" / "panel.json").read_text())
-    jsonschema.Draft202012Validator(load_schema()).validate(doc)
-    atlas = doc["atlases"][0]
-    s = session_for(panel)
-    s.open()
+    atlas, s = opened_atlas(panel, session_for)
     page = s.page
     assert page.evaluate("document.querySelectorAll('#cards .card').length") == atlas["k"] == 6
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
