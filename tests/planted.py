@@ -20,6 +20,14 @@ coordinate (IC m = unit m):
 * 3 ``style``: ``v``. When idle the agent presses ``up`` if it is above 0.7, else ``down``: it
   changes which actions are pressed, never where the agent goes.
 * 4 ``echo``: ``(echo_{t-1} + u) / 2``, recurrent, read by nothing (a null direction).
+
+A third cue ``w`` (pixel (0, 1) of channel 0, its own generator) is read only by :class:`AtlasAgent`,
+the planted agent of the atlas tests: four more units carry it down a delay line, 5 ``cue`` = ``w_t``,
+6 ``delay1`` = ``w_{t-1}``, 7 ``delay2`` = ``w_{t-2}``, 8 ``jump`` = ``w_{t-3}``, and the agent jumps
+(``up-right``, which moves right as ``right`` does) whenever ``jump`` is above 0.8. So the cue unit's
+top moments are the frames with the brightest cue pixel, it leads the jump action by 3 steps (delay1
+by 2, delay2 by 1, jump by 0), and holding it at its mean (0.5) stops every jump. Its value head is
+the cue unit itself (the planted policy reads signs, whose gradients are zero).
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from proclab.data import ShardWriter
+from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs.actions import ACTION_NAMES
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.models import AgentOutput
@@ -38,7 +48,10 @@ from proclab.models.hooks import HookPoint
 STEPS = 24
 RIGHT, LEFT = ACTION_NAMES.index("right"), ACTION_NAMES.index("left")
 UP, DOWN = ACTION_NAMES.index("up"), ACTION_NAMES.index("down")
+UP_RIGHT = ACTION_NAMES.index("up-right")
+RIGHTWARD = [ACTION_NAMES.index(n) for n in ("right", "up-right", "down-right")]
 UNITS = ("gate", "drive", "position", "style", "echo")
+ATLAS_UNITS = (*UNITS, "cue", "delay1", "delay2", "jump")
 KEY = "core.0.h"
 
 
@@ -50,11 +63,13 @@ class Corridor:
         self.level = np.zeros(slots, np.int64)
         self.t = np.zeros(slots, np.int64)
         self.pos = np.zeros(slots, np.int64)
-        self.cues = np.zeros((slots, STEPS, 2), np.uint8)
+        self.cues = np.zeros((slots, STEPS, 3), np.uint8)
 
     def level_state(self, level: int) -> tuple[int, np.ndarray]:
-        """The level and its cues: one pseudo-random byte per step and channel."""
-        return int(level), np.random.default_rng([level, 11]).integers(0, 256, (STEPS, 2), dtype=np.uint8)
+        """The level and its cues: one pseudo-random byte per step and cue (``w`` from its own generator)."""
+        uv = np.random.default_rng([level, 11]).integers(0, 256, (STEPS, 2), dtype=np.uint8)
+        w = np.random.default_rng([level, 12]).integers(0, 256, (STEPS, 1), dtype=np.uint8)
+        return int(level), np.concatenate([uv, w], 1)
 
     def load(self, slot: int, state: tuple[int, np.ndarray]) -> None:
         self.level[slot], self.cues[slot] = state
@@ -63,13 +78,13 @@ class Corridor:
     def observe(self) -> np.ndarray:
         obs = np.zeros((self.num_envs, 3, 8, 8), np.uint8)
         cues = self.cues[np.arange(self.num_envs), self.t]
-        obs[:, 0, 0, 0], obs[:, 1, 0, 0] = cues[:, 0], cues[:, 1]
+        obs[:, 0, 0, 0], obs[:, 1, 0, 0], obs[:, 0, 0, 1] = cues[:, 0], cues[:, 1], cues[:, 2]
         obs[:, 2, 0, 0] = self.pos * 20
         return obs
 
     def step(self, actions):
         actions = np.asarray(actions)
-        self.pos = np.maximum(0, self.pos + (actions == RIGHT) - (actions == LEFT))
+        self.pos = np.maximum(0, self.pos + np.isin(actions, RIGHTWARD) - (actions == LEFT))
         self.t += 1
         complete = self.pos >= 4 + self.level % 5
         truncated = (self.t >= STEPS) & ~complete
@@ -128,24 +143,51 @@ class PlantedAgent(nn.Module):
         logits[:, DOWN] = -5 * (h[:, 3] - 0.7)
         return logits
 
+    def value(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(h))
+
     def unroll(self, obs, state, firsts, prev_rewards=None):
         h = state[KEY]
-        logits = []
+        logits, values = [], []
         for t in range(obs.shape[0]):
             h = h * (~firsts[t].bool()).float()[:, None]
             h = self.core[0].hook_h(self.units(obs[t], h))
             logits.append(self.policy(h))
-        logits = torch.stack(logits)
-        return AgentOutput(logits, torch.zeros(logits.shape[:2])), {KEY: h}
+            values.append(self.value(h))
+        return AgentOutput(torch.stack(logits), torch.stack(values)), {KEY: h}
 
     def step(self, obs, state, first, prev_reward=None):
         out, state = self.unroll(obs.unsqueeze(0), state, first.unsqueeze(0))
         return AgentOutput(out.logits[0], out.value[0]), state
 
 
-def unit_basis() -> Basis:
-    """A basis whose IC m (and PC m) is unit m of the planted state, exactly."""
-    d = len(UNITS)
+class AtlasAgent(PlantedAgent):
+    """The planted agent with the cue's delay line and jumps (see the module docstring); frames may be
+    uint8 or, as saliency feeds them, floats in [0, 1]."""
+
+    def initial_state(self, batch: int, device=None) -> dict[str, torch.Tensor]:
+        return {KEY: torch.zeros(batch, len(ATLAS_UNITS), device=device)}
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {KEY: (len(ATLAS_UNITS),)}
+
+    def units(self, obs: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
+        pix = obs.float() / 255 if obs.dtype == torch.uint8 else obs
+        u, v, w, pos = pix[:, 0, 0, 0], pix[:, 1, 0, 0], pix[:, 0, 0, 1], pix[:, 2, 0, 0] * 255 / 20
+        base = [1 + 0.1 * (u - 0.5), u, pos / 10, v, 0.5 * prev[:, 4] + 0.5 * u]
+        return torch.stack([*base, w, prev[:, 5], prev[:, 6], prev[:, 7]], 1)
+
+    def policy(self, h: torch.Tensor) -> torch.Tensor:
+        logits = super().policy(h)
+        logits[:, UP_RIGHT] = 40 * torch.sign(h[:, 8] - 0.8)
+        return logits
+
+    def value(self, h: torch.Tensor) -> torch.Tensor:
+        return h[:, 5]
+
+
+def unit_basis(d: int = len(UNITS)) -> Basis:
+    """A basis whose IC m (and PC m) is unit m of a ``d``-unit planted state, exactly."""
     return Basis(
         mean=np.zeros(d),
         std=np.ones(d),
@@ -173,4 +215,71 @@ def recorded_states(levels=range(1000, 1040)) -> np.ndarray:
             _, _, terminated, truncated, _ = env.step(out.logits.argmax(1).numpy())
             live &= ~(terminated | truncated)
             first = torch.zeros_like(first)
+    return np.concatenate(rows)
+
+
+def record_store(path, agent, levels) -> np.ndarray:
+    """One greedy episode of ``agent`` on each of ``levels`` (played side by side) written as an episode
+    store with the fields the recorder writes; returns the states in store order."""
+    levels = list(levels)
+    width = agent.state_shapes()[KEY][0]
+    env = Corridor(len(levels))
+    for slot, level in enumerate(levels):
+        env.load(slot, env.level_state(level))
+    state, first = agent.initial_state(len(levels)), torch.ones(len(levels), dtype=torch.bool)
+    live, steps = np.ones(len(levels), bool), []
+    complete = np.zeros(len(levels), bool)
+    while live.any():
+        obs = env.observe()
+        with torch.no_grad():
+            out, state = agent.step(torch.from_numpy(obs), state, first)
+        action = out.logits.argmax(1).numpy()
+        _, reward, terminated, truncated, _ = env.step(action)
+        steps.append(
+            (
+                live.copy(),
+                obs,
+                action,
+                out.logits.numpy(),
+                out.value.numpy(),
+                reward,
+                terminated,
+                truncated,
+                state[KEY].numpy().copy(),
+            )
+        )
+        complete |= live & terminated
+        live &= ~(terminated | truncated)
+        first = torch.zeros_like(first)
+    rows = []
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: {"core.0": [[KEY, [width]]]}}, commit_seconds=3600) as w:
+        for slot, level in enumerate(levels):
+            mine = [s for s in steps if s[0][slot]]
+            obs, action, logits, value, reward, term, trunc, h = (
+                np.stack([s[i][slot] for s in mine]) for i in range(1, 9)
+            )
+            T = len(mine)
+            w.append(
+                {
+                    "obs": obs,
+                    "action": action.astype(np.int64),
+                    "logits": logits.astype(np.float32),
+                    "logits_clean": logits.astype(np.float32),
+                    "value": value.astype(np.float32),
+                    "reward": reward.astype(np.float32),
+                    "terminated": term.astype(bool),
+                    "truncated": trunc.astype(bool),
+                    "step": np.arange(T, dtype=np.int32),
+                    "level_seed": np.full(T, level, np.int64),
+                    "state_out/core.0": h.astype(np.float32),
+                },
+                {
+                    "level_seed": int(level),
+                    "game": "corridor",
+                    "return": float(reward.sum()),
+                    "level_complete": bool(complete[slot]),
+                    "state_in0/core.0": np.zeros(width, np.float32),
+                },
+            )
+            rows.append(h)
     return np.concatenate(rows)

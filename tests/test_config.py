@@ -46,7 +46,9 @@ def env(games, mode, num_envs, split, backgrounds=True):
 def agent(**kw):
     base = dict(
         core="none",
+        torso="impala",
         widths=(16, 32, 32),
+        pool="torch",
         fc=256,
         prev_reward=False,
         prev_reward_reset=True,

@@ -39,8 +39,17 @@ def test_every_stage_runs_and_the_page_shows_its_outputs(demo):
     for name in ("hidden", "env", "saliency", "behaviours"):
         assert list((demo / out[name]["folder"]).glob("*")), name
     assert (demo / out["panel"]["folder"] / "index.html").is_file()
+    atlas = json.loads((demo / out["atlas"]["folder"] / "atlas.json").read_text())
+    assert (
+        atlas["k"] == 2
+        and atlas["sweep"]["levels"] == 2
+        and all(c["causes"]["swept"] for c in atlas["cards"])
+    )
+    panel = json.loads((demo / out["panel"]["folder"] / "data" / "panel.json").read_text())
+    assert [c["summary"] for c in panel["atlases"][0]["cards"]] == [c["summary"] for c in atlas["cards"]]
     page = (demo / "index.html").read_text()
     for text in (
+        "Direction atlas",
         "random agent",
         "Dream quality",
         "dream-strip.png",
@@ -111,6 +120,38 @@ def test_the_page_loads_in_chromium_with_every_image_and_video(demo):
     assert counts[0] >= 5 and counts[1] >= 3, counts
     assert not broken and not bad_videos and not errors, (broken, bad_videos, errors)
     assert (demo / "index.png").stat().st_size > 20_000
+
+
+@pytest.mark.browser
+def test_the_quickstart_panel_opens_on_the_atlas(demo, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from proclab.panel.server import make_server, url_of
+    from support import CHROMIUM_FLAGS, chromium
+
+    summary = json.loads((demo / "summary.json").read_text())
+    server = make_server(demo / summary["outputs"]["panel"]["folder"], 0, quiet=True)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    errors: list[str] = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url_of(server))
+            page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+            view = page.evaluate("document.body.dataset.view")
+            cards = page.evaluate("document.querySelectorAll('#cards .card').length")
+            rows = page.evaluate("document.querySelectorAll('#sweep-table tr[id]').length")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert view == "atlas" and cards == 2 and rows == 2 * 5 and not errors, (view, cards, rows, errors)
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,13 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "with corrected confidence intervals (analysis/sweep/sweep_table.txt has every number).",
         ("analysis/sweep/*.png",),
     ),
+    (
+        "Direction atlas",
+        "Per IC, the mean saliency of its coordinate on the frames where it is most active, and gradient-"
+        "predicted against measured effects of the sweep's on-data edits (analysis/atlas/atlas.txt has each "
+        "card's one-line summary; the panel opens on the full cards).",
+        ("analysis/atlas/prediction.png", "analysis/atlas/saliency/*.png"),
+    ),
 )
 """(title, caption, globs relative to the folder) per media section, in page order."""
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from proclab.envs import EnvConfig
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
-from support import write_samples
+from support import TINY_GRU, agent_checkpoint, write_samples
 
 T, K, P, FS = 10, 16, 16, 64
 TARGETS = ("value", "action", "ic:0", "ic:1")
@@ -56,7 +57,9 @@ def _strip(rng: np.random.Generator, saliency: bool) -> np.ndarray:
     return img
 
 
-def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, chunk: int = 500) -> Path:
+def synthetic_panel(
+    out: Path, n_samples: int, n_real: int = 5, seed: int = 0, chunk: int = 500, atlas_cards: int = 0
+) -> Path:
     rng = np.random.default_rng(seed)
     n = n_samples + n_real
     ics = rng.standard_normal((n, T, K)).cumsum(axis=1).astype(np.float32) / 2
@@ -124,6 +127,8 @@ def synthetic_panel(out: Path, n_samples: int, n_real: int = 5, seed: int = 0, c
         ],
         "interventions": [{"name": "collapse IC 3", "summary": {"return_change": -1.5}, "video": None}],
     }
+    if atlas_cards:
+        doc["atlases"] = [synthetic_atlas(rng, atlas_cards, n, pool)]
     return write_panel(out, PanelData(doc, arrays, strips), chunk=chunk)
 
 
@@ -150,7 +155,9 @@ def tiny_analysis(root: Path) -> Path:
     data = write_samples(root / "DATA", n=12, steps=30, seed=1)
     samples = write_samples(root / "SAMPLES", n=40, steps=10, seed=2)
     run = root / "run"
-    (run / "checkpoints" / "step_000000002048").mkdir(parents=True)
+    checkpoint = agent_checkpoint(
+        run, TINY_GRU, EnvConfig(game=("bossfight",), num_envs=2)
+    )  # replayed by atlas
     (run / "metrics.csv").write_text(
         "step,wall_time,charts/episodic_return\n1024,1.0,\n2048,2.0,3.5\n4096,3.0,6.25\n"
     )
@@ -171,9 +178,7 @@ def tiny_analysis(root: Path) -> Path:
     (run / "eval_test.json").write_text(json.dumps({"mode": "easy", "rows": rows, "aggregate": {}}))
     ws = Workspace.open(root / "A")
     source = "state_out/core.0.h"
-    ws.require_inputs(
-        data=data, samples=samples, activation=source, checkpoint=run / "checkpoints" / "step_000000002048"
-    )
+    ws.require_inputs(data=data, samples=samples, activation=source, checkpoint=checkpoint)
     x = read_activation(EpisodeStore(data), source).x
     ws.record_command("hidden", {}, [], 0.0)
     Basis.fit(x, BasisConfig(n_ics=K_TINY), {"test": True}).save(ws.basis_path)
@@ -233,3 +238,139 @@ def tiny_analysis(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory) -> Path:
     return tiny_analysis(tmp_path_factory.mktemp("analysis"))
+
+
+@pytest.fixture(scope="session")
+def atlas_analysis(analysis, tmp_path_factory) -> Path:
+    """A copy of the small analysis folder with an ICA atlas of the real store (no sweep: "sweep not run")."""
+    import shutil
+
+    from proclab.cli import main
+
+    out = tmp_path_factory.mktemp("atlas-analysis") / "A"
+    shutil.copytree(analysis, out)
+    flags = [
+        "--bootstrap",
+        "50",
+        "--saliency-moments",
+        "2",
+        "--noise",
+        "1",
+        "--moments",
+        "2",
+        "--torch-threads",
+        "1",
+    ]
+    main(["analyze", "atlas", "--out", str(out), *flags])
+    return out
+
+
+def synthetic_atlas(rng: np.random.Generator, n_cards: int, samples: int, pool: int) -> dict:
+    """An atlas section of ``n_cards`` cards that follows the schema (random keys, some unmeasured) and the
+    strips it names (from a small pool, as the samples' strips)."""
+    quantities = ["value", "reward", "action up-right", "progress"]
+    arms = ["mean", "p95", "collapse"]
+    cards, rows = [], []
+    for m in range(n_cards):
+        swept = m % 5 != 4
+        keys = {
+            k: (None if not swept else float(rng.uniform(0, 1)))
+            for k in ("effect:level_complete", "effect:return", "effect:length", "effect:tv_distance")
+        }
+        keys |= {"activity": float(rng.uniform(0, 0.3)), "kurtosis": float(rng.normal(3, 2))}
+        keys |= {
+            f"track:{q}": (float(abs(rng.normal(0, 0.3))) if (m + i) % 7 else None)
+            for i, q in enumerate(quantities)
+        }
+        tracked = [q for q in quantities if rng.uniform() < 0.4]
+        summary = f"{'mean-ablation: completion -0.1 [-0.2, -0.05]' if swept else 'sweep not run'}; tracks {tracked[0] if tracked else 'none'}"
+        arm_rows = []
+        for a in arms if swept else []:
+            metric = lambda: [*np.round(sorted(rng.normal(0, 1, 3)), 3).tolist(), bool(rng.uniform() < 0.3)]  # noqa: E731
+            row = {
+                "id": f"sweep-ica-{m}-{a}",
+                "label": f"IC {m}",
+                "direction": m,
+                "arm": a,
+                "held": 0.5,
+                "percentile": 50.0,
+                "off_data": a == "collapse",
+                "metrics": {k: metric() for k in ("level_complete", "return", "length", "tv_distance")},
+            }
+            rows.append(row)
+            arm_rows.append(
+                {k: row[k] for k in ("arm", "held", "percentile", "off_data", "metrics")} | {"row": row["id"]}
+            )
+        cards.append(
+            {
+                "direction": m,
+                "label": f"IC {m}",
+                "summary": summary,
+                "text": " | ".join([f"IC {m}", summary, *tracked]).lower(),
+                "keys": keys,
+                "activity": {
+                    "active": keys["activity"],
+                    "rule": "more than 2 std from the median",
+                    "kurtosis": keys["kurtosis"],
+                    "progress": {
+                        "edges": np.linspace(0, 1, 11).round(4).tolist(),
+                        "active": rng.integers(0, 9, 10).tolist(),
+                        "all": [20] * 10,
+                    },
+                },
+                "tracks": [
+                    {
+                        "quantity": q,
+                        "r0": 0.3,
+                        "ci0": [0.2, 0.4],
+                        "tracked": q in tracked,
+                        "peak": {"lag": 3, "r": 0.5, "ci": [0.4, 0.6], "claimed": True},
+                        "r": np.round(np.sin(np.arange(-8, 9) / 3) / 2, 3).tolist(),
+                    }
+                    for q in quantities[:2]
+                ],
+                "causes": {
+                    "swept": swept,
+                    "note": "sweep of 20 paired levels" if swept else "sweep not run",
+                    "significant": swept and m % 3 == 0,
+                    "significant_off_data_only": False,
+                    "arms": arm_rows,
+                },
+                "moments": [
+                    {
+                        "side": side,
+                        "episode": m,
+                        "step": 4,
+                        "value": 1.5,
+                        "strip": f"strips/pool{m % pool}_obs.png",
+                        "sample": (m * 7 + j) % samples,
+                        "sample_step": j + 2,
+                    }
+                    for j, side in enumerate(("top", "bottom"))
+                ],
+                "saliency": f"strips/pool{m % pool}_value.png",
+            }
+        )
+    sorts = [[k, k] for k in cards[0]["keys"]]
+    atlas = {
+        "basis": "ica",
+        "label": "IC",
+        "k": n_cards,
+        "episodes": 100,
+        "steps": 5000,
+        "variance_explained": 0.8,
+        "basis_fit": None,
+        "counts": {
+            "directions": n_cards,
+            "swept": sum(c["causes"]["swept"] for c in cards),
+            "significant": sum(c["causes"]["significant"] for c in cards),
+            "significant_off_data_only": 0,
+        },
+        "sweep_note": "sweep of 20 paired levels",
+        "prediction": ["value: FAILS, gradients do not rank ..."],
+        "lags": list(range(-8, 9)),
+        "sorts": sorts,
+        "cards": cards,
+        "sweep_rows": rows,
+    }
+    return atlas

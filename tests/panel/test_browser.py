@@ -1,4 +1,6 @@
-"""The panel as a person uses it: exported, served, driven in headless Chromium.
+"""The panel as a person uses it: exported, served, driven in headless Chromium; its front page, the
+direction atlas (every card renders, sorting and filtering give numpy's order, cards link to their moments
+and sweep rows), with time to interactive printed for 1000/6000 samples and 16/256 cards.
 
 Runs Debian's ``chromium`` through Playwright (``executable_path``: nothing is downloaded).
 Every check reads the page's state back (plot data, canvas pixels, the shown count) and
@@ -16,12 +18,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+import jsonschema
 import numpy as np
 import pytest
 from PIL import Image
 
 from proclab.cli import main
-from proclab.panel.bundle import read_array
+from proclab.panel.bundle import load_schema, read_array
 from proclab.panel.server import make_server, url_of
 from support import CHROMIUM_FLAGS, chromium
 
@@ -263,6 +266,112 @@ def test_time_to_interactive(tmp_path, make_synthetic_panel, session_for, n_samp
                 "seconds": round(seconds, 3),
                 "page_seconds": page_seconds,
                 "panel_json_bytes": size,
+            }
+        )
+    )
+
+
+# ---------------------------------------------------------------- the direction atlas
+def expected_order(cards: list[dict], key: str, query: str = "") -> list[int]:
+    """numpy's order: descending key, unmeasured (None) last, ties by direction; then the text filter."""
+    values = np.array([np.nan if c["keys"][key] is None else c["keys"][key] for c in cards])
+    directions = np.array([c["direction"] for c in cards])
+    measured = ~np.isnan(values)
+    order = np.lexsort((directions, -np.where(measured, values, 0.0), ~measured))
+    return [int(directions[i]) for i in order if query.lower() in cards[i]["text"]]
+
+
+def shown(page) -> list[int]:
+    order = page.evaluate("document.body.dataset.atlasOrder")
+    return [int(v) for v in order.split(",")] if order else []
+
+
+def opened_atlas(panel, session_for) -> tuple[dict, Session]:
+    """The panel's first atlas (its panel.json checked against the schema) and a session that opened it."""
+    doc = json.loads((panel / "data" / "panel.json").read_text())
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    s = session_for(panel)
+    s.open()
+    return doc["atlases"][0], s
+
+
+def test_the_atlas_opens_first_sorts_filters_and_links(tmp_path, make_synthetic_panel, session_for):
+    panel = make_synthetic_panel(tmp_path / "panel", n_samples=40, n_real=5, atlas_cards=16)
+    atlas, s = opened_atlas(panel, session_for)
+    page = s.page
+    assert page.evaluate("document.body.dataset.view") == "atlas"
+    assert page.is_visible("#atlas-view") and not page.is_visible("#episodes-view")
+    labels = page.evaluate(
+        "[...document.querySelectorAll('#cards .card h3')].map(h => h.firstChild.textContent)"
+    )
+    assert sorted(labels) == sorted(c["label"] for c in atlas["cards"])
+    summaries = page.evaluate(
+        "[...document.querySelectorAll('#cards .card .summary')].map(p => p.textContent)"
+    )
+    assert sorted(summaries) == sorted(c["summary"] for c in atlas["cards"])
+    for key, _ in atlas["sorts"]:
+        page.select_option("#atlas-sort", key)
+        assert shown(page) == expected_order(atlas["cards"], key), key
+    for query in ("value", "IC 1", "sweep not run", "no such text"):
+        page.fill("#atlas-filter", query)
+        assert shown(page) == expected_order(atlas["cards"], atlas["sorts"][-1][0], query), query
+        assert page.inner_text("#atlas-count") == str(len(shown(page)))
+    page.fill("#atlas-filter", "")
+
+    card = next(c for c in atlas["cards"] if c["causes"]["arms"])
+    page.click(f"#card-{card['direction']} a[data-row]")
+    row = card["causes"]["arms"][0]["row"]
+    assert page.evaluate("document.body.dataset.highlightRow") == row
+    assert "highlight" in page.get_attribute(f"#{row}", "class")
+
+    moment = card["moments"][1]
+    page.click(f"#card-{card['direction']} a[data-sample] >> nth=1")
+    page.wait_for_function(f"document.body.dataset.sample === '{moment['sample']}'")
+    assert page.evaluate("document.body.dataset.view") == "episodes" and page.is_visible("#sample")
+    assert page.evaluate("document.body.dataset.step") == str(moment["sample_step"])
+    page.click("#tab-atlas")
+    assert page.is_visible("#cards")
+    assert s.errors == []
+    assert {urlparse(u).hostname for u in s.requests if not u.startswith("data:")} == {"127.0.0.1"}
+
+
+def test_a_real_atlas_export_renders_every_card(tmp_path, atlas_analysis, session_for):
+    panel = tmp_path / "panel"
+    main(["panel", "export", str(atlas_analysis), "--out", str(panel), "--samples", "10", "--real", "2"])
+    atlas, s = opened_atlas(panel, session_for)
+    page = s.page
+    assert page.evaluate("document.querySelectorAll('#cards .card').length") == atlas["k"] == 6
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#cards img')].every(i => i.complete)", timeout=20_000
+    )
+    broken = page.evaluate(
+        "[...document.querySelectorAll('#cards img')].filter(i => i.complete && i.naturalWidth === 0).length"
+    )
+    assert broken == 0
+    assert "sweep not run" in page.inner_text("#cards") and s.errors == []
+
+
+@pytest.mark.parametrize("cards", [16, 256])
+def test_atlas_time_to_interactive(tmp_path, make_synthetic_panel, session_for, cards):
+    """Printed, not asserted (timings on a shared machine are noise): the load until the gallery is sorted and
+    its controls answer, and until the whole page (episode viewer too) is ready."""
+    panel = make_synthetic_panel(tmp_path / "panel", n_samples=200, n_real=20, atlas_cards=cards)
+    s = session_for(panel)
+    s.open()  # warms Chromium itself
+    s.page.goto("about:blank")
+    seconds = s.open()
+    atlas_ms = int(s.page.evaluate("document.body.dataset.atlasReadyMs"))
+    ready_ms = int(s.page.evaluate("document.body.dataset.readyMs"))
+    assert s.page.evaluate("document.querySelectorAll('#cards .card').length") == cards and s.errors == []
+    print(
+        json.dumps(
+            {
+                "bench": "atlas_time_to_interactive",
+                "cards": cards,
+                "atlas_interactive_s": atlas_ms / 1000,
+                "page_ready_s": ready_ms / 1000,
+                "load_seconds": round(seconds, 3),
             }
         )
     )

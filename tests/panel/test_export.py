@@ -171,3 +171,37 @@ def test_refuses_to_write_over_a_folder_that_is_not_a_panel(analysis, tmp_path):
         with pytest.raises(ProclabError, match="not a panel folder"):
             export(ExportArgs(analysis, out, samples=2, real=0, background=10), progress=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_atlas_cards_link_to_windows_that_hold_their_moments(atlas_analysis, tmp_path):
+    out = export(
+        ExportArgs(analysis=atlas_analysis, out=tmp_path / "P", samples=5, real=2, chunk=8), progress=False
+    )
+    doc = json.loads((out / "data" / "panel.json").read_text())
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    (atlas,) = doc["atlases"]
+    source = json.loads((atlas_analysis / "atlas" / "atlas.json").read_text())
+    assert atlas["basis"] == "ica" and [c["summary"] for c in atlas["cards"]] == [
+        c["summary"] for c in source["cards"]
+    ]
+    ws = Workspace.open(atlas_analysis, create=False)
+    store, basis = EpisodeStore(ws.inputs["data"]), ws.basis()
+    ics = read_array(out, doc, "ics")
+    linked = 0
+    for card in atlas["cards"]:
+        assert (out / "data" / card["saliency"]).is_file()
+        for m in card["moments"]:
+            assert (out / "data" / m["strip"]).is_file()
+            if m["sample"] is None:
+                continue
+            linked += 1
+            x = read_activation(store, ws.inputs["activation"], [m["episode"]]).x[m["step"]]
+            np.testing.assert_allclose(
+                ics[m["sample"], m["sample_step"]], basis.to_ics(x[None])[0], rtol=1e-5, atol=1e-5
+            )
+            name = doc["samples"][m["sample"]]["name"]  # a window is shared by the moments it holds
+            assert name.startswith(f"episode {m['episode']} steps ") and "moment" in name
+    assert linked == 2 * len(
+        atlas["cards"]
+    )  # --atlas-moments 1: the first top and bottom moment of each card
+    assert atlas["sweep_rows"] == [] and all(not c["causes"]["swept"] for c in atlas["cards"])

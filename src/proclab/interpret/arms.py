@@ -14,6 +14,10 @@ Every arm holds coordinate ``m`` of the edited state at one value for a whole ep
   (resample-ablation: the edit keeps the coordinate's own distribution across episodes and only
   cuts its link to what the agent sees).
 * ``p05``, ``p95``: its 5th or 95th percentile over the recorded states (amplify low, high).
+* ``on`` (not swept by default): the median of the recorded values above their median, the value a
+  coordinate typically has when it is up. For a sparse code that is zero on most states (an atom
+  active on 3 % of them has ``p05 = p95 = 0``), it is the atom's typical active value: the only
+  on-data arm that turns a rarely active atom on.
 
 The recorded distribution is the coordinate over every state ``analyze hidden`` analysed; a
 value's percentile is the share of recorded values below it (ties counted half), and an edit
@@ -32,7 +36,10 @@ ARMS: dict[str, str] = {
     "resample": "held at its value in a random recorded state, drawn anew per episode (resample-ablation)",
     "p05": "held at its 5th percentile over the recorded states (amplify low)",
     "p95": "held at its 95th percentile over the recorded states (amplify high)",
+    "on": "held at the median of its recorded values above their median (its typical value when up)",
 }
+DEFAULT_ARMS = ("collapse", "mean", "resample", "p05", "p95")
+"""The arms a sweep plays unless ``--arms`` names others."""
 ON_DATA_RANGE = (0.5, 99.5)
 """Percentiles of the recorded distribution between which an edit counts as on the data."""
 
@@ -83,6 +90,10 @@ class Recorded:
             value = self.values[:, m].mean()
         elif arm in ("p05", "p95"):
             value = self.quantile(m, float(arm[1:]))
+        elif arm == "on":
+            col = self.sorted[:, m]
+            up = col[col > np.median(col)]
+            value = np.median(up) if len(up) else np.median(col)
         else:
             raise unknown_choice("arm", arm, ARMS)
         return np.full(episodes, float(value))

@@ -164,8 +164,9 @@ class Basis:
         if not isinstance(like, torch.Tensor):
             return m
         key = (name, like.dtype, like.device)
-        if key not in self._torch_cache:
-            self._torch_cache[key] = torch.as_tensor(m, dtype=like.dtype, device=like.device)
+        if key not in self._torch_cache:  # a normal tensor even when first asked inside inference mode,
+            with torch.inference_mode(False):  # so later autograd (saliency, gradients) may use it
+                self._torch_cache[key] = torch.as_tensor(m, dtype=like.dtype, device=like.device)
         return self._torch_cache[key]
 
     @staticmethod

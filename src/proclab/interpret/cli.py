@@ -23,6 +23,8 @@ import tyro
 
 from proclab.errors import unknown_choice
 from proclab.interpret.args import AnalysisArgs
+from proclab.interpret.atlas import AtlasArgs
+from proclab.interpret.atlas_command import run_atlas
 from proclab.interpret.behaviours import BehavioursArgs, run_behaviours
 from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.consistency import ConsistencyArgs, run_consistency
@@ -47,6 +49,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "consistency": (ConsistencyArgs, run_consistency),
     "intervene": (InterveneArgs, run_intervene),
     "visualize": (VisualizeArgs, run_visualize),
+    "atlas": (AtlasArgs, run_atlas),
 }
 SWEEP = "--sweep"
 VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {

@@ -12,6 +12,7 @@ dictionary only brings its own ``encode`` and ``decode``.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -19,10 +20,15 @@ from proclab.interpret.basis import Basis, Kind
 
 
 class Coordinates:
-    """``k`` coordinates of a ``dim``-float state: subclasses give ``encode`` and ``decode``."""
+    """``k`` coordinates of a ``dim``-float state: subclasses give ``encode``, ``decode`` and
+    ``directions``; ``name`` is the system's (``ica``, ``sparse``, ...), ``label`` names one
+    coordinate (``IC``, ``atom``), ``nonnegative`` says its coordinates are never below zero."""
 
     k: int
     dim: int
+    name: str = "coordinates"
+    label: str = "direction"
+    nonnegative: bool = False
 
     def encode(self, h: Tensor) -> Tensor:
         """``(N, dim)`` states -> ``(N, k)`` coordinates."""
@@ -30,6 +36,11 @@ class Coordinates:
 
     def decode(self, c: Tensor) -> Tensor:
         """``(N, k)`` coordinates -> the ``(N, dim)`` part of a state they describe."""
+        raise NotImplementedError
+
+    def directions(self) -> np.ndarray:
+        """``(k, dim)``: the state change that raising coordinate ``m`` by one makes (what a gradient
+        of the state is read along, :mod:`proclab.interpret.atlas_predict`)."""
         raise NotImplementedError
 
     def write(self, h: Tensor, c: Tensor, c_new: Tensor) -> Tensor:
@@ -43,6 +54,10 @@ class LinearCoordinates(Coordinates):
     def __init__(self, basis: Basis, kind: Kind):
         self.basis, self.kind = basis, kind
         self.k, self.dim = basis.directions(kind).shape
+        self.name, self.label = kind, {"ica": "IC", "pca": "PC"}[kind]
+
+    def directions(self) -> np.ndarray:
+        return self.basis.directions(self.kind)
 
     def encode(self, h: Tensor) -> Tensor:
         return self.basis.to_coords(h, self.kind)
@@ -55,6 +70,18 @@ class LinearCoordinates(Coordinates):
     def write(self, h: Tensor, c: Tensor, c_new: Tensor) -> Tensor:
         """Linear: the origin cancels, ``h + (c_new - c) @ directions`` (exactly ``h`` when equal)."""
         return h + self.basis.along(c_new - c, self.kind)
+
+
+def tensors_like(cache: dict, arrays: dict[str, np.ndarray], like: Tensor) -> dict[str, Tensor]:
+    """``arrays`` as tensors of ``like``'s dtype and device, made once per (dtype, device) and kept in
+    ``cache``; normal tensors even when first asked inside inference mode (autograd may use them later)."""
+    key = (like.dtype, like.device)
+    if key not in cache:
+        with torch.inference_mode(False):
+            cache[key] = {
+                n: torch.as_tensor(a, dtype=like.dtype, device=like.device) for n, a in arrays.items()
+            }
+    return cache[key]
 
 
 def hold(coords: Coordinates, h: Tensor, dims: Tensor, values: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.arms import Recorded
-from proclab.interpret.coordinates import LinearCoordinates
+from proclab.interpret.coordinates import Coordinates
 from proclab.interpret.workspace import Workspace
 
 HIDDEN = Path("hidden") / "hidden.npz"
@@ -26,7 +26,8 @@ class EditArgs(AnalysisArgs):
     """Options of the commands that edit the agent's state in a basis and play it (intervene, its sweep)."""
 
     basis: str = "ica"
-    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs)."""
+    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs); the sweep also takes
+    nmf (the NMF of analyze hidden) and sparse (the dictionary of analyze atlas --basis sparse)."""
     state: str | None = None
     """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
     basis was fitted on."""
@@ -85,9 +86,11 @@ def state_key(ws: Workspace, agent, given: str | None) -> str:
     return keys[0]
 
 
-def recorded(ws: Workspace, coords: LinearCoordinates, agent, key: str) -> Recorded:
+def recorded(ws: Workspace, coords: Coordinates, agent, key: str) -> Recorded:
     """The coordinates of every state ``analyze hidden`` analysed in this folder (where edits are placed),
-    and those of the agent's start state (where increment-collapse holds a coordinate)."""
+    and those of the agent's start state (where increment-collapse holds a coordinate). ICA and PCA
+    coordinates are read as analysed; other systems encode the states, rebuilt exactly from all their PCs."""
+    from proclab.interpret.coordinate_systems import encode_all
 
     path = ws.path / HIDDEN
     if not path.is_file():
@@ -96,10 +99,15 @@ def recorded(ws: Workspace, coords: LinearCoordinates, agent, key: str) -> Recor
             "(edits are placed in the recorded distribution of their coordinate)"
         )
     with np.load(path) as f:
-        values = f["ics"] if coords.kind == "ica" else f["pcs"][:, : coords.k]
+        if coords.name == "ica":
+            values = f["ics"]
+        elif coords.name == "pca":
+            values = f["pcs"][:, : coords.k]
+        else:
+            values = encode_all(coords, ws.basis().from_pcs(f["pcs"].astype(np.float64)))
     if values.shape[1] != coords.k:
         raise ProclabError(
-            f"{str(path)!r} holds {values.shape[1]} {coords.kind} coordinates, the basis {coords.k}; "
+            f"{str(path)!r} holds {values.shape[1]} {coords.name} coordinates, the basis {coords.k}; "
             "rerun analyze hidden"
         )
     start = agent.initial_state(1)[key].reshape(1, -1).double().cpu()

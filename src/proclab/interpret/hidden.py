@@ -8,7 +8,8 @@ the PCs that explain 95 % of the variance; NMF of the min-shifted z-scored state
 t-SNE; generated states of ``--samples`` projected onto the same basis and tested for lying
 inside the real cloud. Outputs in ``ANALYSIS/hidden/``: ``hidden.npz`` (per point:
 episode, step, outlier, fit, pcs, ics, clusters, nmf, tsne, entropy), ``generated.npz``,
-``summary.json`` and the PNGs; the basis in ``ANALYSIS/basis.npz``.
+``summary.json`` and the PNGs; the basis in ``ANALYSIS/basis.npz``, the NMF components in
+``ANALYSIS/nmf.npz`` (:mod:`proclab.interpret.nmf_coordinates`).
 """
 
 from __future__ import annotations
@@ -241,8 +242,9 @@ def _tsne(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.nda
 
 def _nmf_codes(
     x: np.ndarray, basis: Basis, fit_in: np.ndarray, args: HiddenArgs, ph
-) -> tuple[np.ndarray, object]:
-    """NMF fitted on the min-shifted z-scored inliers, and every point's codes (two progress phases)."""
+) -> tuple[np.ndarray, object, np.ndarray]:
+    """NMF fitted on the min-shifted z-scored inliers, every point's codes and the shift (two progress
+    phases)."""
     from proclab.interpret.clustering import chunks
 
     with ph.phase("nmf fit"):
@@ -253,7 +255,7 @@ def _nmf_codes(
         codes = np.empty((len(x), args.nmf), np.float32)
         for sl in chunks(len(x)):
             codes[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
-    return codes, model
+    return codes, model, shift
 
 
 def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> dict[str, np.ndarray]:
@@ -331,6 +333,8 @@ def run_hidden(args: HiddenArgs) -> Path:
 
     from proclab.interpret.activations import read_activation
     from proclab.interpret.clustering import pcs_to, silhouette
+    from proclab.interpret.nmf_coordinates import FILE as NMF_FILE
+    from proclab.interpret.nmf_coordinates import save_nmf
     from proclab.interpret.progress import phases
     from proclab.interpret.workspace import Workspace
 
@@ -358,7 +362,7 @@ def run_hidden(args: HiddenArgs) -> Path:
             n95 = pcs_to(basis.explained_variance_ratio, 0.95)
         space = pcs[:, :n95]
         clusters = _ward_clusters(space, fit_in, args, ph)
-        nmf, nmf_model = _nmf_codes(x, basis, fit_in, args, ph)
+        nmf, nmf_model, nmf_shift = _nmf_codes(x, basis, fit_in, args, ph)
         tsne = _tsne(space, fit_in, args, ph)
         with ph.phase("statistics"):
             sil = silhouette(space[fit_in], clusters[fit_in], args.seed)
@@ -382,6 +386,7 @@ def run_hidden(args: HiddenArgs) -> Path:
                 **attrs,
             }
             files = _write(ws, arrays, generated, basis, args)
+            files.append(save_nmf(ws.path / NMF_FILE, nmf_model.components_, nmf_shift))
     fits = {"sil": sil, "kurt": kurt, "nmf_error": float(nmf_model.reconstruction_err_), "n95": n95}
     summary = _summary(args, inp, arrays, basis, cloud, fits, generated, ph.seconds)
     return ws.finish(NAME, args, files, summary, start)

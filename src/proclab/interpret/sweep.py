@@ -25,8 +25,8 @@ from typing import ClassVar
 import numpy as np
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.arms import ARMS, Recorded, off_data_warning, parse_arms
-from proclab.interpret.basis import KINDS
+from proclab.interpret.arms import ARMS, DEFAULT_ARMS, Recorded, off_data_warning, parse_arms
+from proclab.interpret.coordinate_systems import check_system
 from proclab.interpret.coordinates import Coordinates
 from proclab.interpret.edit_target import EditArgs
 from proclab.interpret.intervention import HeldAgent
@@ -43,15 +43,15 @@ SORTS = (*MEANS, TV)
 class SweepArgs(EditArgs):
     """Intervention sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
 
-    Arms: collapse, mean, resample, p05, p95 (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
+    Arms: collapse, mean, resample, p05, p95, on (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
     sorted by effect size, one plot, one JSON."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
 
     seed: int = 0
     """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
-    arms: str = ",".join(ARMS)
-    """Arms, comma-separated: collapse, mean, resample, p05, p95 (see docs/analyses.md)."""
+    arms: str = ",".join(DEFAULT_ARMS)
+    """Arms, comma-separated: collapse, mean, resample, p05, p95, on (see docs/analyses.md)."""
     directions: str | None = None
     """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
     levels: int = 200
@@ -69,8 +69,7 @@ class SweepArgs(EditArgs):
 
     def check(self) -> None:
         self.require_positive("levels", "rows", "bootstrap", "permutations")
-        if self.basis not in KINDS:
-            raise unknown_choice("--basis", self.basis, KINDS)
+        check_system(self.basis)
         if self.correction not in CORRECTIONS:
             raise unknown_choice("--correction", self.correction, CORRECTIONS)
         if self.sort not in SORTS:
@@ -208,5 +207,4 @@ def _significant(results: list[dict], arms: tuple[str, ...]) -> dict[str, list[i
 
 
 def _label(result: dict, coords: Coordinates) -> str:
-    kind = {"ica": "IC", "pca": "PC"}.get(getattr(coords, "kind", ""), "direction")
-    return f"{kind} {result['direction']} {result['arm']}"
+    return f"{coords.label} {result['direction']} {result['arm']}"

@@ -3,7 +3,8 @@
 Reads the folder's basis and the coordinates ``analyze hidden`` recorded (the recorded
 distribution every arm is placed in), loads the agent, draws the paired levels from the split,
 plays every (direction, arm) in a Procgen env of ``rows`` slots (:mod:`proclab.interpret.sweep`)
-and writes ``ANALYSIS/sweep/`` (see that module). The table is printed; an edit that holds its
+and writes ``ANALYSIS/sweep/`` (see that module; ``ANALYSIS/sweep-<basis>/`` for a basis other than
+ica, :mod:`proclab.interpret.coordinate_systems`). The table is printed; an edit that holds its
 coordinate outside the recorded 0.5-99.5 % range is named in a one-line warning.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 
 from proclab.interpret.arms import parse_arms
-from proclab.interpret.coordinates import LinearCoordinates
+from proclab.interpret.coordinate_systems import file_digest, open_coordinates, suffix, system_file
 from proclab.interpret.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.progress import phases
 from proclab.interpret.selection import parse_ids
@@ -27,11 +28,10 @@ from proclab.interpret.sweep_report import figure, table_csv, table_text, write_
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 
-LABELS = {"ica": "IC", "pca": "PC"}
-
 
 def run_sweep(args: SweepArgs) -> Path:
-    """Run the sweep on the analysis folder ``args.out``; returns its output folder ``ANALYSIS/sweep``."""
+    """Run the sweep on the analysis folder ``args.out``; returns its output folder (``ANALYSIS/sweep``,
+    or ``ANALYSIS/sweep-<basis>``)."""
     from proclab.envs import parse_split
     from proclab.interpret.paired_play import ProcgenLevels, paired_levels
     from proclab.models.loading import load_agent
@@ -40,7 +40,7 @@ def run_sweep(args: SweepArgs) -> Path:
     start = time.perf_counter()
     args.check()
     ws = Workspace.open(args.out, create=False)
-    coords = LinearCoordinates(ws.basis(), args.basis)
+    coords = open_coordinates(ws, args.basis)
     checkpoint = agent_checkpoint(ws, args.checkpoint, "--sweep")
     ws.require_inputs(checkpoint=checkpoint)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
@@ -67,7 +67,8 @@ def run_sweep(args: SweepArgs) -> Path:
         "format": FORMAT,
         "version": 1,
         "basis": args.basis,
-        "basis_file": str(ws.basis_path),
+        "basis_file": str(system_file(ws, args.basis)),
+        "basis_digest": file_digest(system_file(ws, args.basis)),
         "state": key,
         "checkpoint": str(checkpoint),
         "game": env_config.games()[0],
@@ -78,11 +79,11 @@ def run_sweep(args: SweepArgs) -> Path:
         "torch_threads": torch.get_num_threads(),
         **summary,
     }
-    return _write(ws, args, summary, out, variants, LABELS[args.basis], start)
+    return _write(ws, args, summary, out, variants, coords.label, start)
 
 
 def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float) -> Path:
-    folder = ws.command_dir(NAME)
+    folder = ws.command_dir(NAME + suffix(args.basis))
     text = table_text(summary, label)
     files = [
         write_text_atomic(folder / "sweep_table.txt", text),
@@ -110,5 +111,10 @@ def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: 
     summary["seconds"] = round(time.perf_counter() - start, 3)
     write_json_atomic(folder / "sweep.json", summary)
     files.append(folder / "sweep.json")
-    ws.record_command(NAME, asdict(args), [str(f.relative_to(ws.path)) for f in files], summary["seconds"])
+    ws.record_command(
+        NAME + suffix(args.basis),
+        asdict(args),
+        [str(f.relative_to(ws.path)) for f in files],
+        summary["seconds"],
+    )
     return folder

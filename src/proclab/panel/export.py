@@ -11,7 +11,9 @@ own basis, so the panel's coordinates are those of every analysis of the folder.
 A simulated sample's gradient loadings come from the saliency store (``grad/<target>/ic``);
 samples outside the saliency run get NaN there (no filter range matches NaN) and no saliency
 strip. Real episodes are the windows of a ``--real`` saliency run (agent-alone maps), or,
-without one, the first steps of the first real episodes with their frames only.
+without one, the first steps of the first real episodes with their frames only. The folder's
+direction atlases (``ANALYSIS/atlas*/``) become the front page, and a window around each card's
+first moments is added so a card links into the episode viewer (:mod:`proclab.panel.atlas_export`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class ExportArgs:
     """Eval result files (proclab eval --out FILE); default: eval*.json in the agent's run directory."""
     chunk: int = 500
     """Samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)."""
+    atlas_moments: int = 1
+    """Per atlas card: its first N top and bottom moments get a window in the episode viewer (0: none)."""
     title: str | None = None
     """Page title (default: the analysis folder's name)."""
     seed: int = 0
@@ -264,10 +268,32 @@ def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
     return saliency_step
 
 
-def _add_real(src: _Sources, rows: Rows, bar, count: int) -> int | None:
-    """Windows of ``count`` real episodes (those with real saliency first); returns its saliency step."""
+def _real_window(src: _Sources, rows: Rows, e: int, offset: int, name: str | None = None):
+    """Real episode ``e``'s window of ``src.steps`` steps from ``offset``: its strip added to ``rows`` and
+    (sample, states, tag), or None when the episode is too short for it."""
     from proclab.interpret.activations import read_activation
 
+    steps = src.steps
+    x = read_activation(src.data, src.source, [e], checkpoint=src.agent).x[offset : offset + steps]
+    if offset < 0 or len(x) < steps:
+        return None
+    got = _read_steps(src.data, e, offset, offset + steps)
+    tag = f"real_{e:05d}_{offset}"
+    rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
+    sample = {
+        "name": name or f"episode {e} steps {offset}-{offset + steps - 1}",
+        "kind": "real",
+        "behaviour": None,
+        "actions": got["action"].astype(int).tolist(),
+        "values": rounded(got["value"]),
+        "rewards": rounded(got["reward"]),
+        "strips": {"obs": f"strips/{tag}_obs.png"},
+    }
+    return sample, x, tag
+
+
+def _add_real(src: _Sources, rows: Rows, bar, count: int) -> int | None:
+    """Windows of ``count`` real episodes (those with real saliency first); returns its saliency step."""
     steps, data, saliency_step = src.steps, src.data, None
     if src.real_sal is not None:
         _, rstore, rsettings = src.real_sal
@@ -280,31 +306,54 @@ def _add_real(src: _Sources, rows: Rows, bar, count: int) -> int | None:
         windows = [(None, e, 0) for e in range(data.num_episodes) if lengths_real[e] >= steps][:count]
     task = bar.add_task("real episodes", total=len(windows))
     for row, e, offset in windows:
-        act = read_activation(data, src.source, [e], checkpoint=src.agent)
-        x = act.x[offset : offset + steps]
-        if len(x) < steps:
+        window = _real_window(src, rows, e, offset)
+        if window is None:
             continue
-        got = _read_steps(data, e, offset, offset + steps)
-        tag = f"real_{e:05d}_{offset}"
-        rows.strips[f"{tag}_obs.png"] = _strip(got["obs"])
-        strips = {"obs": f"strips/{tag}_obs.png"}
+        sample, x, tag = window
         if row is not None:
             frames = rstore.read(row, ["obs"], 0, steps)["obs"]
-            strips |= _saliency_pictures(
+            sample["strips"] |= _saliency_pictures(
                 rows, tag, rstore, row, _grad_keys(rstore), frames, int(rsettings["step"])
             )
-        sample = {
-            "name": f"episode {e} steps {offset}-{offset + steps - 1}",
-            "kind": "real",
-            "behaviour": None,
-            "actions": got["action"].astype(int).tolist(),
-            "values": rounded(got["value"]),
-            "rewards": rounded(got["reward"]),
-            "strips": strips,
-        }
         _add(rows, src.basis, x, src.n_pcs, sample, {})
         bar.advance(task)
     return saliency_step
+
+
+def _add_moments(src: _Sources, rows: Rows, bar, moments: list[tuple[int, int, str]]) -> dict:
+    """A window around each atlas moment (episode, step, what it is) that no window holds yet; returns
+    (episode, step) -> (panel sample, step inside its window) for every moment that has one."""
+    steps, lengths = src.steps, src.data.episodes["length"]
+    task = bar.add_task("atlas moments", total=len(moments))
+    windows: dict[tuple[int, int], int] = {}
+    links = {}
+    for e, t, what in moments:
+        offset = int(min(max(t - steps // 2, 0), lengths[e] - steps))
+        if (e, offset) not in windows:
+            window = _real_window(
+                src, rows, e, offset, f"episode {e} steps {offset}-{offset + steps - 1} ({what})"
+            )
+            if window is not None:
+                windows[e, offset] = len(rows.samples)
+                _add(rows, src.basis, window[1], src.n_pcs, window[0], {})
+        if (e, offset) in windows:
+            links[e, t] = (windows[e, offset], t - offset)
+        bar.advance(task)
+    return links
+
+
+def _atlases(src: _Sources, rows: Rows, bar, per_card: int) -> tuple[list[dict], dict[str, Path]]:
+    """The folder's atlases as the front page (:mod:`proclab.panel.atlas_export`), their moments added as
+    real windows the cards link to."""
+    from proclab.panel.atlas_export import atlas_section, find_atlases, linked_moments
+
+    found, files = [], {}
+    for atlas in find_atlases(src.ws):
+        moments = linked_moments(atlas, per_card) if src.data is not None else []
+        section, images = atlas_section(atlas, _add_moments(src, rows, bar, moments))
+        found.append(section)
+        files |= images
+    return found, files
 
 
 def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
@@ -338,6 +387,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
         if src.data is not None and args.real:
             real_step = _add_real(src, rows, bar, args.real)
             saliency_step = saliency_step if saliency_step is not None else real_step
+        atlases, atlas_files = _atlases(src, rows, bar, args.atlas_moments)
     if not rows.samples:
         raise ProclabError(
             f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps"
@@ -350,6 +400,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             arrays[f"grad:{k}"] = np.stack([g.get(k, nan) for g in rows.grads])
     behaviours = _behaviours(ws, rows.samples, src.n_sim)
     interventions, files = _interventions(ws)
+    files |= atlas_files
     doc = {
         "meta": {
             "title": args.title or f"proclab panel: {ws.path.resolve().name}",
@@ -377,6 +428,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
         "histograms": histograms(ics),
         **_agent_context(ws, data=src.data, args=args),
         "interventions": interventions,
+        "atlases": atlases,
     }
     return write_panel(args.out, PanelData(doc, arrays, rows.strips, files), chunk=args.chunk)
 

@@ -1,7 +1,8 @@
 """``proclab quickstart``: the whole interpreting-rl-behavior pipeline, at a budget's scale, in one folder.
 
 train a recurrent agent -> eval (beside a random agent) -> render -> plot -> record -> wm train
--> wm sample (+ dream quality) -> analyze hidden, env, saliency, behaviours -> panel export,
+-> wm sample (+ dream quality) -> analyze hidden, env, saliency, behaviours, the intervention sweep
+and the direction atlas -> panel export (opening on the atlas),
 then ``OUT/index.html`` showing all of it (:mod:`proclab.report`). The stages are one table,
 :data:`~proclab.quickstart.stages.STAGES`; each is the real command, sized by a
 :class:`~proclab.quickstart.budgets.Budget`. ``OUT/quickstart.json`` (the ledger) records every
@@ -32,7 +33,7 @@ class QuickstartArgs:
     (about an hour), paper (interpreting-rl-behavior's scale: days on a GPU)."""
     from_stage: Annotated[str | None, tyro.conf.arg(name="from", metavar="STAGE")] = None
     """Rerun from this stage (train, eval, render, plot, record, wm-train, wm-sample, hidden, env,
-    saliency, behaviours, panel), reusing the finished ones before it; default: continue after the last
+    saliency, behaviours, intervene, atlas, panel), reusing the finished ones before it; default: continue after the last
     finished stage of a run with the same settings, or start over."""
     agent: Path | None = None
     """Study this agent instead of training one: a proclab run or checkpoint, or any checkpoint that

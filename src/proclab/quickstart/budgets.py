@@ -47,7 +47,7 @@ class Budget:
     analysis: str
     """Preset of the analyses (``proclab analyze ... --preset``)."""
     overrides: dict[str, dict] = field(default_factory=dict)
-    """Per analysis (hidden, env, saliency, behaviours, intervene, panel), fields replacing the preset's."""
+    """Per analysis (hidden, env, saliency, behaviours, intervene, atlas, panel), fields replacing the preset's."""
 
 
 BUDGETS: dict[str, Budget] = {
@@ -87,6 +87,7 @@ BUDGETS: dict[str, Budget] = {
             },
             "panel": {"samples": 12, "real": 2, "background": 100},
             "intervene": {"levels": 2, "rows": 16, "permutations": 100, "bootstrap": 100},
+            "atlas": {"bootstrap": 50, "moments": 1, "saliency_moments": 1, "noise": 1, "predict_steps": 50},
         },
     ),
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.

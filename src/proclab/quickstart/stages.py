@@ -343,10 +343,21 @@ def behaviours(ctx: Context) -> dict[str, Any]:
     return {"folder": ctx.rel(_analysis(ctx, "behaviours"))}
 
 
+def _replay_args(ctx: Context, cls, name: str, **given):
+    """Arguments of an analysis that replays the agent (the sweep, the atlas) on ``OUT/analysis`` at the
+    budget's preset, on the CPU unless a device was chosen; ``given``, then the budget's overrides for
+    ``name``, replace the preset's fields."""
+    from proclab.interpret.cli import defaults
+
+    s = ctx.settings
+    device = "cpu" if s.device == "auto" else s.device
+    fields = {"out": ctx.out / "analysis", "seed": s.seed, "device": device, **given}
+    return replace(defaults(cls, ctx.budget.analysis), **fields, **ctx.budget.overrides.get(name, {}))
+
+
 def intervene(ctx: Context) -> dict[str, Any]:
     """The intervention sweep: every IC held at on-data values (mean, a resampled recorded value, the 5th
     and 95th percentiles) and by increment-collapse, on paired held-out levels of the real game."""
-    from proclab.interpret.cli import defaults
     from proclab.interpret.sweep import SweepArgs
     from proclab.interpret.sweep_command import run_sweep
 
@@ -354,16 +365,24 @@ def intervene(ctx: Context) -> dict[str, Any]:
     if ctx.state_source():
         ctx.console.print("no sweep: a feed-forward agent carries no state whose directions could be held")
         return {"folder": None}
-    s = ctx.settings
-    args = replace(
-        defaults(SweepArgs, ctx.budget.analysis),
-        out=ctx.out / "analysis",
-        seed=s.seed,
-        split=list(ctx.splits())[-1],
-        device="cpu" if s.device == "auto" else s.device,
-        **ctx.budget.overrides.get("intervene", {}),
-    )
-    out = run_sweep(args)
+    out = run_sweep(_replay_args(ctx, SweepArgs, "intervene", split=list(ctx.splits())[-1]))
+    ctx.console.print(f"outputs in {out}")
+    return {"folder": ctx.rel(out)}
+
+
+def atlas(ctx: Context) -> dict[str, Any]:
+    """The direction atlas of the ICs on the recorded episodes: what activates each, what it tracks, what the
+    sweep says it causes, what it looks at, and whether gradients predicted it. The panel opens on it."""
+    from proclab.interpret.atlas import AtlasArgs
+    from proclab.interpret.atlas_command import run_atlas
+
+    ctx.fresh("analysis/atlas")
+    if ctx.state_source():
+        ctx.console.print(
+            "no atlas: a feed-forward agent carries no state whose directions could be described"
+        )
+        return {"folder": None}
+    out = run_atlas(_replay_args(ctx, AtlasArgs, "atlas"))
     ctx.console.print(f"outputs in {out}")
     return {"folder": ctx.rel(out)}
 
@@ -404,6 +423,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("saliency", "what the value, the action and the first ICs depend on", saliency),
     Stage("behaviours", "behaviour clusters of the dreams", behaviours),
     Stage("intervene", "every IC held on and off the data, in the real game", intervene),
-    Stage("panel", "the interactive panel", panel),
+    Stage("atlas", "one card per IC: what activates, tracks and causes it", atlas),
+    Stage("panel", "the interactive panel, opening on the atlas", panel),
 )
 """Every stage in order: ``--from NAME`` takes one of these names."""

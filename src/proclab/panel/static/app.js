@@ -263,10 +263,217 @@ function fail(err) {
   $("error").textContent = String(err.message || err);
 }
 
+
+// ---------------------------------------------------------------- direction atlas
+function el(tag, props = {}, ...children) {
+  const { dataset, ...rest } = props;
+  const e = Object.assign(document.createElement(tag), rest);
+  for (const [k, v] of Object.entries(dataset || {})) e.dataset[k] = String(v);
+  e.append(...children.filter((c) => c !== null && c !== undefined));
+  return e;
+}
+
+const fmt = (v, d = 2) => (v === null || v === undefined ? "–" : (v >= 0 ? "+" : "") + v.toFixed(d));
+const ARM_NAMES = { collapse: "increment-collapse", mean: "mean-ablation", resample: "resample-ablation",
+                    p05: "amplify low (p05)", p95: "amplify high (p95)", on: "held on" };
+const METRICS = [["level_complete", "Δ completion"], ["return", "Δ return"], ["length", "Δ length"], ["tv_distance", "action TV"]];
+
+function cell(m) {
+  const [v, lo, hi, sig] = m;
+  return `${fmt(v, 3)} [${fmt(lo, 3)}, ${fmt(hi, 3)}]${sig ? "*" : ""}`;
+}
+
+function progressBars(p) {
+  const top = Math.max(1, ...p.active.map((a, i) => a / Math.max(1, p.all[i])));
+  const box = el("div", { className: "hist", title: "share of steps active per tenth of the episode" });
+  p.active.forEach((a, i) => {
+    const share = a / Math.max(1, p.all[i]);
+    box.append(el("span", { style: `height:${Math.round(28 * share / top) + 1}px`, title: `${(100 * share).toFixed(1)} %` }));
+  });
+  return box;
+}
+
+// r at every lag as a small line (lag 0 marked; above the grey line: positive correlation).
+function lagLine(r, lags) {
+  const ns = "http://www.w3.org/2000/svg", w = 86, h = 18;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", w); svg.setAttribute("height", h);
+  const x = (i) => 1 + (i * (w - 2)) / Math.max(1, lags.length - 1), y = (v) => h / 2 - (v * (h - 2)) / 2;
+  const line = (attrs) => { const e = document.createElementNS(ns, "line"); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); svg.append(e); };
+  line({ x1: 0, x2: w, y1: h / 2, y2: h / 2, stroke: "#ccc" });
+  const zero = lags.indexOf(0);
+  line({ x1: x(zero), x2: x(zero), y1: 0, y2: h, stroke: "#ddd" });
+  const path = document.createElementNS(ns, "polyline");
+  path.setAttribute("points", r.map((v, i) => (v === null ? null : `${x(i)},${y(v)}`)).filter(Boolean).join(" "));
+  path.setAttribute("fill", "none"); path.setAttribute("stroke", "#1f77b4");
+  svg.append(path);
+  const title = document.createElementNS(ns, "title");
+  title.textContent = `r at lags ${lags[0]}..${lags[lags.length - 1]} (positive: the direction leads)`;
+  svg.append(title);
+  return svg;
+}
+
+function tracksTable(card) {
+  const t = el("table", { className: "tracks" });
+  t.append(el("tr", {}, el("th", { textContent: "tracks" }), el("th", { textContent: "r at lag 0 [95 % CI]" }),
+    el("th", { textContent: `r at lags ${S.atlas.lags[0]}..${S.atlas.lags[S.atlas.lags.length - 1]}` }), el("th", { textContent: "peak lag (r)" })));
+  for (const r of card.tracks) {
+    const lead = r.peak.claimed ? `${r.peak.lag > 0 ? "leads" : "follows"} by ${Math.abs(r.peak.lag)} (${fmt(r.peak.r)})` : `${r.peak.lag} (${fmt(r.peak.r)}), not established`;
+    t.append(el("tr", {}, el("td", { textContent: r.quantity + (r.tracked ? " ✓" : "") }),
+      el("td", { textContent: `${fmt(r.r0)} [${fmt(r.ci0[0])}, ${fmt(r.ci0[1])}]` }), el("td", {}, lagLine(r.r, S.atlas.lags)),
+      el("td", { textContent: lead })));
+  }
+  return t;
+}
+
+function causesTable(card) {
+  const c = card.causes;
+  if (!c.swept) return el("p", { className: "muted", textContent: `what it causes: ${c.note}` });
+  const t = el("table", { className: "causes" });
+  t.append(el("tr", {}, el("th", { textContent: "edit (sweep)" }), el("th", { textContent: "held at (percentile)" }),
+    ...METRICS.map(([, h]) => el("th", { textContent: h })), el("th")));
+  for (const a of c.arms) {
+    t.append(el("tr", { className: a.off_data ? "off-data" : "" },
+      el("td", { textContent: ARM_NAMES[a.arm] || a.arm }),
+      el("td", { textContent: `${a.held} (${a.percentile})${a.off_data ? " off the data: not its role" : ""}` }),
+      ...METRICS.map(([k]) => el("td", { textContent: cell(a.metrics[k]) })),
+      el("td", {}, el("a", { href: "#", textContent: "sweep row", dataset: { row: a.row } }))));
+  }
+  return t;
+}
+
+function cardElement(card) {
+  const badge = card.causes.significant ? el("span", { className: "badge", textContent: "causal" })
+    : card.causes.significant_off_data_only ? el("span", { className: "badge off", textContent: "off-data effect only" }) : null;
+  const act = card.activity;
+  const moments = el("div", { className: "moments" });
+  for (const m of card.moments) {
+    const link = m.sample === null ? el("span", { className: "muted", textContent: "no window in the episode viewer" })
+      : el("a", { href: "#", textContent: "open in the episode viewer", dataset: { sample: m.sample, step: m.sample_step } });
+    moments.append(el("figure", {}, el("img", { src: `data/${m.strip}`, loading: "lazy", alt: `${m.side} moment` }),
+      el("figcaption", {}, `${m.side}: episode ${m.episode} step ${m.step}, value ${m.value} · `, link)));
+  }
+  const saliency = card.saliency ? el("img", { className: "saliency", src: `data/${card.saliency}`, loading: "lazy",
+    title: "mean SmoothGrad of the coordinate on its most active frames (blue raises it, red lowers it)" }) : null;
+  return el("article", { className: "card", id: `card-${card.direction}`, dataset: { direction: card.direction } },
+    el("h3", {}, card.label, badge),
+    el("p", { className: "summary", textContent: card.summary }),
+    el("div", { className: "top" }, saliency, el("div", {},
+      el("div", { textContent: `active on ${(100 * act.active).toFixed(1)} % of steps (${act.rule}) · kurtosis ${act.kurtosis === null ? "–" : act.kurtosis.toFixed(2)}` }),
+      progressBars(act.progress))),
+    tracksTable(card), causesTable(card), moments);
+}
+
+function sweepTable(atlas) {
+  const t = $("sweep-table");
+  t.replaceChildren(el("tr", {}, ...["direction", "edit", "held at (percentile)", ...METRICS.map(([, h]) => h)].map((h) => el("th", { textContent: h }))));
+  for (const r of atlas.sweep_rows) {
+    t.append(el("tr", { id: r.id, className: r.off_data ? "off-data" : "" },
+      el("td", {}, el("a", { href: "#", textContent: r.label, dataset: { card: r.direction } })),
+      el("td", { textContent: ARM_NAMES[r.arm] || r.arm }),
+      el("td", { textContent: `${r.held} (${r.percentile})${r.off_data ? " off" : ""}` }),
+      ...METRICS.map(([k]) => el("td", { textContent: cell(r.metrics[k]) }))));
+  }
+  $("sweep-note").textContent = atlas.sweep_rows.length ? "changes against the baseline on paired levels; intervals corrected over the swept directions; * significant; off: held outside the recorded 0.5-99.5 % range" : atlas.sweep_note;
+}
+
+// Cards in the chosen order (descending; unmeasured last; ties by direction), those matching the filter shown.
+function arrangeCards() {
+  const atlas = S.atlas, key = $("atlas-sort").value, query = $("atlas-filter").value.trim().toLowerCase();
+  const value = (c) => c.keys[key];
+  const order = atlas.cards.slice().sort((a, b) => {
+    const va = value(a), vb = value(b);
+    if (va === null && vb === null) return a.direction - b.direction;
+    if (va === null) return 1;
+    if (vb === null) return -1;
+    return vb - va || a.direction - b.direction;
+  });
+  const shown = [];
+  const box = $("cards");
+  for (const c of order) {
+    const node = S.cardNodes.get(c.direction);
+    node.hidden = query !== "" && !c.text.includes(query);
+    if (!node.hidden) shown.push(c.direction);
+    box.append(node);
+  }
+  $("atlas-count").textContent = String(shown.length);
+  document.body.dataset.atlasOrder = shown.join(",");
+}
+
+function renderAtlas(i) {
+  const atlas = (S.atlas = S.doc.atlases[i]);
+  options($("atlas-sort"), atlas.sorts, atlas.sorts[0][0]);
+  S.cardNodes = new Map(atlas.cards.map((c) => [c.direction, cardElement(c)]));
+  $("cards").replaceChildren();
+  const n = atlas.counts;
+  $("atlas-meta").textContent = `${atlas.k} ${atlas.label} directions (${atlas.basis}), ${atlas.episodes} episodes, ${atlas.steps} steps; ` +
+    `explains ${(100 * atlas.variance_explained).toFixed(1)} % of the z-scored state variance; ` +
+    `${n.significant} of ${n.swept} swept directions have a significant on-data effect after correction` +
+    (n.significant_off_data_only ? `, ${n.significant_off_data_only} only off the data` : "");
+  $("atlas-prediction").replaceChildren(...atlas.prediction.map((p) => el("li", { textContent: `predicted against measured: ${p}` })));
+  sweepTable(atlas);
+  arrangeCards();
+}
+
+function showView(name) {
+  $("atlas-view").hidden = name !== "atlas";
+  $("episodes-view").hidden = name !== "episodes";
+  for (const b of document.querySelectorAll("nav#tabs button")) b.classList.toggle("active", b.dataset.view === name);
+  document.body.dataset.view = name;
+  if (name === "episodes") for (const id of ["scatter", "bars", "hist", "curve"]) if ($(id).data) Plotly.Plots.resize(id);
+}
+
+async function openMoment(sample, step) {
+  showView("episodes");
+  S.filter = { range: null, behaviour: "", extrema: null };
+  $("behaviour").value = ""; $("extrema-ic").value = "";
+  await computeMatches();
+  S.step = step;
+  await selectSample(sample);
+}
+
+function gotoRow(id) {
+  for (const r of document.querySelectorAll("#sweep-table tr.highlight")) r.classList.remove("highlight");
+  const row = $(id);
+  row.classList.add("highlight");
+  row.scrollIntoView({ block: "center" });
+  document.body.dataset.highlightRow = id;
+}
+
+function startAtlas() {
+  const atlases = S.doc.atlases || [];
+  if (!atlases.length) return false;
+  $("tabs").hidden = false;
+  options($("atlas-basis"), atlases.map((a, i) => [i, `${a.basis} (${a.k} ${a.label}s)`]), 0);
+  $("atlas-basis").addEventListener("change", () => renderAtlas(+$("atlas-basis").value));
+  $("atlas-sort").addEventListener("change", arrangeCards);
+  $("atlas-filter").addEventListener("input", arrangeCards);
+  for (const b of document.querySelectorAll("nav#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
+  $("cards").addEventListener("click", (e) => {
+    const a = e.target.closest("a");
+    if (!a) return;
+    e.preventDefault();
+    if (a.dataset.sample !== undefined) openMoment(+a.dataset.sample, +a.dataset.step).catch(fail);
+    if (a.dataset.row !== undefined) gotoRow(a.dataset.row);
+  });
+  $("sweep-table").addEventListener("click", (e) => {
+    const a = e.target.closest("a[data-card]");
+    if (!a) return;
+    e.preventDefault();
+    $("atlas-filter").value = "";
+    arrangeCards();
+    $(`card-${a.dataset.card}`).scrollIntoView({ block: "start" });
+  });
+  renderAtlas(0);
+  showView("atlas");
+  return true;
+}
+
 // ---------------------------------------------------------------- start
 async function main() {
   const d = (S.doc = await fetchJSON("data/panel.json"));
   const m = d.meta;
+  if (startAtlas()) document.body.dataset.atlasReadyMs = String(Math.round(performance.now()));  // the front page
   $("title").textContent = m.title;
   const nReal = d.samples.filter((s) => s.kind === "real").length;
   $("meta").textContent = `${d.samples.length - nReal} simulated samples, ${nReal} real episodes, ${m.n_ics} ICs · ${m.source}`;
