@@ -106,7 +106,7 @@ def run_atlas(args: AtlasArgs) -> Path:
     ws.record_command(
         out.name, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
     )
-    return out
+    return ws.final(out)
 
 
 def _zscoring(ws: Workspace, coords) -> tuple[np.ndarray, np.ndarray]:

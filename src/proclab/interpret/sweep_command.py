@@ -117,4 +117,4 @@ def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: 
         [str(f.relative_to(ws.path)) for f in files],
         summary["seconds"],
     )
-    return folder
+    return ws.final(folder)
