@@ -35,7 +35,12 @@ def _reference(
                 continue
             errs["repeat last frame"][k - 1].append(((last_seen - frames[row]) ** 2).mean())
             errs["level mean frame"][k - 1].append(((level_mean[levels[e]] - frames[row]) ** 2).mean())
-    return {name: [float(np.mean(v)) for v in per_step] for name, per_step in errs.items()}
+
+    def mean_ci(v):
+        half = 1.96 * np.std(v, ddof=1) / np.sqrt(len(v))
+        return [float(np.mean(v)), [float(np.mean(v) - half), float(np.mean(v) + half)]]
+
+    return {name: [mean_ci(v) for v in per_step] for name, per_step in errs.items()}
 
 
 def test_baselines_match_a_window_by_window_reference_and_the_model_errors_are_finite(
@@ -54,9 +59,19 @@ def test_baselines_match_a_window_by_window_reference_and_the_model_errors_are_f
     assert result["windows"] == len(windows) and result["steps"] == [1, 2, 3]
     expected = _reference(data, wm.config.num_init_steps, windows)
     for name, values in expected.items():
-        np.testing.assert_allclose(result["mse"][name], values, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(result["mse"][name], [m for m, _ in values], rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(result["ci95"][name], [ci for _, ci in values], rtol=1e-5, err_msg=name)
     for name in ("teacher-forced", "imagined", "closed loop"):
         assert all(np.isfinite(v) and 0 <= v <= 1 for v in result["mse"][name]), name
+        # every window has every predictor, so the paired difference's mean is the difference of means
+        diff = [d["mean"] for d in result["minus_repeat_last"][name]]
+        np.testing.assert_allclose(
+            diff, np.subtract(result["mse"][name], result["mse"]["repeat last frame"]), rtol=1e-6, atol=1e-12
+        )
+        assert all(
+            lo <= m <= hi
+            for (lo, hi), m in zip((d["ci95"] for d in result["minus_repeat_last"][name]), diff, strict=True)
+        )
     again = frame_errors(wm, agent, data, ckpt.meta["reward_field"], rt, steps=STEPS, windows=5, seed=3)
     assert again == frame_errors(
         wm, agent, data, ckpt.meta["reward_field"], rt, steps=STEPS, windows=5, seed=3

@@ -13,7 +13,10 @@ the encoder saw), the mean squared pixel error (frames in [0, 1]) per simulated 
 * ``level mean frame``: the mean of every frame of the window's level in the store.
 
 Only real rows count (``frame_mask``: none past an episode's end). Everything is modal, so the
-numbers depend only on the windows picked (``seed``).
+numbers depend only on the windows picked (``seed``). Each mean comes with a 95 % interval over
+windows (normal approximation: a mean of hundreds of windows), and each predictor's difference to
+``repeat last frame`` with a *paired* one (the same windows), since "beats the trivial baseline"
+is the claim a reader checks and window-to-window variation mostly cancels in it.
 """
 
 from __future__ import annotations
@@ -82,14 +85,15 @@ def frame_errors(
 ) -> dict:
     """Mean squared frame error per step ``1..steps`` of each predictor and baseline (module docstring).
 
-    Returns ``{"steps": [1..steps], "windows": n, "mse": {name: [per step]}}``; a step no window
+    Returns ``{"steps": [1..steps], "windows": n, "mse": {name: [per step]}, "ci95": {name: [[lo, hi]
+    per step]}, "minus_repeat_last": {predictor: [{"mean", "ci95"} per step]}}``; a step no window
     reaches (all episodes ended) is ``None``.
     """
     config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
     means = level_mean_frames(store)
     levels = store.episodes["level_seed"]
-    sums = {name: torch.zeros(steps + 1, dtype=torch.float64) for name in PREDICTORS + BASELINES}
-    counts = torch.zeros(steps + 1, dtype=torch.float64)
+    errors: dict[str, list[Tensor]] = {name: [] for name in PREDICTORS + BASELINES}
+    masks = []
     for chunk in np.array_split(picks, max(1, -(-len(picks) // batch_size))):
         items = default_collate([dataset[int(i)] for i in chunk])
         batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
@@ -101,18 +105,39 @@ def frame_errors(
         predicted["repeat last frame"] = true[:1].expand_as(true)
         predicted["level mean frame"] = level_mean.to(runtime.device).unsqueeze(0).expand_as(true)
         for name, frames in predicted.items():
-            err = (frames.float() - true).square().mean((2, 3, 4)).double().cpu()
-            sums[name] += (err * mask).sum(1)
-        counts += mask.sum(1)
-    per_step = {
-        name: [float(s / c) if c > 0 else None for s, c in zip(total[1:], counts[1:], strict=True)]
-        for name, total in sums.items()
+            errors[name].append((frames.float() - true).square().mean((2, 3, 4)).double().cpu())
+        masks.append(mask)
+    mask = torch.cat(masks, 1)[1:].bool().numpy()  # (steps, windows); step 0 was seen
+    err = {name: torch.cat(e, 1)[1:].numpy() for name, e in errors.items()}
+    stats = {name: [_mean(e[k][mask[k]]) for k in range(steps)] for name, e in err.items()}
+    paired = {
+        name: [_mean((err[name] - err["repeat last frame"])[k][mask[k]]) for k in range(steps)]
+        for name in PREDICTORS
     }
-    return {"steps": list(range(1, steps + 1)), "windows": len(picks), "mse": per_step}
+    return {
+        "steps": list(range(1, steps + 1)),
+        "windows": len(picks),
+        "mse": {name: [mean for mean, _ in per_step] for name, per_step in stats.items()},
+        "ci95": {name: [ci for _, ci in per_step] for name, per_step in stats.items()},
+        "minus_repeat_last": {
+            name: [{"mean": mean, "ci95": ci} for mean, ci in per_step] for name, per_step in paired.items()
+        },
+    }
+
+
+def _mean(x: np.ndarray) -> tuple[float | None, list[float] | None]:
+    """The mean of ``x`` and its 95 % normal interval (``None`` where ``x`` is empty; no interval of one)."""
+    if len(x) == 0:
+        return None, None
+    mean = float(x.mean())
+    if len(x) == 1:
+        return mean, None
+    half = 1.96 * float(x.std(ddof=1)) / np.sqrt(len(x))
+    return mean, [mean - half, mean + half]
 
 
 def plot_frame_errors(result: dict, path: Path) -> Path:
-    """One line per predictor and baseline: the frame error against the simulated step."""
+    """One line per predictor and baseline, with its 95 % band: the frame error against the simulated step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -122,7 +147,9 @@ def plot_frame_errors(result: dict, path: Path) -> Path:
     for name, values in result["mse"].items():
         style = "--" if name in BASELINES else "-"
         ys = [np.nan if v is None else v for v in values]
-        ax.plot(result["steps"], ys, style, marker="o", label=name)
+        (line,) = ax.plot(result["steps"], ys, style, marker="o", label=name)
+        bands = [(np.nan, np.nan) if ci is None else ci for ci in result["ci95"][name]]
+        ax.fill_between(result["steps"], *np.transpose(bands), color=line.get_color(), alpha=0.2, lw=0)
     ax.set_xlabel("simulated step (frames after the last one the model saw)")
     ax.set_ylabel("frame MSE (pixels in [0, 1])")
     ax.set_title(f"dream quality on {result['windows']} held-out windows")
@@ -185,7 +212,8 @@ class FrameErrorArgs:
     data: Path
     """Episode store to measure on; held-out episodes the model never trained on (proclab record --split)."""
     out: Path
-    """JSON file of the errors (steps, windows, mse per predictor and baseline)."""
+    """JSON file of the errors (steps, windows, mse and its 95 % CI per predictor and baseline, paired
+    differences to repeat-last-frame)."""
     plot: Path | None = None
     """Also draw the errors per step (PNG)."""
     strip: Path | None = None
@@ -217,6 +245,9 @@ def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
     write_json(args.out, result, "frame errors")
     for name, values in result["mse"].items():
         print(f"{name:>18}: " + "  ".join("-" if v is None else f"{v:.4f}" for v in values))
+    for name, diffs in result["minus_repeat_last"].items():
+        cells = ("-" if d["ci95"] is None else "[{:+.4f}, {:+.4f}]".format(*d["ci95"]) for d in diffs)
+        print(f"{name + ' - repeat':>27}: " + "  ".join(cells))
     if args.plot is not None:
         plot_frame_errors(result, args.plot)
     if args.strip is not None:
