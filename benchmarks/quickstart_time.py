@@ -9,6 +9,7 @@ are nearly fixed; what differs between precisions is how far they get (``train_s
 
     python benchmarks/quickstart_time.py                      # fp32 and auto, the default budget
     python benchmarks/quickstart_time.py --budget tiny --precisions fp32
+    python benchmarks/quickstart_time.py --agent model_78053376.pth   # an imported agent (no training)
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from pathlib import Path
 from proclab.quickstart import QuickstartArgs, run
 
 
-def measure(budget: str, precision: str, root: Path, keep: Path | None) -> dict:
+def measure(budget: str, precision: str, root: Path, keep: Path | None, agent: Path | None) -> dict:
     out = (keep or root) / f"quickstart-{precision}"
     started = time.perf_counter()
-    run(QuickstartArgs(out=out, budget=budget, precision=precision))
+    run(QuickstartArgs(out=out, budget=budget, precision=precision, agent=agent))
     wall = time.perf_counter() - started
     summary = json.loads((out / "summary.json").read_text())
     table = json.loads((out / summary["outputs"]["eval"]["eval"]).read_text())
@@ -33,12 +34,13 @@ def measure(budget: str, precision: str, root: Path, keep: Path | None) -> dict:
     random = {r["split"]: r["return_mean"] for r in table["random"]}
     return {
         "budget": budget,
+        "agent": None if agent is None else str(agent),
         "requested_precision": precision,
         **summary["machine"],
         "stage_seconds": summary["seconds"],
         "total_seconds": round(sum(summary["seconds"].values()), 1),
         "wall_seconds": round(wall, 1),
-        "train_steps": summary["outputs"]["train"]["steps"],
+        "train_steps": summary["outputs"]["train"].get("steps"),
         "return_test1": heldout.get("test1"),
         "random_return_test1": random.get("test1"),
     }
@@ -53,9 +55,12 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, default=None, help="write the runs here instead of a temporary folder"
     )
+    parser.add_argument(
+        "--agent", type=Path, default=None, help="study this checkpoint instead of training one"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [measure(args.budget, p, Path(tmp), args.keep) for p in args.precisions]
+        rows = [measure(args.budget, p, Path(tmp), args.keep, args.agent) for p in args.precisions]
     for row in rows:
         print(json.dumps(row))
     base = rows[0]["total_seconds"]
