@@ -73,22 +73,28 @@ wm() {
         --out "$STUDY/dream.json" --plot "$STUDY/dream.png" --strip "$STUDY/dream-strip.png"
 }
 
+atlas() {  # one card per IC of the 1,000 first episodes, with what the sweep measured
+    stage atlas "$PROCLAB" analyze atlas --out "$ANALYSIS" --episodes 1000 --torch-threads "$THREADS"
+}
+
 dreams() {  # the analyses of the dreams, and how far dreamed hidden states drift from real ones
-    stage hidden-dreams "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes" \
-        --samples "$STUDY/samples"
-    stage env "$PROCLAB" analyze env --preset paper --out "$ANALYSIS"
-    stage saliency "$PROCLAB" analyze saliency --preset paper --out "$ANALYSIS" --target value --target action \
-        --target ic:0-15
-    stage behaviours "$PROCLAB" analyze behaviours --preset paper --out "$ANALYSIS"
+    # the drift is measured in a folder of its own: refitting the basis of $ANALYSIS would make its
+    # sweep and atlas describe an earlier fit
+    stage hidden-dreams "$PROCLAB" analyze hidden --preset paper --out "$STUDY/analysis-dreams" \
+        --data "$STUDY/episodes" --samples "$STUDY/samples"
+    stage env "$PROCLAB" analyze env --preset paper --out "$ANALYSIS" --samples "$STUDY/samples"
+    stage saliency "$PROCLAB" analyze saliency --preset paper --out "$ANALYSIS" --samples "$STUDY/samples" \
+        --target value --target action --target ic:0-15
+    stage behaviours "$PROCLAB" analyze behaviours --preset paper --out "$ANALYSIS" --samples "$STUDY/samples"
 }
 
 panel() {
-    rm -rf "$STUDY/panel"
     stage panel "$PROCLAB" panel export "$ANALYSIS" --out "$STUDY/panel" --eval "$STUDY/eval-sampled.json" \
         --title "interpreting-rl-behavior's CoinRun agent"
+    "${PYTHON:-python}" "$(dirname "$0")/panel_screenshot.py" "$STUDY/panel" "$STUDY/panel" | tee -a "$STUDY/timings.jsonl"
 }
 
-STAGES=(import_agent evaluate record hidden sweep wm dreams panel)
+STAGES=(import_agent evaluate record hidden sweep atlas wm dreams panel)
 for s in "${@:-${STAGES[@]}}"; do
     "$s"
 done
