@@ -77,11 +77,14 @@ atlas() {  # one card per IC of the 1,000 first episodes, with what the sweep me
     stage atlas "$PROCLAB" analyze atlas --out "$ANALYSIS" --episodes 1000 --torch-threads "$THREADS"
 }
 
-dreams() {  # the analyses of the dreams, and how far dreamed hidden states drift from real ones
-    # the drift is measured in a folder of its own: refitting the basis of $ANALYSIS would make its
-    # sweep and atlas describe an earlier fit
+drift() {  # how far dreamed hidden states drift from real ones
+    # in a folder of its own: refitting the basis of $ANALYSIS would make its sweep and atlas
+    # describe an earlier fit
     stage hidden-dreams "$PROCLAB" analyze hidden --preset paper --out "$STUDY/analysis-dreams" \
         --data "$STUDY/episodes" --samples "$STUDY/samples"
+}
+
+dreams() {  # the analyses of the dreams
     stage env "$PROCLAB" analyze env --preset paper --out "$ANALYSIS" --samples "$STUDY/samples"
     stage saliency "$PROCLAB" analyze saliency --preset paper --out "$ANALYSIS" --samples "$STUDY/samples" \
         --target value --target action --target ic:0-15
@@ -94,7 +97,7 @@ panel() {
     "${PYTHON:-python}" "$(dirname "$0")/panel_screenshot.py" "$STUDY/panel" "$STUDY/panel" | tee -a "$STUDY/timings.jsonl"
 }
 
-STAGES=(import_agent evaluate record hidden sweep atlas wm dreams panel)
+STAGES=(import_agent evaluate record hidden sweep atlas wm drift dreams panel)
 for s in "${@:-${STAGES[@]}}"; do
     "$s"
 done
