@@ -54,8 +54,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "Interventions",
-        "Each IC held at its recording mean, a resampled recorded value, its 5th and 95th percentiles, and "
-        "by increment-collapse, on paired held-out levels of the real game: changes against the plain agent "
+        "Each IC held at its recording mean, a resampled recorded value, its 5th and 95th percentiles, "
+        "on paired held-out levels of the real game: changes against the plain agent "
         "with corrected confidence intervals (analysis/sweep/sweep_table.txt has every number).",
         ("analysis/sweep/*.png",),
     ),

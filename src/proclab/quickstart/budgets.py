@@ -93,14 +93,14 @@ BUDGETS: dict[str, Budget] = {
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.
     "small": Budget(
         preset="quickstart",
-        train_seconds=185,
+        train_seconds=170,
         train_steps=2_000_000,
         eval_episodes=100,
         render_steps=1000,
         record_episodes=60,
         heldout_episodes=8,
         wm_size="small",
-        wm_seconds=115,
+        wm_seconds=110,
         wm_updates=100_000,
         wm_sim_steps=8,
         samples=300,
@@ -110,7 +110,7 @@ BUDGETS: dict[str, Budget] = {
             "saliency": {"ids": "0:4", "strips": 4, "videos": 2},
             "behaviours": {"videos": 8},
             "panel": {"samples": 300, "real": 20},
-            "intervene": {"levels": 10},
+            "intervene": {"levels": 6},
         },
     ),
     # About an hour on a CPU: the agent and the world model train long enough to be good.
