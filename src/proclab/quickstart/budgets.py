@@ -93,7 +93,7 @@ BUDGETS: dict[str, Budget] = {
     # The default: the whole pipeline in under 10 minutes on 2 CPU cores, with or without bf16.
     "small": Budget(
         preset="quickstart",
-        train_seconds=170,
+        train_seconds=160,
         train_steps=2_000_000,
         eval_episodes=100,
         render_steps=1000,
@@ -110,7 +110,7 @@ BUDGETS: dict[str, Budget] = {
             "saliency": {"ids": "0:4", "strips": 4, "videos": 2},
             "behaviours": {"videos": 8},
             "panel": {"samples": 300, "real": 20},
-            "intervene": {"levels": 6},
+            "intervene": {"levels": 2},
         },
     ),
     # About an hour on a CPU: the agent and the world model train long enough to be good.
