@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import signal
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
@@ -151,7 +152,12 @@ def url_of(server: ThreadingHTTPServer) -> str:
 
 
 def serve(panel: Path, port: int = 0, open_browser: bool = False, idle_timeout: float = IDLE_TIMEOUT) -> None:
-    """Serve until Ctrl-C, then close the socket and return."""
+    """Serve until Ctrl-C, then close the socket and return.
+
+    Ctrl-C is made to raise KeyboardInterrupt here whatever the parent did: a process started with
+    SIGINT ignored (as some launchers and test runners start their children) inherits that, and
+    Python then installs no handler, so the server would never stop on Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = make_server(panel, port, idle_timeout=idle_timeout)
     url = url_of(server)
     print(f"serving {Path(panel).resolve()} at {url} (Ctrl-C stops)", flush=True)
