@@ -127,6 +127,7 @@ def test_the_quickstart_panel_opens_on_the_atlas(demo, tmp_path):
     from playwright.sync_api import sync_playwright
 
     from proclab.panel.server import make_server, url_of
+    from proclab.quickstart.stages import ON_DATA_ARMS
     from support import CHROMIUM_FLAGS, chromium
 
     summary = json.loads((demo / "summary.json").read_text())
@@ -151,7 +152,8 @@ def test_the_quickstart_panel_opens_on_the_atlas(demo, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-    assert view == "atlas" and cards == 2 and rows == 2 * 5 and not errors, (view, cards, rows, errors)
+    arms = len(ON_DATA_ARMS.split(","))  # one sweep row per (IC, arm)
+    assert view == "atlas" and cards == 2 and rows == 2 * arms and not errors, (view, cards, rows, errors)
 
 
 @pytest.mark.parametrize(
