@@ -109,11 +109,8 @@ def frame_errors(
         masks.append(mask)
     mask = torch.cat(masks, 1)[1:].bool().numpy()  # (steps, windows); step 0 was seen
     err = {name: torch.cat(e, 1)[1:].numpy() for name, e in errors.items()}
-    stats = {name: [_mean(e[k][mask[k]]) for k in range(steps)] for name, e in err.items()}
-    paired = {
-        name: [_mean((err[name] - err["repeat last frame"])[k][mask[k]]) for k in range(steps)]
-        for name in PREDICTORS
-    }
+    stats = {name: _per_step(e, mask) for name, e in err.items()}
+    paired = {name: _per_step(err[name] - err["repeat last frame"], mask) for name in PREDICTORS}
     return {
         "steps": list(range(1, steps + 1)),
         "windows": len(picks),
@@ -123,6 +120,11 @@ def frame_errors(
             name: [{"mean": mean, "ci95": ci} for mean, ci in per_step] for name, per_step in paired.items()
         },
     }
+
+
+def _per_step(err: np.ndarray, mask: np.ndarray) -> list[tuple[float | None, list[float] | None]]:
+    """:func:`_mean` of each step's row of ``err`` (steps, windows) over the windows that reach it."""
+    return [_mean(row[m]) for row, m in zip(err, mask, strict=True)]
 
 
 def _mean(x: np.ndarray) -> tuple[float | None, list[float] | None]:
