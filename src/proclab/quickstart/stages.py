@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from proclab.interpret.arms import DEFAULT_ARMS
 from proclab.io.files import write_json
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
@@ -355,8 +356,8 @@ def _replay_args(ctx: Context, cls, name: str, **given):
     return replace(defaults(cls, ctx.budget.analysis), **fields, **ctx.budget.overrides.get(name, {}))
 
 
-ON_DATA_ARMS = "mean,resample,p05,p95"
-"""The quickstart sweep's arms (every default arm but increment-collapse)."""
+ON_DATA_ARMS = ",".join(arm for arm in DEFAULT_ARMS if arm != "collapse")
+"""The quickstart sweep's arms: the sweep's defaults but increment-collapse."""
 
 
 def intervene(ctx: Context) -> dict[str, Any]:
