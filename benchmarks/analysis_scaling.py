@@ -39,8 +39,8 @@ ASSIGN = ("reading states", "outliers", "ward assign", "nmf assign", "t-sne assi
 
 def build_store(path: Path, episodes: int, seed: int = 0) -> None:
     """A store of ``episodes`` synthetic GRU episodes (lengths 100..200) with planted ICs and clusters."""
-    from proclab.data import ShardWriter
-    from proclab.data.schema import STATE_LAYOUT_ATTR
+    from proclab.store import ShardWriter
+    from proclab.store.schema import STATE_LAYOUT_ATTR
 
     rng = np.random.default_rng(seed)
     mixing = rng.normal(size=(SOURCES, WIDTH)) / np.sqrt(SOURCES)
@@ -72,8 +72,8 @@ def run_one(store: Path, out: Path, extra: list[str]) -> dict:
     """Analyse one store in this process; the line to print."""
     from sklearn.metrics import adjusted_rand_score
 
-    from proclab.data import EpisodeStore
     from proclab.interpret.cli import main
+    from proclab.store import EpisodeStore
 
     start = time.perf_counter()
     main(["hidden", "--data", str(store), "--out", str(out), "--episodes", "1000000", *extra])

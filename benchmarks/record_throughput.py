@@ -36,11 +36,12 @@ from pathlib import Path
 
 import torch
 
-from proclab.data import EpisodeRecorder, EpisodeStore, ShardWriter, WindowDataset
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import agent_preset, build_agent
+from proclab.record import EpisodeRecorder
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore, ShardWriter, WindowDataset
 
 
 class _Stop(Exception):

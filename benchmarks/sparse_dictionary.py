@@ -32,8 +32,8 @@ from proclab.run.runtime import cpu_name
 
 def states(args) -> np.ndarray:
     if args.data:
-        from proclab.data import EpisodeStore
         from proclab.interpret.activations import read_activation
+        from proclab.store import EpisodeStore
 
         store = EpisodeStore(args.data)
         return read_activation(

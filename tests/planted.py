@@ -38,12 +38,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from proclab.data import ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs.actions import ACTION_NAMES
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.models import AgentOutput
 from proclab.models.hooks import HookPoint
+from proclab.store import ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
 
 STEPS = 24
 RIGHT, LEFT = ACTION_NAMES.index("right"), ACTION_NAMES.index("left")

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from proclab.cli import main
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.io.files import DiskFullError
 from proclab.io.video import read_video
 from proclab.quickstart.ledger import LEDGER, Ledger
 from proclab.quickstart.stages import STAGES
+from proclab.store import EpisodeStore
 from support import disk_full
 
 

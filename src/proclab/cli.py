@@ -26,9 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
     "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
-    "record": ("proclab.data.record", "record episodes with the agent's internals into an episode store"),
-    "data info": ("proclab.data.info", "what an episode store holds: episodes, games, returns, size"),
-    "data export": ("proclab.data.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
+    "record": ("proclab.record.command", "record episodes with the agent's internals into an episode store"),
+    "data info": ("proclab.store.info", "what an episode store holds: episodes, games, returns, size"),
+    "data export": ("proclab.store.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
     "wm frame-error": (

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from proclab.cli import main
-from proclab.data import EpisodeStore
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples

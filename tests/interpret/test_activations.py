@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.activations import canonical_source, default_source, read_activation, state_sources
+from proclab.store import EpisodeStore
 
 
 def test_state_tensors_are_separable(lstm_store):

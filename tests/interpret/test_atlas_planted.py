@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 from planted import ATLAS_UNITS, KEY, AtlasAgent, Corridor, record_store, unit_basis
-from proclab.data import EpisodeStore
 from proclab.interpret.arms import Recorded
 from proclab.interpret.atlas import AtlasArgs, AtlasInputs, build_atlas
 from proclab.interpret.coordinates import LinearCoordinates
 from proclab.interpret.progress import phases
 from proclab.interpret.sweep import SweepArgs, sweep
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 
 GATE, DRIVE, POSITION, STYLE, ECHO, CUE, DELAY1, DELAY2, JUMP = range(len(ATLAS_UNITS))
 NULL = (POSITION, ECHO)

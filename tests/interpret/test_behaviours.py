@@ -7,9 +7,9 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from proclab.cli import main as cli
-from proclab.data import ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.interpret.behaviours import BehaviourConfig, BehaviourModel, lagged_features, modal
+from proclab.store import ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
 
 CLASSES = 3
 

@@ -3,7 +3,6 @@
 import numpy as np
 import torch
 
-from proclab.data import EpisodeStore, ShardWriter
 from proclab.interpret.dynamics import (
     cosine,
     extrema_xcorr,
@@ -12,6 +11,7 @@ from proclab.interpret.dynamics import (
     per_sample_xcorr,
     seriation,
 )
+from proclab.store import EpisodeStore, ShardWriter
 
 K = 4
 M = np.array([[0.5, -0.3, 0.0, 0.2], [0.4, 0.3, -0.2, 0.0], [0.0, 0.5, 0.2, -0.4], [-0.3, 0.0, 0.4, 0.4]])

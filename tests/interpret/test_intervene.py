@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from proclab.cli import main as cli
-from proclab.data import EpisodeStore
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.intervene import ArmEpisodes, compare_real
 from proclab.interpret.intervention import IntervenedAgent, Intervention
@@ -16,6 +15,7 @@ from proclab.interpret.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.workspace import Workspace
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.simulate import dreamed
 from support import make_agent_checkpoint

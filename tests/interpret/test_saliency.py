@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from proclab.cli import main as cli
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.basis import Basis, BasisConfig
 from proclab.interpret.real_saliency import WindowTarget, attribute, load_window
@@ -17,8 +16,9 @@ from proclab.interpret.workspace import Workspace
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.simulate import dreamed
-from proclab.worldmodel.state_codec import StateCodec
 
 STEPS = 6
 

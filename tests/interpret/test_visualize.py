@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from proclab.cli import main as cli
-from proclab.data import EpisodeStore
 from proclab.interpret.targets import parse_target
 from proclab.interpret.visualize import Objective, OptimConfig, optimise, similarity, unit
+from proclab.store import EpisodeStore
 
 MARGIN = 0.02
 """How far 50 iterations must move the mean value of the tiny model's rollouts: more than the value's

@@ -1,6 +1,6 @@
 """Damaged artefacts (empty, truncated, a flipped byte) read by a command: one line naming the file and
 the problem, exit 2, never a traceback. (Analysis folders: tests/interpret/test_reliability.py; panel
-inputs: tests/panel/test_reliability.py; the store's chunks: tests/data/test_store.py.)"""
+inputs: tests/panel/test_reliability.py; the store's chunks: tests/store/test_store.py.)"""
 
 import shutil
 from pathlib import Path

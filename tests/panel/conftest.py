@@ -146,10 +146,10 @@ def tiny_analysis(root: Path) -> Path:
     basis, two simulated saliency runs (the first with both env-grads settings for sample 0), a --real
     saliency run,
     behaviours, and an agent run directory with metrics.csv and an eval file."""
-    from proclab.data import EpisodeStore, ShardWriter
     from proclab.interpret.activations import read_activation
     from proclab.interpret.basis import Basis, BasisConfig
     from proclab.interpret.workspace import Workspace
+    from proclab.store import EpisodeStore, ShardWriter
 
     rng = np.random.default_rng(3)
     data = write_samples(root / "DATA", n=12, steps=30, seed=1)

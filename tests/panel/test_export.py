@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.activations import read_activation
 from proclab.interpret.workspace import Workspace
 from proclab.panel.bundle import load_schema, read_array
 from proclab.panel.export import ExportArgs, export
+from proclab.store import EpisodeStore
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +148,8 @@ def test_errors_are_one_line(tmp_path, capsys):
 
 def test_a_sample_store_with_predicted_rewards_shows_them(tmp_path):
     """wm sample stores hold the world model's reward_norm, not reward."""
-    from proclab.data import ShardWriter
     from proclab.panel.export import _read_steps
+    from proclab.store import ShardWriter
 
     with ShardWriter(tmp_path / "S", commit_seconds=0) as w:
         w.append(

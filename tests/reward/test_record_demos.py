@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from proclab.data import EpisodeStore
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import AgentConfig, build_agent
 from proclab.reward.record_demos import demo_id, record_demos
+from proclab.store import EpisodeStore
 from support import TINY_AGENT
 
 

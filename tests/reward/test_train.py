@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from proclab.cli import main as proclab
-from proclab.data import EpisodeStore
 from proclab.io.video import read_video
 from proclab.reward.grid import GridArgs, run_grid
 from proclab.reward.nets import load_reward_model
 from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
 from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
+from proclab.store import EpisodeStore
 
 FAST = [
     "--arch",

@@ -5,11 +5,11 @@ import pytest
 import torch
 from torch.utils.data import default_collate
 
-from proclab.data import EpisodeStore, ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.config import WorldModelConfig
-from proclab.worldmodel.state_codec import StateCodec
 
 N_INIT, SIM = 3, 4  # windows of 6 rows; r0 = 2
 CODEC = StateCodec({"core.0.h": (2,)})

@@ -5,8 +5,8 @@ import json
 import numpy as np
 from PIL import Image
 
-from proclab.data import EpisodeStore
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from proclab.cli import main as cli
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from proclab.worldmodel.simulate import dreamed

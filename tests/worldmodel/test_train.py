@@ -129,8 +129,8 @@ def test_torchrun_two_cpu_processes(store, tmp_path):
 
 def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     """A feed-forward agent (quickstart's): no agent state anywhere, train -> sample -> loss over time."""
-    from proclab.data import EpisodeStore, ShardWriter
     from proclab.models import AgentConfig
+    from proclab.store import EpisodeStore, ShardWriter
     from proclab.worldmodel import LossOverTimeArgs, SampleArgs, loss_over_time, sample_rollouts
     from support import TINY_AGENT
 

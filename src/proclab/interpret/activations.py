@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.data.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width
-from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
+from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width
+from proclab.store.store import EpisodeStore
 
 HOOK = "hook:"
 
@@ -152,8 +152,8 @@ def _replay(
     """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
     import torch
 
-    from proclab.data.schema import unflatten_state
     from proclab.models.hooks import capture
+    from proclab.store.schema import unflatten_state
 
     agent = replay_agent(store, hook, checkpoint, device)
     layout = store.state_layout

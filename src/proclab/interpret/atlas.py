@@ -39,8 +39,8 @@ from proclab.interpret.args import AnalysisArgs
 if TYPE_CHECKING:
     import torch
 
-    from proclab.data.store import EpisodeStore
     from proclab.interpret.coordinates import Coordinates
+    from proclab.store.store import EpisodeStore
 
 NAME = "atlas"
 FORMAT = "proclab-atlas"

@@ -25,8 +25,8 @@ from proclab.io.runs import write_json_atomic
 
 def _states(ws: Workspace, args: AtlasArgs, ph):
     """The real store, the described episodes and their states (the activation of the folder's basis)."""
-    from proclab.data import EpisodeStore
     from proclab.interpret.activations import read_activation
+    from proclab.store import EpisodeStore
 
     store = EpisodeStore(ws.input_path("data", args.data, "--data DATA"))
     source = ws.inputs.get("activation")
@@ -79,7 +79,7 @@ def run_atlas(args: AtlasArgs) -> Path:
     from proclab.interpret.saliency import basis_hook
     from proclab.models.loading import freeze, load_agent
     from proclab.run.runtime import make_runtime
-    from proclab.worldmodel.state_codec import StateCodec
+    from proclab.store.state_codec import StateCodec
 
     start = time.perf_counter()
     args.check()

@@ -28,7 +28,7 @@ import torch
 from proclab.interpret.atlas_saliency import load_steps
 from proclab.interpret.paired import interval, resamples
 from proclab.models.hooks import patch
-from proclab.worldmodel.state_codec import StateCodec
+from proclab.store.state_codec import StateCodec
 
 BATCH = 256
 PAIRINGS = {

@@ -19,13 +19,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.data.schema import STATE_IN, unflatten_state
 from proclab.interpret.coordinates import Coordinates
 from proclab.interpret.real_saliency import attribute
 from proclab.interpret.saliency_maps import overlay, process
 from proclab.io.video import upscale
 from proclab.models import capture
-from proclab.worldmodel.state_codec import StateCodec
+from proclab.store.schema import STATE_IN, unflatten_state
+from proclab.store.state_codec import StateCodec
 
 BATCH = 32
 """Moments per SmoothGrad call (each is ``noise`` forward and backward passes of one step)."""

@@ -26,7 +26,6 @@ from typing import Annotated, ClassVar
 import numpy as np
 import tyro
 
-from proclab.data import EpisodeStore
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
 from proclab.interpret.activations import default_source, read_activation
@@ -37,6 +36,7 @@ from proclab.interpret.selection import parse_ids
 from proclab.interpret.workspace import Workspace
 from proclab.io.files import load_npz, save_npz
 from proclab.io.runs import write_json_atomic
+from proclab.store import EpisodeStore
 
 NAME = "behaviours"
 

@@ -54,8 +54,8 @@ INITS = ("informed", "random")
 def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarray]:
     """A sample store's bottleneck vectors and their init (0 informed, 1 random), from its ``init`` field
     (``default_init`` for a store without one)."""
-    from proclab.data.store import EpisodeStore
     from proclab.errors import ProclabError
+    from proclab.store.store import EpisodeStore
 
     store = EpisodeStore(path)
     if FIELD not in store.episode_fields:

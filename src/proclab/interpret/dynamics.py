@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
+from proclab.store import EpisodeStore
 
 
 def per_sample_xcorr(s: np.ndarray, max_lag: int) -> np.ndarray:

@@ -11,12 +11,12 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.arms import Recorded
 from proclab.interpret.coordinates import Coordinates
 from proclab.interpret.workspace import Workspace
+from proclab.store import EpisodeStore
 
 HIDDEN = Path("hidden") / "hidden.npz"
 
@@ -61,7 +61,7 @@ def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
 def state_key(ws: Workspace, agent, given: str | None) -> str:
     """The state tensor the folder's basis describes; ``--state`` must name it."""
     from proclab.interpret.saliency import basis_hook
-    from proclab.worldmodel.state_codec import StateCodec
+    from proclab.store.state_codec import StateCodec
 
     codec = StateCodec(agent.state_shapes())
     source = ws.inputs.get("activation")

@@ -22,7 +22,7 @@ from proclab.interpret.args import MapArgs
 from proclab.io.files import save_npz
 
 if TYPE_CHECKING:
-    from proclab.data.store import EpisodeStore
+    from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,8 @@ def run_env(args: EnvArgs) -> Path:
 def _sample_store(samples: Path) -> EpisodeStore:
     """The sample store at ``samples``; refused unless it has ``env_h``, which only world-model samples
     carry (a recording of the real game has no RSSM state)."""
-    from proclab.data.store import EpisodeStore
     from proclab.errors import ProclabError
+    from proclab.store.store import EpisodeStore
 
     store = EpisodeStore(samples)
     if FIELD not in store.step_fields:

@@ -26,10 +26,10 @@ from proclab.interpret.args import MapArgs
 from proclab.io.files import save_npz
 
 if TYPE_CHECKING:
-    from proclab.data.store import EpisodeStore
     from proclab.interpret.basis import Basis
     from proclab.interpret.clustering import Outliers
     from proclab.interpret.workspace import Workspace
+    from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,6 @@ class _Inputs:
 
 def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
     """Resolve and check the inputs before any long work (a bad hook or agent stops here)."""
-    from proclab.data.store import EpisodeStore
     from proclab.errors import ProclabError
     from proclab.interpret.activations import (
         HOOK,
@@ -144,6 +143,7 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
         replay_agent,
     )
     from proclab.interpret.clustering import check_clusters
+    from proclab.store.store import EpisodeStore
 
     data = ws.input_path("data", args.data, "--data DATA")
     store = EpisodeStore(data)

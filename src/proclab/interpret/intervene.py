@@ -33,8 +33,6 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import EpisodeStore, ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.arms import Recorded, off_data_warning
@@ -48,6 +46,8 @@ from proclab.interpret.progress import phases
 from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 from proclab.io.video import write_video
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
 
 NAME = "intervene"
 WHERE = ("real", "sim", "both")
@@ -141,11 +141,11 @@ def run_intervene(args: InterveneArgs) -> Path:
 # -- real environment ----------------------------------------------------------------------------
 def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
-    from proclab.data import RecordArgs
-    from proclab.data.record import FINAL_OBS_NOTE, prepare_recording
-    from proclab.data.recorder import EpisodeRecorder
     from proclab.envs import EnvConfig, ProcgenVecEnv
     from proclab.io.configs import from_dict
+    from proclab.record import RecordArgs
+    from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
+    from proclab.record.recorder import EpisodeRecorder
 
     if path.exists():
         import shutil
@@ -343,9 +343,9 @@ def simulate_arm(
     reward_field: str,
 ) -> Path:
     """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
+    from proclab.store.state_codec import StateCodec
     from proclab.worldmodel.sample import rollouts
     from proclab.worldmodel.simulate import dreamed
-    from proclab.worldmodel.state_codec import StateCodec
 
     if path.exists():
         import shutil

@@ -16,8 +16,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.data import EpisodeStore, ShardWriter
-from proclab.data.schema import STATE_IN, unflatten_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.activations import recording_checkpoint
 from proclab.interpret.saliency import basis_hook, per_step
@@ -28,7 +26,9 @@ from proclab.io.runs import write_json_atomic
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import make_runtime
-from proclab.worldmodel.state_codec import StateCodec
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.schema import STATE_IN, unflatten_state
+from proclab.store.state_codec import StateCodec
 
 
 class WindowTarget(torch.nn.Module):

@@ -34,12 +34,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.targets import AgentTrace, Target, evaluate
 from proclab.models import capture
+from proclab.store import EpisodeStore
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.simulate import dreamed
-from proclab.worldmodel.state_codec import StateCodec
 from proclab.worldmodel.videos import to_uint8
 
 if TYPE_CHECKING:

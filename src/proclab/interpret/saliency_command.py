@@ -29,7 +29,6 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import ShardWriter
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.saliency import (
@@ -45,6 +44,7 @@ from proclab.interpret.workspace import Workspace
 from proclab.io.runs import write_json_atomic
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
+from proclab.store import ShardWriter
 from proclab.worldmodel.checkpoint import load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}

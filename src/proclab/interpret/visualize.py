@@ -34,8 +34,6 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import EpisodeStore, ShardWriter
-from proclab.data.schema import STATE_LAYOUT_ATTR
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.plots import _plt, save_tight
@@ -47,8 +45,10 @@ from proclab.io.files import save_npz
 from proclab.io.runs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
-from proclab.worldmodel.state_codec import StateCodec
 
 NAME = "visualize"
 OPTIMIZERS = ("adam", "seed")

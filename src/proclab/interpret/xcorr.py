@@ -21,7 +21,6 @@ from typing import Annotated, ClassVar
 import numpy as np
 import tyro
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.interpret.args import AnalysisArgs
 from proclab.interpret.behaviours import NAME as BEHAVIOURS
@@ -37,6 +36,7 @@ from proclab.interpret.dynamics import (
 from proclab.interpret.workspace import Workspace
 from proclab.io.files import load_npz, save_figure, save_npz
 from proclab.io.runs import write_json_atomic
+from proclab.store import EpisodeStore
 
 NAME = "xcorr"
 SETTINGS = {True: "env_grads", False: "no_env_grads"}

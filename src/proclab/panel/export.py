@@ -31,9 +31,9 @@ from proclab.io.files import load_npz, read_json
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
 
 if TYPE_CHECKING:
-    from proclab.data.store import EpisodeStore
     from proclab.interpret.basis import Basis
     from proclab.interpret.workspace import Workspace
+    from proclab.store.store import EpisodeStore
 
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
@@ -94,7 +94,7 @@ def _strip(frames: np.ndarray) -> np.ndarray:
 def _saliency_stores(ws) -> tuple[list[tuple], tuple | None]:
     """The folder's saliency stores as (name, store, settings): all simulated ones (by name, so
     ``saliency`` comes before ``saliency-ic``), and the first ``--real`` one or None."""
-    from proclab.data.store import EpisodeStore
+    from proclab.store.store import EpisodeStore
 
     sim, real = [], []
     for path in sorted(ws.path.glob("*/store.zarr")):
@@ -181,8 +181,8 @@ class _Sources:
 
 def _open_sources(args: ExportArgs) -> _Sources:
     """Check the arguments and the analysis folder before any work."""
-    from proclab.data.store import EpisodeStore
     from proclab.interpret.workspace import Workspace
+    from proclab.store.store import EpisodeStore
 
     ws = Workspace.open(args.analysis, create=False)
     out = Path(args.out)

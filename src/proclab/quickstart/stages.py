@@ -211,8 +211,8 @@ def plot(ctx: Context) -> dict[str, Any]:
 
 def record(ctx: Context) -> dict[str, Any]:
     """Episodes on the training levels (the world model's data) and a few on held-out levels."""
-    from proclab.data.record import RecordArgs
-    from proclab.data.record import run as run_record
+    from proclab.record.command import RecordArgs
+    from proclab.record.command import run as run_record
 
     b, s = ctx.budget, ctx.settings
     train_store, heldout_store = ctx.fresh("episodes", "episodes-heldout")
@@ -256,7 +256,7 @@ def wm_train(ctx: Context) -> dict[str, Any]:
 
 def wm_sample(ctx: Context) -> dict[str, Any]:
     """Dreams for the analyses, then how good the dreams are on held-out levels (frame error per step)."""
-    from proclab.data import EpisodeStore
+    from proclab.store import EpisodeStore
     from proclab.worldmodel import SampleArgs, sample_rollouts
     from proclab.worldmodel.checkpoint import load_world_model
     from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip

@@ -1,6 +1,6 @@
 """Demos in memory: the frames, rewards and per-demo columns that reward learning reads.
 
-``proclab trex demos`` writes demos to an episode store (:mod:`proclab.data`): per step
+``proclab trex demos`` writes demos to an episode store (:mod:`proclab.store`): per step
 ``obs`` (uint8 ``(3, 64, 64)``, the frame before the action), ``action`` and ``reward``; per
 demo ``demo_id``, ``game``, ``mode``, ``split`` (``train``/``test``), ``level_seed``,
 ``checkpoint``, ``checkpoint_step``, ``return`` and ``truncated`` (cut at the length cap).
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError
+from proclab.store import EpisodeStore
 
 DEMO_COLUMNS = ("demo_id", "game", "mode", "split", "level_seed", "checkpoint", "return")
 

@@ -12,7 +12,7 @@ ranges (``trex train`` checks it again when it loads them).
 The demo id spells the level seed as ``P_ddd_ddd_ddd`` (level 1,203,931,872 -> ``1_203_931_872``),
 which is the seed's id: prefix ``0`` for train and ``1`` for test levels under the default ranges.
 
-Recording reuses :class:`~proclab.data.recorder.EpisodeRecorder` over a vector env whose
+Recording reuses :class:`~proclab.record.recorder.EpisodeRecorder` over a vector env whose
 slots each play a queue of single-level games (:class:`LevelQueueEnv`), so the frames, actions
 and rewards follow the store's timestep convention; a demo keeps ``obs``, ``action`` and
 ``reward`` per step (see :mod:`proclab.reward.demo_reader` for its per-demo columns).
@@ -28,12 +28,13 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import EpisodeRecorder, EpisodeStore, ShardWriter
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import META, find_checkpoint
+from proclab.record import EpisodeRecorder
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore, ShardWriter
 
 DEFAULT_LEVELS = {"train": LevelSplit(0, 10**9, "trex-train"), "test": LevelSplit(10**9, 10**9, "trex-test")}
 STEP_FIELDS = ("obs", "action", "reward")

@@ -3,7 +3,7 @@
 A window holds ``L = n + S - 1`` consecutive rows of one episode (``n = num_init_steps``,
 ``S = num_sim_steps``), numbered from its start; ``r0 = n - 1`` is the row of the last
 initial frame, which is also the first simulated frame. Rows follow the store's timestep
-convention (:mod:`proclab.data.schema`: row ``t`` holds ``obs_t``, the state entering and
+convention (:mod:`proclab.store.schema`: row ``t`` holds ``obs_t``, the state entering and
 leaving step ``t``, ``a_t``, and the reward and ``terminated`` flag *that ``a_t`` caused*).
 Simulated step ``k`` (``0 <= k < S``) consumes ``a_{k-1}`` and predicts frame ``k``, so:
 
@@ -27,7 +27,7 @@ action's row, hence the ``- 1``. Procgen renders no frame after an episode's las
 (the store holds none), so the step whose done label is True has no frame label.
 
 **Masks.** Windows never cross episodes; rows past an episode's end are padding (``mask``
-False, see :mod:`proclab.data.windows`). Image, agent and KL terms of step ``k`` count where
+False, see :mod:`proclab.store.windows`). Image, agent and KL terms of step ``k`` count where
 row ``r0 + k`` is real (``frame_mask``), reward and done where row ``r0 + k - 1`` is
 (``prev_mask``). The agent-state loss also stops after the first terminal flag inside the
 window (``state_mask``): in a recording that is where the episode ends anyway, and in a store
@@ -43,10 +43,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from proclab.data import STATE_IN, STATE_OUT, EpisodeStore, WindowDataset
 from proclab.errors import ProclabError
+from proclab.store import STATE_IN, STATE_OUT, EpisodeStore, WindowDataset
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
-from proclab.worldmodel.state_codec import StateCodec
 
 EVAL_FIELDS = ("logits_clean", "value")
 """Read when the store has them: the recorded agent's outputs, for evaluation only."""

@@ -31,8 +31,8 @@ import tyro
 from torch import Tensor
 from torch.utils.data import default_collate
 
-from proclab.data import EpisodeStore
 from proclab.io.files import save_figure
+from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import imagined, teacher_forced

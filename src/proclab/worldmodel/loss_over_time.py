@@ -27,10 +27,10 @@ import torch
 import tyro
 from torch.utils.data import default_collate
 
-from proclab.data import EpisodeStore
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.files import save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
+from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.losses import TERM_MASKS, eval_terms, masked

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from proclab.models import Agent, capture
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.distributions import action_st, sample_st, straight_through
 from proclab.worldmodel.layers import (
@@ -50,7 +51,6 @@ from proclab.worldmodel.layers import (
     SeedResBlockDown,
     mlp,
 )
-from proclab.worldmodel.state_codec import StateCodec
 
 
 @dataclass

@@ -10,7 +10,7 @@ goes through the agent, whose action drives the next step. By default everything
 sampling is deterministic.
 
 The samples are episodes of an ordinary episode store, in proclab's timestep convention
-(:mod:`proclab.data.schema`), so the analyses read them like recordings:
+(:mod:`proclab.store.schema`), so the analyses read them like recordings:
 
 * per step: ``obs`` (the predicted frame the agent saw), ``action``, ``logits`` (=
   ``logits_clean``), ``value``, ``state_out/<layer>``, the predicted reward of the action
@@ -39,18 +39,18 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data import EpisodeStore, ShardWriter, WindowDataset
-from proclab.data.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
 from proclab.models import build_agent
 from proclab.models.loading import freeze, load_agent
 from proclab.models.scripted import SCRIPTED, ScriptedAgent
 from proclab.run.runtime import RuntimeConfig
+from proclab.store import EpisodeStore, ShardWriter, WindowDataset
+from proclab.store.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
-from proclab.worldmodel.state_codec import StateCodec
 from proclab.worldmodel.videos import to_uint8
 
 INITS = ("informed", "random")

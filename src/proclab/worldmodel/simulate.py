@@ -16,9 +16,9 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import WindowBatch
 from proclab.worldmodel.model import Start, Trajectory, WorldModel
-from proclab.worldmodel.state_codec import StateCodec
 
 ACTION_SOURCES = ("true", "agent")
 

@@ -33,7 +33,6 @@ import torch
 import tyro
 from torch.utils.data import DataLoader, Sampler, default_collate
 
-from proclab.data import EpisodeStore, WindowDataset
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
@@ -50,6 +49,7 @@ from proclab.run.distributed import (
 )
 from proclab.run.log import RunLogger, StepBar
 from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
+from proclab.store import EpisodeStore, WindowDataset
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size

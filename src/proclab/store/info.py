@@ -16,9 +16,9 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from proclab.data.schema import SCHEMA_VERSION
-from proclab.data.store import EpisodeStore, describe_damage
 from proclab.errors import ProclabError
+from proclab.store.schema import SCHEMA_VERSION
+from proclab.store.store import EpisodeStore, describe_damage
 
 
 @dataclass(frozen=True)

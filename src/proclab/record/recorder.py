@@ -1,15 +1,15 @@
 """The recording loop: an agent acts on a vector env; each complete episode goes to a sink as rows.
 
 :class:`EpisodeRecorder` is independent of files and command lines: it hands every finished
-episode, laid out by the timestep convention of :mod:`proclab.data.schema`, to a
-``sink(steps, episode)`` (a :class:`~proclab.data.writer.ShardWriter`'s ``append``, or
+episode, laid out by the timestep convention of :mod:`proclab.store.schema`, to a
+``sink(steps, episode)`` (a :class:`~proclab.store.writer.ShardWriter`'s ``append``, or
 nothing at all for the throughput benchmark).
 
 * Unbiased counts: each env slot records a quota of episodes fixed in advance (as
   ``proclab eval`` does); "the first N episodes to finish" would over-sample short ones.
   Slots that have filled their quota idle (no-op actions, no agent step).
 * Both policies: ``logits_clean`` is the agent's output, ``logits`` what the action was
-  sampled from after :class:`~proclab.data.noise.ActionNoise`.
+  sampled from after :class:`~proclab.record.noise.ActionNoise`.
 * Both rewards: ``reward`` is the env's raw reward; ``reward_norm`` divides it by the
   checkpoint's final running return std and clips it, exactly what the agent was trained on
   at the end of training. The statistics are frozen, so every shard and every resumed run
@@ -27,12 +27,12 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from proclab.data.noise import ActionNoise
-from proclab.data.schema import STATE_IN0, STATE_OUT, flatten_state, state_layout
 from proclab.envs import NOOP
 from proclab.envs.episodes import quotas
+from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
 from proclab.run.runtime import Runtime
+from proclab.store.schema import STATE_IN0, STATE_OUT, flatten_state, state_layout
 
 BIG_ROW = 1024  # bytes per row from which a field is kept as per-slot row lists
 

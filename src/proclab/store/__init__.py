@@ -21,21 +21,19 @@ API summary (details in each module's docstring; the timestep convention is in :
     WindowDataset(store_or_path, length, stride=None, fields=None, info=(), episode_starts=False,
                   min_steps=None, episodes=None)
 
-    # record / export
-    EpisodeRecorder(env, agent, runtime, noise=ActionNoise.parse("seed"), ...).run(episodes, sink)
-    recording, ckpt = prepare_recording(RecordArgs(checkpoint=..., out=path, episodes=N, ...))  # a Recording
-    record_shard(recording, path, episodes, checkpoint=ckpt, ...)  # one shard of a `proclab record` run (Ray-friendly)
+    # export
     export_npz(store, out_dir), export_minari(store, path)
 
-Commands: ``proclab record`` (:mod:`.record`) and ``proclab data info`` (:mod:`.info`).
+    # the agent's state as one flat vector in the store's layout (the world model's and analyses' view)
+    codec = StateCodec(shapes); codec.width, codec.layer_slices()
+
+Commands: ``proclab data info`` (:mod:`.info`) and ``proclab data export`` (:mod:`.export`). Recording agents
+into a store is :mod:`proclab.record`, a layer above ``rl``; the store itself needs only ``errors`` and ``io``.
 Layout on disk and crash safety: :mod:`.writer`. Windows and padding: :mod:`.windows`.
 """
 
-from proclab.data.export import export_minari, export_npz
-from proclab.data.noise import ActionNoise
-from proclab.data.record import RecordArgs, Recording, new_recording, prepare_recording, record_shard
-from proclab.data.recorder import EpisodeRecorder
-from proclab.data.schema import (
+from proclab.store.export import export_minari, export_npz
+from proclab.store.schema import (
     SCHEMA_VERSION,
     STATE_IN,
     STATE_IN0,
@@ -45,9 +43,10 @@ from proclab.data.schema import (
     state_layout,
     unflatten_state,
 )
-from proclab.data.store import Episode, EpisodeStore
-from proclab.data.windows import WindowDataset
-from proclab.data.writer import ShardWriter
+from proclab.store.state_codec import StateCodec
+from proclab.store.store import Episode, EpisodeStore
+from proclab.store.windows import WindowDataset
+from proclab.store.writer import ShardWriter
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -55,20 +54,14 @@ __all__ = [
     "STATE_IN0",
     "STATE_OUT",
     "STEP_FIELDS",
-    "ActionNoise",
     "Episode",
-    "EpisodeRecorder",
     "EpisodeStore",
-    "RecordArgs",
-    "Recording",
     "ShardWriter",
+    "StateCodec",
     "WindowDataset",
     "export_minari",
     "export_npz",
     "flatten_state",
-    "new_recording",
-    "prepare_recording",
-    "record_shard",
     "state_layout",
     "unflatten_state",
 ]

@@ -14,7 +14,7 @@ field              row ``t`` holds
 ``value``          ``V(obs_t)``
 ``action``         ``a_t``, sampled from ``logits``
 ``reward``         the raw reward ``a_t`` earned (CoinRun: 10 for the coin)
-``reward_norm``    the same reward normalised as in training (see :mod:`proclab.data.recorder`)
+``reward_norm``    the same reward normalised as in training (see :mod:`proclab.record.recorder`)
 ``terminated``     the episode ended after ``a_t`` (level completed or agent died)
 ``truncated``      the episode was cut after ``a_t`` by Procgen's 1000-step limit
 ``state_out/L``    the agent state *leaving* step t, i.e. after it processed ``obs_t``

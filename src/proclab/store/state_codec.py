@@ -2,7 +2,7 @@
 
 The simulator carries the agent's state as one ``(B, D)`` vector, laid out as the episode store
 lays out ``state_in``/``state_out`` (per core layer, the layer's tensors raveled in order; see
-:mod:`proclab.data.schema`), so labels come straight from the store, any core works, and the
+:mod:`proclab.store.schema`), so labels come straight from the store, any core works, and the
 vector each step consumes is one tensor that gradients can be taken with respect to.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from proclab.data.schema import STATE_IN, STATE_OUT, layer_width, state_layout
+from proclab.store.schema import STATE_IN, STATE_OUT, layer_width, state_layout
 
 
 class StateCodec:

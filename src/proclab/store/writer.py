@@ -63,9 +63,9 @@ from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
-from proclab.data.schema import INDEX_FIELDS, SCHEMA_VERSION, STORE_FORMAT
 from proclab.errors import ProclabError
 from proclab.io.files import write_bytes, write_json
+from proclab.store.schema import INDEX_FIELDS, SCHEMA_VERSION, STORE_FORMAT
 
 COMMIT = "commit.json"
 ROOT_ATTR = "proclab"

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError
+from proclab.store.store import EpisodeStore
 
 
 class WindowDataset(Dataset):

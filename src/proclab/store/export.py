@@ -10,7 +10,7 @@ episode with ``observations`` (``T + 1`` frames), ``actions``, ``rewards`` (raw)
 ``terminations``, ``truncations``, the other per-step fields under ``infos/`` (``T`` rows)
 and per-episode values as attributes; the file's attributes hold ``total_episodes`` and
 ``total_steps``. Minari wants the observation after the last action, which Procgen never
-renders (:mod:`proclab.data.schema`): that frame is all zeros, and every episode group says
+renders (:mod:`proclab.store.schema`): that frame is all zeros, and every episode group says
 so in its ``final_observation`` attribute.
 
 ``proclab data export DATA --out PATH [--format npz|minari]`` runs either from the shell.
@@ -26,9 +26,9 @@ from typing import Annotated, Literal
 import numpy as np
 import tyro
 
-from proclab.data.store import EpisodeStore
 from proclab.errors import ProclabError
 from proclab.io.files import replacing, write_json
+from proclab.store.store import EpisodeStore
 
 _MINARI = {
     "obs": "observations",
@@ -86,7 +86,7 @@ def export_npz(
         "source": str(store.path),
         "episodes": index,
         "timestep_convention": "row t: obs_t, the action taken on it, its reward and terminated/truncated "
-        "after it (see proclab.data.schema)",
+        "after it (see proclab.store.schema)",
     }
     write_json(out / "index.json", index, "export index", indent=1)
     return out

@@ -32,22 +32,22 @@ import numpy as np
 import torch
 import tyro
 
-from proclab.data.noise import ActionNoise
-from proclab.data.recorder import EpisodeRecorder
-from proclab.data.schema import STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
-from proclab.data.store import EpisodeStore
-from proclab.data.writer import ShardWriter, check_root, ensure_store
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
+from proclab.record.noise import ActionNoise
+from proclab.record.recorder import EpisodeRecorder
 from proclab.run.runtime import Runtime, make_runtime
+from proclab.store.schema import STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
+from proclab.store.store import EpisodeStore
+from proclab.store.writer import ShardWriter, check_root, ensure_store
 
 if TYPE_CHECKING:
     from proclab.models.agent import Agent
 
 FINAL_OBS_NOTE = (
     "not recorded: Procgen resets inside the step that ends an episode, so the frame after the last action "
-    "is never rendered (see proclab.data.schema)"
+    "is never rendered (see proclab.store.schema)"
 )
 STATE_DTYPES = ("float32", "float16")
 RUNTIME_FIELDS = (
@@ -82,7 +82,7 @@ class RecordArgs:
     """Parallel environments per worker."""
     action_noise: str = "none"
     """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
-    scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.data.noise)."""
+    scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.record.noise)."""
     videos: int = 0
     """Also write mp4s (agent view, action arrows) of the first K episodes to DATA/videos/."""
     human: bool = False

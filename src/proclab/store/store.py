@@ -9,7 +9,7 @@ hold no complete episode and are skipped (``uncommitted_shards`` names them).
 
 Per-episode scalars of every shard are loaded into :attr:`EpisodeStore.episodes` at open
 (a few bytes per episode); steps are read on demand. ``state_in/<layer>`` is derived from
-``state_out/<layer>`` and the episode's ``state_in0/<layer>`` (see :mod:`proclab.data.schema`).
+``state_out/<layer>`` and the episode's ``state_in0/<layer>`` (see :mod:`proclab.store.schema`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import zarr
 from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
-from proclab.data.schema import (
+from proclab.errors import ProclabError
+from proclab.store.schema import (
     INDEX_FIELDS,
     STATE_IN,
     STATE_IN0,
@@ -36,8 +37,7 @@ from proclab.data.schema import (
     layout_from_json,
     state_layout,
 )
-from proclab.data.writer import COMMIT, ROOT_ATTR, check_root, check_version
-from proclab.errors import ProclabError
+from proclab.store.writer import COMMIT, ROOT_ATTR, check_root, check_version
 
 
 @dataclass(frozen=True)

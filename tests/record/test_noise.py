@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from proclab.data import ActionNoise
 from proclab.errors import ProclabError
+from proclab.record import ActionNoise
 
 
 def test_seed_preset_is_interpreting_rl_behaviors_transform():

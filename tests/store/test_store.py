@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
-from proclab.data import EpisodeStore, ShardWriter, export_minari, export_npz, unflatten_state
-from proclab.data.writer import chunk_rows
 from proclab.errors import ProclabError
 from proclab.io.files import DiskFullError
+from proclab.store import EpisodeStore, ShardWriter, export_minari, export_npz, unflatten_state
+from proclab.store.writer import chunk_rows
 from support import disk_full
 
 
@@ -332,7 +332,7 @@ def test_a_full_disk_during_a_commit_keeps_every_committed_episode(tmp_path, hel
 
 
 def test_new_stores_checksum_every_chunk_and_old_ones_stay_readable(tmp_path, helpers, monkeypatch):
-    import proclab.data.writer as writer_module
+    import proclab.store.writer as writer_module
 
     new = helpers.write_store(tmp_path / "new", [[5, 7]])
     codecs = json.loads((new / "shard-00000" / "steps" / "obs" / "zarr.json").read_text())["codecs"]

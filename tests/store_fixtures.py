@@ -1,13 +1,16 @@
-"""Shared pieces of the episode-store tests: tiny checkpoints, small stores, the CLI."""
+"""Shared pieces of the episode-store and recording tests: tiny checkpoints, small stores, the CLI.
+
+The fixtures are re-exported by `tests/store/conftest.py` and `tests/record/conftest.py` (a conftest is not
+importable as a module, so the shared pieces live here)."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from proclab.data import ShardWriter
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
+from proclab.store import ShardWriter
 from support import TINY_AGENT, proclab
 from support import agent_checkpoint as save_test_checkpoint
 

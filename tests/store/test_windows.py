@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from proclab.data import WindowDataset
 from proclab.errors import ProclabError
+from proclab.store import WindowDataset
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
-from proclab.data import EpisodeStore
 from proclab.io.video import read_video
+from proclab.store import EpisodeStore
 from support import fill_disk, tmpfs
 
 THREADS = ["--torch-threads", "1"]

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.data import ActionNoise, EpisodeRecorder, EpisodeStore, ShardWriter
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, AgentOutput, build_agent
+from proclab.record import ActionNoise, EpisodeRecorder
 from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore, ShardWriter
 from support import TINY_AGENT
 
 # Episode lengths per env slot, played in turn. 300 > the recorder's initial 256-row buffer,

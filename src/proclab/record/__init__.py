@@ -1,0 +1,25 @@
+"""Recording agents into the episode store: the recorder, action noise, and the ``proclab record`` command.
+
+It sits above ``rl`` (it plays episodes with the actor of :mod:`proclab.rl.rollout`) and writes through
+:mod:`proclab.store`, which lies below every model::
+
+    EpisodeRecorder(env, agent, runtime, noise=ActionNoise.parse("seed"), ...).run(episodes, sink)
+    recording, ckpt = prepare_recording(RecordArgs(checkpoint=..., out=path, episodes=N, ...))  # a Recording
+    record_shard(recording, path, episodes, checkpoint=ckpt, ...)  # one shard of a `proclab record` run (Ray-friendly)
+
+Command: ``proclab record`` (:mod:`.command`).
+"""
+
+from proclab.record.command import RecordArgs, Recording, new_recording, prepare_recording, record_shard
+from proclab.record.noise import ActionNoise
+from proclab.record.recorder import EpisodeRecorder
+
+__all__ = [
+    "ActionNoise",
+    "EpisodeRecorder",
+    "RecordArgs",
+    "Recording",
+    "new_recording",
+    "prepare_recording",
+    "record_shard",
+]

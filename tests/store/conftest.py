@@ -1,0 +1,3 @@
+"""The store tests' fixtures, shared with tests/record through store_fixtures."""
+
+from store_fixtures import checkpoint, helpers  # noqa: F401  (pytest finds fixtures by name in a conftest)
