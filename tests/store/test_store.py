@@ -377,3 +377,29 @@ def test_a_flipped_byte_names_the_shard_chunk_and_episodes_and_the_rest_still_re
         "1 damaged chunk(s): shard 'shard-00000' steps/obs chunk 2 (rows 256-383, episodes 2, 3)" in out.err
     )
     assert "the other 4 of 6 episodes read fine" in out.err
+
+
+def test_blobs_of_any_length_read_back_exactly_across_commits_and_shards(tmp_path, helpers):
+    """Per-episode byte strings (a game's initial state) of varied sizes, committed in several batches
+    and shards, read back byte for byte; a flipped byte in one names the episodes of its chunk."""
+    rng = np.random.default_rng(0)
+    made = []
+    for shard in range(2):
+        with ShardWriter(tmp_path / "s", commit_seconds=0 if shard else 1e9) as w:
+            for tag in range(5):
+                blob = rng.integers(0, 256, int(rng.integers(0, 3000)), dtype=np.uint8).tobytes()
+                steps, info = helpers.episode(3, tag)
+                w.append(steps, {**info, "initial_state": blob})
+                made.append(blob)
+    store = EpisodeStore(tmp_path / "s", verify=True)
+    assert store.blob_fields == ["initial_state"] and not store.verify()
+    assert [store.read_blob("initial_state", i) for i in range(10)] == made
+    assert "initial_state" not in store.episode_fields  # a blob is no array column
+    with pytest.raises(ProclabError, match="holds no per-episode 'nope'"):
+        store.read_blob("nope", 0)
+    chunk = tmp_path / "s" / "shard-00001" / "blobs" / "initial_state" / "c" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    (damage,) = EpisodeStore(tmp_path / "s").verify()
+    assert damage["field"] == "blobs/initial_state" and damage["episodes"] == [5, 6, 7, 8, 9]

@@ -19,6 +19,8 @@ import warnings
 
 import numpy as np
 
+MAX_STATE_BYTES = 2**20  # procgen's MAX_STATE_SIZE: the largest state its get_state writes
+
 
 def _import_procgen():
     try:
@@ -46,6 +48,7 @@ class ProcgenBackend:
     def __init__(self, num: int, game: str, **options):
         self.env = ProcgenGym3Env(num=num, env_name=game, **options)
         self.num = num
+        self._state_buf = None
 
     def act(self, actions: np.ndarray) -> None:
         self.env.act(actions)
@@ -61,6 +64,17 @@ class ProcgenBackend:
 
     def get_state(self) -> list[bytes]:
         return self.env.get_state()
+
+    def get_slot_states(self) -> list[bytes]:
+        """Every env's state, as :meth:`get_state`, into one buffer kept between calls (procgen's own
+        allocates and zeroes a megabyte per call, which costs as much as serializing a small game)."""
+        if self._state_buf is None:
+            self._state_buf = self.env._ffi.new(f"char[{MAX_STATE_BYTES}]")
+        buf, ffi = self._state_buf, self.env._ffi
+        return [
+            bytes(ffi.buffer(buf, self.env.call_c_func("get_state", i, buf, MAX_STATE_BYTES)))
+            for i in range(self.num)
+        ]
 
     def set_state(self, states: list[bytes]) -> None:
         self.env.set_state(states)

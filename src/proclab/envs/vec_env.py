@@ -185,6 +185,25 @@ class ProcgenVecEnv:
         self._ep_return[slot] = 0
         self._ep_length[slot] = 0
 
+    def restart_slots(self, states: dict[int, bytes]) -> tuple[np.ndarray, dict]:
+        """Put each slot of ``states`` into its game state (as :meth:`set_slot_state`) and observe again:
+        every slot's observation and ``info`` (``level_seed``, ``human``) as :meth:`step` returns them,
+        those of the restarted slots now showing their new state."""
+        for slot, state in states.items():
+            self.set_slot_state(slot, state)
+        obs, _, _, info, _ = self._observe()
+        return obs, info
+
+    def slot_states(self) -> list[bytes]:
+        """Each env slot's procgen game state (``get_state`` bytes), in slot order."""
+        if not self._backends:
+            raise RuntimeError("call reset() before slot_states()")
+        out: list[bytes] = [b""] * self.num_envs
+        for backend, sl in zip(self._backends, self._slots, strict=True):
+            for slot, state in zip(range(self.num_envs)[sl], backend.get_slot_states(), strict=True):
+                out[slot] = state
+        return out
+
     def _observe(self):
         """Gather all games' buffers into fresh arrays (slot i <- game i mod G).
 

@@ -84,7 +84,12 @@ def summarize(store: EpisodeStore) -> dict:
         "shards": [s.name for s in store.shards],
         "uncommitted_shards": store.uncommitted_shards,
         "games": games,
-        "fields": {"steps": store.step_fields, "episodes": store.episode_fields},
+        "fields": {"steps": store.step_fields, "episodes": store.episode_fields}
+        | (
+            {"blobs": {name: {"dtype": "bytes", "shape": ["any"]} for name in store.blob_fields}}
+            if store.blob_fields
+            else {}
+        ),
         "recordings": recs,
         "size_bytes": size,
         "video_bytes": video_bytes,

@@ -37,7 +37,7 @@ from proclab.store.schema import (
     layout_from_json,
     state_layout,
 )
-from proclab.store.writer import COMMIT, ROOT_ATTR, check_root, check_version
+from proclab.store.writer import BLOB_OFFSET, BLOB_SIZE, COMMIT, ROOT_ATTR, check_root, check_version
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,12 @@ class EpisodeStore:
         try:
             group = zarr.open_group(store=self._zstore, path=d.name, mode="r")
             counts = {"steps": int(record["steps"]), "episodes": int(record["episodes"])}
-            names = [f"episodes/{k}" for k in INDEX_FIELDS]
-            names += [f"{g}/{k}" for g in ("steps", "episodes") for k in record["fields"][g]]
+            counts |= {f"blobs/{k}": int(n) for k, n in record.get("blob_bytes", {}).items()}
+            names = [f"episodes/{k}" for k in (*INDEX_FIELDS, *_blob_index(record))]
+            names += [f"{g}/{k}" for g in ("steps", "episodes", "blobs") for k in record["fields"].get(g, {})]
             for name in names:
                 arr = group[name]
-                need = counts[name.split("/", 1)[0]]
+                need = counts.get(name, counts.get(name.split("/", 1)[0], 0))
                 if arr.shape[0] < need:
                     raise ProclabError(
                         f"{where} is half-written: {name} has {arr.shape[0]} rows but the commit record "
@@ -146,7 +147,7 @@ class EpisodeStore:
             columns["shard"].append(np.full(n, s, np.int64))
             columns["row"].append(np.arange(n, dtype=np.int64))
             cats = shard.record.get("categories", {})
-            for k in (*INDEX_FIELDS, *scalar):
+            for k in (*INDEX_FIELDS, *_blob_index(shard.record), *scalar):
                 (values,) = self._read_many([(group[f"episodes/{k}"], slice(0, n))], shard.name)
                 if k in cats:
                     values = np.asarray(cats[k], dtype=object)[values]
@@ -176,6 +177,11 @@ class EpisodeStore:
     def episode_fields(self) -> dict[str, dict]:
         """Per-episode fields besides ``start``/``length``: name -> ``{"dtype", "shape"}``."""
         return dict(self.shards[0].record["fields"]["episodes"]) if self.shards else {}
+
+    @property
+    def blob_fields(self) -> list[str]:
+        """Per-episode byte strings (:meth:`read_blob`), e.g. ``initial_state``: the game's first state."""
+        return list(self.shards[0].record["fields"].get("blobs", {})) if self.shards else []
 
     @property
     def fields(self) -> list[str]:
@@ -271,6 +277,10 @@ class EpisodeStore:
         mine = np.flatnonzero(e["shard"] == [s.name for s in self.shards].index(shard))
         if field.startswith("episodes/"):
             hit = (e["row"][mine] >= first) & (e["row"][mine] < end)
+        elif field.startswith("blobs/"):
+            name = field.removeprefix("blobs/")
+            offset, size = e[name + BLOB_OFFSET][mine], e[name + BLOB_SIZE][mine]
+            hit = (offset < end) & (offset + size > first)
         else:
             hit = (e["start"][mine] < end) & (e["start"][mine] + e["length"][mine] > first)
         return mine[hit].tolist()
@@ -280,14 +290,19 @@ class EpisodeStore:
         in stores written with one): shard, field, chunk, rows and the episodes it holds."""
         found = []
         for shard, group in zip(self.shards, self._groups, strict=True):
+            index = (*INDEX_FIELDS, *_blob_index(shard.record))
             fields = {
                 "steps": shard.record["fields"]["steps"],
-                "episodes": {**dict.fromkeys(INDEX_FIELDS), **shard.record["fields"]["episodes"]},
+                "episodes": {**dict.fromkeys(index), **shard.record["fields"]["episodes"]},
+                "blobs": shard.record["fields"].get("blobs", {}),
             }
             counts = {"steps": shard.steps, "episodes": shard.episodes}
             for kind, names in fields.items():
                 for name in names:
-                    found += self._damaged(group[f"{kind}/{name}"], slice(0, counts[kind]), shard.name)
+                    rows = (
+                        shard.record.get("blob_bytes", {}).get(name, 0) if kind == "blobs" else counts[kind]
+                    )
+                    found += self._damaged(group[f"{kind}/{name}"], slice(0, rows), shard.name)
         return found
 
     def _locate(self, index: int) -> tuple[int, int, int, int]:
@@ -411,6 +426,21 @@ class EpisodeStore:
             out[sel] = block[row[sel] - span[0]]
         return out
 
+    def read_blob(self, name: str, index: int) -> bytes:
+        """Episode ``index``'s byte string ``name`` (see :attr:`blob_fields`)."""
+        if name not in self.blob_fields:
+            have = ", ".join(self.blob_fields) or "none"
+            raise ProclabError(
+                f"episode store {str(self.path)!r} holds no per-episode {name!r} (it has: {have})"
+            )
+        shard, _, _, _ = self._locate(index)
+        offset, size = (
+            int(self.episodes[name + BLOB_OFFSET][index]),
+            int(self.episodes[name + BLOB_SIZE][index]),
+        )
+        (data,) = self._read_many([(self._array(shard, "blobs/" + name), slice(offset, offset + size))])
+        return data.tobytes()
+
     def info(self, index: int) -> dict[str, Any]:
         """Per-episode values of episode ``index``, including array-valued ones (``state_in0/*``)."""
         shard, row, _, _ = self._locate(index)
@@ -452,6 +482,11 @@ class EpisodeStore:
 
     def __repr__(self) -> str:
         return f"EpisodeStore({str(self.path)!r}, shards={len(self.shards)}, episodes={self.num_episodes}, steps={self.num_steps})"
+
+
+def _blob_index(record: dict) -> list[str]:
+    """The per-episode columns that locate each blob of a shard (none in stores written before blobs)."""
+    return [name + end for name in record["fields"].get("blobs", {}) for end in (BLOB_OFFSET, BLOB_SIZE)]
 
 
 async def _gather(requests: list[tuple[zarr.Array, slice]]) -> list[np.ndarray]:

@@ -8,6 +8,8 @@ A store is a directory (a zarr v3 hierarchy)::
         zarr.json             attributes: schema version and the producer's config (e.g. the recording)
         steps/<field>         per-step arrays, episodes concatenated along axis 0
         episodes/<field>      per-episode arrays: start, length, and the producer's columns
+        blobs/<name>          per-episode byte strings (e.g. the game's initial state), concatenated;
+                              episode i's are bytes [<name>/offset, + <name>/size) of episodes/
         commit.json           the commit record
       videos/                 optional mp4s (proclab record --videos)
 
@@ -71,6 +73,8 @@ COMMIT = "commit.json"
 ROOT_ATTR = "proclab"
 CHUNK_BYTES = 2 << 20
 MAX_CHUNK_ROWS = 4096
+BLOB_CHUNK = 1 << 20  # bytes per chunk of a blob array (one game state is 10-40 kB before compression)
+BLOB_OFFSET, BLOB_SIZE = "/offset", "/size"
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -179,7 +183,9 @@ class ShardWriter:
 
     ``append(steps, episode)`` takes one episode: ``steps`` maps field names to arrays whose
     first axis is the episode's ``T`` steps, ``episode`` maps per-episode names to scalars,
-    strings (stored as category codes) or fixed-shape arrays. Field names may contain ``/``
+    strings (stored as category codes), fixed-shape arrays, or ``bytes`` of any length (a *blob*:
+    stored in ``blobs/<name>``, located by the per-episode columns ``<name>/offset`` and
+    ``<name>/size``; read back with :meth:`EpisodeStore.read_blob`). Field names may contain ``/``
     (``state_out/core.0``). The first episode fixes the schema; later ones must match it.
 
     Commits happen every ``commit_seconds`` (checked on ``append`` and :meth:`maybe_commit`)
@@ -215,7 +221,8 @@ class ShardWriter:
         self._schema: dict[str, dict[str, tuple[np.dtype, tuple[int, ...]]]] | None = None
         self._categories: dict[str, list[str]] = {}
         self._arrays: dict[str, zarr.Array] = {}
-        self._buffer: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+        self._buffer: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, bytes]]] = []
+        self.blob_bytes: dict[str, int] = {}  # committed bytes of each blob array
         self.appended = 0
         self.episodes = self.steps = self.commits = 0  # committed totals (those in commit.json)
         self._last_commit = time.monotonic()
@@ -226,8 +233,8 @@ class ShardWriter:
     # -- producing -------------------------------------------------------------------------------
     def append(self, steps: Mapping[str, Any], episode: Mapping[str, Any] | None = None) -> int:
         """Buffer one finished episode; returns its index within this shard."""
-        rows, info = self._validate(steps, episode or {})
-        self._buffer.append((rows, info))
+        rows, info, blobs = self._validate(steps, episode or {})
+        self._buffer.append((rows, info, blobs))
         self.appended += 1
         self.maybe_commit()
         return self.appended - 1
@@ -286,8 +293,11 @@ class ShardWriter:
         reserved = set(INDEX_FIELDS) & set(episode)
         if reserved:
             raise ValueError(f"per-episode names {sorted(reserved)} are reserved for the writer")
-        info = {}
+        info, blobs = {}, {}
         for k, v in episode.items():
+            if isinstance(v, bytes | bytearray | memoryview):
+                blobs[k] = bytes(v)
+                continue
             if isinstance(v, str):
                 cats = self._categories.setdefault(k, [])
                 if v not in cats:
@@ -300,6 +310,7 @@ class ShardWriter:
         schema = {
             "steps": {k: (v.dtype, v.shape[1:]) for k, v in rows.items()},
             "episodes": {k: (v.dtype, v.shape) for k, v in info.items()},
+            "blobs": {k: (np.dtype(np.uint8), ()) for k in blobs},
         }
         if self._schema is None:
             self._schema = schema
@@ -307,15 +318,25 @@ class ShardWriter:
             raise ValueError(
                 f"episode fields {_describe(schema)} differ from this shard's {_describe(self._schema)}"
             )
-        return rows, info
+        return rows, info, blobs
 
     # -- writing ---------------------------------------------------------------------------------
     def _create_arrays(self) -> None:
         schema = self._schema
         index = {"start": (np.dtype(np.int64), ()), "length": (np.dtype(np.int64), ())}
-        for group, fields in (("steps", schema["steps"]), ("episodes", {**index, **schema["episodes"]})):
+        index |= {
+            name + end: (np.dtype(np.int64), ())
+            for name in schema["blobs"]
+            for end in (BLOB_OFFSET, BLOB_SIZE)
+        }
+        groups = (
+            ("steps", schema["steps"]),
+            ("episodes", {**index, **schema["episodes"]}),
+            ("blobs", schema["blobs"]),
+        )
+        for group, fields in groups:
             for name, (dtype, shape) in fields.items():
-                rows = chunk_rows(dtype.itemsize * int(np.prod(shape)))
+                rows = BLOB_CHUNK if group == "blobs" else chunk_rows(dtype.itemsize * int(np.prod(shape)))
                 self._arrays[f"{group}/{name}"] = self._group.create_array(
                     f"{group}/{name}",
                     shape=(0, *shape),
@@ -330,22 +351,36 @@ class ShardWriter:
         with self._lock:
             if not self._arrays:
                 self._create_arrays()
-            lengths = np.array([len(next(iter(rows.values()))) for rows, _ in batch], np.int64)
+            lengths = np.array([len(next(iter(rows.values()))) for rows, _, _ in batch], np.int64)
             starts = self.steps + np.concatenate([[0], np.cumsum(lengths)[:-1]])
             blocks = {
-                f"steps/{k}": np.concatenate([rows[k] for rows, _ in batch]) for k in self._schema["steps"]
+                f"steps/{k}": np.concatenate([rows[k] for rows, _, _ in batch]) for k in self._schema["steps"]
             }
             blocks |= {
-                f"episodes/{k}": np.stack([info[k] for _, info in batch]) for k in self._schema["episodes"]
+                f"episodes/{k}": np.stack([info[k] for _, info, _ in batch]) for k in self._schema["episodes"]
             }
             blocks |= {"episodes/start": starts, "episodes/length": lengths}
+            blocks |= self._blob_blocks([blobs for _, _, blobs in batch])
             n_steps, n_eps = self.steps + int(lengths.sum()), self.episodes + len(batch)
             rows = {key: self.steps if key.startswith("steps/") else self.episodes for key in blocks}
+            rows |= {f"blobs/{k}": self.blob_bytes.get(k, 0) for k in self._schema["blobs"]}
             sync(self._grow_and_write([(self._arrays[k].async_array, rows[k], b) for k, b in blocks.items()]))
+            for k in self._schema["blobs"]:
+                self.blob_bytes[k] = self.blob_bytes.get(k, 0) + len(blocks[f"blobs/{k}"])
             self.episodes, self.steps, self.commits = n_eps, n_steps, self.commits + 1
             write_json(self.path / COMMIT, self.commit_record(), "episode store commit record", indent=1)
         if self.on_commit is not None:
             self.on_commit(self.episodes, self.steps)
+
+    def _blob_blocks(self, batch: list[dict[str, bytes]]) -> dict[str, np.ndarray]:
+        """Each blob field's bytes of the batch, concatenated, and the episodes' offsets and sizes."""
+        blocks = {}
+        for name in self._schema["blobs"]:
+            sizes = np.array([len(blobs[name]) for blobs in batch], np.int64)
+            blocks[f"episodes/{name}{BLOB_OFFSET}"] = self.blob_bytes.get(name, 0) + np.cumsum(sizes) - sizes
+            blocks[f"episodes/{name}{BLOB_SIZE}"] = sizes
+            blocks[f"blobs/{name}"] = np.frombuffer(b"".join(blobs[name] for blobs in batch), np.uint8)
+        return blocks
 
     @staticmethod
     async def _grow_and_write(blocks: list) -> None:
@@ -376,7 +411,9 @@ class ShardWriter:
             "steps": self.steps,
             "commits": self.commits,
             "time": time.time(),
-            "fields": {"steps": fields(self._schema["steps"]), "episodes": fields(self._schema["episodes"])},
+            "fields": {"steps": fields(self._schema["steps"]), "episodes": fields(self._schema["episodes"])}
+            | ({"blobs": fields(self._schema["blobs"])} if self._schema["blobs"] else {}),
+            **({"blob_bytes": dict(self.blob_bytes)} if self.blob_bytes else {}),
             "categories": {k: list(v) for k, v in self._categories.items()},
         }
 
