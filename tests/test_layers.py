@@ -13,6 +13,7 @@ LAYERS = [
     {"envs"},
     {"io"},
     {"store"},
+    {"levels"},
     {"run"},
     {"models"},
     {"config"},

@@ -27,6 +27,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
     "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
     "record": ("proclab.record.command", "record episodes with the agent's internals into an episode store"),
+    "level show": (
+        "proclab.levels.show",
+        "a level's parsed state (entities, grid, game fields) as tables and a labelled PNG",
+    ),
+    "level edit": (
+        "proclab.levels.edit",
+        "remove, move or add entities of a kind, move the agent: an edited level-state file",
+    ),
     "data info": ("proclab.store.info", "what an episode store holds: episodes, games, returns, size"),
     "data export": ("proclab.store.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),

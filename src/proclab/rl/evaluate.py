@@ -39,6 +39,8 @@ from proclab.envs import (
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.files import write_json
+from proclab.levels.file import LevelStates, read_level_states
+from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import Runtime, RuntimeConfig
 
@@ -83,11 +85,19 @@ def evaluate(
     seed: int = 0,
     reset_every: int = 0,
     progress=None,
+    levels: LevelStates | None = None,
 ) -> dict[str, SplitResult]:
-    """Play ``episodes`` complete episodes per game on ``split``; results per game."""
+    """Play ``episodes`` complete episodes per game on ``split``, or from the states of ``levels`` (then
+    ``split`` only labels the results); results per game."""
     games = env_config.games()
     per_game = max(1, min(envs_per_game, episodes))
-    env = ProcgenVecEnv(replace(env_config, num_envs=per_game * len(games)), seed=seed, split=split)
+    env = ProcgenVecEnv(
+        replace(env_config, num_envs=per_game * len(games)),
+        seed=seed,
+        split=env_config.split if levels is not None else split,
+    )
+    if levels is not None:
+        env = LevelsEnv(env, levels)
     try:
         return evaluate_env(
             agent,
@@ -216,6 +226,9 @@ class EvalArgs(RuntimeConfig):
     hard for every other mode; Procgen publishes constants for easy and hard only)."""
     seed: int = 0
     """Seed of the evaluation envs and action sampling."""
+    levels_from: Path | None = None
+    """Play the states of this level-state file instead of level splits (proclab level edit writes
+    them): each episode starts from one, in order; --episodes defaults to one per state."""
     random_baseline: bool = False
     """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
     return should be read against (rows under "random" in the JSON)."""
@@ -235,7 +248,14 @@ def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
     if args.reset_every < 0:
         raise ProclabError(f"--reset-every must be >= 0, got {args.reset_every}")
+    if args.levels_from is not None and (args.split or args.protocol is not None):
+        raise ProclabError("--levels-from plays a file's levels; it excludes --split and --protocol")
     return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
+
+
+def levels_label(path: Path) -> str:
+    """The split label of results played from a level-state file."""
+    return f"levels:{path}"
 
 
 def main(argv: list[str], prog: str = "proclab eval") -> None:
@@ -292,7 +312,16 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.checkpoint, rt)
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
-    note_training_overlaps(split_names, env_config.split)
+    levels = None
+    if args.levels_from is not None:
+        levels = read_level_states(args.levels_from)
+        check_levels_fit(
+            levels, env_config.games(), env_config.mode, f"level-state file {str(args.levels_from)!r}"
+        )
+        split_names = (levels_label(args.levels_from),)
+        episodes = len(levels) if args.episodes is None else episodes
+    else:
+        note_training_overlaps(split_names, env_config.split)
     rows = []
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
@@ -308,13 +337,17 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
                 seed=args.seed,
                 reset_every=args.reset_every,
                 progress=lambda t=task: bar.advance(t),
+                levels=levels,
             )
             rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     table = results_table(rows, env_config.mode, args.score_table)
     if args.random_baseline:
-        table["random"] = random_rows(agent.config.num_actions, env_config, split_names, episodes, rt, args)
+        table["random"] = random_rows(
+            agent.config.num_actions, env_config, split_names, episodes, rt, args, levels
+        )
     table.update(
         checkpoint=str(ckpt.path),
+        levels_from=None if args.levels_from is None else str(args.levels_from),
         step=ckpt.step,
         greedy=greedy,
         protocol=args.protocol,
@@ -330,6 +363,7 @@ def random_rows(
     episodes: int,
     rt: Runtime,
     args: EvalArgs,
+    levels: LevelStates | None = None,
 ) -> list[dict]:
     """A uniformly random agent's summary rows on the same splits, episodes and seed (its action draws
     seeded afresh, so they do not depend on how many the agent's evaluation took)."""
@@ -339,7 +373,9 @@ def random_rows(
     agent = ScriptedAgent.uniform(num_actions)
     rows = []
     for split in split_names:
-        res = evaluate(agent, env_config, split, episodes, rt, envs_per_game=64, seed=args.seed)
+        res = evaluate(
+            agent, env_config, split, episodes, rt, envs_per_game=64, seed=args.seed, levels=levels
+        )
         rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     return rows
 

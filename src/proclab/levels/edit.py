@@ -1,0 +1,160 @@
+"""``proclab level edit``: remove, move or add entities of a kind, move the agent; write a level-state file.
+
+Edits apply in this order: every ``--remove``, every ``--move``, every ``--add``, then ``--agent``
+(each flag may repeat). A *kind* is a name of the game's glossary (``proclab level show`` lists a
+level's entities and cells; docs/ground-truth.md every game's names); a kind the game does not have
+is refused with the valid ones. Positions are world units (x right, y up, one unit per cell; see
+``proclab level show``). For cell kinds (CoinRun's coin, Maze's cheese) the same edits change grid
+cells: a removed or moved cell leaves empty space, an added one fills the cell under the point.
+
+The edited state is played once in a real procgen env before it is written (procgen must accept
+it), and written atomically; ``--append`` adds it to an existing file of the same game and mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import tyro
+
+from proclab.envs.state import (
+    GameState,
+    add_entity,
+    glossary,
+    move_agent,
+    move_entity,
+    parse_state,
+    positions,
+    remove_entities,
+    serialize_state,
+)
+from proclab.errors import ProclabError
+from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
+from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+
+
+@dataclass(frozen=True)
+class EditArgs(LevelArgs):
+    """Edit a level (remove, move or add entities of a kind; move the agent) and write it as a level-state file."""
+
+    out: Annotated[Path, tyro.conf.arg(metavar="OUT")] = dataclasses.field(kw_only=True)
+    """Level-state file to write (by convention NAME.levels.json)."""
+    remove: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """KIND (every one of that kind) or KIND@X,Y (the one nearest to X,Y); repeatable."""
+    move: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """KIND=X,Y (the first of that kind), KIND#I=X,Y (the I-th, as listed by level show) or
+    KIND@X0,Y0=X,Y (the one nearest to X0,Y0); repeatable."""
+    add: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """KIND=X,Y: one more of that kind centred at X,Y (a cell kind fills the cell under it); repeatable."""
+    agent: str | None = None
+    """X,Y: move the agent's centre there."""
+    append: bool = False
+    """Add the edited level to the file OUT (same game and mode) instead of writing a new one."""
+    overwrite: bool = False
+    """Replace OUT if it exists (without --append)."""
+    png: Path | None = None
+    """Also render the edited level as a PNG (as proclab level show does)."""
+
+
+def _xy(text: str, flag: str) -> tuple[float, float]:
+    try:
+        x, y = (float(v) for v in text.split(","))
+    except ValueError:
+        raise ProclabError(f"{flag}: expected a position X,Y (two numbers), got {text!r}") from None
+    return x, y
+
+
+def _kind(state: GameState, kind: str) -> str:
+    """``kind`` if ``state``'s game has it; else a one-line error listing the game's kinds."""
+    glossary(state.game).type_of(kind)
+    return kind
+
+
+def _nearest_index(state: GameState, kind: str, xy: tuple[float, float], flag: str) -> int:
+    found = positions(state, kind)
+    if len(found) == 0:
+        raise ProclabError(f"{flag}: the level has no {kind!r}")
+    return int(np.argmin(np.hypot(found[:, 0] - xy[0], found[:, 1] - xy[1])))
+
+
+def apply_remove(state: GameState, spec: str) -> GameState:
+    kind, _, at = spec.partition("@")
+    kind = _kind(state, kind)
+    if not at:
+        return remove_entities(state, kind)
+    target = positions(state, kind)[_nearest_index(state, kind, _xy(at, "--remove"), "--remove")]
+    return remove_entities(state, kind, where=lambda x, y: (x, y) == (target[0], target[1]))
+
+
+def apply_move(state: GameState, spec: str) -> GameState:
+    which, sep, to = spec.partition("=")
+    if not sep:
+        raise ProclabError(f"--move: expected KIND=X,Y, KIND#I=X,Y or KIND@X0,Y0=X,Y, got {spec!r}")
+    if "@" in which:
+        kind, at = which.split("@", 1)
+        index = _nearest_index(state, _kind(state, kind), _xy(at, "--move"), "--move")
+    else:
+        kind, _, number = which.partition("#")
+        try:
+            index = int(number) if number else 0
+        except ValueError:
+            raise ProclabError(f"--move: {number!r} is no index in {spec!r}") from None
+    return move_entity(state, _kind(state, kind), _xy(to, "--move"), index=index)
+
+
+def apply_add(state: GameState, spec: str) -> GameState:
+    kind, sep, at = spec.partition("=")
+    if not sep:
+        raise ProclabError(f"--add: expected KIND=X,Y, got {spec!r}")
+    return add_entity(state, _kind(state, kind), _xy(at, "--add"))
+
+
+def edit_state(state: GameState, args: EditArgs) -> tuple[GameState, str]:
+    """``state`` with every edit of ``args`` applied (in the module docstring's order), and a note of them."""
+    done = []
+    for flag, specs, apply in (("remove", args.remove, apply_remove), ("move", args.move, apply_move),
+                               ("add", args.add, apply_add)):  # fmt: skip
+        for spec in specs:
+            state = apply(state, spec)
+            done.append(f"{flag} {spec}")
+    if args.agent is not None:
+        state = move_agent(state, _xy(args.agent, "--agent"))
+        done.append(f"agent to {args.agent}")
+    if not done:
+        raise ProclabError("no edit given: use --remove, --move, --add or --agent (see --help)")
+    return state, "; ".join(done)
+
+
+def run(args: EditArgs) -> tuple[Path, Level, GameState]:
+    """Edit the level, check procgen plays it, and write it; returns the file, the edited level and state."""
+    level = pick_level(args)
+    state, note = edit_state(parse_state(level.state.data), args)
+    data = serialize_state(state)
+    play_frames(data, level.game, level.mode)  # procgen must accept the edited bytes
+    edited = LevelState(data, level.state.level_seed, f"{level.source}: {note}")
+    kept = []
+    if args.append and args.out.exists():
+        kept = list(read_level_states(args.out, game=level.game, mode=level.mode).states)
+    levels = level_states(level.game, level.mode, [*kept, edited])
+    write_level_states(args.out, levels, overwrite=args.overwrite or args.append)
+    return args.out, dataclasses.replace(level, state=edited), state
+
+
+def main(argv: list[str], prog: str = "proclab level edit") -> None:
+    from rich.console import Console
+
+    args = tyro.cli(EditArgs, args=argv, prog=prog)
+    out, level, state = run(args)
+    console = Console()
+    console.print(f"{level.state.note}")
+    if args.png is not None:
+        from proclab.levels.picture import save_level_picture
+
+        _, human = play_frames(level.state.data, level.game, level.mode)
+        save_level_picture(args.png, state, human, level.state.note)
+        console.print(f"picture: {args.png}")
+    console.print(f"level-state file: {out}")

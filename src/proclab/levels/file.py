@@ -1,0 +1,181 @@
+"""Level-state files: one or more Procgen game states, with the game, mode and procgen version they belong to.
+
+A level-state file (``*.levels.json`` by convention) is plain JSON, so it can be read by eye and
+by any language, and holds nothing that executes (no pickle):
+
+.. code-block:: json
+
+    {
+      "format": "proclab-level-states",
+      "version": 1,
+      "game": "coinrun",
+      "mode": "easy",
+      "procgen_version": "0.10.7",
+      "states": [
+        {"level_seed": 17, "note": "moved coin to (12.5, 3.5)", "encoding": "zlib+base64", "data": "eJz..."}
+      ]
+    }
+
+``data`` is the state procgen's ``get_state`` returns (the game's C++ ``serialize``), zlib-compressed
+(a state is mostly zeros: a CoinRun state of 38 kB compresses to ~2 kB) and base64-encoded.
+``level_seed`` and ``note`` are for people; the bytes are the truth.
+
+**Refusals.** Procgen's ``set_state`` aborts the process on bytes it cannot read, and a state of
+another procgen version, game or mode would play a different game than the one named. So
+:func:`read_level_states` parses every state (:func:`proclab.envs.state.parse_state`) and refuses, in
+one line, a file of another format or version, another installed procgen, a game or mode other
+than the caller plays, or bytes that are not a state of the file's game and mode.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from proclab.envs.games import check_game, check_mode
+from proclab.envs.state import parse_state
+from proclab.errors import ProclabError
+from proclab.io.files import read_json, write_json
+
+FORMAT = "proclab-level-states"
+VERSION = 1
+ENCODING = "zlib+base64"
+SUFFIX = ".levels.json"
+
+
+def procgen_version() -> str:
+    """The installed procgen's version (the ``procgen2`` rebuild, or the original ``procgen`` wheel)."""
+    for dist in ("procgen2", "procgen"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class LevelState:
+    """One game state: procgen's bytes, the level it was generated from, and a note on its origin."""
+
+    data: bytes
+    level_seed: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class LevelStates:
+    """The content of a level-state file: states of one game and mode, in play order."""
+
+    game: str
+    mode: str
+    states: tuple[LevelState, ...]
+    procgen_version: str
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "game": self.game,
+            "mode": self.mode,
+            "procgen_version": self.procgen_version,
+            "states": [
+                {
+                    "level_seed": s.level_seed,
+                    "note": s.note,
+                    "encoding": ENCODING,
+                    "data": base64.b64encode(zlib.compress(s.data, 6)).decode("ascii"),
+                }
+                for s in self.states
+            ],
+        }
+
+
+MODE_CODES = {"easy": 0, "hard": 1, "extreme": 2, "memory": 10, "exploration": 1}
+"""procgen's ``distribution_mode`` in a state's header per mode name; exploration mode plays one fixed
+hard-mode level, so its states say ``hard`` (1)."""
+
+
+def _state_game_mode(data: bytes) -> tuple[str, int]:
+    """The game and the distribution-mode code a state's bytes belong to (read from its header)."""
+    state = parse_state(data)
+    return state.game, state.header.distribution_mode
+
+
+def level_states(game: str, mode: str, states: list[LevelState]) -> LevelStates:
+    """States of one game and mode as a :class:`LevelStates` of the installed procgen, each one checked."""
+    found = LevelStates(check_game(game), check_mode(mode), tuple(states), procgen_version())
+    if not found.states:
+        raise ProclabError("a level-state file needs at least one state")
+    for i, s in enumerate(found.states):
+        _check_state(s.data, game, mode, f"state {i}")
+    return found
+
+
+def write_level_states(path: str | Path, levels: LevelStates, overwrite: bool = False) -> Path:
+    """Write ``levels`` to ``path`` atomically; an existing file is replaced only with ``overwrite``."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise ProclabError(f"level-state file {str(path)!r} exists; choose another path or pass --overwrite")
+    return write_json(path, levels.to_json(), "level-state file", indent=1)
+
+
+def read_level_states(path: str | Path, game: str | None = None, mode: str | None = None) -> LevelStates:
+    """The level-state file at ``path``, checked whole; with ``game``/``mode``, refused if it is of others."""
+    where = f"level-state file {str(path)!r}"
+    doc = read_json(path, "level-state file")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ProclabError(f'{where} is not a proclab level-state file (no "format": "{FORMAT}")')
+    if doc.get("version") != VERSION:
+        raise ProclabError(f"{where} has format version {doc.get('version')!r}; this proclab reads {VERSION}")
+    installed = procgen_version()
+    if doc.get("procgen_version") != installed:
+        raise ProclabError(
+            f"{where} holds states of procgen {doc.get('procgen_version')!r}; the installed procgen is "
+            f"{installed}, whose games may differ: regenerate the file with it"
+        )
+    file_game, file_mode = str(doc.get("game")), str(doc.get("mode"))
+    if game is not None and file_game != game:
+        raise ProclabError(f"{where} holds {file_game} levels; this command plays {game}")
+    if mode is not None and file_mode != mode:
+        raise ProclabError(f"{where} holds {file_mode}-mode levels; this command plays {mode} mode")
+    states = doc.get("states")
+    if not isinstance(states, list) or not states:
+        raise ProclabError(f"{where} holds no states")
+    check_game(file_game)
+    check_mode(file_mode)
+    decoded = tuple(_decode(entry, f"{where}, state {i}") for i, entry in enumerate(states))
+    for i, s in enumerate(decoded):
+        _check_state(s.data, file_game, file_mode, f"{where}, state {i}")
+    return LevelStates(file_game, file_mode, decoded, installed)
+
+
+def _decode(entry: object, where: str) -> LevelState:
+    if (
+        not isinstance(entry, dict)
+        or entry.get("encoding") != ENCODING
+        or not isinstance(entry.get("data"), str)
+    ):
+        raise ProclabError(f'{where}: expected an object with "encoding": "{ENCODING}" and "data"')
+    try:
+        data = zlib.decompress(base64.b64decode(entry["data"], validate=True))
+    except (binascii.Error, zlib.error, ValueError) as err:
+        raise ProclabError(f"{where}: its data is corrupt ({err})") from None
+    return LevelState(data, int(entry.get("level_seed", -1)), str(entry.get("note", "")))
+
+
+def _check_state(data: bytes, game: str, mode: str, where: str) -> None:
+    """Refuse bytes that are not a state of ``game`` in ``mode`` (parsing refuses other versions)."""
+    try:
+        found_game, code = _state_game_mode(data)
+    except ProclabError as err:
+        raise ProclabError(f"{where}: {err}") from None
+    if (found_game, code) != (game, MODE_CODES[mode]):
+        names = [m for m, c in MODE_CODES.items() if c == code] or [f"code {code}"]
+        raise ProclabError(f"{where} is a {found_game} state of mode {'/'.join(names)}, not {game} {mode}")
