@@ -49,13 +49,17 @@ def test_agent_pixels_are_where_to_pixels_puts_the_agent(game):
     try:
         for data in random_states(game, "easy", count=12, seed=1 + GAMES.index(game)):
             state = parse_state(data)
-            changed = np.any(_render(backend, data) != _render(backend, serialize_state(_invisible_agent(state))), -1)
+            changed = np.any(
+                _render(backend, data) != _render(backend, serialize_state(_invisible_agent(state))), -1
+            )
             rows, cols = np.nonzero(changed)
             if len(rows) == 0:  # the agent is hidden (behind another sprite, or outside the frame)
                 continue
             seen += 1
             left, right, top, bottom = _agent_box(state)
-            assert cols.min() >= left and cols.max() + 1 <= right, f"{game}: columns {cols.min()}..{cols.max()}"
+            assert cols.min() >= left and cols.max() + 1 <= right, (
+                f"{game}: columns {cols.min()}..{cols.max()}"
+            )
             assert rows.min() >= top and rows.max() + 1 <= bottom, f"{game}: rows {rows.min()}..{rows.max()}"
             px, py = to_pixels(state, state.agent.x, state.agent.y)
             assert abs((cols.min() + cols.max() + 1) / 2 - px) <= (right - left) / 2

@@ -71,3 +71,11 @@ def test_grid_cells_are_read_where_procgen_writes_them():
     height, width = state.grid.shape
     tail = np.frombuffer(data[-(4 * (width * height) + 12) : -12], dtype="<i4")
     assert np.array_equal(tail, state.grid.reshape(-1))
+
+
+def test_states_compare_by_their_bytes():
+    data = _first_state("maze")
+    assert parse_state(data) == parse_state(data)
+    assert parse_state(data) != parse_state(
+        next(random_states("maze", "easy", count=1, seed=9, keep_prob=1.0))
+    )

@@ -14,6 +14,7 @@ through :class:`RecordCodec`, since the entity record is defined with :class:`~.
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -23,26 +24,28 @@ from proclab.errors import ProclabError
 _I32 = struct.Struct("<i")
 _F32 = struct.Struct("<f")
 
-_STRUCT_CODE = {"i": "i", "f": "f", "b": "i"}
-
 
 class RecordCodec:
-    """A fixed-size record of scalar fields (procgen's Entity): one ``struct`` call per record."""
+    """Fixed-size records of scalar fields (procgen's Entity), decoded and encoded a whole list at a
+    time through a numpy structured dtype: states hold up to hundreds of entities."""
 
     def __init__(self, spec: tuple[tuple[str, str], ...]):
-        self.struct = struct.Struct("<" + "".join(_STRUCT_CODE[kind] for _, kind in spec))
-        self.bools = tuple(i for i, (_, kind) in enumerate(spec) if kind == "b")
+        self.dtype = np.dtype([(name, "<f4" if kind == "f" else "<i4") for name, kind in spec])
+        self.bools = [i for i, (_, kind) in enumerate(spec) if kind == "b"]
+        self.size = self.dtype.itemsize
 
-    def decode(self, chunk) -> tuple:
-        values = list(self.struct.unpack(chunk))
-        for i in self.bools:
-            if values[i] not in (0, 1):
-                raise ProclabError(f"game state is corrupt: an entity's bool field holds {values[i]}.")
-            values[i] = values[i] == 1
-        return tuple(values)
+    def decode(self, chunk, count: int) -> list[tuple]:
+        table = np.frombuffer(chunk, dtype=self.dtype, count=count)
+        flags = np.frombuffer(chunk, dtype="<i4").reshape(count, len(self.dtype))[:, self.bools]
+        if (flags & ~1).any():
+            raise ProclabError("game state is corrupt: an entity's bool field is neither 0 nor 1.")
+        columns = [table[name].tolist() for name in self.dtype.names]
+        for column, i in enumerate(self.bools):
+            columns[i] = flags[:, column].astype(bool).tolist()
+        return list(zip(*columns, strict=True))
 
-    def encode(self, values) -> bytes:
-        return self.struct.pack(*(int(v) if isinstance(v, bool) else v for v in values))
+    def encode(self, records) -> bytes:
+        return np.array([tuple(r) for r in records], dtype=self.dtype).tobytes()
 
 
 class Reader:
@@ -84,7 +87,8 @@ class Reader:
 
     def records(self, codec: RecordCodec) -> list[tuple]:
         """A counted list of fixed-size records, each as a tuple of its field values."""
-        return [codec.decode(self._take(codec.struct.size)) for _ in range(self.int())]
+        count = self.int()
+        return codec.decode(self._take(count * codec.size), count)
 
     def int_array(self) -> np.ndarray:
         """A counted int32 vector as an array (the grid: thousands of cells, read in one go)."""
@@ -101,7 +105,13 @@ class Reader:
         raise AssertionError(f"unknown field kind {kind!r}")
 
     def fields(self, spec: tuple[tuple[str, str], ...]) -> dict:
-        return {name: self.field(kind) for name, kind in spec}
+        values = {}
+        for step in _plan(spec):
+            if isinstance(step, _Run):
+                values.update(step.decode(self._take(step.struct.size)))
+            else:
+                values[step[0]] = self.field(step[1])
+        return values
 
 
 class Writer:
@@ -131,7 +141,7 @@ class Writer:
 
     def records(self, codec: RecordCodec, records) -> None:
         self.int(len(records))
-        self.parts.extend(codec.encode(values) for values in records)
+        self.parts.append(codec.encode(records))
 
     def int_array(self, values: np.ndarray) -> None:
         self.int(values.size)
@@ -149,11 +159,52 @@ class Writer:
             raise AssertionError(f"unknown field kind {kind!r}")
 
     def fields(self, spec: tuple[tuple[str, str], ...], values: dict) -> None:
-        for name, kind in spec:
-            self.field(kind, values[name])
+        for step in _plan(spec):
+            if isinstance(step, _Run):
+                self.parts.append(
+                    step.struct.pack(*(int(values[n]) if b else values[n] for n, b in step.fields))
+                )
+            else:
+                self.field(step[1], values[step[0]])
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)
 
 
 _SCALAR = {"i": "int", "f": "float", "b": "bool", "s": "bytes"}
+
+
+class _Run:
+    """Consecutive int/float/bool fields of a spec, read or written with one ``struct`` call."""
+
+    def __init__(self, fields: list[tuple[str, str]]):
+        self.struct = struct.Struct("<" + "".join("f" if kind == "f" else "i" for _, kind in fields))
+        self.fields = [(name, kind == "b") for name, kind in fields]
+
+    def decode(self, chunk) -> dict:
+        values = {}
+        for (name, is_bool), value in zip(self.fields, self.struct.unpack(chunk), strict=True):
+            if is_bool:
+                if value not in (0, 1):
+                    raise ProclabError(f"game state is corrupt: the bool field {name} holds {value}.")
+                value = value == 1
+            values[name] = value
+        return values
+
+
+@functools.cache
+def _plan(spec: tuple[tuple[str, str], ...]) -> list:
+    """``spec`` as steps: a :class:`_Run` per stretch of scalars, ``(name, kind)`` for the rest."""
+    steps: list = []
+    run: list[tuple[str, str]] = []
+    for name, kind in spec:
+        if kind in ("i", "f", "b"):
+            run.append((name, kind))
+            continue
+        if run:
+            steps.append(_Run(run))
+            run = []
+        steps.append((name, kind))
+    if run:
+        steps.append(_Run(run))
+    return steps

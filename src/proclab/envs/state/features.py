@@ -41,17 +41,30 @@ def event_names(game: str) -> list[str]:
 
 def positions(state: GameState, kind: str) -> np.ndarray:
     """World centres ``(n, 2)`` of every ``kind`` in ``state`` (entities, or cells of a cell kind)."""
-    names = glossary(state.game)
-    value = names.type_of(kind)
-    if names.is_cell(kind):
-        rows, cols = np.nonzero(state.grid == value)
-        return np.stack([cols + 0.5, rows + 0.5], axis=1)
-    found = [(e.x, e.y) for e in state.entities if e.type == value and not e.use_abs_coords]
-    return np.array(found, dtype=np.float64).reshape(-1, 2)
+    return _Positions(state)(kind)
+
+
+class _Positions:
+    """Positions by kind for one state; the entity table is built once, not once per kind."""
+
+    def __init__(self, state: GameState):
+        self.state = state
+        self.names = glossary(state.game)
+        world = [e for e in state.entities if not e.use_abs_coords]
+        self.types = np.array([e.type for e in world], dtype=np.int64)
+        self.xy = np.array([(e.x, e.y) for e in world], dtype=np.float64).reshape(-1, 2)
+
+    def __call__(self, kind: str) -> np.ndarray:
+        value = self.names.type_of(kind)
+        if self.names.is_cell(kind):
+            rows, cols = np.nonzero(self.state.grid == value)
+            return np.stack([cols + 0.5, rows + 0.5], axis=1)
+        return self.xy[self.types == value]
 
 
 def _counts(state: GameState, kinds: list[str]) -> np.ndarray:
-    return np.array([len(positions(state, kind)) for kind in kinds])
+    found = _Positions(state)
+    return np.array([len(found(kind)) for kind in kinds])
 
 
 def _nearest(points: np.ndarray, x: float, y: float) -> np.ndarray:
@@ -66,16 +79,16 @@ def _nearest(points: np.ndarray, x: float, y: float) -> np.ndarray:
 
 def features(state: GameState) -> np.ndarray:
     """``float32 (len(feature_names(game)),)``: the agent, the goal, the nearest of each kind."""
-    names = glossary(state.game)
+    found = _Positions(state)
     agent = state.agent
     values = [agent.x, agent.y, agent.vx, agent.vy]
-    if names.goal is None:
+    if found.names.goal is None:
         values += [np.nan] * 3
     else:
-        dx, dy, distance = _nearest(positions(state, names.goal), agent.x, agent.y)
+        dx, dy, distance = _nearest(found(found.names.goal), agent.x, agent.y)
         values += [agent.x + dx, agent.y + dy, distance]
-    for kind in names.feature_kinds():
-        values += list(_nearest(positions(state, kind), agent.x, agent.y)[:2])
+    for kind in found.names.feature_kinds():
+        values += list(_nearest(found(kind), agent.x, agent.y)[:2])
     return np.array(values, dtype=np.float32)
 
 

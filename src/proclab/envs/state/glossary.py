@@ -10,6 +10,7 @@ game, never both, so an edit by kind is unambiguous. Values the tables do not na
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from proclab.envs.games import check_game
 from proclab.errors import unknown_choice
@@ -17,11 +18,12 @@ from proclab.errors import unknown_choice
 SPACE = 100  # the empty cell of every game
 WALL = 51  # procgen's generic wall (WALL_OBJ)
 
-# Types shared by all games (object-ids.h).
-_COMMON_ENTITIES = {0: "agent", 54: "explosion", 55: "explosion2", 56: "explosion3", 57: "explosion4",
-                    58: "explosion5", 59: "trail"}  # fmt: skip
+# Types shared by all games (object-ids.h; EXPLOSION2..5 exist there but no game spawns them).
+_COMMON_ENTITIES = {0: "agent", 54: "explosion", 59: "trail"}
 _COMMON_CELLS = {SPACE: "space"}
-_EFFECTS = frozenset(kind for t, kind in _COMMON_ENTITIES.items() if t != 0)
+# Short-lived visual effects, and cells that only exist while a level is generated: they say
+# nothing about the level, so features and events leave them out.
+_NOT_FOLLOWED = frozenset({"explosion", "trail", "laser_trail", "exhaust", "dust_cloud", "marker"})
 
 
 @dataclass(frozen=True)
@@ -44,19 +46,26 @@ class Glossary:
 
     def feature_kinds(self) -> list[str]:
         """The kinds features and events follow: every entity and cell kind except the agent, empty
-        space and the short-lived effects (explosions, trails), which say nothing about the level."""
-        return [k for k in (*self.entity_kinds(), *self.cell_kinds()) if k not in _EFFECTS]
+        space, visual effects (explosions, trails, exhaust) and generation-time markers."""
+        return [k for k in (*self.entity_kinds(), *self.cell_kinds()) if k not in _NOT_FOLLOWED]
 
     def is_cell(self, kind: str) -> bool:
-        return kind in self.cells.values()
+        return kind in self._cell_kinds
+
+    @cached_property
+    def _cell_kinds(self) -> frozenset[str]:
+        return frozenset(self.cells.values())
 
     def type_of(self, kind: str) -> int:
         """The entity type or cell value of ``kind``; a one-line error names the game's kinds."""
-        for table in (self.entities, self.cells):
-            for value, name in table.items():
-                if name == kind:
-                    return value
-        raise unknown_choice(f"kind for {self.game}", kind, [*self.entity_kinds(), *self.cell_kinds()])
+        value = self._values.get(kind)
+        if value is None:
+            raise unknown_choice(f"kind for {self.game}", kind, [*self.entity_kinds(), *self.cell_kinds()])
+        return value
+
+    @cached_property
+    def _values(self) -> dict[str, int]:
+        return {name: value for table in (self.entities, self.cells) for value, name in table.items()}
 
 
 def _g(game: str, entities: dict[int, str], cells: dict[int, str], goal: str | None) -> Glossary:
