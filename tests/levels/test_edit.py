@@ -94,13 +94,14 @@ def test_a_moved_cheese_pays_where_it_was_moved_to(tmp_path):
 
 
 def test_eval_levels_from_plays_each_state_once(tmp_path, coin_file, capsys):
-    """``proclab eval --levels-from``: the coin-under-the-agent levels pay 10 in one step, whatever the policy."""
+    """``proclab eval --levels-from``: levels whose coin surrounds the agent pay (10 a coin cell touched) and
+    end in one step, whatever the policy."""
     ckpt = make_agent_checkpoint(tmp_path / "run", game="coinrun")
     main(["eval", str(ckpt), "--levels-from", str(coin_file), "--json", "--device", "cpu"])
     table = json.loads(capsys.readouterr().out)
     (row,) = table["rows"]
     assert row["split"] == f"levels:{coin_file}" and row["episodes"] == 4
-    assert row["return_mean"] == 10.0 and row["length_mean"] == 1.0 and row["level_complete_rate"] == 1.0
+    assert row["return_mean"] >= 10.0 and row["length_mean"] == 1.0 and row["level_complete_rate"] == 1.0
     assert table["levels_from"] == str(coin_file)
 
 

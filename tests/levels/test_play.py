@@ -14,14 +14,14 @@ CONFIG = EnvConfig(game=("coinrun",), num_threads=1)
 
 
 def test_episode_k_of_slot_i_plays_state_i_plus_k_n_in_turn(coin_on_agent):
-    """Three slots, four one-step levels: step k restarts slot i from state (i + 3(k+1)) mod 4."""
+    """Three slots, four one-step levels (the coin surrounds the agent): step k restarts slot i from state (i + 3(k+1)) mod 4."""
     seeds = [s.level_seed for s in coin_on_agent.states]
     with LevelsEnv(ProcgenVecEnv(replace(CONFIG, num_envs=3), seed=1), coin_on_agent) as env:
         _, info = env.reset()
         assert info["level_seed"].tolist() == seeds[:3]
         for k in range(5):
             _, reward, terminated, truncated, info = env.step(np.zeros(3, np.int32))
-            assert reward.tolist() == [10.0] * 3 and terminated.all() and not truncated.any()
+            assert (reward >= 10).all() and terminated.all() and not truncated.any()
             assert info["episode"]["level_seed"].tolist() == [seeds[(i + 3 * k) % 4] for i in range(3)]
             assert info["level_seed"].tolist() == [seeds[(i + 3 * (k + 1)) % 4] for i in range(3)]
 

@@ -35,10 +35,13 @@ import tyro
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
+from proclab.levels.file import read_level_states
+from proclab.levels.play import LevelsEnv, check_levels_fit
+from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
 from proclab.run.runtime import Runtime, make_runtime
-from proclab.store.schema import STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
+from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
 from proclab.store.store import EpisodeStore
 from proclab.store.writer import ShardWriter, check_root, ensure_store
 
@@ -78,6 +81,12 @@ class RecordArgs:
     """Continue the unfinished recordings of this store up to their requested episode counts."""
     split: Annotated[str | None, tyro.conf.arg(metavar="SPLIT")] = None
     """Level split to play (named or START:NUM); default: the checkpoint's training split."""
+    levels_from: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
+    """Play the states of this level-state file instead of a split (proclab level edit writes them): each
+    episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
+    ground_truth: bool = True
+    """Also store the game's ground truth: per-step features and events, each episode's first game state
+    (--no-ground-truth: only what the agent saw and did)."""
     num_envs: int = 64
     """Parallel environments per worker."""
     action_noise: str = "none"
@@ -190,7 +199,8 @@ class Recording:
         return cls(
             **{
                 **attrs,
-                "args": RecordArgs(**attrs["args"]),
+                # recordings made before ground truth existed have none: their resumed shards neither
+                "args": RecordArgs(**{"ground_truth": False, **attrs["args"]}),
                 "games": tuple(attrs["games"]),
                 "reward_norm": RewardNorm(**attrs["reward_norm"]),
             }
@@ -256,6 +266,8 @@ def _validate(args: RecordArgs) -> None:
     ActionNoise.parse(args.action_noise)
     if args.split is not None:
         parse_split(args.split)
+    if args.levels_from is not None and args.split is not None:
+        raise ProclabError("--levels-from plays a file's levels; it excludes --split")
 
 
 def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
@@ -279,6 +291,10 @@ def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
         fields["obs_human"] = ("uint8", [3, 512, 512])
     for layer, parts in facts.state_layout.items():
         fields[STATE_OUT + layer] = (args.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
+    if args.ground_truth:
+        names = ground_truth_names(facts.games)
+        fields["features"] = ("float32", [len(names["features"])])
+        fields["events"] = ("bool", [len(names["events"])])
     return {k: {"dtype": dt, "shape": s} for k, (dt, s) in fields.items()}
 
 
@@ -296,6 +312,11 @@ def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
         raise ProclabError(
             f"episode store {str(store)!r} holds other per-step fields than this recording would write "
             f"(differing: {', '.join(diff)}); record into a new --out"
+            + (
+                " (or pass --no-ground-truth)"
+                if {"features", "events"} & set(diff) and args.ground_truth
+                else ""
+            )
         )
 
 
@@ -313,6 +334,11 @@ def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
         )
     split = args.split if args.split is not None else facts.train_split
     args = replace(args, split=split)
+    label = str(parse_split(split))
+    if args.levels_from is not None:
+        where = f"level-state file {args.levels_from!r}"
+        check_levels_fit(read_level_states(args.levels_from), facts.games, facts.mode, where)
+        label = f"levels:{args.levels_from}"
     if args.out.exists() and (args.out / "zarr.json").is_file():
         _check_compatible(args.out, facts, args)
     ensure_store(args.out)
@@ -324,7 +350,7 @@ def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
         checkpoint_step=facts.step,
         games=facts.games,
         mode=facts.mode,
-        split=str(parse_split(split)),
+        split=label,
         num_actions=facts.num_actions,
         action_noise=ActionNoise.parse(args.action_noise).spec(),
         reward_norm=facts.reward_norm,
@@ -368,6 +394,8 @@ def record_shard(
     rt = make_runtime(device, precision, torch_threads)
     agent, env_config, layout = _load_recording_agent(recording, checkpoint, rt)
     attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
+    if recording.args.ground_truth:
+        attrs[GROUND_TRUTH_ATTR] = ground_truth_names(recording.games)
     writer = ShardWriter(
         store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
     )
@@ -383,6 +411,7 @@ def record_shard(
         state_dtype=args.state_dtype,
         human=args.human,
         split=recording.split,
+        ground_truth=args.ground_truth,
     )
 
     def on_tick() -> None:
@@ -415,19 +444,25 @@ def _load_recording_agent(
     return agent, env_config, layout
 
 
-def _shard_env(recording: Recording, env_config: EnvConfig, episodes: int, shard: str) -> ProcgenVecEnv:
+def _shard_env(
+    recording: Recording, env_config: EnvConfig, episodes: int, shard: str
+) -> ProcgenVecEnv | LevelsEnv:
     """The shard's envs; levels and action sampling are seeded from ``(seed, shard number)``, so the new
     shards of a resumed recording never replay the levels of its earlier ones."""
     args = recording.args
     env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(shard)]).generate_state(2)
     torch.manual_seed(int(torch_seed))
     n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
-    return ProcgenVecEnv(
+    env = ProcgenVecEnv(
         replace(env_config, num_envs=n_envs),
         seed=int(env_seed % 2**31),
-        split=args.split,
+        split=args.split if args.levels_from is None else env_config.split,
         render_human=args.human,
     )
+    if args.levels_from is None:
+        return env
+    levels = read_level_states(args.levels_from)
+    return LevelsEnv(env, levels, f"level-state file {args.levels_from!r}")
 
 
 def _writing_sink(writer: ShardWriter, video_dir: Path, videos: int) -> Callable[[dict, dict], None]:

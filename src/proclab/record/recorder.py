@@ -14,6 +14,9 @@ nothing at all for the throughput benchmark).
   checkpoint's final running return std and clips it, exactly what the agent was trained on
   at the end of training. The statistics are frozen, so every shard and every resumed run
   normalises identically (the seed re-estimated them from scratch while recording).
+* Ground truth (``ground_truth=True``): per step the game's ``features`` of the state the agent
+  saw and the ``events`` its action caused, per episode its first game state (``initial_state``,
+  procgen's bytes, a blob of the store), all from :mod:`proclab.record.ground_truth`.
 * Episodes in progress are kept per env slot: small fields in a time-major buffer written
   with one vectorised assignment per step, frames and other large rows as per-slot lists
   (memory grows with the episodes in progress, not with the longest one times the slots).
@@ -29,6 +32,7 @@ import torch
 
 from proclab.envs import NOOP
 from proclab.envs.episodes import quotas
+from proclab.record.ground_truth import GroundTruth
 from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
 from proclab.run.runtime import Runtime
@@ -134,6 +138,7 @@ class EpisodeRecorder:
         human: bool = False,
         split: str = "",
         greedy: bool = False,
+        ground_truth: bool = False,
     ):
         self.env, self.agent, self.rt = env, agent, runtime
         self.noise = noise or ActionNoise()
@@ -143,6 +148,7 @@ class EpisodeRecorder:
         self.human = human
         self.split = split
         self.greedy = greedy  # argmax of the (noised) logits instead of a sample
+        self.ground_truth = ground_truth
         self.layout = state_layout(agent.state_shapes())
         initial = {
             k: v.float().cpu().numpy() for k, v in agent.initial_state(1, device=runtime.device).items()
@@ -163,6 +169,7 @@ class EpisodeRecorder:
         lanes = _Lanes(N)
         for i in np.flatnonzero(~active):
             lanes.retire(i)
+        truth = GroundTruth(self.env) if self.ground_truth else None
         level_seed = np.asarray(actor.reset_info["level_seed"], np.int64)
         human = actor.reset_info.get("human")
         ep_step = np.zeros(N, np.int32)
@@ -185,6 +192,8 @@ class EpisodeRecorder:
             }
             if self.human:
                 rows["obs_human"] = human.transpose(0, 3, 1, 2)
+            if truth is not None:
+                rows["features"] = truth.features()
             flat = flatten_state({k: v.float().cpu().numpy() for k, v in state.items()}, self.layout)
             rows |= {STATE_OUT + layer: v.astype(self.state_dtype, copy=False) for layer, v in flat.items()}
             act = torch.from_numpy(rows["action"]).to(rt.device)
@@ -195,6 +204,9 @@ class EpisodeRecorder:
                 raw / self.reward_scale, -self.reward_clip, self.reward_clip
             ).astype(np.float32)
             rows["terminated"], rows["truncated"] = info["terminated"], info["truncated"]
+            if truth is not None:
+                complete = info["episode"]["level_complete"]
+                rows["events"] = truth.step(raw, info["terminated"], info["truncated"], complete)
             lanes.push(rows)
             ep_step += 1
             ep = info["episode"]
@@ -204,17 +216,7 @@ class EpisodeRecorder:
                     raise RuntimeError(
                         f"env slot {i}: recorded {len(steps['obs'])} steps, env says {ep['length'][i]}"
                     )
-                sink(
-                    steps,
-                    {
-                        "game": env.games[env.game_index[i]],
-                        "split": self.split,
-                        "level_seed": int(ep["level_seed"][i]),
-                        "return": float(ep["return"][i]),
-                        "level_complete": bool(ep["level_complete"][i]),
-                        **self.state_in0,
-                    },
-                )
+                sink(steps, self._episode_info(ep, i, truth))
                 counts[i] += 1
                 if counts[i] == quota[i]:
                     active[i] = False
@@ -225,6 +227,18 @@ class EpisodeRecorder:
             if tick is not None:
                 tick()
         return int(counts.sum())
+
+    def _episode_info(self, ep: dict, i: int, truth: GroundTruth | None) -> dict:
+        """The per-episode values of slot ``i``'s episode that just ended (``ep``: the env's ``info["episode"]``)."""
+        return {
+            "game": self.env.games[self.env.game_index[i]],
+            "split": self.split,
+            "level_seed": int(ep["level_seed"][i]),
+            "return": float(ep["return"][i]),
+            "level_complete": bool(ep["level_complete"][i]),
+            **self.state_in0,
+            **({"initial_state": truth.finished[i]} if truth is not None else {}),
+        }
 
 
 def _full(n: int, idx: np.ndarray, values: torch.Tensor, fill=0) -> np.ndarray:

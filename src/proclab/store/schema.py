@@ -63,6 +63,8 @@ import numpy as np
 SCHEMA_VERSION = 1
 STORE_FORMAT = "proclab-episode-store"
 STATE_LAYOUT_ATTR = "state_layout"
+GROUND_TRUTH_ATTR = "ground_truth"
+"""Shard attribute naming the columns of ``features`` and ``events``: ``{"features": [...], "events": [...]}``."""
 
 STEP_FIELDS = (
     "obs",

@@ -1,0 +1,283 @@
+"""Ground truth per recorded step: the game's features and events, read from procgen's states cheaply.
+
+:func:`proclab.envs.state.features` and :func:`~proclab.envs.state.events` define the numbers (names,
+order, NaN for "none", the events' rules); this module computes the same numbers for every env slot
+at every step without building a :class:`~proclab.envs.state.GameState`: it walks procgen's byte
+layout (the field specs of :mod:`proclab.envs.state.layout`) only to the few places it needs (the
+step's outcome in the header, the entity records, the grid), reads the entities as one numpy record
+array and the grid as one int array, and finds the nearest thing of every kind with one pass over
+all candidate points. ``tests/record/test_ground_truth.py`` checks it against the definitions on
+random states of all 16 games.
+
+Multi-task recordings store one width for all games: the union of the games' names (first game's
+first), NaN / false where a game has no such feature or event.
+
+On an episode's last step the state after the step is already the next level's (procgen resets
+inside the step), so the last row's outcome events (``reward``, ``level_complete``, ``died``,
+``timeout``) come from the env's own step results, and its per-kind events are false, as the
+definitions say; with ``--levels-from`` the next state is a file's, which would otherwise be read.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from proclab.envs.state import event_names, feature_names, glossary, parse_state
+from proclab.envs.state.layout import BASIC_FIELDS, GAME_FIELDS
+from proclab.envs.state.model import ENTITY_FIELDS, PLAYER
+
+_I32 = struct.Struct("<i")
+_ENTITY = np.dtype([(name, "<f4" if kind == "f" else "<i4") for name, kind in ENTITY_FIELDS])
+_OUTCOMES = ("reward", "level_complete", "died", "timeout")
+_HEADER_WANTED = {"reward": "<f", "done": "<i", "level_complete": "<i", "cur_time": "<i", "timeout": "<i"}
+
+
+class _Walk:
+    """Walks one field spec of procgen's layout, reading only ``wanted`` fields (name -> struct format).
+
+    Runs of fixed 4-byte fields are skipped in one addition; strings, random generators and vectors
+    are skipped by their stored lengths.
+    """
+
+    def __init__(self, spec, wanted: dict[str, str]):
+        self.plan: list[
+            tuple[str, int, list]
+        ] = []  # ("fixed", size, [(name, offset, struct)]) or (kind, 0, [])
+        fixed, reads = 0, []
+        for name, kind in spec:
+            if kind in ("i", "f", "b"):
+                if name in wanted:
+                    reads.append((name, fixed, struct.Struct(wanted[name])))
+                fixed += 4
+                continue
+            self.plan.append(("fixed", fixed, reads))
+            self.plan.append((kind, 0, []))
+            fixed, reads = 0, []
+        self.plan.append(("fixed", fixed, reads))
+
+    def read(self, data: bytes, offset: int, into: dict) -> int:
+        for kind, size, reads in self.plan:
+            if kind == "fixed":
+                for name, at, fmt in reads:
+                    into[name] = fmt.unpack_from(data, offset + at)[0]
+                offset += size
+            elif kind == "rng":  # is_seeded, then the generator's state as a string
+                offset += 8 + _I32.unpack_from(data, offset + 4)[0]
+            elif kind == "s":
+                offset += 4 + _I32.unpack_from(data, offset)[0]
+            else:  # vi / vf / vb: a count, then 4-byte items
+                offset += 4 + 4 * _I32.unpack_from(data, offset)[0]
+        return offset
+
+
+_HEADER = _Walk(GAME_FIELDS, _HEADER_WANTED)
+_BASIC = _Walk(BASIC_FIELDS, {})
+
+
+def scan(data: bytes) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The step's outcome fields, the entity records and the grid of one state (no copies, no checks:
+    the bytes come straight from procgen; the recorder parses each episode's first state in full)."""
+    header: dict = {}
+    offset = 8 + _I32.unpack_from(data, 4)[0]  # version, then the game's name
+    offset = _HEADER.read(data, offset, header) + 4  # grid_size
+    count = _I32.unpack_from(data, offset)[0]
+    entities = np.frombuffer(data, _ENTITY, count, offset + 4)
+    offset = _BASIC.read(data, offset + 4 + count * _ENTITY.itemsize, {})
+    width, height = _I32.unpack_from(data, offset)[0], _I32.unpack_from(data, offset + 4)[0]
+    grid = np.frombuffer(data, "<i4", width * height, offset + 12).reshape(height, width)
+    return header, entities, grid
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Several states (one per env slot) as the ground truth needs them."""
+
+    header: dict[str, np.ndarray]
+    """The step's outcome fields per state (reward, done, level_complete, cur_time, timeout)."""
+    features: np.ndarray
+    """``float32 (N, len(feature_names))``."""
+    counts: np.ndarray
+    """``(N, kinds)``: how many of each feature kind each state holds."""
+
+
+def _stack_scans(scans: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """All states' entities with their state index, and all their grid cells with state, row and column."""
+    entities = np.concatenate([e for _, e, _ in scans])
+    entity_state = np.repeat(np.arange(len(scans)), [len(e) for _, e, _ in scans])
+    cells = np.concatenate([g.ravel() for _, _, g in scans])
+    sizes = np.array([g.size for _, _, g in scans])
+    cell_state = np.repeat(np.arange(len(scans)), sizes)
+    local = np.arange(len(cells)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    widths = np.array([g.shape[1] for _, _, g in scans])
+    rows, cols = np.divmod(local, widths[cell_state])
+    return entities, entity_state, cells, cell_state, np.stack([cols + 0.5, rows + 0.5], axis=1)
+
+
+def _first_nearest(group: np.ndarray, distance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each group present: its id and the index of its smallest distance (the first listed of equals).
+
+    A stable sort by group (a radix sort: group ids are small) keeps each group's points in their
+    original order, so the first point that reaches the group's minimum is the first listed one."""
+    order = np.argsort(group.astype(np.int32), kind="stable")
+    sorted_group, sorted_distance = group[order], distance[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    if len(order) == 0:
+        return order, order
+    least = np.minimum.reduceat(sorted_distance, starts)
+    at_least = sorted_distance == np.repeat(least, np.diff(np.r_[starts, len(order)]))
+    hits = np.flatnonzero(at_least)
+    first = hits[np.searchsorted(hits, starts)]  # the first hit at or after each group's start
+    return sorted_group[starts], order[first]
+
+
+class GameTruth:
+    """One game's features and events of many states at once (see the module docstring)."""
+
+    def __init__(self, game: str):
+        names = glossary(game)
+        self.game = game
+        self.kinds = names.feature_kinds()
+        self.feature_names, self.event_names = feature_names(game), event_names(game)
+        top = max([*names.entities, *names.cells, 0]) + 1
+        self.entity_kind = np.full(top, -1, np.int64)
+        self.cell_kind = np.full(top, -1, np.int64)
+        for k, kind in enumerate(self.kinds):
+            value = names.type_of(kind)
+            (self.cell_kind if names.is_cell(kind) else self.entity_kind)[value] = k
+        self.goal = self.kinds.index(names.goal) if names.goal is not None else -1
+        self.num_kinds = len(self.kinds)
+
+    @staticmethod
+    def _kind_of(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+        inside = (values >= 0) & (values < len(table))
+        return np.where(inside, table[np.clip(values, 0, len(table) - 1)], -1)
+
+    def _points(self, scans: list):
+        """Group (state x kind), world centre and agent of every entity (list order) and cell (row-major)
+        of a feature kind; screen-fixed entities left out. Within a group the original order is kept."""
+        entities, entity_state, cells, cell_state, centres = _stack_scans(scans)
+        agents = np.flatnonzero(entities["type"] == PLAYER)
+        agent = entities[agents[np.unique(entity_state[agents], return_index=True)[1]]]
+        world = entities["use_abs_coords"] == 0
+        ent_kind = np.where(world, self._kind_of(self.entity_kind, entities["type"].astype(np.int64)), -1)
+        cell_kind = self._kind_of(self.cell_kind, cells.astype(np.int64))
+        e, c = np.flatnonzero(ent_kind >= 0), np.flatnonzero(cell_kind >= 0)
+        group = np.concatenate([entity_state[e] * self.num_kinds + ent_kind[e],
+                                cell_state[c] * self.num_kinds + cell_kind[c]])  # fmt: skip
+        xy = np.concatenate(
+            [np.stack([entities["x"][e], entities["y"][e]], axis=1).astype(np.float64), centres[c]]
+        )
+        return group, xy, agent
+
+    def see(self, states: list[bytes]) -> Seen:
+        """What the ground truth needs of ``states``: outcome fields, features and counts per kind."""
+        scans = [scan(data) for data in states]
+        N, K = len(scans), self.num_kinds
+        group, xy, agent = self._points(scans)
+        ax, ay = agent["x"].astype(np.float64), agent["y"].astype(np.float64)
+        offsets = xy - np.stack([ax, ay], axis=1)[group // K]
+        distance = np.hypot(offsets[:, 0], offsets[:, 1])
+        found, first = _first_nearest(group, distance)
+        nearest = np.full((N * K, 3), np.nan)
+        nearest[found] = np.column_stack([offsets[first], distance[first]])
+        nearest = nearest.reshape(N, K, 3)
+        goal = (
+            np.full((N, 3), np.nan)
+            if self.goal < 0
+            else nearest[:, self.goal] + np.stack([ax, ay, 0 * ax], 1)
+        )
+        agent_part = np.stack(
+            [ax, ay, agent["vx"].astype(np.float64), agent["vy"].astype(np.float64)], axis=1
+        )
+        features = np.concatenate([agent_part, goal, nearest[:, :, :2].reshape(N, 2 * K)], axis=1)
+        header = {name: np.array([h[name] for h, _, _ in scans]) for name in _HEADER_WANTED}
+        counts = np.bincount(group, minlength=N * K).reshape(N, K)
+        return Seen(header, features.astype(np.float32), counts)
+
+    def events(self, before: Seen, after: Seen) -> np.ndarray:
+        """``bool (N, len(event_names))``: the events of the steps from ``before`` to ``after`` (state by
+        state, as :func:`proclab.envs.state.events` defines them)."""
+        ended = after.header["done"] != 0
+        complete = ended & (after.header["level_complete"] != 0)
+        timeout = ended & ~complete & (before.header["cur_time"] + 1 >= before.header["timeout"])
+        outcomes = [after.header["reward"] != 0, complete, ended & ~complete & ~timeout, timeout]
+        delta = after.counts - before.counts
+        changes = np.stack([delta < 0, delta > 0], axis=2) & ~ended[:, None, None]
+        return np.concatenate([np.stack(outcomes, axis=1), changes.reshape(len(delta), -1)], axis=1)
+
+
+def ground_truth_names(games) -> dict[str, list[str]]:
+    """The stored ``features`` and ``events`` columns of a recording of ``games`` (see the module docstring)."""
+    return {
+        "features": union(feature_names(g) for g in games),
+        "events": union(event_names(g) for g in games),
+    }
+
+
+def union(lists) -> list[str]:
+    """The names of several games in one list: first game's first, then each new one as it appears."""
+    return list(dict.fromkeys(name for names in lists for name in names))
+
+
+class GroundTruth:
+    """Features and events of every slot of a vector env, step after step, and each episode's first state.
+
+    ``env`` follows :class:`~proclab.envs.ProcgenVecEnv` (``games``, ``game_index``,
+    ``slot_states()``); it must have been reset. Call :meth:`features` before each step and
+    :meth:`step` after it; :attr:`finished` then holds, for the slots whose episode just ended, that
+    episode's first state (procgen's bytes, parsed in full once to refuse what this proclab cannot read).
+    """
+
+    def __init__(self, env):
+        self.env = env
+        self.truths = [GameTruth(game) for game in env.games]
+        self.feature_names = union(t.feature_names for t in self.truths)
+        self.event_names = union(t.event_names for t in self.truths)
+        self._slots = [np.flatnonzero(env.game_index == g) for g in range(len(self.truths))]
+        self._feature_cols = [[self.feature_names.index(n) for n in t.feature_names] for t in self.truths]
+        self._event_cols = [[self.event_names.index(n) for n in t.event_names] for t in self.truths]
+        self._outcomes = [self.event_names.index(n) for n in _OUTCOMES]
+        states = env.slot_states()
+        self.first = [_checked(data) for data in states]
+        self.finished: dict[int, bytes] = {}
+        self._seen = self._see(states)
+
+    def _see(self, states: list[bytes]) -> list[Seen]:
+        return [t.see([states[i] for i in slots]) for t, slots in zip(self.truths, self._slots, strict=True)]
+
+    def features(self) -> np.ndarray:
+        """``float32 (N, len(feature_names))`` of the current states (NaN where a slot's game has none)."""
+        out = np.full((self.env.num_envs, len(self.feature_names)), np.nan, np.float32)
+        for seen, slots, cols in zip(self._seen, self._slots, self._feature_cols, strict=True):
+            out[np.ix_(slots, cols)] = seen.features
+        return out
+
+    def step(self, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, complete: np.ndarray):
+        """``bool (N, len(event_names))``: the events of the step just taken (see the module docstring for
+        episode ends, whose outcomes are the env's ``reward``, ``terminated``, ``truncated``, ``complete``)."""
+        states = self.env.slot_states()
+        seen = self._see(states)
+        out = np.zeros((self.env.num_envs, len(self.event_names)), bool)
+        for before, after, truth, slots, cols in zip(
+            self._seen, seen, self.truths, self._slots, self._event_cols, strict=True
+        ):
+            out[np.ix_(slots, cols)] = truth.events(before, after)
+        ended = np.flatnonzero(terminated | truncated)
+        out[ended] = False
+        out[np.ix_(ended, self._outcomes)] = np.stack(
+            [reward != 0, complete, terminated & ~complete, truncated], axis=1
+        )[ended]
+        self.finished = {int(i): self.first[i] for i in ended}
+        for i in ended:
+            self.first[i] = _checked(states[i])
+        self._seen = seen
+        return out
+
+
+def _checked(data: bytes) -> bytes:
+    """``data`` after a full parse (a one-line error for a state this proclab cannot read)."""
+    parse_state(data)
+    return data
