@@ -172,9 +172,8 @@ def test_chaser_with_one_orb_left_completes_when_it_is_eaten():
         height, width = state.grid.shape
         for action, (dc, dr) in ((RIGHT, (1, 0)), (LEFT, (-1, 0)), (UP, (0, 1)), (DOWN, (0, -1))):
             if 0 <= col + dc < width and 0 <= row + dr < height and state.grid[row + dr, col + dc] == orb:
-                one = remove_entities(
-                    state, "orb", where=lambda x, y: (int(x), int(y)) != (col + dc, row + dr)
-                )
+                target = (col + dc, row + dr)
+                one = remove_entities(state, "orb", where=lambda x, y, keep=target: (int(x), int(y)) != keep)
                 assert len(positions(one, "orb")) == 1 and one.extra.total_orbs == 1
                 assert max(_play(state, [action] * 6)) < 1  # unedited: small orb rewards only
                 assert _play(one, [action] * 6)[-1] == pytest.approx(
