@@ -2,9 +2,10 @@
 
 States come from unbounded random levels at random points of episodes (uniformly random actions;
 each env's state kept with probability 0.05 after each step, see ``proclab.envs.state.sample``).
-Each is parsed and serialized again; the bytes must be identical. One JSON line per game/mode:
+Each is parsed and serialized again; the bytes must be identical. ``unnamed`` counts states holding
+an entity type or cell value the glossary does not name. One JSON line per game/mode:
 
-    {"game": "coinrun", "mode": "easy", "states": 1000, "identical": 1000, "mean_bytes": ...,
+    {"game": "coinrun", "mode": "easy", "states": 1000, "identical": 1000, "unnamed": 0, "mean_bytes": ...,
      "parse_us": ..., "serialize_us": ..., "features_us": ..., "get_state_us": ...,
      "parse_ratio_to_get_state": ...}
 
@@ -26,7 +27,7 @@ import time
 
 from proclab.envs._procgen import ProcgenBackend
 from proclab.envs.games import GAMES
-from proclab.envs.state import features, parse_state, serialize_state
+from proclab.envs.state import features, glossary, parse_state, serialize_state
 from proclab.envs.state.sample import random_states
 
 
@@ -46,9 +47,13 @@ def get_state_us(game: str, mode: str, repeats: int = 200) -> float:
 
 
 def measure(game: str, mode: str, count: int, seed: int) -> dict:
-    identical, sizes, parse, serialize, feats = 0, [], [], [], []
+    identical, unnamed, sizes, parse, serialize, feats = 0, 0, [], [], [], []
+    cells = set(glossary(game).cells)
     for data in random_states(game, mode, count, seed=seed):
         state, t_parse = _timed(parse_state, data)
+        unnamed += any(e.kind.startswith("type") for e in state.entities) or not cells.issuperset(
+            state.grid.flat
+        )
         again, t_serialize = _timed(serialize_state, state)
         feats.append(_timed(features, state)[1])
         identical += again == data
@@ -57,7 +62,7 @@ def measure(game: str, mode: str, count: int, seed: int) -> dict:
         serialize.append(t_serialize)
     baseline = get_state_us(game, mode)
     return {
-        "game": game, "mode": mode, "states": len(sizes), "identical": identical,
+        "game": game, "mode": mode, "states": len(sizes), "identical": identical, "unnamed": unnamed,
         "mean_bytes": round(statistics.mean(sizes)), "parse_us": round(statistics.median(parse), 1),
         "serialize_us": round(statistics.median(serialize), 1), "features_us": round(statistics.median(feats), 1),
         "get_state_us": round(baseline, 1), "parse_ratio_to_get_state": round(statistics.median(parse) / baseline, 2),

@@ -150,3 +150,34 @@ def test_bad_edits_are_refused_in_one_line():
         move_entity(state, "coin", (2, 2), index=5)
     with pytest.raises(ProclabError, match="cannot be removed"):
         remove_entities(state, "agent")
+
+
+def test_cell_moves_onto_itself_and_repeated_adds_keep_the_cell_and_the_count():
+    maze = next(_start_states("maze", 1))
+    cheese = positions(maze, "cheese")[0]
+    assert np.array_equal(move_entity(maze, "cheese", cheese).grid, maze.grid)
+    chaser = next(_start_states("chaser", 1))
+    orb = positions(chaser, "orb")[0]
+    assert add_entity(chaser, "orb", orb).extra.total_orbs == chaser.extra.total_orbs
+    emptied = remove_entities(chaser, "orb", where=lambda x, y: (x, y) == tuple(orb))
+    assert emptied.extra.total_orbs == chaser.extra.total_orbs - 1
+    assert add_entity(emptied, "orb", orb) == chaser
+
+
+def test_chaser_with_one_orb_left_completes_when_it_is_eaten():
+    """The orb count follows the edit: with every orb but one removed, eating that one ends the level."""
+    orb = glossary("chaser").type_of("orb")
+    for state in _start_states("chaser", 10):
+        col, row = int(state.agent.x), int(state.agent.y)
+        height, width = state.grid.shape
+        for action, (dc, dr) in ((RIGHT, (1, 0)), (LEFT, (-1, 0)), (UP, (0, 1)), (DOWN, (0, -1))):
+            if 0 <= col + dc < width and 0 <= row + dr < height and state.grid[row + dr, col + dc] == orb:
+                target = (col + dc, row + dr)
+                one = remove_entities(state, "orb", where=lambda x, y, keep=target: (int(x), int(y)) != keep)
+                assert len(positions(one, "orb")) == 1 and one.extra.total_orbs == 1
+                assert max(_play(state, [action] * 6)) < 1  # unedited: small orb rewards only
+                assert _play(one, [action] * 6)[-1] == pytest.approx(
+                    10.04
+                )  # the orb and the completion bonus
+                return
+    pytest.fail("no chaser level with an orb next to the agent among the first 10")

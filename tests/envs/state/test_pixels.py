@@ -42,12 +42,18 @@ def _agent_box(state) -> tuple[float, float, float, float]:
     return left - MARGIN, right + MARGIN, top - MARGIN, bottom + MARGIN
 
 
-@pytest.mark.parametrize("game", GAMES)
-def test_agent_pixels_are_where_to_pixels_puts_the_agent(game):
-    backend = ProcgenBackend(1, game, distribution_mode="easy", num_levels=0, start_level=0, rand_seed=0)
+# Every game in easy mode, and the memory mode of the games whose camera follows the agent only there.
+CASES = [(game, "easy") for game in GAMES] + [
+    (game, "memory") for game in ("dodgeball", "heist", "maze", "miner")
+]
+
+
+@pytest.mark.parametrize(("game", "mode"), CASES)
+def test_agent_pixels_are_where_to_pixels_puts_the_agent(game, mode):
+    backend = ProcgenBackend(1, game, distribution_mode=mode, num_levels=0, start_level=0, rand_seed=0)
     seen = 0
     try:
-        for data in random_states(game, "easy", count=12, seed=1 + GAMES.index(game)):
+        for data in random_states(game, mode, count=12, seed=1 + GAMES.index(game)):
             state = parse_state(data)
             changed = np.any(
                 _render(backend, data) != _render(backend, serialize_state(_invisible_agent(state))), -1

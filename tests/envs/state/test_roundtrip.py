@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from proclab.envs._procgen import ProcgenBackend
-from proclab.envs.games import GAMES
-from proclab.envs.state import GameState, parse_state, serialize_state
+from proclab.envs.games import GAMES, games_for_mode
+from proclab.envs.state import GameState, glossary, parse_state, serialize_state
 from proclab.envs.state.sample import random_states
 from proclab.errors import ProclabError
 
@@ -21,6 +21,18 @@ def test_round_trip_is_byte_identical(game, mode):
         assert serialize_state(state) == data, f"{game} {mode} state {i} differs after a round trip"
         assert state.agent.type == 0 and state.agent.kind == "agent"
         assert state.grid.shape == (state.basic.main_height, state.basic.main_width)
+        # the glossary names everything the game produces
+        assert not [e.kind for e in state.entities if e.kind.startswith("type")]
+        assert set(np.unique(state.grid).tolist()) <= set(glossary(game).cells)
+
+
+OTHER_MODES = [(g, m) for m in ("extreme", "memory", "exploration") for g in games_for_mode(m)]
+
+
+@pytest.mark.parametrize(("game", "mode"), OTHER_MODES)
+def test_round_trip_in_the_other_modes(game, mode):
+    for data in random_states(game, mode, count=8, seed=5):
+        assert serialize_state(parse_state(data)) == data
 
 
 def _first_state(game="coinrun") -> bytes:

@@ -89,7 +89,8 @@ def move_entity(state: GameState, kind: str, to_xy, index: int = 0) -> GameState
         row, col = _nth(_cells(state, kind), kind, index, state.game)
         to_row, to_col = _cell(state, to_xy)
         grid = state.grid.copy()
-        grid[to_row, to_col], grid[row, col] = grid[row, col], SPACE
+        grid[row, col] = SPACE
+        grid[to_row, to_col] = state.grid[row, col]  # whatever was there is replaced
         return dataclasses.replace(state, grid=grid)
     i = _nth(_indices(state, kind), kind, index, state.game)
     x, y = _check_inside(state, to_xy)
@@ -125,7 +126,8 @@ def add_entity(state: GameState, kind: str, xy) -> GameState:
         row, col = _cell(state, xy)
         grid = state.grid.copy()
         grid[row, col] = glossary(state.game).type_of(kind)
-        return _recount(dataclasses.replace(state, grid=grid), kind, 1)
+        added = int(state.grid[row, col] != grid[row, col])
+        return _recount(dataclasses.replace(state, grid=grid), kind, added)
     if kind == "agent":
         raise ProclabError("a game has exactly one agent; move it instead of adding one.")
     x, y = _check_inside(state, xy)

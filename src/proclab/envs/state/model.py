@@ -71,7 +71,7 @@ class Entity:
     kind: str = field(default="", compare=False)
 
 
-_TYPE_KIND = {"float": "f", "int": "i", "bool": "b", "str": "s"}
+_TYPE_KIND = {"float": "f", "int": "i", "bool": "b"}
 ENTITY_FIELDS = tuple((f.name, _TYPE_KIND[f.type]) for f in dataclasses.fields(Entity) if f.name != "kind")
 _ENTITY = RecordCodec(ENTITY_FIELDS)
 _PY_TYPE = {"i": int, "f": float, "b": bool, "s": bytes, "rng": tuple[int, bytes], "ents": list[Entity]}

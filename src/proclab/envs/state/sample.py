@@ -19,10 +19,12 @@ def random_states(
     states fall at random points of episodes (first frames and episode ends included)."""
     check_game(game, mode)
     rng = np.random.default_rng(seed)
+    levels = {"num_levels": 0, "start_level": int(rng.integers(2**31 - 1))}
+    if mode == "exploration":  # procgen fixes the levels of exploration mode itself
+        levels = {}
     backend = ProcgenBackend(
-        num_envs, game, distribution_mode=mode, num_levels=0, start_level=int(rng.integers(2**31 - 1)),
-        rand_seed=int(rng.integers(2**31 - 1)),
-    )  # fmt: skip
+        num_envs, game, distribution_mode=mode, rand_seed=int(rng.integers(2**31 - 1)), **levels
+    )
     try:
         produced = 0
         while produced < count:
