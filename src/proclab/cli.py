@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.levels.edit",
         "remove, move or add entities of a kind, move the agent: an edited level-state file",
     ),
+    "level export": (
+        "proclab.levels.export",
+        "recorded episodes' first game states as a level-state file (to show, edit or replay them)",
+    ),
     "data info": ("proclab.store.info", "what an episode store holds: episodes, games, returns, size"),
     "data export": ("proclab.store.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),

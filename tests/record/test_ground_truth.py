@@ -121,3 +121,25 @@ def test_record_levels_from_plays_the_files_levels(tmp_path, coin_file):
             )
         )
         assert outcome["reward"] and outcome["level_complete"] and not outcome["died"]
+
+
+def test_level_export_gives_the_recorded_first_states_to_play_again(bigfish_store, tmp_path, capsys):
+    """``proclab level export``: the chosen episodes' first states, in order; played with --levels-from,
+    each starts on the episode's recorded first frame."""
+    from proclab.levels.file import read_level_states
+    from proclab.levels.play import LevelsEnv
+
+    out = tmp_path / "ep.levels.json"
+    main(["level", "export", str(bigfish_store.path), "--episode", "2", "--episode", "0", "--out", str(out)])
+    levels = read_level_states(out, game="bigfish", mode="easy")
+    assert [s.data for s in levels.states] == [bigfish_store.read_blob("initial_state", i) for i in (2, 0)]
+    with LevelsEnv(ProcgenVecEnv(EnvConfig(game=("bigfish",), num_envs=2, num_threads=1)), levels) as env:
+        obs, _ = env.reset()
+    assert (obs[0] == bigfish_store.episode(2)["obs"][0]).all() and (
+        obs[1] == bigfish_store.episode(0)["obs"][0]
+    ).all()
+    with pytest.raises(SystemExit):
+        main(
+            ["level", "export", str(bigfish_store.path), "--episode", "7", "--out", str(tmp_path / "x.json")]
+        )
+    assert "episode 7 is not in" in capsys.readouterr().err
