@@ -6,7 +6,9 @@ saliency stores (``ANALYSIS/<name>/store.zarr``, simulated and ``--real``), the 
 (``behaviours/labels.npz``), intervention summaries and videos when present, and the agent's
 training run (``metrics.csv`` beside its checkpoints) and eval results (``proclab eval --out``
 JSON files in that run directory, or ``--eval``). Everything is projected with the folder's
-own basis, so the panel's coordinates are those of every analysis of the folder.
+own basis, so the panel's coordinates are those of every analysis of the folder. Real episodes
+recorded with ground truth carry its positions (agent, goal, nearest of each kind) as pixel markers
+the episode viewer draws over the frames (:mod:`proclab.panel.truth`).
 
 A simulated sample's gradient loadings come from the saliency store (``grad/<target>/ic``);
 samples outside the saliency run get NaN there (no filter range matches NaN) and no saliency
@@ -29,6 +31,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.io.files import load_npz, read_json
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+from proclab.panel.truth import truth_markers
 
 if TYPE_CHECKING:
     from proclab.interpret.basis import Basis
@@ -289,6 +292,9 @@ def _real_window(src: _Sources, rows: Rows, e: int, offset: int, name: str | Non
         "rewards": rounded(got["reward"]),
         "strips": {"obs": f"strips/{tag}_obs.png"},
     }
+    truth = truth_markers(src.data, e, offset, offset + steps)
+    if truth is not None:
+        sample["truth"] = truth
     return sample, x, tag
 
 
