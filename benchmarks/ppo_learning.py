@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from proclab.config import preset
 from proclab.envs import NUM_ACTIONS
 from proclab.models import AgentOutput
 from proclab.models.loading import load_agent
+from proclab.rl.config import preset
 from proclab.rl.evaluate import evaluate
 from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import make_runtime

@@ -15,7 +15,6 @@ LAYERS = [
     {"store"},
     {"run"},
     {"models"},
-    {"config"},
     {"rl"},
     {"record"},
     {"worldmodel", "reward"},
@@ -25,7 +24,8 @@ LAYERS = [
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
-RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.rollout"}  # the PPO trainer and the actor
+# the PPO trainer with its configs (trex train-policy trains PPO on a learned reward) and the actor (recording)
+RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout"}
 
 
 def module_name(path: Path) -> str:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from proclab.config import TrainConfig
 from proclab.envs import EpisodeLog
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
+from proclab.rl.config import TrainConfig
 from proclab.rl.impala import ImpalaLearner
 from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
 from proclab.run.checkpoints import crossed
