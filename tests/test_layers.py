@@ -20,7 +20,7 @@ LAYERS = [
     {"worldmodel", "reward"},
     {"interpret"},
     {"panel"},
-    {"cli", "__main__", "quickstart", "report"},
+    {"cli", "__main__", "quickstart"},
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
