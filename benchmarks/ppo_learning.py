@@ -103,7 +103,7 @@ def main() -> None:
                     flush=True,
                 )
     if len(runs) > 1:
-        from proclab.io.plots import plot_runs
+        from proclab.rl.curves import plot_runs
 
         print(json.dumps({"benchmark": "ppo_learning", "curves": str(plot_runs(runs, args.out))}))
 

@@ -198,7 +198,7 @@ def render(ctx: Context) -> dict[str, Any]:
 
 
 def plot(ctx: Context) -> dict[str, Any]:
-    from proclab.io.plots import plot_runs
+    from proclab.rl.curves import plot_runs
 
     (path,) = ctx.fresh("curves.png")
     if not (ctx.path("run", "train") / "metrics.csv").is_file():
