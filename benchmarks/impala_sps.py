@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from proclab.models import agent_preset
 from proclab.rl.config import PRESETS, PPOConfig, TrainConfig
 

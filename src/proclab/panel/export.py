@@ -478,7 +478,7 @@ def _run_dir(checkpoint: Path) -> Path | None:
 def _agent_context(ws, data, args: ExportArgs) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
     from proclab.interpret.bases.activations import recording_checkpoint
-    from proclab.io.runs import read_metrics
+    from proclab.io.run_dirs import read_metrics
 
     checkpoint = ws.inputs.get("checkpoint")
     if checkpoint is None and data is not None and data.recordings():

@@ -75,7 +75,7 @@ def run(args: QuickstartArgs) -> Path:
     from rich.console import Console
 
     from proclab.envs import check_game
-    from proclab.io.runs import write_json_atomic
+    from proclab.io.run_dirs import write_json_atomic
     from proclab.quickstart.budgets import budget
     from proclab.quickstart.ledger import Ledger
     from proclab.quickstart.report import write_report

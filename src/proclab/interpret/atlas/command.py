@@ -20,7 +20,7 @@ import numpy as np
 from proclab.errors import ProclabError
 from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
 from proclab.interpret.workspace.folder import Workspace
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 
 def _states(ws: Workspace, args: AtlasArgs, ph):

@@ -26,7 +26,7 @@ from proclab.interpret.sweep.report import figure, table_csv, table_text, write_
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 
 def run_sweep(args: SweepArgs) -> Path:

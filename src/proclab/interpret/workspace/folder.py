@@ -30,7 +30,7 @@ from typing import Any
 from proclab.errors import ProclabError
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.io.files import disk_errors, publish, read_json, remove, sweep_temporaries, temporary_sibling
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 ANALYSIS_FILE = "analysis.json"
 BASIS_FILE = "basis.npz"
