@@ -191,11 +191,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
             f"--out {str(out)!r} exists and is not a panel folder; give a new or empty folder or an earlier export"
         )
     basis = ws.basis()
-    source = ws.inputs.get("activation")
-    if source is None:
-        raise ProclabError(
-            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden` on it"
-        )
+    source = ws.activation()
     if args.samples < 0 or args.real < 0 or args.chunk < 1 or args.background < 1:
         raise ProclabError("--samples and --real must be >= 0, --chunk and --background >= 1")
     data = EpisodeStore(ws.inputs["data"]) if ws.inputs.get("data") else None

@@ -187,6 +187,15 @@ class Workspace:
             )
         return Basis.load(self.basis_path)
 
+    def activation(self) -> str:
+        """The activation (store field or hook point) that ``analyze hidden`` analysed in this folder."""
+        source = self.inputs.get("activation")
+        if source is None:
+            raise ProclabError(
+                f"analysis folder {str(self.path)!r} records no activation; run `proclab analyze hidden` on it"
+            )
+        return source
+
     def optional_basis(self, needed: bool) -> tuple[Basis | None, str | None]:
         """The basis and the activation it was fitted on, or (None, None) when the folder has none and
         none is ``needed`` (a needed but missing basis is :meth:`basis`'s error)."""
