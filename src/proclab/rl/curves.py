@@ -1,0 +1,121 @@
+"""``proclab plot``: training curves of one or several runs as a PNG.
+
+Runs are grouped by experiment (their ``<algo>/<game>/<name>`` path); the seeds of a group
+are drawn as their mean with a +-1 std band, on the steps all of them reached. Training and
+validation returns share a panel (solid and dashed), so overfitting to the training levels
+shows as a gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from proclab.errors import ProclabError
+from proclab.io.files import save_figure
+from proclab.io.run_dirs import read_metrics
+
+PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("episode return", ("charts/episodic_return", "charts/val_episodic_return")),
+    ("episode length", ("charts/episodic_length", "charts/val_episodic_length")),
+    ("normalised score", ("charts/normalized_score", "charts/val_normalized_score")),
+    ("steps per second", ("charts/SPS",)),
+    ("policy loss", ("losses/policy_loss",)),
+    ("value loss", ("losses/value_loss",)),
+    ("entropy", ("losses/entropy",)),
+    ("approx. KL", ("losses/approx_kl",)),
+)
+
+
+def group_runs(run_dirs: list[Path]) -> dict[str, list[Path]]:
+    """Runs by experiment: ``runs/ppo/coinrun/default/<seed>-<time>`` -> ``ppo/coinrun/default``."""
+    groups: dict[str, list[Path]] = defaultdict(list)
+    for run in run_dirs:
+        label = "/".join(run.resolve().parts[-4:-1]) or run.name
+        groups[label].append(run)
+    return dict(groups)
+
+
+def mean_std(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and std of several (steps, values) curves on the steps common to all of them."""
+    stop = min(s[-1] for s, _ in curves)
+    grid = np.unique(np.concatenate([s[s <= stop] for s, _ in curves]))
+    values = np.stack([np.interp(grid, s, v) for s, v in curves])
+    return grid, values.mean(0), values.std(0)
+
+
+def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not run_dirs:
+        raise ProclabError("give at least one run directory")
+    groups = group_runs(run_dirs)
+    data = {label: [read_metrics(r) for r in runs] for label, runs in groups.items()}
+    fig, axes = plt.subplots(2, 4, figsize=(18, 7.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (panel, keys) in zip(axes.flat, PANELS, strict=True):
+        drawn = False
+        for gi, (label, metrics) in enumerate(data.items()):
+            for key in keys:
+                curves = []
+                for m in metrics:
+                    if key in m:
+                        s, v = np.asarray(m["step"]), np.asarray(m[key])
+                        ok = ~np.isnan(v)
+                        if ok.sum() >= 1:
+                            curves.append((s[ok], v[ok]))
+                if not curves:
+                    continue
+                style = "--" if "val_" in key else "-"
+                name = f"{label}{' (val)' if 'val_' in key else ''}"
+                if len(curves) > 1:
+                    name += f" ({len(curves)} seeds)"
+                grid, mean, std = mean_std(curves)
+                ax.plot(grid, mean, style, color=colors[gi % len(colors)], label=name, lw=1.6)
+                if len(curves) > 1:
+                    ax.fill_between(grid, mean - std, mean + std, color=colors[gi % len(colors)], alpha=0.2)
+                drawn = True
+        ax.set_title(panel)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+        if drawn:
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="grey")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.suptitle(title or ", ".join(groups))
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 0.96))
+    save_figure(fig, out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+@dataclass(frozen=True)
+class PlotArgs:
+    """Plot training curves (return train vs validation, length, score, losses, SPS) of runs."""
+
+    runs: tyro.conf.Positional[tuple[Path, ...]]
+    """Run directories; seeds of the same experiment are drawn as mean +- std."""
+    out: Path | None = None
+    """Output PNG (default: curves.png in the run directory, or in the current one for several runs)."""
+    title: str | None = None
+    """Figure title (default: the experiment names)."""
+
+
+def main(argv: list[str], prog: str = "proclab plot") -> None:
+    args = tyro.cli(PlotArgs, args=argv, prog=prog)
+    for run in args.runs:
+        if not run.is_dir():
+            raise ProclabError(f"run directory {str(run)!r} does not exist")
+    out = args.out or ((args.runs[0] / "curves.png") if len(args.runs) == 1 else Path("curves.png"))
+    print(f"plot: {plot_runs(list(args.runs), out, args.title)}")
