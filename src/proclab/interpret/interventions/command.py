@@ -159,6 +159,7 @@ def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, att
             split=args.split,
             num_envs=args.num_envs,
             seed=args.seed,
+            ground_truth=False,  # an arm's recorder stores what the agent saw and did (not the game's state)
         )
     )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])
