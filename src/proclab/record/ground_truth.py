@@ -136,7 +136,8 @@ class GameTruth:
             (self.cell_kind if names.is_cell(kind) else self.entity_kind)[value] = k
         self.goal = self.kinds.index(names.goal) if names.goal is not None else -1
         self.num_kinds = len(self.kinds)
-        self._cache: dict = {}  # key -> (grid bytes, cell kinds, cell centres)
+        self.cell_kinds = sorted({int(k) for k in self.cell_kind if k >= 0})
+        self._cache: dict = {}  # key -> (grid bytes, grid as kind indices, cells per kind)
 
     @staticmethod
     def _kind_of(table: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -144,7 +145,7 @@ class GameTruth:
         return np.where(inside, table[np.clip(values, 0, len(table) - 1)], -1)
 
     def _cells(self, grid: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
-        """Kind and world centre of every cell of a feature kind, by kind (row-major within a kind).
+        """The grid as feature-kind indices (``-1``: none) and the count of each kind's cells.
 
         A level's grid seldom changes from one step to the next (a coin taken, a wall dug), so with a
         ``key`` (the env slot) the result is kept and reused while the slot's grid stays the same."""
@@ -152,31 +153,47 @@ class GameTruth:
         cached = self._cache.get(key)
         if cached is not None and cached[0] == raw:
             return cached[1], cached[2]
-        kinds = self._kind_of(self.cell_kind, grid.ravel().astype(np.int64))
-        cells = np.flatnonzero(kinds >= 0)
-        cells = cells[np.argsort(kinds[cells], kind="stable")]
-        rows, cols = np.divmod(cells, grid.shape[1])
-        found = (kinds[cells], np.stack([cols + 0.5, rows + 0.5], axis=1))
+        kinds = self._kind_of(self.cell_kind, grid.astype(np.int64))
+        found = (kinds, np.bincount(kinds[kinds >= 0], minlength=self.num_kinds))
         if key is not None:
             self._cache[key] = (raw, *found)
         return found
 
-    def _points(self, scans: list, keys: list):
-        """Group (state x kind) and world centre of every entity (list order) and cell (row-major) of a
-        feature kind, screen-fixed entities left out, and each state's agent record."""
+    def _entities(self, scans: list):
+        """Group (state x kind) and world centre of every entity of a feature kind (list order; screen-fixed
+        ones left out), and each state's agent record."""
         groups, points, agents = [], [], []
-        for i, ((_, entities, grid), key) in enumerate(zip(scans, keys, strict=True)):
+        for i, (_, entities, _) in enumerate(scans):
             agents.append(entities[np.flatnonzero(entities["type"] == PLAYER)[0]])
-            kind = np.where(
-                entities["use_abs_coords"] == 0,
-                self._kind_of(self.entity_kind, entities["type"].astype(np.int64)),
-                -1,
-            )
-            e = np.flatnonzero(kind >= 0)
-            cell_kind, cell_xy = self._cells(grid, key)
-            groups += [i * self.num_kinds + kind[e], i * self.num_kinds + cell_kind]
-            points += [np.stack([entities["x"][e], entities["y"][e]], axis=1).astype(np.float64), cell_xy]
+            kind = self._kind_of(self.entity_kind, entities["type"].astype(np.int64))
+            e = np.flatnonzero((kind >= 0) & (entities["use_abs_coords"] == 0))
+            groups.append(i * self.num_kinds + kind[e])
+            points.append(np.stack([entities["x"][e], entities["y"][e]], axis=1).astype(np.float64))
         return np.concatenate(groups), np.concatenate(points), np.array(agents)
+
+    def _nearest_cells(
+        self, grids: list[np.ndarray], ax: np.ndarray, ay: np.ndarray, nearest: np.ndarray
+    ) -> None:
+        """Fill ``nearest[i, k]`` with ``(dx, dy, distance)`` to the nearest cell of each cell kind ``k``: one
+        distance grid per state (rows and columns are separable), states of one grid shape at once; of
+        equally near cells the first in row-major order, as the definitions take it."""
+        shapes: dict[tuple, list[int]] = {}
+        for i, g in enumerate(grids):
+            shapes.setdefault(g.shape, []).append(i)
+        for (height, width), states in shapes.items():
+            kinds = np.stack([grids[i] for i in states]).reshape(len(states), -1)
+            dx = (np.arange(width) + 0.5)[None, :] - ax[states, None]
+            dy = (np.arange(height) + 0.5)[None, :] - ay[states, None]
+            distance = np.hypot(dx[:, None, :], dy[:, :, None]).reshape(len(states), -1)
+            for k in self.cell_kinds:
+                masked = np.where(kinds == k, distance, np.inf)
+                best = masked.argmin(axis=1)
+                value = masked[np.arange(len(states)), best]
+                have = np.flatnonzero(value < np.inf)
+                row, col = np.divmod(best[have], width)
+                nearest[np.asarray(states)[have], k] = np.stack(
+                    [dx[have, col], dy[have, row], value[have]], axis=1
+                )
 
     def see(self, states: list[bytes], keys: list | None = None) -> Seen:
         """What the ground truth needs of ``states``: outcome fields, features and counts per kind.
@@ -185,7 +202,7 @@ class GameTruth:
         state under the same key when the grid did not change."""
         scans = [scan(data) for data in states]
         N, K = len(scans), self.num_kinds
-        group, xy, agent = self._points(scans, keys or [None] * N)
+        group, xy, agent = self._entities(scans)
         ax, ay = agent["x"].astype(np.float64), agent["y"].astype(np.float64)
         offsets = xy - np.stack([ax, ay], axis=1)[group // K]
         distance = np.hypot(offsets[:, 0], offsets[:, 1])
@@ -193,6 +210,8 @@ class GameTruth:
         nearest = np.full((N * K, 3), np.nan)
         nearest[found] = np.column_stack([offsets[first], distance[first]])
         nearest = nearest.reshape(N, K, 3)
+        cells = [self._cells(grid, key) for (_, _, grid), key in zip(scans, keys or [None] * N, strict=True)]
+        self._nearest_cells([c[0] for c in cells], ax, ay, nearest)
         goal = (
             np.full((N, 3), np.nan)
             if self.goal < 0
@@ -203,7 +222,7 @@ class GameTruth:
         )
         features = np.concatenate([agent_part, goal, nearest[:, :, :2].reshape(N, 2 * K)], axis=1)
         header = {name: np.array([h[name] for h, _, _ in scans]) for name in _HEADER_WANTED}
-        counts = np.bincount(group, minlength=N * K).reshape(N, K)
+        counts = np.bincount(group, minlength=N * K).reshape(N, K) + np.stack([c[1] for c in cells])
         return Seen(header, features.astype(np.float32), counts)
 
     def events(self, before: Seen, after: Seen) -> np.ndarray:
