@@ -4,10 +4,12 @@
 order, NaN for "none", the events' rules); this module computes the same numbers for every env slot
 at every step without building a :class:`~proclab.envs.state.GameState`: it walks procgen's byte
 layout (the field specs of :mod:`proclab.envs.state.layout`) only to the few places it needs (the
-step's outcome in the header, the entity records, the grid), reads the entities as one numpy record
-array and the grid as one int array, and finds the nearest thing of every kind with one pass over
-all candidate points. ``tests/record/test_ground_truth.py`` checks it against the definitions on
-random states of all 16 games.
+step's outcome in the header, the entity records, the grid), reads each state's entities as one numpy
+record array, finds the nearest entity of every kind for all states in one pass, and the nearest cell
+of every kind from one distance grid per state (rows and columns are separable), all states of a grid
+shape at once; a slot's grid, as kind indices, is kept while it does not change.
+``tests/record/test_ground_truth.py`` checks it against the definitions on random states of all 16
+games, and row by row against a replayed recording.
 
 Multi-task recordings store one width for all games: the union of the games' names (first game's
 first), NaN / false where a game has no such feature or event.
