@@ -377,3 +377,19 @@ def test_a_flipped_byte_names_the_shard_chunk_and_episodes_and_the_rest_still_re
         "1 damaged chunk(s): shard 'shard-00000' steps/obs chunk 2 (rows 256-383, episodes 2, 3)" in out.err
     )
     assert "the other 4 of 6 episodes read fine" in out.err
+
+
+def test_the_checkpoints_that_recorded_a_store_are_read_from_its_recordings(tmp_path, helpers):
+    path = tmp_path / "s.zarr"
+    for shard, (recording, checkpoint) in enumerate([("a", "/runs/x"), ("b", "/runs/y"), ("c", "/runs/x")]):
+        with ShardWriter(
+            path, f"shard-{shard}", attrs={"recording": {"id": recording, "checkpoint": checkpoint}}
+        ) as w:
+            w.append(*helpers.episode(3, shard))
+    store = EpisodeStore(path)
+    assert store.recording_checkpoints() == [Path("/runs/x"), Path("/runs/y")]
+    assert store.recording_checkpoint() == Path("/runs/x")
+    demos = EpisodeStore(helpers.write_store(tmp_path / "demos.zarr", [[3]]))
+    assert demos.recording_checkpoints() == []
+    with pytest.raises(ProclabError, match="was not written by proclab record"):
+        demos.recording_checkpoint()

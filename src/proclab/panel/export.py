@@ -201,7 +201,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
             f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
         )
     sim_sal, real_sal = _saliency_stores(ws)
-    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
+    agent = ws.agent_checkpoint()
     n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
@@ -473,13 +473,10 @@ def _run_dir(checkpoint: Path) -> Path | None:
 
 def _agent_context(ws, data, args: ExportArgs) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
-    from proclab.interpret.bases.activations import recording_checkpoint
     from proclab.io.run_dirs import read_metrics
 
-    checkpoint = ws.inputs.get("checkpoint")
-    if checkpoint is None and data is not None and data.recordings():
-        checkpoint = recording_checkpoint(data)
-    run = _run_dir(Path(checkpoint)) if checkpoint else None
+    checkpoint = ws.agent_checkpoint(store=data if data is not None and data.recordings() else None)
+    run = _run_dir(checkpoint) if checkpoint else None
     training = None
     if run is not None:
         m = read_metrics(run)

@@ -100,13 +100,13 @@ def full_windows(dataset: WindowDataset) -> np.ndarray:
 
 def recorded_agent(store: EpisodeStore) -> Path:
     """The checkpoint that recorded ``store`` (one recording's, if several wrote it)."""
-    found = {entry["recording"]["checkpoint"] for entry in store.recordings().values()}
+    found = store.recording_checkpoints()
     if len(found) != 1:
         raise ProclabError(
             f"episode store {str(store.path)!r} was recorded by {len(found) or 'no'} known checkpoint(s); "
             "name the agent with --agent CHECKPOINT"
         )
-    return Path(found.pop())
+    return found[0]
 
 
 class WMTrainer:

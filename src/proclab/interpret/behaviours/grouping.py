@@ -253,11 +253,6 @@ def source_of(ws: Workspace, store: EpisodeStore) -> str:
     return ws.inputs.get("activation") or default_source(store)
 
 
-def checkpoint_of(ws: Workspace) -> Path | None:
-    """The agent the folder's hook activations replay (sample stores do not name their agent)."""
-    return Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
-
-
 def run_behaviours(args: BehavioursArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
@@ -269,7 +264,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     ids = parse_ids(args.ids, store.num_episodes)
     with phases(4 + int(args.stability), "behaviours") as ph:
         with ph.phase("reading samples"):
-            s = SampleSet.read(store, ids, source_of(ws, store), checkpoint_of(ws))
+            s = SampleSet.read(store, ids, source_of(ws, store), ws.agent_checkpoint())
         with ph.phase("fitting"):
             model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, args.seed)
             labels = modal(steps, args.clusters)
@@ -316,7 +311,7 @@ def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) ->
     model = BehaviourModel.load(out / "transform.npz")
     new = EpisodeStore(args.assign)
     ids = parse_ids("0:", new.num_episodes)
-    s = SampleSet.read(new, ids, source_of(ws, new), checkpoint_of(ws))
+    s = SampleSet.read(new, ids, source_of(ws, new), ws.agent_checkpoint())
     labels, steps = model.assign(s.state, s.env_h)
     path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
     save_npz(path, "behaviour assignments", ids=s.ids, labels=labels, step_labels=steps)

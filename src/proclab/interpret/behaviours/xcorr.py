@@ -31,7 +31,7 @@ from proclab.interpret.behaviours.dynamics import (
     seriation,
 )
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
-from proclab.interpret.behaviours.grouping import SampleSet, checkpoint_of, open_samples, source_of
+from proclab.interpret.behaviours.grouping import SampleSet, open_samples, source_of
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, save_figure, save_npz
@@ -115,7 +115,7 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
     except KeyError as err:
         raise ProclabError(f"behaviour labels {str(labels_file)!r} are corrupt (no {err})") from None
     basis = ws.basis()
-    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), checkpoint_of(ws))
+    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint())
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
         *s.state.shape[:2], -1
     )

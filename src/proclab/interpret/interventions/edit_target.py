@@ -47,15 +47,11 @@ class EditArgs(AnalysisArgs):
 
 def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
     """``given``, else the folder's agent checkpoint, else the one that recorded its data."""
-    if given is not None:
-        return given
-    if ws.inputs.get("checkpoint"):
-        return Path(ws.inputs["checkpoint"])
-    if ws.inputs.get("data"):
-        from proclab.interpret.bases.activations import recording_checkpoint
-
-        return recording_checkpoint(EpisodeStore(ws.inputs["data"]))
-    raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+    data = ws.inputs.get("data")
+    found = ws.agent_checkpoint(given, EpisodeStore(data) if data else None)
+    if found is None:
+        raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+    return found
 
 
 def state_key(ws: Workspace, agent, given: str | None) -> str:

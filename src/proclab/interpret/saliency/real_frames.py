@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.bases.activations import recording_checkpoint
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
@@ -171,8 +170,8 @@ def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
     if data is None:
         raise ProclabError("--real needs a store of real episodes: pass --data DATA")
     store = EpisodeStore(data)
-    checkpoint = args.checkpoint or ws.inputs.get("checkpoint") or recording_checkpoint(store)
-    ws.require_inputs(data=Path(data), checkpoint=Path(checkpoint))
+    checkpoint = ws.agent_checkpoint(args.checkpoint, store)
+    ws.require_inputs(data=Path(data), checkpoint=checkpoint)
     if not 0 <= args.step < args.window:
         raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
     return store, data, checkpoint

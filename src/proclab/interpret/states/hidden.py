@@ -139,7 +139,6 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
         HOOK,
         canonical_source,
         default_source,
-        recording_checkpoint,
         replay_agent,
     )
     from proclab.interpret.stats.clustering import check_clusters
@@ -150,9 +149,8 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
     if args.hook and args.state:
         raise ProclabError("give --state NAME or --hook NAME, not both")
     source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
-    checkpoint = args.checkpoint or (ws.inputs.get("checkpoint") and Path(ws.inputs["checkpoint"]))
+    checkpoint = ws.agent_checkpoint(args.checkpoint, store if source.startswith(HOOK) else None)
     if source.startswith(HOOK):
-        checkpoint = checkpoint or recording_checkpoint(store)
         replay_agent(store, source.removeprefix(HOOK), checkpoint)
     samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
     sample_store = EpisodeStore(samples) if samples else None
