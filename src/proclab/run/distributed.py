@@ -154,6 +154,7 @@ def connect_ray(address: str, local_cpus: int | None = None):
     Returns the ``ray`` module, so callers need no import of their own.
     """
     try:
+        # lazy: optional (proclab[distributed]), only --ray-address needs it
         import ray
     except ImportError:
         raise ProclabError("--ray-address needs Ray: pip install 'proclab[distributed]'") from None

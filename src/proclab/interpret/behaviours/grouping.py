@@ -31,11 +31,13 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import default_source, read_activation
 from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
 from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.figures import Colouring, scatter_grid
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
 from proclab.io.run_dirs import write_json_atomic
+from proclab.io.video import annotate, to_hwc, upscale, write_video
 from proclab.store import EpisodeStore
 
 NAME = "behaviours"
@@ -108,7 +110,10 @@ class BehaviourModel:
     @classmethod
     def fit(cls, state: np.ndarray, env_h: np.ndarray, config: BehaviourConfig, seed: int = 0):
         """Fit on ``(n, T, D)`` states and ``(n, T, H)`` env states; returns (model, step labels, t-SNE)."""
+        # lazy: openTSNE is slow to import, only t-SNE maps need it
         from openTSNE import TSNE
+
+        # lazy: scikit-learn is slow to import, only the fits need it
         from sklearn.decomposition import PCA
 
         n, T = state.shape[:2]
@@ -165,6 +170,7 @@ class BehaviourModel:
 
     def assign(self, state: np.ndarray, env_h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Behaviour of each new sample ``(n,)`` and cluster of each of its steps ``(n, S)``."""
+        # lazy: scikit-learn is slow to import, only the fits need it
         from sklearn.neighbors import KNeighborsClassifier
 
         c = self.coords(state, env_h)
@@ -271,6 +277,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
         stability = None
         if args.stability:
             with ph.phase("stability refit"):
+                # lazy: scikit-learn is slow to import, only the fits need it
                 from sklearn.metrics import adjusted_rand_score
 
                 _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, args.seed + 1)
@@ -347,8 +354,6 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
 
 
 def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
-    from proclab.interpret.workspace.figures import Colouring, scatter_grid
-
     xyz = tsne.reshape(-1, 3)
     labels = steps.reshape(-1)
     names = [str(c) for c in range(int(labels.max()) + 1)]
@@ -368,8 +373,6 @@ def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
 
 def _videos(out: Path, store: EpisodeStore, s: SampleSet, labels: np.ndarray, k: int) -> list[Path]:
     """A 3x3 grid video of up to 9 members per behaviour, with the agent's action drawn on each tile."""
-    from proclab.io.video import annotate, to_hwc, upscale, write_video
-
     sizes = np.bincount(labels)
     paths = []
     for c in np.argsort(-sizes, kind="stable")[:k]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rich.progress import Progress
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
@@ -76,6 +77,7 @@ class WindowTarget(torch.nn.Module):
 
 def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigma: float) -> Tensor:
     """captum attribution of ``model`` to ``frames`` (same shape)."""
+    # lazy: captum is slow to import, only --real saliency needs it
     from captum.attr import IntegratedGradients, NoiseTunnel, Saliency
 
     frames = frames.detach().requires_grad_(True)
@@ -116,8 +118,6 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
 
 def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     """``--real``: one saliency-store episode per selected episode's window."""
-    from rich.progress import Progress
-
     store, data, checkpoint = _real_inputs(args, ws)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     agent, _, _ = load_agent(checkpoint, rt)
