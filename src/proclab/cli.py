@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from proclab.errors import NothingToDo, ProclabError, unknown_choice
+
 # name -> (module, one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
     "import": (
@@ -91,8 +93,6 @@ def _resolve(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from proclab.errors import NothingToDo, ProclabError, unknown_choice
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"proclab: error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except OSError as err:
+        # lazy: keeps numpy out of `proclab --help`; only a failed write needs it
         from proclab.io.files import DISK_FULL
 
         if err.errno not in DISK_FULL:

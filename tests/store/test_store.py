@@ -403,3 +403,19 @@ def test_blobs_of_any_length_read_back_exactly_across_commits_and_shards(tmp_pat
     chunk.write_bytes(bytes(data))
     (damage,) = EpisodeStore(tmp_path / "s").verify()
     assert damage["field"] == "blobs/initial_state" and damage["episodes"] == [5, 6, 7, 8, 9]
+
+
+def test_the_checkpoints_that_recorded_a_store_are_read_from_its_recordings(tmp_path, helpers):
+    path = tmp_path / "s.zarr"
+    for shard, (recording, checkpoint) in enumerate([("a", "/runs/x"), ("b", "/runs/y"), ("c", "/runs/x")]):
+        with ShardWriter(
+            path, f"shard-{shard}", attrs={"recording": {"id": recording, "checkpoint": checkpoint}}
+        ) as w:
+            w.append(*helpers.episode(3, shard))
+    store = EpisodeStore(path)
+    assert store.recording_checkpoints() == [Path("/runs/x"), Path("/runs/y")]
+    assert store.recording_checkpoint() == Path("/runs/x")
+    demos = EpisodeStore(helpers.write_store(tmp_path / "demos.zarr", [[3]]))
+    assert demos.recording_checkpoints() == []
+    with pytest.raises(ProclabError, match="was not written by proclab record"):
+        demos.recording_checkpoint()

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import tyro
+from rich.console import Console
+from rich.table import Table
+
+from proclab.envs.games import GAME_LISTS, GAMES, MODES, games_for_mode
+from proclab.envs.levels import NAMED_SPLITS
+from proclab.envs.scores import score_bounds
 
 
 @dataclass(frozen=True)
@@ -17,14 +24,9 @@ class GamesArgs:
 
 def main(argv: list[str], prog: str = "proclab games") -> None:
     args = tyro.cli(GamesArgs, args=argv, prog=prog)
-    from proclab.envs.games import GAME_LISTS, GAMES, MODES, games_for_mode
-    from proclab.envs.levels import NAMED_SPLITS
-    from proclab.envs.scores import score_bounds
 
     support = {m: set(games_for_mode(m)) for m in MODES}
     if args.json:
-        import json
-
         print(
             json.dumps(
                 {
@@ -42,8 +44,6 @@ def main(argv: list[str], prog: str = "proclab games") -> None:
             )
         )
         return
-    from rich.console import Console
-    from rich.table import Table
 
     games = Table(title="Procgen games (✓ = mode available)")
     games.add_column("game")

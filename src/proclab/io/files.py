@@ -135,6 +135,17 @@ def save_npz(path: str | Path, what: str = "arrays", **arrays: Any) -> Path:
     return Path(path)
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend: figures are written to files, never shown."""
+    # lazy: matplotlib is slow to import and only commands that draw need it
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_figure(fig, path: str | Path, **savefig: Any) -> Path:
     """A matplotlib figure saved to ``path`` (format from its suffix), atomically."""
     path = Path(path)

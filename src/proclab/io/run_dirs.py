@@ -115,6 +115,7 @@ class MetricsLogger:
             self.path.unlink()
         self.writer = None
         if tensorboard:
+            # lazy: TensorBoard's writer is slow to import, only --tensorboard runs need it
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(str(run_dir), purge_step=resume_step)

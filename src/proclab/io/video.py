@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+import imageio.v3 as iio
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
@@ -105,8 +106,6 @@ def write_video(
     ``scale`` upscales each frame (nearest neighbour) before the overlays are drawn, so text
     stays legible; ``actions[t]`` draws an arrow on frame t, ``captions[t]`` lines of text.
     """
-    import imageio.v3 as iio
-
     path = Path(path)
     if path.suffix.lower() != ".mp4":
         raise ProclabError(f"video path {str(path)!r} must end in .mp4")
@@ -141,6 +140,4 @@ def write_video(
 
 def read_video(path: str | Path) -> np.ndarray:
     """Decode an mp4 into (T, H, W, 3) uint8 frames (used by tests and tools)."""
-    import imageio.v3 as iio
-
     return iio.imread(Path(path), plugin="pyav")

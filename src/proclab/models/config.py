@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from proclab.envs.actions import NUM_ACTIONS
 from proclab.errors import ProclabError, unknown_choice
+from proclab.models.cores import CORES
 from proclab.models.torso import NATURE_LAYERS, POOLS, TORSOS
 
 TORSO_INITS = ("torch", "xavier")
@@ -66,8 +67,6 @@ class AgentConfig:
     """Head init: orthogonal (gain 0.01 policy, 1 value, zero bias) or torch (modern-srwm's defaults)."""
 
     def __post_init__(self):
-        from proclab.models.cores import CORES
-
         object.__setattr__(self, "widths", tuple(self.widths))  # a list when read back from JSON
         if self.core not in CORES:
             raise unknown_choice("agent core", self.core, CORES)

@@ -31,6 +31,7 @@ SCHEMA = resources.files("proclab.panel") / "panel.schema.json"
 
 def plotly_js() -> Path:
     """plotly.min.js as shipped inside the pinned ``plotly`` wheel (no CDN, works offline)."""
+    # lazy: plotly is slow to import, only a panel export copies its bundle
     import plotly
 
     path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

@@ -23,20 +23,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import numpy as np
 import tyro
+from rich.progress import Progress
 
+from proclab.envs import ACTION_NAMES
 from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import read_activation
+from proclab.interpret.bases.pca_ica import Basis
+from proclab.interpret.saliency.pictures import overlay, process
+from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, read_json
+from proclab.io.run_dirs import read_metrics
+from proclab.panel.atlas_export import atlas_section, find_atlases, linked_moments
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
 from proclab.panel.truth import truth_markers
-
-if TYPE_CHECKING:
-    from proclab.interpret.bases.pca_ica import Basis
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.store.store import EpisodeStore
+from proclab.store.store import EpisodeStore
 
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
@@ -97,8 +101,6 @@ def _strip(frames: np.ndarray) -> np.ndarray:
 def _saliency_stores(ws) -> tuple[list[tuple], tuple | None]:
     """The folder's saliency stores as (name, store, settings): all simulated ones (by name, so
     ``saliency`` comes before ``saliency-ic``), and the first ``--real`` one or None."""
-    from proclab.store.store import EpisodeStore
-
     sim, real = [], []
     for path in sorted(ws.path.glob("*/store.zarr")):
         store = EpisodeStore(path)
@@ -152,8 +154,6 @@ def _add(rows: Rows, basis, x: np.ndarray, n_pcs: int, sample: dict, grads: dict
 def _saliency_pictures(
     rows: Rows, tag: str, store, row: int, keys: list[str], frames: np.ndarray, step: int
 ) -> dict:
-    from proclab.interpret.saliency.pictures import overlay, process
-
     names = {}
     data = store.read(row, [f"grad/{k}/frame" for k in keys], 0, len(frames))
     for k in keys:
@@ -184,9 +184,6 @@ class _Sources:
 
 def _open_sources(args: ExportArgs) -> _Sources:
     """Check the arguments and the analysis folder before any work."""
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.store.store import EpisodeStore
-
     ws = Workspace.open(args.analysis, create=False)
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
@@ -204,7 +201,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
             f"analysis folder {str(ws.path)!r} records neither a real store nor a sample store"
         )
     sim_sal, real_sal = _saliency_stores(ws)
-    agent = Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
+    agent = ws.agent_checkpoint()
     n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
@@ -229,8 +226,6 @@ def _open_sources(args: ExportArgs) -> _Sources:
 
 def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
     """The first ``n_sim`` samples of the sample store with their saliency; returns the saliency step."""
-    from proclab.interpret.bases.activations import read_activation
-
     steps, saliency_step = src.steps, None
     task = bar.add_task("simulated samples", total=src.n_sim)
     ids = np.arange(src.n_sim)
@@ -270,8 +265,6 @@ def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
 def _real_window(src: _Sources, rows: Rows, e: int, offset: int, name: str | None = None):
     """Real episode ``e``'s window of ``src.steps`` steps from ``offset``: its strip added to ``rows`` and
     (sample, states, tag), or None when the episode is too short for it."""
-    from proclab.interpret.bases.activations import read_activation
-
     steps = src.steps
     x = read_activation(src.data, src.source, [e], checkpoint=src.agent).x[offset : offset + steps]
     if offset < 0 or len(x) < steps:
@@ -347,8 +340,6 @@ def _add_moments(src: _Sources, rows: Rows, bar, moments: list[tuple[int, int, s
 def _atlases(src: _Sources, rows: Rows, bar, per_card: int) -> tuple[list[dict], dict[str, Path]]:
     """The folder's atlases as the front page (:mod:`proclab.panel.atlas_export`), their moments added as
     real windows the cards link to."""
-    from proclab.panel.atlas_export import atlas_section, find_atlases, linked_moments
-
     found, files = [], {}
     for atlas in find_atlases(src.ws):
         moments = linked_moments(atlas, per_card) if src.data is not None else []
@@ -377,8 +368,6 @@ def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
 
 
 def export(args: ExportArgs, progress: bool = True) -> Path:
-    from rich.progress import Progress
-
     src = _open_sources(args)
     ws, basis, steps = src.ws, src.basis, src.steps
     rows = Rows([], [], [], [], {})
@@ -436,8 +425,6 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
 
 
 def _action_names() -> list[str]:
-    from proclab.envs import ACTION_NAMES
-
     return list(ACTION_NAMES)
 
 
@@ -461,8 +448,6 @@ def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
 
 def _background(store, basis, source: str, n_pcs: int, args: ExportArgs, agent: Path | None) -> dict:
     """A seeded random subset of the real states, in IC and PC coordinates."""
-    from proclab.interpret.bases.activations import read_activation
-
     lengths = store.episodes["length"]
     upto = int(np.searchsorted(np.cumsum(lengths), args.background * 4)) + 1  # enough episodes to draw from
     x = read_activation(store, source, np.arange(min(upto, store.num_episodes)), checkpoint=agent).x
@@ -479,13 +464,8 @@ def _run_dir(checkpoint: Path) -> Path | None:
 
 def _agent_context(ws, data, args: ExportArgs) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
-    from proclab.interpret.bases.activations import recording_checkpoint
-    from proclab.io.run_dirs import read_metrics
-
-    checkpoint = ws.inputs.get("checkpoint")
-    if checkpoint is None and data is not None and data.recordings():
-        checkpoint = recording_checkpoint(data)
-    run = _run_dir(Path(checkpoint)) if checkpoint else None
+    checkpoint = ws.agent_checkpoint(store=data if data is not None and data.recordings() else None)
+    run = _run_dir(checkpoint) if checkpoint else None
     training = None
     if run is not None:
         m = read_metrics(run)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import mimetypes
 import os
 import signal
+import webbrowser
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
@@ -162,8 +163,6 @@ def serve(panel: Path, port: int = 0, open_browser: bool = False, idle_timeout: 
     url = url_of(server)
     print(f"serving {Path(panel).resolve()} at {url} (Ctrl-C stops)", flush=True)
     if open_browser:
-        import webbrowser
-
         webbrowser.open(url)
     try:
         server.serve_forever()

@@ -12,14 +12,21 @@ finished stage with its outputs and seconds, so a rerun continues where a crash 
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated
 
 import tyro
+from rich.console import Console
 
+from proclab.envs import check_game
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.run_dirs import write_json_atomic
+from proclab.quickstart.budgets import budget
+from proclab.quickstart.ledger import Ledger
+from proclab.quickstart.report import write_report
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,7 @@ class QuickstartArgs:
 
 def machine(device: str, precision: str) -> dict[str, str | int | bool]:
     """The CPU (model name, cores, native bf16) and the device and precision this run resolves to."""
-    import os
-
+    # lazy, as the pipeline below: torch loads when the quickstart runs, not for `proclab quickstart --help`
     import torch
 
     from proclab.run.runtime import cpu_has_native_bf16, cpu_name, make_runtime
@@ -72,13 +78,8 @@ def machine(device: str, precision: str) -> dict[str, str | int | bool]:
 
 
 def run(args: QuickstartArgs) -> Path:
-    from rich.console import Console
-
-    from proclab.envs import check_game
-    from proclab.io.run_dirs import write_json_atomic
-    from proclab.quickstart.budgets import budget
-    from proclab.quickstart.ledger import Ledger
-    from proclab.quickstart.report import write_report
+    # lazy at the command's dispatch: the stages load every layer of the package (torch included), which
+    # `proclab quickstart --help` does not need
     from proclab.quickstart.stages import STAGES, Context, Settings
 
     names = [stage.name for stage in STAGES]

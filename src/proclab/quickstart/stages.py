@@ -16,10 +16,35 @@ from typing import Any
 
 from rich.console import Console
 
+from proclab.envs import EnvConfig, held_out_split
+from proclab.errors import ProclabError
+from proclab.interpret.atlas.build import AtlasArgs
+from proclab.interpret.atlas.command import run_atlas
+from proclab.interpret.cli import ANALYSES, defaults
 from proclab.interpret.interventions.arms import DEFAULT_ARMS
+from proclab.interpret.sweep.command import run_sweep
+from proclab.interpret.sweep.grid import SweepArgs
+from proclab.io.checkpoint import find_checkpoint, load_checkpoint
+from proclab.io.configs import from_dict
 from proclab.io.files import write_json
+from proclab.models.config import STATELESS_CORES
+from proclab.models.importers.command import ImportArgs, import_agent
+from proclab.panel.export import ExportArgs, export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
+from proclab.record.command import RecordArgs
+from proclab.record.command import run as run_record
+from proclab.rl.config import preset
+from proclab.rl.curves import plot_runs
+from proclab.rl.evaluate import EvalArgs, run_evaluation
+from proclab.rl.ppo_train import Trainer
+from proclab.rl.render import RenderArgs
+from proclab.rl.render import render as render_video
+from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
+from proclab.worldmodel import SampleArgs, sample_rollouts, train_world_model, wm_size
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
 
 
 @dataclass(frozen=True)
@@ -66,35 +91,24 @@ class Context:
         return paths
 
     def runtime(self):
-        from proclab.run.runtime import make_runtime
-
         return make_runtime(self.settings.device, self.settings.precision)
 
     def agent_meta(self) -> dict:
-        from proclab.io.checkpoint import load_checkpoint
-
         return load_checkpoint(self.path("run", "train"), kind="agent").meta
 
     def agent_env(self):
         """The environment of the studied agent's checkpoint (its game, mode and training levels)."""
-        from proclab.envs import EnvConfig
-        from proclab.io.configs import from_dict
-
         return from_dict(EnvConfig, self.agent_meta()["env"])
 
     def state_source(self) -> dict[str, Any]:
         """What the analyses read as the agent's state: its recorded state, or, for an agent without
         one (a feed-forward agent imported from CleanRL or Cleanba), the torso's features, replayed."""
-        from proclab.models.config import STATELESS_CORES
-
         if self.agent_meta()["agent"]["core"] not in STATELESS_CORES:
             return {}
         return {"hook": "torso.hook_fc", "checkpoint": self.path("run", "train")}
 
     def splits(self) -> dict[str, str]:
         """Level splits to study the agent on -> their role: its training levels and levels it never saw."""
-        from proclab.envs import held_out_split
-
         train = self.agent_env().split
         held_out = held_out_split(train)
         if held_out is None:
@@ -105,9 +119,6 @@ class Context:
 # -- the agent ------------------------------------------------------------------------------------
 def train(ctx: Context) -> dict[str, Any]:
     """PPO on the quickstart preset; or, with ``--agent``, the given agent instead (see :func:`adopt`)."""
-    from proclab.rl.config import preset
-    from proclab.rl.ppo_train import Trainer
-
     if ctx.settings.agent is not None:
         return adopt(ctx)
     b, s = ctx.budget, ctx.settings
@@ -133,10 +144,6 @@ def train(ctx: Context) -> dict[str, Any]:
 def adopt(ctx: Context) -> dict[str, Any]:
     """The agent to study: a proclab run or checkpoint as it is, or any other checkpoint imported into
     ``OUT/runs/import/agent``; refused in one line if it plays another game or mode than asked."""
-    from proclab.errors import ProclabError
-    from proclab.io.checkpoint import find_checkpoint, load_checkpoint
-    from proclab.models.importers.command import ImportArgs, import_agent
-
     s = ctx.settings
     (runs,) = ctx.fresh("runs/import")
     try:
@@ -156,8 +163,6 @@ def adopt(ctx: Context) -> dict[str, Any]:
 
 def evaluate(ctx: Context) -> dict[str, Any]:
     """The agent on its training levels and on held-out levels, and a uniformly random agent beside it."""
-    from proclab.rl.evaluate import EvalArgs, run_evaluation
-
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("eval.json")
     roles = ctx.splits()
@@ -178,9 +183,6 @@ def evaluate(ctx: Context) -> dict[str, Any]:
 
 
 def render(ctx: Context) -> dict[str, Any]:
-    from proclab.rl.render import RenderArgs
-    from proclab.rl.render import render as render_video
-
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("agent.mp4")
     video, returns = render_video(
@@ -198,8 +200,6 @@ def render(ctx: Context) -> dict[str, Any]:
 
 
 def plot(ctx: Context) -> dict[str, Any]:
-    from proclab.rl.curves import plot_runs
-
     (path,) = ctx.fresh("curves.png")
     if not (ctx.path("run", "train") / "metrics.csv").is_file():
         ctx.console.print("no training curves: the agent was trained elsewhere")
@@ -211,9 +211,6 @@ def plot(ctx: Context) -> dict[str, Any]:
 
 def record(ctx: Context) -> dict[str, Any]:
     """Episodes on the training levels (the world model's data) and a few on held-out levels."""
-    from proclab.record.command import RecordArgs
-    from proclab.record.command import run as run_record
-
     b, s = ctx.budget, ctx.settings
     train_store, heldout_store = ctx.fresh("episodes", "episodes-heldout")
     run_dir = ctx.path("run", "train")
@@ -229,8 +226,6 @@ def record(ctx: Context) -> dict[str, Any]:
 
 # -- the world model --------------------------------------------------------------------------------
 def wm_train(ctx: Context) -> dict[str, Any]:
-    from proclab.worldmodel import train_world_model, wm_size
-
     b, s = ctx.budget, ctx.settings
     (runs,) = ctx.fresh("runs/wm")
     size = wm_size(b.wm_size)
@@ -256,11 +251,6 @@ def wm_train(ctx: Context) -> dict[str, Any]:
 
 def wm_sample(ctx: Context) -> dict[str, Any]:
     """Dreams for the analyses, then how good the dreams are on held-out levels (frame error per step)."""
-    from proclab.store import EpisodeStore
-    from proclab.worldmodel import SampleArgs, sample_rollouts
-    from proclab.worldmodel.checkpoint import load_world_model
-    from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
-
     b, s = ctx.budget, ctx.settings
     samples_dir, dream_json, dream_png, strip_png = ctx.fresh(
         "samples", "dream.json", "dream.png", "dream-strip.png"
@@ -300,8 +290,6 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
 def _analysis(ctx: Context, name: str, **given) -> Path:
     """Run ``proclab analyze <name>`` into ``OUT/analysis`` at the budget's preset; ``given`` fields, then
     the budget's overrides for ``name``, replace the preset's."""
-    from proclab.interpret.cli import ANALYSES, defaults
-
     cls, run = ANALYSES[name]
     args = defaults(cls, ctx.budget.analysis)
     fields = {
@@ -348,8 +336,6 @@ def _replay_args(ctx: Context, cls, name: str, **given):
     """Arguments of an analysis that replays the agent (the sweep, the atlas) on ``OUT/analysis`` at the
     budget's preset, on the CPU unless a device was chosen; ``given``, then the budget's overrides for
     ``name``, replace the preset's fields."""
-    from proclab.interpret.cli import defaults
-
     s = ctx.settings
     device = "cpu" if s.device == "auto" else s.device
     fields = {"out": ctx.out / "analysis", "seed": s.seed, "device": device, **given}
@@ -365,9 +351,6 @@ def intervene(ctx: Context) -> dict[str, Any]:
     and 95th percentiles) on paired held-out levels of the real game. Increment-collapse is left to
     ``analyze intervene --sweep``: it holds most ICs off the data, where a competent agent times out
     on every level (1,000 steps an episode), which alone made this stage the quickstart's longest."""
-    from proclab.interpret.sweep.command import run_sweep
-    from proclab.interpret.sweep.grid import SweepArgs
-
     ctx.fresh("analysis/sweep")
     if ctx.state_source():
         ctx.console.print("no sweep: a feed-forward agent carries no state whose directions could be held")
@@ -381,9 +364,6 @@ def intervene(ctx: Context) -> dict[str, Any]:
 def atlas(ctx: Context) -> dict[str, Any]:
     """The direction atlas of the ICs on the recorded episodes: what activates each, what it tracks, what the
     sweep says it causes, what it looks at, and whether gradients predicted it. The panel opens on it."""
-    from proclab.interpret.atlas.build import AtlasArgs
-    from proclab.interpret.atlas.command import run_atlas
-
     ctx.fresh("analysis/atlas")
     if ctx.state_source():
         ctx.console.print(
@@ -396,8 +376,6 @@ def atlas(ctx: Context) -> dict[str, Any]:
 
 
 def panel(ctx: Context) -> dict[str, Any]:
-    from proclab.panel.export import ExportArgs, export
-
     (path,) = ctx.fresh("panel")
     args = ExportArgs(
         analysis=ctx.out / "analysis",

@@ -31,15 +31,22 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 import torch
 import tyro
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
+from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
+from proclab.io.configs import from_dict
+from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
+from proclab.models import AgentConfig, build_agent
+from proclab.models.loading import load_agent
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
+from proclab.run.distributed import connect_ray
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
 from proclab.store.store import EpisodeStore
@@ -141,10 +148,6 @@ class AgentFacts:
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> AgentFacts:
-        from proclab.envs import EnvConfig
-        from proclab.io.configs import from_dict
-        from proclab.models import AgentConfig, build_agent
-
         agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
         env_config = from_dict(EnvConfig, ckpt.meta["env"])
         shapes = build_agent(agent_config).state_shapes()
@@ -432,8 +435,6 @@ def _load_recording_agent(
 ) -> tuple[Agent, EnvConfig, dict[str, list]]:
     """The recording's agent, its env config and its stored state layout, which must be the recording's:
     a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
-    from proclab.models.loading import load_agent
-
     agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
     layout = _stored_layout(agent.state_shapes())
     if layout != recording.state_layout:
@@ -467,7 +468,6 @@ def _shard_env(
 
 def _writing_sink(writer: ShardWriter, video_dir: Path, videos: int) -> Callable[[dict, dict], None]:
     """Appends each finished episode to the shard, and writes a video of the shard's first ``videos``."""
-    from proclab.io.video import write_video
 
     def sink(steps: dict, episode: dict) -> None:
         k = writer.append(steps, episode)
@@ -508,8 +508,6 @@ def _worker(
 def _record_workers(
     recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
-    from proclab.envs.episodes import quotas
-
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
     threads = args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers)
@@ -553,9 +551,6 @@ def _record_ray(
     recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
     """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
-    from proclab.envs.episodes import quotas
-    from proclab.run.distributed import connect_ray
-
     threads = args.torch_threads or 1
     ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
     try:
@@ -651,8 +646,6 @@ def run(args: RecordArgs) -> tuple[Path, list[str]]:
 
 
 def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     recording, missing, videos = plan.recording, plan.episodes, plan.videos
     columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as bar:

@@ -16,6 +16,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.io.video import write_video
 from proclab.reward.demo_reader import demo_table, open_store, read_demos
+from proclab.reward.nets import load_reward_model, predict_rewards
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,6 @@ def main(argv: list[str], prog: str = "proclab trex demo-video") -> None:
     actions = store.read(int(row), ["action"])["action"]
     learned = None
     if args.reward_model is not None:
-        from proclab.reward.nets import load_reward_model, predict_rewards
-
         learned = predict_rewards(load_reward_model(args.reward_model)[0], demo.frames)
     returns = np.cumsum(demo.rewards)
     captions = [

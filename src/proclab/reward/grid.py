@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import tyro
+from rich.progress import Progress
 
 from proclab.errors import ProclabError
 from proclab.reward.demo_reader import demo_table, open_store
@@ -80,8 +81,6 @@ def _quiet_run(cfg: TrexConfig) -> dict:
 
 def run_grid(args: GridArgs) -> list[dict]:
     """Train every cell; rows are appended to ``args.out`` as cells finish. Returns the rows."""
-    from rich.progress import Progress
-
     configs = grid_configs(args)
     rows = []
     with Progress() as bar:

@@ -20,8 +20,10 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.io.files import save_figure
+from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import read_run_config
+from proclab.reward.demo_reader import demo_table, open_store, read_demos
+from proclab.reward.nets import load_reward_model, predict_rewards
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -54,10 +56,7 @@ def correlation_table(rows: list[dict]) -> dict[str, dict[int, dict[str, tuple[f
 
 
 def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     paths = []
     for game, by_n in correlation_table(rows).items():
@@ -95,13 +94,7 @@ def plot_predictions(
     seed: int = 0,
 ) -> Path:
     """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from proclab.reward.demo_reader import demo_table, open_store, read_demos
-    from proclab.reward.nets import load_reward_model, predict_rewards
+    plt = pyplot()
 
     net, ckpt = load_reward_model(reward_model)
     if demos_path is None:  # the store the model was trained on, from its run's config.json

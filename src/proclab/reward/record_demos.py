@@ -27,11 +27,13 @@ from typing import Literal
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import META, find_checkpoint
+from proclab.models.loading import load_agent
 from proclab.record import EpisodeRecorder
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
@@ -165,10 +167,6 @@ def record_demos(
     progress: bool = True,
 ) -> int:
     """Record ``num`` demos into the store ``out``; returns how many were written."""
-    from rich.progress import Progress
-
-    from proclab.models.loading import load_agent
-
     if num < 1 or max_len < 1 or num_envs < 1:
         raise ProclabError(f"--num ({num}), --max-len ({max_len}) and --num-envs ({num_envs}) must be >= 1")
     rt = make_runtime(device, "fp32")

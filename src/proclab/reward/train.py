@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
@@ -420,8 +421,6 @@ def _train_epochs(
 ) -> _Progress:
     """Epochs from ``done`` on until ``patience`` epochs bring no better validation accuracy (or
     ``max_epochs``, or time is up), one log row and one progress checkpoint each."""
-    from rich.progress import Progress
-
     start = time.time()
     with (
         _TrainLog(run_dir / "train_log.csv", done.epoch) as log,

@@ -17,7 +17,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.io.files import save_figure
+from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import read_metrics
 
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -50,10 +50,7 @@ def mean_std(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
 
 
 def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if not run_dirs:
         raise ProclabError("give at least one run directory")

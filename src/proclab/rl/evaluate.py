@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 import tyro
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
 from proclab.envs import (
     EnvConfig,
@@ -41,12 +44,12 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
+from proclab.models.loading import load_agent
+from proclab.models.scripted import ScriptedAgent
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import Runtime, RuntimeConfig
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from proclab.models.agent import Agent
 
 
@@ -283,8 +286,6 @@ def run(args: EvalArgs) -> dict:
 
 def run_evaluation(args: EvalArgs) -> Evaluation:
     """:func:`run`, handing back the whole :class:`Evaluation` instead of its table."""
-    from rich.console import Console
-
     console = Console(stderr=args.json)
     evaluation = evaluate_checkpoint(args, console)
     if args.out is not None:
@@ -303,10 +304,6 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
     The flags are checked before anything is played, so a mistake costs no evaluation time; the seed
     is set before the agent is built, so sampled actions are the same for the same ``--seed``.
     """
-    from rich.progress import Progress
-
-    from proclab.models.loading import load_agent
-
     episodes, greedy, split_names = protocol_settings(args)
     rt = args.runtime()
     torch.manual_seed(args.seed)
@@ -367,8 +364,6 @@ def random_rows(
 ) -> list[dict]:
     """A uniformly random agent's summary rows on the same splits, episodes and seed (its action draws
     seeded afresh, so they do not depend on how many the agent's evaluation took)."""
-    from proclab.models.scripted import ScriptedAgent
-
     torch.manual_seed(args.seed)
     agent = ScriptedAgent.uniform(num_actions)
     rows = []
@@ -386,8 +381,6 @@ def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> No
     A note, not a refusal: evaluating on the training levels is legitimate (``train`` itself is
     skipped), but a test split that overlaps them partly is most likely a mistake.
     """
-    from rich.console import Console
-
     splits = [parse_split(s) for s in split_names]
     train = parse_split(train_split)
     for s in splits:
@@ -415,8 +408,6 @@ def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
 
 def paper_table(table: dict, title: str) -> Table:
     """:func:`paper_rows` as a rich table, the row of means in bold."""
-    from rich.table import Table
-
     header, body = paper_rows(table)
     t = Table(title=title + "; score = normalised x 100")
     for i, col in enumerate(header):
@@ -428,8 +419,6 @@ def paper_table(table: dict, title: str) -> Table:
 
 def rows_table(table: dict, title: str, several_games: bool) -> Table:
     """One row per (split, game), and with ``several_games`` the mean normalised score of each split."""
-    from rich.table import Table
-
     t = Table(title=title)
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")

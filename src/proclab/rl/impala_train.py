@@ -24,6 +24,7 @@ import torch
 from proclab.envs import EpisodeLog
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
+from proclab.rl.actors import ActorPool
 from proclab.rl.agent_checkpoints import (
     load_agent_checkpoint,
     new_run_dir,
@@ -32,6 +33,7 @@ from proclab.rl.agent_checkpoints import (
 )
 from proclab.rl.config import TrainConfig
 from proclab.rl.impala import ImpalaLearner
+from proclab.rl.ray_actors import RayActorPool
 from proclab.run.checkpoints import crossed
 from proclab.run.log import RunLogger, StepBar, Throughput
 from proclab.run.runtime import seed_everything
@@ -42,10 +44,7 @@ VAL_EPISODES = 10  # the seed's valid_num_episodes: validation returns are means
 def make_pool(config: TrainConfig, agent: torch.nn.Module, start_step: int):
     """Local actor processes, or Ray actors when ``ray_address`` is set."""
     if config.impala.ray_address:
-        from proclab.rl.ray_actors import RayActorPool
-
         return RayActorPool(config, agent, start_step)
-    from proclab.rl.actors import ActorPool
 
     return ActorPool(config, agent, start_step)
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES, ProcgenVecEnv
 from proclab.errors import ProclabError
 from proclab.io.video import annotate, upscale, write_video
+from proclab.models.loading import load_agent
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import make_runtime
 
@@ -53,10 +55,6 @@ class RenderArgs:
 
 
 def render(args: RenderArgs) -> tuple[Path, list[float]]:
-    from rich.progress import Progress
-
-    from proclab.models.loading import load_agent
-
     if args.episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")
     rt = make_runtime(args.device, "fp32")

@@ -12,6 +12,8 @@ import math
 from collections import deque
 from pathlib import Path
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
 from proclab.errors import ProclabError
 from proclab.io.run_dirs import MetricsLogger
 
@@ -50,6 +52,7 @@ class RunLogger:
 
 def _init_wandb(project: str, config: dict, run_dir: Path):
     try:
+        # lazy: optional (proclab[wandb]), only --wandb-project needs it
         import wandb
     except ImportError:
         raise ProclabError("--wandb-project needs wandb: pip install 'proclab[wandb]'") from None
@@ -75,8 +78,6 @@ class StepBar:
     """A rich progress bar over a run's steps (or updates) with a short note (recent return, loss)."""
 
     def __init__(self, label: str, total: int, start: int, enabled: bool = True):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         self.bar = Progress(
             TextColumn(f"[bold]{label}"),
             BarColumn(),

@@ -107,6 +107,7 @@ def export_minari(
             f"{', '.join(missing)}"
         )
     try:
+        # lazy: optional (proclab[hdf5]), only the Minari export needs it
         import h5py
     except ImportError:
         raise ProclabError("exporting to Minari's HDF5 layout needs h5py: pip install h5py") from None

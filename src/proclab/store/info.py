@@ -15,6 +15,8 @@ from typing import Annotated
 
 import numpy as np
 import tyro
+from rich.console import Console
+from rich.table import Table
 
 from proclab.errors import ProclabError
 from proclab.store.schema import SCHEMA_VERSION
@@ -121,9 +123,6 @@ def _damage_report(store: EpisodeStore, damaged: list[dict]) -> str:
 
 
 def _print(summary: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     bps = summary["bytes_per_step"]
     console.print(

@@ -477,6 +477,22 @@ class EpisodeStore:
                 entry["shards"].append(name)
         return out
 
+    def recording_checkpoints(self) -> list[Path]:
+        """The checkpoints whose agents ``proclab record`` ran into this store, each once, in recording order
+        (none for stores that other producers wrote: T-REX demos, world-model samples)."""
+        found = [entry["recording"]["checkpoint"] for entry in self.recordings().values()]
+        return [Path(c) for c in dict.fromkeys(found)]
+
+    def recording_checkpoint(self) -> Path:
+        """The checkpoint whose agent recorded this store (its first recording's)."""
+        found = self.recording_checkpoints()
+        if not found:
+            raise ProclabError(
+                f"episode store {str(self.path)!r} was not written by proclab record, so its agent is unknown; "
+                "name it with --checkpoint"
+            )
+        return found[0]
+
     def size_on_disk(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 

@@ -28,12 +28,16 @@ from typing import Annotated
 import numpy as np
 import torch
 import tyro
+from PIL import Image, ImageDraw
 from torch import Tensor
 from torch.utils.data import default_collate
 
-from proclab.io.files import save_figure
+from proclab.errors import ProclabError
+from proclab.io.files import pyplot, save_figure, write_json
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import imagined, teacher_forced
 
@@ -140,10 +144,7 @@ def _mean(x: np.ndarray) -> tuple[float | None, list[float] | None]:
 
 def plot_frame_errors(result: dict, path: Path) -> Path:
     """One line per predictor and baseline, with its 95 % band: the frame error against the simulated step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for name, values in result["mse"].items():
@@ -177,8 +178,6 @@ def prediction_strip(
     seed: int = 0,
 ) -> Path:
     """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``."""
-    from PIL import Image, ImageDraw
-
     config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
     items = default_collate([dataset[int(i)] for i in picks])
     batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
@@ -231,11 +230,6 @@ class FrameErrorArgs:
 
 
 def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
-    from proclab.errors import ProclabError
-    from proclab.io.files import write_json
-    from proclab.run.runtime import make_runtime
-    from proclab.worldmodel.checkpoint import load_world_model
-
     args = tyro.cli(FrameErrorArgs, args=argv, prog=prog)
     if args.steps < 1 or args.windows < 1:
         raise ProclabError(f"--steps and --windows must be >= 1, got {args.steps} and {args.windows}")

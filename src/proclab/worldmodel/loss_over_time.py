@@ -25,10 +25,11 @@ from typing import Annotated
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.files import save_figure, write_json
+from proclab.io.files import pyplot, save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import make_batch, window_dataset
@@ -66,8 +67,6 @@ class LossOverTimeArgs(RuntimeConfig):
 
 def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
     """Compute the per-step errors; write ``out/loss_over_time.json`` and ``.png``; return the JSON data."""
-    from rich.progress import Progress
-
     if args.actions not in ACTION_SOURCES:
         raise unknown_choice("action source", args.actions, ACTION_SOURCES)
     if args.batches < 1 or args.batch_size < 1 or (args.steps is not None and args.steps < 1):
@@ -137,10 +136,7 @@ def summarise(per_batch: np.ndarray) -> dict[str, list]:
 
 def plot_loss_over_time(result: dict, path: Path) -> Path:
     """One panel per quantity: the mean over batches and the [min, max] band, against the simulation step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = list(result["quantities"])
     cols = 3

@@ -38,6 +38,7 @@ from typing import Annotated
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
@@ -148,8 +149,6 @@ def _check_joinable(out: Path, names: list[str]) -> None:
 
 def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
     """Simulate ``args.n`` rollouts into the store ``args.out``; returns its path."""
-    from rich.progress import Progress
-
     if args.init not in INITS:
         raise unknown_choice("init", args.init, INITS)
     for name in ("n", "steps", "batch_size"):

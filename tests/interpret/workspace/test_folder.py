@@ -61,3 +61,16 @@ def test_missing_folder_and_basis(tmp_path):
     ws.command_dir("hidden")
     Basis.fit(x, BasisConfig(n_ics=2), {"data": "x"}).save(ws.basis_path)
     assert ws.basis().provenance == {"data": "x"}
+
+
+def test_the_agent_is_given_else_the_folders_else_the_one_that_recorded_the_store(tmp_path):
+    class Recorded:  # a store recorded by one checkpoint
+        def recording_checkpoint(self):
+            return tmp_path / "recorder"
+
+    ws = Workspace.open(tmp_path / "a")
+    assert ws.agent_checkpoint() is None
+    assert ws.agent_checkpoint(store=Recorded()) == tmp_path / "recorder"
+    assert ws.agent_checkpoint(str(tmp_path / "given"), Recorded()) == tmp_path / "given"
+    ws.require_inputs(checkpoint=tmp_path / "folder")
+    assert ws.agent_checkpoint(store=Recorded()) == (tmp_path / "folder").resolve()

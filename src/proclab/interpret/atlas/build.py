@@ -34,7 +34,25 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 import numpy as np
 import tyro
 
+from proclab.envs.actions import ACTION_NAMES
+from proclab.errors import ProclabError
+from proclab.interpret.atlas.activation import describe
+from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
+from proclab.interpret.atlas.causes import direction_causes
+from proclab.interpret.atlas.looks_at import agent_device, saliency_images
+from proclab.interpret.atlas.prediction import (
+    PAIRINGS,
+    head_gradients,
+    predicted_changes,
+    spearman_by_groups,
+    verdict,
+)
+from proclab.interpret.atlas.strips import strip_image, window, write_strip
+from proclab.interpret.atlas.tracking import step_quantities, tracking
+from proclab.interpret.bases.systems import check_system, encode_all
 from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.figures import save_tight
+from proclab.io.files import pyplot
 
 if TYPE_CHECKING:
     import torch
@@ -102,9 +120,6 @@ class AtlasArgs(AnalysisArgs):
     """Torch intra-op threads (0: torch's default)."""
 
     def check(self) -> None:
-        from proclab.errors import ProclabError
-        from proclab.interpret.bases.systems import check_system
-
         check_system(self.basis)
         self.require_positive("episodes", "bootstrap", "lags")
         for name in ("moments", "saliency_moments", "noise", "predict_steps"):
@@ -136,11 +151,6 @@ def episode_rows(store, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
     """Every card and the atlas-wide numbers; writes strips and saliency images under ``out``."""
-    from proclab.envs.actions import ACTION_NAMES
-    from proclab.interpret.atlas.activation import describe
-    from proclab.interpret.atlas.tracking import step_quantities, tracking
-    from proclab.interpret.bases.systems import encode_all
-
     coords = inp.coords
     with ph.phase("encoding"):
         c = encode_all(coords, inp.x)
@@ -169,8 +179,6 @@ def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
 
 def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, out: Path) -> list[dict]:
     """Per direction, its top and bottom moments (episode, step, value), each with its strip written."""
-    from proclab.interpret.atlas.strips import strip_image, window, write_strip
-
     starts = np.cumsum(lengths) - lengths
     of_episode = {int(e): j for j, e in enumerate(inp.episodes)}
     result = []
@@ -194,8 +202,6 @@ def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, out: Path) ->
 
 def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) -> dict[int, dict]:
     """The mean saliency map of every direction that is ever active, on its most active moments."""
-    from proclab.interpret.atlas.looks_at import saliency_images
-
     if args.saliency_moments == 0:
         return {}
     moments = {
@@ -211,15 +217,6 @@ def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) ->
 def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs, out: Path) -> dict:
     """Gradient x edit size against the sweep's measured change for every on-data edit, and per pairing
     the Spearman correlation across directions (:mod:`proclab.interpret.atlas.prediction`)."""
-    from proclab.interpret.atlas.looks_at import agent_device
-    from proclab.interpret.atlas.prediction import (
-        PAIRINGS,
-        head_gradients,
-        predicted_changes,
-        spearman_by_groups,
-        verdict,
-    )
-
     if inp.sweep is None or args.predict_steps == 0:
         return {"note": inp.sweep_note if inp.sweep is None else "not measured (--predict-steps 0)"}
     rng = np.random.default_rng([args.seed, 5])
@@ -252,9 +249,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
 
 
 def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
-    from proclab.interpret.workspace.figures import _plt, save_tight
-
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
     for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
         x = [p["predicted"][key] for p in points]
@@ -271,9 +266,6 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
 
 
 def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) -> dict:
-    from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
-    from proclab.interpret.atlas.causes import direction_causes
-
     coords, cards = inp.coords, []
     points = prediction.get("points", [])
     for m in range(coords.k):

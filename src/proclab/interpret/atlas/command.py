@@ -19,15 +19,23 @@ import numpy as np
 
 from proclab.errors import ProclabError
 from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
+from proclab.interpret.atlas.causes import load_sweep
+from proclab.interpret.bases.activations import read_activation
+from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
+from proclab.interpret.bases.systems import open_coordinates, suffix, system_file, variance_explained
+from proclab.interpret.interventions.edit_target import agent_checkpoint
+from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
+from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
+from proclab.store.state_codec import StateCodec
 
 
 def _states(ws: Workspace, args: AtlasArgs, ph):
     """The real store, the described episodes and their states (the activation of the folder's basis)."""
-    from proclab.interpret.bases.activations import read_activation
-    from proclab.store import EpisodeStore
-
     store = EpisodeStore(ws.input_path("data", args.data, "--data DATA"))
     source = ws.activation()
     if store.num_episodes == 0:
@@ -41,17 +49,12 @@ def _states(ws: Workspace, args: AtlasArgs, ph):
 
 
 def _checkpoint(ws: Workspace, args: AtlasArgs) -> Path:
-    from proclab.interpret.interventions.edit_target import agent_checkpoint
-
     return agent_checkpoint(ws, args.checkpoint, "analyze atlas")
 
 
 def _coordinates(ws: Workspace, args: AtlasArgs, x: np.ndarray, ph):
     """The folder's coordinates ``args.basis``; a sparse dictionary is fitted on ``x`` first when the folder
     has none or ``--refit`` asks (and saved as ``ANALYSIS/dictionary.npz``)."""
-    from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
-    from proclab.interpret.bases.systems import open_coordinates
-
     if args.basis == "sparse" and (args.refit or not (ws.path / FILE).is_file()):
         config = DictionaryConfig(
             expansion=args.expansion, k=args.atoms_k, steps=args.dictionary_steps, seed=args.seed
@@ -69,14 +72,6 @@ def _coordinates(ws: Workspace, args: AtlasArgs, x: np.ndarray, ph):
 
 def run_atlas(args: AtlasArgs) -> Path:
     """Build the atlas of ``args.basis`` on the analysis folder ``args.out``; returns its output folder."""
-    from proclab.interpret.atlas.causes import load_sweep
-    from proclab.interpret.bases.systems import suffix, system_file, variance_explained
-    from proclab.interpret.saliency.world_model import basis_hook
-    from proclab.interpret.workspace.progress import phases
-    from proclab.models.loading import freeze, load_agent
-    from proclab.run.runtime import make_runtime
-    from proclab.store.state_codec import StateCodec
-
     start = time.perf_counter()
     args.check()
     ws = Workspace.open(args.out, create=False)
@@ -114,8 +109,6 @@ def _zscoring(ws: Workspace, coords) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note) -> dict:
-    from proclab.interpret.bases.systems import suffix, system_file
-
     fit = getattr(coords, "fit_info", None)
     return {
         "format": FORMAT,

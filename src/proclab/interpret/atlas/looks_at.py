@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 from torch import Tensor
 
 from proclab.interpret.bases.coordinates import Coordinates
@@ -129,8 +130,6 @@ def saliency_images(
 ) -> dict[int, dict]:
     """Per direction with moments: its mean map written to ``out/<label><m>.png``; returns per direction
     the image's name, the moments used and the raw mean channel-mean gradient ``(H, W)``."""
-    from PIL import Image
-
     rows = [(m, e, t) for m, pairs in moments.items() for e, t in pairs]
     frames, grads = moment_gradients(agent, coords, hook, store, rows, **kw)
     owner = np.array([m for m, _, _ in rows])

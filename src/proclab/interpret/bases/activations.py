@@ -22,9 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width
+from proclab.models.hooks import capture
+from proclab.models.loading import load_agent
+from proclab.run.runtime import make_runtime
+from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width, unflatten_state
 from proclab.store.store import EpisodeStore
 
 HOOK = "hook:"
@@ -122,24 +126,12 @@ def read_activation(
     return Activations(x=x, episode=episode, step=step, source=source)
 
 
-def recording_checkpoint(store: EpisodeStore) -> Path:
-    """The checkpoint whose agent recorded ``store`` (its first recording's)."""
-    recordings = store.recordings()
-    if not recordings:
-        raise ProclabError(
-            f"episode store {str(store.path)!r} was not written by proclab record, so its agent is unknown; "
-            "name it with --checkpoint"
-        )
-    return Path(next(iter(recordings.values()))["recording"]["checkpoint"])
-
-
 def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None, device: str = "cpu"):
     """The agent that replays ``store`` for ``hook``, refused (one line) if it lacks the hook point or
     cannot have produced the store's episodes (actions, games, state layout)."""
-    from proclab.models.loading import load_agent
-    from proclab.run.runtime import make_runtime
-
-    agent, env_config, _ = load_agent(checkpoint or recording_checkpoint(store), make_runtime(device, "fp32"))
+    agent, env_config, _ = load_agent(
+        checkpoint or store.recording_checkpoint(), make_runtime(device, "fp32")
+    )
     if hook not in agent.hook_names():
         raise unknown_choice("hook point", hook, agent.hook_names())
     store.check_agent(agent.config.num_actions, agent.state_shapes(), env_config.games())
@@ -150,11 +142,6 @@ def _replay(
     store, hook, episodes, checkpoint, device, progress, batch: int = 16, chunk: int = 256
 ) -> np.ndarray:
     """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
-    import torch
-
-    from proclab.models.hooks import capture
-    from proclab.store.schema import unflatten_state
-
     agent = replay_agent(store, hook, checkpoint, device)
     layout = store.state_layout
     stored_state = bool(layout) and all(STATE_OUT + layer in store.step_fields for layer in layout)

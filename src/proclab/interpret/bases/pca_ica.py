@@ -113,6 +113,7 @@ class Basis:
     @classmethod
     def fit(cls, x: np.ndarray, config: BasisConfig, provenance: dict) -> Basis:
         """Fit on ``x`` (``N x D``, the real inlier states); ``provenance`` is saved with it."""
+        # lazy: scikit-learn is slow to import, only the fits need it
         from sklearn.decomposition import PCA, FastICA
 
         x = np.asarray(x, np.float64)

@@ -16,6 +16,10 @@ import torch
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates
+from proclab.interpret.bases.nmf import FILE as NMF
+from proclab.interpret.bases.nmf import NmfCoordinates
+from proclab.interpret.bases.sparse_dictionary import FILE as DICTIONARY
+from proclab.interpret.bases.sparse_dictionary import SparseDictionary
 from proclab.interpret.workspace.folder import Workspace
 
 SYSTEMS = {
@@ -38,9 +42,6 @@ def suffix(name: str) -> str:
 
 def system_file(ws: Workspace, name: str) -> Path:
     """The file system ``name`` of folder ``ws`` is read from."""
-    from proclab.interpret.bases.nmf import FILE as NMF
-    from proclab.interpret.bases.sparse_dictionary import FILE as DICTIONARY
-
     check_system(name)
     return {"nmf": ws.path / NMF, "sparse": ws.path / DICTIONARY}.get(name, ws.basis_path)
 
@@ -52,11 +53,6 @@ def file_digest(path: Path) -> str:
 
 def open_coordinates(ws: Workspace, name: str) -> Coordinates:
     """System ``name`` of folder ``ws``; a one-line error says which command makes a missing one."""
-    from proclab.interpret.bases.nmf import FILE as NMF
-    from proclab.interpret.bases.nmf import NmfCoordinates
-    from proclab.interpret.bases.sparse_dictionary import FILE as DICTIONARY
-    from proclab.interpret.bases.sparse_dictionary import SparseDictionary
-
     check_system(name)
     if name in ("ica", "pca"):
         return LinearCoordinates(ws.basis(), name)

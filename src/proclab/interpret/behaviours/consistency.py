@@ -27,7 +27,7 @@ import numpy as np
 from proclab.interpret.behaviours.xcorr import DynamicsArgs, load_dynamics
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.files import save_figure
+from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import write_json_atomic
 
 NAME = "consistency"
@@ -161,9 +161,7 @@ def run_consistency(args: ConsistencyArgs) -> Path:
 
 
 def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list[Path]:
-    from proclab.interpret.workspace.figures import _plt
-
-    plt = _plt()
+    plt = pyplot()
     paths = []
     rows_of = d.labels[d.rows[setting]]
     for g in range(d.groups):

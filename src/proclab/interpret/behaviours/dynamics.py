@@ -97,6 +97,7 @@ def _conditioned(
 
 def seriation(matrix: np.ndarray) -> np.ndarray:
     """Leaf order of a Ward dendrogram of the rows of ``matrix`` (puts similar ICs side by side)."""
+    # lazy: scipy is slow to import, only this step needs it
     from scipy.cluster.hierarchy import leaves_list, linkage
 
     if len(matrix) < 2:

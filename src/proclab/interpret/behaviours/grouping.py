@@ -31,11 +31,13 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import default_source, read_activation
 from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
 from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.figures import Colouring, scatter_grid
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
 from proclab.io.run_dirs import write_json_atomic
+from proclab.io.video import annotate, to_hwc, upscale, write_video
 from proclab.store import EpisodeStore
 
 NAME = "behaviours"
@@ -108,7 +110,10 @@ class BehaviourModel:
     @classmethod
     def fit(cls, state: np.ndarray, env_h: np.ndarray, config: BehaviourConfig, seed: int = 0):
         """Fit on ``(n, T, D)`` states and ``(n, T, H)`` env states; returns (model, step labels, t-SNE)."""
+        # lazy: openTSNE is slow to import, only t-SNE maps need it
         from openTSNE import TSNE
+
+        # lazy: scikit-learn is slow to import, only the fits need it
         from sklearn.decomposition import PCA
 
         n, T = state.shape[:2]
@@ -165,6 +170,7 @@ class BehaviourModel:
 
     def assign(self, state: np.ndarray, env_h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Behaviour of each new sample ``(n,)`` and cluster of each of its steps ``(n, S)``."""
+        # lazy: scikit-learn is slow to import, only the fits need it
         from sklearn.neighbors import KNeighborsClassifier
 
         c = self.coords(state, env_h)
@@ -253,11 +259,6 @@ def source_of(ws: Workspace, store: EpisodeStore) -> str:
     return ws.inputs.get("activation") or default_source(store)
 
 
-def checkpoint_of(ws: Workspace) -> Path | None:
-    """The agent the folder's hook activations replay (sample stores do not name their agent)."""
-    return Path(ws.inputs["checkpoint"]) if ws.inputs.get("checkpoint") else None
-
-
 def run_behaviours(args: BehavioursArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
@@ -269,13 +270,14 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     ids = parse_ids(args.ids, store.num_episodes)
     with phases(4 + int(args.stability), "behaviours") as ph:
         with ph.phase("reading samples"):
-            s = SampleSet.read(store, ids, source_of(ws, store), checkpoint_of(ws))
+            s = SampleSet.read(store, ids, source_of(ws, store), ws.agent_checkpoint())
         with ph.phase("fitting"):
             model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, args.seed)
             labels = modal(steps, args.clusters)
         stability = None
         if args.stability:
             with ph.phase("stability refit"):
+                # lazy: scikit-learn is slow to import, only the fits need it
                 from sklearn.metrics import adjusted_rand_score
 
                 _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, args.seed + 1)
@@ -316,7 +318,7 @@ def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) ->
     model = BehaviourModel.load(out / "transform.npz")
     new = EpisodeStore(args.assign)
     ids = parse_ids("0:", new.num_episodes)
-    s = SampleSet.read(new, ids, source_of(ws, new), checkpoint_of(ws))
+    s = SampleSet.read(new, ids, source_of(ws, new), ws.agent_checkpoint())
     labels, steps = model.assign(s.state, s.env_h)
     path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
     save_npz(path, "behaviour assignments", ids=s.ids, labels=labels, step_labels=steps)
@@ -352,8 +354,6 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
 
 
 def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
-    from proclab.interpret.workspace.figures import Colouring, scatter_grid
-
     xyz = tsne.reshape(-1, 3)
     labels = steps.reshape(-1)
     names = [str(c) for c in range(int(labels.max()) + 1)]
@@ -373,8 +373,6 @@ def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
 
 def _videos(out: Path, store: EpisodeStore, s: SampleSet, labels: np.ndarray, k: int) -> list[Path]:
     """A 3x3 grid video of up to 9 members per behaviour, with the agent's action drawn on each tile."""
-    from proclab.io.video import annotate, to_hwc, upscale, write_video
-
     sizes = np.bincount(labels)
     paths = []
     for c in np.argsort(-sizes, kind="stable")[:k]:

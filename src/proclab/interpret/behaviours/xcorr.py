@@ -31,10 +31,11 @@ from proclab.interpret.behaviours.dynamics import (
     seriation,
 )
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
-from proclab.interpret.behaviours.grouping import SampleSet, checkpoint_of, open_samples, source_of
+from proclab.interpret.behaviours.grouping import SampleSet, open_samples, source_of
+from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.io.files import load_npz, save_figure, save_npz
+from proclab.io.files import load_npz, pyplot, save_figure, save_npz
 from proclab.io.run_dirs import write_json_atomic
 from proclab.store import EpisodeStore
 
@@ -115,7 +116,7 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
     except KeyError as err:
         raise ProclabError(f"behaviour labels {str(labels_file)!r} are corrupt (no {err})") from None
     basis = ws.basis()
-    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), checkpoint_of(ws))
+    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint())
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
         *s.state.shape[:2], -1
     )
@@ -138,8 +139,6 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
 
 
 def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarray, k: int) -> EpisodeStore:
-    from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
-
     path = ws.path / args.saliency / "store.zarr"
     if not path.exists():
         run_saliency(
@@ -217,9 +216,7 @@ def run_xcorr(args: XcorrArgs) -> Path:
 
 def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: float) -> list[Path]:
     """One PNG per behaviour (the last: all samples), one panel per lag, seismic, seriated IC order."""
-    from proclab.interpret.workspace.figures import _plt
-
-    plt = _plt()
+    plt = pyplot()
     paths = []
     for g, mats in enumerate(M):
         if np.isnan(mats).all():

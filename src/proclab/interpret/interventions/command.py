@@ -22,6 +22,7 @@ of the frequencies with the CIs of their changes, and ``summary.json`` with ever
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections import Counter
@@ -33,21 +34,37 @@ import numpy as np
 import torch
 import tyro
 
+from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import KINDS
+from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
+from proclab.interpret.behaviours.grouping import BehaviourModel, SampleSet, source_of
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
 from proclab.interpret.interventions.edit_target import EditArgs, agent_checkpoint, recorded, state_key
 from proclab.interpret.interventions.edited_agent import OPS, HeldAgent, Hold, IntervenedAgent, Intervention
+from proclab.interpret.saliency.world_model import open_samples
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
-from proclab.interpret.workspace.figures import _plt, save_tight
+from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.configs import from_dict
+from proclab.io.files import pyplot
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
+from proclab.models.loading import freeze, load_agent
+from proclab.record import RecordArgs
+from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
+from proclab.record.recorder import EpisodeRecorder
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
+from proclab.store.state_codec import StateCodec
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.sample import rollouts
+from proclab.worldmodel.simulate import dreamed
 
 NAME = "intervene"
 WHERE = ("real", "sim", "both")
@@ -104,8 +121,6 @@ def intervention_of(args: InterveneArgs) -> Intervention | Hold:
 
 
 def run_intervene(args: InterveneArgs) -> Path:
-    from proclab.run.runtime import make_runtime
-
     start = time.time()
     if args.where not in WHERE:
         raise unknown_choice("--where", args.where, WHERE)
@@ -141,15 +156,7 @@ def run_intervene(args: InterveneArgs) -> Path:
 # -- real environment ----------------------------------------------------------------------------
 def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
-    from proclab.envs import EnvConfig, ProcgenVecEnv
-    from proclab.io.configs import from_dict
-    from proclab.record import RecordArgs
-    from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
-    from proclab.record.recorder import EpisodeRecorder
-
     if path.exists():
-        import shutil
-
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
     recording, ckpt = prepare_recording(
         RecordArgs(
@@ -266,8 +273,6 @@ def _arms(
 def placements(ws: Workspace, coords: LinearCoordinates, rec: Recorded, edit, store: Path) -> dict[str, dict]:
     """Where the edited coordinates of the intervened arm's states lie in the recorded distribution
     (per coordinate the edit changes, over every stored step)."""
-    from proclab.interpret.bases.activations import read_activation
-
     x = read_activation(EpisodeStore(store), ws.inputs["activation"]).x
     c = coords.encode(x.astype(np.float64))
     label = {"ica": "IC", "pca": "PC"}[coords.kind]
@@ -285,8 +290,6 @@ def _placed(ws, basis, rec: Recorded, edit, args, store: Path) -> dict[str, dict
 
 
 def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
-    from proclab.models.loading import load_agent
-
     checkpoint = agent_checkpoint(ws, args.checkpoint, "--where real")
     ws.require_inputs(checkpoint=checkpoint)
     agent, _, _ = load_agent(checkpoint, rt)
@@ -344,13 +347,7 @@ def simulate_arm(
     reward_field: str,
 ) -> Path:
     """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
-    from proclab.store.state_codec import StateCodec
-    from proclab.worldmodel.sample import rollouts
-    from proclab.worldmodel.simulate import dreamed
-
     if path.exists():
-        import shutil
-
         shutil.rmtree(path)
     codec = StateCodec(agent.state_shapes())
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
@@ -393,8 +390,6 @@ def compare_sim(
         "done_rate": mean_change(done["baseline"], done["intervened"], idx),
     }
     if behaviours is not None:
-        from proclab.interpret.behaviours.grouping import SampleSet
-
         k = behaviours.config.clusters
         labels = {}
         for a, s in stores.items():
@@ -409,11 +404,6 @@ def compare_sim(
 
 
 def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
-    from proclab.interpret.behaviours.grouping import source_of
-    from proclab.interpret.saliency.world_model import open_samples
-    from proclab.models.loading import freeze
-    from proclab.worldmodel.checkpoint import load_world_model
-
     store, settings, wm_path = open_samples(
         ws,
         args.samples,
@@ -481,9 +471,6 @@ def _simulation_record(settings, samples: Path, seed: int) -> dict:
 def _behaviour_model(ws: Workspace, steps: int):
     """The folder's behaviour transform (``analyze behaviours``), or None and a note saying why not: it
     was never fitted, or samples of ``steps`` steps are too short for its lags."""
-    from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
-    from proclab.interpret.behaviours.grouping import BehaviourModel
-
     transform = ws.path / BEHAVIOURS / "transform.npz"
     if not transform.is_file():
         return None, "no behaviours: run `proclab analyze behaviours` on this folder first"
@@ -531,7 +518,7 @@ def side_by_side(path: Path, eps: dict[str, dict], fps: float = 15) -> Path:
 
 def frequency_bars(changes: dict, path: Path, title: str) -> Path:
     """Frequencies per category in both arms, and the change with its 95 % CI (significant in red)."""
-    plt = _plt()
+    plt = pyplot()
     per = changes["per_category"]
     names = list(per)
     x = np.arange(len(names))

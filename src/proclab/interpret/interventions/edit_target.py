@@ -13,10 +13,13 @@ import tyro
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
+from proclab.interpret.bases.systems import encode_all
 from proclab.interpret.interventions.arms import Recorded
+from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.store import EpisodeStore
+from proclab.store.state_codec import StateCodec
 
 HIDDEN = Path("hidden") / "hidden.npz"
 
@@ -47,22 +50,15 @@ class EditArgs(AnalysisArgs):
 
 def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
     """``given``, else the folder's agent checkpoint, else the one that recorded its data."""
-    if given is not None:
-        return given
-    if ws.inputs.get("checkpoint"):
-        return Path(ws.inputs["checkpoint"])
-    if ws.inputs.get("data"):
-        from proclab.interpret.bases.activations import recording_checkpoint
-
-        return recording_checkpoint(EpisodeStore(ws.inputs["data"]))
-    raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+    data = ws.inputs.get("data")
+    found = ws.agent_checkpoint(given, EpisodeStore(data) if data else None)
+    if found is None:
+        raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+    return found
 
 
 def state_key(ws: Workspace, agent, given: str | None) -> str:
     """The state tensor the folder's basis describes; ``--state`` must name it."""
-    from proclab.interpret.saliency.world_model import basis_hook
-    from proclab.store.state_codec import StateCodec
-
     codec = StateCodec(agent.state_shapes())
     source = ws.activation()
     hook = basis_hook(source, codec)
@@ -86,8 +82,6 @@ def recorded(ws: Workspace, coords: Coordinates, agent, key: str) -> Recorded:
     """The coordinates of every state ``analyze hidden`` analysed in this folder (where edits are placed),
     and those of the agent's start state (where increment-collapse holds a coordinate). ICA and PCA
     coordinates are read as analysed; other systems encode the states, rebuilt exactly from all their PCs."""
-    from proclab.interpret.bases.systems import encode_all
-
     path = ws.path / HIDDEN
     if not path.is_file():
         raise ProclabError(

@@ -28,9 +28,11 @@ from typing import Annotated, ClassVar
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
+from proclab.interpret.saliency.real_frames import run_real
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, Target, parse_targets
 from proclab.interpret.saliency.world_model import (
     SaliencyBatch,
@@ -123,8 +125,6 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
     if args.real:
-        from proclab.interpret.saliency.real_frames import run_real
-
         out, outputs = run_real(args, ws, progress)
     else:
         out, outputs = _run_simulated(args, ws, progress)
@@ -133,8 +133,6 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
 
 
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
-    from rich.progress import Progress
-
     store, settings, wm_path = open_samples(
         ws,
         args.samples,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rich.progress import Progress
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.bases.activations import recording_checkpoint
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
@@ -77,6 +77,7 @@ class WindowTarget(torch.nn.Module):
 
 def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigma: float) -> Tensor:
     """captum attribution of ``model`` to ``frames`` (same shape)."""
+    # lazy: captum is slow to import, only --real saliency needs it
     from captum.attr import IntegratedGradients, NoiseTunnel, Saliency
 
     frames = frames.detach().requires_grad_(True)
@@ -117,8 +118,6 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
 
 def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     """``--real``: one saliency-store episode per selected episode's window."""
-    from rich.progress import Progress
-
     store, data, checkpoint = _real_inputs(args, ws)
     rt = make_runtime(args.device, "fp32", args.torch_threads)
     agent, _, _ = load_agent(checkpoint, rt)
@@ -171,8 +170,8 @@ def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
     if data is None:
         raise ProclabError("--real needs a store of real episodes: pass --data DATA")
     store = EpisodeStore(data)
-    checkpoint = args.checkpoint or ws.inputs.get("checkpoint") or recording_checkpoint(store)
-    ws.require_inputs(data=Path(data), checkpoint=Path(checkpoint))
+    checkpoint = ws.agent_checkpoint(args.checkpoint, store)
+    ws.require_inputs(data=Path(data), checkpoint=checkpoint)
     if not 0 <= args.step < args.window:
         raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
     return store, data, checkpoint

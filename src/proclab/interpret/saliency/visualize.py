@@ -38,16 +38,20 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.targets import AgentTrace, Target, evaluate, parse_target
 from proclab.interpret.saliency.world_model import SampleSettings, basis_hook, open_samples, per_step
 from proclab.interpret.workspace.args import AnalysisArgs
-from proclab.interpret.workspace.figures import _plt, save_tight
+from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.files import save_npz
+from proclab.io.files import pyplot, save_npz
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.sample import rollouts
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
 
 NAME = "visualize"
@@ -239,10 +243,6 @@ def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
 
 
 def run_visualize(args: VisualizeArgs) -> Path:
-    from proclab.models.loading import freeze
-    from proclab.run.runtime import make_runtime
-    from proclab.worldmodel.checkpoint import load_world_model
-
     start = time.time()
     if args.init not in INITS:
         raise unknown_choice("--init", args.init, INITS)
@@ -341,8 +341,6 @@ def _summary(
 
 
 def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, args, steps: int) -> list[str]:
-    from proclab.worldmodel.sample import rollouts
-
     with torch.no_grad():
         traj, series = objective.trace(res.vectors)
     series = series.cpu().numpy()  # (steps + 1, n)
@@ -401,7 +399,7 @@ def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, ar
 
 
 def _curves(path: Path, history: np.ndarray, spec: str, sign: float) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(history, color="tab:blue", alpha=0.3, lw=0.8)
     ax.plot(history.mean(1), color="black", lw=2, label="mean")
@@ -414,7 +412,7 @@ def _curves(path: Path, history: np.ndarray, spec: str, sign: float) -> Path:
 
 def _ic_plot(path: Path, ics: np.ndarray, spec: str, shown: int = 4) -> Path:
     """IC coordinates over the steps of the first ``shown`` optimised rollouts."""
-    plt = _plt()
+    plt = pyplot()
     k = min(shown, len(ics))
     fig, axes = plt.subplots(1, k, figsize=(3.2 * k, 3), squeeze=False)
     for i, ax in enumerate(axes[0]):

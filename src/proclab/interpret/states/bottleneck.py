@@ -21,8 +21,24 @@ from typing import Annotated, ClassVar
 import numpy as np
 import tyro
 
+from proclab.errors import ProclabError
+from proclab.interpret.stats.clustering import (
+    check_clusters,
+    mmd_test,
+    pca_cluster_summary,
+    pcs_to,
+    silhouette,
+    standard_pca,
+    subsample,
+    tsne_fit_assign,
+    ward_fit_assign,
+)
+from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
+from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -54,9 +70,6 @@ INITS = ("informed", "random")
 def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarray]:
     """A sample store's bottleneck vectors and their init (0 informed, 1 random), from its ``init`` field
     (``default_init`` for a store without one)."""
-    from proclab.errors import ProclabError
-    from proclab.store.store import EpisodeStore
-
     store = EpisodeStore(path)
     if FIELD not in store.episode_fields:
         raise ProclabError(
@@ -74,16 +87,6 @@ def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarr
 
 
 def run_bottleneck(args: BottleneckArgs) -> Path:
-    from proclab.interpret.stats.clustering import (
-        pcs_to,
-        silhouette,
-        standard_pca,
-        tsne_fit_assign,
-        ward_fit_assign,
-    )
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.interpret.workspace.progress import phases
-
     start = time.perf_counter()
     ws = Workspace.open(args.out)
     samples, vectors, init = _inputs(args, ws)
@@ -115,9 +118,6 @@ def run_bottleneck(args: BottleneckArgs) -> Path:
 def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
     """The sample store, and the vectors and inits of it and ``--random-samples`` together, checked
     (same dimension, two informed vectors, a feasible cluster count) before any long work."""
-    from proclab.errors import ProclabError
-    from proclab.interpret.stats.clustering import check_clusters
-
     samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
     vectors, init = _vectors(samples, None)
     if args.random_samples is not None:
@@ -139,9 +139,8 @@ def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
 def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
     """The MMD test on seeded subsamples of the vectors standardised by the informed ones; None with
     fewer than two random."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.preprocessing import StandardScaler
-
-    from proclab.interpret.stats.clustering import mmd_test, subsample
 
     informed, random = np.flatnonzero(init == 0), np.flatnonzero(init == 1)
     if len(random) < 2:
@@ -156,8 +155,6 @@ def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckA
 
 
 def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict, seconds) -> dict:
-    from proclab.interpret.stats.clustering import pca_cluster_summary
-
     init, clusters, ratio, n_pcs = a["init"], a["clusters"], fits["ratio"], a["pcs"].shape[1]
     random_share = [
         float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
@@ -178,8 +175,6 @@ def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict,
 
 
 def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:
-    from proclab.interpret.workspace import figures
-
     panels = [
         figures.Colouring("init", a["init"], INITS),
         figures.Colouring("Ward cluster", a["clusters"], [f"c{c}" for c in range(args.clusters)]),

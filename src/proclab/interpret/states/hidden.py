@@ -17,19 +17,45 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import tyro
 
+from proclab.envs.actions import ACTION_NAMES
+from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import (
+    HOOK,
+    canonical_source,
+    default_source,
+    read_activation,
+    replay_agent,
+)
+from proclab.interpret.bases.nmf import FILE as NMF_FILE
+from proclab.interpret.bases.nmf import save_nmf
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.stats.clustering import (
+    Outliers,
+    assign_rest,
+    check_clusters,
+    chunks,
+    inside_fraction,
+    knn_outliers,
+    nearest_centroid,
+    nearest_distance,
+    pcs_to,
+    silhouette,
+    subsample,
+    tsne_fit,
+    tsne_place,
+    ward_fit,
+)
+from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
-
-if TYPE_CHECKING:
-    from proclab.interpret.bases.pca_ica import Basis
-    from proclab.interpret.stats.clustering import Outliers
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.store.store import EpisodeStore
+from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -85,8 +111,6 @@ def entropy(logits: np.ndarray) -> np.ndarray:
 
 def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """PC and IC coordinates of every row, float32, in chunks (no float64 copy of all points)."""
-    from proclab.interpret.stats.clustering import chunks
-
     pcs = np.empty((len(x), basis.dim), np.float32)
     ics = np.empty((len(x), basis.n_ics), np.float32)
     for sl in chunks(len(x)):
@@ -97,6 +121,7 @@ def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _nmf(xf: np.ndarray, n: int, seed: int):
     """NMF (random init, as the seed) fitted on non-negative rows."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.decomposition import NMF
 
     return NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4).fit(xf)
@@ -134,25 +159,13 @@ class _Inputs:
 
 def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
     """Resolve and check the inputs before any long work (a bad hook or agent stops here)."""
-    from proclab.errors import ProclabError
-    from proclab.interpret.bases.activations import (
-        HOOK,
-        canonical_source,
-        default_source,
-        recording_checkpoint,
-        replay_agent,
-    )
-    from proclab.interpret.stats.clustering import check_clusters
-    from proclab.store.store import EpisodeStore
-
     data = ws.input_path("data", args.data, "--data DATA")
     store = EpisodeStore(data)
     if args.hook and args.state:
         raise ProclabError("give --state NAME or --hook NAME, not both")
     source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
-    checkpoint = args.checkpoint or (ws.inputs.get("checkpoint") and Path(ws.inputs["checkpoint"]))
+    checkpoint = ws.agent_checkpoint(args.checkpoint, store if source.startswith(HOOK) else None)
     if source.startswith(HOOK):
-        checkpoint = checkpoint or recording_checkpoint(store)
         replay_agent(store, source.removeprefix(HOOK), checkpoint)
     samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
     sample_store = EpisodeStore(samples) if samples else None
@@ -182,8 +195,6 @@ class _Cloud:
 
     @classmethod
     def of(cls, x: np.ndarray, args: HiddenArgs) -> _Cloud:
-        from proclab.interpret.stats.clustering import check_clusters, knn_outliers, subsample
-
         mu, sd = x.mean(0), x.std(0)
         sd[sd == 0] = 1.0
         z = (x - mu) / sd
@@ -204,8 +215,6 @@ class _Cloud:
 def _fit_basis(x: np.ndarray, inp: _Inputs, args: HiddenArgs) -> Basis:
     """The basis fitted on the inlier rows ``x``, recording what they are (the basis outlives this run:
     later commands of the folder project onto it)."""
-    from proclab.interpret.bases.pca_ica import Basis, BasisConfig
-
     provenance = {
         "data": str(inp.data.resolve()),
         "activation": inp.source,
@@ -219,8 +228,6 @@ def _fit_basis(x: np.ndarray, inp: _Inputs, args: HiddenArgs) -> Basis:
 def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
     """Ward clusters fitted on the inliers of ``space`` (the PCs to 95 %), every other point given its
     nearest centroid's (two progress phases)."""
-    from proclab.interpret.stats.clustering import assign_rest, nearest_centroid, ward_fit
-
     with ph.phase("ward fit"):
         fitted, centroids = ward_fit(space[fit_in], args.clusters)
     with ph.phase("ward assign"):
@@ -230,8 +237,6 @@ def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) 
 def _tsne(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
     """A t-SNE map fitted on the inliers of ``space``, every other point placed on it (two progress
     phases)."""
-    from proclab.interpret.stats.clustering import assign_rest, tsne_fit, tsne_place
-
     with ph.phase("t-sne fit"):
         embedding = tsne_fit(space[fit_in], args.perplexity, args.seed)
     with ph.phase("t-sne assign"):
@@ -245,8 +250,6 @@ def _nmf_codes(
 ) -> tuple[np.ndarray, object, np.ndarray]:
     """NMF fitted on the min-shifted z-scored inliers, every point's codes and the shift (two progress
     phases)."""
-    from proclab.interpret.stats.clustering import chunks
-
     with ph.phase("nmf fit"):
         zs = ((x - basis.mean) / basis.std).astype(np.float32)
         shift = zs[fit_in].min(0)
@@ -262,9 +265,6 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
     """The world model's states on the real basis, whether each lies inside the real cloud, and how
     far each is from its nearest real state (``nearest_real``), beside the same distance of real states
     the fits did not use (``real_to_real``): the drift of dreamed states, in the z-scored units."""
-    from proclab.interpret.bases.activations import read_activation
-    from proclab.interpret.stats.clustering import inside_fraction, nearest_distance
-
     gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, device=args.device)
     gen_pcs, gen_ics = _project(basis, gen.x)
     gen_z = (gen.x - cloud.mu) / cloud.sd
@@ -284,9 +284,8 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
 def _real_to_real(cloud: _Cloud, seed: int, most: int = 5000) -> np.ndarray:
     """Nearest-neighbour distance of real states to the fitted ones, for states the fits did not use
     (a seeded subsample of at most ``most``); when every state was fitted, to the nearest *other* one."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.neighbors import NearestNeighbors
-
-    from proclab.interpret.stats.clustering import nearest_distance, subsample
 
     reference = cloud.z[cloud.fit_in]
     unused = np.setdiff1d(np.arange(len(cloud.z)), cloud.fit)
@@ -329,14 +328,8 @@ def _write(ws: Workspace, arrays: dict, generated: dict | None, basis: Basis, ar
 
 
 def run_hidden(args: HiddenArgs) -> Path:
+    # lazy: scipy is slow to import, only this step needs it
     from scipy.stats import kurtosis
-
-    from proclab.interpret.bases.activations import read_activation
-    from proclab.interpret.bases.nmf import FILE as NMF_FILE
-    from proclab.interpret.bases.nmf import save_nmf
-    from proclab.interpret.stats.clustering import pcs_to, silhouette
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.interpret.workspace.progress import phases
 
     start = time.perf_counter()
     ws = Workspace.open(args.out)
@@ -437,10 +430,6 @@ def _summary(
 
 
 def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:
-    from proclab.envs.actions import ACTION_NAMES
-    from proclab.interpret.stats.clustering import subsample
-    from proclab.interpret.workspace import figures
-
     shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
     shown = shown[~a["outlier"][shown]]
     progress = a["step"] / np.maximum(1, _episode_lengths(a["episode"]))

@@ -13,16 +13,30 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import tyro
 
+from proclab.envs.actions import ACTION_NAMES
+from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import step_index
+from proclab.interpret.stats.clustering import (
+    check_clusters,
+    pca_cluster_summary,
+    pcs_to,
+    silhouette,
+    standard_pca,
+    subsample,
+    tsne_fit_assign,
+    ward_fit_assign,
+)
+from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
-
-if TYPE_CHECKING:
-    from proclab.store.store import EpisodeStore
+from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
@@ -64,11 +78,6 @@ class EnvMap:
 
 
 def run_env(args: EnvArgs) -> Path:
-    from proclab.interpret.bases.activations import step_index
-    from proclab.interpret.stats.clustering import check_clusters
-    from proclab.interpret.workspace.folder import Workspace
-    from proclab.interpret.workspace.progress import phases
-
     start = time.perf_counter()
     ws = Workspace.open(args.out)
     samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
@@ -114,9 +123,6 @@ def run_env(args: EnvArgs) -> Path:
 def _sample_store(samples: Path) -> EpisodeStore:
     """The sample store at ``samples``; refused unless it has ``env_h``, which only world-model samples
     carry (a recording of the real game has no RSSM state)."""
-    from proclab.errors import ProclabError
-    from proclab.store.store import EpisodeStore
-
     store = EpisodeStore(samples)
     if FIELD not in store.step_fields:
         raise ProclabError(
@@ -128,15 +134,6 @@ def _sample_store(samples: Path) -> EpisodeStore:
 
 def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
     """PCA, Ward clusters and t-SNE of the env states ``x``, one phase of ``ph`` each."""
-    from proclab.interpret.stats.clustering import (
-        pcs_to,
-        silhouette,
-        standard_pca,
-        subsample,
-        tsne_fit_assign,
-        ward_fit_assign,
-    )
-
     with ph.phase("pca"):
         fit = subsample(len(x), args.fit_points, args.seed)
         pcs, ratio = standard_pca(x, fit, args.pcs)
@@ -151,18 +148,12 @@ def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
 
 def _map_summary(m: EnvMap, n_clusters: int) -> dict:
     """The fitted maps' part of ``summary.json``: subsample size, variance explained, cluster sizes."""
-    from proclab.interpret.stats.clustering import pca_cluster_summary
-
     return {"fit_points": len(m.fit)} | pca_cluster_summary(
         m.ratio, m.pcs.shape[1], m.n95, m.clusters, n_clusters, m.silhouette
     )
 
 
 def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
-    from proclab.envs.actions import ACTION_NAMES
-    from proclab.interpret.stats.clustering import subsample
-    from proclab.interpret.workspace import figures
-
     shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
     panels = [
         figures.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),

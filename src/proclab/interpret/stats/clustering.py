@@ -54,6 +54,7 @@ class Outliers:
 
 def knn_outliers(x: np.ndarray, fit: np.ndarray, k: int = 5, sigma: float = 2.0) -> Outliers:
     """Points whose median distance to their ``k`` nearest neighbours exceeds mean + sigma * std."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.neighbors import NearestNeighbors
 
     if not 1 <= k < len(fit):
@@ -75,6 +76,7 @@ def knn_outliers(x: np.ndarray, fit: np.ndarray, k: int = 5, sigma: float = 2.0)
 def inside_fraction(x_real_fit: np.ndarray, threshold: float, y: np.ndarray, k: int = 5) -> np.ndarray:
     """Whether each row of ``y`` lies inside the real cloud: its kNN median distance to the fitted
     real points is within the real outlier threshold."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.neighbors import NearestNeighbors
 
     nn = NearestNeighbors(n_neighbors=k).fit(x_real_fit)
@@ -87,6 +89,7 @@ def inside_fraction(x_real_fit: np.ndarray, threshold: float, y: np.ndarray, k: 
 
 def nearest_distance(reference: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Euclidean distance of each row of ``queries`` to its nearest row of ``reference`` (in chunks)."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.neighbors import NearestNeighbors
 
     nn = NearestNeighbors(n_neighbors=1).fit(reference)
@@ -123,6 +126,7 @@ def assign_rest(
 def ward_fit(xf: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
     """Ward clusters of ``xf`` with kNN connectivity (``n_clusters`` neighbours, as the seed); labels
     ordered by decreasing size, and the clusters' centroids."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.cluster import AgglomerativeClustering
     from sklearn.neighbors import kneighbors_graph
 
@@ -146,6 +150,7 @@ def ward_fit_assign(x: np.ndarray, fit: np.ndarray, n_clusters: int) -> np.ndarr
 
 def tsne_fit(xf: np.ndarray, perplexity: float, seed: int):
     """openTSNE's 2-D embedding of ``xf`` (PCA initialisation, one thread)."""
+    # lazy: openTSNE is slow to import, only t-SNE maps need it
     from openTSNE import TSNE
 
     perplexity = float(min(perplexity, max(1.0, (len(xf) - 1) / 3)))  # openTSNE needs 3 * perplexity < n
@@ -167,6 +172,7 @@ def tsne_fit_assign(x: np.ndarray, fit: np.ndarray, perplexity: float, seed: int
 
 def silhouette(x: np.ndarray, labels: np.ndarray, seed: int, size: int = 5000) -> float | None:
     """Mean silhouette on a seeded sample of ``size`` points (None with fewer than 2 clusters)."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.metrics import silhouette_score
 
     if len(np.unique(labels)) < 2 or len(labels) < 3:
@@ -178,6 +184,7 @@ def silhouette(x: np.ndarray, labels: np.ndarray, seed: int, size: int = 5000) -
 def standard_pca(x: np.ndarray, fit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """StandardScaler then PCA(``n``), both fitted on the ``fit`` rows; ``(coords of every row (float32),
     explained variance ratio of the kept components)``. ``n`` is capped by the width and the fitted rows."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.decomposition import PCA
     from sklearn.preprocessing import StandardScaler
 
@@ -218,6 +225,7 @@ def pca_cluster_summary(
 def mmd_test(a: np.ndarray, b: np.ndarray, permutations: int, seed: int, batch: int = 64) -> dict:
     """Two-sample test: unbiased squared MMD (Gaussian kernel, median-distance bandwidth) with a
     permutation p-value ``(1 + #{permuted >= observed}) / (1 + permutations)`` (never zero)."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.metrics.pairwise import euclidean_distances
 
     if min(len(a), len(b)) < 2:

@@ -18,8 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from proclab.envs import parse_split
 from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
 from proclab.interpret.interventions.arms import parse_arms
+from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
@@ -27,17 +29,14 @@ from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
+from proclab.levels.file import read_level_states
+from proclab.models.loading import load_agent
+from proclab.run.runtime import make_runtime
 
 
 def run_sweep(args: SweepArgs) -> Path:
     """Run the sweep on the analysis folder ``args.out``; returns its output folder (``ANALYSIS/sweep``,
     or ``ANALYSIS/sweep-<basis>``)."""
-    from proclab.envs import parse_split
-    from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
-    from proclab.levels.file import read_level_states
-    from proclab.models.loading import load_agent
-    from proclab.run.runtime import make_runtime
-
     start = time.perf_counter()
     args.check()
     ws = Workspace.open(args.out, create=False)

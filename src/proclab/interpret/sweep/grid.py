@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.bases.systems import check_system
@@ -175,8 +176,6 @@ def sweep(
 
 
 def _action_names(num_actions: int) -> list[str]:
-    from proclab.envs.actions import ACTION_NAMES
-
     return (
         list(ACTION_NAMES[:num_actions])
         if num_actions <= len(ACTION_NAMES)

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from proclab.interpret.sweep.stats import TV
+from proclab.interpret.workspace.figures import save_tight
+from proclab.io.files import pyplot
 
 COLUMNS = ("return", "level_complete", "length", TV)
 HEADS = {"return": "d return", "level_complete": "d complete", "length": "d length", TV: "TV actions"}
@@ -83,9 +85,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
 def figure(summary: dict, label: str, path: Path) -> Path:
     """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance);
     ``*`` significant after correction, ``o`` held off the data."""
-    from proclab.interpret.workspace.figures import _plt, save_tight
-
-    plt = _plt()
+    plt = pyplot()
     directions, arms = summary["directions"], list(summary["arms"])
     at = {(r["direction"], r["arm"]): r for r in summary["results"]}
     fig, axes = plt.subplots(

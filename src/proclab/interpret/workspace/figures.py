@@ -8,16 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.io.files import save_figure
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from proclab.io.files import pyplot, save_figure
 
 
 def _save(fig, path: Path) -> Path:
@@ -28,18 +19,14 @@ def _save(fig, path: Path) -> Path:
     )
     save_figure(fig, path, dpi=90)
     fig.clf()
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 
 def save_tight(fig, path: Path) -> Path:
     """Margins fitted to the labels (bbox_inches="tight"): for small figures with long tick labels."""
     save_figure(fig, path, dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -61,7 +48,7 @@ def scatter_grid(
 ) -> Path:
     """One panel per colouring of the same 2-D points (dreamed states have their own figure,
     :func:`overlays`, so that they hide none of the colourings)."""
-    plt = _plt()
+    plt = pyplot()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
     fig, grid = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.4 * rows), squeeze=False)
@@ -103,7 +90,7 @@ def scatter_grid(
 
 
 def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     n = np.arange(1, len(ratio) + 1)
     ax.plot(n, np.cumsum(ratio), marker=".", label="cumulative")
@@ -122,7 +109,7 @@ def trajectories(
     background: np.ndarray, paths: list[np.ndarray], path: Path, title: str, axes: tuple[str, str]
 ) -> Path:
     """Episode paths (arrows from step to step) over the grey cloud of all points."""
-    plt = _plt()
+    plt = pyplot()
     cols = 4
     rows = -(-len(paths) // cols)
     fig, grid = plt.subplots(rows, cols, figsize=(4 * cols, 3.6 * rows), squeeze=False)
@@ -149,7 +136,7 @@ def histograms(
     values: np.ndarray, path: Path, title: str, label: str, extra: dict[str, np.ndarray] | None = None
 ) -> Path:
     """One histogram per column (e.g. per IC), ``extra`` columns of other sets overlaid."""
-    plt = _plt()
+    plt = pyplot()
     k = values.shape[1]
     cols = min(4, k)
     rows = -(-k // cols)
@@ -180,7 +167,7 @@ def overlays(
 ) -> Path:
     """Generated points (black) over the real cloud (grey), one panel per coordinate pair
     ``(x label, y label, x column, y column, array name)``."""
-    plt = _plt()
+    plt = pyplot()
     fig, grid = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 4.4), squeeze=False)
     for ax, (xl, yl, i, j, name) in zip(grid.flat, pairs, strict=True):
         if max(i, j) >= real[name].shape[1]:
@@ -201,7 +188,7 @@ def overlays(
 def drift(generated: dict, summary: dict, path: Path) -> Path:
     """How far dreamed states lie from the nearest real state, per simulated step, against real states'
     own nearest-neighbour distances (band: their 10-90 % range, line: their median)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     near, steps = generated["nearest_real"], generated["step"]
     ts = np.unique(steps)

@@ -25,12 +25,15 @@ import dataclasses
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proclab.errors import ProclabError
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.io.files import disk_errors, publish, read_json, remove, sweep_temporaries, temporary_sibling
 from proclab.io.run_dirs import write_json_atomic
+
+if TYPE_CHECKING:
+    from proclab.store import EpisodeStore
 
 ANALYSIS_FILE = "analysis.json"
 BASIS_FILE = "basis.npz"
@@ -186,6 +189,17 @@ class Workspace:
                 f"analysis folder {str(self.path)!r} has no basis yet; run `proclab analyze hidden` first"
             )
         return Basis.load(self.basis_path)
+
+    def agent_checkpoint(
+        self, given: str | Path | None = None, store: EpisodeStore | None = None
+    ) -> Path | None:
+        """The agent's checkpoint: ``given``, else the folder's, else the one that recorded ``store`` (None
+        when neither is known and no store is asked)."""
+        if given is not None:
+            return Path(given)
+        if self.inputs.get("checkpoint"):
+            return Path(self.inputs["checkpoint"])
+        return store.recording_checkpoint() if store is not None else None
 
     def activation(self) -> str:
         """The activation (store field or hook point) that ``analyze hidden`` analysed in this folder."""

@@ -6,6 +6,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
 
 class Phases:
     """``with phases.phase("ward"): ...`` shows the phase, advances the bar and records its seconds."""
@@ -32,15 +41,6 @@ class Phases:
 
 @contextmanager
 def phases(total: int, title: str) -> Iterator[Phases]:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     columns = (
         SpinnerColumn(),
         TextColumn(f"{title}: " + "{task.description}"),
