@@ -20,6 +20,7 @@ from typing import Annotated
 
 import numpy as np
 import tyro
+from rich.console import Console
 
 from proclab.envs.state import (
     GameState,
@@ -35,6 +36,7 @@ from proclab.envs.state import (
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
 from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+from proclab.levels.picture import save_level_picture
 
 
 @dataclass(frozen=True)
@@ -145,15 +147,11 @@ def run(args: EditArgs) -> tuple[Path, Level, GameState]:
 
 
 def main(argv: list[str], prog: str = "proclab level edit") -> None:
-    from rich.console import Console
-
     args = tyro.cli(EditArgs, args=argv, prog=prog)
     out, level, state = run(args)
     console = Console()
     console.print(f"{level.state.note}")
     if args.png is not None:
-        from proclab.levels.picture import save_level_picture
-
         _, human = play_frames(level.state.data, level.game, level.mode)
         save_level_picture(args.png, state, human, level.state.note)
         console.print(f"picture: {args.png}")

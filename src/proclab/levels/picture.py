@@ -15,7 +15,7 @@ import numpy as np
 
 from proclab.envs.state import GameState, glossary, to_pixels
 from proclab.envs.state.glossary import SPACE
-from proclab.io.files import save_figure
+from proclab.io.files import pyplot, save_figure
 
 HUMAN = 512
 
@@ -38,8 +38,7 @@ def _draw_view(ax, state: GameState, human: np.ndarray) -> None:
 
 
 def _draw_map(ax, state: GameState) -> None:
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = glossary(state.game)
     values = [v for v in np.unique(state.grid) if v != SPACE]
     codes = np.zeros(state.grid.shape, np.int64)
@@ -72,11 +71,7 @@ def _draw_map(ax, state: GameState) -> None:
 
 def save_level_picture(path: str | Path, state: GameState, human: np.ndarray, title: str) -> Path:
     """The two panels of the module docstring as a PNG at ``path`` (written atomically)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (view, level) = plt.subplots(1, 2, figsize=(13, 6.2))
     _draw_view(view, state, human)
     _draw_map(level, state)

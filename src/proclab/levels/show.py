@@ -15,9 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import tyro
+from rich.console import Console
+from rich.table import Table
 
 from proclab.envs.state import GameState, glossary, parse_state
 from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+from proclab.levels.picture import save_level_picture
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,6 @@ def _short(value) -> str:
 
 
 def print_tables(info: dict, console) -> None:
-    from rich.table import Table
-
     head = Table(title=f"{info['game']} ({info['mode']}) level {info['level_seed']}, step {info['step']}")
     head.add_column("field")
     head.add_column("value")
@@ -107,8 +108,6 @@ def picture_path(args: ShowArgs, level: Level) -> Path:
 
 def show(level: Level, png: Path | None) -> dict:
     """Print ``level`` and (with ``png``) render it there; returns its description."""
-    from proclab.levels.picture import save_level_picture
-
     state = parse_state(level.state.data)
     info = describe(state, level.mode)
     if png is not None:
@@ -118,8 +117,6 @@ def show(level: Level, png: Path | None) -> dict:
 
 
 def main(argv: list[str], prog: str = "proclab level show") -> None:
-    from rich.console import Console
-
     args = tyro.cli(ShowArgs, args=argv, prog=prog)
     console = Console(stderr=args.json)
     level = pick_level(args)
