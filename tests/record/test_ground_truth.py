@@ -147,3 +147,28 @@ def test_level_export_gives_the_recorded_first_states_to_play_again(bigfish_stor
             ["level", "export", str(bigfish_store.path), "--episode", "7", "--out", str(tmp_path / "x.json")]
         )
     assert "episode 7 is not in" in capsys.readouterr().err
+
+
+def test_multi_task_columns_are_the_union_of_the_games_names():
+    """Two games in one env: each slot's columns of its game hold the definitions' values, the other
+    game's own columns NaN (features) or false (events)."""
+    from proclab.record.ground_truth import GroundTruth
+
+    with ProcgenVecEnv(EnvConfig(game=("bigfish", "maze"), num_envs=4, num_threads=1)) as env:
+        env.reset()
+        truth = GroundTruth(env)
+        assert truth.feature_names == ground_truth_names(["bigfish", "maze"])["features"]
+        before = [parse_state(s) for s in env.slot_states()]
+        got = truth.features()
+        _, reward, terminated, truncated, info = env.step(np.zeros(4, np.int32))
+        happened = truth.step(reward, terminated, truncated, info["episode"]["level_complete"])
+        after = [parse_state(s) for s in env.slot_states()]
+    for slot, (a, b) in enumerate(zip(before, after, strict=True)):
+        mine = [truth.feature_names.index(n) for n in feature_names(a.game)]
+        assert _same(got[slot, mine], features(a))
+        others = np.setdiff1d(np.arange(len(truth.feature_names)), mine)
+        assert np.isnan(got[slot, others]).all()
+        cols = [truth.event_names.index(n) for n in event_names(a.game)]
+        if not (terminated[slot] or truncated[slot]):
+            assert (happened[slot, cols] == events(a, b)).all()
+        assert not happened[slot, np.setdiff1d(np.arange(len(truth.event_names)), cols)].any()
