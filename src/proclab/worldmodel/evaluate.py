@@ -160,7 +160,13 @@ def _batch_rows(wm, agent, batch: WindowBatch, level_mean: torch.Tensor, args: E
 
 @torch.no_grad()
 def collect(
-    wm: WorldModel, agent, store: EpisodeStore, reward_field: str, runtime, args: EvaluateArgs
+    wm: WorldModel,
+    agent,
+    store: EpisodeStore,
+    reward_field: str,
+    runtime,
+    args: EvaluateArgs,
+    progress: bool = True,
 ) -> dict:
     """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``."""
     from rich.progress import Progress
@@ -171,7 +177,7 @@ def collect(
     parts: dict[str, list[np.ndarray]] = {}
     wm.eval()
     chunks = np.array_split(picks, max(1, -(-len(picks) // args.batch_size)))
-    with Progress(transient=True) as bar:
+    with Progress(transient=True, disable=not progress) as bar:
         task = bar.add_task("wm evaluate", total=len(picks))
         for chunk in chunks:
             items = default_collate([dataset[int(i)] for i in chunk])
@@ -280,7 +286,7 @@ def plot_evaluation(result: dict, path: Path) -> Path:
     return path
 
 
-def evaluate(args: EvaluateArgs) -> dict:
+def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     """Run the evaluation; write ``out/evaluation.json`` and ``out/evaluation.png``; return the JSON data."""
     from proclab.worldmodel.checkpoint import load_world_model
 
@@ -290,7 +296,7 @@ def evaluate(args: EvaluateArgs) -> dict:
     store = EpisodeStore(args.data)
     store.check_agent(agent.config.num_actions, agent.state_shapes())
     field_name = ckpt.meta["reward_field"]
-    rows = collect(wm, agent, store, field_name, rt, args)
+    rows = collect(wm, agent, store, field_name, rt, args, progress)
     episodes = rows["episode"]
     result = {
         "checkpoint": str(ckpt.path),
