@@ -120,3 +120,21 @@ def test_the_cpu_preset_trains_and_loads_back(make_config):
     run = train_world_model(make_config(model=COPY, loss=cpu.loss, total_updates=2), progress=False)
     wm, _, _ = load_world_model(run, make_runtime("cpu", "fp32"))
     assert wm.config == COPY and wm.shift is not None
+
+
+def test_teacher_forcing_also_trains_the_first_frame_without_a_copy():
+    """A dream from a bottleneck has no frame to copy at step 0: that decoding is trained too, weighted as
+    the image term."""
+    wm, agent = models()
+    batch = synthetic_batch(COPY, wm.codec.width, 2)
+    start, traj = teacher_forced(wm, agent, batch, modal=True)
+    alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
+    torch.testing.assert_close(traj.image_alone, alone)
+    assert not torch.allclose(traj.image_alone, traj.image[0])  # with the copy, step 0 differs
+    w = LossWeights(image=2.0)
+    loss, metrics = world_model_loss(start, traj, batch, w)
+    ref = 0.5 * (alone.detach().double() - batch.frames[0].double() / 255).pow(2).sum((1, 2, 3)).mean()
+    assert float(metrics["losses/image_alone"]) == pytest.approx(float(ref), rel=1e-5)
+    traj.image_alone = None
+    without, _ = world_model_loss(start, traj, batch, w)
+    assert float(loss - without) == pytest.approx(2 * float(ref), rel=1e-4)

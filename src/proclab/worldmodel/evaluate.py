@@ -105,9 +105,8 @@ def _trajectories(wm: WorldModel, agent, batch: WindowBatch) -> dict[str, Trajec
         "teacher-forced": teacher_forced(wm, agent, batch, modal=True)[1],
         "open loop": imagined(wm, agent, batch, "true", modal=True),
         "closed loop": imagined(wm, agent, batch, "agent", modal=True),
-        "dream": dreamed(
-            wm, agent, wm.encode(batch.init_frames), steps, modal=True, start_frame=batch.init_frames[-2]
-        ),
+        # as wm sample dreams: from the bottleneck alone, so that the vector describes the whole dream
+        "dream": dreamed(wm, agent, wm.encode(batch.init_frames), steps, modal=True),
     }
 
 

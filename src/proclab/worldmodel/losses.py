@@ -20,6 +20,8 @@ sequences): squared error of the predicted initial agent state and cross-entropy
 predicted previous action. Every term is logged unweighted (``losses/<term>``), except that with
 ``changed_pixels > 0`` the image term counts each pixel that changed since the previous true frame
 ``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
+A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
+weighted as ``image``): that is how a dream from a bottleneck alone starts.
 
 :func:`eval_terms` adds what only evaluation needs (value error, policy KL, and how often the
 agent's greedy action on the simulated frame differs from its greedy action on the true one),
@@ -116,7 +118,12 @@ def world_model_loss(
         "init_state": (start.agent_state - batch.agent_h0).pow(2).sum(-1).mean(),
         "init_action": F.cross_entropy(start.action_logits, batch.prev_actions[0]),
     }
-    total = model + sum(getattr(w, k) * v for k, v in parts.items())
+    if traj.image_alone is not None:  # weighted as the image term
+        target = batch.frames[0].float().div(255)
+        alone = 0.5 * (traj.image_alone.float() - target).pow(2).sum((-3, -2, -1)).mean()
+        parts["image_alone"] = alone
+    weights = {k: getattr(w, "image" if k == "image_alone" else k) for k in parts}
+    total = model + sum(weights[k] * v for k, v in parts.items())
     metrics = {f"losses/{k}": v.mean().detach() for k, v in per_seq.items()}
     metrics |= {f"losses/{k}": v.detach() for k, v in parts.items()}
     metrics |= {"losses/model": model.detach(), "losses/total": total.detach()}

@@ -101,6 +101,9 @@ class Trajectory:
     """``(S, B, A)``: the agent's action ``a_k`` as a straight-through one-hot."""
     per_step: dict[str, list[Tensor]] = field(default_factory=dict)
     """Closed loop only: ``frame``, ``agent_state``, ``env_h`` as the exact tensors each step consumed."""
+    image_alone: Tensor | None = None
+    """Teacher forcing of a copy-path model: step 0's frame decoded from the state alone, with nothing to
+    copy, as a dream from a bottleneck draws it (trained so that such dreams start from a good frame)."""
 
 
 def as_float_frames(frames: Tensor) -> Tensor:

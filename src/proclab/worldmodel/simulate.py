@@ -43,6 +43,8 @@ def teacher_forced(
         observe=True,
         modal=modal,
     )
+    if wm.config.decoder_copy:
+        traj.image_alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
     return start, traj
 
 
