@@ -234,24 +234,41 @@ class WorldModel(nn.Module):
         out = self.decoder(feat)
         if not self.config.decoder_copy:
             return out
-        generated = out[:, :3]
+        return self._compose(out, self._shift(feat), prev)
+
+    def _shift(self, feat: Tensor) -> Tensor | None:
+        """The predicted camera shift in pixels ``(N, 2)`` (None without ``camera_shift``)."""
+        if self.shift is None:
+            return None
+        return self.config.camera_shift * torch.tanh(self.shift(feat).float())
+
+    @staticmethod
+    def _compose(out: Tensor, shift: Tensor | None, prev: Tensor | None) -> Tensor:
+        """A copy-path decoder's output ``(N, 4, 64, 64)`` (generated RGB, gate logit) and the previous frame
+        -> the frame, in float32."""
+        generated = out[:, :3].float()
         if prev is None:
             return generated
-        if self.shift is not None:
-            prev = shift_frames(prev, self.config.camera_shift * torch.tanh(self.shift(feat).float()))
+        if shift is not None:
+            prev = shift_frames(prev, shift)
         gate = torch.sigmoid(out[:, 3:].float())
-        return gate * prev.float() + (1 - gate) * generated.float()
+        return gate * prev.float() + (1 - gate) * generated
 
     def _decode_steps(self, feat: Tensor, prev: Tensor | None) -> Tensor:
-        """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames: all at once, or step by step along the copy path
-        (each step copies the frame the step before produced, as the agent saw it)."""
+        """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames. The decoder and the shift head read only the state,
+        so they run on all steps at once; along the copy path only the blending goes step by step (each
+        step copies the frame the step before produced, as the agent saw it)."""
         S, B = feat.shape[:2]
+        flat = feat.flatten(0, 1)
+        out = self.decoder(flat)
+        out = out.view(S, B, *out.shape[1:])
         if not self.config.decoder_copy:
-            image = self.decode(feat.flatten(0, 1))
-            return image.view(S, B, *image.shape[1:])
+            return out
+        shift = self._shift(flat)
+        shift = None if shift is None else shift.view(S, B, 2)
         images = []
         for k in range(S):
-            images.append(self.decode(feat[k], prev))
+            images.append(self._compose(out[k], None if shift is None else shift[k], prev))
             prev = clamp_st(images[-1])
         return torch.stack(images)
 
