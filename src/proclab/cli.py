@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dream quality: frame error per step against repeat-last-frame and level-mean baselines",
     ),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
+    "wm evaluate": (
+        "proclab.worldmodel.evaluate",
+        "judge a world model on held-out episodes: frame error in 3 modes vs baselines, rewards, state drift",
+    ),
     "analyze": (
         "proclab.interpret.cli",
         "interpretation analyses of agent and world-model states (see proclab analyze)",

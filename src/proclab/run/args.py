@@ -53,7 +53,9 @@ class RunArgs(Generic[C]):
     saved: Callable[[dict, Path], C] | None = None
     """Rebuild a run's ``config.json`` (given with the run directory); None: the command cannot resume."""
     may_change: str = "--total-steps"
-    """The one flag ``--resume`` accepts."""
+    """The flag ``--resume`` accepts that sets where the run ends."""
+    session_flags: tuple[str, ...] = ()
+    """Flags ``--resume`` also accepts because they bound only this session, not the result (a time limit)."""
     end_step: Callable[[C], int] | None = None
     """The checkpoint step at which a run of this config is complete (``meta.json``'s ``step``)."""
     checkpoint: Callable[[Path], Path] = find_checkpoint
@@ -76,7 +78,8 @@ class RunArgs(Generic[C]):
         resume = getattr(known, "resume", None)
         if resume is None:
             return self.flags(rest, self.start(chosen, rest), self.prog, self.description), None
-        extra = [a for a in rest if a.startswith("--") and a.split("=")[0] != self.may_change]
+        accepted = (self.may_change, *self.session_flags)
+        extra = [a for a in rest if a.startswith("--") and a.split("=")[0] not in accepted]
         extra += [option for option, value in chosen.items() if value is not None]
         if extra:
             raise ProclabError(
@@ -93,13 +96,16 @@ class RunArgs(Generic[C]):
     def _check_progress(self, run: Path, config: C, new: C, meta: dict) -> None:
         """Refuse to resume a finished run unless asked for more; record what was asked."""
         step, end, flag = int(meta.get("step", 0)), self.end_step(config), self.may_change
-        if new == config:
+        if self.end_step(new) == end:  # the same end (a session flag may have changed)
             if step >= end or meta.get("finished"):
                 raise NothingToDo(
                     f"run {str(run)!r} is already finished (last checkpoint at {step:,} of {end:,}); "
                     f"nothing to do. To train it further: {self.prog} --resume {run} {flag} N "
                     f"(N > {step:,})"
                 )
+            if new != config and _is_rank0():
+                old, now = to_dict(config), to_dict(new)
+                record_config_change(run, now, _changes(old, now), step)
             return
         if meta.get("finished") and step < end:
             raise ProclabError(

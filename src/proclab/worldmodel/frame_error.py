@@ -57,7 +57,7 @@ def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
     return {level: (sums[level] / counts[level] / 255).astype(np.float32) for level in sums}
 
 
-def _windows(wm: WorldModel, store: EpisodeStore, reward_field: str, steps: int, windows: int, seed: int):
+def pick_windows(wm: WorldModel, store: EpisodeStore, reward_field: str, steps: int, windows: int, seed: int):
     """The window config (``steps + 1`` simulated steps), the store's windows and a seeded sorted pick of them."""
     config = replace(wm.config, num_sim_steps=steps + 1)
     dataset = window_dataset(store, config, wm.codec, reward_field)
@@ -93,7 +93,7 @@ def frame_errors(
     per step]}, "minus_repeat_last": {predictor: [{"mean", "ci95"} per step]}}``; a step no window
     reaches (all episodes ended) is ``None``.
     """
-    config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
+    config, dataset, picks = pick_windows(wm, store, reward_field, steps, windows, seed)
     means = level_mean_frames(store)
     levels = store.episodes["level_seed"]
     errors: dict[str, list[Tensor]] = {name: [] for name in PREDICTORS + BASELINES}
@@ -178,7 +178,7 @@ def prediction_strip(
     seed: int = 0,
 ) -> Path:
     """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``."""
-    config, dataset, picks = _windows(wm, store, reward_field, steps, windows, seed)
+    config, dataset, picks = pick_windows(wm, store, reward_field, steps, windows, seed)
     items = default_collate([dataset[int(i)] for i in picks])
     batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
     with runtime.autocast():

@@ -145,11 +145,11 @@ class ImageDecoder(nn.Module):
     """``Linear -> (32 d, 1, 1) -> ConvT`` kernels 5, 5, 6, 6 (stride 2) with channels 4d, 2d, d, 3;
     1 -> 5 -> 13 -> 30 -> 64 pixels, ELU between layers, plus 0.5 (the mean frame is grey)."""
 
-    def __init__(self, in_dim: int, depth: int):
+    def __init__(self, in_dim: int, depth: int, out_channels: int = 3):
         super().__init__()
         self.depth = depth
         self.linear = nn.Linear(in_dim, 32 * depth)
-        chans = (32 * depth, 4 * depth, 2 * depth, depth, 3)
+        chans = (32 * depth, 4 * depth, 2 * depth, depth, out_channels)
         self.convs = nn.ModuleList(
             nn.ConvTranspose2d(chans[i], chans[i + 1], k, stride=2) for i, k in enumerate((5, 5, 6, 6))
         )
@@ -161,3 +161,17 @@ class ImageDecoder(nn.Module):
             if i < len(self.convs) - 1:
                 x = F.elu(x)
         return x + 0.5
+
+
+def shift_frames(frames: Tensor, shift: Tensor) -> Tensor:
+    """``frames`` ``(B, C, H, W)`` translated by ``shift`` ``(B, 2)`` pixels (x right, y down), bilinear,
+    edges repeated; differentiable in both. Runs in float32."""
+    with torch.autocast(frames.device.type, enabled=False):
+        x, shift = frames.float(), shift.float()
+        B, _, H, W = x.shape
+        theta = x.new_zeros(B, 2, 3)
+        theta[:, 0, 0] = theta[:, 1, 1] = 1
+        theta[:, 0, 2] = -2 * shift[:, 0] / W  # sampling from the left moves the picture right
+        theta[:, 1, 2] = -2 * shift[:, 1] / H
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        return F.grid_sample(x, grid, padding_mode="border", align_corners=False)

@@ -17,7 +17,11 @@ Total = mean over sequences of the weighted sum over steps, plus ``bottleneck *`
 uniformity loss of the batch's bottleneck vectors (with the seed's diagonal constants unless
 ``bottleneck_diagonal`` is off), plus the initialisation losses (mean over
 sequences): squared error of the predicted initial agent state and cross-entropy of the
-predicted previous action. Every term is logged unweighted (``losses/<term>``).
+predicted previous action. Every term is logged unweighted (``losses/<term>``), except that with
+``changed_pixels > 0`` the image term counts each pixel that changed since the previous true frame
+``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
+A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
+weighted as ``image``): that is how a dream from a bottleneck alone starts.
 
 :func:`eval_terms` adds what only evaluation needs (value error, policy KL, and how often the
 agent's greedy action on the simulated frame differs from its greedy action on the true one),
@@ -48,19 +52,31 @@ TERM_MASKS = {
 }
 
 
-def step_terms(traj: Trajectory, batch: WindowBatch, kl_balance: float = 0.8) -> dict[str, Tensor]:
-    """Unmasked, unweighted per-step terms ``(S, B)``; ``kl`` only if the posterior was computed."""
+def changed_pixels(batch: WindowBatch, threshold: float) -> Tensor:
+    """``(S, B, 1, 64, 64)``: 1 where some channel of true frame ``k`` differs from true frame ``k - 1``
+    (row ``r0 - 1`` before step 0) by more than ``threshold``."""
+    true = torch.cat([batch.init_frames[-2:-1], batch.frames]).float().div(255)
+    return ((true[1:] - true[:-1]).abs().amax(-3, keepdim=True) > threshold).float()
+
+
+def step_terms(traj: Trajectory, batch: WindowBatch, w: LossWeights | None = None) -> dict[str, Tensor]:
+    """Unmasked per-step terms ``(S, B)`` (weights ``w`` only inside the image term, for its changed pixels;
+    ``w.kl_balance`` splits the KL's gradient); ``kl`` only if the posterior was computed."""
+    w = w or LossWeights()
     target = batch.frames.float().div(255)
     h_prev = torch.cat([traj.start.env_h.unsqueeze(0), traj.env_h[:-1]])
+    sq = (traj.image.float() - target).pow(2)
+    if w.changed_pixels:
+        sq = sq * (1 + w.changed_pixels * changed_pixels(batch, w.change_threshold))
     terms = {
-        "image": 0.5 * (traj.image.float() - target).pow(2).sum((-3, -2, -1)),
+        "image": 0.5 * sq.sum((-3, -2, -1)),
         "reward": 0.5 * (traj.reward - batch.reward).pow(2),
         "done": F.binary_cross_entropy_with_logits(traj.done_logit, batch.done, reduction="none"),
         "agent_state": 0.5 * (traj.agent_state.float() - batch.agent_states).pow(2).sum(-1),
         "env_update": torch.linalg.vector_norm(traj.env_h - h_prev, dim=-1),
     }
     if traj.post_logits is not None:
-        terms["kl"] = balanced_kl(traj.post_logits, traj.prior_logits, kl_balance)
+        terms["kl"] = balanced_kl(traj.post_logits, traj.prior_logits, w.kl_balance)
     return terms
 
 
@@ -95,14 +111,19 @@ def world_model_loss(
     ``start`` holds the converters' predictions (the simulation itself may have started from the
     recorded agent state and action, as in teacher forcing).
     """
-    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w.kl_balance), batch).items()}
+    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w), batch).items()}
     model = sum(getattr(w, k) * v for k, v in per_seq.items()).mean()
     parts = {
         "bottleneck": uniformity_loss(start.bottleneck, w.bottleneck_diagonal),
         "init_state": (start.agent_state - batch.agent_h0).pow(2).sum(-1).mean(),
         "init_action": F.cross_entropy(start.action_logits, batch.prev_actions[0]),
     }
-    total = model + sum(getattr(w, k) * v for k, v in parts.items())
+    if traj.image_alone is not None:  # weighted as the image term
+        target = batch.frames[0].float().div(255)
+        alone = 0.5 * (traj.image_alone.float() - target).pow(2).sum((-3, -2, -1)).mean()
+        parts["image_alone"] = alone
+    weights = {k: getattr(w, "image" if k == "image_alone" else k) for k in parts}
+    total = model + sum(weights[k] * v for k, v in parts.items())
     metrics = {f"losses/{k}": v.mean().detach() for k, v in per_seq.items()}
     metrics |= {f"losses/{k}": v.detach() for k, v in parts.items()}
     metrics |= {"losses/model": model.detach(), "losses/total": total.detach()}

@@ -50,6 +50,7 @@ from proclab.worldmodel.layers import (
     ResBlockDown,
     SeedResBlockDown,
     mlp,
+    shift_frames,
 )
 
 
@@ -68,6 +69,9 @@ class Start:
     """``(B, A)``: the predicted previous action's logits."""
     prev_action: Tensor
     """``(B, A)``: its straight-through one-hot (drives step 0 of a closed-loop simulation)."""
+    frame: Tensor | None = None
+    """``(B, 3, 64, 64)`` in [0, 1]: the true frame before step 0, which a copy-path decoder
+    (``decoder_copy``) copies at step 0; None (a dream from a bottleneck alone): step 0 is generated."""
 
 
 @dataclass
@@ -97,6 +101,9 @@ class Trajectory:
     """``(S, B, A)``: the agent's action ``a_k`` as a straight-through one-hot."""
     per_step: dict[str, list[Tensor]] = field(default_factory=dict)
     """Closed loop only: ``frame``, ``agent_state``, ``env_h`` as the exact tensors each step consumed."""
+    image_alone: Tensor | None = None
+    """Teacher forcing of a copy-path model: step 0's frame decoded from the state alone, with nothing to
+    copy, as a dream from a bottleneck draws it (trained so that such dreams start from a good frame)."""
 
 
 def as_float_frames(frames: Tensor) -> Tensor:
@@ -162,7 +169,11 @@ class WorldModel(nn.Module):
         self.embed = FrameEncoder(c.embed_depth)
         self.rssm = RSSM(c, num_actions, self.embed.out_dim)
         feat = c.deter + z_dim
-        self.decoder = ImageDecoder(feat, c.decoder_depth)
+        self.decoder = ImageDecoder(feat, c.decoder_depth, 4 if c.decoder_copy else 3)
+        self.shift = nn.Linear(feat, 2) if c.camera_shift else None
+        if self.shift is not None:  # start by copying in place
+            nn.init.zeros_(self.shift.weight)
+            nn.init.zeros_(self.shift.bias)
         self.reward_head = mlp(feat, (c.head_hidden,) * c.head_layers, 1, norm=True)
         self.done_head = mlp(feat, (c.head_hidden,) * c.head_layers, 1, norm=True)
         self._channels_last = False
@@ -211,12 +222,55 @@ class WorldModel(nn.Module):
         return Start(bottleneck, h0, z0, agent, action_logits, sample_st(action_logits, modal=True))
 
     # -- simulation ------------------------------------------------------------------------------
-    def _heads(self, feat: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        return (
-            self.decoder(feat),
-            self.reward_head(feat).float().squeeze(-1),
-            self.done_head(feat).float().squeeze(-1),
-        )
+    def _reward_done(self, feat: Tensor) -> tuple[Tensor, Tensor]:
+        return self.reward_head(feat).float().squeeze(-1), self.done_head(feat).float().squeeze(-1)
+
+    def decode(self, feat: Tensor, prev: Tensor | None = None) -> Tensor:
+        """The frame (unclamped) from the state ``[h, z]`` and, for a copy-path decoder, the previous frame.
+
+        ``decoder_copy``: ``gate * shift(prev) + (1 - gate) * generated``, the gate per pixel and the
+        shift (``camera_shift``) predicted from the state; without ``prev`` the generated frame alone.
+        """
+        out = self.decoder(feat)
+        if not self.config.decoder_copy:
+            return out
+        return self._compose(out, self._shift(feat), prev)
+
+    def _shift(self, feat: Tensor) -> Tensor | None:
+        """The predicted camera shift in pixels ``(N, 2)`` (None without ``camera_shift``)."""
+        if self.shift is None:
+            return None
+        return self.config.camera_shift * torch.tanh(self.shift(feat).float())
+
+    @staticmethod
+    def _compose(out: Tensor, shift: Tensor | None, prev: Tensor | None) -> Tensor:
+        """A copy-path decoder's output ``(N, 4, 64, 64)`` (generated RGB, gate logit) and the previous frame
+        -> the frame, in float32."""
+        generated = out[:, :3].float()
+        if prev is None:
+            return generated
+        if shift is not None:
+            prev = shift_frames(prev, shift)
+        gate = torch.sigmoid(out[:, 3:].float())
+        return gate * prev.float() + (1 - gate) * generated
+
+    def _decode_steps(self, feat: Tensor, prev: Tensor | None) -> Tensor:
+        """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames. The decoder and the shift head read only the state,
+        so they run on all steps at once; along the copy path only the blending goes step by step (each
+        step copies the frame the step before produced, as the agent saw it)."""
+        S, B = feat.shape[:2]
+        flat = feat.flatten(0, 1)
+        out = self.decoder(flat)
+        out = out.view(S, B, *out.shape[1:])
+        if not self.config.decoder_copy:
+            return out
+        shift = self._shift(flat)
+        shift = None if shift is None else shift.view(S, B, 2)
+        images = []
+        for k in range(S):
+            images.append(self._compose(out[k], None if shift is None else shift[k], prev))
+            prev = clamp_st(images[-1])
+        return torch.stack(images)
 
     def _env_step(self, h, z, a, embed, observe: bool, modal: bool):
         h, prior = self.rssm.step(h, z, a)
@@ -274,8 +328,10 @@ class WorldModel(nn.Module):
         hs, zs, priors, posts = zip(*steps, strict=True)
         H, Z = torch.stack(hs), torch.stack(zs)
         B = H.shape[1]
-        image, reward, done = self._heads(torch.cat([H, Z], -1).flatten(0, 1))
-        image, reward, done = image.view(S, B, *image.shape[1:]), reward.view(S, B), done.view(S, B)
+        feat = torch.cat([H, Z], -1)
+        image = self._decode_steps(feat, start.frame)
+        reward, done = self._reward_done(feat.flatten(0, 1))
+        reward, done = reward.view(S, B), done.view(S, B)
         frame = clamp_st(image)
         firsts = torch.zeros(S, B, dtype=torch.bool, device=H.device)
         hooks = codec.hook_names()
@@ -308,9 +364,12 @@ class WorldModel(nn.Module):
         a = start.prev_action if actions is None else actions[0]
         first = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
         rows: dict[str, list[Tensor]] = {}
+        frame = start.frame
         for k in range(S):
             h, z, prior, post = self._env_step(h, z, a, None if embed is None else embed[k], observe, modal)
-            image, reward, done = self._heads(torch.cat([h, z], -1))
+            feat = torch.cat([h, z], -1)
+            image = self.decode(feat, frame)
+            reward, done = self._reward_done(feat)
             frame = clamp_st(image)
             out, new_state = agent.step(frame, codec.unflatten(s), first, reward)
             s = codec.flatten(new_state) if codec.width else s

@@ -18,9 +18,14 @@ from torch import Tensor
 
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import WindowBatch
-from proclab.worldmodel.model import Start, Trajectory, WorldModel
+from proclab.worldmodel.model import Start, Trajectory, WorldModel, as_float_frames
 
 ACTION_SOURCES = ("true", "agent")
+
+
+def frame_before(batch: WindowBatch) -> Tensor:
+    """The true frame before simulated step 0 (row ``r0 - 1``), in [0, 1]: what a copy path copies first."""
+    return as_float_frames(batch.init_frames[-2])
 
 
 def teacher_forced(
@@ -31,13 +36,15 @@ def teacher_forced(
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
-        replace(start, agent_state=batch.agent_h0),
+        replace(start, agent_state=batch.agent_h0, frame=frame_before(batch)),
         batch.frames.shape[0],
         actions=batch.prev_action_one_hot(wm.num_actions),
         frames=batch.frames,
         observe=True,
         modal=modal,
     )
+    if wm.config.decoder_copy:
+        traj.image_alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
     return start, traj
 
 
@@ -49,7 +56,7 @@ def imagined(
         raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
     one_hot = batch.prev_action_one_hot(wm.num_actions)
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
-    start = replace(start, agent_state=batch.agent_h0, prev_action=one_hot[0])
+    start = replace(start, agent_state=batch.agent_h0, prev_action=one_hot[0], frame=frame_before(batch))
     return wm.simulate(
         agent,
         start,
@@ -71,15 +78,20 @@ def dreamed(
     env_grads: bool = True,
     predicted_agent_state: bool = True,
     detach_start: bool = True,
+    start_frame: Tensor | None = None,
 ) -> Trajectory:
     """Closed-loop simulation from bottleneck vectors alone.
 
     ``predicted_agent_state=False`` starts the agent from its own initial state instead of the
     converter's prediction (for an agent other than the one the model was trained with);
     ``detach_start=False`` lets gradients reach the bottleneck through the predicted initial
-    agent state and action too (:meth:`WorldModel.start`).
+    agent state and action too (:meth:`WorldModel.start`). ``start_frame`` ``(B, 3, 64, 64)``: the real
+    frame before step 0 when the bottleneck encodes real frames (a copy-path decoder copies it; without
+    it step 0 is generated from the state alone).
     """
     start = wm.start(bottleneck, modal=modal, detach=detach_start)
+    if start_frame is not None:
+        start = replace(start, frame=as_float_frames(start_frame))
     if not predicted_agent_state:
         codec = StateCodec(agent.state_shapes())
         B = bottleneck.shape[0]

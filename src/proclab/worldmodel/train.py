@@ -155,6 +155,9 @@ class WMTrainer:
         )
         self.updates = self.epoch = self.position = 0
         self.wall_offset = 0.0
+        """Seconds of training in the sessions before this one (resumed runs)."""
+        self.train_seconds = 0.0
+        """Seconds of training in all sessions, when this one ended."""
 
         if run_dir is None and self.rank == 0:
             run_dir = new_run_dir(cfg, self.store)
@@ -211,6 +214,7 @@ class WMTrainer:
                     self.epoch, self.position = self.epoch + 1, 0
         finally:
             bar.close()
+            self.train_seconds = time.time() - start_time
         if self.logger is not None:
             self.logger.close()
         return self.run_dir
@@ -308,8 +312,11 @@ DESCRIPTION = """Train the generative agent-environment model (interpreting-rl-b
 store.
 
 --size NAME        start from a named size: {sizes} (flags below override it)
---resume RUN_DIR   continue a stopped run exactly (only --total-updates may change; a finished run is
-                   left as it is unless --total-updates asks for more)"""
+--resume RUN_DIR   continue a stopped run exactly (only --total-updates and --time-limit may change; a
+                   finished run is left as it is unless --total-updates asks for more)
+--time-limit S     stop after S seconds of this session with a checkpoint; --resume continues it and
+                   each resumed session gets the saved limit again (or a new --time-limit), so sessions
+                   add up to one run, bit-identical to an uninterrupted one"""
 
 
 def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
@@ -323,6 +330,7 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
         choosers=("--size",),
         saved=lambda data, run_dir: saved_train_config(data),
         may_change="--total-updates",
+        session_flags=("--time-limit",),
         end_step=lambda config: config.total_updates,
         description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)),
     ).parse(argv)
@@ -331,7 +339,8 @@ def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrain
 def _report(trainer: WMTrainer, out: Path) -> None:
     last = trainer.logger.rows[-1] if trainer.logger and trainer.logger.rows else {}
     print(
-        f"trained {trainer.updates:,} updates; last logged loss {float(last.get('losses/total', math.nan)):.2f}"
+        f"trained {trainer.updates:,} updates in {trainer.train_seconds / 3600:.2f} h of training (all sessions); "
+        f"last logged loss {float(last.get('losses/total', math.nan)):.2f}"
     )
     print(f"run directory: {out}")
 

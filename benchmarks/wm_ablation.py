@@ -1,0 +1,139 @@
+"""World-model ablations: train each arm for the same budget on the same store, judge it with ``wm evaluate``.
+
+Each arm is a size with some fields changed (so that every ablation is a flag of ``proclab wm train``);
+all arms see the same windows in the same order (same seed) and are evaluated on the same held-out
+windows. Prints one JSON line per arm (progress goes to stderr):
+
+    {"arm": "cpu", "updates": 150, "train_s": ..., "closed_loop_k1": ..., "repeat_last_k1": ...,
+     "closed_minus_best_k1": [lo, hi], "closed_loop_kH": ..., "best_baseline_kH": ...,
+     "changed_closed_k1": ..., "changed_repeat_k1": ..., "auc_closed": ..., "drift_ratio_dream": ...,
+     "loadavg": [...], ...}
+
+Quick run on a CPU (a few minutes per arm; for the real protocol see docs/worldmodel.md):
+
+    python benchmarks/wm_ablation.py --data train.zarr --heldout heldout.zarr --updates 150 \
+        --arms small,cpu,cpu-no-shift,cpu-no-changed-loss --horizon 8 --windows 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from proclab.worldmodel.config import WMTrainConfig, wm_size
+from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
+from proclab.worldmodel.train import train_world_model
+
+
+def arm_config(arm: str) -> WMTrainConfig:
+    """The training defaults of an arm: a size, or the cpu size with one of its parts switched off."""
+    cpu = wm_size("cpu")
+    arms = {
+        "small": wm_size("small"),
+        "cpu": cpu,
+        "cpu-no-shift": replace(cpu, model=replace(cpu.model, camera_shift=0.0)),
+        "cpu-no-changed-loss": replace(cpu, loss=replace(cpu.loss, changed_pixels=0.0)),
+        "small+changed-loss": replace(wm_size("small"), loss=cpu.loss),
+    }
+    if arm not in arms:
+        raise SystemExit(f"unknown arm {arm!r}; choose from {', '.join(arms)}")
+    return arms[arm]
+
+
+def summary(arm: str, result: dict, seconds: float) -> dict:
+    mse, changed, H = result["mse"], result["changed_pixels"], result["horizon"]
+
+    def at(table, name, k):
+        return table["mean"][name][k - 1]["mean"]
+
+    best_h = min(("repeat last frame", "level mean frame"), key=lambda b: at(mse, b, H))
+    reward, drift = result["reward"], result["drift"] or {}
+    return {
+        "arm": arm,
+        "updates": result["updates"],
+        "train_s": round(seconds, 1),
+        "windows": result["windows"],
+        "episodes": result["episodes"],
+        "teacher_forced_k1": at(mse, "teacher-forced", 1),
+        "closed_loop_k1": at(mse, "closed loop", 1),
+        "open_loop_k1": at(mse, "open loop", 1),
+        "repeat_last_k1": at(mse, "repeat last frame", 1),
+        "closed_minus_best_k1": mse["minus_better_baseline"]["closed loop"][0]["ci95"],
+        "closed_loop_kH": at(mse, "closed loop", H),
+        "best_baseline_kH": at(mse, best_h, H),
+        "closed_minus_best_kH": mse["minus_better_baseline"]["closed loop"][H - 1]["ci95"],
+        "changed_closed_k1": at(changed, "closed loop", 1),
+        "changed_repeat_k1": at(changed, "repeat last frame", 1),
+        "auc_closed": reward["closed loop"]["auc"],
+        "reward_positives": reward["positives"],
+        "drift_ratio_closed": drift.get("closed loop", {}).get("median_ratio"),
+        "drift_ratio_dream": drift.get("dream", {}).get("median_ratio"),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, required=True, help="training episode store")
+    p.add_argument("--heldout", type=Path, required=True, help="held-out episode store (other levels)")
+    p.add_argument("--agent", type=Path, default=None, help="agent checkpoint (default: the store's)")
+    p.add_argument("--arms", default="small,cpu,cpu-no-shift,cpu-no-changed-loss")
+    p.add_argument("--updates", type=int, default=150, help="updates per arm")
+    p.add_argument("--time-limit", type=float, default=0, help="seconds per arm (0: none)")
+    p.add_argument("--horizon", type=int, default=8)
+    p.add_argument("--windows", type=int, default=128)
+    p.add_argument("--run-root", type=Path, default=Path("runs-ablation"))
+    p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--precision", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    for arm in args.arms.split(","):
+        cfg = replace(
+            arm_config(arm),
+            data=args.data,
+            agent=args.agent,
+            total_updates=args.updates,
+            time_limit=args.time_limit,
+            run_root=args.run_root,
+            name=arm,
+            seed=args.seed,
+            torch_threads=args.torch_threads,
+            precision=args.precision,
+            num_workers=0,
+            checkpoint_every=args.updates,
+            video_every=0,
+            video_samples=0,
+            tensorboard=False,
+        )
+        print(f"training {arm} for {args.updates} updates", file=sys.stderr)
+        t0 = time.time()
+        run = train_world_model(cfg, progress=False)
+        seconds = time.time() - t0
+        result = evaluate(
+            EvaluateArgs(
+                run=run,
+                data=args.heldout,
+                horizon=args.horizon,
+                within=args.horizon,
+                windows=args.windows,
+                out=run / "evaluation",
+                seed=args.seed,
+                torch_threads=args.torch_threads,
+            ),
+            progress=False,
+        )
+        row = summary(arm, result, seconds) | {
+            "run": str(run),
+            "precision": args.precision,
+            "torch_threads": args.torch_threads,
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
+        }
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Statistics over windows that share episodes: means with episode-clustered intervals, AUC, correlations.
+
+Windows cut from one episode overlap and see the same level, so their errors are not independent:
+an interval that treats every window as a draw is too narrow by roughly the square root of the
+windows per episode. The unit of replication is the episode, so intervals here are
+**cluster-robust** (the sandwich variance with the small-sample factor ``G / (G - 1)``, ``G``
+episodes, and a Student t quantile with ``G - 1`` degrees of freedom)::
+
+    mean = sum_i x_i / n,   var = G / (G - 1) * sum_g (sum_{i in g} (x_i - mean))^2 / n^2
+
+With one window per episode this is exactly the usual ``s / sqrt(n)`` interval. A paired
+difference (the model against a baseline on the same windows) is the same estimator applied to
+the per-window differences, so the shared difficulty of a window cancels before the interval.
+
+These live in ``worldmodel`` (below ``interpret``) so that the world model's evaluation can use
+them and ``interpret`` may import them too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def clustered_mean(values: np.ndarray, clusters: np.ndarray, level: float = 0.95) -> dict:
+    """``{"mean", "ci95", "n", "clusters"}`` of ``values`` (NaNs dropped) with the episode-clustered interval.
+
+    ``ci95`` is None when fewer than two clusters remain (no spread to estimate); ``mean`` is None
+    when nothing remains.
+    """
+    values, clusters = np.asarray(values, np.float64), np.asarray(clusters)
+    keep = ~np.isnan(values)
+    x, g = values[keep], clusters[keep]
+    if len(x) == 0:
+        return {"mean": None, "ci95": None, "n": 0, "clusters": 0}
+    mean = float(x.mean())
+    labels, index = np.unique(g, return_inverse=True)
+    G = len(labels)
+    if G < 2:
+        return {"mean": mean, "ci95": None, "n": len(x), "clusters": G}
+    sums = np.bincount(index, weights=x - mean, minlength=G)
+    se = np.sqrt(G / (G - 1) * np.square(sums).sum()) / len(x)
+    half = float(stats.t.ppf(0.5 + level / 2, G - 1) * se)
+    return {"mean": mean, "ci95": [mean - half, mean + half], "n": len(x), "clusters": G}
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
+    """Area under the ROC curve: the chance that a random positive scores above a random negative (ties
+    count one half), from the ranks (Mann-Whitney U). None without both classes."""
+    scores, labels = np.asarray(scores, np.float64), np.asarray(labels, bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = stats.rankdata(scores)  # average ranks: ties count one half
+    u = ranks[labels].sum() - n_pos * (n_pos + 1) / 2
+    return float(u / (n_pos * n_neg))
+
+
+def correlations(x: np.ndarray, y: np.ndarray) -> dict:
+    """Pearson's and Spearman's correlation of ``x`` and ``y`` (None where either is constant)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"pearson": None, "spearman": None, "n": len(x)}
+    return {
+        "pearson": float(stats.pearsonr(x, y)[0]),
+        "spearman": float(stats.spearmanr(x, y)[0]),
+        "n": len(x),
+    }

@@ -1,0 +1,351 @@
+"""``proclab wm evaluate``: does the simulator hold up on held-out episodes? One JSON and one plot.
+
+On seeded windows of a held-out episode store (:mod:`.batch` alignment: simulated step ``k``
+predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything modal:
+
+* **Frame error** at ``k = 1 .. horizon`` (MSE, pixels in [0, 1]) in three modes:
+  ``teacher-forced`` (the posterior sees each true frame), ``open loop`` (the prior, driven by the
+  recorded actions) and ``closed loop`` (the prior, the agent choosing its own greedy actions),
+  beside ``repeat last frame`` and ``level mean frame`` (the mean of every frame of that level in
+  the store). Each mean has a 95 % interval **clustered by episode** (:mod:`.clustered`), and each
+  mode's *paired* difference to the better of the two baselines at that ``k`` has one too.
+* **Changed-pixel error**: the same MSE over only the pixels where the true frame ``k`` differs
+  from the true frame ``k - 1`` (by more than ``--change-threshold`` in some channel). Pixel MSE is
+  dominated by the sky and the walls, which a blur gets right; in CoinRun the camera follows the
+  agent, so whenever anything happens the edges of the coin, the saws, the crates and the agent
+  itself are among the pixels that change, and a prediction that drops them pays there in full.
+  It needs no game state, so it applies to every game and to any store.
+* **Reward and done**: the dream's expected reward within ``N`` steps,
+  ``sum_{k<=N} r_k prod_{j<k} (1 - p_done_j)``, scores "the agent collects a reward (in CoinRun:
+  the coin) within ``N`` steps" against what really happened after the same start (AUC), and its
+  expected return over the horizon is correlated with the real one (Pearson, Spearman).
+* **Agent-state drift** (:mod:`.state_drift`): the agent's states in closed loop (``closed loop``:
+  started from the recorded state; ``dream``: from the state the converters predict, as ``wm
+  sample`` and the dream analyses do) against real states of *other* held-out episodes, beside
+  the real states at the same positions against the same reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import tyro
+from torch.utils.data import default_collate
+
+from proclab.errors import ProclabError
+from proclab.io.files import save_figure, write_json
+from proclab.run.runtime import RuntimeConfig
+from proclab.store import STATE_OUT, EpisodeStore
+from proclab.worldmodel.batch import WindowBatch, make_batch
+from proclab.worldmodel.clustered import auc, clustered_mean, correlations
+from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
+from proclab.worldmodel.model import Trajectory, WorldModel
+from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
+from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
+
+MODES = ("teacher-forced", "open loop", "closed loop")
+BASELINES = ("repeat last frame", "level mean frame")
+REWARD_MODES = ("open loop", "closed loop")
+DRIFT_MODES = ("closed loop", "dream")
+
+
+@dataclass(frozen=True)
+class EvaluateArgs(RuntimeConfig):
+    """Judge a world model on held-out episodes: frame error in three modes against two baselines, a
+    changed-pixel error, the dream's rewards against reality, and the drift of the agent's dreamed states."""
+
+    precision: str = field(default="fp32", kw_only=True)
+    """fp32, bf16 or auto (bf16 where the hardware has it)."""
+
+    run: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
+    """World-model run directory (its latest checkpoint) or checkpoint."""
+    data: Annotated[Path, tyro.conf.arg(metavar="HELDOUT_STORE")]
+    """Episode store of held-out episodes (levels the model never trained on: proclab record --split)."""
+    horizon: int = 16
+    """Simulated steps judged after the last frame the model saw (k = 1 .. horizon)."""
+    out: Path = Path("wm_evaluation")
+    """Directory for evaluation.json and evaluation.png."""
+    windows: int = 512
+    """Start points (windows of the store, a seeded pick); aim for 500 or more levels."""
+    within: int = 16
+    """N of "collects a reward within N steps" (at most the horizon)."""
+    change_threshold: float = 0.05
+    """A pixel counts as changed when some channel moves by more than this between true frames k-1 and k."""
+    reference_states: int = 20_000
+    """Real agent states (a seeded subsample of the store's) that drift is measured against."""
+    batch_size: int = 32
+    """Windows simulated at once."""
+    seed: int = 0
+    """Seed of the window pick and of the reference subsample."""
+    overwrite: bool = False
+    """Replace an existing evaluation in --out."""
+
+    def validate(self) -> None:
+        for name in ("horizon", "windows", "within", "reference_states", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.within > self.horizon:
+            raise ProclabError(f"--within ({self.within}) must be at most --horizon ({self.horizon})")
+        if not 0 <= self.change_threshold < 1:
+            raise ProclabError(f"--change-threshold must be within [0, 1), got {self.change_threshold}")
+        if (self.out / "evaluation.json").exists() and not self.overwrite:
+            raise ProclabError(
+                f"{str(self.out / 'evaluation.json')!r} exists; choose another --out or --overwrite"
+            )
+
+
+def _trajectories(wm: WorldModel, agent, batch: WindowBatch) -> dict[str, Trajectory]:
+    """Every mode's simulation of the batch's windows, all modal."""
+    steps = batch.frames.shape[0]
+    return {
+        "teacher-forced": teacher_forced(wm, agent, batch, modal=True)[1],
+        "open loop": imagined(wm, agent, batch, "true", modal=True),
+        "closed loop": imagined(wm, agent, batch, "agent", modal=True),
+        # as wm sample dreams: from the bottleneck alone, so that the vector describes the whole dream
+        "dream": dreamed(wm, agent, wm.encode(batch.init_frames), steps, modal=True),
+    }
+
+
+def frame_rows(
+    frames: dict[str, torch.Tensor], batch: WindowBatch, threshold: float
+) -> dict[str, np.ndarray]:
+    """Per window and step ``(B, S)``: the MSE of each set of frames, and the MSE over the pixels that
+    changed between true frames ``k - 1`` and ``k`` (NaN past an episode's end, or where none changed)."""
+    true = batch.frames.float() / 255
+    prev = torch.cat([true[:1], true[:-1]])
+    mask = batch.frame_mask.bool()
+    changed = ((true - prev).abs().amax(2) > threshold) & mask[..., None, None]
+    count = changed.sum((2, 3)).double()
+    rows = {}
+    for name, f in frames.items():
+        sq = (f.float() - true).square().mean(2).double()
+        rows[f"mse/{name}"] = torch.where(mask, sq.mean((2, 3)), torch.nan).T.cpu().numpy()
+        moved = (sq * changed).sum((2, 3)) / count
+        rows[f"changed/{name}"] = torch.where(count > 0, moved, torch.nan).T.cpu().numpy()
+    return rows
+
+
+def expected_returns(traj: Trajectory) -> np.ndarray:
+    """``(B, S - 1)``: the dream's expected reward over steps ``1 .. k``, each step's reward weighted by the
+    predicted chance that no earlier step ended the episode."""
+    reward = traj.reward[1:].double()
+    alive = torch.cumprod(1 - torch.sigmoid(traj.done_logit[1:].double()), 0)
+    before = torch.cat([torch.ones_like(alive[:1]), alive[:-1]])
+    return torch.cumsum(reward * before, 0).T.cpu().numpy()
+
+
+def _batch_rows(wm, agent, batch: WindowBatch, level_mean: torch.Tensor, args: EvaluateArgs) -> dict:
+    """Everything the evaluation keeps of one batch, per window (first axis)."""
+    trajs = _trajectories(wm, agent, batch)
+    true = batch.frames.float() / 255
+    frames = {name: trajs[name].frame for name in MODES}
+    frames["repeat last frame"] = true[:1].expand_as(true)
+    frames["level mean frame"] = level_mean.unsqueeze(0).expand_as(true)
+    rows = frame_rows(frames, batch, args.change_threshold)
+    real = (batch.reward * batch.prev_mask)[1:].double()
+    rows["return/real"] = torch.cumsum(real, 0).T.cpu().numpy()
+    for name in REWARD_MODES:
+        rows[f"return/{name}"] = expected_returns(trajs[name])
+    rows["state/real"] = batch.agent_states.float().transpose(0, 1).cpu().numpy()
+    rows["state/mask"] = batch.state_mask.bool().T.cpu().numpy()
+    for name in DRIFT_MODES:
+        rows[f"state/{name}"] = trajs[name].agent_state.float().transpose(0, 1).cpu().numpy()
+    return rows
+
+
+@torch.no_grad()
+def collect(
+    wm: WorldModel,
+    agent,
+    store: EpisodeStore,
+    reward_field: str,
+    runtime,
+    args: EvaluateArgs,
+    progress: bool = True,
+) -> dict:
+    """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``."""
+    from rich.progress import Progress
+
+    config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
+    means = level_mean_frames(store)
+    levels = store.episodes["level_seed"]
+    parts: dict[str, list[np.ndarray]] = {}
+    wm.eval()
+    chunks = np.array_split(picks, max(1, -(-len(picks) // args.batch_size)))
+    with Progress(transient=True, disable=not progress) as bar:
+        task = bar.add_task("wm evaluate", total=len(picks))
+        for chunk in chunks:
+            items = default_collate([dataset[int(i)] for i in chunk])
+            batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
+            episodes = items["episode"].numpy()
+            level_mean = torch.from_numpy(np.stack([means[int(levels[e])] for e in episodes]))
+            with runtime.autocast():
+                rows = _batch_rows(wm, agent, batch, level_mean.to(runtime.device), args)
+            rows |= {"episode": episodes, "level": levels[episodes]}
+            for k, v in rows.items():
+                parts.setdefault(k, []).append(v)
+            bar.advance(task, len(chunk))
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
+    """Per step ``1 .. H``: every mode's and baseline's clustered mean, and each mode's paired difference to
+    the better baseline (lower mean) at that step."""
+    names = MODES + BASELINES
+    horizon = rows[f"{metric}/{names[0]}"].shape[1] - 1
+    table: dict = {name: [] for name in names}
+    paired: dict = {name: [] for name in MODES}
+    for k in range(1, horizon + 1):
+        at = {name: rows[f"{metric}/{name}"][:, k] for name in names}
+        for name in names:
+            table[name].append(clustered_mean(at[name], episodes))
+        means = {b: table[b][-1]["mean"] for b in BASELINES}
+        known = [b for b in BASELINES if means[b] is not None]
+        if not known:
+            for name in MODES:
+                paired[name].append(None)
+            continue
+        best = min(known, key=means.get)
+        for name in MODES:
+            paired[name].append({"baseline": best, **clustered_mean(at[name] - at[best], episodes)})
+    return {"steps": list(range(1, horizon + 1)), "mean": table, "minus_better_baseline": paired}
+
+
+def reward_table(rows: dict, within: int) -> dict:
+    """AUC of "a reward within ``within`` steps" and the correlation of the horizon's returns, per mode."""
+    real = rows["return/real"]
+    label = real[:, within - 1] > 0
+    out = {"within": within, "windows": len(label), "positives": int(label.sum())}
+    for name in REWARD_MODES:
+        dream = rows[f"return/{name}"]
+        out[name] = {
+            "auc": auc(dream[:, within - 1], label),
+            "return_correlation": correlations(dream[:, -1], real[:, -1]),
+        }
+    return out
+
+
+def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: EvaluateArgs) -> dict | None:
+    """Each drift mode's nearest-other-episode distances against the real states' (:mod:`.state_drift`);
+    None for a stateless agent or a store of one episode."""
+    names = wm.codec.store_fields(STATE_OUT)
+    if not names or store.num_episodes < 2:
+        return None
+    states = []
+    for e in range(store.num_episodes):
+        data = store.read(e, names)
+        states.append(
+            np.concatenate([np.asarray(data[n], np.float32).reshape(len(data[n]), -1) for n in names], -1)
+        )
+    ref, ref_episode = reference_states(states, args.reference_states, args.seed)
+    mask = rows["state/mask"]
+    episode = np.broadcast_to(rows["episode"][:, None], mask.shape)[mask]
+    step = np.broadcast_to(np.arange(mask.shape[1]), mask.shape)[mask]
+    real = nearest_other_episode(ref, ref_episode, rows["state/real"][mask], episode)
+    out = {"reference_states": len(ref)}
+    for name in DRIFT_MODES:
+        dreamed_d = nearest_other_episode(ref, ref_episode, rows[f"state/{name}"][mask], episode)
+        out[name] = drift_summary(dreamed_d, real, step)
+    return out
+
+
+def plot_evaluation(result: dict, path: Path) -> Path:
+    """Two panels (MSE, changed-pixel MSE) against k: each mode and baseline with its clustered 95 % band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, (metric, title) in zip(
+        axes, (("mse", "frame MSE"), ("changed_pixels", "changed-pixel MSE")), strict=True
+    ):
+        table = result[metric]
+        for name, cells in table["mean"].items():
+            ys = [np.nan if c["mean"] is None else c["mean"] for c in cells]
+            bands = np.array([(np.nan, np.nan) if c["ci95"] is None else c["ci95"] for c in cells], float)
+            style = "--" if name in BASELINES else "-"
+            (line,) = ax.plot(table["steps"], ys, style, marker="o", ms=3, label=name)
+            ax.fill_between(table["steps"], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.2, lw=0)
+        ax.set_xlabel("k (frames after the last one the model saw)")
+        ax.set_ylabel(f"{title} (pixels in [0, 1])")
+        ax.set_title(f"{title}, 95 % intervals clustered by episode")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(
+        f"{result['windows']} windows of {result['episodes']} held-out episodes ({result['levels']} levels)"
+    )
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
+    """Run the evaluation; write ``out/evaluation.json`` and ``out/evaluation.png``; return the JSON data."""
+    from proclab.worldmodel.checkpoint import load_world_model
+
+    args.validate()
+    rt = args.runtime()
+    wm, agent, ckpt = load_world_model(args.run, rt)
+    store = EpisodeStore(args.data)
+    store.check_agent(agent.config.num_actions, agent.state_shapes())
+    field_name = ckpt.meta["reward_field"]
+    rows = collect(wm, agent, store, field_name, rt, args, progress)
+    episodes = rows["episode"]
+    result = {
+        "checkpoint": str(ckpt.path),
+        "updates": ckpt.step,
+        "data": str(args.data),
+        "horizon": args.horizon,
+        "windows": len(episodes),
+        "episodes": len(np.unique(episodes)),
+        "levels": len(np.unique(rows["level"])),
+        "seed": args.seed,
+        "change_threshold": args.change_threshold,
+        "mse": frame_table(rows, episodes, "mse"),
+        "changed_pixels": frame_table(rows, episodes, "changed"),
+        "reward": reward_table(rows, args.within),
+        "drift": drift_table(rows, store, wm, args),
+    }
+    write_json(args.out / "evaluation.json", result, "world-model evaluation", indent=1)
+    plot_evaluation(result, args.out / "evaluation.png")
+    return result
+
+
+def _fmt(cell: dict | None) -> str:
+    if cell is None or cell["mean"] is None:
+        return "-"
+    ci = "" if cell["ci95"] is None else " [{:+.4f}, {:+.4f}]".format(*cell["ci95"])
+    return f"{cell['mean']:+.4f}{ci}"
+
+
+def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
+    args = tyro.cli(EvaluateArgs, args=argv, prog=prog)
+    result = evaluate(args)
+    steps = result["mse"]["steps"]
+    shown = sorted({1, min(5, steps[-1]), steps[-1]})
+    for metric in ("mse", "changed_pixels"):
+        for name, cells in result[metric]["mean"].items():
+            print(f"{metric:>14} {name:>18}: " + "  ".join(f"k={k} {_fmt(cells[k - 1])}" for k in shown))
+        for name, cells in result[metric]["minus_better_baseline"].items():
+            print(
+                f"{metric:>14} {name + ' - best':>25}: "
+                + "  ".join(f"k={k} {_fmt(cells[k - 1])}" for k in shown)
+            )
+    reward = result["reward"]
+    for name in REWARD_MODES:
+        r = reward[name]
+        print(
+            f"reward within {reward['within']} ({name}): AUC {r['auc']}, return correlation {r['return_correlation']}"
+        )
+    if result["drift"] is not None:
+        for name in DRIFT_MODES:
+            print(f"agent-state drift ({name}): median ratio {result['drift'][name]['median_ratio']:.2f}")
+    print(
+        f"evaluation of {result['windows']} windows ({result['levels']} levels): {args.out / 'evaluation.json'}"
+    )

@@ -1,0 +1,140 @@
+"""The cpu preset's pieces: the shifted copy of the previous frame, the gate, the changed-pixel loss, gradients."""
+
+import itertools
+from dataclasses import replace
+
+import pytest
+import torch
+
+from proclab.errors import ProclabError
+from proclab.models import AgentConfig, build_agent
+from proclab.models.loading import freeze
+from proclab.worldmodel.batch import synthetic_batch
+from proclab.worldmodel.config import LossWeights, WorldModelConfig, wm_size
+from proclab.worldmodel.layers import shift_frames
+from proclab.worldmodel.losses import step_terms, world_model_loss
+from proclab.worldmodel.model import WorldModel, clamp_st
+from proclab.worldmodel.simulate import dreamed, random_bottlenecks, teacher_forced
+from support import TINY_AGENT
+
+COPY = replace(wm_size("tiny").model, decoder_copy=True, camera_shift=3.0)
+
+
+def models(seed: int = 0):
+    torch.manual_seed(seed)
+    agent = freeze(build_agent(AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)))
+    wm = WorldModel(COPY, 15, agent.state_shapes())
+    torch.nn.init.normal_(wm.shift.weight, std=0.5)  # a model that has learnt to move the camera
+    return wm, agent
+
+
+def test_an_integer_shift_moves_every_pixel_and_repeats_the_edges():
+    x = torch.rand(2, 3, 8, 8)
+    out = shift_frames(x, torch.tensor([[2.0, -1.0], [0.0, 3.0]]))
+    for b, (dx, dy) in enumerate([(2, -1), (0, 3)]):
+        for c, y, i in itertools.product(range(3), range(8), range(8)):
+            src_y, src_x = min(max(y - dy, 0), 7), min(max(i - dx, 0), 7)
+            assert out[b, c, y, i] == pytest.approx(float(x[b, c, src_y, src_x]), abs=1e-6)
+
+
+def test_the_decoder_gates_between_the_shifted_previous_frame_and_a_generated_one():
+    wm, _ = models()
+    feat = torch.randn(4, COPY.deter + COPY.stoch * COPY.classes)
+    prev = torch.rand(4, 3, 64, 64)
+    out = wm.decoder(feat)
+    gate = torch.sigmoid(out[:, 3:])
+    moved = shift_frames(prev, 3.0 * torch.tanh(wm.shift(feat)))
+    torch.testing.assert_close(wm.decode(feat, prev), gate * moved + (1 - gate) * out[:, :3])
+    torch.testing.assert_close(wm.decode(feat), out[:, :3])  # nothing to copy: generated
+    with pytest.raises(ProclabError, match="decoder_copy"):
+        WorldModelConfig(camera_shift=2.0)
+
+
+def test_batched_decoding_equals_the_closed_loop_along_the_copy_path():
+    wm, agent = models()
+    with torch.no_grad():
+        bottleneck = random_bottlenecks(3, COPY.bottleneck, torch.Generator().manual_seed(0))
+        before = torch.rand(3, 3, 64, 64)
+        closed = dreamed(wm, agent, bottleneck, 4, start_frame=before)
+        start = replace(wm.start(bottleneck, modal=True), frame=before)
+        actions = torch.cat([start.prev_action[None], closed.action[:-1]])
+        opened = wm.simulate(agent, start, 4, actions=actions, modal=True)
+        torch.testing.assert_close(opened.frame, closed.frame, atol=1e-5, rtol=1e-4)
+        # by hand: each step copies the frame before it
+        feat = torch.cat([closed.env_h, closed.env_z], -1)
+        prev = before
+        for k in range(4):
+            image = wm.decode(feat[k], prev)
+            torch.testing.assert_close(closed.image[k], image)
+            prev = clamp_st(image)
+
+
+def test_changed_pixel_loss_against_a_pixel_by_pixel_sum():
+    config = replace(COPY, num_sim_steps=2)
+    batch = synthetic_batch(config, 0, 1)
+    batch.frames[1] = batch.frames[0]
+    batch.frames[1, 0, :, 3:5, 7:9] = 255 - batch.frames[1, 0, :, 3:5, 7:9]  # step 1: 4 pixels change
+    image = torch.rand(2, 1, 3, 64, 64)
+    traj = type("T", (), {})()
+    traj.image, traj.reward, traj.done_logit = image, torch.zeros(2, 1), torch.zeros(2, 1)
+    traj.agent_state, traj.env_h, traj.post_logits = torch.zeros(2, 1, 0), torch.zeros(2, 1, 4), None
+    traj.start = type("S", (), {"env_h": torch.zeros(1, 4)})()
+    w = LossWeights(changed_pixels=10.0, change_threshold=0.05)
+    got = step_terms(traj, batch, w)["image"]
+    true = torch.cat([batch.init_frames[-2:-1], batch.frames]).double() / 255
+    for k in range(2):
+        total = 0.0
+        for y, x in itertools.product(range(64), range(64)):
+            moved = max(abs(float(true[k + 1, 0, c, y, x] - true[k, 0, c, y, x])) for c in range(3)) > 0.05
+            err = sum((float(image[k, 0, c, y, x]) - float(true[k + 1, 0, c, y, x])) ** 2 for c in range(3))
+            total += 0.5 * err * (11 if moved else 1)
+        assert float(got[k, 0]) == pytest.approx(total, rel=1e-5)
+    plain = step_terms(traj, batch)["image"]
+    assert float(plain[1, 0]) < float(got[1, 0]) < float(plain[1, 0]) * 1.1  # 4 of 4,096 pixels weigh more
+
+
+def test_gradients_reach_the_copied_frame_and_every_parameter():
+    wm, agent = models()
+    bottleneck = random_bottlenecks(2, COPY.bottleneck, torch.Generator().manual_seed(1)).requires_grad_(True)
+    before = torch.rand(2, 3, 64, 64, requires_grad=True)
+    traj = dreamed(wm, agent, bottleneck, 4, start_frame=before)
+    g_b, g_f = torch.autograd.grad(traj.value[3].sum(), [bottleneck, before])
+    assert (
+        g_b.abs().sum() > 0 and g_f.abs().sum() > 0
+    )  # the agent's value at step 3 depends on the copied frame
+    batch = synthetic_batch(COPY, wm.codec.width, 3)
+    start, traj = teacher_forced(wm, agent, batch)
+    loss, _ = world_model_loss(start, traj, batch, LossWeights(changed_pixels=10.0))
+    loss.backward()
+    assert [n for n, p in wm.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0] == []
+
+
+def test_the_cpu_preset_trains_and_loads_back(make_config):
+    from proclab.run.runtime import make_runtime
+    from proclab.worldmodel.checkpoint import load_world_model
+    from proclab.worldmodel.train import train_world_model
+
+    cpu = wm_size("cpu")
+    assert cpu.model.decoder_copy and cpu.model.camera_shift > 0 and cpu.loss.changed_pixels > 0
+    assert wm_size("paper").model.decoder_copy is False and wm_size("paper").loss.changed_pixels == 0
+    run = train_world_model(make_config(model=COPY, loss=cpu.loss, total_updates=2), progress=False)
+    wm, _, _ = load_world_model(run, make_runtime("cpu", "fp32"))
+    assert wm.config == COPY and wm.shift is not None
+
+
+def test_teacher_forcing_also_trains_the_first_frame_without_a_copy():
+    """A dream from a bottleneck has no frame to copy at step 0: that decoding is trained too, weighted as
+    the image term."""
+    wm, agent = models()
+    batch = synthetic_batch(COPY, wm.codec.width, 2)
+    start, traj = teacher_forced(wm, agent, batch, modal=True)
+    alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
+    torch.testing.assert_close(traj.image_alone, alone)
+    assert not torch.allclose(traj.image_alone, traj.image[0])  # with the copy, step 0 differs
+    w = LossWeights(image=2.0)
+    loss, metrics = world_model_loss(start, traj, batch, w)
+    ref = 0.5 * (alone.detach().double() - batch.frames[0].double() / 255).pow(2).sum((1, 2, 3)).mean()
+    assert float(metrics["losses/image_alone"]) == pytest.approx(float(ref), rel=1e-5)
+    traj.image_alone = None
+    without, _ = world_model_loss(start, traj, batch, w)
+    assert float((loss - without).detach()) == pytest.approx(2 * float(ref), rel=1e-4)

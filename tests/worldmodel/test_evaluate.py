@@ -1,0 +1,206 @@
+"""`proclab wm evaluate`: each statistic against a slow, written-out reference, and the command end to end."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from proclab.errors import ProclabError
+from proclab.store import EpisodeStore
+from proclab.worldmodel.batch import synthetic_batch
+from proclab.worldmodel.clustered import auc, clustered_mean, correlations
+from proclab.worldmodel.config import WorldModelConfig
+from proclab.worldmodel.evaluate import EvaluateArgs, evaluate, expected_returns, frame_rows, frame_table
+from proclab.worldmodel.model import Trajectory
+from proclab.worldmodel.state_drift import nearest_other_episode
+
+
+def _clustered_reference(x, g):
+    """Cluster-robust interval written out: per-cluster sums of residuals, the G/(G-1) factor, t(G-1)."""
+    keep = [i for i in range(len(x)) if not np.isnan(x[i])]
+    xs, gs = [x[i] for i in keep], [g[i] for i in keep]
+    n = len(xs)
+    mean = sum(xs) / n
+    groups = sorted(set(gs))
+    total = 0.0
+    for c in groups:
+        s = sum(xs[i] - mean for i in range(n) if gs[i] == c)
+        total += s * s
+    G = len(groups)
+    se = (G / (G - 1) * total) ** 0.5 / n
+    half = stats.t.ppf(0.975, G - 1) * se
+    return mean, (mean - half, mean + half)
+
+
+def test_clustered_interval_matches_the_written_out_sandwich_and_drops_nans():
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 7, 60)
+    x = rng.normal(size=60) + g * 0.3  # episodes differ: the clustered interval must be wider
+    x[[3, 17]] = np.nan
+    got = clustered_mean(x, g)
+    mean, ci = _clustered_reference(x, g)
+    assert got["mean"] == pytest.approx(mean) and got["ci95"] == pytest.approx(ci)
+    assert got["n"] == 58 and got["clusters"] == 7
+    naive = 1.96 * np.nanstd(x, ddof=1) / np.sqrt(58)
+    assert (got["ci95"][1] - got["ci95"][0]) / 2 > naive
+
+
+def test_one_window_per_episode_gives_the_ordinary_interval():
+    x = np.random.default_rng(1).normal(size=12)
+    got = clustered_mean(x, np.arange(12))
+    half = stats.t.ppf(0.975, 11) * x.std(ddof=1) / np.sqrt(12)
+    assert got["ci95"] == pytest.approx([x.mean() - half, x.mean() + half])
+    assert clustered_mean(x, np.zeros(12))["ci95"] is None  # one episode: no spread to estimate
+    assert clustered_mean(np.full(3, np.nan), np.arange(3))["mean"] is None
+
+
+def test_auc_is_the_share_of_positive_negative_pairs_ranked_right():
+    rng = np.random.default_rng(2)
+    scores = rng.integers(0, 5, 40).astype(float)  # many ties
+    labels = rng.random(40) < 0.4
+    pairs = [
+        1.0 if p > q else 0.5 if p == q else 0.0
+        for p, q in itertools.product(scores[labels], scores[~labels])
+    ]
+    assert auc(scores, labels) == pytest.approx(sum(pairs) / len(pairs))
+    assert auc(scores, np.ones(40, bool)) is None
+
+
+def test_correlations_match_their_definitions():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=30)
+    y = x + rng.normal(size=30)
+    got = correlations(x, y)
+    xc, yc = x - x.mean(), y - y.mean()
+    assert got["pearson"] == pytest.approx((xc * yc).sum() / np.sqrt((xc**2).sum() * (yc**2).sum()))
+    rx, ry = np.argsort(np.argsort(x)).astype(float), np.argsort(np.argsort(y)).astype(float)
+    assert got["spearman"] == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    assert correlations(x, np.zeros(30))["pearson"] is None
+
+
+def test_paired_difference_is_against_the_better_baseline_at_each_step():
+    rng = np.random.default_rng(4)
+    W, S = 40, 4
+    episodes = rng.integers(0, 8, W)
+    rows = {}
+    for name in ("teacher-forced", "open loop", "closed loop"):
+        rows[f"mse/{name}"] = rng.random((W, S))
+    rows["mse/repeat last frame"] = np.linspace(0, 1, S)[None] + 0.1 * rng.random((W, S))  # grows with k
+    rows["mse/level mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    rows["mse/closed loop"][5, 2] = np.nan  # a window past its episode's end at one step
+    table = frame_table(rows, episodes, "mse")
+    assert table["steps"] == [1, 2, 3]
+    for k in (1, 2, 3):
+        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in ("repeat last frame", "level mean frame")}
+        best = min(base, key=base.get)
+        cell = table["minus_better_baseline"]["closed loop"][k - 1]
+        diff = [rows["mse/closed loop"][w, k] - rows[f"mse/{best}"][w, k] for w in range(W)]
+        mean, ci = _clustered_reference(np.array(diff), episodes)
+        assert (
+            cell["baseline"] == best
+            and cell["mean"] == pytest.approx(mean)
+            and cell["ci95"] == pytest.approx(ci)
+        )
+    assert [c["baseline"] for c in table["minus_better_baseline"]["open loop"]] == [
+        "repeat last frame",
+        "level mean frame",
+        "level mean frame",
+    ]
+
+
+def test_changed_pixel_error_counts_only_pixels_that_moved_between_true_frames():
+    batch = synthetic_batch(WorldModelConfig(num_init_steps=2, num_sim_steps=3), 0, 2)
+    batch.frames[1, 0] = batch.frames[0, 0]
+    batch.frames[1, 0, :, 5:9, 10:12] = 0  # window 0, step 1: only a small patch changes
+    batch.frame_mask[2, 1] = False
+    pred = torch.rand(3, 2, 3, 64, 64)
+    rows = frame_rows({"m": pred}, batch, threshold=0.05)
+    true = batch.frames.double() / 255
+    for s, b in itertools.product(range(1, 3), range(2)):
+        if not batch.frame_mask[s, b]:
+            assert np.isnan(rows["mse/m"][b, s]) and np.isnan(rows["changed/m"][b, s])
+            continue
+        errs = []
+        for y, x in itertools.product(range(64), range(64)):
+            if max(abs(true[s, b, c, y, x] - true[s - 1, b, c, y, x]) for c in range(3)) > 0.05:
+                errs.append(float(((pred[s, b, :, y, x].double() - true[s, b, :, y, x]) ** 2).mean()))
+        assert rows["changed/m"][b, s] == pytest.approx(np.mean(errs))
+        assert rows["mse/m"][b, s] == pytest.approx(float((pred[s, b].double() - true[s, b]).pow(2).mean()))
+    assert len(errs) > 0
+
+
+def test_expected_return_weights_each_reward_by_the_chance_of_being_alive():
+    S, B = 5, 3
+    reward, done_logit = torch.randn(S, B), torch.randn(S, B)
+    traj = Trajectory(
+        *([None] * 7),
+        reward=reward,
+        done_logit=done_logit,
+        **dict.fromkeys(("agent_state", "logits", "value", "action")),
+    )
+    got = expected_returns(traj)
+    p = torch.sigmoid(done_logit).double()
+    for b in range(B):
+        total, alive = 0.0, 1.0
+        for k in range(1, S):
+            total += float(reward[k, b]) * alive
+            alive *= 1 - float(p[k, b])
+            assert got[b, k - 1] == pytest.approx(total)
+
+
+def test_nearest_state_of_another_episode_ignores_the_querys_own_episode():
+    rng = np.random.default_rng(5)
+    ref = rng.normal(size=(50, 4)).astype(np.float32)
+    ref_ep = rng.integers(0, 4, 50)
+    queries = np.concatenate([ref[:10], rng.normal(size=(5, 4)).astype(np.float32)])
+    q_ep = np.concatenate([ref_ep[:10], rng.integers(0, 4, 5)])
+    got = nearest_other_episode(ref, ref_ep, queries, q_ep)
+    z = (ref - ref.mean(0)) / (ref.std(0) + 1e-6)
+    zq = (queries - ref.mean(0)) / (ref.std(0) + 1e-6)
+    for i in range(len(queries)):
+        d = [np.linalg.norm(zq[i] - z[j]) for j in range(50) if ref_ep[j] != q_ep[i]]
+        assert got[i] == pytest.approx(min(d), rel=1e-5)
+    assert np.all(got[:10] > 0)  # its own copy in the reference does not count
+
+
+def test_evaluate_end_to_end(trained_run, store, tmp_path):
+    args = EvaluateArgs(
+        run=trained_run, data=store, out=tmp_path / "ev", horizon=3, within=2, windows=10_000, device="cpu"
+    )
+    result = evaluate(args)
+    assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["windows"] == result["windows"]
+    assert (tmp_path / "ev" / "evaluation.png").stat().st_size > 5000
+    # repeat-last at k = 1, from the store with plain numpy, over every picked window
+    data = EpisodeStore(store)
+    n = 2  # the tiny model's initial frames
+    windows = [
+        (e, o) for e in range(data.num_episodes) for o in range(int(data.episodes["length"][e]) - n + 1)
+    ]
+    assert result["windows"] == len(windows)  # more asked than exist: all of them
+    errs, eps = [], []
+    for e, o in windows:
+        obs = data.read(e, ["obs"])["obs"].astype(np.float64) / 255
+        if o + n < len(obs):
+            errs.append(((obs[o + n] - obs[o + n - 1]) ** 2).mean())
+            eps.append(e)
+    mean, ci = _clustered_reference(np.array(errs), np.array(eps))
+    cell = result["mse"]["mean"]["repeat last frame"][0]
+    assert cell["mean"] == pytest.approx(mean) and cell["ci95"] == pytest.approx(ci)
+    for mode in ("teacher-forced", "open loop", "closed loop"):
+        assert all(0 <= c["mean"] <= 1 for c in result["mse"]["mean"][mode])
+    assert set(result["reward"]) >= {"open loop", "closed loop", "positives"}
+    drift = result["drift"]["closed loop"]
+    assert drift["median_ratio"] > 0 and drift["states"] > 0
+    with pytest.raises(ProclabError, match="exists"):
+        evaluate(args)
+
+
+def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys):
+    from proclab.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["wm", "evaluate", str(trained_run), "--data", str(store), "--horizon", "3", "--within", "5"])
+    assert exc.value.code == 2 and "--within" in capsys.readouterr().err
