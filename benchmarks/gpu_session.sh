@@ -56,7 +56,7 @@ EOF
 }
 
 stage_ppo_sps() {
-    # variants are PRECISION[:ENV_THREADS[:ACTING]] (ACTING: auto, eager, graph, overlap; docs/gpu.md);
+    # variants are PRECISION[:ENV_THREADS[:ACTING]] (ACTING: eager, graph, overlap; docs/gpu.md);
     # SPS_CLEANRL=0 skips CleanRL (ratios then against the first variant)
     local updates=${SPS_UPDATES:-20} game=${SPS_GAME:-starpilot}
     local steps=$((updates * 64 * 256)) dir base=""
@@ -69,10 +69,10 @@ stage_ppo_sps() {
         log "cleanrl SPS $base"
         echo "{\"benchmark\": \"ppo_sps_gpu\", \"game\": \"$game\", \"updates\": $updates, \"path\": \"cleanrl\", \"sps\": $base}" | tee -a "$OUT/results.jsonl"
     fi
-    for variant in ${SPS_VARIANTS:-auto auto:4:eager fp32}; do
+    for variant in ${SPS_VARIANTS:-auto auto:4:graph auto:4:overlap auto:8:overlap fp32:4:overlap}; do
         local precision threads acting sps
         IFS=: read -r precision threads acting <<< "$variant"
-        threads=${threads:-4} acting=${acting:-auto}
+        threads=${threads:-4} acting=${acting:-eager}
         rm -rf "$dir/runs"
         proclab train --preset cleanrl --game "$game" --total-steps "$steps" --precision "$precision" \
             --num-threads "$threads" --acting "$acting" --run-root "$dir/runs" --no-tensorboard \
@@ -103,7 +103,7 @@ stage_learn_pair() {
     log "learning pair: cleanrl and proclab --preset cleanrl, starpilot, $seconds s side by side"
     (cd "$dir" && PYTHONPATH=/tmp/site-clean:/tmp/site timeout -s KILL "$seconds" $PY "$OLDPWD/.whl/clean/ppo_procgen.py" \
         --env-id starpilot --seed 1 > "$OUT/pair-cleanrl.log" 2>&1) &
-    timeout -s KILL "$seconds" $PY -m proclab train --preset cleanrl --game starpilot --seed 1 --run-root "$dir/proclab" \
+    timeout -s KILL "$seconds" $PY -m proclab train --preset cleanrl --game starpilot --seed 1 --acting "${PAIR_ACTING:-overlap}" --run-root "$dir/proclab" \
         --no-tensorboard --checkpoint-every 1000000000 > "$OUT/pair-proclab.log" 2>&1
     wait
     cp "$(find "$dir/proclab" -name metrics.csv | head -1)" "$OUT/pair-proclab-metrics.csv"

@@ -88,7 +88,13 @@ class Clock:
 
 
 def profile(
-    updates: int, game: str, precision: str, threads: int, device: str, env_threads: int, acting: str = "auto"
+    updates: int,
+    game: str,
+    precision: str,
+    threads: int,
+    device: str,
+    env_threads: int,
+    acting: str = "eager",
 ) -> dict:
     cfg = cleanrl_config(updates, game, precision, threads, device, num_threads=env_threads)
     cfg = replace(cfg, ppo=replace(cfg.ppo, acting=acting))
@@ -164,7 +170,7 @@ def main() -> None:
     parser.add_argument(
         "--env-threads", type=int, nargs="+", default=[4], help="procgen threads (the first: the trainer's)"
     )
-    parser.add_argument("--actings", nargs="+", default=["auto"], help="auto, eager, graph and/or overlap")
+    parser.add_argument("--actings", nargs="+", default=["eager"], help="eager, graph and/or overlap")
     args = parser.parse_args()
     base = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "device": args.device}
     for precision, acting in itertools.product(args.precisions, args.actings):

@@ -1,5 +1,5 @@
-"""Acting for training on a GPU: graphed acting steps, one half of the envs stepping while the other
-half's actions are computed.
+"""Acting for training on a GPU (``--acting graph`` or ``overlap``): graphed acting steps, one half of
+the envs stepping while the other half's actions are computed.
 
 :class:`GroupedActor` fills the same :class:`~proclab.rl.rollout.Rollout` as
 :class:`~proclab.rl.rollout.Actor` (same timestep convention, same carried state for checkpoints,
@@ -27,23 +27,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import torch
 
-from proclab.config import ACTING
 from proclab.envs import RewardNormalizer
 from proclab.envs.halves import HalvedVecEnv, join_info
 from proclab.rl.acting_graph import ActingStep
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import Runtime
-
-
-def acting_mode(acting: str, device: torch.device, num_envs: int, num_games: int) -> str:
-    """What ``--acting auto`` means here: the overlapped halves on CUDA (the whole batch as one graph
-    when the envs cannot be halved per game), the plain loop elsewhere."""
-    assert acting in ACTING, acting  # TrainConfig.validate refused the others
-    if acting != "auto":
-        return acting
-    if device.type != "cuda":
-        return "eager"
-    return "overlap" if num_envs % (2 * num_games) == 0 else "graph"
 
 
 def _done(value) -> Future:

@@ -33,7 +33,7 @@ from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
-from proclab.rl.overlap import GroupedActor, acting_mode
+from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
 from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
@@ -65,11 +65,10 @@ class Trainer:
 
         n_local = cfg.env.num_envs // self.world
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
-        self.acting = acting_mode(cfg.ppo.acting, self.rt.device, n_local, len(cfg.env.games()))
-        vec_env = HalvedVecEnv if self.acting == "overlap" else ProcgenVecEnv
+        vec_env = HalvedVecEnv if cfg.ppo.acting == "overlap" else ProcgenVecEnv
         env = self.wrap_env(vec_env(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
-        if self.acting == "eager":
+        if cfg.ppo.acting == "eager":
             self.actor = Actor(self.env, self.agent, self.rt, side_by_side=True)
         else:
             self.actor = GroupedActor(self.env, self.agent, self.rt)
