@@ -12,7 +12,9 @@
 # stages:
 #   setup           install the carried wheels into /tmp/site (and /tmp/site-clean for CleanRL)
 #   ppo-sps         CleanRL vs proclab --preset cleanrl, same game and steps (SPS_UPDATES updates)
-#   ppo-phases      where a PPO update's time goes on this GPU host (env, inference, learner)
+#   ppo-phases      where a PPO update's time goes on this GPU host, per acting mode (PHASE_ACTINGS)
+#   acting-check    the graphed acting step against the eager one: outputs and milliseconds
+#   learn-pair      CleanRL and proclab learning starpilot side by side for PAIR_SECONDS
 #   ppo-learn       PPO on starpilot easy for LEARN_SECONDS, resumed from $RESUME_TAR when given
 #   impala          impala-multi-easy6 with 48 envs and actor processes, IMPALA_SECONDS
 #   wm              world-model training throughput, paper and small sizes, on the GPU
@@ -54,7 +56,8 @@ EOF
 }
 
 stage_ppo_sps() {
-    # variants are PRECISION[:ENV_THREADS]; SPS_CLEANRL=0 skips CleanRL (ratios then against the first variant)
+    # variants are PRECISION[:ENV_THREADS[:ACTING]] (ACTING: eager, graph, overlap; docs/gpu.md);
+    # SPS_CLEANRL=0 skips CleanRL (ratios then against the first variant)
     local updates=${SPS_UPDATES:-20} game=${SPS_GAME:-starpilot}
     local steps=$((updates * 64 * 256)) dir base=""
     dir=$(mktemp -d)
@@ -66,23 +69,46 @@ stage_ppo_sps() {
         log "cleanrl SPS $base"
         echo "{\"benchmark\": \"ppo_sps_gpu\", \"game\": \"$game\", \"updates\": $updates, \"path\": \"cleanrl\", \"sps\": $base}" | tee -a "$OUT/results.jsonl"
     fi
-    for variant in ${SPS_VARIANTS:-auto fp32}; do
-        local precision=${variant%%:*} threads=4 sps
-        [[ $variant == *:* ]] && threads=${variant##*:}
+    for variant in ${SPS_VARIANTS:-auto auto:4:graph auto:4:overlap auto:8:overlap fp32:4:overlap}; do
+        local precision threads acting sps
+        IFS=: read -r precision threads acting <<< "$variant"
+        threads=${threads:-4} acting=${acting:-eager}
         rm -rf "$dir/runs"
         proclab train --preset cleanrl --game "$game" --total-steps "$steps" --precision "$precision" \
-            --num-threads "$threads" --run-root "$dir/runs" --no-tensorboard --checkpoint-every 1000000000 \
-            > "$OUT/proclab-$precision-$threads.log" 2>&1
+            --num-threads "$threads" --acting "$acting" --run-root "$dir/runs" --no-tensorboard \
+            --checkpoint-every 1000000000 > "$OUT/proclab-$precision-$threads-$acting.log" 2>&1
         sps=$(run_sps "$dir/runs")
         base=${base:-$sps}
-        log "proclab $precision, $threads env threads: SPS $sps"
-        echo "{\"benchmark\": \"ppo_sps_gpu\", \"game\": \"$game\", \"updates\": $updates, \"path\": \"proclab\", \"precision\": \"$precision\", \"env_threads\": $threads, \"sps\": $sps, \"ratio_vs_baseline\": $($PY -c "print(round($sps / $base, 3))")}" | tee -a "$OUT/results.jsonl"
+        log "proclab $precision, $threads env threads, acting $acting: SPS $sps"
+        echo "{\"benchmark\": \"ppo_sps_gpu\", \"game\": \"$game\", \"updates\": $updates, \"path\": \"proclab\", \"precision\": \"$precision\", \"env_threads\": $threads, \"acting\": \"$acting\", \"sps\": $sps, \"ratio_vs_baseline\": $($PY -c "print(round($sps / $base, 3))")}" | tee -a "$OUT/results.jsonl"
     done
 }
 
 stage_ppo_phases() {
     log "PPO phase times"
-    $PY benchmarks/ppo_profile.py --device cuda --updates 4 --precisions auto --env-threads 4 8 16 2>&1 | grep '^{' | tee -a "$OUT/results.jsonl"
+    $PY benchmarks/ppo_profile.py --device cuda --updates 4 --precisions auto --actings ${PHASE_ACTINGS:-eager graph overlap} \
+        --env-threads ${PHASE_THREADS:-4 8 16} 2>&1 | grep '^{' | tee -a "$OUT/results.jsonl"
+}
+
+stage_acting_check() {
+    log "graphed acting step against the eager one"
+    $PY benchmarks/acting_graph_check.py --device cuda --batches 32 64 2>&1 | tee -a "$OUT/results.jsonl"
+}
+
+stage_learn_pair() {
+    # CleanRL and proclab learning side by side on one GPU for PAIR_SECONDS (episodic returns against
+    # env steps; their speeds then share the host and say nothing)
+    local seconds=${PAIR_SECONDS:-480} dir
+    dir=$(mktemp -d)
+    log "learning pair: cleanrl and proclab --preset cleanrl, starpilot, $seconds s side by side"
+    (cd "$dir" && PYTHONPATH=/tmp/site-clean:/tmp/site timeout -s KILL "$seconds" $PY "$OLDPWD/.whl/clean/ppo_procgen.py" \
+        --env-id starpilot --seed 1 > "$OUT/pair-cleanrl.log" 2>&1) &
+    timeout -s KILL "$seconds" $PY -m proclab train --preset cleanrl --game starpilot --seed 1 --acting "${PAIR_ACTING:-overlap}" --run-root "$dir/proclab" \
+        --no-tensorboard --checkpoint-every 1000000000 > "$OUT/pair-proclab.log" 2>&1
+    wait
+    cp "$(find "$dir/proclab" -name metrics.csv | head -1)" "$OUT/pair-proclab-metrics.csv"
+    grep -o 'global_step=[0-9]*, episodic_return=[-0-9.e]*' "$OUT/pair-cleanrl.log" | gzip > "$OUT/pair-cleanrl-returns.txt.gz"
+    log "learn-pair: cleanrl $(grep -c episodic_return "$OUT/pair-cleanrl.log") episodes, last: $(grep -o 'global_step=[0-9]*' "$OUT/pair-cleanrl.log" | tail -1); proclab last row: $(tail -1 "$OUT/pair-proclab-metrics.csv" | cut -c1-80)"
 }
 
 stage_ppo_learn() {

@@ -6,7 +6,9 @@ that do it, so the numbers describe the code users run, not a re-implementation:
 
 * rollout: ``env_step`` (procgen + reward normalisation + copies into tensors),
   ``inference`` (the agent's forward pass on the current observations), ``rollout_other``
-  (action sampling, writes into the rollout buffers);
+  (action sampling, writes into the rollout buffers); with ``--actings graph`` or ``overlap``
+  (:mod:`proclab.rl.overlap`) these run interleaved or side by side, so only their total
+  ``rollout`` is given;
 * update: ``gae``, ``minibatch_gather`` (indexing the rollout), ``forward``, ``loss``,
   ``backward``, ``optimizer`` (gradient clipping + Adam), ``update_other`` (statistics, host syncs);
 * ``logging`` (metrics row, checkpoint at the end).
@@ -23,11 +25,13 @@ the trainer's), to see how far procgen's thread pool is from the rest.
 
     python benchmarks/ppo_profile.py --updates 1 --precisions fp32
     python benchmarks/ppo_profile.py --device cuda --updates 4 --precisions auto --env-threads 4 8 16
+    python benchmarks/ppo_profile.py --device cuda --updates 4 --actings eager graph overlap
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import tempfile
 import time
@@ -41,6 +45,7 @@ import torch
 import proclab.rl.ppo as ppo_module
 from ppo_sps import cleanrl_config
 from proclab.envs.vec_env import ProcgenVecEnv
+from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import cpu_has_native_bf16
 
@@ -82,8 +87,17 @@ class Clock:
         return timed
 
 
-def profile(updates: int, game: str, precision: str, threads: int, device: str, env_threads: int) -> dict:
+def profile(
+    updates: int,
+    game: str,
+    precision: str,
+    threads: int,
+    device: str,
+    env_threads: int,
+    acting: str = "eager",
+) -> dict:
     cfg = cleanrl_config(updates, game, precision, threads, device, num_threads=env_threads)
+    cfg = replace(cfg, ppo=replace(cfg.ppo, acting=acting))
     originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward, torch.autograd.grad)
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(replace(cfg, run_root=Path(root)))
@@ -112,10 +126,12 @@ def profile(updates: int, game: str, precision: str, threads: int, device: str, 
     s = {k: v / updates for k, v in clock.seconds.items()}
     for phase in ("forward", "loss", "backward"):  # thread-seconds in the workers -> wall share
         s[phase] /= max(1, learner.rt.workers)
+    grouped = isinstance(actor, GroupedActor)  # env steps and inference overlap: only their total
     phases = {
-        "env_step": s["env_step"],
-        "inference": s["inference"],
-        "rollout_other": s["rollout"] - s["env_step"] - s["inference"],
+        "rollout": s["rollout"],
+        "env_step": None if grouped else s["env_step"],
+        "inference": None if grouped else s["inference"],
+        "rollout_other": None if grouped else s["rollout"] - s["env_step"] - s["inference"],
         "gae": s["gae"],
         "minibatch_gather": s["minibatch_gather"],
         "forward": s["forward"],
@@ -123,10 +139,10 @@ def profile(updates: int, game: str, precision: str, threads: int, device: str, 
         "backward": s["backward"],
         "optimizer": s["clip"] + s["adam"],
     }
-    phases["update_other"] = s["update"] - sum(phases[k] for k in list(phases)[3:])
+    phases["update_other"] = s["update"] - sum(phases[k] for k in list(phases)[4:])
     phases["logging"] = total / updates - s["rollout"] - s["update"]
     phases["total"] = total / updates
-    return {k: round(v, 3) for k, v in phases.items()}
+    return {k: None if v is None else round(v, 3) for k, v in phases.items()}
 
 
 def env_sps(game: str, threads: int, steps: int = 512) -> float:
@@ -154,13 +170,17 @@ def main() -> None:
     parser.add_argument(
         "--env-threads", type=int, nargs="+", default=[4], help="procgen threads (the first: the trainer's)"
     )
+    parser.add_argument("--actings", nargs="+", default=["eager"], help="eager, graph and/or overlap")
     args = parser.parse_args()
     base = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "device": args.device}
-    for precision in args.precisions:
-        seconds = profile(args.updates, args.game, precision, args.threads, args.device, args.env_threads[0])
+    for precision, acting in itertools.product(args.precisions, args.actings):
+        seconds = profile(
+            args.updates, args.game, precision, args.threads, args.device, args.env_threads[0], acting
+        )
         line = {
             **base,
             "precision": precision,
+            "acting": acting,
             "native_bf16": cpu_has_native_bf16(),
             "updates": args.updates,
             "env_threads": args.env_threads[0],

@@ -102,6 +102,7 @@ def ppo(**kw):
         normalize_reward=True,
         reward_norm_gamma=0.99,
         reward_clip=10.0,
+        acting="eager",
     )
     return spelled(PPOConfig, **{**base, **kw})
 

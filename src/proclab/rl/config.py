@@ -76,9 +76,16 @@ class PPOConfig:
     """Discount of that running return; None = gamma (the seeds used 0.99 with gamma 0.999: a bug)."""
     reward_clip: float = 10.0
     """Clip range of normalised rewards."""
+    acting: str = "eager"
+    """How rollouts are collected: eager (step by step, the agent on all envs), graph (the forward pass
+    and sampling replayed as one CUDA graph per step on CUDA devices), or overlap (graph, with the
+    envs in two halves, one half stepping while the other's actions are computed). graph and overlap
+    fill rollouts of the same statistics (tests/rl/test_overlap.py); their GPU speed is not measured
+    yet (docs/gpu.md), so eager stays the default."""
 
 
 ALGOS = ("ppo", "impala")
+ACTING = ("eager", "graph", "overlap")
 ADV_NORM_SCOPES = ("minibatch", "rollout")
 REPLAY_RESETS = ("first", "done")
 REWARD_CLIPPINGS = ("abs_one", "none")
@@ -202,6 +209,14 @@ class TrainConfig(RuntimeConfig):
             )
         if ppo.num_minibatches < 1 or ppo.update_epochs < 1:
             raise ProclabError("num_minibatches and update_epochs must be >= 1")
+        if ppo.acting not in ACTING:
+            raise unknown_choice("acting", ppo.acting, ACTING)
+        games = len(env.games())
+        if ppo.acting == "overlap" and (env.num_envs // world) % (2 * games):
+            raise ProclabError(
+                f"--acting overlap halves each process's envs per game: {env.num_envs // world} envs "
+                f"of {games} games cannot be; use an even number of envs per game"
+            )
         if ppo.norm_adv_scope not in ADV_NORM_SCOPES:
             raise unknown_choice("norm_adv_scope", ppo.norm_adv_scope, ADV_NORM_SCOPES)
         if ppo.replay_reset not in REPLAY_RESETS:

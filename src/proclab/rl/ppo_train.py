@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer
+from proclab.envs.halves import HalvedVecEnv
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
@@ -38,6 +39,7 @@ from proclab.rl.agent_checkpoints import (
     save_agent_checkpoint,
 )
 from proclab.rl.config import TrainConfig
+from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.checkpoints import crossed
@@ -66,9 +68,13 @@ class Trainer:
 
         n_local = cfg.env.num_envs // self.world
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
-        env = self.wrap_env(ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
+        vec_env = HalvedVecEnv if cfg.ppo.acting == "overlap" else ProcgenVecEnv
+        env = self.wrap_env(vec_env(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
-        self.actor = Actor(self.env, self.agent, self.rt, side_by_side=True)
+        if cfg.ppo.acting == "eager":
+            self.actor = Actor(self.env, self.agent, self.rt, side_by_side=True)
+        else:
+            self.actor = GroupedActor(self.env, self.agent, self.rt)
         self.val_actor = None
         if cfg.val_split is not None and cfg.val_num_envs > 0:
             val_env = ProcgenVecEnv(
