@@ -1,21 +1,22 @@
 # proclab developer entry points. Every target sets up .venv first (idempotent: a stamp
 # file records the hash of pyproject.toml + constraints.txt, so a second run is instant).
-PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3)
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 HASH   := $(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.proclab-installed-$(HASH)
 PYTEST_WORKERS ?= 2
+PIP_ARGS ?=
 
-.PHONY: setup demo test test-browser test-all lint bench clean
+.PHONY: setup demo test test-browser test-all lint docs readme bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' || { echo "proclab needs CPython 3.11 or 3.12 (procgen's wheels exist for those); set PYTHON=/path/to/python3.11"; exit 2; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13)))' || { echo "proclab needs CPython 3.11, 3.12 or 3.13 (procgen's wheels exist for those, none yet for 3.14); set PYTHON=/path/to/python3.11"; exit 2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt $(PIP_ARGS) -e ".[dev,docs]"
 	@rm -f $(VENV)/.proclab-installed-*
 	@touch $(STAMP)
 
@@ -36,8 +37,16 @@ test-all: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
+
+# The documentation site (site/); --strict turns a broken link or a page missing from the nav into an error.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
+# Regenerate the README's command table from the CLI (tests/test_readme.py checks it is current).
+readme: setup
+	$(BIN)/python tools/command_table.py --write README.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
-from proclab.envs._procgen import ProcgenGym3Env
+from proclab.envs._backend_gym3 import ProcgenGym3Env  # raw procgen through gym3 (Python 3.11, 3.12)
 
 
 def raw_rate(game: str, n: int, actions: np.ndarray, get_info: bool) -> float:

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from proclab.envs._procgen import ProcgenGym3Env
+from proclab.envs._backend_gym3 import ProcgenGym3Env  # raw procgen through gym3 (Python 3.11, 3.12)
 
 
 class Residual(nn.Module):

@@ -1,0 +1,56 @@
+"""The documentation site's API reference, generated at build time (mkdocs-gen-files runs this).
+
+One page per top-level package of proclab (and one for the top-level modules), listing every
+public module found by walking ``src/proclab`` when the site is built. Nothing names a module by
+hand, so moving or adding modules never breaks the reference; mkdocstrings renders each module
+from its source (docstrings, signatures) without importing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mkdocs_gen_files
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "proclab"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def public(path: Path) -> bool:
+    """Skip private modules (``_procgen``) and their contents; a package's ``__init__`` is its page head."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return not any(p.startswith("_") and p != "__init__" for p in parts) and path.name != "__main__.py"
+
+
+def pages() -> dict[str, list[str]]:
+    """Page name (top-level package, or ``proclab`` for the root modules) -> its modules, in order."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if not public(path):
+            continue
+        name = module_name(path)
+        parts = name.split(".")
+        page = parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else "proclab"
+        found.setdefault(page, []).append(name)
+    return dict(sorted(found.items(), key=lambda item: (item[0] != "proclab", item[0])))
+
+
+def write() -> None:
+    summary = []
+    for page, modules in pages().items():
+        title = "proclab (top-level modules)" if page == "proclab" else f"proclab.{page}"
+        with mkdocs_gen_files.open(f"reference/{page}.md", "w") as f:
+            f.write(f"# {title}\n\n")
+            for module in modules:
+                f.write(f"::: {module}\n\n")
+        summary.append(f"* [{title}]({page}.md)\n")
+    with mkdocs_gen_files.open("reference/SUMMARY.md", "w") as f:
+        f.writelines(summary)
+
+
+write()
