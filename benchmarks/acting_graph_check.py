@@ -17,9 +17,9 @@ import statistics
 
 import torch
 
-from proclab.config import preset
 from proclab.models import build_agent
 from proclab.rl.acting_graph import ActingStep
+from proclab.rl.config import preset
 from proclab.run.runtime import make_runtime
 
 

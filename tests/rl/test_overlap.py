@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import PPOConfig, TrainConfig
 from proclab.envs import EnvConfig, ProcgenVecEnv, RewardNormalizer
 from proclab.envs.halves import HalvedVecEnv
 from proclab.errors import ProclabError
 from proclab.models import AgentConfig, build_agent
 from proclab.rl.acting_graph import sample_from_uniform
+from proclab.rl.config import PPOConfig, TrainConfig
 from proclab.rl.overlap import GroupedActor
 from proclab.rl.rollout import Rollout
 from proclab.run.runtime import make_runtime

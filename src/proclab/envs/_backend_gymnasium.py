@@ -77,8 +77,8 @@ class ProcgenBackend:
         return self.env.get_state()
 
     def get_slot_states(self) -> list[bytes]:
-        """Every env's state, as :meth:`get_state` (the ground-truth recorder's entry point; the gym3
-        backend reuses one buffer here, procgen-gym's own call is already the cheap path)."""
+        """Every env's state, as :meth:`get_state`: the call the ground-truth recorder makes (the gym3
+        backend serves it from one reused buffer; this build's own ``get_state`` serves it here)."""
         return self.get_state()
 
     def set_state(self, states: list[bytes]) -> None:
