@@ -282,3 +282,111 @@ def test_paired_levels_are_distinct_seeded_and_inside_the_split():
     assert len(set(paired_levels(LevelSplit(0, 0), 30, 0))) == 30
     with pytest.raises(ProclabError, match="which has 200"):
         paired_levels(LevelSplit(1000, 200), 201, 0)
+
+
+def null_claims(seed: int, coords, rec) -> tuple[dict, list[dict], np.ndarray]:
+    """One sweep of the null agent tested per claim (every direction over its arms x metrics)."""
+    from proclab.interpret.sweep.claims import sweep_claims
+
+    levels = np.arange(5000 + 40 * seed, 5000 + 40 * seed + 30)
+    variants = Variants.of(NULL_DIRECTIONS, NULL_ARMS, rec, len(levels), seed)
+    agent = HeldAgent(PlantedAgent(null=True, seed=seed), coords, KEY)
+    out = play(
+        agent, Corridor(len(levels) * len(variants.arm)), levels, variants.direction, variants.values, RT
+    )
+    reports = compare(
+        out, variants.arm, [str(a) for a in range(15)], bootstrap=50, permutations=999,
+        correction="holm", alpha=0.05, seed=seed,
+    )  # fmt: skip
+    for v, rep in enumerate(reports, start=1):
+        rep["edit"] = rec.placement(int(variants.direction[v]), variants.values[v])
+    kw = dict(correction="holm", alpha=0.05, margin=0.5)
+    return (
+        sweep_claims(out, variants.direction, variants.arm, reports, set(), **kw),
+        reports,
+        variants.direction,
+    )
+
+
+@pytest.mark.parametrize("runs", [20, pytest.param(200, marks=pytest.mark.slow)])
+def test_null_agent_keeps_its_false_positive_rate_per_claim(runs):
+    """Per claim ("direction m matters", over all its on-data arms and metrics) a null direction is
+    significant at most alpha of the time, and a sweep reports any false claim at most alpha of the time
+    after the correction over directions; uncorrected, a direction's many tests exceed it."""
+    coords, rec = planted_recorded()
+    alone, any_claim, raw = [], [], []
+    for seed in range(runs):
+        c, reports, direction = null_claims(seed, coords, rec)
+        assert c["metrics"] == ["return", "length", "tv_distance"]  # completion is return / 10: counted once
+        rows = c["basis"]
+        alone += [r["significant_alone"] for r in rows]
+        any_claim.append(any(r["significant"] for r in rows))
+        for d in np.unique(direction[1:]):  # uncorrected: any of the direction's tests at p <= alpha
+            mine = [
+                r for r, x in zip(reports, direction[1:], strict=True) if x == d and not r["edit"]["off_data"]
+            ]
+            raw.append(any(r[m]["p"] <= 0.05 for r in mine for m in c["metrics"]))
+    bound = lambda n: 0.05 + 2.33 * np.sqrt(0.05 * 0.95 / n)  # noqa: E731
+    rates = {k: float(np.mean(v)) for k, v in dict(alone=alone, any=any_claim, raw=raw).items()}
+    print("per-claim false-positive rates", rates)
+    assert rates["alone"] <= bound(len(alone)) and rates["any"] <= bound(len(any_claim)), rates
+    assert rates["raw"] > 2 * bound(len(raw)), rates
+
+
+def test_random_directions_are_unit_in_the_basis_span_and_held_exactly(basis):
+    from proclab.interpret.bases.random_directions import WithRandom
+
+    coords = WithRandom.draw(LinearCoordinates(basis, "ica"), 6, seed=0)
+    u = coords.units
+    np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1, atol=1e-12)
+    d = basis.directions("ica")
+    in_span = u @ np.linalg.pinv(d) @ d  # projection on the span of the 4 IC directions
+    np.testing.assert_allclose(in_span, u, atol=1e-9)
+    h = torch.from_numpy(np.random.default_rng(5).normal(size=(4, D)))
+    dims = torch.tensor([5, 1, -1, 9])
+    values = torch.tensor([2.0, -1.0, 0.0, 0.25], dtype=torch.float64)
+    out = hold(coords, h, dims, values).numpy()
+    for r, m in enumerate(dims.tolist()):
+        if m < 0:
+            assert np.array_equal(out[r], h[r].numpy())
+        elif m >= 4:  # a random coordinate: h + (v - h.u) u, by hand
+            w = u[m - 4]
+            np.testing.assert_allclose(
+                out[r], h[r].numpy() + (values[r].item() - h[r].numpy() @ w) * w, atol=1e-12
+            )
+        else:
+            c = basis.to_coords(h[r : r + 1].numpy(), "ica")[0]
+            np.testing.assert_allclose(out[r], h[r].numpy() + (values[r].item() - c[m]) * d[m], atol=1e-12)
+
+
+def test_random_directions_get_their_own_family_and_leave_the_basis_results_unchanged(tmp_path):
+    """Adding random directions changes nothing the basis reports (same levels, draws, corrections), and
+    the shares that matter count the claims as reported, each with a Wilson interval."""
+    from proclab.interpret.bases.random_directions import WithRandom
+
+    coords, rec = planted_recorded()
+    states = recorded_states()
+    extended = WithRandom.draw(coords, 8, seed=0)
+    rec2 = Recorded(np.concatenate([rec.values, extended.project(states)], 1), np.zeros(extended.k))
+    args = SweepArgs(out=tmp_path, levels=40, rows=128, permutations=999, bootstrap=200, arms="mean,p05,p95")
+    levels = np.arange(2000, 2040)
+    plain, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(128), levels, list(range(5)), args, RT)
+    both, _, _ = sweep(PlantedAgent(), extended, KEY, rec2, Corridor(128), levels, list(range(13)), args, RT)
+    basis_rows = [r for r in both["results"] if not r["random"]]
+    assert [{**r, "random": False} for r in plain["results"]] == basis_rows
+    assert both["claims"]["basis"] == plain["claims"]["basis"] and both["directions"] == plain["directions"]
+    assert both["random_directions"] == list(range(5, 13)) and len(both["claims"]["random"]) == 8
+    matter = both["claims"]["matter"]
+    for name in ("basis", "random"):
+        count = sum(r["significant_alone"] for r in both["claims"][name])
+        assert matter[name]["count"] == count and matter[name]["of"] == len(both["claims"][name])
+        assert matter[name]["ci95"][0] <= matter[name]["share"] <= matter[name]["ci95"][1]
+    # the planted agent: drive (1) and gate/style matter, position (2) and echo (4) are read by nothing
+    verdicts = {r["direction"]: r["verdict"] for r in both["claims"]["basis"]}
+    assert (
+        verdicts[1] == "effect"
+        and verdicts[2].startswith("no effect")
+        and verdicts[4].startswith("no effect")
+    )
+    # a random direction mixes all five units, drive among them: most change what the agent does
+    assert matter["random"]["count"] >= 4

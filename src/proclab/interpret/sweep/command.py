@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
-from proclab.interpret.interventions.arms import parse_arms
+from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
@@ -49,6 +50,10 @@ def run_sweep(args: SweepArgs) -> Path:
     every = list(range(coords.k))
     directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
     rec = recorded(ws, coords, agent, key)
+    if args.random_directions:
+        coords, rec = with_random(ws, coords, rec, agent, key, args)
+        every = list(range(coords.first))
+        directions = (directions if args.directions else every) + list(range(coords.first, coords.k))
     levels = paired_levels(parse_split(args.split), args.levels, args.seed)
     episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)))
     env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed)
@@ -80,6 +85,18 @@ def run_sweep(args: SweepArgs) -> Path:
         **summary,
     }
     return _write(ws, args, summary, out, variants, coords.label, start)
+
+
+def with_random(ws: Workspace, coords, rec: Recorded, agent, key: str, args: SweepArgs):
+    """The basis with ``args.random_directions`` random directions appended, and the recorded distribution
+    of their coordinates too: the projections of the states ``analyze hidden`` analysed (rebuilt exactly
+    from all their PCs) and of the start state."""
+    extended = WithRandom.draw(coords, args.random_directions, args.seed)
+    with np.load(ws.path / HIDDEN) as f:
+        states = ws.basis().from_pcs(f["pcs"].astype(np.float64))
+    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
+    values = np.concatenate([rec.values, extended.project(states)], axis=1)
+    return extended, Recorded(values, np.concatenate([rec.start, extended.project(start)[0]]))
 
 
 def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float) -> Path:

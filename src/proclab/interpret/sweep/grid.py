@@ -26,12 +26,14 @@ import numpy as np
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
+from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import check_system
 from proclab.interpret.interventions.arms import ARMS, DEFAULT_ARMS, Recorded, off_data_warning, parse_arms
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import EditArgs
 from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import CORRECTIONS
+from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare
 
 NAME = "sweep"
@@ -66,9 +68,19 @@ class SweepArgs(EditArgs):
     """Family-wise error rate (holm) or false discovery rate (bh) of each arm and metric."""
     sort: str = "return"
     """Table order: the size of the change in return, level_complete, length or tv_distance."""
+    random_directions: int = 0
+    """Also sweep this many random unit directions of the basis's span, same arms and levels, as the
+    baseline of how many directions "matter" (docs/analyses.md; 64 or more for a study)."""
+    equivalence_margin: float = 0.5
+    """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
+    to lie within +-this margin."""
 
     def check(self) -> None:
         self.require_positive("levels", "rows", "bootstrap", "permutations")
+        if not self.equivalence_margin > 0:
+            raise ProclabError(f"--equivalence-margin must be > 0, got {self.equivalence_margin}")
+        if self.random_directions < 0:
+            raise ProclabError(f"--random-directions must be >= 0, got {self.random_directions}")
         check_system(self.basis)
         if self.correction not in CORRECTIONS:
             raise unknown_choice("--correction", self.correction, CORRECTIONS)
@@ -132,9 +144,14 @@ def sweep(
     )
     played = time.perf_counter() - start
     names = _action_names(agent.config.num_actions)
+    random = {m for m in directions if isinstance(coords, WithRandom) and coords.is_random(m)}
+    family = [
+        ("random " if int(d) in random else "") + a
+        for d, a in zip(variants.direction, variants.arm, strict=True)
+    ]
     reports = compare(
         out,
-        variants.arm,
+        family,
         names,
         bootstrap=config.bootstrap,
         permutations=config.permutations,
@@ -145,23 +162,35 @@ def sweep(
     results = []
     for v, rep in enumerate(reports, start=1):
         m = int(variants.direction[v])
-        edit = recorded.placement(m, variants.values[v])
-        results.append({"direction": m, "arm": variants.arm[v], "edit": edit, **rep})
+        rep["edit"] = recorded.placement(m, variants.values[v])
+        results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
+    claimed = sweep_claims(
+        out,
+        variants.direction,
+        variants.arm,
+        reports,
+        random,
+        correction=config.correction,
+        alpha=config.alpha,
+        margin=config.equivalence_margin,
+    )
     results.sort(key=lambda r: _effect(r, config.sort), reverse=True)
     steps = int(out.length.sum())
     summary = {
         "levels": [int(x) for x in levels],
-        "directions": list(directions),
+        "directions": [m for m in directions if m not in random],
+        "random_directions": sorted(random),
         "arms": {a: ARMS[a] for a in arms},
-        "correction": _correction(config, len(directions)),
+        "correction": _correction(config, len(directions) - len(random)),
         "bootstrap": config.bootstrap,
         "greedy": config.greedy,
         "seed": config.seed,
         "sort": config.sort,
         "baseline": baseline_summary(out, names),
         "results": results,
-        "significant": _significant(results, arms),
-        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results}),
+        "significant": _significant([r for r in results if not r["random"]], arms),
+        "claims": claimed,
+        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
         "episodes": int(out.ret.size),
         "steps": steps,
         "play_seconds": round(played, 3),
@@ -191,7 +220,7 @@ def _correction(config: SweepArgs, tests: int) -> dict:
         "method": config.correction,
         "name": CORRECTIONS[config.correction],
         "alpha": config.alpha,
-        "family": "one arm and one metric over the swept directions",
+        "family": "one arm and one metric over the swept directions (random directions: their own families)",
         "tests_per_family": tests,
         "p_values": f"paired permutation test, {config.permutations} permutations",
     }
@@ -207,4 +236,5 @@ def _significant(results: list[dict], arms: tuple[str, ...]) -> dict[str, list[i
 
 
 def _label(result: dict, coords: Coordinates) -> str:
-    return f"{coords.label} {result['direction']} {result['arm']}"
+    name = "random" if result["random"] else coords.label
+    return f"{name} {result['direction']} {result['arm']}"

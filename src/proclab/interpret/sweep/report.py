@@ -29,7 +29,7 @@ def _cell(metric: dict) -> str:
 def table_rows(summary: dict, label: str) -> list[list[str]]:
     """One row per (direction, arm), in the summary's order (sorted by effect size)."""
     rows = []
-    for rank, r in enumerate(summary["results"], start=1):
+    for rank, r in enumerate((r for r in summary["results"] if not r.get("random")), start=1):
         e = r["edit"]
         place = f"{e['percentile']:.1f}" + (" off" if e["off_data"] else "")
         rows.append(
@@ -52,7 +52,38 @@ def table_text(summary: dict, label: str) -> str:
         f"(* significant at {corr['alpha']}); sorted by |change| in {summary['sort']}; "
         f"'off': the held value lies outside the recorded 0.5-99.5 % range"
     )
-    return "\n".join([note, *lines]) + "\n"
+    return "\n".join([note, *lines, *claims_text(summary, label)]) + "\n"
+
+
+def _share(s: dict) -> str:
+    lo, hi = s["ci95"]
+    return f"{s['count']} of {s['of']} ({100 * s['share']:.0f} %, 95 % CI {100 * lo:.0f}-{100 * hi:.0f} %)"
+
+
+def claims_text(summary: dict, label: str) -> list[str]:
+    """Per direction the claim's verdict (effect / no effect within the margin / not shown either way) and
+    its p-values, then the share of directions that matter beside the share of random directions."""
+    if "claims" not in summary:
+        return []
+    c = summary["claims"]
+    lines = ["", f"claims per direction ({c['rule']}):"]
+    for r in c["basis"]:
+        p = "-" if r["p_adjusted"] is None else f"p {r['p']:.3g}, adjusted {r['p_adjusted']:.3g}"
+        carried = ", ".join(f"{x['arm']} {x['metric']}" for x in r["carried_by"][:3])
+        lines.append(
+            f"  {label} {r['direction']}: {r['verdict']} ({p})" + (f"; by {carried}" if carried else "")
+        )
+    matter = c["matter"]
+    lines.append(f"{label}s that matter: {_share(matter['basis'])}")
+    if "random" in matter:
+        diff = matter["basis_minus_random"]
+        lines.append(
+            f"random directions that matter: {_share(matter['random'])}; difference "
+            f"{100 * diff['difference']:+.0f} points, 95 % CI {100 * diff['ci95'][0]:+.0f} to "
+            f"{100 * diff['ci95'][1]:+.0f}, Fisher p {diff['p_fisher']:.3g}"
+        )
+    lines.append(f"('matter': {matter['rule']})")
+    return lines
 
 
 def table_csv(summary: dict, label: str) -> str:
@@ -65,7 +96,8 @@ def table_csv(summary: dict, label: str) -> str:
     w.writerow(head)
     for rank, r in enumerate(summary["results"], start=1):
         e = r["edit"]
-        row = [rank, f"{label} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
+        name = "random" if r.get("random") else label
+        row = [rank, f"{name} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
         for c in COLUMNS:
             m = r[c]
             row += [_estimate(m), *m["ci_corrected"], m["p_adjusted"], m["significant"]]

@@ -88,9 +88,10 @@ def compare(
     alpha: float,
     seed: int,
 ) -> list[dict]:
-    """Per variant ``v >= 1`` (``arm_of[v]`` its arm; variant 0 is the baseline): its metrics as
-    reported in the sweep's JSON (``return``, ``level_complete``, ``length``, ``tv_distance``,
-    ``actions`` by name), corrected within each (arm, metric) family."""
+    """Per variant ``v >= 1`` (``arm_of[v]`` its family: its arm, or another key for variants corrected
+    apart, such as random directions; variant 0 is the baseline): its metrics as reported in the sweep's
+    JSON (``return``, ``level_complete``, ``length``, ``tv_distance``, ``actions`` by name), corrected
+    within each (family, metric)."""
     L = out.ret.shape[1]
     w = weights(resamples(L, bootstrap, seed), L)
     s = swaps(L, permutations, seed)
