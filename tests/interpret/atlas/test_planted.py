@@ -96,7 +96,15 @@ def test_causal_effects_are_found_and_null_directions_show_none(planted):
     cue = {a["arm"]: a for a in cards[CUE]["causes"]["arms"]}
     assert cue["mean"]["metrics"]["tv_distance"]["significant"]  # held at 0.5: it never jumps
     assert not cue["mean"]["metrics"]["level_complete"]["significant"]  # ... and still completes
-    assert doc["counts"] == {"directions": 9, "swept": 9, "significant": 6, "significant_off_data_only": 1}
+    assert doc["counts"] == {
+        "directions": 9,
+        "swept": 9,
+        "significant": 6,
+        "significant_off_data_only": 1,
+        "unstable": None,  # the unit basis is not a fit of these states: a refit cannot be compared
+        "significant_and_stable": 6,
+    }
+    assert doc["stability"]["note"].startswith("not measured: a refit on these states fails")
 
 
 def test_saliency_looks_at_the_pixel_each_direction_reads(planted):

@@ -17,7 +17,10 @@ episodes:
    coordinate on the real frames where it is most active;
 5. **predicted against measured** (:mod:`~proclab.interpret.atlas.prediction`): gradient x edit size
    beside the sweep's measured change, and across directions the Spearman correlation with a CI;
-6. a one-line summary from 2-3 of those numbers (:mod:`~proclab.interpret.atlas.cards`).
+6. **how stable it is** (:mod:`~proclab.interpret.bases.stability`): its ICASSO quality index over
+   refits of the basis with new seeds and on resampled episodes; an unstable direction is flagged, and
+   a significant sweep effect of one is marked "claim withheld";
+7. a one-line summary from 2-3 of those numbers (:mod:`~proclab.interpret.atlas.cards`).
 
 ``--basis sparse`` first fits the folder's sparse dictionary (:mod:`~proclab.interpret.bases.sparse_dictionary`)
 when it has none (or with ``--refit``). Outputs in ``ANALYSIS/atlas[-<basis>]/``: ``atlas.json``
@@ -96,6 +99,11 @@ class AtlasArgs(AnalysisArgs):
     """--basis sparse: atoms active per state (top-k)."""
     dictionary_steps: int = 4000
     """--basis sparse: training steps of the dictionary."""
+    stability_seeds: int = 5
+    """Refits of the basis on the same states with new seeds, for each direction's stability (0: none)."""
+    stability_bootstraps: int = 5
+    """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
+    stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
     device: str = "cpu"
     """Torch device of the replays."""
     torch_threads: int = 0
@@ -107,7 +115,14 @@ class AtlasArgs(AnalysisArgs):
 
         check_system(self.basis)
         self.require_positive("episodes", "bootstrap", "lags")
-        for name in ("moments", "saliency_moments", "noise", "predict_steps"):
+        for name in (
+            "moments",
+            "saliency_moments",
+            "noise",
+            "predict_steps",
+            "stability_seeds",
+            "stability_bootstraps",
+        ):
             if getattr(self, name) < 0:
                 raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
 
@@ -160,7 +175,9 @@ def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
         looks = _saliency(inp, acts, args, out / "saliency")
     with ph.phase("prediction"):
         prediction = _prediction(inp, c, episode, step, args, out)
-    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction) | {
+    with ph.phase("stability"):
+        stable = _stability(inp, lengths, args, ph)
+    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable) | {
         "steps": len(c),
         "quantities": steps.names,
         "lags": track["lags"].tolist(),
@@ -270,7 +287,30 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
     return save_tight(fig, path)
 
 
-def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) -> dict:
+def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasArgs, ph) -> dict:
+    """Each direction's stability under refits (:mod:`proclab.interpret.bases.stability`), on the atlas's
+    states; ``{"note": ...}`` when not measured."""
+    from proclab.interpret.bases.stability import refitter, stability
+    from proclab.interpret.bases.systems import encode_all
+
+    refit = refitter(inp.coords)
+    if args.stability_seeds + args.stability_bootstraps == 0:
+        return {"note": "not measured (--stability-seeds 0 --stability-bootstraps 0)"}
+    if refit is None:
+        return {"note": f"not measured: {inp.coords.name} is not refitted here"}
+    return stability(
+        lambda h: encode_all(inp.coords, h),
+        inp.x,
+        lengths,
+        refit,
+        seeds=args.stability_seeds,
+        bootstraps=args.stability_bootstraps,
+        seed=args.seed,
+        progress=ph.fraction,
+    )
+
+
+def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction, stable) -> dict:
     from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
     from proclab.interpret.atlas.causes import direction_causes
 
@@ -279,6 +319,9 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
     for m in range(coords.k):
         a = {k: v for k, v in acts[m].items() if not k.endswith("_moments")}
         causes = direction_causes(inp.sweep, m, inp.sweep_note)
+        steady = stable["directions"][m] if "directions" in stable else None
+        if steady is not None and not steady["stable"] and causes.get("significant"):
+            causes["claim"] = "withheld: the direction is unstable under refits"
         tracks = tracked(names, track, m)
         look = looks.get(m)
         card = {
@@ -291,8 +334,11 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
             if look is None
             else {"image": f"saliency/{look['image']}", "moments": look["moments"]},
             "predicted": [p for p in points if p["direction"] == m],
+            "stability": steady,
             "summary": summary_line(causes, tracks, len(inp.episodes)),
         }
+        if steady is not None and not steady["stable"]:
+            card["summary"] += f"; unstable under refits (index {steady['index']:.2f})"
         card["keys"] = sort_keys(card, names)
         cards.append(card)
     swept = [cd for cd in cards if cd["causes"]["swept"]]
@@ -301,6 +347,18 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
         "swept": len(swept),
         "significant": sum(cd["causes"]["significant"] for cd in swept),
         "significant_off_data_only": sum(cd["causes"]["significant_off_data_only"] for cd in swept),
+        "unstable": None if "directions" not in stable else len(stable["unstable"]),
+        "significant_and_stable": sum(
+            cd["causes"]["significant"] and (cd["stability"] is None or cd["stability"]["stable"])
+            for cd in swept
+        ),
     }
     gradients = {m: look["gradient"] for m, look in looks.items()}
-    return {"cards": cards, "counts": counts, "prediction": prediction, "gradients": gradients}
+    stability = {k: v for k, v in stable.items() if k != "directions"}
+    return {
+        "cards": cards,
+        "counts": counts,
+        "prediction": prediction,
+        "gradients": gradients,
+        "stability": stability,
+    }
