@@ -232,8 +232,8 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     from proclab.interpret.atlas.prediction import (
         PAIRINGS,
         head_gradients,
+        pairing,
         predicted_changes,
-        spearman_by_groups,
         verdict,
     )
 
@@ -243,6 +243,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
     gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, agent_device(inp.agent))
+    perm = rng.permutation(gv.shape[1])  # the shuffled-gradient baseline: state units permuted
     dirs = inp.coords.directions()
     points = []
     for r in inp.sweep["results"]:
@@ -256,13 +257,15 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
             held = np.full(n, r["edit"]["value"])
         measured = {"value": r["return"]["change"], "actions": r["tv_distance"]["value"]}
         pred = predicted_changes(gv, gpi, dirs[m], c[pick, m], held)
-        points.append({"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured})
+        point = {"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured}
+        point["edit_size"] = float(np.mean(np.abs(held - c[pick, m])) * np.linalg.norm(dirs[m]))
+        point["shuffled"] = predicted_changes(gv[:, perm], gpi[:, :, perm], dirs[m], c[pick, m], held)
+        if "halves" in r:
+            point["halves"] = {"value": r["halves"]["return"], "actions": r["halves"]["tv_distance"]}
+        points.append(point)
     pairings = {}
-    groups = np.array([p["direction"] for p in points])
     for key, (metric, text) in PAIRINGS.items():
-        x = np.array([p["predicted"][key] for p in points])
-        y = np.array([p["measured"][key] for p in points])
-        res = spearman_by_groups(x, y, groups, args.bootstrap, args.seed)
+        res = pairing(points, key, args.bootstrap, args.seed)
         pairings[key] = {**res, "measured": metric, "what": text, "verdict": verdict(res, text)}
     figure = _prediction_figure(points, pairings, out / "prediction.png")
     return {"states": len(pick), "pairings": pairings, "points": points, "figure": figure.name}
@@ -274,13 +277,13 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
     for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
-        x = [p["predicted"][key] for p in points]
-        y = [p["measured"][key] for p in points]
+        x = [abs(p["predicted"][key]) for p in points]
+        y = [abs(p["measured"][key]) for p in points]
         ax.scatter(x, y, s=14, alpha=0.7)
         for p, xi, yi in zip(points, x, y, strict=True):
             ax.annotate(f"{p['direction']}{p['arm'][0]}", (xi, yi), fontsize=6, alpha=0.6)
-        ax.set_xlabel(f"predicted ({key}: gradient x edit size)")
-        ax.set_ylabel(f"measured ({res['measured']})")
+        ax.set_xlabel(f"predicted |{key}| (gradient x edit size)")
+        ax.set_ylabel(f"measured |{res['measured']}|")
         lo, hi = res["ci95"]
         ax.set_title(f"Spearman {res['rho']:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {res['points']}", fontsize=9)
     fig.suptitle("predicted against measured, on-data edits (label: direction, arm initial)", fontsize=9)

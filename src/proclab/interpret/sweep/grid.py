@@ -34,7 +34,7 @@ from proclab.interpret.interventions.edit_target import EditArgs
 from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
-from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare
+from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"
@@ -163,6 +163,7 @@ def sweep(
     for v, rep in enumerate(reports, start=1):
         m = int(variants.direction[v])
         rep["edit"] = recorded.placement(m, variants.values[v])
+        rep["halves"] = halves(out, v)
         results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
     claimed = sweep_claims(
         out,

@@ -112,6 +112,18 @@ def compare(
     return reports[1:]
 
 
+def halves(out: Outcomes, v: int) -> dict[str, list[float]]:
+    """Variant ``v``'s change in return and TV distance on the even-indexed and on the odd-indexed levels
+    apart: two independent measurements of one effect, whose agreement across edits is the noise
+    ceiling of any prediction of the effects (:mod:`proclab.interpret.atlas.prediction`)."""
+    out_halves: dict[str, list[float]] = {"return": [], TV: []}
+    for part in (slice(0, None, 2), slice(1, None, 2)):
+        out_halves["return"].append(float((out.ret[v, part] - out.ret[0, part]).mean()))
+        fb, fi = frequencies(out.actions[0, part]), frequencies(out.actions[v, part])
+        out_halves[TV].append(float(0.5 * np.abs(fi - fb).sum()))
+    return out_halves
+
+
 def baseline_summary(out: Outcomes, names: list[str]) -> dict:
     """The baseline's means and action frequencies (the reference every change is measured from)."""
     freq = frequencies(out.actions[0])
