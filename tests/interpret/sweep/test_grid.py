@@ -390,3 +390,24 @@ def test_random_directions_get_their_own_family_and_leave_the_basis_results_unch
     )
     # a random direction mixes all five units, drive among them: most change what the agent does
     assert matter["random"]["count"] >= 4
+
+
+def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):
+    """At 2 paired levels the permutation test's smallest p is 0.5: the sweep says so and the table shows
+    estimates without intervals or significance; the p-values it computed bear that out."""
+    from proclab.interpret.sweep.report import table_text
+
+    coords, rec = planted_recorded()
+    levels = np.arange(2000, 2002)
+    args = SweepArgs(out=tmp_path, levels=2, rows=64, permutations=400, bootstrap=100, arms="mean,p05,p95")
+    summary, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), levels, list(range(5)), args, RT)
+    power = summary["power"]
+    assert power["smallest_p"] == 0.5 and not power["testable"]
+    assert min(r[m]["p"] for r in summary["results"] for m in ("return", "length", "tv_distance")) > 0.4
+    # a claim of 5 directions x 3 arms x 3 metrics at 0.05: 2^(L-1) >= 45 * 20 -> L >= 11
+    assert power["levels_for_claims"] == 11
+    text = table_text(summary, "IC")
+    assert "smallest p-value 2 paired levels allow is 0.5" in text and "*" not in text and "[" not in text
+    enough = SweepArgs(out=tmp_path, levels=11, rows=64, permutations=400, bootstrap=100, arms="mean")
+    more, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), np.arange(2000, 2011), [1], enough, RT)
+    assert more["power"]["testable"] and "[" in table_text(more, "IC")

@@ -191,6 +191,7 @@ def sweep(
         "results": results,
         "significant": _significant([r for r in results if not r["random"]], arms),
         "claims": claimed,
+        "power": power(len(levels), config.alpha, len(directions), claimed),
         "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
         "episodes": int(out.ret.size),
         "steps": steps,
@@ -198,6 +199,18 @@ def sweep(
         "steps_per_second": round(steps / max(played, 1e-9), 1),
     }
     return summary, out, variants
+
+
+def power(levels: int, alpha: float, directions: int, claimed: dict) -> dict:
+    """What ``levels`` paired levels can show at all: the paired permutation test swaps a level's two
+    outcomes, so of its ``2^L`` sign patterns at least the observed one and its mirror image are as
+    extreme, and no p-value falls below ``2^(1 - L)`` (0.5 at 2 levels). ``testable`` is False when not
+    even one uncorrected test can reach ``alpha``; ``levels_for_claims`` is the least number of levels at
+    which a direction's claim, corrected over its tests and the directions, can."""
+    smallest = 2.0 ** (1 - levels)
+    tests = max([r["tests"] for r in claimed["basis"]] + [1])
+    needed = int(np.ceil(1 + np.log2(tests * max(1, directions) / alpha)))
+    return {"smallest_p": smallest, "testable": smallest <= alpha, "levels_for_claims": needed}
 
 
 def _action_names(num_actions: int) -> list[str]:

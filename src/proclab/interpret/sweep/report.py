@@ -19,11 +19,18 @@ def _estimate(metric: dict) -> float:
     return metric["value"] if "value" in metric else metric["change"]
 
 
-def _cell(metric: dict) -> str:
-    """``-2.31 [-3.10, -1.52]*``: estimate, corrected CI, a star when significant after correction."""
+def _cell(metric: dict, testable: bool = True) -> str:
+    """``-2.31 [-3.10, -1.52]*``: estimate, corrected CI, a star when significant after correction; the
+    estimate alone when the sweep played too few levels to test anything."""
+    if not testable:
+        return f"{_estimate(metric):+.3g}"
     lo, hi = metric["ci_corrected"]
     star = "*" if metric["significant"] else " "
     return f"{_estimate(metric):+.3g} [{lo:+.3g}, {hi:+.3g}]{star}"
+
+
+def _testable(summary: dict) -> bool:
+    return summary.get("power", {}).get("testable", True)
 
 
 def table_rows(summary: dict, label: str) -> list[list[str]]:
@@ -34,7 +41,7 @@ def table_rows(summary: dict, label: str) -> list[list[str]]:
         place = f"{e['percentile']:.1f}" + (" off" if e["off_data"] else "")
         rows.append(
             [str(rank), f"{label} {r['direction']}", r["arm"], f"{e['value']:.3g}", place]
-            + [_cell(r[c]) for c in COLUMNS]
+            + [_cell(r[c], _testable(summary)) for c in COLUMNS]
         )
     return rows
 
@@ -46,6 +53,16 @@ def table_text(summary: dict, label: str) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     corr = summary["correction"]
+    if not _testable(summary):
+        power = summary["power"]
+        note = (
+            f"changes against the baseline on {len(summary['levels'])} paired levels, estimates only: the "
+            f"smallest p-value {len(summary['levels'])} paired levels allow is {power['smallest_p']:.3g}, so "
+            f"nothing can be significant at {corr['alpha']} (a direction's claim needs "
+            f"{power['levels_for_claims']} levels or more); sorted by |change| in {summary['sort']}; 'off': "
+            "the held value lies outside the recorded 0.5-99.5 % range"
+        )
+        return "\n".join([note, *lines]) + "\n"
     note = (
         f"changes against the baseline on {len(summary['levels'])} paired levels, with intervals corrected "
         f"by {corr['name']} over {corr['tests_per_family']} directions per arm and metric "
