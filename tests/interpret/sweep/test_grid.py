@@ -411,3 +411,60 @@ def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):
     enough = SweepArgs(out=tmp_path, levels=11, rows=64, permutations=400, bootstrap=100, arms="mean")
     more, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), np.arange(2000, 2011), [1], enough, RT)
     assert more["power"]["testable"] and "[" in table_text(more, "IC")
+
+
+def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie(tmp_path):
+    """The kept states of a variant are its own (the held coordinate is at the held value in every one);
+    the gate held at 0 (off the data) lies beyond every real state. The gate held at its mean is on the
+    data for that coordinate, yet off the joint data: in every real state gate = 1 + 0.1 (drive - 0.5),
+    and holding the gate cuts that tie, which is what this measurement exists to see."""
+    from proclab.interpret.stats.clustering import nearest_distance
+    from proclab.interpret.sweep.landing import LandingAgent
+
+    coords, rec = planted_recorded()
+    states = recorded_states()
+    args = SweepArgs(
+        out=tmp_path, levels=30, rows=128, permutations=200, bootstrap=100, arms="collapse,mean", landing=50
+    )
+    captured = {}
+    original = LandingAgent.edit
+
+    def spy(self, h, prev, first):
+        captured["agent"] = self
+        return original(self, h, prev, first)
+
+    LandingAgent.edit = spy
+    try:
+        summary, _, variants = sweep(
+            PlantedAgent(),
+            coords,
+            KEY,
+            rec,
+            Corridor(128),
+            np.arange(2000, 2030),
+            [0, 2],
+            args,
+            RT,
+            states=states,
+        )
+    finally:
+        LandingAgent.edit = original
+    agent = captured["agent"]
+    for v in range(1, len(variants.arm)):
+        kept = agent.states(int(variants.direction[v]), variants.values[v])
+        assert 0 < len(kept) <= 50
+        m = int(variants.direction[v])
+        np.testing.assert_allclose(kept[:, m], np.float32(variants.values[v, 0]), atol=1e-5)
+    base = summary["landing_baseline"]
+    assert base["median_ratio"] == 1 and base["states"] > 0 and base["beyond_real_p99"] <= 1 / base["states"]
+    at = {(r["direction"], r["arm"]): r["landing"] for r in summary["results"]}
+    assert at[0, "collapse"]["beyond_real_p99"] == 1.0 and at[0, "collapse"]["median_ratio"] > 10
+    assert 1 < at[0, "mean"]["median_ratio"] < at[0, "collapse"]["median_ratio"]
+    assert at[0, "mean"]["beyond_real_p99"] > 0.2
+    # the measurement itself, recomputed: the collapse states' median distance to the z-scored recorded states
+    z = lambda s: (s - states.mean(0)) / np.where(states.std(0) > 1e-12, states.std(0), 1)  # noqa: E731
+    v = next(
+        i for i in range(len(variants.arm)) if variants.direction[i] == 0 and variants.arm[i] == "collapse"
+    )
+    d = nearest_distance(z(states), z(agent.states(0, variants.values[v])))
+    assert at[0, "collapse"]["median"] == pytest.approx(np.median(d))

@@ -50,8 +50,9 @@ def run_sweep(args: SweepArgs) -> Path:
     every = list(range(coords.k))
     directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
     rec = recorded(ws, coords, agent, key)
+    states = recorded_states(ws) if args.random_directions or args.landing else None
     if args.random_directions:
-        coords, rec = with_random(ws, coords, rec, agent, key, args)
+        coords, rec = with_random(coords, rec, agent, key, args, states)
         every = list(range(coords.first))
         directions = (directions if args.directions else every) + list(range(coords.first, coords.k))
     levels = paired_levels(parse_split(args.split), args.levels, args.seed)
@@ -65,7 +66,9 @@ def run_sweep(args: SweepArgs) -> Path:
                 done[0] += n
                 ph.fraction(done[0], episodes)
 
-            summary, out, variants = sweep(agent, coords, key, rec, env, levels, directions, args, rt, tick)
+            summary, out, variants = sweep(
+                agent, coords, key, rec, env, levels, directions, args, rt, tick, states=states
+            )
     finally:
         env.close()
     summary = {
@@ -87,13 +90,16 @@ def run_sweep(args: SweepArgs) -> Path:
     return _write(ws, args, summary, out, variants, coords.label, start)
 
 
-def with_random(ws: Workspace, coords, rec: Recorded, agent, key: str, args: SweepArgs):
-    """The basis with ``args.random_directions`` random directions appended, and the recorded distribution
-    of their coordinates too: the projections of the states ``analyze hidden`` analysed (rebuilt exactly
-    from all their PCs) and of the start state."""
-    extended = WithRandom.draw(coords, args.random_directions, args.seed)
+def recorded_states(ws: Workspace) -> np.ndarray:
+    """The states ``analyze hidden`` analysed, rebuilt exactly from all their PCs in ``hidden.npz``."""
     with np.load(ws.path / HIDDEN) as f:
-        states = ws.basis().from_pcs(f["pcs"].astype(np.float64))
+        return ws.basis().from_pcs(f["pcs"].astype(np.float64))
+
+
+def with_random(coords, rec: Recorded, agent, key: str, args: SweepArgs, states: np.ndarray):
+    """The basis with ``args.random_directions`` random directions appended, and the recorded distribution
+    of their coordinates too: the projections of the recorded ``states`` and of the start state."""
+    extended = WithRandom.draw(coords, args.random_directions, args.seed)
     start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
     values = np.concatenate([rec.values, extended.project(states)], axis=1)
     return extended, Recorded(values, np.concatenate([rec.start, extended.project(start)[0]]))

@@ -34,6 +34,7 @@ from proclab.interpret.interventions.edit_target import EditArgs
 from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
+from proclab.interpret.sweep.landing import LandingAgent, landing
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 
 NAME = "sweep"
@@ -71,6 +72,9 @@ class SweepArgs(EditArgs):
     random_directions: int = 0
     """Also sweep this many random unit directions of the basis's span, same arms and levels, as the
     baseline of how many directions "matter" (docs/analyses.md; 64 or more for a study)."""
+    landing: int = 200
+    """States kept per variant (a uniform sample of its steps) to measure how far edited states lie from the
+    recorded ones in the full state space, against the baseline's (0: not measured)."""
     equivalence_margin: float = 0.5
     """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
     to lie within +-this margin."""
@@ -123,13 +127,20 @@ def sweep(
     config: SweepArgs,
     runtime,
     tick: Callable[[int], None] | None = None,
+    states: np.ndarray | None = None,
 ) -> tuple[dict, Outcomes, Variants]:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``; returns the
-    sweep's results (``sweep.json`` without the command's provenance), the outcomes and variants."""
+    sweep's results (``sweep.json`` without the command's provenance), the outcomes and variants.
+    With the recorded ``states`` (``(N, D)``) and ``config.landing``, where the edits land too."""
     config.check()
     arms = parse_arms(config.arms)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
-    held = HeldAgent(agent, coords, key)
+    landed = states is not None and config.landing > 0
+    held = (
+        LandingAgent(agent, coords, key, config.landing, config.seed)
+        if landed
+        else HeldAgent(agent, coords, key)
+    )
     start = time.perf_counter()
     out = play(
         held,
@@ -159,11 +170,14 @@ def sweep(
         alpha=config.alpha,
         seed=config.seed,
     )
+    lands = landing(held, variants.direction, variants.values, states) if landed else None
     results = []
     for v, rep in enumerate(reports, start=1):
         m = int(variants.direction[v])
         rep["edit"] = recorded.placement(m, variants.values[v])
         rep["halves"] = halves(out, v)
+        if lands is not None:
+            rep["landing"] = lands[v]
         results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
     claimed = sweep_claims(
         out,
@@ -191,6 +205,7 @@ def sweep(
         "results": results,
         "significant": _significant([r for r in results if not r["random"]], arms),
         "claims": claimed,
+        "landing_baseline": None if lands is None else lands[0],
         "power": power(len(levels), config.alpha, len(directions), claimed),
         "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
         "episodes": int(out.ret.size),

@@ -29,6 +29,15 @@ def _cell(metric: dict, testable: bool = True) -> str:
     return f"{_estimate(metric):+.3g} [{lo:+.3g}, {hi:+.3g}]{star}"
 
 
+def _landing(result: dict) -> str:
+    """``2.1x, 34 % far``: the edited states' median distance to the recorded ones against the baseline's,
+    and their share beyond the baseline's 99th percentile (``-`` when not measured)."""
+    land = result.get("landing")
+    if not land or "median_ratio" not in land:
+        return "-"
+    return f"{land['median_ratio']:.2g}x, {100 * land['beyond_real_p99']:.0f} % far"
+
+
 def _testable(summary: dict) -> bool:
     return summary.get("power", {}).get("testable", True)
 
@@ -42,13 +51,14 @@ def table_rows(summary: dict, label: str) -> list[list[str]]:
         rows.append(
             [str(rank), f"{label} {r['direction']}", r["arm"], f"{e['value']:.3g}", place]
             + [_cell(r[c], _testable(summary)) for c in COLUMNS]
+            + [_landing(r)]
         )
     return rows
 
 
 def table_text(summary: dict, label: str) -> str:
     """The table as printed: aligned columns, a header saying what the cells hold."""
-    head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS]
+    head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS] + ["lands"]
     rows = [head, *table_rows(summary, label)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -60,14 +70,16 @@ def table_text(summary: dict, label: str) -> str:
             f"smallest p-value {len(summary['levels'])} paired levels allow is {power['smallest_p']:.3g}, so "
             f"nothing can be significant at {corr['alpha']} (a direction's claim needs "
             f"{power['levels_for_claims']} levels or more); sorted by |change| in {summary['sort']}; 'off': "
-            "the held value lies outside the recorded 0.5-99.5 % range"
+            "the held value lies outside the recorded 0.5-99.5 % range; 'lands': see docs/analyses.md"
         )
         return "\n".join([note, *lines]) + "\n"
     note = (
         f"changes against the baseline on {len(summary['levels'])} paired levels, with intervals corrected "
         f"by {corr['name']} over {corr['tests_per_family']} directions per arm and metric "
         f"(* significant at {corr['alpha']}); sorted by |change| in {summary['sort']}; "
-        f"'off': the held value lies outside the recorded 0.5-99.5 % range"
+        f"'off': the held value lies outside the recorded 0.5-99.5 % range; 'lands': the edited states' median "
+        "distance to the nearest recorded state against the unedited agent's, and their share beyond its 99th "
+        "percentile, in the full state space"
     )
     return "\n".join([note, *lines, *claims_text(summary, label)]) + "\n"
 
@@ -110,7 +122,7 @@ def table_csv(summary: dict, label: str) -> str:
     head = ["rank", "direction", "arm", "held_value", "percentile", "off_data"]
     for c in COLUMNS:
         head += [c, f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_p_adjusted", f"{c}_significant"]
-    w.writerow(head)
+    w.writerow([*head, "landing_median_ratio", "landing_beyond_real_p99"])
     for rank, r in enumerate(summary["results"], start=1):
         e = r["edit"]
         name = "random" if r.get("random") else label
@@ -118,7 +130,8 @@ def table_csv(summary: dict, label: str) -> str:
         for c in COLUMNS:
             m = r[c]
             row += [_estimate(m), *m["ci_corrected"], m["p_adjusted"], m["significant"]]
-        w.writerow(row)
+        land = r.get("landing") or {}
+        w.writerow([*row, land.get("median_ratio", ""), land.get("beyond_real_p99", "")])
     return buf.getvalue()
 
 
