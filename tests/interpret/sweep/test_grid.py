@@ -468,3 +468,39 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
     )
     d = nearest_distance(z(states), z(agent.states(0, variants.values[v])))
     assert at[0, "collapse"]["median"] == pytest.approx(np.median(d))
+
+
+def test_brief_edits_release_after_k_steps_and_resample_step_redraws(tmp_path):
+    """A brief edit held longer than any episode plays exactly as the whole-episode hold; held for K steps
+    it plays exactly as the hold for K steps followed by the plain agent, stepped by hand; resample-step
+    puts a recorded value, drawn anew, at every step."""
+    from proclab.interpret.sweep.landing import LandingAgent
+    from proclab.interpret.sweep.timed import TimedAgent
+
+    coords, rec = planted_recorded()
+    levels = np.arange(2100, 2112)
+    variants = Variants.of([1], ("p05", "p05@100", "p05@3", "resample-step"), rec, len(levels), seed=0)
+    assert list(variants.planned) == [-1, 1, 1 + 5 * 101, 1 + 5 * 4, 1]
+    agent = PlantedAgent()
+    timed = TimedAgent(agent, coords, KEY, rec.values, seed=0)
+    out = play(timed, Corridor(20), levels, variants.planned, variants.values, RT)
+    np.testing.assert_array_equal(out.length[1], out.length[2])  # held past the end: the whole-episode hold
+    assert not np.array_equal(out.length[1], out.length[3])
+    for lv, level in enumerate(levels):  # the reference: hold for 3 steps, then the plain agent
+        env, held = Corridor(1), HeldAgent(agent, coords, KEY)
+        env.load(0, env.level_state(int(level)))
+        state, first, t, total = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0, 0.0
+        while True:
+            dims = torch.tensor([1 if t < 3 else -1])
+            held.plan(dims, torch.tensor([variants.values[3, lv]], dtype=torch.float32))
+            with torch.no_grad():
+                o, state = held.step(torch.from_numpy(env.observe()), state, first)
+            _, reward, terminated, truncated, _ = env.step(np.array([int(o.logits[0].argmax())]))
+            total, t, first = total + reward[0], t + 1, torch.zeros(1, dtype=torch.bool)
+            if terminated[0] or truncated[0]:
+                break
+        assert out.length[3, lv] == t and out.ret[3, lv] == total
+    landing = LandingAgent(agent, coords, KEY, rec.values, cap=200, seed=1)
+    play(landing, Corridor(20), levels, variants.planned[[0, 4]], variants.values[[0, 4]], RT)
+    kept = landing.states(1, variants.values[4])[:, 1]
+    assert all(np.isclose(rec.values[:, 1], x, atol=1e-6).any() for x in kept) and len(set(kept)) > 20

@@ -28,14 +28,21 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import check_system
-from proclab.interpret.interventions.arms import ARMS, DEFAULT_ARMS, Recorded, off_data_warning, parse_arms
+from proclab.interpret.interventions.arms import (
+    DEFAULT_ARMS,
+    Recorded,
+    describe,
+    off_data_warning,
+    parse_arms,
+    split_arm,
+)
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import EditArgs
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.landing import LandingAgent, landing
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
+from proclab.interpret.sweep.timed import TimedAgent, planned
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"
@@ -46,7 +53,7 @@ SORTS = (*MEANS, TV)
 class SweepArgs(EditArgs):
     """Intervention sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
 
-    Arms: collapse, mean, resample, p05, p95, on (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
+    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
     sorted by effect size, one plot, one JSON."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
@@ -54,7 +61,8 @@ class SweepArgs(EditArgs):
     seed: int = 0
     """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
     arms: str = ",".join(DEFAULT_ARMS)
-    """Arms, comma-separated: collapse, mean, resample, p05, p95, on (see docs/analyses.md)."""
+    """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
+    every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
     directions: str | None = None
     """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
     levels: int = 200
@@ -102,18 +110,20 @@ class Variants:
 
     direction: np.ndarray  # (V,) int, -1 for the baseline
     arm: list[str]
-    values: np.ndarray  # (V, L)
+    values: np.ndarray  # (V, L); NaN: drawn at every step
+    planned: np.ndarray  # (V,) the coordinate the player is planned with (a brief edit's length in it)
 
     @classmethod
     def of(cls, directions: list[int], arms: tuple[str, ...], recorded: Recorded, levels: int, seed: int):
         rng = np.random.default_rng([seed, 3])
-        direction, arm, values = [-1], ["baseline"], [np.zeros(levels)]
+        direction, arm, values, plan = [-1], ["baseline"], [np.zeros(levels)], [-1]
         for m in directions:
             for a in arms:
                 direction.append(m)
                 arm.append(a)
                 values.append(recorded.held(a, m, levels, rng))
-        return cls(np.array(direction, np.int64), arm, np.stack(values))
+                plan.append(planned(m, recorded.k, split_arm(a)[1]))
+        return cls(np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64))
 
 
 def sweep(
@@ -137,16 +147,16 @@ def sweep(
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
     landed = states is not None and config.landing > 0
     held = (
-        LandingAgent(agent, coords, key, config.landing, config.seed)
+        LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
         if landed
-        else HeldAgent(agent, coords, key)
+        else TimedAgent(agent, coords, key, recorded.values, config.seed)
     )
     start = time.perf_counter()
     out = play(
         held,
         env,
         levels,
-        variants.direction,
+        variants.planned,
         variants.values,
         runtime,
         greedy=config.greedy,
@@ -170,7 +180,7 @@ def sweep(
         alpha=config.alpha,
         seed=config.seed,
     )
-    lands = landing(held, variants.direction, variants.values, states) if landed else None
+    lands = landing(held, variants.planned, variants.values, states) if landed else None
     results = []
     for v, rep in enumerate(reports, start=1):
         m = int(variants.direction[v])
@@ -195,7 +205,7 @@ def sweep(
         "levels": [int(x) for x in levels],
         "directions": [m for m in directions if m not in random],
         "random_directions": sorted(random),
-        "arms": {a: ARMS[a] for a in arms},
+        "arms": {a: describe(a) for a in arms},
         "correction": _correction(config, len(directions) - len(random)),
         "bootstrap": config.bootstrap,
         "greedy": config.greedy,

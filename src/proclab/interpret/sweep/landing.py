@@ -16,21 +16,28 @@ states lie).
 from __future__ import annotations
 
 import numpy as np
+import torch
 from torch import Tensor
 
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.clustering import nearest_distance
+from proclab.interpret.sweep.timed import TimedAgent
 
 PER_CALL = 4
 """Rows of one edit call offered to the reservoirs (a sample, so a long sweep stays cheap)."""
 
 
-class LandingAgent(HeldAgent):
-    """A :class:`HeldAgent` that keeps, per (held coordinate, held value), a uniform sample of at most
-    ``cap`` of the edited states it produced (the baseline's rows under ``(-1, 0.0)``)."""
+def _key(dim: int, value: float) -> tuple[int, float]:
+    """A reservoir's key: the planned coordinate and value (inf for a value drawn at every step)."""
+    return (int(dim), 0.0 if dim < 0 else (np.inf if np.isnan(value) else float(value)))
 
-    def __init__(self, agent, coords, key: str, cap: int, seed: int):
-        super().__init__(agent, coords, key)
+
+class LandingAgent(TimedAgent):
+    """A :class:`~proclab.interpret.sweep.timed.TimedAgent` that keeps, per (planned coordinate, planned
+    value), a uniform sample of at most ``cap`` of the edited states it produced (the baseline's rows
+    under ``(-1, 0.0)``)."""
+
+    def __init__(self, agent, coords, key: str, recorded: np.ndarray, cap: int, seed: int):
+        super().__init__(agent, coords, key, recorded, seed)
         self.cap, self.rng = cap, np.random.default_rng([seed, 23])
         self.kept: dict[tuple[int, float], list[np.ndarray]] = {}
         self.seen: dict[tuple[int, float], int] = {}
@@ -38,10 +45,11 @@ class LandingAgent(HeldAgent):
     def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
         out = super().edit(h, prev, first)
         n = len(h)
-        dims = (self.dims.expand(n) if self.dims.dim() == 0 else self.dims).cpu().numpy()
+        planned = torch.where(self.release >= 0, self.dims + self.coords.k * (self.release + 1), self.dims)
+        dims = (planned.expand(n) if planned.dim() == 0 else planned).cpu().numpy()
         values = (self.values.expand(n) if self.values.dim() == 0 else self.values).float().cpu().numpy()
         for r in self.rng.choice(n, min(PER_CALL, n), replace=False):
-            key = (int(dims[r]), 0.0 if dims[r] < 0 else float(values[r]))
+            key = _key(dims[r], values[r])
             seen = self.seen.get(key, 0)
             self.seen[key] = seen + 1
             kept = self.kept.setdefault(key, [])
@@ -53,7 +61,7 @@ class LandingAgent(HeldAgent):
 
     def states(self, dim: int, values: np.ndarray) -> np.ndarray:
         """The kept states of the variant holding ``dim`` at ``values`` (one per level)."""
-        keys = {(int(dim), 0.0 if dim < 0 else float(np.float32(v))) for v in np.ravel(values)}
+        keys = {_key(dim, float(np.float32(v))) for v in np.ravel(values)}
         rows = [s for k in keys for s in self.kept.get(k, [])]
         return np.stack(rows) if rows else np.zeros((0, self.coords.dim))
 
