@@ -30,7 +30,9 @@ def planted(tmp_path_factory):
     summary, _, _ = sweep(
         agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt
     )
-    atlas_args = AtlasArgs(out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600)
+    atlas_args = AtlasArgs(
+        out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600, random_directions=8
+    )
     inp = AtlasInputs(
         store, np.arange(store.num_episodes), x, coords, agent, "core.0.hook_h", summary, "sweep"
     )
@@ -130,3 +132,15 @@ def test_gradients_predict_value_changes_only_along_the_direction_the_value_read
         assert doc["prediction"]["pairings"][key]["verdict"].startswith(
             doc["prediction"]["pairings"][key]["what"]
         )
+
+
+def test_random_directions_baseline_counts_what_the_cards_track(planted):
+    """The basis's share is the cards' own count of directions tracking some quantity; the random directions
+    mix the planted units, each of which tracks something, so most random directions track something too."""
+    doc, _, _ = planted
+    tracks = doc["random_baseline"]["tracks"]
+    on_cards = sum(any(t["tracked"] for t in c["tracks"]) for c in doc["cards"])
+    assert tracks["basis"]["count"] == on_cards and tracks["basis"]["of"] == 9
+    assert tracks["random"]["of"] == 8 and tracks["random"]["count"] >= 6
+    lo, hi = tracks["random"]["ci95"]
+    assert lo <= tracks["random"]["share"] <= hi

@@ -99,6 +99,10 @@ class AtlasArgs(AnalysisArgs):
     """--basis sparse: atoms active per state (top-k)."""
     dictionary_steps: int = 4000
     """--basis sparse: training steps of the dictionary."""
+    random_directions: int = 0
+    """Also measure what this many random unit directions of the basis's span track: the share of directions
+    that track some quantity beside the share of random ones (and the sweep's own random baseline, when its
+    sweep ran with --random-directions)."""
     stability_seeds: int = 5
     """Refits of the basis on the same states with new seeds, for each direction's stability (0: none)."""
     stability_bootstraps: int = 5
@@ -169,6 +173,7 @@ def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
                 a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
     with ph.phase("tracking"):
         track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=ph.fraction)
+        baseline = _random_baseline(inp, track, steps, args)
     with ph.phase("moments"):
         moments = _moment_strips(inp, c, acts, lengths, args.moments, out / "strips")
     with ph.phase("saliency"):
@@ -178,6 +183,7 @@ def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
     with ph.phase("stability"):
         stable = _stability(inp, lengths, args, ph)
     return _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable) | {
+        "random_baseline": baseline,
         "steps": len(c),
         "quantities": steps.names,
         "lags": track["lags"].tolist(),
@@ -288,6 +294,34 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
         ax.set_title(f"Spearman {res['rho']:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {res['points']}", fontsize=9)
     fig.suptitle("predicted against measured, on-data edits (label: direction, arm initial)", fontsize=9)
     return save_tight(fig, path)
+
+
+def _random_baseline(inp: AtlasInputs, track: dict, steps, args: AtlasArgs) -> dict | None:
+    """The share of the basis's directions that track some quantity (Holm over the quantities, at lag 0)
+    beside the share of ``--random-directions`` random unit directions of its span; and the sweep's share
+    that matter beside its random directions', when it ran with them."""
+    from proclab.interpret.atlas.cards import tracked
+    from proclab.interpret.atlas.tracking import tracking
+    from proclab.interpret.bases.random_directions import WithRandom
+    from proclab.interpret.stats.proportions import compare_shares, share
+
+    out = {}
+    matter = (inp.sweep or {}).get("claims", {}).get("matter")
+    if matter is not None and "random" in matter:
+        out["sweep_matter"] = matter
+    if args.random_directions:
+        random = WithRandom.draw(inp.coords, args.random_directions, args.seed)
+        rtrack = tracking(random.project(inp.x), steps, args.lags, args.bootstrap, args.seed)
+        k, n = inp.coords.k, args.random_directions
+        a = sum(any(t["tracked"] for t in tracked(steps.names, track, m)) for m in range(k))
+        b = sum(any(t["tracked"] for t in tracked(steps.names, rtrack, j)) for j in range(n))
+        out["tracks"] = {
+            "basis": share(a, k),
+            "random": share(b, n),
+            "basis_minus_random": compare_shares(a, k, b, n),
+            "rule": "tracks some quantity at lag 0 (Holm over the quantities), as on the cards",
+        }
+    return out or None
 
 
 def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasArgs, ph) -> dict:
