@@ -62,6 +62,8 @@ class AtlasArgs(AnalysisArgs):
             "noise": 4,
             "predict_steps": 500,
             "dictionary_steps": 1000,
+            "stability_seeds": 2,
+            "stability_bootstraps": 3,
         },
     }
 
