@@ -166,29 +166,8 @@ def sweep(
     played = time.perf_counter() - start
     names = _action_names(agent.config.num_actions)
     random = {m for m in directions if isinstance(coords, WithRandom) and coords.is_random(m)}
-    family = [
-        ("random " if int(d) in random else "") + a
-        for d, a in zip(variants.direction, variants.arm, strict=True)
-    ]
-    reports = compare(
-        out,
-        family,
-        names,
-        bootstrap=config.bootstrap,
-        permutations=config.permutations,
-        correction=config.correction,
-        alpha=config.alpha,
-        seed=config.seed,
-    )
     lands = landing(held, variants.planned, variants.values, states) if landed else None
-    results = []
-    for v, rep in enumerate(reports, start=1):
-        m = int(variants.direction[v])
-        rep["edit"] = recorded.placement(m, variants.values[v])
-        rep["halves"] = halves(out, v)
-        if lands is not None:
-            rep["landing"] = lands[v]
-        results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
+    results, reports = _tested(out, variants, recorded, random, lands, names, config)
     claimed = sweep_claims(
         out,
         variants.direction,
@@ -216,7 +195,7 @@ def sweep(
         "significant": _significant([r for r in results if not r["random"]], arms),
         "claims": claimed,
         "landing_baseline": None if lands is None else lands[0],
-        "power": power(len(levels), config.alpha, len(directions), claimed),
+        "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
         "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
         "episodes": int(out.ret.size),
         "steps": steps,
@@ -224,6 +203,35 @@ def sweep(
         "steps_per_second": round(steps / max(played, 1e-9), 1),
     }
     return summary, out, variants
+
+
+def _tested(out: Outcomes, variants: Variants, recorded: Recorded, random: set[int], lands, names, config):
+    """Every variant against the baseline (random directions in families of their own), with where its
+    edit lies in the recorded distribution, its split-half changes and, when measured, where it lands;
+    returns the sweep's result rows and the reports they were made from (in variant order)."""
+    family = [
+        ("random " if int(d) in random else "") + a
+        for d, a in zip(variants.direction, variants.arm, strict=True)
+    ]
+    reports = compare(
+        out,
+        family,
+        names,
+        bootstrap=config.bootstrap,
+        permutations=config.permutations,
+        correction=config.correction,
+        alpha=config.alpha,
+        seed=config.seed,
+    )
+    results = []
+    for v, rep in enumerate(reports, start=1):
+        m = int(variants.direction[v])
+        rep["edit"] = recorded.placement(m, variants.values[v])
+        rep["halves"] = halves(out, v)
+        if lands is not None:
+            rep["landing"] = lands[v]
+        results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
+    return results, reports
 
 
 def power(levels: int, alpha: float, directions: int, claimed: dict) -> dict:
