@@ -30,7 +30,9 @@ def planted(tmp_path_factory):
     summary, _, _ = sweep(
         agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt
     )
-    atlas_args = AtlasArgs(out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600)
+    atlas_args = AtlasArgs(
+        out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600, random_directions=8
+    )
     inp = AtlasInputs(
         store, np.arange(store.num_episodes), x, coords, agent, "core.0.hook_h", summary, "sweep"
     )
@@ -96,7 +98,15 @@ def test_causal_effects_are_found_and_null_directions_show_none(planted):
     cue = {a["arm"]: a for a in cards[CUE]["causes"]["arms"]}
     assert cue["mean"]["metrics"]["tv_distance"]["significant"]  # held at 0.5: it never jumps
     assert not cue["mean"]["metrics"]["level_complete"]["significant"]  # ... and still completes
-    assert doc["counts"] == {"directions": 9, "swept": 9, "significant": 6, "significant_off_data_only": 1}
+    assert doc["counts"] == {
+        "directions": 9,
+        "swept": 9,
+        "significant": 6,
+        "significant_off_data_only": 1,
+        "unstable": None,  # the unit basis is not a fit of these states: a refit cannot be compared
+        "significant_and_stable": 6,
+    }
+    assert doc["stability"]["note"].startswith("not measured: a refit on these states fails")
 
 
 def test_saliency_looks_at_the_pixel_each_direction_reads(planted):
@@ -122,3 +132,15 @@ def test_gradients_predict_value_changes_only_along_the_direction_the_value_read
         assert doc["prediction"]["pairings"][key]["verdict"].startswith(
             doc["prediction"]["pairings"][key]["what"]
         )
+
+
+def test_random_directions_baseline_counts_what_the_cards_track(planted):
+    """The basis's share is the cards' own count of directions tracking some quantity; the random directions
+    mix the planted units, each of which tracks something, so most random directions track something too."""
+    doc, _, _ = planted
+    tracks = doc["random_baseline"]["tracks"]
+    on_cards = sum(any(t["tracked"] for t in c["tracks"]) for c in doc["cards"])
+    assert tracks["basis"]["count"] == on_cards and tracks["basis"]["of"] == 9
+    assert tracks["random"]["of"] == 8 and tracks["random"]["count"] >= 6
+    lo, hi = tracks["random"]["ci95"]
+    assert lo <= tracks["random"]["share"] <= hi

@@ -110,3 +110,65 @@ def test_gradient_prediction_of_an_edit_by_hand():
     dv = sum(gv[t] @ d * (0.7 - coord[t]) for t in range(6)) / 6
     dpi = [sum(gpi[t, a] @ d * (0.7 - coord[t]) for t in range(6)) / 6 for a in range(3)]
     assert got["value"] == pytest.approx(dv) and got["actions"] == pytest.approx(0.5 * sum(map(abs, dpi)))
+
+
+def planted_points(rng, directions=24, arms=("mean", "p05", "p95"), noise=0.3, informative=True):
+    """Edits whose measured effect is the gradient's prediction plus measurement noise (``informative``),
+    or unrelated to it; every effect measured on two halves of the levels apart."""
+    points = []
+    for m in range(directions):
+        for arm in arms:
+            pred = rng.lognormal()
+            true = pred if informative else rng.lognormal()
+            a, b = true + noise * rng.normal(), true + noise * rng.normal()
+            points.append(
+                {
+                    "direction": m,
+                    "arm": arm,
+                    "predicted": {"value": -pred},  # signs do not matter: magnitudes are ranked
+                    "measured": {"value": (a + b) / 2},
+                    "halves": {"value": [a, b]},
+                    "edit_size": rng.lognormal(),
+                    "shuffled": {"value": rng.lognormal()},
+                }
+            )
+    return points
+
+
+def test_planted_gradients_that_do_rank_the_effects_are_found_and_unrelated_ones_are_not():
+    from proclab.interpret.atlas.prediction import pairing
+
+    rng = np.random.default_rng(0)
+    good = pairing(planted_points(rng), "value", reps=300, seed=0)
+    assert good["rho"] > 0.8 and good["ci95"][0] > 0.6 and good["p_permutation"] < 0.01
+    assert all(good["rho"] - b > 0.4 for b in good["baselines"].values())  # gradients beat both baselines
+    ceiling = good["noise_ceiling"]
+    assert 0.8 < ceiling["reliability"] <= 1 and ceiling["rho_corrected"] >= good["rho"]
+    null = [pairing(planted_points(rng, informative=False), "value", reps=99, seed=s) for s in range(20)]
+    p = np.array([r["p_permutation"] for r in null])
+    assert np.mean(p <= 0.05) <= 0.05 + 2.33 * np.sqrt(0.05 * 0.95 / 20) and np.median(p) > 0.2
+
+
+def test_permutation_null_and_the_ceiling_by_hand():
+    from proclab.interpret.atlas.prediction import noise_ceiling, permutation_p
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    arms = np.array(["a", "b"] * 6)
+    got = permutation_p(x, y, arms, reps=200, seed=3)
+    g = np.random.default_rng([3, 9])  # the same draws, written out
+    observed, hits = stats.spearmanr(x, y).statistic, 0
+    for _ in range(200):
+        xs = x.copy()
+        for a in ("a", "b"):
+            idx = np.flatnonzero(arms == a)
+            xs[idx] = x[g.permutation(idx)]
+        hits += stats.spearmanr(xs, y).statistic >= observed - 1e-12
+    assert got == pytest.approx((1 + hits) / 201)
+    a, b = rng.normal(size=30), rng.normal(size=30)
+    b = a + 0.5 * b
+    split = stats.spearmanr(a, b).statistic
+    c = noise_ceiling(a, b, 0.4)
+    assert c["reliability"] == pytest.approx(2 * split / (1 + split))
+    assert c["rho_corrected"] == pytest.approx(0.4 / np.sqrt(2 * split / (1 + split)))
+    assert noise_ceiling(a, -a, 0.4)["rho_corrected"] is None

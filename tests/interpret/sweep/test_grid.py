@@ -282,3 +282,225 @@ def test_paired_levels_are_distinct_seeded_and_inside_the_split():
     assert len(set(paired_levels(LevelSplit(0, 0), 30, 0))) == 30
     with pytest.raises(ProclabError, match="which has 200"):
         paired_levels(LevelSplit(1000, 200), 201, 0)
+
+
+def null_claims(seed: int, coords, rec) -> tuple[dict, list[dict], np.ndarray]:
+    """One sweep of the null agent tested per claim (every direction over its arms x metrics)."""
+    from proclab.interpret.sweep.claims import sweep_claims
+
+    levels = np.arange(5000 + 40 * seed, 5000 + 40 * seed + 30)
+    variants = Variants.of(NULL_DIRECTIONS, NULL_ARMS, rec, len(levels), seed)
+    agent = HeldAgent(PlantedAgent(null=True, seed=seed), coords, KEY)
+    out = play(
+        agent, Corridor(len(levels) * len(variants.arm)), levels, variants.direction, variants.values, RT
+    )
+    reports = compare(
+        out, variants.arm, [str(a) for a in range(15)], bootstrap=50, permutations=999,
+        correction="holm", alpha=0.05, seed=seed,
+    )  # fmt: skip
+    for v, rep in enumerate(reports, start=1):
+        rep["edit"] = rec.placement(int(variants.direction[v]), variants.values[v])
+    kw = dict(correction="holm", alpha=0.05, margin=0.5)
+    return (
+        sweep_claims(out, variants.direction, variants.arm, reports, set(), **kw),
+        reports,
+        variants.direction,
+    )
+
+
+@pytest.mark.parametrize("runs", [20, pytest.param(200, marks=pytest.mark.slow)])
+def test_null_agent_keeps_its_false_positive_rate_per_claim(runs):
+    """Per claim ("direction m matters", over all its on-data arms and metrics) a null direction is
+    significant at most alpha of the time, and a sweep reports any false claim at most alpha of the time
+    after the correction over directions; uncorrected, a direction's many tests exceed it."""
+    coords, rec = planted_recorded()
+    alone, any_claim, raw = [], [], []
+    for seed in range(runs):
+        c, reports, direction = null_claims(seed, coords, rec)
+        assert c["metrics"] == ["return", "length", "tv_distance"]  # completion is return / 10: counted once
+        rows = c["basis"]
+        alone += [r["significant_alone"] for r in rows]
+        any_claim.append(any(r["significant"] for r in rows))
+        for d in np.unique(direction[1:]):  # uncorrected: any of the direction's tests at p <= alpha
+            mine = [
+                r for r, x in zip(reports, direction[1:], strict=True) if x == d and not r["edit"]["off_data"]
+            ]
+            raw.append(any(r[m]["p"] <= 0.05 for r in mine for m in c["metrics"]))
+    bound = lambda n: 0.05 + 2.33 * np.sqrt(0.05 * 0.95 / n)  # noqa: E731
+    rates = {k: float(np.mean(v)) for k, v in dict(alone=alone, any=any_claim, raw=raw).items()}
+    print("per-claim false-positive rates", rates)
+    assert rates["alone"] <= bound(len(alone)) and rates["any"] <= bound(len(any_claim)), rates
+    assert rates["raw"] > 2 * bound(len(raw)), rates
+
+
+def test_random_directions_are_unit_in_the_basis_span_and_held_exactly(basis):
+    from proclab.interpret.bases.random_directions import WithRandom
+
+    coords = WithRandom.draw(LinearCoordinates(basis, "ica"), 6, seed=0)
+    u = coords.units
+    np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1, atol=1e-12)
+    d = basis.directions("ica")
+    in_span = u @ np.linalg.pinv(d) @ d  # projection on the span of the 4 IC directions
+    np.testing.assert_allclose(in_span, u, atol=1e-9)
+    h = torch.from_numpy(np.random.default_rng(5).normal(size=(4, D)))
+    dims = torch.tensor([5, 1, -1, 9])
+    values = torch.tensor([2.0, -1.0, 0.0, 0.25], dtype=torch.float64)
+    out = hold(coords, h, dims, values).numpy()
+    for r, m in enumerate(dims.tolist()):
+        if m < 0:
+            assert np.array_equal(out[r], h[r].numpy())
+        elif m >= 4:  # a random coordinate: h + (v - h.u) u, by hand
+            w = u[m - 4]
+            np.testing.assert_allclose(
+                out[r], h[r].numpy() + (values[r].item() - h[r].numpy() @ w) * w, atol=1e-12
+            )
+        else:
+            c = basis.to_coords(h[r : r + 1].numpy(), "ica")[0]
+            np.testing.assert_allclose(out[r], h[r].numpy() + (values[r].item() - c[m]) * d[m], atol=1e-12)
+
+
+def test_random_directions_get_their_own_family_and_leave_the_basis_results_unchanged(tmp_path):
+    """Adding random directions changes nothing the basis reports (same levels, draws, corrections), and
+    the shares that matter count the claims as reported, each with a Wilson interval."""
+    from proclab.interpret.bases.random_directions import WithRandom
+
+    coords, rec = planted_recorded()
+    states = recorded_states()
+    extended = WithRandom.draw(coords, 8, seed=0)
+    rec2 = Recorded(np.concatenate([rec.values, extended.project(states)], 1), np.zeros(extended.k))
+    args = SweepArgs(out=tmp_path, levels=40, rows=128, permutations=999, bootstrap=200, arms="mean,p05,p95")
+    levels = np.arange(2000, 2040)
+    plain, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(128), levels, list(range(5)), args, RT)
+    both, _, _ = sweep(PlantedAgent(), extended, KEY, rec2, Corridor(128), levels, list(range(13)), args, RT)
+    basis_rows = [r for r in both["results"] if not r["random"]]
+    assert [{**r, "random": False} for r in plain["results"]] == basis_rows
+    assert both["claims"]["basis"] == plain["claims"]["basis"] and both["directions"] == plain["directions"]
+    assert both["random_directions"] == list(range(5, 13)) and len(both["claims"]["random"]) == 8
+    matter = both["claims"]["matter"]
+    for name in ("basis", "random"):
+        count = sum(r["significant_alone"] for r in both["claims"][name])
+        assert matter[name]["count"] == count and matter[name]["of"] == len(both["claims"][name])
+        assert matter[name]["ci95"][0] <= matter[name]["share"] <= matter[name]["ci95"][1]
+    # the planted agent: drive (1) and gate/style matter, position (2) and echo (4) are read by nothing
+    verdicts = {r["direction"]: r["verdict"] for r in both["claims"]["basis"]}
+    assert (
+        verdicts[1] == "effect"
+        and verdicts[2].startswith("no effect")
+        and verdicts[4].startswith("no effect")
+    )
+    # a random direction mixes all five units, drive among them: most change what the agent does
+    assert matter["random"]["count"] >= 4
+
+
+def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):
+    """At 2 paired levels the permutation test's smallest p is 0.5: the sweep says so and the table shows
+    estimates without intervals or significance; the p-values it computed bear that out."""
+    from proclab.interpret.sweep.report import table_text
+
+    coords, rec = planted_recorded()
+    levels = np.arange(2000, 2002)
+    args = SweepArgs(out=tmp_path, levels=2, rows=64, permutations=400, bootstrap=100, arms="mean,p05,p95")
+    summary, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), levels, list(range(5)), args, RT)
+    power = summary["power"]
+    assert power["smallest_p"] == 0.5 and not power["testable"]
+    assert min(r[m]["p"] for r in summary["results"] for m in ("return", "length", "tv_distance")) > 0.4
+    # a claim of 5 directions x 3 arms x 3 metrics at 0.05: 2^(L-1) >= 45 * 20 -> L >= 11
+    assert power["levels_for_claims"] == 11
+    text = table_text(summary, "IC")
+    assert "smallest p-value 2 paired levels allow is 0.5" in text and "*" not in text and "[" not in text
+    enough = SweepArgs(out=tmp_path, levels=11, rows=64, permutations=400, bootstrap=100, arms="mean")
+    more, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), np.arange(2000, 2011), [1], enough, RT)
+    assert more["power"]["testable"] and "[" in table_text(more, "IC")
+
+
+def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie(tmp_path):
+    """The kept states of a variant are its own (the held coordinate is at the held value in every one);
+    the gate held at 0 (off the data) lies beyond every real state. The gate held at its mean is on the
+    data for that coordinate, yet off the joint data: in every real state gate = 1 + 0.1 (drive - 0.5),
+    and holding the gate cuts that tie, which is what this measurement exists to see."""
+    from proclab.interpret.stats.clustering import nearest_distance
+    from proclab.interpret.sweep.landing import LandingAgent
+
+    coords, rec = planted_recorded()
+    states = recorded_states()
+    args = SweepArgs(
+        out=tmp_path, levels=30, rows=128, permutations=200, bootstrap=100, arms="collapse,mean", landing=50
+    )
+    captured = {}
+    original = LandingAgent.edit
+
+    def spy(self, h, prev, first):
+        captured["agent"] = self
+        return original(self, h, prev, first)
+
+    LandingAgent.edit = spy
+    try:
+        summary, _, variants = sweep(
+            PlantedAgent(),
+            coords,
+            KEY,
+            rec,
+            Corridor(128),
+            np.arange(2000, 2030),
+            [0, 2],
+            args,
+            RT,
+            states=states,
+        )
+    finally:
+        LandingAgent.edit = original
+    agent = captured["agent"]
+    for v in range(1, len(variants.arm)):
+        kept = agent.states(int(variants.direction[v]), variants.values[v])
+        assert 0 < len(kept) <= 50
+        m = int(variants.direction[v])
+        np.testing.assert_allclose(kept[:, m], np.float32(variants.values[v, 0]), atol=1e-5)
+    base = summary["landing_baseline"]
+    assert base["median_ratio"] == 1 and base["states"] > 0 and base["beyond_real_p99"] <= 1 / base["states"]
+    at = {(r["direction"], r["arm"]): r["landing"] for r in summary["results"]}
+    assert at[0, "collapse"]["beyond_real_p99"] == 1.0 and at[0, "collapse"]["median_ratio"] > 10
+    assert 1 < at[0, "mean"]["median_ratio"] < at[0, "collapse"]["median_ratio"]
+    assert at[0, "mean"]["beyond_real_p99"] > 0.2
+    # the measurement itself, recomputed: the collapse states' median distance to the z-scored recorded states
+    z = lambda s: (s - states.mean(0)) / np.where(states.std(0) > 1e-12, states.std(0), 1)  # noqa: E731
+    v = next(
+        i for i in range(len(variants.arm)) if variants.direction[i] == 0 and variants.arm[i] == "collapse"
+    )
+    d = nearest_distance(z(states), z(agent.states(0, variants.values[v])))
+    assert at[0, "collapse"]["median"] == pytest.approx(np.median(d))
+
+
+def test_brief_edits_release_after_k_steps_and_resample_step_redraws(tmp_path):
+    """A brief edit held longer than any episode plays exactly as the whole-episode hold; held for K steps
+    it plays exactly as the hold for K steps followed by the plain agent, stepped by hand; resample-step
+    puts a recorded value, drawn anew, at every step."""
+    from proclab.interpret.sweep.landing import LandingAgent
+    from proclab.interpret.sweep.timed import TimedAgent
+
+    coords, rec = planted_recorded()
+    levels = np.arange(2100, 2112)
+    variants = Variants.of([1], ("p05", "p05@100", "p05@3", "resample-step"), rec, len(levels), seed=0)
+    assert list(variants.planned) == [-1, 1, 1 + 5 * 101, 1 + 5 * 4, 1]
+    agent = PlantedAgent()
+    timed = TimedAgent(agent, coords, KEY, rec.values, seed=0)
+    out = play(timed, Corridor(20), levels, variants.planned, variants.values, RT)
+    np.testing.assert_array_equal(out.length[1], out.length[2])  # held past the end: the whole-episode hold
+    assert not np.array_equal(out.length[1], out.length[3])
+    for lv, level in enumerate(levels):  # the reference: hold for 3 steps, then the plain agent
+        env, held = Corridor(1), HeldAgent(agent, coords, KEY)
+        env.load(0, env.level_state(int(level)))
+        state, first, t, total = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0, 0.0
+        while True:
+            dims = torch.tensor([1 if t < 3 else -1])
+            held.plan(dims, torch.tensor([variants.values[3, lv]], dtype=torch.float32))
+            with torch.no_grad():
+                o, state = held.step(torch.from_numpy(env.observe()), state, first)
+            _, reward, terminated, truncated, _ = env.step(np.array([int(o.logits[0].argmax())]))
+            total, t, first = total + reward[0], t + 1, torch.zeros(1, dtype=torch.bool)
+            if terminated[0] or truncated[0]:
+                break
+        assert out.length[3, lv] == t and out.ret[3, lv] == total
+    landing = LandingAgent(agent, coords, KEY, rec.values, cap=200, seed=1)
+    play(landing, Corridor(20), levels, variants.planned[[0, 4]], variants.values[[0, 4]], RT)
+    kept = landing.states(1, variants.values[4])[:, 1]
+    assert all(np.isclose(rec.values[:, 1], x, atol=1e-6).any() for x in kept) and len(set(kept)) > 20

@@ -17,7 +17,10 @@ episodes:
    coordinate on the real frames where it is most active;
 5. **predicted against measured** (:mod:`~proclab.interpret.atlas.prediction`): gradient x edit size
    beside the sweep's measured change, and across directions the Spearman correlation with a CI;
-6. a one-line summary from 2-3 of those numbers (:mod:`~proclab.interpret.atlas.cards`).
+6. **how stable it is** (:mod:`~proclab.interpret.bases.stability`): its ICASSO quality index over
+   refits of the basis with new seeds and on resampled episodes; an unstable direction is flagged, and
+   a significant sweep effect of one is marked "claim withheld";
+7. a one-line summary from 2-3 of those numbers (:mod:`~proclab.interpret.atlas.cards`).
 
 ``--basis sparse`` first fits the folder's sparse dictionary (:mod:`~proclab.interpret.bases.sparse_dictionary`)
 when it has none (or with ``--refit``). Outputs in ``ANALYSIS/atlas[-<basis>]/``: ``atlas.json``
@@ -44,12 +47,14 @@ from proclab.interpret.atlas.prediction import (
     PAIRINGS,
     head_gradients,
     predicted_changes,
-    spearman_by_groups,
     verdict,
 )
 from proclab.interpret.atlas.strips import strip_image, window, write_strip
 from proclab.interpret.atlas.tracking import step_quantities, tracking
+from proclab.interpret.bases.random_directions import WithRandom
+from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.bases.systems import check_system, encode_all
+from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.io.files import pyplot
@@ -77,6 +82,8 @@ class AtlasArgs(AnalysisArgs):
             "noise": 4,
             "predict_steps": 500,
             "dictionary_steps": 1000,
+            "stability_seeds": 2,
+            "stability_bootstraps": 3,
         },
     }
 
@@ -114,6 +121,15 @@ class AtlasArgs(AnalysisArgs):
     """--basis sparse: atoms active per state (top-k)."""
     dictionary_steps: int = 4000
     """--basis sparse: training steps of the dictionary."""
+    random_directions: int = 0
+    """Also measure what this many random unit directions of the basis's span track: the share of directions
+    that track some quantity beside the share of random ones (and the sweep's own random baseline, when its
+    sweep ran with --random-directions)."""
+    stability_seeds: int = 5
+    """Refits of the basis on the same states with new seeds, for each direction's stability (0: none)."""
+    stability_bootstraps: int = 5
+    """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
+    stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
     device: str = "cpu"
     """Torch device of the replays."""
     torch_threads: int = 0
@@ -122,7 +138,14 @@ class AtlasArgs(AnalysisArgs):
     def check(self) -> None:
         check_system(self.basis)
         self.require_positive("episodes", "bootstrap", "lags")
-        for name in ("moments", "saliency_moments", "noise", "predict_steps"):
+        for name in (
+            "moments",
+            "saliency_moments",
+            "noise",
+            "predict_steps",
+            "stability_seeds",
+            "stability_bootstraps",
+        ):
             if getattr(self, name) < 0:
                 raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
 
@@ -164,13 +187,17 @@ def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
                 a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
     with ph.phase("tracking"):
         track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=ph.fraction)
+        baseline = _random_baseline(inp, track, steps, args)
     with ph.phase("moments"):
         moments = _moment_strips(inp, c, acts, lengths, args.moments, out / "strips")
     with ph.phase("saliency"):
         looks = _saliency(inp, acts, args, out / "saliency")
     with ph.phase("prediction"):
         prediction = _prediction(inp, c, episode, step, args, out)
-    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction) | {
+    with ph.phase("stability"):
+        stable = _stability(inp, lengths, args, ph)
+    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable) | {
+        "random_baseline": baseline,
         "steps": len(c),
         "quantities": steps.names,
         "lags": track["lags"].tolist(),
@@ -223,6 +250,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
     gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, agent_device(inp.agent))
+    perm = rng.permutation(gv.shape[1])  # the shuffled-gradient baseline: state units permuted
     dirs = inp.coords.directions()
     points = []
     for r in inp.sweep["results"]:
@@ -236,13 +264,15 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
             held = np.full(n, r["edit"]["value"])
         measured = {"value": r["return"]["change"], "actions": r["tv_distance"]["value"]}
         pred = predicted_changes(gv, gpi, dirs[m], c[pick, m], held)
-        points.append({"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured})
+        point = {"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured}
+        point["edit_size"] = float(np.mean(np.abs(held - c[pick, m])) * np.linalg.norm(dirs[m]))
+        point["shuffled"] = predicted_changes(gv[:, perm], gpi[:, :, perm], dirs[m], c[pick, m], held)
+        if "halves" in r:
+            point["halves"] = {"value": r["halves"]["return"], "actions": r["halves"]["tv_distance"]}
+        points.append(point)
     pairings = {}
-    groups = np.array([p["direction"] for p in points])
     for key, (metric, text) in PAIRINGS.items():
-        x = np.array([p["predicted"][key] for p in points])
-        y = np.array([p["measured"][key] for p in points])
-        res = spearman_by_groups(x, y, groups, args.bootstrap, args.seed)
+        res = pairing(points, key, args.bootstrap, args.seed)
         pairings[key] = {**res, "measured": metric, "what": text, "verdict": verdict(res, text)}
     figure = _prediction_figure(points, pairings, out / "prediction.png")
     return {"states": len(pick), "pairings": pairings, "points": points, "figure": figure.name}
@@ -252,25 +282,72 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
     for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
-        x = [p["predicted"][key] for p in points]
-        y = [p["measured"][key] for p in points]
+        x = [abs(p["predicted"][key]) for p in points]
+        y = [abs(p["measured"][key]) for p in points]
         ax.scatter(x, y, s=14, alpha=0.7)
         for p, xi, yi in zip(points, x, y, strict=True):
             ax.annotate(f"{p['direction']}{p['arm'][0]}", (xi, yi), fontsize=6, alpha=0.6)
-        ax.set_xlabel(f"predicted ({key}: gradient x edit size)")
-        ax.set_ylabel(f"measured ({res['measured']})")
+        ax.set_xlabel(f"predicted |{key}| (gradient x edit size)")
+        ax.set_ylabel(f"measured |{res['measured']}|")
         lo, hi = res["ci95"]
         ax.set_title(f"Spearman {res['rho']:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {res['points']}", fontsize=9)
     fig.suptitle("predicted against measured, on-data edits (label: direction, arm initial)", fontsize=9)
     return save_tight(fig, path)
 
 
-def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) -> dict:
+def _random_baseline(inp: AtlasInputs, track: dict, steps, args: AtlasArgs) -> dict | None:
+    """The share of the basis's directions that track some quantity (Holm over the quantities, at lag 0)
+    beside the share of ``--random-directions`` random unit directions of its span; and the sweep's share
+    that matter beside its random directions', when it ran with them."""
+    out = {}
+    matter = (inp.sweep or {}).get("claims", {}).get("matter")
+    if matter is not None and "random" in matter:
+        out["sweep_matter"] = matter
+    if args.random_directions:
+        random = WithRandom.draw(inp.coords, args.random_directions, args.seed)
+        rtrack = tracking(random.project(inp.x), steps, args.lags, args.bootstrap, args.seed)
+        k, n = inp.coords.k, args.random_directions
+        a = sum(any(t["tracked"] for t in tracked(steps.names, track, m)) for m in range(k))
+        b = sum(any(t["tracked"] for t in tracked(steps.names, rtrack, j)) for j in range(n))
+        out["tracks"] = {
+            "basis": share(a, k),
+            "random": share(b, n),
+            "basis_minus_random": compare_shares(a, k, b, n),
+            "rule": "tracks some quantity at lag 0 (Holm over the quantities), as on the cards",
+        }
+    return out or None
+
+
+def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasArgs, ph) -> dict:
+    """Each direction's stability under refits (:mod:`proclab.interpret.bases.stability`), on the atlas's
+    states; ``{"note": ...}`` when not measured."""
+    refit = refitter(inp.coords)
+    if args.stability_seeds + args.stability_bootstraps == 0:
+        return {"note": "not measured (--stability-seeds 0 --stability-bootstraps 0)"}
+    if refit is None:
+        return {"note": f"not measured: {inp.coords.name} is not refitted here"}
+    return stability(
+        lambda h: encode_all(inp.coords, h),
+        inp.x,
+        lengths,
+        refit,
+        seeds=args.stability_seeds,
+        bootstraps=args.stability_bootstraps,
+        seed=args.seed,
+        progress=ph.fraction,
+    )
+
+
+def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction, stable) -> dict:
+
     coords, cards = inp.coords, []
     points = prediction.get("points", [])
     for m in range(coords.k):
         a = {k: v for k, v in acts[m].items() if not k.endswith("_moments")}
         causes = direction_causes(inp.sweep, m, inp.sweep_note)
+        steady = stable["directions"][m] if "directions" in stable else None
+        if steady is not None and not steady["stable"] and causes.get("significant"):
+            causes["claim"] = "withheld: the direction is unstable under refits"
         tracks = tracked(names, track, m)
         look = looks.get(m)
         card = {
@@ -283,8 +360,11 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
             if look is None
             else {"image": f"saliency/{look['image']}", "moments": look["moments"]},
             "predicted": [p for p in points if p["direction"] == m],
+            "stability": steady,
             "summary": summary_line(causes, tracks, len(inp.episodes)),
         }
+        if steady is not None and not steady["stable"]:
+            card["summary"] += f"; unstable under refits (index {steady['index']:.2f})"
         card["keys"] = sort_keys(card, names)
         cards.append(card)
     swept = [cd for cd in cards if cd["causes"]["swept"]]
@@ -293,6 +373,18 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) 
         "swept": len(swept),
         "significant": sum(cd["causes"]["significant"] for cd in swept),
         "significant_off_data_only": sum(cd["causes"]["significant_off_data_only"] for cd in swept),
+        "unstable": None if "directions" not in stable else len(stable["unstable"]),
+        "significant_and_stable": sum(
+            cd["causes"]["significant"] and (cd["stability"] is None or cd["stability"]["stable"])
+            for cd in swept
+        ),
     }
     gradients = {m: look["gradient"] for m, look in looks.items()}
-    return {"cards": cards, "counts": counts, "prediction": prediction, "gradients": gradients}
+    stability = {k: v for k, v in stable.items() if k != "directions"}
+    return {
+        "cards": cards,
+        "counts": counts,
+        "prediction": prediction,
+        "gradients": gradients,
+        "stability": stability,
+    }

@@ -83,7 +83,7 @@ def run_atlas(args: AtlasArgs) -> Path:
     out = ws.command_dir(NAME + suffix(args.basis))
     for sub in ("strips", "saliency"):
         shutil.rmtree(out / sub, ignore_errors=True)
-    with phases(9 if args.basis == "sparse" else 8, "analyze atlas") as ph:
+    with phases(10 if args.basis == "sparse" else 9, "analyze atlas") as ph:
         store, episodes, x, source = _states(ws, args, ph)
         coords = _coordinates(ws, args, x, ph)
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))

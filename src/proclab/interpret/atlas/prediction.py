@@ -14,10 +14,27 @@ fresh recorded value per state for ``resample``):
 **Measured**: the sweep's change in return and its TV distance of the pooled action frequencies
 for the same (direction, arm). Only on-data edits enter (an edit off the data describes states the
 agent never visits). **Across directions**: the Spearman rank correlation of predicted against
-measured over every on-data (direction, arm), with a percentile bootstrap interval that resamples
-*directions* (each with all its arms), since the arms of one direction are not independent. The
-gradients are one step's, of the state the heads read; the sweep holds the coordinate for whole
-episodes, so the test is whether a local, one-step reading ranks the global, closed-loop effect.
+measured over every on-data (direction, arm), *magnitudes against magnitudes* (``|value change|``
+against ``|return change|``: a signed ranking would mostly rank the sign of the mostly negative
+return changes), with a percentile bootstrap interval that resamples *directions* (each with all
+its arms), since the arms of one direction are not independent. The gradients are one step's, of
+the state the heads read; the sweep holds the coordinate for whole episodes, so the test is whether
+a local, one-step reading ranks the global, closed-loop effect.
+
+What makes a rho mean something, per pairing:
+
+* ``p_permutation``: the one-sided permutation p-value of rho when the predictions are shuffled
+  over the directions within each arm (the null "gradients know nothing about which direction
+  matters", keeping the arms' own scales);
+* ``baselines``: the rho of two predictors that know nothing of gradients, the edit's size alone
+  (``mean_t |Delta_t| |d_m|``, the state-space distance it moves) and *shuffled gradients*
+  (the same gradients with their state units permuted at random, so their size is kept and their
+  alignment with the directions lost). Gradients add something only where they beat these;
+* ``noise_ceiling``: the sweep measures each effect on the even and on the odd levels apart; the
+  Spearman of the two halves, stepped up to the full set by Spearman-Brown, is the reliability of
+  the measured ranking, and ``rho / sqrt(reliability)`` the rho corrected for attenuation (the
+  predictions' own noise is taken as nil: one fixed sample of states). A rho near the ceiling is
+  as high as the measurements allow.
 """
 
 from __future__ import annotations
@@ -32,7 +49,7 @@ from proclab.store.state_codec import StateCodec
 
 BATCH = 256
 PAIRINGS = {
-    "value": ("return", "predicted change of the value V against the measured change in return"),
+    "value": ("return", "predicted |change of the value V| against the measured |change in return|"),
     "actions": ("tv_distance", "predicted TV distance of the action probabilities against the measured TV"),
 }
 
@@ -122,6 +139,54 @@ def spearman_by_groups(x: np.ndarray, y: np.ndarray, groups: np.ndarray, reps: i
     finite = boot[np.isfinite(boot)]
     ci = interval(finite) if len(finite) else [float("nan"), float("nan")]
     return {"rho": spearman(x, y), "ci95": ci, "points": len(x), "directions": len(names)}
+
+
+def permutation_p(x: np.ndarray, y: np.ndarray, arms: np.ndarray, reps: int, seed: int) -> float:
+    """One-sided p-value of ``spearman(x, y)`` against ``x`` permuted over the directions within each arm
+    (each arm's points are one per direction)."""
+    x, y, arms = np.asarray(x, np.float64), np.asarray(y, np.float64), np.asarray(arms)
+    observed = spearman(x, y)
+    if not np.isfinite(observed):
+        return float("nan")
+    rng = np.random.default_rng([seed, 9])
+    blocks = [np.flatnonzero(arms == a) for a in np.unique(arms)]
+    hits = 0
+    for _ in range(reps):
+        shuffled = x.copy()
+        for idx in blocks:
+            shuffled[idx] = x[rng.permutation(idx)]
+        rho = spearman(shuffled, y)
+        hits += bool(np.isfinite(rho) and rho >= observed - 1e-12)
+    return (1 + hits) / (1 + reps)
+
+
+def noise_ceiling(half_a: np.ndarray, half_b: np.ndarray, rho: float) -> dict:
+    """Split-half reliability of the measured effects (Spearman of the halves, Spearman-Brown stepped up)
+    and ``rho`` corrected for attenuation by it (None where the halves do not agree at all)."""
+    split = spearman(half_a, half_b)
+    reliability = 2 * split / (1 + split) if np.isfinite(split) and split > 0 else None
+    corrected = None if reliability is None or not np.isfinite(rho) else rho / np.sqrt(reliability)
+    return {"split_half": split, "reliability": reliability, "rho_corrected": corrected}
+
+
+def pairing(points: list[dict], key: str, reps: int, seed: int) -> dict:
+    """One pairing's numbers over the on-data edits ``points``: rho of the predicted magnitude against the
+    measured one with its interval over directions, its permutation p-value, the baselines' rhos and
+    the noise ceiling (see the module docstring)."""
+    groups = np.array([p["direction"] for p in points])
+    arms = np.array([p["arm"] for p in points])
+    x = np.abs([p["predicted"][key] for p in points])
+    y = np.abs([p["measured"][key] for p in points])
+    res = spearman_by_groups(x, y, groups, reps, seed)
+    res["p_permutation"] = permutation_p(x, y, arms, reps, seed) if len(points) > 2 else float("nan")
+    res["baselines"] = {
+        "edit_size": spearman(np.array([p["edit_size"] for p in points]), y),
+        "shuffled_gradients": spearman(np.abs([p["shuffled"][key] for p in points]), y),
+    }
+    if all("halves" in p for p in points):
+        a, b = (np.abs([p["halves"][key][i] for p in points]) for i in (0, 1))
+        res["noise_ceiling"] = noise_ceiling(a, b, res["rho"])
+    return res
 
 
 def verdict(result: dict, what: str) -> str:

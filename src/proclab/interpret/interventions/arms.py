@@ -19,6 +19,13 @@ Every arm holds coordinate ``m`` of the edited state at one value for a whole ep
   active on 3 % of them has ``p05 = p95 = 0``), it is the atom's typical active value: the only
   on-data arm that turns a rarely active atom on.
 
+Two more kinds of edit (sweep only, :mod:`proclab.interpret.sweep.timed`):
+
+* ``resample-step``: the coordinate of a recorded state drawn at random at *every step* (its
+  distribution kept at every step, its link to what the agent sees and did cut at every step);
+* ``ARM@K`` (``p95@10``, ``mean@1``, ...) for a fixed-value arm: *brief*, held at that arm's value
+  for the first ``K`` steps of the episode, then released (the agent's own dynamics take over).
+
 The recorded distribution is the coordinate over every state ``analyze hidden`` analysed; a
 value's percentile is the share of recorded values below it (ties counted half), and an edit
 whose values lie mostly outside the central 99 % (percentiles 0.5 to 99.5) is *off the data*.
@@ -37,20 +44,41 @@ ARMS: dict[str, str] = {
     "p05": "held at its 5th percentile over the recorded states (amplify low)",
     "p95": "held at its 95th percentile over the recorded states (amplify high)",
     "on": "held at the median of its recorded values above their median (its typical value when up)",
+    "resample-step": "held at a recorded value drawn anew at every step",
 }
+BRIEF = ("collapse", "mean", "p05", "p95", "on")
+"""Arms that can be held briefly, ``ARM@K``: the first K steps of an episode, then released."""
 DEFAULT_ARMS = ("collapse", "mean", "resample", "p05", "p95")
 """The arms a sweep plays unless ``--arms`` names others."""
 ON_DATA_RANGE = (0.5, 99.5)
 """Percentiles of the recorded distribution between which an edit counts as on the data."""
 
 
+def split_arm(arm: str) -> tuple[str, int]:
+    """``"p95@10"`` -> ``("p95", 10)``; an arm held for whole episodes -> ``(arm, -1)``."""
+    name, at, steps = arm.partition("@")
+    if not at:
+        return arm, -1
+    if name not in BRIEF or not steps.isdigit() or int(steps) < 1:
+        raise ProclabError(
+            f"arm {arm!r}: a brief arm is ARM@K with ARM one of {', '.join(BRIEF)} and K >= 1 steps (e.g. p95@10)"
+        )
+    return name, int(steps)
+
+
+def describe(arm: str) -> str:
+    """What arm ``arm`` does, in words."""
+    name, steps = split_arm(arm)
+    return ARMS[name] if steps < 0 else f"{ARMS[name]}, for the first {steps} steps only, then released"
+
+
 def parse_arms(text: str) -> tuple[str, ...]:
-    """``"mean,p95"`` -> ``("mean", "p95")``, each a known arm, none twice."""
+    """``"mean,p95,p95@10"`` -> ``("mean", "p95", "p95@10")``, each a known arm, none twice."""
     arms = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
     if not arms:
         raise ProclabError(f"--arms {text!r} names no arm; choose from {', '.join(ARMS)}")
     for arm in arms:
-        if arm not in ARMS:
+        if split_arm(arm)[0] not in ARMS:
             raise unknown_choice("arm", arm, ARMS)
     return arms
 
@@ -81,7 +109,11 @@ class Recorded:
         return float(np.percentile(self.sorted[:, m], q))
 
     def held(self, arm: str, m: int, episodes: int, rng: np.random.Generator) -> np.ndarray:
-        """The value arm ``arm`` holds coordinate ``m`` at, for each of ``episodes`` episodes."""
+        """The value arm ``arm`` holds coordinate ``m`` at, for each of ``episodes`` episodes (NaN for
+        ``resample-step``: drawn at every step by the player)."""
+        arm = split_arm(arm)[0]
+        if arm == "resample-step":
+            return np.full(episodes, np.nan)
         if arm == "resample":
             return self.values[rng.integers(0, len(self.values), episodes), m]
         if arm == "collapse":
@@ -99,8 +131,11 @@ class Recorded:
         return np.full(episodes, float(value))
 
     def placement(self, m: int, values) -> dict:
-        """Where ``values`` (an edit's values of coordinate ``m``) lie in the recorded distribution."""
+        """Where ``values`` (an edit's values of coordinate ``m``; NaN: drawn from the recorded values at
+        every step, so placed as they are) lie in the recorded distribution."""
         v = np.asarray(values, np.float64).ravel()
+        if np.isnan(v).all():
+            v = self.values[:, m]
         pct = self.percentile(m, v)
         lo, hi = ON_DATA_RANGE
         outside = float(np.mean((pct < lo) | (pct > hi)))

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from proclab.envs import parse_split
+from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
-from proclab.interpret.interventions.arms import parse_arms
+from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
@@ -49,6 +50,11 @@ def run_sweep(args: SweepArgs) -> Path:
     every = list(range(coords.k))
     directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
     rec = recorded(ws, coords, agent, key)
+    states = recorded_states(ws) if args.random_directions or args.landing else None
+    if args.random_directions:
+        coords, rec = with_random(coords, rec, agent, key, args, states)
+        every = list(range(coords.first))
+        directions = (directions if args.directions else every) + list(range(coords.first, coords.k))
     files = read_level_states(args.levels_from) if args.levels_from is not None else None
     if files is not None:
         levels = np.arange(len(files))  # the file's states, in order
@@ -64,7 +70,9 @@ def run_sweep(args: SweepArgs) -> Path:
                 done[0] += n
                 ph.fraction(done[0], episodes)
 
-            summary, out, variants = sweep(agent, coords, key, rec, env, levels, directions, args, rt, tick)
+            summary, out, variants = sweep(
+                agent, coords, key, rec, env, levels, directions, args, rt, tick, states=states
+            )
     finally:
         env.close()
     summary = {
@@ -85,6 +93,21 @@ def run_sweep(args: SweepArgs) -> Path:
         **summary,
     }
     return _write(ws, args, summary, out, variants, coords.label, start)
+
+
+def recorded_states(ws: Workspace) -> np.ndarray:
+    """The states ``analyze hidden`` analysed, rebuilt exactly from all their PCs in ``hidden.npz``."""
+    with np.load(ws.path / HIDDEN) as f:
+        return ws.basis().from_pcs(f["pcs"].astype(np.float64))
+
+
+def with_random(coords, rec: Recorded, agent, key: str, args: SweepArgs, states: np.ndarray):
+    """The basis with ``args.random_directions`` random directions appended, and the recorded distribution
+    of their coordinates too: the projections of the recorded ``states`` and of the start state."""
+    extended = WithRandom.draw(coords, args.random_directions, args.seed)
+    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
+    values = np.concatenate([rec.values, extended.project(states)], axis=1)
+    return extended, Recorded(values, np.concatenate([rec.start, extended.project(start)[0]]))
 
 
 def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float) -> Path:

@@ -28,13 +28,23 @@ import numpy as np
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
+from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import check_system
-from proclab.interpret.interventions.arms import ARMS, DEFAULT_ARMS, Recorded, off_data_warning, parse_arms
+from proclab.interpret.interventions.arms import (
+    DEFAULT_ARMS,
+    Recorded,
+    describe,
+    off_data_warning,
+    parse_arms,
+    split_arm,
+)
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import EditArgs
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import CORRECTIONS
-from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare
+from proclab.interpret.sweep.claims import sweep_claims
+from proclab.interpret.sweep.landing import LandingAgent, landing
+from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
+from proclab.interpret.sweep.timed import TimedAgent, planned
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"
@@ -45,7 +55,7 @@ SORTS = (*MEANS, TV)
 class SweepArgs(EditArgs):
     """Intervention sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
 
-    Arms: collapse, mean, resample, p05, p95, on (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
+    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
     sorted by effect size, one plot, one JSON."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
@@ -53,7 +63,8 @@ class SweepArgs(EditArgs):
     seed: int = 0
     """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
     arms: str = ",".join(DEFAULT_ARMS)
-    """Arms, comma-separated: collapse, mean, resample, p05, p95, on (see docs/analyses.md)."""
+    """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
+    every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
     directions: str | None = None
     """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
     levels: int = 200
@@ -71,9 +82,22 @@ class SweepArgs(EditArgs):
     """Family-wise error rate (holm) or false discovery rate (bh) of each arm and metric."""
     sort: str = "return"
     """Table order: the size of the change in return, level_complete, length or tv_distance."""
+    random_directions: int = 0
+    """Also sweep this many random unit directions of the basis's span, same arms and levels, as the
+    baseline of how many directions "matter" (docs/analyses.md; 64 or more for a study)."""
+    landing: int = 200
+    """States kept per variant (a uniform sample of its steps) to measure how far edited states lie from the
+    recorded ones in the full state space, against the baseline's (0: not measured)."""
+    equivalence_margin: float = 0.5
+    """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
+    to lie within +-this margin."""
 
     def check(self) -> None:
         self.require_positive("levels", "rows", "bootstrap", "permutations")
+        if not self.equivalence_margin > 0:
+            raise ProclabError(f"--equivalence-margin must be > 0, got {self.equivalence_margin}")
+        if self.random_directions < 0:
+            raise ProclabError(f"--random-directions must be >= 0, got {self.random_directions}")
         check_system(self.basis)
         if self.correction not in CORRECTIONS:
             raise unknown_choice("--correction", self.correction, CORRECTIONS)
@@ -91,18 +115,20 @@ class Variants:
 
     direction: np.ndarray  # (V,) int, -1 for the baseline
     arm: list[str]
-    values: np.ndarray  # (V, L)
+    values: np.ndarray  # (V, L); NaN: drawn at every step
+    planned: np.ndarray  # (V,) the coordinate the player is planned with (a brief edit's length in it)
 
     @classmethod
     def of(cls, directions: list[int], arms: tuple[str, ...], recorded: Recorded, levels: int, seed: int):
         rng = np.random.default_rng([seed, 3])
-        direction, arm, values = [-1], ["baseline"], [np.zeros(levels)]
+        direction, arm, values, plan = [-1], ["baseline"], [np.zeros(levels)], [-1]
         for m in directions:
             for a in arms:
                 direction.append(m)
                 arm.append(a)
                 values.append(recorded.held(a, m, levels, rng))
-        return cls(np.array(direction, np.int64), arm, np.stack(values))
+                plan.append(planned(m, recorded.k, split_arm(a)[1]))
+        return cls(np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64))
 
 
 def sweep(
@@ -116,19 +142,26 @@ def sweep(
     config: SweepArgs,
     runtime,
     tick: Callable[[int], None] | None = None,
+    states: np.ndarray | None = None,
 ) -> tuple[dict, Outcomes, Variants]:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``; returns the
-    sweep's results (``sweep.json`` without the command's provenance), the outcomes and variants."""
+    sweep's results (``sweep.json`` without the command's provenance), the outcomes and variants.
+    With the recorded ``states`` (``(N, D)``) and ``config.landing``, where the edits land too."""
     config.check()
     arms = parse_arms(config.arms)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
-    held = HeldAgent(agent, coords, key)
+    landed = states is not None and config.landing > 0
+    held = (
+        LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
+        if landed
+        else TimedAgent(agent, coords, key, recorded.values, config.seed)
+    )
     start = time.perf_counter()
     out = play(
         held,
         env,
         levels,
-        variants.direction,
+        variants.planned,
         variants.values,
         runtime,
         greedy=config.greedy,
@@ -137,9 +170,57 @@ def sweep(
     )
     played = time.perf_counter() - start
     names = _action_names(agent.config.num_actions)
+    random = {m for m in directions if isinstance(coords, WithRandom) and coords.is_random(m)}
+    lands = landing(held, variants.planned, variants.values, states) if landed else None
+    results, reports = _tested(out, variants, recorded, random, lands, names, config)
+    claimed = sweep_claims(
+        out,
+        variants.direction,
+        variants.arm,
+        reports,
+        random,
+        correction=config.correction,
+        alpha=config.alpha,
+        margin=config.equivalence_margin,
+    )
+    results.sort(key=lambda r: _effect(r, config.sort), reverse=True)
+    steps = int(out.length.sum())
+    summary = {
+        "levels": [int(x) for x in levels],
+        "directions": [m for m in directions if m not in random],
+        "random_directions": sorted(random),
+        "arms": {a: describe(a) for a in arms},
+        "correction": _correction(config, len(directions) - len(random)),
+        "bootstrap": config.bootstrap,
+        "greedy": config.greedy,
+        "seed": config.seed,
+        "sort": config.sort,
+        "baseline": baseline_summary(out, names),
+        "results": results,
+        "significant": _significant([r for r in results if not r["random"]], arms),
+        "claims": claimed,
+        "landing_baseline": None if lands is None else lands[0],
+        "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
+        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
+        "episodes": int(out.ret.size),
+        "steps": steps,
+        "play_seconds": round(played, 3),
+        "steps_per_second": round(steps / max(played, 1e-9), 1),
+    }
+    return summary, out, variants
+
+
+def _tested(out: Outcomes, variants: Variants, recorded: Recorded, random: set[int], lands, names, config):
+    """Every variant against the baseline (random directions in families of their own), with where its
+    edit lies in the recorded distribution, its split-half changes and, when measured, where it lands;
+    returns the sweep's result rows and the reports they were made from (in variant order)."""
+    family = [
+        ("random " if int(d) in random else "") + a
+        for d, a in zip(variants.direction, variants.arm, strict=True)
+    ]
     reports = compare(
         out,
-        variants.arm,
+        family,
         names,
         bootstrap=config.bootstrap,
         permutations=config.permutations,
@@ -150,29 +231,24 @@ def sweep(
     results = []
     for v, rep in enumerate(reports, start=1):
         m = int(variants.direction[v])
-        edit = recorded.placement(m, variants.values[v])
-        results.append({"direction": m, "arm": variants.arm[v], "edit": edit, **rep})
-    results.sort(key=lambda r: _effect(r, config.sort), reverse=True)
-    steps = int(out.length.sum())
-    summary = {
-        "levels": [int(x) for x in levels],
-        "directions": list(directions),
-        "arms": {a: ARMS[a] for a in arms},
-        "correction": _correction(config, len(directions)),
-        "bootstrap": config.bootstrap,
-        "greedy": config.greedy,
-        "seed": config.seed,
-        "sort": config.sort,
-        "baseline": baseline_summary(out, names),
-        "results": results,
-        "significant": _significant(results, arms),
-        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results}),
-        "episodes": int(out.ret.size),
-        "steps": steps,
-        "play_seconds": round(played, 3),
-        "steps_per_second": round(steps / max(played, 1e-9), 1),
-    }
-    return summary, out, variants
+        rep["edit"] = recorded.placement(m, variants.values[v])
+        rep["halves"] = halves(out, v)
+        if lands is not None:
+            rep["landing"] = lands[v]
+        results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
+    return results, reports
+
+
+def power(levels: int, alpha: float, directions: int, claimed: dict) -> dict:
+    """What ``levels`` paired levels can show at all: the paired permutation test swaps a level's two
+    outcomes, so of its ``2^L`` sign patterns at least the observed one and its mirror image are as
+    extreme, and no p-value falls below ``2^(1 - L)`` (0.5 at 2 levels). ``testable`` is False when not
+    even one uncorrected test can reach ``alpha``; ``levels_for_claims`` is the least number of levels at
+    which a direction's claim, corrected over its tests and the directions, can."""
+    smallest = 2.0 ** (1 - levels)
+    tests = max([r["tests"] for r in claimed["basis"]] + [1])
+    needed = int(np.ceil(1 + np.log2(tests * max(1, directions) / alpha)))
+    return {"smallest_p": smallest, "testable": smallest <= alpha, "levels_for_claims": needed}
 
 
 def _action_names(num_actions: int) -> list[str]:
@@ -194,7 +270,7 @@ def _correction(config: SweepArgs, tests: int) -> dict:
         "method": config.correction,
         "name": CORRECTIONS[config.correction],
         "alpha": config.alpha,
-        "family": "one arm and one metric over the swept directions",
+        "family": "one arm and one metric over the swept directions (random directions: their own families)",
         "tests_per_family": tests,
         "p_values": f"paired permutation test, {config.permutations} permutations",
     }
@@ -210,4 +286,5 @@ def _significant(results: list[dict], arms: tuple[str, ...]) -> dict[str, list[i
 
 
 def _label(result: dict, coords: Coordinates) -> str:
-    return f"{coords.label} {result['direction']} {result['arm']}"
+    name = "random" if result["random"] else coords.label
+    return f"{name} {result['direction']} {result['arm']}"

@@ -21,40 +21,100 @@ def _estimate(metric: dict) -> float:
     return metric["value"] if "value" in metric else metric["change"]
 
 
-def _cell(metric: dict) -> str:
-    """``-2.31 [-3.10, -1.52]*``: estimate, corrected CI, a star when significant after correction."""
+def _cell(metric: dict, testable: bool = True) -> str:
+    """``-2.31 [-3.10, -1.52]*``: estimate, corrected CI, a star when significant after correction; the
+    estimate alone when the sweep played too few levels to test anything."""
+    if not testable:
+        return f"{_estimate(metric):+.3g}"
     lo, hi = metric["ci_corrected"]
     star = "*" if metric["significant"] else " "
     return f"{_estimate(metric):+.3g} [{lo:+.3g}, {hi:+.3g}]{star}"
 
 
+def _landing(result: dict) -> str:
+    """``2.1x, 34 % far``: the edited states' median distance to the recorded ones against the baseline's,
+    and their share beyond the baseline's 99th percentile (``-`` when not measured)."""
+    land = result.get("landing")
+    if not land or "median_ratio" not in land:
+        return "-"
+    return f"{land['median_ratio']:.2g}x, {100 * land['beyond_real_p99']:.0f} % far"
+
+
+def _testable(summary: dict) -> bool:
+    return summary.get("power", {}).get("testable", True)
+
+
 def table_rows(summary: dict, label: str) -> list[list[str]]:
     """One row per (direction, arm), in the summary's order (sorted by effect size)."""
     rows = []
-    for rank, r in enumerate(summary["results"], start=1):
+    for rank, r in enumerate((r for r in summary["results"] if not r.get("random")), start=1):
         e = r["edit"]
         place = f"{e['percentile']:.1f}" + (" off" if e["off_data"] else "")
         rows.append(
             [str(rank), f"{label} {r['direction']}", r["arm"], f"{e['value']:.3g}", place]
-            + [_cell(r[c]) for c in COLUMNS]
+            + [_cell(r[c], _testable(summary)) for c in COLUMNS]
+            + [_landing(r)]
         )
     return rows
 
 
 def table_text(summary: dict, label: str) -> str:
     """The table as printed: aligned columns, a header saying what the cells hold."""
-    head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS]
+    head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS] + ["lands"]
     rows = [head, *table_rows(summary, label)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     corr = summary["correction"]
+    if not _testable(summary):
+        power = summary["power"]
+        note = (
+            f"changes against the baseline on {len(summary['levels'])} paired levels, estimates only: the "
+            f"smallest p-value {len(summary['levels'])} paired levels allow is {power['smallest_p']:.3g}, so "
+            f"nothing can be significant at {corr['alpha']} (a direction's claim needs "
+            f"{power['levels_for_claims']} levels or more); sorted by |change| in {summary['sort']}; 'off': "
+            "the held value lies outside the recorded 0.5-99.5 % range; 'lands': see docs/analyses.md"
+        )
+        return "\n".join([note, *lines]) + "\n"
     note = (
         f"changes against the baseline on {len(summary['levels'])} paired levels, with intervals corrected "
         f"by {corr['name']} over {corr['tests_per_family']} directions per arm and metric "
         f"(* significant at {corr['alpha']}); sorted by |change| in {summary['sort']}; "
-        f"'off': the held value lies outside the recorded 0.5-99.5 % range"
+        f"'off': the held value lies outside the recorded 0.5-99.5 % range; 'lands': the edited states' median "
+        "distance to the nearest recorded state against the unedited agent's, and their share beyond its 99th "
+        "percentile, in the full state space"
     )
-    return "\n".join([note, *lines]) + "\n"
+    return "\n".join([note, *lines, *claims_text(summary, label)]) + "\n"
+
+
+def _share(s: dict) -> str:
+    lo, hi = s["ci95"]
+    return f"{s['count']} of {s['of']} ({100 * s['share']:.0f} %, 95 % CI {100 * lo:.0f}-{100 * hi:.0f} %)"
+
+
+def claims_text(summary: dict, label: str) -> list[str]:
+    """Per direction the claim's verdict (effect / no effect within the margin / not shown either way) and
+    its p-values, then the share of directions that matter beside the share of random directions."""
+    if "claims" not in summary:
+        return []
+    c = summary["claims"]
+    lines = ["", f"claims per direction ({c['rule']}):"]
+    for r in c["basis"]:
+        p = "-" if r["p_adjusted"] is None else f"p {r['p']:.3g}, adjusted {r['p_adjusted']:.3g}"
+        carried = ", ".join(f"{x['arm']} {x['metric']}" for x in r["carried_by"][:3])
+        lines.append(
+            f"  {label} {r['direction']}: {r['verdict']} ({p})" + (f"; by {carried}" if carried else "")
+        )
+    matter = c["matter"]
+    lines.append(f"{label}s that matter: {_share(matter['basis'])}")
+    if "random" in matter:
+        diff = matter["basis_minus_random"]
+        lines.append(
+            f"random directions that matter: {_share(matter['random'])}; difference "
+            f"{100 * diff['difference']:+.0f} points, 95 % CI {100 * diff['ci95'][0]:+.0f} to "
+            f"{100 * diff['ci95'][1]:+.0f}, Fisher p {diff['p_fisher']:.3g}"
+        )
+    lines.append(f"('matter': {matter['rule']})")
+    return lines
 
 
 def table_csv(summary: dict, label: str) -> str:
@@ -64,14 +124,16 @@ def table_csv(summary: dict, label: str) -> str:
     head = ["rank", "direction", "arm", "held_value", "percentile", "off_data"]
     for c in COLUMNS:
         head += [c, f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_p_adjusted", f"{c}_significant"]
-    w.writerow(head)
+    w.writerow([*head, "landing_median_ratio", "landing_beyond_real_p99"])
     for rank, r in enumerate(summary["results"], start=1):
         e = r["edit"]
-        row = [rank, f"{label} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
+        name = "random" if r.get("random") else label
+        row = [rank, f"{name} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
         for c in COLUMNS:
             m = r[c]
             row += [_estimate(m), *m["ci_corrected"], m["p_adjusted"], m["significant"]]
-        w.writerow(row)
+        land = r.get("landing") or {}
+        w.writerow([*row, land.get("median_ratio", ""), land.get("beyond_real_p99", "")])
     return buf.getvalue()
 
 

@@ -88,9 +88,10 @@ def compare(
     alpha: float,
     seed: int,
 ) -> list[dict]:
-    """Per variant ``v >= 1`` (``arm_of[v]`` its arm; variant 0 is the baseline): its metrics as
-    reported in the sweep's JSON (``return``, ``level_complete``, ``length``, ``tv_distance``,
-    ``actions`` by name), corrected within each (arm, metric) family."""
+    """Per variant ``v >= 1`` (``arm_of[v]`` its family: its arm, or another key for variants corrected
+    apart, such as random directions; variant 0 is the baseline): its metrics as reported in the sweep's
+    JSON (``return``, ``level_complete``, ``length``, ``tv_distance``, ``actions`` by name), corrected
+    within each (family, metric)."""
     L = out.ret.shape[1]
     w = weights(resamples(L, bootstrap, seed), L)
     s = swaps(L, permutations, seed)
@@ -109,6 +110,18 @@ def compare(
     for rep in reports[1:]:
         rep["actions"] = {name: rep.pop("action:" + name) for name in names}
     return reports[1:]
+
+
+def halves(out: Outcomes, v: int) -> dict[str, list[float]]:
+    """Variant ``v``'s change in return and TV distance on the even-indexed and on the odd-indexed levels
+    apart: two independent measurements of one effect, whose agreement across edits is the noise
+    ceiling of any prediction of the effects (:mod:`proclab.interpret.atlas.prediction`)."""
+    out_halves: dict[str, list[float]] = {"return": [], TV: []}
+    for part in (slice(0, None, 2), slice(1, None, 2)):
+        out_halves["return"].append(float((out.ret[v, part] - out.ret[0, part]).mean()))
+        fb, fi = frequencies(out.actions[0, part]), frequencies(out.actions[v, part])
+        out_halves[TV].append(float(0.5 * np.abs(fi - fb).sum()))
+    return out_halves
 
 
 def baseline_summary(out: Outcomes, names: list[str]) -> dict:

@@ -1,0 +1,99 @@
+"""Where edits land: how far the states an edited agent passes through lie from the states it visits.
+
+An arm places one coordinate inside its recorded range, yet a coordinate at its 95th percentile for a
+whole episode, with the other coordinates going wherever the edited agent takes them, can put the
+*whole* state where the agent never goes. So the sweep keeps a sample of the states each variant's
+edits produce (:class:`LandingAgent`: a reservoir of at most ``--landing`` states per variant, drawn
+uniformly from all its steps) and measures, in the full state space z-scored by the recorded states'
+per-unit spread, each one's distance to its nearest recorded state
+(:func:`proclab.interpret.stats.clustering.nearest_distance`). The reference is the baseline's own
+states: the unedited agent on the same held-out levels, real states that are not among the recorded
+ones. Per variant: the median distance, its ratio to the baseline's, and the share of states farther
+than the baseline's 99th percentile (``beyond_real_p99``; about 1 % for an edit that stays where real
+states lie).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from proclab.interpret.stats.clustering import nearest_distance
+from proclab.interpret.sweep.timed import TimedAgent
+
+PER_CALL = 4
+"""Rows of one edit call offered to the reservoirs (a sample, so a long sweep stays cheap)."""
+
+
+def _key(dim: int, value: float) -> tuple[int, float]:
+    """A reservoir's key: the planned coordinate and value (inf for a value drawn at every step)."""
+    return (int(dim), 0.0 if dim < 0 else (np.inf if np.isnan(value) else float(value)))
+
+
+class LandingAgent(TimedAgent):
+    """A :class:`~proclab.interpret.sweep.timed.TimedAgent` that keeps, per (planned coordinate, planned
+    value), a uniform sample of at most ``cap`` of the edited states it produced (the baseline's rows
+    under ``(-1, 0.0)``)."""
+
+    def __init__(self, agent, coords, key: str, recorded: np.ndarray, cap: int, seed: int):
+        super().__init__(agent, coords, key, recorded, seed)
+        self.cap, self.rng = cap, np.random.default_rng([seed, 23])
+        self.kept: dict[tuple[int, float], list[np.ndarray]] = {}
+        self.seen: dict[tuple[int, float], int] = {}
+
+    def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
+        out = super().edit(h, prev, first)
+        n = len(h)
+        planned = torch.where(self.release >= 0, self.dims + self.coords.k * (self.release + 1), self.dims)
+        dims = (planned.expand(n) if planned.dim() == 0 else planned).cpu().numpy()
+        values = (self.values.expand(n) if self.values.dim() == 0 else self.values).float().cpu().numpy()
+        for r in self.rng.choice(n, min(PER_CALL, n), replace=False):
+            key = _key(dims[r], values[r])
+            seen = self.seen.get(key, 0)
+            self.seen[key] = seen + 1
+            kept = self.kept.setdefault(key, [])
+            if len(kept) < self.cap:
+                kept.append(out[r].detach().double().cpu().numpy())
+            elif (j := int(self.rng.integers(0, seen + 1))) < self.cap:
+                kept[j] = out[r].detach().double().cpu().numpy()
+        return out
+
+    def states(self, dim: int, values: np.ndarray) -> np.ndarray:
+        """The kept states of the variant holding ``dim`` at ``values`` (one per level)."""
+        keys = {_key(dim, float(np.float32(v))) for v in np.ravel(values)}
+        rows = [s for k in keys for s in self.kept.get(k, [])]
+        return np.stack(rows) if rows else np.zeros((0, self.coords.dim))
+
+
+def landing(
+    agent: LandingAgent, direction: np.ndarray, values: np.ndarray, recorded: np.ndarray
+) -> list[dict]:
+    """Per variant ``v`` (``direction[v]``, ``values[v]``): where its kept states lie against the recorded
+    states ``recorded`` (``(N, D)``), beside the baseline's (variant 0)."""
+    recorded = np.asarray(recorded, np.float64)
+    mean, std = recorded.mean(0), recorded.std(0)
+    std[std <= 1e-12] = 1.0
+    z = (recorded - mean) / std
+    dist = []
+    for v in range(len(direction)):
+        kept = agent.states(int(direction[v]), values[v])
+        dist.append(nearest_distance(z, (kept - mean) / std) if len(kept) else np.zeros(0))
+    base = dist[0]
+    if len(base) == 0:
+        return [{"states": len(d)} for d in dist]
+    base_median, base_p99 = float(np.median(base)), float(np.percentile(base, 99))
+    out = []
+    for d in dist:
+        if len(d) == 0:
+            out.append({"states": 0})
+            continue
+        out.append(
+            {
+                "states": len(d),
+                "median": float(np.median(d)),
+                "median_ratio": float(np.median(d) / max(base_median, 1e-12)),
+                "beyond_real_p99": float(np.mean(d > base_p99)),
+            }
+        )
+    return out
