@@ -1,7 +1,14 @@
 """`wm train --time-limit`: training stops after the update that crosses the budget, with a checkpoint."""
 
+from dataclasses import replace
+
+import torch
+from safetensors.torch import load_file
+
+from proclab.cli import main as cli
 from proclab.io.checkpoint import find_checkpoint
-from proclab.worldmodel.train import train_world_model
+from proclab.io.run_dirs import read_metrics
+from proclab.worldmodel.train import WMTrainer, train_world_model
 
 
 def test_a_time_limit_stops_after_the_first_update_that_crosses_it(make_config):
@@ -14,15 +21,6 @@ def test_a_time_limit_stops_after_the_first_update_that_crosses_it(make_config):
 def test_sessions_stopped_by_the_time_limit_add_up_to_an_uninterrupted_run(make_config, tmp_path, capsys):
     """Two sessions cut by --time-limit after one update each, then `--resume --time-limit 0` to the end:
     the final weights and the logged losses equal an uninterrupted run's, and each update is logged once."""
-    from dataclasses import replace
-
-    import torch
-    from safetensors.torch import load_file
-
-    from proclab.cli import main as cli
-    from proclab.io.runs import read_metrics
-    from proclab.worldmodel.train import WMTrainer
-
     cfg = make_config(window_stride=64, total_updates=5)  # 3 batches per epoch
     full = WMTrainer(replace(cfg, name="full")).train(progress=False)
     part = WMTrainer(replace(cfg, name="part", time_limit=0.001)).train(progress=False)

@@ -46,6 +46,7 @@ from proclab.interpret.atlas.looks_at import agent_device, saliency_images
 from proclab.interpret.atlas.prediction import (
     PAIRINGS,
     head_gradients,
+    pairing,
     predicted_changes,
     verdict,
 )
