@@ -38,12 +38,12 @@ import numpy as np
 import torch
 
 from proclab.envs import EnvConfig, ProcgenVecEnv, parse_split
-from proclab.interpret.arms import Recorded
-from proclab.interpret.basis import Basis, BasisConfig
-from proclab.interpret.coordinates import LinearCoordinates
-from proclab.interpret.intervention import HeldAgent
-from proclab.interpret.paired_play import Outcomes, ProcgenLevels, paired_levels, play
-from proclab.interpret.sweep import SweepArgs, Variants, sweep
+from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.interventions.arms import Recorded
+from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels, paired_levels, play
+from proclab.interpret.interventions.edited_agent import HeldAgent
+from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
 from proclab.models import agent_preset, build_agent
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import cpu_name, make_runtime

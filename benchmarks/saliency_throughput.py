@@ -25,8 +25,8 @@ import time
 
 import torch
 
-from proclab.interpret.saliency import saliency_batch
-from proclab.interpret.targets import parse_targets
+from proclab.interpret.saliency.targets import parse_targets
+from proclab.interpret.saliency.world_model import saliency_batch
 from proclab.models import agent_preset, build_agent
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime

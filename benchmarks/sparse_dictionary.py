@@ -26,13 +26,13 @@ import time
 import numpy as np
 import torch
 
-from proclab.interpret.dictionary import DictionaryConfig, SparseDictionary
+from proclab.interpret.bases.sparse_dictionary import DictionaryConfig, SparseDictionary
 from proclab.run.runtime import cpu_name
 
 
 def states(args) -> np.ndarray:
     if args.data:
-        from proclab.interpret.activations import read_activation
+        from proclab.interpret.bases.activations import read_activation
         from proclab.store import EpisodeStore
 
         store = EpisodeStore(args.data)

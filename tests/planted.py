@@ -1,5 +1,5 @@
 """A planted agent whose hidden directions have known effects, a null agent, and the small deterministic
-env they play (the paired-levels interface of proclab.interpret.paired_play).
+env they play (the paired-levels interface of proclab.interpret.interventions.batched_play).
 
 Corridor: level ``l`` has a goal ``4 + l % 5`` steps to the right. ``right`` moves one step
 right, ``left`` one step left, every other action stays. Reaching the goal pays 10 and ends the
@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from proclab.envs.actions import ACTION_NAMES
-from proclab.interpret.basis import Basis, BasisConfig
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.models import AgentOutput
 from proclab.models.hooks import HookPoint
 from proclab.store import ShardWriter

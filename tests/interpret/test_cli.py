@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
-from proclab.interpret.basis import Basis
+from proclab.interpret.bases.pca_ica import Basis
 from proclab.store import EpisodeStore
 
 SMALL = ["--n-ics", "4", "--clusters", "4", "--nmf", "3", "--perplexity", "10", "--fit-points", "150"]

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
-from proclab.interpret.basis import Basis, BasisConfig
-from proclab.interpret.workspace import Workspace
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.workspace.folder import Workspace
 from proclab.io.checkpoint import load_checkpoint
 from support import disk_full, one_line_error, proclab_killed_at_write
 

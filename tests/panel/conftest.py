@@ -146,9 +146,9 @@ def tiny_analysis(root: Path) -> Path:
     basis, two simulated saliency runs (the first with both env-grads settings for sample 0), a --real
     saliency run,
     behaviours, and an agent run directory with metrics.csv and an eval file."""
-    from proclab.interpret.activations import read_activation
-    from proclab.interpret.basis import Basis, BasisConfig
-    from proclab.interpret.workspace import Workspace
+    from proclab.interpret.bases.activations import read_activation
+    from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+    from proclab.interpret.workspace.folder import Workspace
     from proclab.store import EpisodeStore, ShardWriter
 
     rng = np.random.default_rng(3)

@@ -8,8 +8,8 @@ import pytest
 
 from proclab.cli import main
 from proclab.errors import ProclabError
-from proclab.interpret.activations import read_activation
-from proclab.interpret.workspace import Workspace
+from proclab.interpret.bases.activations import read_activation
+from proclab.interpret.workspace.folder import Workspace
 from proclab.panel.bundle import load_schema, read_array
 from proclab.panel.export import ExportArgs, export
 from proclab.store import EpisodeStore

@@ -22,21 +22,21 @@ from pathlib import Path
 import tyro
 
 from proclab.errors import unknown_choice
-from proclab.interpret.args import AnalysisArgs
-from proclab.interpret.atlas import AtlasArgs
-from proclab.interpret.atlas_command import run_atlas
-from proclab.interpret.behaviours import BehavioursArgs, run_behaviours
-from proclab.interpret.bottleneck import BottleneckArgs, run_bottleneck
-from proclab.interpret.consistency import ConsistencyArgs, run_consistency
-from proclab.interpret.env import EnvArgs, run_env
-from proclab.interpret.hidden import HiddenArgs, run_hidden
-from proclab.interpret.intervene import InterveneArgs, run_intervene
-from proclab.interpret.saliency_command import SaliencyArgs, run_saliency
-from proclab.interpret.sweep import SweepArgs
-from proclab.interpret.sweep_command import run_sweep
-from proclab.interpret.visualize import VisualizeArgs, run_visualize
-from proclab.interpret.workspace import discard_staged, published_path
-from proclab.interpret.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.atlas.build import AtlasArgs
+from proclab.interpret.atlas.command import run_atlas
+from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
+from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
+from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.interventions.command import InterveneArgs, run_intervene
+from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
+from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
+from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
+from proclab.interpret.states.hidden import HiddenArgs, run_hidden
+from proclab.interpret.states.simulated_env import EnvArgs, run_env
+from proclab.interpret.sweep.command import run_sweep
+from proclab.interpret.sweep.grid import SweepArgs
+from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.folder import discard_staged, published_path
 from proclab.io.files import DiskFullError
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {

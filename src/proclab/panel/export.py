@@ -31,8 +31,8 @@ from proclab.io.files import load_npz, read_json
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
 
 if TYPE_CHECKING:
-    from proclab.interpret.basis import Basis
-    from proclab.interpret.workspace import Workspace
+    from proclab.interpret.bases.pca_ica import Basis
+    from proclab.interpret.workspace.folder import Workspace
     from proclab.store.store import EpisodeStore
 
 MAX_PCS = 16
@@ -149,7 +149,7 @@ def _add(rows: Rows, basis, x: np.ndarray, n_pcs: int, sample: dict, grads: dict
 def _saliency_pictures(
     rows: Rows, tag: str, store, row: int, keys: list[str], frames: np.ndarray, step: int
 ) -> dict:
-    from proclab.interpret.saliency_maps import overlay, process
+    from proclab.interpret.saliency.pictures import overlay, process
 
     names = {}
     data = store.read(row, [f"grad/{k}/frame" for k in keys], 0, len(frames))
@@ -181,7 +181,7 @@ class _Sources:
 
 def _open_sources(args: ExportArgs) -> _Sources:
     """Check the arguments and the analysis folder before any work."""
-    from proclab.interpret.workspace import Workspace
+    from proclab.interpret.workspace.folder import Workspace
     from proclab.store.store import EpisodeStore
 
     ws = Workspace.open(args.analysis, create=False)
@@ -230,7 +230,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
 
 def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
     """The first ``n_sim`` samples of the sample store with their saliency; returns the saliency step."""
-    from proclab.interpret.activations import read_activation
+    from proclab.interpret.bases.activations import read_activation
 
     steps, saliency_step = src.steps, None
     task = bar.add_task("simulated samples", total=src.n_sim)
@@ -271,7 +271,7 @@ def _add_simulated(src: _Sources, rows: Rows, bar) -> int | None:
 def _real_window(src: _Sources, rows: Rows, e: int, offset: int, name: str | None = None):
     """Real episode ``e``'s window of ``src.steps`` steps from ``offset``: its strip added to ``rows`` and
     (sample, states, tag), or None when the episode is too short for it."""
-    from proclab.interpret.activations import read_activation
+    from proclab.interpret.bases.activations import read_activation
 
     steps = src.steps
     x = read_activation(src.data, src.source, [e], checkpoint=src.agent).x[offset : offset + steps]
@@ -459,7 +459,7 @@ def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
 
 def _background(store, basis, source: str, n_pcs: int, args: ExportArgs, agent: Path | None) -> dict:
     """A seeded random subset of the real states, in IC and PC coordinates."""
-    from proclab.interpret.activations import read_activation
+    from proclab.interpret.bases.activations import read_activation
 
     lengths = store.episodes["length"]
     upto = int(np.searchsorted(np.cumsum(lengths), args.background * 4)) + 1  # enough episodes to draw from
@@ -477,7 +477,7 @@ def _run_dir(checkpoint: Path) -> Path | None:
 
 def _agent_context(ws, data, args: ExportArgs) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
-    from proclab.interpret.activations import recording_checkpoint
+    from proclab.interpret.bases.activations import recording_checkpoint
     from proclab.io.runs import read_metrics
 
     checkpoint = ws.inputs.get("checkpoint")

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from proclab.interpret.arms import DEFAULT_ARMS
+from proclab.interpret.interventions.arms import DEFAULT_ARMS
 from proclab.io.files import write_json
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
@@ -365,8 +365,8 @@ def intervene(ctx: Context) -> dict[str, Any]:
     and 95th percentiles) on paired held-out levels of the real game. Increment-collapse is left to
     ``analyze intervene --sweep``: it holds most ICs off the data, where a competent agent times out
     on every level (1,000 steps an episode), which alone made this stage the quickstart's longest."""
-    from proclab.interpret.sweep import SweepArgs
-    from proclab.interpret.sweep_command import run_sweep
+    from proclab.interpret.sweep.command import run_sweep
+    from proclab.interpret.sweep.grid import SweepArgs
 
     ctx.fresh("analysis/sweep")
     if ctx.state_source():
@@ -381,8 +381,8 @@ def intervene(ctx: Context) -> dict[str, Any]:
 def atlas(ctx: Context) -> dict[str, Any]:
     """The direction atlas of the ICs on the recorded episodes: what activates each, what it tracks, what the
     sweep says it causes, what it looks at, and whether gradients predicted it. The panel opens on it."""
-    from proclab.interpret.atlas import AtlasArgs
-    from proclab.interpret.atlas_command import run_atlas
+    from proclab.interpret.atlas.build import AtlasArgs
+    from proclab.interpret.atlas.command import run_atlas
 
     ctx.fresh("analysis/atlas")
     if ctx.state_source():

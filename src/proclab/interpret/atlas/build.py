@@ -1,0 +1,306 @@
+"""``proclab analyze atlas``: one card per direction of a basis, every entry measured.
+
+Per direction ``m`` of the chosen coordinates (``--basis ica|pca|nmf|sparse``,
+:mod:`proclab.interpret.bases.systems`), over the states of the first ``--episodes`` recorded
+episodes:
+
+1. **what activates it** (:mod:`~proclab.interpret.atlas.activation`): its top and bottom moments,
+   each a frame strip ``t - 4 .. t + 4`` with the coordinate's trace
+   (:mod:`~proclab.interpret.atlas.strips`), how often it is active, its kurtosis and where in the
+   episode it fires;
+2. **what it tracks** (:mod:`~proclab.interpret.atlas.tracking`): correlations with value, reward,
+   each action, progress, the last step and Procgen's end-of-episode events, at lags ``-8 .. 8``,
+   with intervals from resampling episodes;
+3. **what it causes** (:mod:`~proclab.interpret.atlas.causes`): its rows of the intervention sweep of
+   this basis (``ANALYSIS/sweep[-<basis>]``), off-data edits marked; or "sweep not run";
+4. **what it looks at** (:mod:`~proclab.interpret.atlas.looks_at`): the mean SmoothGrad map of its
+   coordinate on the real frames where it is most active;
+5. **predicted against measured** (:mod:`~proclab.interpret.atlas.prediction`): gradient x edit size
+   beside the sweep's measured change, and across directions the Spearman correlation with a CI;
+6. a one-line summary from 2-3 of those numbers (:mod:`~proclab.interpret.atlas.cards`).
+
+``--basis sparse`` first fits the folder's sparse dictionary (:mod:`~proclab.interpret.bases.sparse_dictionary`)
+when it has none (or with ``--refit``). Outputs in ``ANALYSIS/atlas[-<basis>]/``: ``atlas.json``
+(every number; the panel's front page reads it), ``atlas.txt`` (one line per card), ``strips/`` and
+``saliency/`` (PNGs), ``prediction.png``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
+import numpy as np
+import tyro
+
+from proclab.interpret.workspace.args import AnalysisArgs
+
+if TYPE_CHECKING:
+    import torch
+
+    from proclab.interpret.bases.coordinates import Coordinates
+    from proclab.store.store import EpisodeStore
+
+NAME = "atlas"
+FORMAT = "proclab-atlas"
+
+
+@dataclass(frozen=True)
+class AtlasArgs(AnalysisArgs):
+    """Direction atlas: per direction, what activates it, what it tracks, causes and looks at (one card each)."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {
+            "episodes": 100,
+            "bootstrap": 300,
+            "saliency_moments": 4,
+            "noise": 4,
+            "predict_steps": 500,
+            "dictionary_steps": 1000,
+        },
+    }
+
+    seed: int = 0
+    """Seed of the bootstraps, the states sampled for the gradient prediction and the sparse dictionary."""
+    basis: str = "ica"
+    """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF) or sparse (an
+    overcomplete top-k dictionary, fitted here when the folder has none)."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """Episode store of real episodes (default: the folder's)."""
+    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """Agent replayed for saliency and gradients (default: the folder's, else the one that recorded DATA)."""
+    episodes: int = 1000
+    """Recorded episodes described (the store's first N; all if it has fewer)."""
+    moments: int = 4
+    """Top and bottom moments shown per direction (one per episode), each as a frame strip."""
+    bootstrap: int = 1000
+    """Resamples of episodes for the correlations' intervals, and of directions for the Spearman one."""
+    lags: int = 8
+    """Lead/lag: correlations at -lags .. lags steps."""
+    saliency_moments: int = 8
+    """Most active moments (one per episode) whose saliency maps are averaged per direction (0: none)."""
+    noise: int = 8
+    """SmoothGrad: noised copies of each frame (0: the plain gradient)."""
+    sigma: float = 0.05
+    """SmoothGrad: noise std on frames in [0, 1]."""
+    predict_steps: int = 2000
+    """Recorded states (a seeded sample) at which gradients predict each edit's effect."""
+    refit: bool = False
+    """--basis sparse: fit the dictionary again even if the folder has one (a sweep of the old one is then
+    no longer used)."""
+    expansion: int = 4
+    """--basis sparse: atoms per state unit."""
+    atoms_k: int = 8
+    """--basis sparse: atoms active per state (top-k)."""
+    dictionary_steps: int = 4000
+    """--basis sparse: training steps of the dictionary."""
+    device: str = "cpu"
+    """Torch device of the replays."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+    def check(self) -> None:
+        from proclab.errors import ProclabError
+        from proclab.interpret.bases.systems import check_system
+
+        check_system(self.basis)
+        self.require_positive("episodes", "bootstrap", "lags")
+        for name in ("moments", "saliency_moments", "noise", "predict_steps"):
+            if getattr(self, name) < 0:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class AtlasInputs:
+    """What an atlas is built from (the command resolves them from a folder; tests pass their own)."""
+
+    store: EpisodeStore  # the real episodes
+    episodes: np.ndarray
+    x: np.ndarray  # (N, D) states of those episodes, rows in episode order
+    coords: Coordinates
+    agent: torch.nn.Module
+    hook: str  # per-step hook point of the described state
+    sweep: dict | None
+    sweep_note: str
+
+
+def episode_rows(store, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lengths, and per row of the concatenated episodes its store episode and step."""
+    lengths = np.asarray(store.episodes["length"][episodes], np.int64)
+    episode = np.repeat(episodes, lengths)
+    step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return lengths, episode, step
+
+
+def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
+    """Every card and the atlas-wide numbers; writes strips and saliency images under ``out``."""
+    from proclab.envs.actions import ACTION_NAMES
+    from proclab.interpret.atlas.activation import describe
+    from proclab.interpret.atlas.tracking import step_quantities, tracking
+    from proclab.interpret.bases.systems import encode_all
+
+    coords = inp.coords
+    with ph.phase("encoding"):
+        c = encode_all(coords, inp.x)
+        lengths, episode, step = episode_rows(inp.store, inp.episodes)
+        steps = step_quantities(inp.store, inp.episodes, list(ACTION_NAMES))
+    with ph.phase("activity"):
+        most = max(args.moments, args.saliency_moments)
+        acts = [describe(c[:, m], lengths, coords.nonnegative, most) for m in range(coords.k)]
+        for a in acts:  # rows -> (store episode, step)
+            for side in ("top", "bottom"):
+                a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
+    with ph.phase("tracking"):
+        track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=ph.fraction)
+    with ph.phase("moments"):
+        moments = _moment_strips(inp, c, acts, lengths, args.moments, out / "strips")
+    with ph.phase("saliency"):
+        looks = _saliency(inp, acts, args, out / "saliency")
+    with ph.phase("prediction"):
+        prediction = _prediction(inp, c, episode, step, args, out)
+    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction) | {
+        "steps": len(c),
+        "quantities": steps.names,
+        "lags": track["lags"].tolist(),
+    }
+
+
+def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, out: Path) -> list[dict]:
+    """Per direction, its top and bottom moments (episode, step, value), each with its strip written."""
+    from proclab.interpret.atlas.strips import strip_image, window, write_strip
+
+    starts = np.cumsum(lengths) - lengths
+    of_episode = {int(e): j for j, e in enumerate(inp.episodes)}
+    result = []
+    for m, a in enumerate(acts):
+        scale = tuple(np.percentile(c[:, m], [0.5, 99.5]).tolist())
+        found: dict[str, list[dict]] = {}
+        for side in ("top", "bottom"):
+            found[side] = []
+            for i, (e, t) in enumerate(a[f"{side}_moments"][:count]):
+                j = of_episode[e]
+                lo, hi = window(int(lengths[j]), t)
+                frames = inp.store.read(e, ["obs"], lo, hi)["obs"]
+                trace = c[starts[j] + lo : starts[j] + hi, m]
+                name = f"{inp.coords.label.lower()}{m:03d}_{side}{i}.png"
+                write_strip(out / name, strip_image(frames, lo, t, trace, scale))
+                value = float(c[starts[j] + t, m])
+                found[side].append({"episode": e, "step": t, "value": value, "strip": f"strips/{name}"})
+        result.append(found)
+    return result
+
+
+def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) -> dict[int, dict]:
+    """The mean saliency map of every direction that is ever active, on its most active moments."""
+    from proclab.interpret.atlas.looks_at import saliency_images
+
+    if args.saliency_moments == 0:
+        return {}
+    moments = {
+        m: a["top_moments"][: args.saliency_moments]
+        for m, a in enumerate(acts)
+        if not (inp.coords.nonnegative and a["active"] == 0)
+    }
+    return saliency_images(
+        inp.agent, inp.coords, inp.hook, inp.store, moments, out, noise=args.noise, sigma=args.sigma
+    )
+
+
+def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs, out: Path) -> dict:
+    """Gradient x edit size against the sweep's measured change for every on-data edit, and per pairing
+    the Spearman correlation across directions (:mod:`proclab.interpret.atlas.prediction`)."""
+    from proclab.interpret.atlas.looks_at import agent_device
+    from proclab.interpret.atlas.prediction import (
+        PAIRINGS,
+        head_gradients,
+        predicted_changes,
+        spearman_by_groups,
+        verdict,
+    )
+
+    if inp.sweep is None or args.predict_steps == 0:
+        return {"note": inp.sweep_note if inp.sweep is None else "not measured (--predict-steps 0)"}
+    rng = np.random.default_rng([args.seed, 5])
+    pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
+    rows = [(int(episode[r]), int(step[r])) for r in pick]
+    gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, agent_device(inp.agent))
+    dirs = inp.coords.directions()
+    points = []
+    for r in inp.sweep["results"]:
+        m = r["direction"]
+        if r["edit"]["off_data"] or m >= c.shape[1]:
+            continue
+        n = len(pick)
+        if r["arm"] == "resample":  # a recorded value per state, as the sweep draws one per episode
+            held = c[rng.integers(0, len(c), n), m].astype(np.float64)
+        else:
+            held = np.full(n, r["edit"]["value"])
+        measured = {"value": r["return"]["change"], "actions": r["tv_distance"]["value"]}
+        pred = predicted_changes(gv, gpi, dirs[m], c[pick, m], held)
+        points.append({"direction": m, "arm": r["arm"], "predicted": pred, "measured": measured})
+    pairings = {}
+    groups = np.array([p["direction"] for p in points])
+    for key, (metric, text) in PAIRINGS.items():
+        x = np.array([p["predicted"][key] for p in points])
+        y = np.array([p["measured"][key] for p in points])
+        res = spearman_by_groups(x, y, groups, args.bootstrap, args.seed)
+        pairings[key] = {**res, "measured": metric, "what": text, "verdict": verdict(res, text)}
+    figure = _prediction_figure(points, pairings, out / "prediction.png")
+    return {"states": len(pick), "pairings": pairings, "points": points, "figure": figure.name}
+
+
+def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
+    from proclab.interpret.workspace.figures import _plt, save_tight
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
+    for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
+        x = [p["predicted"][key] for p in points]
+        y = [p["measured"][key] for p in points]
+        ax.scatter(x, y, s=14, alpha=0.7)
+        for p, xi, yi in zip(points, x, y, strict=True):
+            ax.annotate(f"{p['direction']}{p['arm'][0]}", (xi, yi), fontsize=6, alpha=0.6)
+        ax.set_xlabel(f"predicted ({key}: gradient x edit size)")
+        ax.set_ylabel(f"measured ({res['measured']})")
+        lo, hi = res["ci95"]
+        ax.set_title(f"Spearman {res['rho']:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {res['points']}", fontsize=9)
+    fig.suptitle("predicted against measured, on-data edits (label: direction, arm initial)", fontsize=9)
+    return save_tight(fig, path)
+
+
+def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction) -> dict:
+    from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
+    from proclab.interpret.atlas.causes import direction_causes
+
+    coords, cards = inp.coords, []
+    points = prediction.get("points", [])
+    for m in range(coords.k):
+        a = {k: v for k, v in acts[m].items() if not k.endswith("_moments")}
+        causes = direction_causes(inp.sweep, m, inp.sweep_note)
+        tracks = tracked(names, track, m)
+        look = looks.get(m)
+        card = {
+            "direction": m,
+            "label": f"{coords.label} {m}",
+            "activation": {**a, "top": moments[m]["top"], "bottom": moments[m]["bottom"]},
+            "tracks": tracks,
+            "causes": causes,
+            "saliency": None
+            if look is None
+            else {"image": f"saliency/{look['image']}", "moments": look["moments"]},
+            "predicted": [p for p in points if p["direction"] == m],
+            "summary": summary_line(causes, tracks, len(inp.episodes)),
+        }
+        card["keys"] = sort_keys(card, names)
+        cards.append(card)
+    swept = [cd for cd in cards if cd["causes"]["swept"]]
+    counts = {
+        "directions": coords.k,
+        "swept": len(swept),
+        "significant": sum(cd["causes"]["significant"] for cd in swept),
+        "significant_off_data_only": sum(cd["causes"]["significant_off_data_only"] for cd in swept),
+    }
+    gradients = {m: look["gradient"] for m, look in looks.items()}
+    return {"cards": cards, "counts": counts, "prediction": prediction, "gradients": gradients}

@@ -1,0 +1,188 @@
+"""The atlas as a command on an analysis folder: ``proclab analyze atlas``, and the quickstart's stage.
+
+Resolves what :func:`~proclab.interpret.atlas.build.build_atlas` needs from the folder (the real store and
+the activation ``analyze hidden`` analysed, the agent, the coordinates, fitting the sparse dictionary
+when asked, and the sweep of the same basis when one was run on its current fit), builds the cards
+and writes ``ANALYSIS/atlas[-<basis>]/``. The wall time of each phase and the process' peak resident
+memory are recorded in ``atlas.json``.
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from proclab.errors import ProclabError
+from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
+from proclab.interpret.workspace.folder import Workspace
+from proclab.io.runs import write_json_atomic
+
+
+def _states(ws: Workspace, args: AtlasArgs, ph):
+    """The real store, the described episodes and their states (the activation of the folder's basis)."""
+    from proclab.interpret.bases.activations import read_activation
+    from proclab.store import EpisodeStore
+
+    store = EpisodeStore(ws.input_path("data", args.data, "--data DATA"))
+    source = ws.inputs.get("activation")
+    if source is None:
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
+        )
+    if store.num_episodes == 0:
+        raise ProclabError(f"episode store {str(store.path)!r} holds no episodes")
+    episodes = np.arange(min(args.episodes, store.num_episodes))
+    with ph.phase("reading states"):
+        acts = read_activation(
+            store, source, episodes, checkpoint=_checkpoint(ws, args), progress=ph.fraction
+        )
+    return store, episodes, acts.x, source
+
+
+def _checkpoint(ws: Workspace, args: AtlasArgs) -> Path:
+    from proclab.interpret.interventions.edit_target import agent_checkpoint
+
+    return agent_checkpoint(ws, args.checkpoint, "analyze atlas")
+
+
+def _coordinates(ws: Workspace, args: AtlasArgs, x: np.ndarray, ph):
+    """The folder's coordinates ``args.basis``; a sparse dictionary is fitted on ``x`` first when the folder
+    has none or ``--refit`` asks (and saved as ``ANALYSIS/dictionary.npz``)."""
+    from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
+    from proclab.interpret.bases.systems import open_coordinates
+
+    if args.basis == "sparse" and (args.refit or not (ws.path / FILE).is_file()):
+        config = DictionaryConfig(
+            expansion=args.expansion, k=args.atoms_k, steps=args.dictionary_steps, seed=args.seed
+        )
+        with ph.phase("sparse dictionary"):
+            SparseDictionary.fit(x, config, progress=ph.fraction).save(ws.path / FILE)
+    coords = open_coordinates(ws, args.basis)
+    if coords.dim != x.shape[1]:
+        raise ProclabError(
+            f"the folder's {args.basis} coordinates describe {coords.dim}-d states, the store's activation "
+            f"has {x.shape[1]}; use the store the folder was made with"
+        )
+    return coords
+
+
+def run_atlas(args: AtlasArgs) -> Path:
+    """Build the atlas of ``args.basis`` on the analysis folder ``args.out``; returns its output folder."""
+    from proclab.interpret.atlas.causes import load_sweep
+    from proclab.interpret.bases.systems import suffix, system_file, variance_explained
+    from proclab.interpret.saliency.world_model import basis_hook
+    from proclab.interpret.workspace.progress import phases
+    from proclab.models.loading import freeze, load_agent
+    from proclab.run.runtime import make_runtime
+    from proclab.store.state_codec import StateCodec
+
+    start = time.perf_counter()
+    args.check()
+    ws = Workspace.open(args.out, create=False)
+    checkpoint = _checkpoint(ws, args)
+    ws.require_inputs(checkpoint=checkpoint)
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    agent, _, _ = load_agent(checkpoint, rt)
+    freeze(agent)
+    out = ws.command_dir(NAME + suffix(args.basis))
+    for sub in ("strips", "saliency"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    with phases(9 if args.basis == "sparse" else 8, "analyze atlas") as ph:
+        store, episodes, x, source = _states(ws, args, ph)
+        coords = _coordinates(ws, args, x, ph)
+        sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
+        hook = basis_hook(source, StateCodec(agent.state_shapes()))
+        inp = AtlasInputs(store, episodes, x, coords, agent, hook, sweep, note)
+        doc = build_atlas(inp, args, out, ph)
+        with ph.phase("writing"):
+            explained = variance_explained(coords, x, *_zscoring(ws, coords))
+            head = _head(ws, args, coords, source, checkpoint, len(episodes), explained, sweep, note)
+            files = _write(out, {**head, **doc}, ph.seconds, start)
+    ws.record_command(
+        out.name, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
+    )
+    return ws.final(out)
+
+
+def _zscoring(ws: Workspace, coords) -> tuple[np.ndarray, np.ndarray]:
+    """The z-scoring variance is measured in: the folder basis' (the sparse dictionary's own for sparse)."""
+    if coords.name == "sparse":
+        return coords.mean, coords.std
+    basis = ws.basis()
+    return basis.mean, basis.std
+
+
+def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note) -> dict:
+    from proclab.interpret.bases.systems import suffix, system_file
+
+    fit = getattr(coords, "fit_info", None)
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "basis": args.basis,
+        "label": coords.label,
+        "nonnegative": coords.nonnegative,
+        "k": coords.k,
+        "dim": coords.dim,
+        "basis_file": str(system_file(ws, args.basis)),
+        "variance_explained": explained,
+        "basis_fit": None if fit is None else {k: v for k, v in fit.items() if k != "active_share"},
+        "data": str(Path(ws.inputs["data"])),
+        "activation": source,
+        "checkpoint": str(checkpoint),
+        "episodes": episodes,
+        "bootstrap": args.bootstrap,
+        "sweep": None
+        if sweep is None
+        else {
+            "folder": "sweep" + suffix(args.basis),
+            "levels": len(sweep["levels"]),
+            "arms": list(sweep["arms"]),
+            "correction": sweep["correction"],
+        },
+        "sweep_note": note,
+    }
+
+
+def _write(out: Path, doc: dict, seconds: dict, start: float) -> list[Path]:
+    gradients = doc.pop("gradients")
+    arrays = out / "saliency.npz"
+    tmp = out / ".saliency.tmp.npz"
+    np.savez(
+        tmp,
+        directions=np.array(sorted(gradients), np.int64),
+        gradient=np.array([gradients[m] for m in sorted(gradients)]),
+    )
+    tmp.replace(arrays)
+    lines = [
+        f"{c['label']:<10} active {100 * c['activation']['active']:5.1f} %  kurtosis {c['activation']['kurtosis']:7.2f}  {c['summary']}"
+        for c in doc["cards"]
+    ]
+    (out / "atlas.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    doc["seconds"] = dict(seconds)
+    doc["wall_seconds"] = round(time.perf_counter() - start, 3)
+    doc["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    write_json_atomic(out / "atlas.json", plain(doc))
+    return [out / "atlas.json", out / "atlas.txt", arrays, out / "strips", out / "saliency"]
+
+
+def plain(value):
+    """``value`` with numpy scalars and arrays as Python numbers and lists, and NaN or infinity as None
+    (strict JSON: a browser's ``JSON.parse`` accepts no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value

@@ -1,0 +1,137 @@
+"""Predicted against measured: do gradients rank the effects that real-environment edits have?
+
+The interpretation seed's write-up, "saliency as causality", reads a direction's role off
+gradients. Here that reading is tested. **Predicted**: at recorded states (a seeded sample of
+analysed steps), the first-order change an edit makes to the agent's outputs, from the gradients
+of the value ``V`` and of the action probabilities ``pi`` w.r.t. the state, taken along the
+direction's state-space vector ``d_m`` (:meth:`Coordinates.directions`) and times the edit's size
+at that state, ``Delta_t = v - c_m(t)`` (``v`` the value the sweep's arm held the coordinate at; a
+fresh recorded value per state for ``resample``):
+
+* value: ``mean_t (dV/dh . d_m) Delta_t``;
+* actions: the total-variation distance ``0.5 sum_a |mean_t (dpi_a/dh . d_m) Delta_t|``.
+
+**Measured**: the sweep's change in return and its TV distance of the pooled action frequencies
+for the same (direction, arm). Only on-data edits enter (an edit off the data describes states the
+agent never visits). **Across directions**: the Spearman rank correlation of predicted against
+measured over every on-data (direction, arm), with a percentile bootstrap interval that resamples
+*directions* (each with all its arms), since the arms of one direction are not independent. The
+gradients are one step's, of the state the heads read; the sweep holds the coordinate for whole
+episodes, so the test is whether a local, one-step reading ranks the global, closed-loop effect.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from proclab.interpret.atlas.looks_at import load_steps
+from proclab.interpret.stats.paired import interval, resamples
+from proclab.models.hooks import patch
+from proclab.store.state_codec import StateCodec
+
+BATCH = 256
+PAIRINGS = {
+    "value": ("return", "predicted change of the value V against the measured change in return"),
+    "actions": ("tv_distance", "predicted TV distance of the action probabilities against the measured TV"),
+}
+
+
+def head_gradients(
+    agent, hook: str, store, rows: list[tuple[int, int]], device
+) -> tuple[np.ndarray, np.ndarray]:
+    """At states (episode, step): ``dV/dh`` ``(R, D)`` and ``dpi/dh`` ``(R, A, D)`` of the state that
+    leaves the step (its per-step hook point ``hook``), replaying the step from the stored state."""
+    codec = StateCodec(agent.state_shapes())
+    gv, gpi = [], []
+    for lo in range(0, len(rows), BATCH):
+        obs, state, prev = load_steps(store, rows[lo : lo + BATCH], codec, device)
+        prev = prev[None] if agent.config.prev_reward else None
+        v, pi = _batch_gradients(agent, hook, obs[None], state, prev)
+        gv.append(v)
+        gpi.append(pi)
+    return np.concatenate(gv), np.concatenate(gpi)
+
+
+def _batch_gradients(agent, hook: str, obs, state, prev) -> tuple[np.ndarray, np.ndarray]:
+    """One step of a batch: the value's and each action probability's gradient w.r.t. the state, read as
+    the gradient w.r.t. a zero added to it at its hook point."""
+    bump: list[torch.Tensor] = []
+
+    def add(h: torch.Tensor) -> torch.Tensor:
+        eps = torch.zeros_like(h, requires_grad=True)
+        bump.append(eps)
+        return h + eps
+
+    firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=obs.device)
+    with torch.enable_grad(), patch(agent, hook, add):
+        out, _ = agent.unroll(obs, state, firsts, prev)
+        value, probs = out.value[0].float(), out.logits[0].float().softmax(-1)
+        (eps,) = bump
+        outputs = [value.sum(), *(probs[:, a].sum() for a in range(probs.shape[1]))]
+        grads = [
+            torch.autograd.grad(y, eps, retain_graph=True, allow_unused=True)[0] if y.requires_grad else None
+            for y in outputs
+        ]
+    B = obs.shape[1]
+    flat = [(torch.zeros_like(eps) if g is None else g).reshape(B, -1).double().cpu() for g in grads]
+    return flat[0].numpy(), torch.stack(flat[1:], 1).numpy()
+
+
+def predicted_changes(
+    gv: np.ndarray, gpi: np.ndarray, direction: np.ndarray, coord: np.ndarray, held: np.ndarray
+) -> dict[str, float]:
+    """First-order changes of one edit at the sampled states: ``held`` ``(R,)`` the values the edit
+    puts coordinate ``coord`` ``(R,)`` at, ``direction`` ``(D,)`` its state vector."""
+    delta = np.asarray(held, np.float64) - np.asarray(coord, np.float64)
+    dv = float(np.mean((gv @ direction) * delta))
+    dpi = np.mean((gpi @ direction) * delta[:, None], axis=0)
+    return {"value": dv, "actions": float(0.5 * np.abs(dpi).sum())}
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their mean rank (as Spearman's correlation needs)."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(1, len(x) + 1)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / counts[inverse]
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (Pearson on average ranks); NaN when either side is constant."""
+    rx, ry = average_ranks(x), average_ranks(y)
+    if len(rx) < 2 or np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def spearman_by_groups(x: np.ndarray, y: np.ndarray, groups: np.ndarray, reps: int, seed: int) -> dict:
+    """Spearman of ``x`` and ``y`` over all points and its percentile interval from resampling the
+    ``groups`` (directions) with replacement, each with all its points."""
+    x, y, groups = np.asarray(x, np.float64), np.asarray(y, np.float64), np.asarray(groups)
+    names = np.unique(groups)
+    members = [np.flatnonzero(groups == g) for g in names]
+    boot = []
+    for draw in resamples(len(names), reps, seed):
+        rows = np.concatenate([members[g] for g in draw])
+        boot.append(spearman(x[rows], y[rows]))
+    boot = np.array(boot)
+    finite = boot[np.isfinite(boot)]
+    ci = interval(finite) if len(finite) else [float("nan"), float("nan")]
+    return {"rho": spearman(x, y), "ci95": ci, "points": len(x), "directions": len(names)}
+
+
+def verdict(result: dict, what: str) -> str:
+    """One plain sentence about one pairing."""
+    rho, (lo, hi), n, d = result["rho"], result["ci95"], result["points"], result["directions"]
+    over = f"Spearman rho = {rho:+.2f} [{lo:+.2f}, {hi:+.2f}] over {n} on-data edits of {d} directions"
+    if n < 4 or d < 3 or not np.isfinite(rho):
+        return f"{what}: too few on-data edits with effects to test ({n} edits of {d} directions)"
+    if lo > 0:
+        return f"{what}: gradients rank the measured effects ({over})"
+    if hi < 0:
+        return f"{what}: FAILS, gradients rank the measured effects in reverse ({over})"
+    return f"{what}: FAILS, gradients do not rank the measured effects ({over}; the interval includes 0)"

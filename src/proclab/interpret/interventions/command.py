@@ -1,0 +1,551 @@
+"""``proclab analyze intervene``: what editing one hidden-state direction does, in the real env and in simulation.
+
+The intervention (:mod:`proclab.interpret.interventions.edited_agent`) is applied in the folder's basis to
+the state tensor the basis was fitted on. Two arms, baseline and intervened, are compared
+*paired* (:mod:`proclab.interpret.stats.paired`):
+
+* ``--where real``: both agents play the same levels: one vector env per arm, built with the
+  same seed, split and slot count, each slot recording the same fixed quota of complete
+  episodes (the level sequence of a Procgen slot does not depend on the actions, so slot ``s``'s
+  ``k``-th episode is the same level in both arms; the multisets of level seeds are asserted
+  equal). Sampled actions also share their random stream. Both arms are ordinary episode
+  stores (``real/baseline.zarr``, ``real/intervened.zarr``), compared per level: action
+  frequencies and their total-variation distance, return, level completion, episode length.
+* ``--where sim``: the first ``--n`` bottleneck vectors of the sample store, simulated with
+  each agent under the samples' own settings (two sample stores in ``wm sample``'s format):
+  action frequencies, predicted return, done rate and, when ``analyze behaviours`` has saved
+  its transform, behaviour frequencies through its ``assign``.
+
+Outputs: the stores, side-by-side videos (baseline | intervened) of the first pairs, bar plots
+of the frequencies with the CIs of their changes, and ``summary.json`` with every number.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.envs.actions import ACTION_NAMES
+from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.pca_ica import KINDS
+from proclab.interpret.interventions.arms import Recorded, off_data_warning
+from proclab.interpret.interventions.edit_target import EditArgs, agent_checkpoint, recorded, state_key
+from proclab.interpret.interventions.edited_agent import OPS, HeldAgent, Hold, IntervenedAgent, Intervention
+from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.workspace.figures import _plt, save_tight
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
+from proclab.io.runs import write_json_atomic
+from proclab.io.video import write_video
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.schema import STATE_LAYOUT_ATTR
+
+NAME = "intervene"
+WHERE = ("real", "sim", "both")
+ARMS = ("baseline", "intervened")
+
+
+@dataclass(frozen=True)
+class InterveneArgs(EditArgs):
+    """Intervene: move, collapse, exchange or hold basis directions of the agent's state; compare paired.
+
+    With --sweep: every arm on every direction (see `proclab analyze intervene --sweep --help`)."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20, "n": 50, "videos": 2}}
+
+    move: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
+    """Move coordinate I of every state increment onto direction J (c'_J += c_I, c'_I = 0)."""
+    collapse: Annotated[str | None, tyro.conf.arg(metavar="I")] = None
+    """Set coordinate I of every state increment to zero (the state's coordinate stays at its start value)."""
+    exchange: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
+    """Swap coordinates I and J of every state increment."""
+    hold: Annotated[str | None, tyro.conf.arg(metavar="I:ARM")] = None
+    """Hold coordinate I of the state at every step at its recorded mean, 5th or 95th percentile
+    (I:mean, I:p05, I:p95)."""
+    where: str = "both"
+    """real (play the environment), sim (the world model) or both."""
+    episodes: int = 200
+    """Real: complete episodes per arm."""
+    num_envs: int = 16
+    """Real: parallel env slots per arm (each plays a fixed quota of episodes)."""
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sim: sample store whose bottleneck vectors are re-simulated (default: the folder's)."""
+    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
+    """Sim: world-model checkpoint (default: the one the samples were simulated with)."""
+    n: int = 200
+    """Sim: bottleneck vectors (the first N samples)."""
+    videos: int = 4
+    """Side-by-side videos of the first K pairs per setting."""
+    batch_size: int = 64
+    """Sim: rollouts simulated at once."""
+
+
+EDIT_FLAGS = (*OPS, "hold")
+
+
+def intervention_of(args: InterveneArgs) -> Intervention | Hold:
+    given = [(op, getattr(args, op)) for op in EDIT_FLAGS if getattr(args, op) is not None]
+    if len(given) != 1:
+        raise ProclabError(
+            "give exactly one intervention (--move I:J, --collapse I, --exchange I:J or --hold I:ARM); "
+            f"got {len(given)}"
+        )
+    op, text = given[0]
+    return Hold.parse(text) if op == "hold" else Intervention.parse(op, text)
+
+
+def run_intervene(args: InterveneArgs) -> Path:
+    from proclab.run.runtime import make_runtime
+
+    start = time.time()
+    if args.where not in WHERE:
+        raise unknown_choice("--where", args.where, WHERE)
+    if args.basis not in KINDS:
+        raise unknown_choice("--basis", args.basis, KINDS)
+    args.require_positive("episodes", "num_envs", "n", "bootstrap", "batch_size")
+    intervention = intervention_of(args)
+    ws = Workspace.open(args.out, create=False)
+    basis = ws.basis()
+    out = ws.command_dir(NAME)
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    summary: dict = {
+        "intervention": intervention.spec,
+        "basis": args.basis,
+        "basis_file": str(ws.basis_path),
+        "activation": ws.inputs.get("activation"),
+    }
+    outputs: list[str] = []
+    phase_count = 2 * (args.where in ("real", "both")) + 2 * (args.where in ("sim", "both"))
+    with phases(phase_count, NAME) as ph:
+        if args.where in ("sim", "both"):
+            summary["sim"], files = _simulated(args, ws, basis, intervention, rt, out, ph)
+            outputs += files
+        if args.where in ("real", "both"):
+            summary["real"], files = _real(args, ws, basis, intervention, rt, out, ph)
+            outputs += files
+    summary["seconds"] = round(time.time() - start, 3)
+    write_json_atomic(out / "summary.json", summary)
+    ws.record_command(NAME, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
+    return ws.final(out)
+
+
+# -- real environment ----------------------------------------------------------------------------
+def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
+    """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
+    from proclab.envs import EnvConfig, ProcgenVecEnv
+    from proclab.io.configs import from_dict
+    from proclab.record import RecordArgs
+    from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
+    from proclab.record.recorder import EpisodeRecorder
+
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
+    recording, ckpt = prepare_recording(
+        RecordArgs(
+            checkpoint=checkpoint,
+            out=path,
+            episodes=args.episodes,
+            split=args.split,
+            num_envs=args.num_envs,
+            seed=args.seed,
+        )
+    )
+    env_config = from_dict(EnvConfig, ckpt.meta["env"])
+    n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
+    env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=args.seed, split=args.split)
+    torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
+    norm = recording.reward_norm
+    writer = ShardWriter(
+        path,
+        attrs={
+            "recording": recording.attrs(),
+            STATE_LAYOUT_ATTR: recording.state_layout,
+            "final_obs": FINAL_OBS_NOTE,
+            **attrs,
+        },
+        background=True,
+    )
+    recorder = EpisodeRecorder(
+        env,
+        agent,
+        rt,
+        reward_scale=norm.scale,
+        reward_clip=norm.clip,
+        split=recording.split,
+        greedy=args.greedy,
+    )
+    try:
+        recorder.run(args.episodes, lambda steps, episode: writer.append(steps, episode), tick=tick)
+    finally:
+        env.close()
+        writer.close()
+    return path
+
+
+@dataclass(frozen=True)
+class ArmEpisodes:
+    """Per-episode facts of one arm's store."""
+
+    level: np.ndarray
+    ret: np.ndarray
+    complete: np.ndarray
+    length: np.ndarray
+    actions: np.ndarray  # (episodes, A) counts
+
+    @classmethod
+    def read(cls, path: Path, num_actions: int) -> ArmEpisodes:
+        store = EpisodeStore(path)
+        ids = np.arange(store.num_episodes)
+        e = store.episodes
+        acts = store.read_steps("action", ids)
+        owner = np.repeat(ids, e["length"])
+        counts = np.zeros((len(ids), num_actions), np.int64)
+        np.add.at(counts, (owner, acts), 1)
+        return cls(
+            np.asarray(e["level_seed"]),
+            np.asarray(e["return"], np.float64),
+            np.asarray(e["level_complete"], np.float64),
+            np.asarray(e["length"], np.float64),
+            counts,
+        )
+
+    def per_level(self, levels: np.ndarray) -> dict[str, np.ndarray]:
+        """Means (counts: sums) over each level's episodes, in the order of ``levels``."""
+        rows = [np.flatnonzero(self.level == lv) for lv in levels]
+        return {
+            "return": np.array([self.ret[r].mean() for r in rows]),
+            "level_complete": np.array([self.complete[r].mean() for r in rows]),
+            "length": np.array([self.length[r].mean() for r in rows]),
+            "actions": np.stack([self.actions[r].sum(0) for r in rows]),
+        }
+
+
+def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) -> dict:
+    """Paired by level; the arms must have played the same multiset of levels."""
+    if Counter(base.level.tolist()) != Counter(inter.level.tolist()):
+        raise RuntimeError("the baseline and intervened arms played different levels; the pairing is broken")
+    levels = np.unique(base.level)
+    b, i = base.per_level(levels), inter.per_level(levels)
+    idx = resamples(len(levels), reps, seed)
+    out = {k: mean_change(b[k], i[k], idx) for k in ("return", "level_complete", "length")}
+    out["actions"] = frequency_changes(b["actions"], i["actions"], idx, ACTION_NAMES[: b["actions"].shape[1]])
+    out |= {"episodes": len(base.level), "levels": len(levels)}
+    return out
+
+
+def _arms(
+    agent, basis, edit: Intervention | Hold, key: str, args: InterveneArgs, rec: Recorded
+) -> dict[str, tuple]:
+    """Per arm, its agent (the intervened one edits state ``key``) and the ``intervention`` record its
+    store carries."""
+    if isinstance(edit, Hold):
+        value = rec.held(edit.arm, edit.i, 1, np.random.default_rng(args.seed))[0]
+        coords = LinearCoordinates(basis, args.basis)
+        edit.check(coords.k)
+        intervened = HeldAgent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+    else:
+        intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
+    return {
+        arm: (a, {"arm": arm, "spec": edit.spec, "basis": args.basis, "state": key})
+        for arm, a in zip(ARMS, (agent, intervened), strict=True)
+    }
+
+
+def placements(ws: Workspace, coords: LinearCoordinates, rec: Recorded, edit, store: Path) -> dict[str, dict]:
+    """Where the edited coordinates of the intervened arm's states lie in the recorded distribution
+    (per coordinate the edit changes, over every stored step)."""
+    from proclab.interpret.bases.activations import read_activation
+
+    x = read_activation(EpisodeStore(store), ws.inputs["activation"]).x
+    c = coords.encode(x.astype(np.float64))
+    label = {"ica": "IC", "pca": "PC"}[coords.kind]
+    return {f"{label} {m}": rec.placement(m, c[:, m]) for m in edit.coordinates}
+
+
+def _placed(ws, basis, rec: Recorded, edit, args, store: Path) -> dict[str, dict]:
+    """:func:`placements` of the intervened store, with the one-line warning printed when one leaves
+    the data."""
+    placed = placements(ws, LinearCoordinates(basis, args.basis), rec, edit, store)
+    warning = off_data_warning(placed)
+    if warning:
+        print(warning, file=sys.stderr)
+    return placed
+
+
+def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
+    from proclab.models.loading import load_agent
+
+    checkpoint = agent_checkpoint(ws, args.checkpoint, "--where real")
+    ws.require_inputs(checkpoint=checkpoint)
+    agent, _, _ = load_agent(checkpoint, rt)
+    key = state_key(ws, agent, args.state)
+    rec = recorded(ws, LinearCoordinates(basis, args.basis), agent, key)
+    paths = {}
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args, rec).items():
+        with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
+            attrs = {"intervention": tag}
+            paths[arm] = record_arm(a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, attrs)
+    num_actions = agent.config.num_actions
+    base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
+    result = compare_real(base, inter, args.bootstrap, args.seed)
+    result |= {
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
+        "split": args.split,
+        "greedy": args.greedy,
+        "state": key,
+        "checkpoint": str(checkpoint),
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
+    }
+    files = [str(p) for p in paths.values()]
+    files.append(
+        str(frequency_bars(result["actions"], out / "real_actions.png", f"real env: {intervention.spec}"))
+    )
+    files += _real_videos(paths, base, args.videos, out / "videos")
+    return result, files
+
+
+def _real_videos(paths: dict[str, Path], base: ArmEpisodes, k: int, folder: Path) -> list[str]:
+    """The first ``k`` levels: each arm's first episode on it, side by side."""
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    files = []
+    for level in list(dict.fromkeys(base.level.tolist()))[:k]:
+        eps = {
+            a: stores[a].read(
+                int(np.flatnonzero(stores[a].episodes["level_seed"] == level)[0]), ["obs", "action"]
+            )
+            for a in ARMS
+        }
+        files.append(str(side_by_side(folder / f"real_level_{level}.mp4", eps)))
+    return files
+
+
+# -- simulation -----------------------------------------------------------------------------------
+def simulate_arm(
+    wm,
+    agent,
+    bottlenecks: torch.Tensor,
+    settings,
+    batch: int,
+    seed: int,
+    path: Path,
+    attrs: dict,
+    reward_field: str,
+) -> Path:
+    """Simulate ``bottlenecks`` under ``settings`` (a sample store's) with ``agent`` into a sample store."""
+    from proclab.store.state_codec import StateCodec
+    from proclab.worldmodel.sample import rollouts
+    from proclab.worldmodel.simulate import dreamed
+
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    codec = StateCodec(agent.state_shapes())
+    layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
+    torch.manual_seed(seed)  # sampled latents or actions: the same random stream in both arms
+    with ShardWriter(path, attrs={STATE_LAYOUT_ATTR: layout, **attrs}) as writer, torch.no_grad():
+        for lo in range(0, len(bottlenecks), batch):
+            traj = dreamed(
+                wm,
+                agent,
+                bottlenecks[lo : lo + batch],
+                settings.steps + 1,
+                modal=settings.modal,
+                greedy=settings.greedy,
+            )
+            for k, (steps, info) in enumerate(rollouts(traj, settings.steps, reward_field, codec), start=lo):
+                writer.append(steps, {"init": "resimulated", "source_sample": k, **info})
+    return path
+
+
+def compare_sim(
+    paths: dict[str, Path], reps: int, seed: int, num_actions: int, behaviours=None, source: str | None = None
+) -> dict:
+    """Paired by bottleneck vector: action frequencies, predicted return, done rate, behaviours."""
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    n = stores["baseline"].num_episodes
+    ids = np.arange(n)
+    idx = resamples(n, reps, seed)
+    counts, ret, done = {}, {}, {}
+    for a, s in stores.items():
+        acts = s.read_steps("action", ids).reshape(n, -1)
+        counts[a] = np.stack([np.bincount(r, minlength=num_actions) for r in acts])
+        ret[a] = np.asarray(s.episodes["return"], np.float64)
+        done[a] = s.read_steps("terminated", ids).reshape(n, -1).any(1).astype(np.float64)
+    out = {
+        "samples": n,
+        "actions": frequency_changes(
+            counts["baseline"], counts["intervened"], idx, ACTION_NAMES[:num_actions]
+        ),
+        "predicted_return": mean_change(ret["baseline"], ret["intervened"], idx),
+        "done_rate": mean_change(done["baseline"], done["intervened"], idx),
+    }
+    if behaviours is not None:
+        from proclab.interpret.behaviours.grouping import SampleSet
+
+        k = behaviours.config.clusters
+        labels = {}
+        for a, s in stores.items():
+            sample_set = SampleSet.read(s, ids.tolist(), source)
+            labels[a] = behaviours.assign(sample_set.state, sample_set.env_h)[0]
+        one_hot = {a: np.eye(k, dtype=np.int64)[lab] for a, lab in labels.items()}
+        out["behaviours"] = frequency_changes(
+            one_hot["baseline"], one_hot["intervened"], idx, [str(c) for c in range(k)]
+        )
+        out["behaviour_labels"] = {a: lab.tolist() for a, lab in labels.items()}
+    return out
+
+
+def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
+    from proclab.interpret.behaviours.grouping import source_of
+    from proclab.interpret.saliency.world_model import open_samples
+    from proclab.models.loading import freeze
+    from proclab.worldmodel.checkpoint import load_world_model
+
+    store, settings, wm_path = open_samples(
+        ws,
+        args.samples,
+        args.wm,
+        "--where sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)",
+    )
+    wm, agent, ckpt = load_world_model(wm_path, rt)
+    freeze(wm)
+    key = state_key(ws, agent, args.state)
+    rec = recorded(ws, LinearCoordinates(basis, args.basis), agent, key)
+    n = min(args.n, store.num_episodes)
+    bottlenecks = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
+    paths = {}
+    for arm, (a, tag) in _arms(agent, basis, intervention, key, args, rec).items():
+        with ph.phase(f"simulation: {arm} ({n} samples)"):
+            attrs = {"simulation": _simulation_record(settings, store.path, args.seed), "intervention": tag}
+            paths[arm] = simulate_arm(
+                wm,
+                a,
+                bottlenecks.to(rt.device),
+                settings,
+                args.batch_size,
+                args.seed,
+                out / "sim" / f"{arm}.zarr",
+                attrs,
+                ckpt.meta["reward_field"],
+            )
+    behaviours, note = _behaviour_model(ws, settings.steps)
+    result = compare_sim(
+        paths,
+        args.bootstrap,
+        args.seed,
+        agent.config.num_actions,
+        behaviours,
+        source_of(ws, EpisodeStore(paths["baseline"])),
+    )
+    result |= {
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
+        "steps": settings.steps,
+        "modal": settings.modal,
+        "greedy": settings.greedy,
+        "state": key,
+        "world_model": str(ckpt.path),
+        "stores": {a: str(ws.final(p)) for a, p in paths.items()},
+    }
+    if note:
+        result["behaviours_note"] = note
+    return result, [str(p) for p in paths.values()] + _sim_pictures(
+        result, paths, n, intervention.spec, args, out
+    )
+
+
+def _simulation_record(settings, samples: Path, seed: int) -> dict:
+    """An arm's ``simulation`` attribute: the samples' settings, as ``wm sample`` records them, and
+    where its bottleneck vectors came from."""
+    return {
+        **asdict(settings),
+        "init": "resimulated",
+        "seed": seed,
+        "samples": str(Path(samples).resolve()),
+        "created": time.time(),
+    }
+
+
+def _behaviour_model(ws: Workspace, steps: int):
+    """The folder's behaviour transform (``analyze behaviours``), or None and a note saying why not: it
+    was never fitted, or samples of ``steps`` steps are too short for its lags."""
+    from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
+    from proclab.interpret.behaviours.grouping import BehaviourModel
+
+    transform = ws.path / BEHAVIOURS / "transform.npz"
+    if not transform.is_file():
+        return None, "no behaviours: run `proclab analyze behaviours` on this folder first"
+    behaviours = BehaviourModel.load(transform)
+    lags = max(behaviours.config.lags)
+    if steps > lags:
+        return behaviours, None
+    return None, f"samples of {steps} steps are too short for lags {lags}"
+
+
+def _sim_pictures(result: dict, paths: dict[str, Path], n: int, spec: str, args, out: Path) -> list[str]:
+    """Bar plots of the action (and behaviour) frequency changes, and the first ``--videos`` pairs."""
+    files = [str(frequency_bars(result["actions"], out / "sim_actions.png", f"simulation: {spec}"))]
+    if "behaviours" in result:
+        files.append(
+            str(
+                frequency_bars(
+                    result["behaviours"], out / "sim_behaviours.png", f"behaviours in simulation: {spec}"
+                )
+            )
+        )
+    stores = {a: EpisodeStore(p) for a, p in paths.items()}
+    for i in range(min(args.videos, n)):
+        eps = {a: stores[a].read(i, ["obs", "action"]) for a in ARMS}
+        files.append(str(side_by_side(out / "videos" / f"sim_sample_{i:05d}.mp4", eps, fps=4)))
+    return files
+
+
+# -- pictures ------------------------------------------------------------------------------------
+def side_by_side(path: Path, eps: dict[str, dict], fps: float = 15) -> Path:
+    """Baseline | intervened, frame by frame; the shorter episode holds its last frame."""
+    frames = {a: eps[a]["obs"] for a in ARMS}
+    T = max(len(f) for f in frames.values())
+    padded = [np.concatenate([f, np.repeat(f[-1:], T - len(f), 0)]) for f in frames.values()]
+    gap = np.full((T, 3, 64, 2), 255, np.uint8)
+    joined = np.concatenate([padded[0], gap, padded[1]], -1)
+
+    def name(a: str, t: int) -> str:
+        acts = eps[a]["action"]
+        return ACTION_NAMES[int(acts[t])] if t < len(acts) else "(ended)"
+
+    captions = [[f"base {name('baseline', t)}", f"int  {name('intervened', t)}"] for t in range(T)]
+    return write_video(path, joined, fps=fps, scale=4, captions=captions)
+
+
+def frequency_bars(changes: dict, path: Path, title: str) -> Path:
+    """Frequencies per category in both arms, and the change with its 95 % CI (significant in red)."""
+    plt = _plt()
+    per = changes["per_category"]
+    names = list(per)
+    x = np.arange(len(names))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.45 * len(names)), 6), sharex=True)
+    top.bar(x - 0.2, [per[k]["baseline"] for k in names], 0.4, label="baseline")
+    top.bar(x + 0.2, [per[k]["intervened"] for k in names], 0.4, label="intervened")
+    top.set_ylabel("frequency")
+    top.legend()
+    tv = changes["tv_distance"]
+    top.set_title(f"{title}  (TV {tv['value']:.3f}, CI {tv['ci95'][0]:.3f}..{tv['ci95'][1]:.3f})")
+    change = np.array([per[k]["change"] for k in names])
+    ci = np.array([per[k]["ci95"] for k in names])
+    colours = ["tab:red" if per[k]["significant"] else "tab:grey" for k in names]
+    bottom.bar(x, change, 0.6, color=colours, yerr=np.abs(np.stack([change - ci[:, 0], ci[:, 1] - change])))
+    bottom.axhline(0, color="black", lw=0.8)
+    bottom.set_ylabel("change (95% CI)")
+    bottom.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    return save_tight(fig, path)

@@ -1,0 +1,114 @@
+"""What an intervention edits: the agent (its checkpoint), the state tensor the folder's basis
+describes, and the recorded distribution of its coordinates; and the options every command that
+plays edited agents in the real environment shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import tyro
+
+from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.coordinates import Coordinates
+from proclab.interpret.interventions.arms import Recorded
+from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.folder import Workspace
+from proclab.store import EpisodeStore
+
+HIDDEN = Path("hidden") / "hidden.npz"
+
+
+@dataclass(frozen=True)
+class EditArgs(AnalysisArgs):
+    """Options of the commands that edit the agent's state in a basis and play it (intervene, its sweep)."""
+
+    basis: str = "ica"
+    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs); the sweep also takes
+    nmf (the NMF of analyze hidden) and sparse (the dictionary of analyze atlas --basis sparse)."""
+    state: str | None = None
+    """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
+    basis was fitted on."""
+    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """Agent checkpoint played in the real env (default: the folder's, else the one that recorded its data)."""
+    split: str = "test1"
+    """Real env: level split played (named or START:NUM)."""
+    greedy: bool = True
+    """Real env: take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs."""
+    device: str = "cpu"
+    """Torch device."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
+    """``given``, else the folder's agent checkpoint, else the one that recorded its data."""
+    if given is not None:
+        return given
+    if ws.inputs.get("checkpoint"):
+        return Path(ws.inputs["checkpoint"])
+    if ws.inputs.get("data"):
+        from proclab.interpret.bases.activations import recording_checkpoint
+
+        return recording_checkpoint(EpisodeStore(ws.inputs["data"]))
+    raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+
+
+def state_key(ws: Workspace, agent, given: str | None) -> str:
+    """The state tensor the folder's basis describes; ``--state`` must name it."""
+    from proclab.interpret.saliency.world_model import basis_hook
+    from proclab.store.state_codec import StateCodec
+
+    codec = StateCodec(agent.state_shapes())
+    source = ws.inputs.get("activation")
+    if source is None:
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
+        )
+    hook = basis_hook(source, codec)
+    keys = [k for k, h in codec.hook_names().items() if h == hook]
+    if not keys:
+        raise ProclabError(
+            f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
+            f"states: fit the basis on one of {', '.join(codec.hook_names())}"
+        )
+    if given is not None and given != keys[0]:
+        if given not in codec.hook_names():
+            raise unknown_choice("state tensor", given, codec.hook_names())
+        raise ProclabError(
+            f"--state {given}: the folder's basis was fitted on {keys[0]}; fit a basis on "
+            f"state_out/{given} in another folder to intervene there"
+        )
+    return keys[0]
+
+
+def recorded(ws: Workspace, coords: Coordinates, agent, key: str) -> Recorded:
+    """The coordinates of every state ``analyze hidden`` analysed in this folder (where edits are placed),
+    and those of the agent's start state (where increment-collapse holds a coordinate). ICA and PCA
+    coordinates are read as analysed; other systems encode the states, rebuilt exactly from all their PCs."""
+    from proclab.interpret.bases.systems import encode_all
+
+    path = ws.path / HIDDEN
+    if not path.is_file():
+        raise ProclabError(
+            f"analysis folder {str(ws.path)!r} has no {HIDDEN}; run `proclab analyze hidden` first "
+            "(edits are placed in the recorded distribution of their coordinate)"
+        )
+    with np.load(path) as f:
+        if coords.name == "ica":
+            values = f["ics"]
+        elif coords.name == "pca":
+            values = f["pcs"][:, : coords.k]
+        else:
+            values = encode_all(coords, ws.basis().from_pcs(f["pcs"].astype(np.float64)))
+    if values.shape[1] != coords.k:
+        raise ProclabError(
+            f"{str(path)!r} holds {values.shape[1]} {coords.name} coordinates, the basis {coords.k}; "
+            "rerun analyze hidden"
+        )
+    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu()
+    return Recorded(values, coords.encode(start)[0].numpy())

@@ -1,0 +1,300 @@
+"""``proclab analyze saliency``: what the agent's value, actions and directions are sensitive to.
+
+Through the world model (default): the selected samples of the folder's sample store are
+re-simulated and every target back-propagated (:mod:`proclab.interpret.saliency.world_model`). On real
+frames (``--real``): the agent alone, replayed on windows of a real store, attributed with
+captum (:mod:`proclab.interpret.saliency.real_frames`).
+
+Outputs in ``ANALYSIS/<name>/``:
+
+* ``store.zarr``: a saliency store, an episode store with one episode per sample and
+  env-grads setting: per step ``obs``, ``action``, ``value``, ``logits``, ``env_h`` and, per
+  target ``<key>`` (``ic_3``, ``group_left``, ...), ``grad/<key>/frame``, ``/state``, ``/env_h``
+  and, with a basis, ``/ic`` and ``/pc`` (gradient w.r.t. the first k IC / PC coordinates);
+  per episode ``sample`` (-1 for ``--combine``), ``env_grads``, ``target_step``,
+  ``bottleneck``, ``grad/<key>/bottleneck`` and ``target/<key>`` (the target's value);
+* ``strips/``: PNG strips (frames over their saliency) and ``videos/``: side-by-side mp4s;
+* ``summary.json``: per target and setting, mean ``|grad|`` per step (frame, state, env_h),
+  the share of frame-gradient mass before the target step, and the with/without env-grads ratio.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+import torch
+import tyro
+
+from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
+from proclab.interpret.saliency.targets import DEFAULT_TARGETS, Target, parse_targets
+from proclab.interpret.saliency.world_model import (
+    SaliencyBatch,
+    check_reproduces,
+    open_samples,
+    saliency_batch,
+)
+from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.runs import write_json_atomic
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.store import ShardWriter
+from proclab.worldmodel.checkpoint import load_world_model
+
+ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
+STORED_PARTS = ("frame", "state", "env_h", "ic", "pc")
+
+
+@dataclass(frozen=True)
+class SaliencyArgs(AnalysisArgs):
+    """Saliency of agent targets: through the world model's samples, or on real frames (--real)."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"ids": "0:16", "noise": 2}}
+
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sample store (proclab wm sample, modal and greedy; default: the folder's)."""
+    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
+    """World-model checkpoint (default: the one the samples were simulated with)."""
+    ids: str = "0:100"
+    """Samples to explain: ids and lo:hi ranges, e.g. 0:100,250."""
+    target: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A target (repeat the flag for more; default: value and action; see docs/analyses.md): value,
+    value-delta, action, action:NAME, group:left|right|up|down, ic:K, pc:K, ic:0-15, hook:NAME[:INDEX]."""
+    step: int = 4
+    """Target step (the seed's: 4 of 10)."""
+    noise: int = 8
+    """SmoothGrad: noised copies of each bottleneck besides the clean one (0: plain gradient)."""
+    sigma: float = 1.25e-4
+    """SmoothGrad noise std on the bottleneck before renormalising to the sphere."""
+    env_grads: str = "on"
+    """on: gradients also flow through the actions fed back to the environment; off: not; both: one
+    episode each."""
+    combine: bool = False
+    """Explain one sample made of the mean of the selected bottlenecks (renormalised)."""
+    batch: int = 8
+    """Samples simulated at once (each with 1 + noise copies)."""
+    store_grads: tuple[str, ...] = STORED_PARTS
+    """Per-step gradients kept in the saliency store (frame gradients are 48 KiB per step and target;
+    cross-causation needs only ic)."""
+    name: str = "saliency"
+    """Subfolder of the analysis folder for this run (several runs can live side by side)."""
+    strips: int = 8
+    """PNG strips for the first K samples (every target and setting)."""
+    videos: int = 4
+    """Side-by-side mp4s for the first K samples."""
+    real: bool = False
+    """Agent alone on real frames of DATA (captum) instead of through the world model."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """--real: episode store of real episodes (default: the folder's)."""
+    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
+    """--real: agent checkpoint (default: the folder's, else the one that recorded DATA)."""
+    episodes: str = "0:4"
+    """--real: episodes (ids and ranges); each gives the window at --offset."""
+    window: int = 10
+    """--real: steps per window (the agent is replayed from its recorded state at the window start)."""
+    offset: int = 0
+    """--real: first step of each episode's window."""
+    method: str = "gradient"
+    """--real: gradient, smoothgrad (captum NoiseTunnel, --noise samples, --real-sigma) or
+    integrated-gradients (from black frames)."""
+    real_sigma: float = 0.05
+    """--real smoothgrad: noise std on frames in [0, 1]."""
+    device: str = "auto"
+    """Torch device."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+
+
+def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
+    """Run the saliency analysis; returns its output folder."""
+    if args.env_grads not in ENV_GRADS:
+        raise unknown_choice("--env-grads setting", args.env_grads, ENV_GRADS)
+    unknown = set(args.store_grads) - set(STORED_PARTS)
+    if unknown:
+        raise unknown_choice("--store-grads part", sorted(unknown)[0], STORED_PARTS)
+    if args.noise < 0 or args.batch < 1:
+        raise ProclabError(f"--noise must be >= 0 and --batch >= 1, got {args.noise} and {args.batch}")
+    start = time.time()
+    ws = Workspace.open(args.out)
+    if args.real:
+        from proclab.interpret.saliency.real_frames import run_real
+
+        out, outputs = run_real(args, ws, progress)
+    else:
+        out, outputs = _run_simulated(args, ws, progress)
+    ws.record_command(args.name, asdict(args), outputs, time.time() - start)
+    return ws.final(out)
+
+
+def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
+    from rich.progress import Progress
+
+    store, settings, wm_path = open_samples(
+        ws,
+        args.samples,
+        args.wm,
+        "no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one",
+    )
+    settings.check_replayable()
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    wm, agent, ckpt = load_world_model(wm_path, rt)
+    freeze(wm)
+    targets = parse_targets(args.target or DEFAULT_TARGETS, wm.num_actions)
+    basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
+    ids = parse_ids(args.ids, store.num_episodes)
+    groups = [ids] if args.combine else [ids[i : i + args.batch] for i in range(0, len(ids), args.batch)]
+    out = ws.command_dir(args.name)
+    attrs = {
+        "saliency": {
+            "samples": str(store.path.resolve()),
+            "checkpoint": str(ckpt.path),
+            "targets": [t.spec for t in targets],
+            "step": args.step,
+            "noise": args.noise,
+            "sigma": args.sigma,
+            "basis_activation": source,
+        }
+    }
+    stats = Summary(targets, args.step)
+    generator = torch.Generator().manual_seed(args.seed)
+    shown = 0
+    with (
+        Progress(transient=True, disable=not progress) as bar,
+        ShardWriter(out / "store.zarr", attrs=attrs) as writer,
+    ):
+        task = bar.add_task("saliency", total=len(groups) * len(ENV_GRADS[args.env_grads]))
+        for group in groups:
+            stored = np.stack([store.read(i, ["obs"])["obs"] for i in group])
+            bottleneck = torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in group])).to(
+                rt.device
+            )
+            if args.combine:
+                bottleneck = torch.nn.functional.normalize(bottleneck.mean(0, keepdim=True), dim=-1)
+            for env_grads in ENV_GRADS[args.env_grads]:
+                res = saliency_batch(
+                    wm,
+                    agent,
+                    bottleneck,
+                    targets,
+                    args.step,
+                    settings.steps,
+                    env_grads=env_grads,
+                    basis=basis,
+                    basis_source=source,
+                    noise=args.noise,
+                    sigma=args.sigma,
+                    generator=generator,
+                )
+                if not args.combine:
+                    check_reproduces(stored, res.rollout.obs, group, settings, ckpt.step)
+                names = [-1] if args.combine else group
+                for j, sample in enumerate(names):
+                    steps, info = episode_rows(res, j, targets, basis, args.store_grads)
+                    writer.append(
+                        steps, {"sample": sample, "env_grads": env_grads, "target_step": args.step, **info}
+                    )
+                    stats.add(env_grads, res, j)
+                    if shown + j < max(args.strips, args.videos):
+                        _pictures(out, res, j, sample, env_grads, targets, args, shown + j)
+                bar.advance(task)
+            shown += len(group)
+    write_json_atomic(out / "summary.json", stats.result())
+    return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
+
+
+def episode_rows(
+    res: SaliencyBatch, j: int, targets: list[Target], basis, parts: tuple[str, ...] = STORED_PARTS
+) -> tuple[dict, dict]:
+    """Sample ``j`` of a batch as one saliency-store episode (per-step fields, per-episode fields)."""
+    r = res.rollout
+    steps = {
+        "obs": r.obs[j],
+        "action": r.action[j].astype(np.int64),
+        "value": r.value[j],
+        "logits": r.logits[j],
+        "env_h": r.env_h[j],
+    }
+    info = {}
+    for t in targets:
+        g = res.grads[t.spec]
+        for part in ("frame", "state", "env_h"):
+            if part in g and part in parts:
+                steps[f"grad/{t.key}/{part}"] = g[part][j]
+        for part, kind in (("ic", "ica"), ("pc", "pca")):
+            if basis is not None and "basis" in g and part in parts:
+                steps[f"grad/{t.key}/{part}"] = basis.project_gradient(g["basis"][j], kind).astype(np.float32)
+        info[f"grad/{t.key}/bottleneck"] = g["bottleneck"][j]
+        info[f"target/{t.key}"] = float(res.targets[t.spec][j])
+    return steps, info
+
+
+def _pictures(out: Path, res: SaliencyBatch, j: int, sample: int, env_grads: bool, targets, args, rank: int):
+    tag = f"sample_{sample:05d}" if sample >= 0 else "combined"
+    tag += "" if env_grads else "_no-env-grads"
+    frames = res.rollout.obs[j]
+    if rank < args.strips:
+        for t in targets:
+            write_strip(
+                out / "strips" / f"{tag}_{t.key}.png", frames, res.grads[t.spec]["frame"][j], args.step
+            )
+    if rank < args.videos:
+        grads = {t.spec: res.grads[t.spec]["frame"][j] for t in targets[:4]}
+        write_side_by_side(out / "videos" / f"{tag}.mp4", frames, grads, res.rollout.action[j], args.step)
+
+
+class Summary:
+    """Running means for ``summary.json`` (see the module docstring)."""
+
+    def __init__(self, targets: list[Target], step: int):
+        self.targets, self.step = targets, step
+        self.sums: dict[tuple[str, bool, str], np.ndarray] = {}
+        self.counts: dict[bool, int] = {}
+
+    def add(self, env_grads: bool, res: SaliencyBatch, j: int) -> None:
+        self.counts[env_grads] = self.counts.get(env_grads, 0) + 1
+        for t in self.targets:
+            g = res.grads[t.spec]
+            for part in ("frame", "state", "env_h"):
+                if part in g:
+                    x = np.abs(g[part][j]).reshape(g[part].shape[1], -1).mean(1)
+                    key = (t.spec, env_grads, part)
+                    self.sums[key] = self.sums.get(key, 0) + x
+            mass = np.abs(g["frame"][j]).reshape(g["frame"].shape[1], -1).sum(1)
+            key = (t.spec, env_grads, "before")
+            self.sums[key] = self.sums.get(key, 0) + mass[: self.step].sum() / max(mass.sum(), 1e-30)
+
+    def result(self) -> dict:
+        out: dict = {
+            "target_step": self.step,
+            "samples": {str(k): v for k, v in self.counts.items()},
+            "targets": {},
+        }
+        for t in self.targets:
+            entry = {}
+            for env_grads, n in self.counts.items():
+                setting = "env_grads" if env_grads else "no_env_grads"
+                parts = {
+                    p: (self.sums[(t.spec, env_grads, p)] / n).tolist()
+                    for p in ("frame", "state", "env_h")
+                    if (t.spec, env_grads, p) in self.sums
+                }
+                entry[setting] = {
+                    "mean_abs_grad": parts,
+                    "mass_before_target": float(self.sums[(t.spec, env_grads, "before")] / n),
+                }
+            if len(self.counts) == 2:
+                entry["ratio_with_without"] = {
+                    p: float(
+                        np.sum(entry["env_grads"]["mean_abs_grad"][p])
+                        / max(np.sum(entry["no_env_grads"]["mean_abs_grad"][p]), 1e-30)
+                    )
+                    for p in entry["env_grads"]["mean_abs_grad"]
+                }
+            out["targets"][t.spec] = entry
+        return out

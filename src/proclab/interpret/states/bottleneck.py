@@ -1,0 +1,198 @@
+"""``proclab analyze bottleneck``: the world model's bottleneck vectors, informed vs random init.
+
+As the seed's ``bottleneck_vec_analysis`` (whose config-key typo kept it from running): the
+per-sample ``bottleneck`` vectors of informed-init samples are standardised and PCA'd
+(``--pcs``), random-init vectors are projected onto the informed PCs, all vectors are Ward
+clustered (kNN connectivity, ``--clusters``) on the PCs that explain 95 % of the informed
+variance and mapped by t-SNE. A two-sample test says whether random vectors come from the
+informed vectors' distribution: the unbiased squared MMD with a Gaussian kernel (median
+distance bandwidth) on the standardised vectors, with a permutation p-value (at most
+``--test-points`` vectors per group, seeded). Outputs in ``ANALYSIS/bottleneck/``:
+``bottleneck.npz``, ``summary.json``, PCA and t-SNE scatters coloured by init and cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+import tyro
+
+from proclab.interpret.workspace.args import MapArgs
+from proclab.io.files import save_npz
+
+
+@dataclass(frozen=True)
+class BottleneckArgs(MapArgs):
+    """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 16, "permutations": 200}}
+
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sample store with informed-init samples (default: the one the analysis folder was made with);
+    random-init samples in it are used too."""
+    random_samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """A second sample store with random-init samples (proclab wm sample --init random)."""
+    pcs: int = 128
+    """Principal components of the standardised informed vectors (the random ones are projected on them)."""
+    clusters: int = 100
+    """Ward clusters (kNN connectivity) of the vectors."""
+    permutations: int = 1000
+    """Permutations for the p-value of the informed-vs-random MMD test."""
+    test_points: int = 2000
+    """Vectors per group used by the MMD test (a seeded subsample beyond this)."""
+
+
+NAME = "bottleneck"
+FIELD = "bottleneck"
+INITS = ("informed", "random")
+
+
+def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """A sample store's bottleneck vectors and their init (0 informed, 1 random), from its ``init`` field
+    (``default_init`` for a store without one)."""
+    from proclab.errors import ProclabError
+    from proclab.store.store import EpisodeStore
+
+    store = EpisodeStore(path)
+    if FIELD not in store.episode_fields:
+        raise ProclabError(
+            f"episode store {str(path)!r} has no per-episode {FIELD} (a recording, not a world-model sample "
+            "store?); analyze bottleneck needs the output of proclab wm sample"
+        )
+    vectors = store.read_episode_field(FIELD).astype(np.float64)
+    if "init" in store.episodes:
+        init = np.array([INITS.index(v) if v in INITS else -1 for v in store.episodes["init"]])
+        if (init < 0).any():
+            raise ProclabError(f"episode store {str(path)!r} has init values other than {', '.join(INITS)}")
+    else:
+        init = np.full(len(vectors), INITS.index(default_init or "informed"))
+    return vectors, init
+
+
+def run_bottleneck(args: BottleneckArgs) -> Path:
+    from proclab.interpret.stats.clustering import (
+        pcs_to,
+        silhouette,
+        standard_pca,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
+    from proclab.interpret.workspace.folder import Workspace
+    from proclab.interpret.workspace.progress import phases
+
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    samples, vectors, init = _inputs(args, ws)
+    with phases(5, "analyze bottleneck") as ph:
+        with ph.phase("pca"):
+            # every vector on the informed vectors' PCs, so random ones are seen in their coordinates
+            pcs, ratio = standard_pca(vectors, np.flatnonzero(init == 0), args.pcs)
+            n95 = pcs_to(ratio, 0.95)
+        everyone = np.arange(len(vectors))
+        with ph.phase("ward clusters"):
+            clusters = ward_fit_assign(pcs[:, :n95], everyone, args.clusters)
+            sil = silhouette(pcs[:, :n95], clusters, args.seed)
+        with ph.phase("t-sne"):
+            tsne = tsne_fit_assign(pcs[:, :n95], everyone, args.perplexity, args.seed)
+        with ph.phase("two-sample test"):
+            test = _informed_vs_random(vectors, init, args)
+        out = ws.command_dir(NAME)
+        with ph.phase("writing"):
+            arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
+            save_npz(out / "bottleneck.npz", "bottleneck arrays", **arrays)
+            files = [out / "bottleneck.npz"]
+            if args.plots:
+                files += _plots(out, arrays, args)
+    fits = {"ratio": ratio, "n95": n95, "sil": sil, "test": test}
+    summary = _summary(args, samples, vectors.shape[1], arrays, fits, ph.seconds)
+    return ws.finish(NAME, args, files, summary, start)
+
+
+def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
+    """The sample store, and the vectors and inits of it and ``--random-samples`` together, checked
+    (same dimension, two informed vectors, a feasible cluster count) before any long work."""
+    from proclab.errors import ProclabError
+    from proclab.interpret.stats.clustering import check_clusters
+
+    samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
+    vectors, init = _vectors(samples, None)
+    if args.random_samples is not None:
+        more, more_init = _vectors(args.random_samples, "random")
+        if more.shape[1] != vectors.shape[1]:
+            raise ProclabError(
+                f"--random-samples {str(args.random_samples)!r} has {more.shape[1]}-d bottleneck vectors; "
+                f"{str(samples)!r} has {vectors.shape[1]}-d"
+            )
+        vectors, init = np.concatenate([vectors, more]), np.concatenate([init, more_init])
+    ws.require_inputs(samples=samples)
+    informed = int(np.sum(init == 0))
+    if informed < 2:
+        raise ProclabError(f"{str(samples)!r} holds {informed} informed-init samples; need at least 2")
+    check_clusters(args.clusters, len(vectors))
+    return samples, vectors, init
+
+
+def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
+    """The MMD test on seeded subsamples of the vectors standardised by the informed ones; None with
+    fewer than two random."""
+    from sklearn.preprocessing import StandardScaler
+
+    from proclab.interpret.stats.clustering import mmd_test, subsample
+
+    informed, random = np.flatnonzero(init == 0), np.flatnonzero(init == 1)
+    if len(random) < 2:
+        return None
+    z = StandardScaler().fit(vectors[informed]).transform(vectors)
+    a = informed[subsample(len(informed), args.test_points, args.seed)]
+    b = random[subsample(len(random), args.test_points, args.seed + 1)]
+    return {
+        "method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
+        **mmd_test(z[a], z[b], args.permutations, args.seed),
+    }
+
+
+def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict, seconds) -> dict:
+    from proclab.interpret.stats.clustering import pca_cluster_summary
+
+    init, clusters, ratio, n_pcs = a["init"], a["clusters"], fits["ratio"], a["pcs"].shape[1]
+    random_share = [
+        float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
+        for c in range(args.clusters)
+    ]
+    maps = pca_cluster_summary(ratio, n_pcs, fits["n95"], clusters, args.clusters, fits["sil"])
+    maps["clusters"]["random_share"] = random_share
+    return {
+        "samples": str(samples.resolve()),
+        "random_samples": str(args.random_samples) if args.random_samples else None,
+        "informed": int(np.sum(init == 0)),
+        "random": int(np.sum(init == 1)),
+        "dim": dim,
+        **maps,
+        "informed_vs_random": fits["test"],
+        "seconds": seconds,
+    }
+
+
+def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:
+    from proclab.interpret.workspace import figures
+
+    panels = [
+        figures.Colouring("init", a["init"], INITS),
+        figures.Colouring("Ward cluster", a["clusters"], [f"c{c}" for c in range(args.clusters)]),
+    ]
+    return [
+        figures.scatter_grid(
+            a["pcs"][:, :2],
+            panels,
+            out / "pca_scatter.png",
+            "bottleneck vectors: PC 0 vs PC 1 (informed PCs)",
+            ("PC 0", "PC 1"),
+        ),
+        figures.scatter_grid(
+            a["tsne"], panels, out / "tsne_scatter.png", "bottleneck vectors: t-SNE", ("t-SNE 1", "t-SNE 2")
+        ),
+    ]

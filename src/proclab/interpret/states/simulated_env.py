@@ -1,0 +1,182 @@
+"""``proclab analyze env``: the world model's environment states ``env_h`` of a sample store.
+
+As the seed's ``env_h_analysis``: StandardScaler and PCA (``--pcs``, 128) of the per-step
+deterministic RSSM state, Ward clusters (kNN connectivity, ``--clusters``, 128) on the PCs that
+explain 95 % of the variance, and a 2-D t-SNE, each fitted on a seeded subsample and assigned to
+every point. Outputs in ``ANALYSIS/env/``: ``env.npz`` (episode, step, pcs, clusters, tsne),
+``summary.json`` and scatter plots coloured by cluster, sample step, the agent's action and
+value, and the predicted reward.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
+import numpy as np
+import tyro
+
+from proclab.interpret.workspace.args import MapArgs
+from proclab.io.files import save_npz
+
+if TYPE_CHECKING:
+    from proclab.store.store import EpisodeStore
+
+
+@dataclass(frozen=True)
+class EnvArgs(MapArgs):
+    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
+    }
+
+    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    """Sample store (proclab wm sample; default: the one the analysis folder was made with)."""
+    pcs: int = 128
+    """Principal components kept of the standardised env states."""
+    clusters: int = 128
+    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
+    fit_points: int = 20_000
+    """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
+
+
+NAME = "env"
+FIELD = "env_h"
+
+
+@dataclass(frozen=True)
+class EnvMap:
+    """The fitted maps of the env states: PCs, Ward clusters on the PCs explaining 95 % of the variance,
+    and a t-SNE of the same PCs, each fitted on the rows ``fit`` and assigned to every point."""
+
+    fit: np.ndarray
+    pcs: np.ndarray
+    ratio: np.ndarray
+    """Explained variance ratio of each PC."""
+    n95: int
+    clusters: np.ndarray
+    silhouette: float | None
+    tsne: np.ndarray
+
+
+def run_env(args: EnvArgs) -> Path:
+    from proclab.interpret.bases.activations import step_index
+    from proclab.interpret.stats.clustering import check_clusters
+    from proclab.interpret.workspace.folder import Workspace
+    from proclab.interpret.workspace.progress import phases
+
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
+    store = _sample_store(samples)
+    ws.require_inputs(samples=samples)
+    episodes = np.arange(store.num_episodes)
+    check_clusters(args.clusters, min(store.num_steps, args.fit_points))
+    with phases(5, "analyze env") as ph:
+        with ph.phase("reading env states"):
+            x = store.read_steps(FIELD, episodes).astype(np.float32)
+            episode, step = step_index(store, episodes)
+            attrs = {
+                k: store.read_steps(k, episodes)
+                for k in ("action", "value", "reward")
+                if k in store.step_fields
+            }
+        m = _fit_maps(x, args, ph)
+        out = ws.command_dir(NAME)
+        with ph.phase("writing"):
+            arrays = {
+                "episode": episode,
+                "step": step,
+                "pcs": m.pcs,
+                "clusters": m.clusters,
+                "tsne": m.tsne,
+                **attrs,
+            }
+            save_npz(out / "env.npz", "environment-state arrays", **arrays)
+            files = [out / "env.npz"]
+            if args.plots:
+                files += _plots(out, arrays, args)
+    summary = {
+        "samples": str(samples.resolve()),
+        "episodes": len(episodes),
+        "points": len(x),
+        "dim": x.shape[1],
+        **_map_summary(m, args.clusters),
+        "seconds": ph.seconds,
+    }
+    return ws.finish(NAME, args, files, summary, start)
+
+
+def _sample_store(samples: Path) -> EpisodeStore:
+    """The sample store at ``samples``; refused unless it has ``env_h``, which only world-model samples
+    carry (a recording of the real game has no RSSM state)."""
+    from proclab.errors import ProclabError
+    from proclab.store.store import EpisodeStore
+
+    store = EpisodeStore(samples)
+    if FIELD not in store.step_fields:
+        raise ProclabError(
+            f"episode store {str(samples)!r} has no per-step {FIELD} (a recording, not a world-model sample "
+            f"store?); analyze env needs the output of proclab wm sample. Its fields: {', '.join(store.fields)}"
+        )
+    return store
+
+
+def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
+    """PCA, Ward clusters and t-SNE of the env states ``x``, one phase of ``ph`` each."""
+    from proclab.interpret.stats.clustering import (
+        pcs_to,
+        silhouette,
+        standard_pca,
+        subsample,
+        tsne_fit_assign,
+        ward_fit_assign,
+    )
+
+    with ph.phase("pca"):
+        fit = subsample(len(x), args.fit_points, args.seed)
+        pcs, ratio = standard_pca(x, fit, args.pcs)
+        n95 = pcs_to(ratio, 0.95)
+    with ph.phase("ward clusters"):
+        clusters = ward_fit_assign(pcs[:, :n95], fit, args.clusters)
+        sil = silhouette(pcs[fit, :n95], clusters[fit], args.seed)
+    with ph.phase("t-sne"):
+        tsne = tsne_fit_assign(pcs[:, :n95], fit, args.perplexity, args.seed)
+    return EnvMap(fit, pcs, ratio, n95, clusters, sil, tsne)
+
+
+def _map_summary(m: EnvMap, n_clusters: int) -> dict:
+    """The fitted maps' part of ``summary.json``: subsample size, variance explained, cluster sizes."""
+    from proclab.interpret.stats.clustering import pca_cluster_summary
+
+    return {"fit_points": len(m.fit)} | pca_cluster_summary(
+        m.ratio, m.pcs.shape[1], m.n95, m.clusters, n_clusters, m.silhouette
+    )
+
+
+def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
+    from proclab.envs.actions import ACTION_NAMES
+    from proclab.interpret.stats.clustering import subsample
+    from proclab.interpret.workspace import figures
+
+    shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
+    panels = [
+        figures.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),
+        figures.Colouring("sample step", a["step"][shown]),
+        figures.Colouring("action", a["action"][shown], ACTION_NAMES) if "action" in a else None,
+        figures.Colouring("agent value", a["value"][shown]) if "value" in a else None,
+        figures.Colouring("predicted reward", a["reward"][shown]) if "reward" in a else None,
+    ]
+    panels = [p for p in panels if p is not None]
+    return [
+        figures.scatter_grid(
+            a["pcs"][shown, :2], panels, out / "pca_scatter.png", "env states: PC 0 vs PC 1", ("PC 0", "PC 1")
+        ),
+        figures.scatter_grid(
+            a["tsne"][shown], panels, out / "tsne_scatter.png", "env states: t-SNE", ("t-SNE 1", "t-SNE 2")
+        ),
+    ]

@@ -1,0 +1,131 @@
+"""Paired comparisons of a baseline and an intervened agent on the same units: bootstrap CIs and
+permutation p-values.
+
+A *unit* is what both arms share: a level (real environment; several episodes of one level are
+averaged first) or a bottleneck vector (simulation). Resampling units with replacement keeps
+each unit's pair together, so level-to-level variation, which is much larger than most
+intervention effects, cancels in the differences. Every CI is the percentile interval of
+``reps`` resamples; a change is called significant when its 95 % CI excludes zero.
+
+Frequencies (of actions or behaviours) are ratio estimates: summed counts over the resampled
+units divided by their summed totals, so long episodes weigh by their steps, as pooled counts do.
+
+p-values (for corrections over many tests, :mod:`proclab.interpret.stats.corrections`) come from the
+paired permutation test: under "the edit changes nothing", a unit's two outcomes are
+exchangeable, so swapping them in a random subset of units gives the statistic's null
+distribution; ``p = (1 + #{permuted >= observed}) / (1 + reps)`` is exact at any number of units
+(the bootstrap's tails are not, which matters at the small levels a correction asks for).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TIE = 1e-9
+"""Relative tolerance under which a permuted statistic counts as equal to the observed one (the
+same sum in another order)."""
+
+
+def resamples(n: int, reps: int, seed: int) -> np.ndarray:
+    """``(reps, n)`` unit indices drawn with replacement (one draw shared by every statistic)."""
+    if n < 1:
+        raise ValueError("a paired bootstrap needs at least one unit")
+    return np.random.default_rng(seed).integers(0, n, (reps, n))
+
+
+def weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """Resample indices ``(reps, n)`` -> how often each unit was drawn, ``(reps, n)`` floats (a
+    resampled sum is then one matrix product)."""
+    reps = len(idx)
+    flat = (idx + n * np.arange(reps)[:, None]).ravel()
+    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float64)
+
+
+def swaps(n: int, reps: int, seed: int) -> np.ndarray:
+    """``(reps, n)`` floats, 1 where a permutation swaps the unit's two outcomes."""
+    if n < 1:
+        raise ValueError("a paired permutation test needs at least one unit")
+    return np.random.default_rng([seed, 1]).integers(0, 2, (reps, n)).astype(np.float64)
+
+
+def interval(boot: np.ndarray, level: float = 0.95) -> list:
+    """The percentile interval ``[lo, hi]`` of bootstrap replicates ``boot`` (``(reps,)``) at confidence
+    ``level``; of a ``(tests, reps)`` array, the list of each row's (one call for many tests)."""
+    tail = 50.0 * (1.0 - level)
+    lo, hi = np.percentile(boot, [tail, 100.0 - tail], axis=-1)
+    if np.ndim(boot) == 1:
+        return [float(lo), float(hi)]
+    return [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)]
+
+
+def _interval(base: float, inter: float, boot: np.ndarray) -> dict:
+    lo, hi = interval(boot)
+    return {
+        "baseline": float(base),
+        "intervened": float(inter),
+        "change": float(inter - base),
+        "ci95": [lo, hi],
+        "significant": bool(lo > 0 or hi < 0),
+    }
+
+
+def mean_boot(diff: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Resampled means ``(reps,)`` of per-unit differences ``diff`` under weights ``w``."""
+    return w @ np.asarray(diff, np.float64) / len(diff)
+
+
+def mean_change(base: np.ndarray, inter: np.ndarray, idx: np.ndarray) -> dict:
+    """Means of a per-unit quantity in each arm and the CI of their difference."""
+    base, inter = np.asarray(base, np.float64), np.asarray(inter, np.float64)
+    return _interval(base.mean(), inter.mean(), mean_boot(inter - base, weights(idx, len(base))))
+
+
+def frequencies(counts: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Per-unit counts ``(n, K)`` -> pooled frequencies ``(K,)``, or ``(reps, K)`` under weights ``w``."""
+    counts = np.asarray(counts, np.float64)
+    return _normalise(counts.sum(0) if w is None else w @ counts)
+
+
+def frequency_boot(base: np.ndarray, inter: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled changes of the pooled frequencies ``(reps, K)`` and their TV distances ``(reps,)``."""
+    change = frequencies(inter, w) - frequencies(base, w)
+    return change, 0.5 * np.abs(change).sum(1)
+
+
+def frequency_changes(base: np.ndarray, inter: np.ndarray, idx: np.ndarray, names: list[str]) -> dict:
+    """Per category: pooled frequency in each arm and the CI of the change; plus the total-variation
+    distance between the two distributions with its CI (TV is >= 0, so its CI says how large, not
+    whether: use the per-category CIs, or :func:`frequency_p`, for significance)."""
+    fb, fi = frequencies(base), frequencies(inter)
+    change, tv_boot = frequency_boot(base, inter, weights(idx, len(base)))
+    out = {name: _interval(fb[k], fi[k], change[:, k]) for k, name in enumerate(names)}
+    tv = 0.5 * np.abs(fi - fb).sum()
+    return {"per_category": out, "tv_distance": {"value": float(tv), "ci95": interval(tv_boot)}}
+
+
+def _p(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
+    """Permutation p-values of statistics ``observed`` (``(...)``) from ``permuted`` (``(reps, ...)``)."""
+    hits = permuted >= observed - TIE * np.maximum(1.0, np.abs(observed))
+    return (1.0 + hits.sum(0)) / (1.0 + len(permuted))
+
+
+def mean_p(base: np.ndarray, inter: np.ndarray, s: np.ndarray) -> float:
+    """Two-sided p-value of the mean paired difference, from swaps ``s`` (each swap flips a sign)."""
+    diff = np.asarray(inter, np.float64) - np.asarray(base, np.float64)
+    return float(_p(np.abs(diff.mean()), np.abs((1.0 - 2.0 * s) @ diff / len(diff))))
+
+
+def frequency_p(base: np.ndarray, inter: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, float]:
+    """p-values of the pooled frequency changes ``(K,)`` (two-sided) and of the TV distance."""
+    base, inter = np.asarray(base, np.float64), np.asarray(inter, np.float64)
+    moved = s @ (inter - base)  # what the swaps take from the intervened arm and give to the baseline
+    fi = _normalise(inter.sum(0) - moved)
+    fb = _normalise(base.sum(0) + moved)
+    observed = frequencies(inter) - frequencies(base)
+    p_cat = _p(np.abs(observed), np.abs(fi - fb))
+    p_tv = _p(0.5 * np.abs(observed).sum(), 0.5 * np.abs(fi - fb).sum(1))
+    return p_cat, float(p_tv)
+
+
+def _normalise(pooled: np.ndarray) -> np.ndarray:
+    return pooled / np.maximum(pooled.sum(-1, keepdims=True), 1e-12)

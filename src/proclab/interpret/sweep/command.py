@@ -1,0 +1,120 @@
+"""The sweep as a stage on an analysis folder: ``proclab analyze intervene --sweep``, and the quickstart.
+
+Reads the folder's basis and the coordinates ``analyze hidden`` recorded (the recorded
+distribution every arm is placed in), loads the agent, draws the paired levels from the split,
+plays every (direction, arm) in a Procgen env of ``rows`` slots (:mod:`proclab.interpret.sweep.grid`)
+and writes ``ANALYSIS/sweep/`` (see that module; ``ANALYSIS/sweep-<basis>/`` for a basis other than
+ica, :mod:`proclab.interpret.bases.systems`). The table is printed; an edit that holds its
+coordinate outside the recorded 0.5-99.5 % range is named in a one-line warning.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
+from proclab.interpret.interventions.arms import parse_arms
+from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
+from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
+from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
+from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.runs import write_json_atomic
+
+
+def run_sweep(args: SweepArgs) -> Path:
+    """Run the sweep on the analysis folder ``args.out``; returns its output folder (``ANALYSIS/sweep``,
+    or ``ANALYSIS/sweep-<basis>``)."""
+    from proclab.envs import parse_split
+    from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
+
+    start = time.perf_counter()
+    args.check()
+    ws = Workspace.open(args.out, create=False)
+    coords = open_coordinates(ws, args.basis)
+    checkpoint = agent_checkpoint(ws, args.checkpoint, "--sweep")
+    ws.require_inputs(checkpoint=checkpoint)
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    agent, env_config, _ = load_agent(checkpoint, rt)
+    key = state_key(ws, agent, args.state)
+    every = list(range(coords.k))
+    directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
+    rec = recorded(ws, coords, agent, key)
+    levels = paired_levels(parse_split(args.split), args.levels, args.seed)
+    episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)))
+    env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed)
+    try:
+        with phases(1, NAME) as ph, ph.phase(f"{episodes} episodes"):
+            done = [0]
+
+            def tick(n: int) -> None:
+                done[0] += n
+                ph.fraction(done[0], episodes)
+
+            summary, out, variants = sweep(agent, coords, key, rec, env, levels, directions, args, rt, tick)
+    finally:
+        env.close()
+    summary = {
+        "format": FORMAT,
+        "version": 1,
+        "basis": args.basis,
+        "basis_file": str(system_file(ws, args.basis)),
+        "basis_digest": file_digest(system_file(ws, args.basis)),
+        "state": key,
+        "checkpoint": str(checkpoint),
+        "game": env_config.games()[0],
+        "mode": env_config.mode,
+        "split": args.split,
+        "recorded": {"source": str(ws.path / HIDDEN), "points": len(rec.values)},
+        "device": str(rt.device),
+        "torch_threads": torch.get_num_threads(),
+        **summary,
+    }
+    return _write(ws, args, summary, out, variants, coords.label, start)
+
+
+def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float) -> Path:
+    folder = ws.command_dir(NAME + suffix(args.basis))
+    text = table_text(summary, label)
+    files = [
+        write_text_atomic(folder / "sweep_table.txt", text),
+        write_text_atomic(folder / "sweep_table.csv", table_csv(summary, label)),
+        figure(summary, label, folder / "sweep.png"),
+    ]
+    arrays = folder / "episodes.npz"
+    tmp = folder / ".episodes.tmp.npz"
+    np.savez(
+        tmp,
+        levels=np.asarray(summary["levels"]),
+        direction=variants.direction,
+        arm=np.asarray(variants.arm),
+        held=variants.values,
+        ret=out.ret,
+        level_complete=out.complete,
+        length=out.length,
+        actions=out.actions,
+    )
+    tmp.replace(arrays)
+    files.append(arrays)
+    print(text, end="")
+    if summary["warning"]:
+        print(summary["warning"], file=sys.stderr)
+    summary["seconds"] = round(time.perf_counter() - start, 3)
+    write_json_atomic(folder / "sweep.json", summary)
+    files.append(folder / "sweep.json")
+    ws.record_command(
+        NAME + suffix(args.basis),
+        asdict(args),
+        [str(f.relative_to(ws.path)) for f in files],
+        summary["seconds"],
+    )
+    return ws.final(folder)

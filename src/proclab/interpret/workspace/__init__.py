@@ -1,0 +1,1 @@
+"""What every ``proclab analyze`` command shares: the analysis folder, arguments, phases, selections, figures."""

@@ -1,0 +1,254 @@
+"""analyze intervene: identity in the real env replays the baseline exactly; the simulation arms are paired."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from proclab.cli import main as cli
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.interventions.command import ArmEpisodes, compare_real
+from proclab.interpret.interventions.edited_agent import IntervenedAgent, Intervention
+from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.workspace.folder import Workspace
+from proclab.models.loading import freeze
+from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
+from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.simulate import dreamed
+from support import make_agent_checkpoint
+
+
+def folder(path, checkpoint=None):
+    x = np.random.default_rng(0).normal(size=(400, 16)) @ np.random.default_rng(1).normal(size=(16, 16)) * 0.2
+    path.mkdir(parents=True)
+    ws = Workspace.open(path)
+    ws.require_inputs(activation="state_out/core.0.h", checkpoint=checkpoint)
+    basis = Basis.fit(x, BasisConfig(n_ics=4), {})
+    basis.save(ws.basis_path)
+    (path / "hidden").mkdir()
+    np.savez(path / "hidden" / "hidden.npz", ics=basis.to_ics(x), pcs=basis.to_pcs(x))  # the recorded states
+    ws.record_command("hidden", {}, [], 0.0)
+    return path
+
+
+def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
+    out = folder(tmp_path / "analysis", ckpt)
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--out",
+            str(out),
+            "--where",
+            "real",
+            "--move",
+            "1:1",
+            "--episodes",
+            "3",
+            "--num-envs",
+            "3",
+            "--split",
+            "0:50",
+            "--videos",
+            "1",
+            "--bootstrap",
+            "200",
+            "--torch-threads",
+            "1",
+        ]
+    )
+    assert "outputs in" in capsys.readouterr().out
+    base, inter = (EpisodeStore(out / "intervene" / "real" / f"{a}.zarr") for a in ("baseline", "intervened"))
+    assert base.num_episodes == inter.num_episodes == 3
+    order = np.argsort(base.episodes["level_seed"]), np.argsort(inter.episodes["level_seed"])
+    for key in ("level_seed", "return", "length"):
+        np.testing.assert_array_equal(base.episodes[key][order[0]], inter.episodes[key][order[1]])
+    for i, j in zip(*order, strict=True):
+        np.testing.assert_array_equal(
+            base.read(int(i), ["action"])["action"], inter.read(int(j), ["action"])["action"]
+        )
+    summary = json.loads((out / "intervene" / "summary.json").read_text())
+    real = summary["real"]
+    assert summary["intervention"] == "move 1:1" and real["return"]["change"] == 0
+    assert real["actions"]["tv_distance"]["value"] == 0 and not real["length"]["significant"]
+    assert (out / "intervene" / "real_actions.png").is_file() and list(
+        (out / "intervene" / "videos").glob("*.mp4")
+    )
+
+
+def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_run, samples, tmp_path):
+    wm, agent, _ = load_world_model(wm_run, make_runtime("cpu", "fp32", 1))
+    freeze(wm)
+    out = folder(tmp_path / "analysis")
+    basis = Workspace.open(out).basis()
+    b = torch.from_numpy(np.stack([EpisodeStore(samples).info(i)["bottleneck"] for i in range(3)]))
+    same = IntervenedAgent(agent, basis, "pca", Intervention.parse("exchange", "2:2"), "core.0.h")
+    with torch.no_grad():
+        plain, edited = dreamed(wm, agent, b, 6), dreamed(wm, same, b, 6)
+    for name in ("frame", "logits", "value", "agent_state", "env_h"):
+        assert torch.equal(getattr(plain, name), getattr(edited, name)), name
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--out",
+            str(out),
+            "--where",
+            "sim",
+            "--collapse",
+            "0",
+            "--samples",
+            str(samples),
+            "--n",
+            "4",
+            "--videos",
+            "1",
+            "--bootstrap",
+            "100",
+            "--torch-threads",
+            "1",
+        ]
+    )
+    sim = json.loads((out / "intervene" / "summary.json").read_text())["sim"]
+    assert sim["samples"] == 4 and set(sim["actions"]["per_category"]) >= {"right", "up"}
+    assert "behaviours_note" in sim and "ci95" in sim["predicted_return"]
+    stores = [EpisodeStore(out / "intervene" / "sim" / f"{a}.zarr") for a in ("baseline", "intervened")]
+    np.testing.assert_array_equal(
+        stores[0].read(0, ["obs"])["obs"], EpisodeStore(samples).read(0, ["obs"])["obs"]
+    )
+    with pytest.raises(SystemExit):
+        cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--move", "1:2"])
+
+
+def test_paired_bootstrap_against_a_loop():
+    rng = np.random.default_rng(0)
+    base, inter = rng.normal(size=30), rng.normal(size=30) + 0.8
+    idx = resamples(30, 500, 1)
+    ci = mean_change(base, inter, idx)["ci95"]
+    loop = [np.mean([inter[k] - base[k] for k in row]) for row in idx]
+    assert ci == pytest.approx(list(np.percentile(loop, [2.5, 97.5])))
+    counts_b, counts_i = rng.integers(0, 5, (30, 3)), rng.integers(0, 5, (30, 3))
+    f = frequency_changes(counts_b, counts_i, idx, ["a", "b", "c"])
+    pooled = [
+        sum(counts_i[k] for k in row) / sum(counts_i[k].sum() for k in row)
+        - sum(counts_b[k] for k in row) / sum(counts_b[k].sum() for k in row)
+        for row in idx
+    ]
+    assert f["per_category"]["b"]["ci95"] == pytest.approx(
+        list(np.percentile([p[1] for p in pooled], [2.5, 97.5]))
+    )
+    arm = ArmEpisodes(np.array([5, 5, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
+    other = ArmEpisodes(np.array([5, 7, 7]), np.zeros(3), np.zeros(3), np.ones(3), np.ones((3, 2), int))
+    with pytest.raises(RuntimeError, match="different levels"):
+        compare_real(arm, other, 10, 0)
+
+
+def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, capsys):
+    """analyze intervene --sweep on a tiny agent: the baseline's episodes equal each level played alone in
+    a fresh one-level env; the table is printed, and the JSON, CSV, plot and arrays agree."""
+    from proclab.envs import LevelSplit, ProcgenVecEnv
+    from proclab.models.loading import load_agent
+
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")  # short episodes
+    out = folder(tmp_path / "analysis", ckpt)
+    args = [
+        "--directions",
+        "0:2",
+        "--arms",
+        "mean,collapse",
+        "--levels",
+        "3",
+        "--rows",
+        "6",
+        "--split",
+        "0:50",
+    ]
+    cli(
+        [
+            "analyze",
+            "intervene",
+            "--sweep",
+            "--out",
+            str(out),
+            *args,
+            "--bootstrap",
+            "100",
+            "--permutations",
+            "50",
+        ]
+    )
+    printed = capsys.readouterr().out
+    folder_out = out / "sweep"
+    summary = json.loads((folder_out / "sweep.json").read_text())
+    assert summary["format"] == "proclab-intervention-sweep" and summary["game"] == "chaser"
+    assert len(summary["results"]) == 4 and summary["directions"] == [0, 1]
+    assert {r["arm"] for r in summary["results"]} == {"mean", "collapse"}
+    assert summary["correction"]["method"] == "holm" and summary["correction"]["tests_per_family"] == 2
+    assert (folder_out / "sweep_table.txt").read_text() in printed and "outputs in" in printed
+    assert (folder_out / "sweep.png").is_file() and len(
+        (folder_out / "sweep_table.csv").read_text().splitlines()
+    ) == 5
+    arrays = np.load(folder_out / "episodes.npz")
+    assert arrays["ret"].shape == (5, 3) and list(arrays["levels"]) == summary["levels"]
+    assert all(0 <= lv < 50 for lv in summary["levels"])
+    agent, env_config, _ = load_agent(ckpt, make_runtime("cpu", "fp32", 1))
+    for k, level in enumerate(summary["levels"]):
+        env = ProcgenVecEnv(replace(env_config, num_envs=1), seed=0, split=LevelSplit(level, 1))
+        obs, _ = env.reset()
+        state, first, ret, length = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0.0, 0
+        while True:
+            with torch.no_grad():
+                o, state = agent.step(torch.from_numpy(obs), state, first)
+            obs, reward, term, trunc, _ = env.step(o.logits.argmax(1).numpy())
+            ret, length, first = ret + reward[0], length + 1, torch.zeros(1, dtype=torch.bool)
+            if term[0] or trunc[0]:
+                break
+        env.close()
+        assert (arrays["ret"][0, k], arrays["length"][0, k]) == (ret, length)
+    record = json.loads((out / "analysis.json").read_text())["commands"]["sweep"]
+    assert "sweep/sweep.json" in record["outputs"]
+
+
+def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_path, capsys):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
+    out = folder(tmp_path / "analysis", ckpt)
+    hidden = dict(np.load(out / "hidden" / "hidden.npz"))
+    np.savez(
+        out / "hidden" / "hidden.npz", ics=hidden["ics"] + 50.0, pcs=hidden["pcs"]
+    )  # the start state: far off
+    common = ["--where", "real", "--episodes", "2", "--num-envs", "2", "--split", "0:50", "--videos", "0"]
+    cli(["analyze", "intervene", "--out", str(out), "--collapse", "1", *common, "--bootstrap", "50"])
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "IC 1" in err
+    placed = json.loads((out / "intervene" / "summary.json").read_text())["real"]["edit"]["IC 1"]
+    assert placed["off_data"] and placed["percentile"] == 0
+    cli(["analyze", "intervene", "--out", str(out), "--hold", "2:p95", *common, "--bootstrap", "50"])
+    assert "warning:" not in capsys.readouterr().err
+    summary = json.loads((out / "intervene" / "summary.json").read_text())
+    assert summary["intervention"] == "hold 2:p95"
+    assert summary["real"]["edit"]["IC 2"]["percentile"] == pytest.approx(95, abs=0.5)
+    with pytest.raises(SystemExit):
+        cli(["analyze", "intervene", "--out", str(out), "--hold", "2:resample", *common])
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--arms", "mean,bogus"], "unknown arm 'bogus'"),
+        (["--correction", "bonferroni"], "--correction"),
+        (["--levels", "300", "--split", "test1"], "which has 200"),
+        (["--directions", "0:9"], "direction range"),
+    ],
+)
+def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")
+    out = folder(tmp_path / "analysis", ckpt)
+    with pytest.raises(SystemExit) as exc:
+        cli(["analyze", "intervene", "--sweep", "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err
+    assert not (out / "sweep").exists()
