@@ -71,11 +71,14 @@ def reference(edit: Edit, act: np.ndarray, picks: np.ndarray | None = None) -> n
             if not chosen:
                 continue
             a = act[(r, *idx)]
-            out[(r, *idx)] = {
-                "set": lambda: edit.value,
-                "add": lambda: a + edit.value,
-                "scale": lambda: a * edit.value,
-            }.get(edit.kind, lambda: row_src[idx])()
+            if edit.kind == "set":
+                out[(r, *idx)] = edit.value
+            elif edit.kind == "add":
+                out[(r, *idx)] = a + edit.value
+            elif edit.kind == "scale":
+                out[(r, *idx)] = a * edit.value
+            else:
+                out[(r, *idx)] = row_src[idx]
     return out
 
 
