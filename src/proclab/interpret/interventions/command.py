@@ -87,6 +87,17 @@ class InterveneArgs(EditArgs):
     """Side-by-side videos of the first K pairs per setting."""
     batch_size: int = 64
     """Sim: rollouts simulated at once."""
+    hook: str | None = None
+    """Edit this hook point instead of a basis direction (any of the agent's hook points: torso.block1.hook_out,
+    torso.hook_fc, core.0.hook_h, ...; feed-forward agents too); with --edit, real env only."""
+    edit: Annotated[str | None, tyro.conf.arg(metavar="SPEC")] = None
+    """With --hook: SELECTION KIND [VALUE]; SELECTION is all, 'channel C', 'site C@Y,X' or 'units I,J';
+    KIND set/add/scale VALUE, or mean/resample (the hook's recorded distribution, from --data)."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """With --hook and a mean/resample edit: the episode store replayed for the hook's distribution (default:
+    the folder's)."""
+    source_steps: int = 20_000
+    """With --hook: at most about this many recorded steps make the mean/resample distribution."""
 
 
 EDIT_FLAGS = (*OPS, "hold")
@@ -109,6 +120,10 @@ def run_intervene(args: InterveneArgs) -> Path:
     start = time.time()
     if args.where not in WHERE:
         raise unknown_choice("--where", args.where, WHERE)
+    if args.hook is not None:
+        from proclab.interpret.interventions.at_hook import run_hook_intervene
+
+        return run_hook_intervene(args)
     if args.basis not in KINDS:
         raise unknown_choice("--basis", args.basis, KINDS)
     args.require_positive("episodes", "num_envs", "n", "bootstrap", "batch_size")
