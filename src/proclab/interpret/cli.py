@@ -28,6 +28,7 @@ from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consis
 from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
 from proclab.interpret.interventions.command import InterveneArgs, run_intervene
+from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
@@ -50,6 +51,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "intervene": (InterveneArgs, run_intervene),
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
+    "probe": (ProbeArgs, run_probe),
 }
 SWEEP = "--sweep"
 VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {

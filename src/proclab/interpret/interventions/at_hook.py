@@ -30,15 +30,11 @@ def hook_distribution(data: Path, hook: str, checkpoint: Path, steps: int, seed:
     """``(N, D)`` activations at ``hook`` of the agent replayed on a seeded subset of ``data``'s episodes
     holding about ``steps`` steps."""
     from proclab.interpret.bases.activations import HOOK, read_activation
+    from proclab.interpret.probes.command import episode_subset
     from proclab.store import EpisodeStore
 
     store = EpisodeStore(data)
-    if store.num_episodes == 0:
-        raise ProclabError(f"episode store {str(data)!r} holds no episodes")
-    order = np.random.default_rng(seed).permutation(store.num_episodes)
-    lengths = np.asarray(store.episodes["length"])[order]
-    keep = order[: max(1, int(np.searchsorted(np.cumsum(lengths), steps)) + 1)]
-    return read_activation(store, HOOK + hook, np.sort(keep), checkpoint=checkpoint).x
+    return read_activation(store, HOOK + hook, episode_subset(store, steps, seed), checkpoint=checkpoint).x
 
 
 def build_edit(args, agent, checkpoint: Path, data: Path | None) -> Edit:
