@@ -27,6 +27,7 @@ from proclab.interpret.atlas.command import run_atlas
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.interventions.at_hook import run_hook_intervene
 from proclab.interpret.interventions.command import InterveneArgs, run_intervene
 from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
@@ -40,6 +41,12 @@ from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import discard_staged, published_path
 from proclab.io.files import DiskFullError
 
+
+def _intervene(args: InterveneArgs) -> Path:
+    """``analyze intervene``: an edit at a hook point (``--hook``) or in the folder's basis."""
+    return run_hook_intervene(args) if args.hook is not None else run_intervene(args)
+
+
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
     "env": (EnvArgs, run_env),
@@ -48,7 +55,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "behaviours": (BehavioursArgs, run_behaviours),
     "xcorr": (XcorrArgs, run_xcorr),
     "consistency": (ConsistencyArgs, run_consistency),
-    "intervene": (InterveneArgs, run_intervene),
+    "intervene": (InterveneArgs, _intervene),
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
     "probe": (ProbeArgs, run_probe),

@@ -120,10 +120,6 @@ def run_intervene(args: InterveneArgs) -> Path:
     start = time.time()
     if args.where not in WHERE:
         raise unknown_choice("--where", args.where, WHERE)
-    if args.hook is not None:
-        from proclab.interpret.interventions.at_hook import run_hook_intervene
-
-        return run_hook_intervene(args)
     if args.basis not in KINDS:
         raise unknown_choice("--basis", args.basis, KINDS)
     args.require_positive("episodes", "num_envs", "n", "bootstrap", "batch_size")
