@@ -35,6 +35,7 @@ from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.states.hidden import HiddenArgs, run_hidden
 from proclab.interpret.states.simulated_env import EnvArgs, run_env
+from proclab.interpret.steering.command import SteerArgs, run_steer
 from proclab.interpret.sweep.command import run_sweep
 from proclab.interpret.sweep.grid import SweepArgs
 from proclab.interpret.workspace.args import AnalysisArgs
@@ -59,6 +60,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
     "probe": (ProbeArgs, run_probe),
+    "steer": (SteerArgs, run_steer),
 }
 SWEEP = "--sweep"
 VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {
