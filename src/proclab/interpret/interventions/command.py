@@ -39,7 +39,14 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
 from proclab.interpret.interventions.edit_target import EditArgs, agent_checkpoint, recorded, state_key
-from proclab.interpret.interventions.edited_agent import OPS, HeldAgent, Hold, IntervenedAgent, Intervention
+from proclab.interpret.interventions.edited_agent import (
+    HOOK,
+    OPS,
+    Hold,
+    IntervenedAgent,
+    Intervention,
+    held_agent,
+)
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.workspace.figures import _plt, save_tight
 from proclab.interpret.workspace.folder import Workspace
@@ -264,7 +271,12 @@ def _arms(
         value = rec.held(edit.arm, edit.i, 1, np.random.default_rng(args.seed))[0]
         coords = LinearCoordinates(basis, args.basis)
         edit.check(coords.k)
-        intervened = HeldAgent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+        intervened = held_agent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+    elif key.startswith(HOOK):
+        raise ProclabError(
+            f"--{edit.op} edits a carried state's increments; the folder's basis is at {key}: use --hold I:ARM, "
+            "or --hook NAME --edit SPEC"
+        )
     else:
         intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
     return {

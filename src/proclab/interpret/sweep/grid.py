@@ -30,7 +30,7 @@ from proclab.interpret.bases.systems import check_system
 from proclab.interpret.interventions.arms import ARMS, DEFAULT_ARMS, Recorded, off_data_warning, parse_arms
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import EditArgs
-from proclab.interpret.interventions.edited_agent import HeldAgent
+from proclab.interpret.interventions.edited_agent import held_agent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare
 
@@ -117,7 +117,7 @@ def sweep(
     config.check()
     arms = parse_arms(config.arms)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
-    held = HeldAgent(agent, coords, key)
+    held = held_agent(agent, coords, key)
     start = time.perf_counter()
     out = play(
         held,
