@@ -95,3 +95,4 @@ def test_feed_forward_sweep_and_atlas(ff_store, tmp_path):
     atlas = json.loads((out / "atlas" / "atlas.json").read_text())
     assert atlas["activation"] == "hook:torso.hook_fc" and atlas["sweep"]["arms"] == ["mean", "p95"]
     assert "sweep" in atlas["sweep_note"]
+    assert {"gt agent_x", "gt agent_y"} <= set(atlas["quantities"])  # ground truth as tracked quantities
