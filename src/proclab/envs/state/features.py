@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proclab.envs.state.glossary import SPACE, glossary
+from proclab.envs.state.glossary import glossary
 from proclab.envs.state.model import GameState
 
 _AGENT = ("agent_x", "agent_y", "agent_vx", "agent_vy")
@@ -41,65 +41,74 @@ def event_names(game: str) -> list[str]:
 
 def positions(state: GameState, kind: str) -> np.ndarray:
     """World centres ``(n, 2)`` of every ``kind`` in ``state`` (entities, or cells of a cell kind)."""
-    points = _Points(state)
-    return points.xy[points.codes == points.code(kind)]
+    return _Positions(state)(kind)
 
 
-class _Points:
-    """Every entity and non-empty cell of a state as one table of codes and centres, so that the
-    nearest of every kind, and every kind's count, come from a few whole-array operations.
-
-    An entity's code is its type, a cell's is its value plus ``_CELL`` (the two never collide)."""
-
-    _CELL = 1 << 20
+class _Positions:
+    """Positions by kind for one state; the entity table is built once, not once per kind."""
 
     def __init__(self, state: GameState):
+        self.state = state
         self.names = glossary(state.game)
         world = [e for e in state.entities if not e.use_abs_coords]
-        rows, cols = np.nonzero(state.grid != SPACE)
-        self.codes = np.concatenate([[e.type for e in world], state.grid[rows, cols] + self._CELL]).astype(
-            np.int64
-        )
-        entity_xy = np.array([(e.x, e.y) for e in world], dtype=np.float64).reshape(-1, 2)
-        self.xy = np.concatenate([entity_xy, np.stack([cols + 0.5, rows + 0.5], axis=1)])
+        self.types = np.array([e.type for e in world], dtype=np.int64)
+        self.xy = np.array([(e.x, e.y) for e in world], dtype=np.float64).reshape(-1, 2)
 
-    def code(self, kind: str) -> int:
+    def __call__(self, kind: str) -> np.ndarray:
         value = self.names.type_of(kind)
-        return value + self._CELL if self.names.is_cell(kind) else value
+        if self.names.is_cell(kind):
+            rows, cols = np.nonzero(self.state.grid == value)
+            return np.stack([cols + 0.5, rows + 0.5], axis=1)
+        return self.xy[self.types == value]
 
-    def nearest(self, x: float, y: float) -> dict[int, np.ndarray]:
-        """Per code present, ``(dx, dy, distance)`` from ``(x, y)`` to its nearest point (the first
-        in entity order, then cell order, among equally near ones)."""
-        offsets = self.xy - (x, y)
-        table = np.column_stack([offsets, np.hypot(offsets[:, 0], offsets[:, 1])])
-        nearest = {}
-        for code in np.unique(self.codes).tolist():
-            candidates = np.flatnonzero(self.codes == code)
-            nearest[code] = table[candidates[np.argmin(table[candidates, 2])]]
-        return nearest
+    def nearest(self, kind: str, x: float, y: float) -> np.ndarray:
+        """``(dx, dy, distance)`` from ``(x, y)`` to the nearest ``kind`` (the first in entity order, or
+        cell order, among equally near ones); NaNs when there is none."""
+        if self.names.is_cell(kind):
+            return self._nearest_cell(self.names.type_of(kind), x, y)
+        points = self(kind)
+        if len(points) == 0:
+            return _NONE
+        offsets = points - (x, y)
+        distances = np.hypot(offsets[:, 0], offsets[:, 1])
+        best = int(np.argmin(distances))
+        return np.array([*offsets[best], distances[best]])
 
-    def counts(self, kinds: list[str]) -> np.ndarray:
-        codes, counts = np.unique(self.codes, return_counts=True)
-        found = dict(zip(codes.tolist(), counts.tolist(), strict=True))
-        return np.array([found.get(self.code(kind), 0) for kind in kinds])
+    def _nearest_cell(self, value: int, x: float, y: float) -> np.ndarray:
+        """Over the whole grid at once: a coinrun level holds thousands of wall cells."""
+        if getattr(self, "_origin", None) != (x, y):
+            height, width = self.state.grid.shape
+            self._dx = np.arange(width) + 0.5 - x
+            self._dy = np.arange(height) + 0.5 - y
+            self._distance = np.hypot(self._dx[None, :], self._dy[:, None])
+            self._origin = (x, y)
+        masked = np.where(self.state.grid == value, self._distance, np.inf)
+        row, col = np.unravel_index(int(np.argmin(masked)), masked.shape)
+        if masked[row, col] == np.inf:
+            return _NONE
+        return np.array([self._dx[col], self._dy[row], masked[row, col]])
 
 
 _NONE = np.full(3, np.nan)
 
 
+def _counts(state: GameState, kinds: list[str]) -> np.ndarray:
+    found = _Positions(state)
+    return np.array([len(found(kind)) for kind in kinds])
+
+
 def features(state: GameState) -> np.ndarray:
     """``float32 (len(feature_names(game)),)``: the agent, the goal, the nearest of each kind."""
-    points = _Points(state)
+    found = _Positions(state)
     agent = state.agent
-    nearest = points.nearest(agent.x, agent.y)
     values = [agent.x, agent.y, agent.vx, agent.vy]
-    if points.names.goal is None:
+    if found.names.goal is None:
         values += [np.nan] * 3
     else:
-        dx, dy, distance = nearest.get(points.code(points.names.goal), _NONE)
+        dx, dy, distance = found.nearest(found.names.goal, agent.x, agent.y)
         values += [agent.x + dx, agent.y + dy, distance]
-    for kind in points.names.feature_kinds():
-        values += list(nearest.get(points.code(kind), _NONE)[:2])
+    for kind in found.names.feature_kinds():
+        values += list(found.nearest(kind, agent.x, agent.y)[:2])
     return np.array(values, dtype=np.float32)
 
 
@@ -114,6 +123,6 @@ def events(before: GameState, after: GameState) -> np.ndarray:
     if ended:
         changes = np.zeros(2 * len(kinds), dtype=bool)
     else:
-        delta = _Points(after).counts(kinds) - _Points(before).counts(kinds)
+        delta = _counts(after, kinds) - _counts(before, kinds)
         changes = np.stack([delta < 0, delta > 0], axis=1).reshape(-1)
     return np.concatenate([np.array(outcomes, dtype=bool), changes])
