@@ -47,7 +47,7 @@ proclab() { $PY -m proclab "$@"; }
 run_sps() { $PY - "$1" <<'EOF'
 import sys
 from pathlib import Path
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 m = read_metrics(next(Path(sys.argv[1]).rglob("metrics.csv")).parent)
 print(round(m["step"][-1] / m["wall_time"][-1], 1))
 EOF

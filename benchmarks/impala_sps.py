@@ -25,9 +25,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from proclab.config import PRESETS, PPOConfig, TrainConfig
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from proclab.models import agent_preset
+from proclab.rl.config import PRESETS, PPOConfig, TrainConfig
 
 
 def measured(run: Path) -> dict:

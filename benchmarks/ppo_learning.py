@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from proclab.config import preset
 from proclab.envs import NUM_ACTIONS
 from proclab.models import AgentOutput
 from proclab.models.loading import load_agent
+from proclab.rl.config import preset
 from proclab.rl.evaluate import evaluate
 from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import make_runtime
@@ -103,7 +103,7 @@ def main() -> None:
                     flush=True,
                 )
     if len(runs) > 1:
-        from proclab.io.plots import plot_runs
+        from proclab.rl.curves import plot_runs
 
         print(json.dumps({"benchmark": "ppo_learning", "curves": str(plot_runs(runs, args.out))}))
 

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from proclab.config import preset
 from proclab.models import build_agent
+from proclab.rl.config import preset
 from proclab.run.runtime import cpu_name, make_runtime
 
 PIECE_SIZES = (64, 128)  # 256 and more were slower per sample on fp32 CPUs (docs/ppo.md)

@@ -41,8 +41,8 @@ from pathlib import Path
 import torch
 
 from ppo_limit import measure_limit
-from proclab.config import preset
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
+from proclab.rl.config import preset
 from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import cpu_has_native_bf16, cpu_name
 

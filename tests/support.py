@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proclab.config import PPOConfig, TrainConfig
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
 from proclab.record import RecordArgs, new_recording, record_shard
+from proclab.rl.agent_checkpoints import save_agent_checkpoint
+from proclab.rl.config import PPOConfig, TrainConfig
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runs import save_agent_checkpoint
 from proclab.store import ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.worldmodel.config import WMTrainConfig, wm_size

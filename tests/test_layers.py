@@ -16,17 +16,17 @@ LAYERS = [
     {"levels"},
     {"run"},
     {"models"},
-    {"config"},
     {"rl"},
     {"record"},
     {"worldmodel", "reward"},
     {"interpret"},
     {"panel"},
-    {"cli", "__main__", "quickstart", "report"},
+    {"cli", "__main__", "quickstart"},
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
-RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.rollout"}  # the PPO trainer and the actor
+# the PPO trainer with its configs (trex train-policy trains PPO on a learned reward) and the actor (recording)
+RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout"}
 
 
 def module_name(path: Path) -> str:

@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("proclab.rl.train", "train an agent (PPO or IMPALA) on one or several Procgen games"),
     "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
-    "plot": ("proclab.io.plots", "training curves of one or several runs (PNG)"),
+    "plot": ("proclab.rl.curves", "training curves of one or several runs (PNG)"),
     "record": ("proclab.record.command", "record episodes with the agent's internals into an episode store"),
     "level show": (
         "proclab.levels.show",

@@ -11,7 +11,7 @@ import torch
 from proclab.cli import main
 from proclab.io.checkpoint import load_checkpoint, save_checkpoint
 from proclab.io.files import DiskFullError, write_json
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from support import TINY_FLAGS, TINY_PPO, disk_full, fill_disk, tmpfs
 
 TINY = [*TINY_PPO, "--val-num-envs", "2", "--device", "cpu", "--no-tensorboard", *TINY_FLAGS]

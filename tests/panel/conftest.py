@@ -57,6 +57,17 @@ def _strip(rng: np.random.Generator, saliency: bool) -> np.ndarray:
     return img
 
 
+def _truth(rng: np.random.Generator) -> dict:
+    """Ground-truth markers of a real window: the agent at the frame's centre, a goal wandering in view
+    (absent at step 0), a saw outside the frame."""
+    goal = rng.uniform(8, 56, (T, 2)).round(2)
+    return {
+        "names": ["agent", "goal", "saw"],
+        "x": [[32.0, None if t == 0 else float(goal[t, 0]), 80.0] for t in range(T)],
+        "y": [[32.0, None if t == 0 else float(goal[t, 1]), 10.0] for t in range(T)],
+    }
+
+
 def synthetic_panel(
     out: Path, n_samples: int, n_real: int = 5, seed: int = 0, chunk: int = 500, atlas_cards: int = 0
 ) -> Path:
@@ -89,6 +100,7 @@ def synthetic_panel(
                 "values": rounded(rng.uniform(0, 10, T)),
                 "rewards": [0.0] * (T - 1) + [float(rng.integers(0, 2) * 10)],
                 "strips": names,
+                **({"truth": _truth(rng)} if real else {}),
             }
         )
     behaviours = [

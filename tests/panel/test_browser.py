@@ -375,3 +375,28 @@ def test_atlas_time_to_interactive(tmp_path, make_synthetic_panel, session_for, 
             }
         )
     )
+
+
+def test_ground_truth_markers_are_drawn_over_a_recorded_episode(tmp_path, make_synthetic_panel, session_for):
+    """A real window with ground truth: the markers inside the frame are drawn (a goal absent at step 0
+    and a saw outside the frame are not); the box hides them; a simulated sample has none."""
+    panel = make_synthetic_panel(tmp_path / "panel", 10, n_real=3)
+    s = session_for(panel)
+    s.open()
+    page = s.page
+    page.select_option("#sample", "11")  # a real window
+    page.wait_for_function("document.body.dataset.sample === '11'")
+    page.wait_for_function("document.getElementById('frame').dataset.truthMarkers === '1'")  # step 0: agent
+    ring = canvas_pixels(page, "frame")[116:123, 125:132, :3].astype(int)  # the top of the agent's ring
+    page.click("#next")
+    page.wait_for_function("document.getElementById('frame').dataset.truthMarkers === '2'")  # + the goal
+    page.click("#prev")
+    page.click("#truth")
+    page.wait_for_function("document.getElementById('frame').dataset.truthMarkers === '0'")
+    bare = canvas_pixels(page, "frame")[116:123, 125:132, :3].astype(int)
+    yellow = (ring[..., 0] > 200) & (ring[..., 1] > 200) & (ring[..., 2] < 80)
+    assert yellow.sum() >= 3 and np.abs(ring - bare).sum() > 0
+    page.select_option("#sample", "2")
+    page.wait_for_function("document.body.dataset.sample === '2'")
+    assert js(page, "document.getElementById('frame').dataset.truthMarkers") == "0"
+    assert not s.errors

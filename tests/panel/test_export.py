@@ -205,3 +205,68 @@ def test_atlas_cards_link_to_windows_that_hold_their_moments(atlas_analysis, tmp
         atlas["cards"]
     )  # --atlas-moments 1: the first top and bottom moment of each card
     assert atlas["sweep_rows"] == [] and all(not c["causes"]["swept"] for c in atlas["cards"])
+
+
+def _with_ground_truth(analysis, tmp_path):
+    """A copy of the analysis folder (and of its inputs) whose real store carries ground truth: features
+    of a BigFish-like agent wandering over a real level's first state, stored as ``proclab record`` does."""
+    import shutil
+
+    from proclab.levels.pick import generate_level
+    from proclab.record.ground_truth import ground_truth_names
+    from proclab.store import ShardWriter
+    from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR
+
+    root = tmp_path / "copy"
+    shutil.copytree(analysis.parent, root)
+    for f in root.rglob("*.json"):  # every recorded path now points into the copy
+        f.write_text(f.read_text().replace(str(analysis.parent), str(root)))
+    old = EpisodeStore(root / "DATA")
+    names = ground_truth_names(["bigfish"])
+    first = generate_level("bigfish", "easy", 4).data
+    rng = np.random.default_rng(0)
+    with ShardWriter(root / "DATA2", attrs={STATE_LAYOUT_ATTR: old.shards[0].attrs[STATE_LAYOUT_ATTR],
+                                           GROUND_TRUTH_ATTR: names}, commit_seconds=0) as w:  # fmt: skip
+        for ep in old:
+            T = ep.length
+            features = np.full((T, len(names["features"])), np.nan, np.float32)
+            features[:, :2] = rng.uniform(2, 18, (T, 2))  # agent_x, agent_y
+            features[:, names["features"].index("fish_dx")] = rng.uniform(-3, 3, T)
+            features[:, names["features"].index("fish_dy")] = rng.uniform(-3, 3, T)
+            info = {k: v for k, v in ep.info.items() if k not in ("start", "length")}
+            steps = {k: v for k, v in ep.steps.items() if not k.startswith("state_in/")}  # derived on reading
+            w.append({**steps, "features": features}, {**info, "initial_state": first})
+    shutil.rmtree(root / "DATA")
+    (root / "DATA2").rename(root / "DATA")
+    return root / "A"
+
+
+def test_real_episodes_recorded_with_ground_truth_carry_its_markers(analysis, tmp_path):
+    """Each real window carries its steps' markers (agent, goal: none in BigFish, nearest fish), those of
+    :func:`truth_markers` on its rows; the agent's marker sits where the camera of the stored first state
+    puts the recorded position; simulated samples carry none."""
+    from proclab.envs.state import parse_state, to_pixels
+    from proclab.panel.truth import truth_markers
+
+    copy = _with_ground_truth(analysis, tmp_path)
+    out = export(
+        ExportArgs(analysis=copy, out=tmp_path / "P", samples=4, real=3, background=50), progress=False
+    )
+    doc = json.loads((out / "data" / "panel.json").read_text())
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    real = [s for s in doc["samples"] if s["kind"] == "real"]
+    assert len(real) == 3 and all("truth" not in s for s in doc["samples"] if s["kind"] == "sample")
+    data = EpisodeStore(copy.parent / "DATA")
+    first = parse_state(data.read_blob("initial_state", 0))
+    for s in real:
+        words = s["name"].split()  # "episode E steps A-B"
+        e, offset = int(words[1]), int(words[3].split("-")[0])
+        assert s["truth"] == truth_markers(data, e, offset, offset + len(s["actions"]))
+        assert s["truth"]["names"] == ["agent", "goal", "fish"]
+        assert all(row[1] is None for row in s["truth"]["x"])  # BigFish has no goal
+        ax, ay = data.read(e, ["features"], offset, offset + 1)["features"][0, :2].astype(float)
+        px, py = (
+            (32.0, 32.0) if first.header.center_agent else to_pixels(first, ax, ay)
+        )  # camera on the agent
+        assert s["truth"]["x"][0][0] == pytest.approx(px, abs=0.01)
+        assert s["truth"]["y"][0][0] == pytest.approx(py, abs=0.01)

@@ -35,6 +35,10 @@ def test_fast_features_and_events_are_the_definitions(game, mode):
     got = truth.events(truth.see(states[:-1]), truth.see(states[1:]))
     assert (got == np.array([events(a, b) for a, b in itertools.pairwise(parsed)])).all()
     assert truth.feature_names == feature_names(game) and truth.event_names == event_names(game)
+    one_by_one = np.concatenate(
+        [truth.see([s], keys=["slot"]).features for s in states]
+    )  # grid reading reused
+    assert _same(one_by_one, seen.features)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import torch
 
 from proclab.cli import main as proclab
 from proclab.errors import ProclabError
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.policy import parse_args
 from support import TINY_FLAGS, TINY_PPO

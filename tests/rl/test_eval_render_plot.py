@@ -176,7 +176,7 @@ def test_plot_groups_seeds(tiny_run, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 20_000
-    from proclab.io.plots import group_runs, mean_std
+    from proclab.rl.curves import group_runs, mean_std
 
     assert list(group_runs(tiny_run)) == ["ppo/bossfight/tiny"]
     _, mean, std = mean_std(

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import ImpalaConfig, TrainConfig
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
 from proclab.rl.actors import ActorPool, ActorSpec, ActorWorker, flatten_weights, slot_games
+from proclab.rl.config import ImpalaConfig, TrainConfig
 from proclab.rl.impala import Unrolls
 from support import TINY_AGENT
 

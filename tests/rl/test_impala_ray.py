@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from proclab.config import ImpalaConfig, TrainConfig
 from proclab.envs import EnvConfig
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from proclab.models import AgentConfig
+from proclab.rl.config import ImpalaConfig, TrainConfig
 from support import TINY_AGENT
 
 ray = pytest.importorskip("ray")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from proclab.config import PRESETS, ImpalaConfig
 from proclab.errors import ProclabError
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
+from proclab.rl.config import PRESETS, ImpalaConfig
 from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
 from proclab.rl.train import parse_args
 from support import TINY_FLAGS, proclab, with_game

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import PPOConfig
+from proclab.rl.config import PPOConfig
 from proclab.rl.ppo import Batch, ppo_loss
 
 

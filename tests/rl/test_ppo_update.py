@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import PPOConfig
+from proclab.rl.config import PPOConfig
 from proclab.rl.ppo import PPOLearner
 from proclab.run.runtime import make_runtime
 from support import collected

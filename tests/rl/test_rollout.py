@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import EnvConfig
 from proclab.envs import ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
+from proclab.rl.config import EnvConfig
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import make_runtime
 from support import TINY_AGENT

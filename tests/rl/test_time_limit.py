@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from support import TINY_FLAGS, TINY_PPO, proclab
 
 TINY = [*TINY_PPO, "--val-num-envs", "0", "--device", "cpu", *TINY_FLAGS]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.config import ImpalaConfig
 from proclab.models import AgentOutput
+from proclab.rl.config import ImpalaConfig
 from proclab.rl.gae import gae
 from proclab.rl.impala import ImpalaLearner, Unrolls, impala_loss
 from proclab.rl.vtrace import vtrace

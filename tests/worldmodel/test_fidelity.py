@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
-from proclab.io.runs import read_metrics, read_run_config
+from proclab.io.run_dirs import read_metrics, read_run_config
 from proclab.run.runtime import make_runtime
 from proclab.worldmodel.batch import WindowBatch
 from proclab.worldmodel.checkpoint import load_world_model

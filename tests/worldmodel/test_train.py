@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from torch.utils.data import default_collate
 
 from proclab.cli import main as cli
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size

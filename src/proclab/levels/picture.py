@@ -66,7 +66,8 @@ def _draw_map(ax, state: GameState) -> None:
     ax.set_ylim(0, height)
     ax.set_title(f"the whole level: {width}x{height} cells, {len(state.entities)} entities", fontsize=9)
     ax.set_aspect("equal")
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if ax.get_legend_handles_labels()[0]:  # a level without cells (BigFish) has nothing to list
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def save_level_picture(path: str | Path, state: GameState, human: np.ndarray, title: str) -> Path:

@@ -6,7 +6,9 @@ saliency stores (``ANALYSIS/<name>/store.zarr``, simulated and ``--real``), the 
 (``behaviours/labels.npz``), intervention summaries and videos when present, and the agent's
 training run (``metrics.csv`` beside its checkpoints) and eval results (``proclab eval --out``
 JSON files in that run directory, or ``--eval``). Everything is projected with the folder's
-own basis, so the panel's coordinates are those of every analysis of the folder.
+own basis, so the panel's coordinates are those of every analysis of the folder. Real episodes
+recorded with ground truth carry its positions (agent, goal, nearest of each kind) as pixel markers
+the episode viewer draws over the frames (:mod:`proclab.panel.truth`).
 
 A simulated sample's gradient loadings come from the saliency store (``grad/<target>/ic``);
 samples outside the saliency run get NaN there (no filter range matches NaN) and no saliency
@@ -29,6 +31,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.io.files import load_npz, read_json
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
+from proclab.panel.truth import truth_markers
 
 if TYPE_CHECKING:
     from proclab.interpret.bases.pca_ica import Basis
@@ -191,11 +194,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
             f"--out {str(out)!r} exists and is not a panel folder; give a new or empty folder or an earlier export"
         )
     basis = ws.basis()
-    source = ws.inputs.get("activation")
-    if source is None:
-        raise ProclabError(
-            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden` on it"
-        )
+    source = ws.activation()
     if args.samples < 0 or args.real < 0 or args.chunk < 1 or args.background < 1:
         raise ProclabError("--samples and --real must be >= 0, --chunk and --background >= 1")
     data = EpisodeStore(ws.inputs["data"]) if ws.inputs.get("data") else None
@@ -289,6 +288,9 @@ def _real_window(src: _Sources, rows: Rows, e: int, offset: int, name: str | Non
         "rewards": rounded(got["reward"]),
         "strips": {"obs": f"strips/{tag}_obs.png"},
     }
+    truth = truth_markers(src.data, e, offset, offset + steps)
+    if truth is not None:
+        sample["truth"] = truth
     return sample, x, tag
 
 
@@ -478,7 +480,7 @@ def _run_dir(checkpoint: Path) -> Path | None:
 def _agent_context(ws, data, args: ExportArgs) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
     from proclab.interpret.bases.activations import recording_checkpoint
-    from proclab.io.runs import read_metrics
+    from proclab.io.run_dirs import read_metrics
 
     checkpoint = ws.inputs.get("checkpoint")
     if checkpoint is None and data is not None and data.recordings():

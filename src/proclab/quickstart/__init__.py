@@ -3,7 +3,7 @@
 train a recurrent agent -> eval (beside a random agent) -> render -> plot -> record -> wm train
 -> wm sample (+ dream quality) -> analyze hidden, env, saliency, behaviours, the intervention sweep
 and the direction atlas -> panel export (opening on the atlas),
-then ``OUT/index.html`` showing all of it (:mod:`proclab.report`). The stages are one table,
+then ``OUT/index.html`` showing all of it (:mod:`proclab.quickstart.report`). The stages are one table,
 :data:`~proclab.quickstart.stages.STAGES`; each is the real command, sized by a
 :class:`~proclab.quickstart.budgets.Budget`. ``OUT/quickstart.json`` (the ledger) records every
 finished stage with its outputs and seconds, so a rerun continues where a crash stopped it and
@@ -75,11 +75,11 @@ def run(args: QuickstartArgs) -> Path:
     from rich.console import Console
 
     from proclab.envs import check_game
-    from proclab.io.runs import write_json_atomic
+    from proclab.io.run_dirs import write_json_atomic
     from proclab.quickstart.budgets import budget
     from proclab.quickstart.ledger import Ledger
+    from proclab.quickstart.report import write_report
     from proclab.quickstart.stages import STAGES, Context, Settings
-    from proclab.report import write_report
 
     names = [stage.name for stage in STAGES]
     if args.from_stage is not None and args.from_stage not in names:

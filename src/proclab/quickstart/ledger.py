@@ -15,7 +15,7 @@ from typing import Any
 
 from proclab.errors import ProclabError
 from proclab.io.files import read_json
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 LEDGER = "quickstart.json"
 

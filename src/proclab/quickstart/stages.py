@@ -105,7 +105,7 @@ class Context:
 # -- the agent ------------------------------------------------------------------------------------
 def train(ctx: Context) -> dict[str, Any]:
     """PPO on the quickstart preset; or, with ``--agent``, the given agent instead (see :func:`adopt`)."""
-    from proclab.config import preset
+    from proclab.rl.config import preset
     from proclab.rl.ppo_train import Trainer
 
     if ctx.settings.agent is not None:
@@ -198,7 +198,7 @@ def render(ctx: Context) -> dict[str, Any]:
 
 
 def plot(ctx: Context) -> dict[str, Any]:
-    from proclab.io.plots import plot_runs
+    from proclab.rl.curves import plot_runs
 
     (path,) = ctx.fresh("curves.png")
     if not (ctx.path("run", "train") / "metrics.csv").is_file():

@@ -103,24 +103,11 @@ class Seen:
     """``(N, kinds)``: how many of each feature kind each state holds."""
 
 
-def _stack_scans(scans: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All states' entities with their state index, and all their grid cells with state, row and column."""
-    entities = np.concatenate([e for _, e, _ in scans])
-    entity_state = np.repeat(np.arange(len(scans)), [len(e) for _, e, _ in scans])
-    cells = np.concatenate([g.ravel() for _, _, g in scans])
-    sizes = np.array([g.size for _, _, g in scans])
-    cell_state = np.repeat(np.arange(len(scans)), sizes)
-    local = np.arange(len(cells)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    widths = np.array([g.shape[1] for _, _, g in scans])
-    rows, cols = np.divmod(local, widths[cell_state])
-    return entities, entity_state, cells, cell_state, np.stack([cols + 0.5, rows + 0.5], axis=1)
-
-
 def _first_nearest(group: np.ndarray, distance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each group present: its id and the index of its smallest distance (the first listed of equals).
 
-    A stable sort by group (a radix sort: group ids are small) keeps each group's points in their
-    original order, so the first point that reaches the group's minimum is the first listed one."""
+    A stable sort by group keeps each group's points in their original order, so the first point that
+    reaches the group's minimum is the first listed one (the points come nearly sorted: cheap)."""
     order = np.argsort(group.astype(np.int32), kind="stable")
     sorted_group, sorted_distance = group[order], distance[order]
     starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
@@ -149,34 +136,73 @@ class GameTruth:
             (self.cell_kind if names.is_cell(kind) else self.entity_kind)[value] = k
         self.goal = self.kinds.index(names.goal) if names.goal is not None else -1
         self.num_kinds = len(self.kinds)
+        self.cell_kinds = sorted({int(k) for k in self.cell_kind if k >= 0})
+        self._cache: dict = {}  # key -> (grid bytes, grid as kind indices, cells per kind)
 
     @staticmethod
     def _kind_of(table: np.ndarray, values: np.ndarray) -> np.ndarray:
         inside = (values >= 0) & (values < len(table))
         return np.where(inside, table[np.clip(values, 0, len(table) - 1)], -1)
 
-    def _points(self, scans: list):
-        """Group (state x kind), world centre and agent of every entity (list order) and cell (row-major)
-        of a feature kind; screen-fixed entities left out. Within a group the original order is kept."""
-        entities, entity_state, cells, cell_state, centres = _stack_scans(scans)
-        agents = np.flatnonzero(entities["type"] == PLAYER)
-        agent = entities[agents[np.unique(entity_state[agents], return_index=True)[1]]]
-        world = entities["use_abs_coords"] == 0
-        ent_kind = np.where(world, self._kind_of(self.entity_kind, entities["type"].astype(np.int64)), -1)
-        cell_kind = self._kind_of(self.cell_kind, cells.astype(np.int64))
-        e, c = np.flatnonzero(ent_kind >= 0), np.flatnonzero(cell_kind >= 0)
-        group = np.concatenate([entity_state[e] * self.num_kinds + ent_kind[e],
-                                cell_state[c] * self.num_kinds + cell_kind[c]])  # fmt: skip
-        xy = np.concatenate(
-            [np.stack([entities["x"][e], entities["y"][e]], axis=1).astype(np.float64), centres[c]]
-        )
-        return group, xy, agent
+    def _cells(self, grid: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
+        """The grid as feature-kind indices (``-1``: none) and the count of each kind's cells.
 
-    def see(self, states: list[bytes]) -> Seen:
-        """What the ground truth needs of ``states``: outcome fields, features and counts per kind."""
+        A level's grid seldom changes from one step to the next (a coin taken, a wall dug), so with a
+        ``key`` (the env slot) the result is kept and reused while the slot's grid stays the same."""
+        raw = bytes(grid.data)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == raw:
+            return cached[1], cached[2]
+        kinds = self._kind_of(self.cell_kind, grid.astype(np.int64))
+        found = (kinds, np.bincount(kinds[kinds >= 0], minlength=self.num_kinds))
+        if key is not None:
+            self._cache[key] = (raw, *found)
+        return found
+
+    def _entities(self, scans: list):
+        """Group (state x kind) and world centre of every entity of a feature kind (list order; screen-fixed
+        ones left out), and each state's agent record."""
+        groups, points, agents = [], [], []
+        for i, (_, entities, _) in enumerate(scans):
+            agents.append(entities[np.flatnonzero(entities["type"] == PLAYER)[0]])
+            kind = self._kind_of(self.entity_kind, entities["type"].astype(np.int64))
+            e = np.flatnonzero((kind >= 0) & (entities["use_abs_coords"] == 0))
+            groups.append(i * self.num_kinds + kind[e])
+            points.append(np.stack([entities["x"][e], entities["y"][e]], axis=1).astype(np.float64))
+        return np.concatenate(groups), np.concatenate(points), np.array(agents)
+
+    def _nearest_cells(
+        self, grids: list[np.ndarray], ax: np.ndarray, ay: np.ndarray, nearest: np.ndarray
+    ) -> None:
+        """Fill ``nearest[i, k]`` with ``(dx, dy, distance)`` to the nearest cell of each cell kind ``k``: one
+        distance grid per state (rows and columns are separable), states of one grid shape at once; of
+        equally near cells the first in row-major order, as the definitions take it."""
+        shapes: dict[tuple, list[int]] = {}
+        for i, g in enumerate(grids):
+            shapes.setdefault(g.shape, []).append(i)
+        for (height, width), states in shapes.items():
+            kinds = np.stack([grids[i] for i in states]).reshape(len(states), -1)
+            dx = (np.arange(width) + 0.5)[None, :] - ax[states, None]
+            dy = (np.arange(height) + 0.5)[None, :] - ay[states, None]
+            distance = np.hypot(dx[:, None, :], dy[:, :, None]).reshape(len(states), -1)
+            for k in self.cell_kinds:
+                masked = np.where(kinds == k, distance, np.inf)
+                best = masked.argmin(axis=1)
+                value = masked[np.arange(len(states)), best]
+                have = np.flatnonzero(value < np.inf)
+                row, col = np.divmod(best[have], width)
+                nearest[np.asarray(states)[have], k] = np.stack(
+                    [dx[have, col], dy[have, row], value[have]], axis=1
+                )
+
+    def see(self, states: list[bytes], keys: list | None = None) -> Seen:
+        """What the ground truth needs of ``states``: outcome fields, features and counts per kind.
+
+        ``keys`` (one per state, e.g. its env slot) let a state reuse the grid reading of the previous
+        state under the same key when the grid did not change."""
         scans = [scan(data) for data in states]
         N, K = len(scans), self.num_kinds
-        group, xy, agent = self._points(scans)
+        group, xy, agent = self._entities(scans)
         ax, ay = agent["x"].astype(np.float64), agent["y"].astype(np.float64)
         offsets = xy - np.stack([ax, ay], axis=1)[group // K]
         distance = np.hypot(offsets[:, 0], offsets[:, 1])
@@ -184,6 +210,8 @@ class GameTruth:
         nearest = np.full((N * K, 3), np.nan)
         nearest[found] = np.column_stack([offsets[first], distance[first]])
         nearest = nearest.reshape(N, K, 3)
+        cells = [self._cells(grid, key) for (_, _, grid), key in zip(scans, keys or [None] * N, strict=True)]
+        self._nearest_cells([c[0] for c in cells], ax, ay, nearest)
         goal = (
             np.full((N, 3), np.nan)
             if self.goal < 0
@@ -194,7 +222,7 @@ class GameTruth:
         )
         features = np.concatenate([agent_part, goal, nearest[:, :, :2].reshape(N, 2 * K)], axis=1)
         header = {name: np.array([h[name] for h, _, _ in scans]) for name in _HEADER_WANTED}
-        counts = np.bincount(group, minlength=N * K).reshape(N, K)
+        counts = np.bincount(group, minlength=N * K).reshape(N, K) + np.stack([c[1] for c in cells])
         return Seen(header, features.astype(np.float32), counts)
 
     def events(self, before: Seen, after: Seen) -> np.ndarray:
@@ -246,7 +274,10 @@ class GroundTruth:
         self._seen = self._see(states)
 
     def _see(self, states: list[bytes]) -> list[Seen]:
-        return [t.see([states[i] for i in slots]) for t, slots in zip(self.truths, self._slots, strict=True)]
+        return [
+            t.see([states[i] for i in slots], keys=list(slots))
+            for t, slots in zip(self.truths, self._slots, strict=True)
+        ]
 
     def features(self) -> np.ndarray:
         """``float32 (N, len(feature_names))`` of the current states (NaN where a slot's game has none)."""

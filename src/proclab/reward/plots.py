@@ -21,7 +21,7 @@ import tyro
 
 from proclab.errors import ProclabError
 from proclab.io.files import save_figure
-from proclab.io.runs import read_run_config
+from proclab.io.run_dirs import read_run_config
 
 
 def read_rows(path: Path) -> list[dict]:

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import tyro
 
-from proclab.config import ALGOS, ImpalaConfig, TrainConfig, algo_flags, preset
 from proclab.envs import EpisodeLog
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
 from proclab.reward.nets import load_reward_model
 from proclab.reward.wrapper import LearnedRewardEnv
+from proclab.rl.config import ALGOS, ImpalaConfig, TrainConfig, algo_flags, preset
 from proclab.rl.ppo_train import Trainer, run_ppo
 from proclab.run.args import RunArgs
 

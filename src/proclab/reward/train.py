@@ -38,7 +38,7 @@ from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.files import disk_errors, replacing
-from proclab.io.runs import create_run_dir
+from proclab.io.run_dirs import create_run_dir
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy

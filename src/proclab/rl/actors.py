@@ -50,10 +50,10 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 
-from proclab.config import TrainConfig
 from proclab.envs import ProcgenVecEnv
 from proclab.models import build_agent
 from proclab.models.loading import freeze
+from proclab.rl.config import TrainConfig
 from proclab.rl.impala import Unrolls
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import make_runtime

@@ -3,7 +3,7 @@
 Read top to bottom: :class:`Unrolls` is what actors send (the same layout whether they are
 local processes or Ray actors); :func:`impala_loss` is the objective on one batch of them;
 :class:`ImpalaLearner` runs one optimiser step per batch. Every detail is a field of
-:class:`~proclab.config.ImpalaConfig` and listed in docs/impala.md:
+:class:`~proclab.rl.config.ImpalaConfig` and listed in docs/impala.md:
 
 1. The learner unrolls the agent over all ``T+1`` observations of each unroll, from the agent
    state the actor recorded at its start (carried over from the actor's previous unroll, so
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from proclab.config import ImpalaConfig
+from proclab.rl.config import ImpalaConfig
 from proclab.rl.vtrace import vtrace
 from proclab.run.runtime import Runtime
 

@@ -21,12 +21,17 @@ from pathlib import Path
 
 import torch
 
-from proclab.config import TrainConfig
 from proclab.envs import EpisodeLog
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
+from proclab.rl.agent_checkpoints import (
+    load_agent_checkpoint,
+    new_run_dir,
+    recent_return,
+    save_agent_checkpoint,
+)
+from proclab.rl.config import TrainConfig
 from proclab.rl.impala import ImpalaLearner
-from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
 from proclab.run.checkpoints import crossed
 from proclab.run.log import RunLogger, StepBar, Throughput
 from proclab.run.runtime import seed_everything

@@ -3,7 +3,7 @@
 Read top to bottom: :func:`ppo_loss` is the objective on one minibatch; :class:`PPOLearner`
 turns a :class:`~proclab.rl.rollout.Rollout` into GAE targets and runs ``update_epochs`` passes
 of ``num_minibatches`` minibatches over it. Every detail is a field of
-:class:`~proclab.config.PPOConfig` and listed in docs/ppo.md:
+:class:`~proclab.rl.config.PPOConfig` and listed in docs/ppo.md:
 
 1. GAE(gamma, lambda) advantages; returns = advantages + old values.
 2. Minibatches: shuffled samples for feed-forward agents; for agents with memory, groups of
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from proclab.config import PPOConfig
+from proclab.rl.config import PPOConfig
 from proclab.rl.gae import gae
 from proclab.rl.rollout import Rollout
 from proclab.run.distributed import average_gradients

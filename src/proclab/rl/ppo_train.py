@@ -26,15 +26,20 @@ from pathlib import Path
 
 import torch
 
-from proclab.config import TrainConfig
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
+from proclab.rl.agent_checkpoints import (
+    load_agent_checkpoint,
+    new_run_dir,
+    recent_return,
+    save_agent_checkpoint,
+)
+from proclab.rl.config import TrainConfig
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
-from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
 from proclab.run.checkpoints import crossed
 from proclab.run.distributed import (
     broadcast_parameters,

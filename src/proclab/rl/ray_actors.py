@@ -20,8 +20,8 @@ from collections import deque
 
 import torch
 
-from proclab.config import TrainConfig
 from proclab.rl.actors import STALL_SECONDS, ActorSpec, ActorWorker, actor_seed, actor_specs, flatten_weights
+from proclab.rl.config import TrainConfig
 from proclab.rl.impala import Unrolls
 from proclab.run.distributed import connect_ray
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import tyro
 
-from proclab.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig, algo_flags, preset
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
+from proclab.rl.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig, algo_flags, preset
 from proclab.rl.impala_train import ImpalaTrainer
 from proclab.rl.ppo_train import Trainer, run_ppo
 from proclab.run.args import RunArgs

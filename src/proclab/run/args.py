@@ -12,7 +12,7 @@ train`` (``--parity``) and ``proclab trex train-policy`` all parse with :class:`
 nothing and says so (:class:`~proclab.errors.NothingToDo`, exit status 0): resuming never
 changes a finished result behind the user's back. Training further is explicit (``--resume RUN
 --total-steps N``, N beyond the last checkpoint), and the change is written to the run's
-``config.json`` with a line in ``config_history.jsonl`` (:func:`~proclab.io.runs.record_config_change`),
+``config.json`` with a line in ``config_history.jsonl`` (:func:`~proclab.io.run_dirs.record_config_change`),
 so the run says how it came to be trained for longer.
 
 **Repeated game lists.** ``--game`` given twice (``--game starpilot --game coinrun``) is refused:
@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 from proclab.errors import NothingToDo, ProclabError
 from proclab.io.checkpoint import find_checkpoint, load_checkpoint_meta
 from proclab.io.configs import to_dict
-from proclab.io.runs import read_run_config, record_config_change
+from proclab.io.run_dirs import read_run_config, record_config_change
 
 C = TypeVar("C")
 

@@ -1,7 +1,7 @@
 """What a run reports while it trains: metric rows, throughput, the progress bar.
 
 Every trainer (PPO, IMPALA, the world model) writes its rows through :class:`RunLogger`
-(``metrics.csv`` and TensorBoard via :class:`~proclab.io.runs.MetricsLogger`, mirrored to
+(``metrics.csv`` and TensorBoard via :class:`~proclab.io.run_dirs.MetricsLogger`, mirrored to
 Weights & Biases when a project is named), measures speed with :class:`Throughput` and shows a
 :class:`StepBar`, so runs of every kind look and resume alike.
 """
@@ -13,7 +13,7 @@ from collections import deque
 from pathlib import Path
 
 from proclab.errors import ProclabError
-from proclab.io.runs import MetricsLogger
+from proclab.io.run_dirs import MetricsLogger
 
 
 class RunLogger:

@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader, Sampler, default_collate
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
-from proclab.io.runs import create_run_dir, game_label
+from proclab.io.run_dirs import create_run_dir, game_label
 from proclab.models.loading import freeze, load_agent
 from proclab.run.args import RunArgs
 from proclab.run.distributed import (

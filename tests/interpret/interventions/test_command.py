@@ -252,3 +252,42 @@ def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and message in err
     assert not (out / "sweep").exists()
+
+
+def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path):
+    """--levels-from: the paired levels are the file's states, in order; a saved level plays exactly as the
+    same level drawn from a split (the baseline's return and length on it are those of --split SEED:1)."""
+    from proclab.levels.file import level_states, write_level_states
+    from proclab.levels.pick import generate_level
+
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")  # trained without backgrounds
+    path = write_level_states(
+        tmp_path / "two.levels.json",
+        level_states("chaser", "easy", [generate_level("chaser", "easy", s) for s in (7, 11)]),
+    )
+    small = [
+        "--directions",
+        "0",
+        "--arms",
+        "mean",
+        "--rows",
+        "4",
+        "--bootstrap",
+        "50",
+        "--permutations",
+        "20",
+    ]
+    runs = {}
+    for name, flags in {"file": ["--levels-from", str(path)], "7": ["--split", "7:1", "--levels", "1"],
+                        "11": ["--split", "11:1", "--levels", "1"]}.items():  # fmt: skip
+        out = folder(tmp_path / f"analysis-{name}", ckpt)
+        cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, *flags])
+        runs[name] = (
+            json.loads((out / "sweep" / "sweep.json").read_text()),
+            np.load(out / "sweep" / "episodes.npz"),
+        )
+    summary, arrays = runs["file"]
+    assert summary["levels"] == [0, 1] and summary["levels_from"] == str(path) and summary["split"] is None
+    for k, seed in enumerate(("7", "11")):
+        alone = runs[seed][1]
+        assert arrays["ret"][0, k] == alone["ret"][0, 0] and arrays["length"][0, k] == alone["length"][0, 0]

@@ -13,6 +13,14 @@ from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.workspace.folder import ANALYSIS_FILE, Workspace
 
 
+def test_the_analysed_activation_is_asked_of_the_folder(tmp_path):
+    ws = Workspace.open(tmp_path / "a")
+    with pytest.raises(ProclabError, match="records no activation; run `proclab analyze hidden` on it"):
+        ws.activation()
+    ws.require_inputs(activation="state_out/core.0.h")
+    assert ws.activation() == "state_out/core.0.h"
+
+
 def test_inputs_are_recorded_once_and_checked(tmp_path):
     ws = Workspace.open(tmp_path / "a")
     ws.require_inputs(data=tmp_path / "store", activation="state_out/core.0.h", samples=None)

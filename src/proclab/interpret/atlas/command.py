@@ -20,7 +20,7 @@ import numpy as np
 from proclab.errors import ProclabError
 from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
 from proclab.interpret.workspace.folder import Workspace
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 
 def _states(ws: Workspace, args: AtlasArgs, ph):
@@ -29,11 +29,7 @@ def _states(ws: Workspace, args: AtlasArgs, ph):
     from proclab.store import EpisodeStore
 
     store = EpisodeStore(ws.input_path("data", args.data, "--data DATA"))
-    source = ws.inputs.get("activation")
-    if source is None:
-        raise ProclabError(
-            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
-        )
+    source = ws.activation()
     if store.num_episodes == 0:
         raise ProclabError(f"episode store {str(store.path)!r} holds no episodes")
     episodes = np.arange(min(args.episodes, store.num_episodes))

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from proclab.interpret.stats.paired import resamples, weights
+from proclab.interpret.stats.paired import percentile_interval, resamples, weights
 
 LAGS = 8
 """Lags ``-LAGS .. LAGS`` (steps)."""
@@ -173,14 +173,6 @@ def correlations(s: _Sums, w: np.ndarray) -> np.ndarray:
         return np.where(var > 0, cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
 
 
-def percentile_interval(boot: np.ndarray, level: float = 0.95) -> np.ndarray:
-    """NaN-aware percentile interval over axis 0 of ``boot``: ``(2, ...)``."""
-    tail = 50.0 * (1.0 - level)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: the interval is NaN
-        return np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
-
-
 def tracking(
     x: np.ndarray, steps: Steps, lags: int = LAGS, reps: int = 1000, seed: int = 0, progress=None
 ) -> dict[str, np.ndarray]:
@@ -209,14 +201,14 @@ def tracking(
         sums = episode_sums(xc - xc.mean(0), y, steps.lengths, lag_values)
         r = correlations(sums, np.ones(E)).transpose(1, 2, 0)  # (kc, Q, L)
         boot = correlations(sums, w).transpose(0, 2, 3, 1)  # (reps, kc, Q, L)
-        out["r"][sl], out["ci"][sl] = r, np.moveaxis(percentile_interval(boot), 0, -1)
+        out["r"][sl], out["ci"][sl] = r, np.moveaxis(percentile_interval(boot, axis=0, skip_nan=True), 0, -1)
         off = np.abs(np.where(np.isnan(r), -1.0, r))
         off[..., zero] = -np.inf
         peak = off.argmax(-1)
         out["peak"][sl] = lag_values[peak]
         at_peak = np.take_along_axis(boot, np.broadcast_to(peak[None, ..., None], (*boot.shape[:-1], 1)), -1)
         gain = np.abs(at_peak[..., 0]) - np.abs(boot[..., zero])
-        out["gain"][sl] = np.moveaxis(percentile_interval(gain), 0, -1)
+        out["gain"][sl] = np.moveaxis(percentile_interval(gain, axis=0, skip_nan=True), 0, -1)
         estimate = np.abs(np.take_along_axis(r, peak[..., None], -1)[..., 0]) - np.abs(r[..., zero])
         out["p0"][sl] = normal_p(r[..., zero], _sd(boot[..., zero]), two_sided=True)
         out["p_gain"][sl] = normal_p(estimate, _sd(gain), two_sided=False)

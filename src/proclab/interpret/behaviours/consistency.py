@@ -28,7 +28,7 @@ from proclab.interpret.behaviours.xcorr import DynamicsArgs, load_dynamics
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_figure
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 NAME = "consistency"
 

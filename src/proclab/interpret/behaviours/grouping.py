@@ -35,7 +35,7 @@ from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.store import EpisodeStore
 
 NAME = "behaviours"

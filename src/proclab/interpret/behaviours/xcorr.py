@@ -35,7 +35,7 @@ from proclab.interpret.behaviours.grouping import SampleSet, checkpoint_of, open
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, save_figure, save_npz
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.store import EpisodeStore
 
 NAME = "xcorr"

@@ -36,6 +36,8 @@ import torch
 from proclab.envs import NOOP, EnvConfig, LevelSplit, ProcgenVecEnv
 from proclab.envs.levels import LEVEL_SEED_SPACE
 from proclab.errors import ProclabError
+from proclab.levels.file import LevelStates
+from proclab.levels.play import check_levels_fit, with_options_of
 
 CPU_CHUNK = 64
 """Rows per agent forward on a CPU: fp32 convolutions on cache-sized pieces run faster per frame than
@@ -43,9 +45,10 @@ one large batch (the seed's architecture, one thread: about 1.6x at 64 rows agai
 
 
 class ProcgenLevels:
-    """A Procgen vector env of ``slots`` slots that start chosen levels (one game)."""
+    """A Procgen vector env of ``slots`` slots that start chosen levels (one game): level seeds, or with
+    ``levels`` (a level-state file's content) the indices of its states (``--levels-from``)."""
 
-    def __init__(self, config: EnvConfig, slots: int, seed: int):
+    def __init__(self, config: EnvConfig, slots: int, seed: int, levels: LevelStates | None = None):
         if len(config.games()) != 1:
             raise ProclabError(
                 f"paired levels are played in one game; the agent plays {', '.join(config.games())}"
@@ -53,9 +56,16 @@ class ProcgenLevels:
         self.config, self.seed, self.num_envs = replace(config, num_envs=slots), seed, slots
         self.env = ProcgenVecEnv(self.config, seed=seed)
         self.env.reset()
+        self.states = None
+        if levels is not None:
+            check_levels_fit(levels, config.games(), config.mode, "the level-state file")
+            reference = self.env.slot_states()[0]  # drawn with the agent's options, as in play
+            self.states = [with_options_of(s.data, reference) for s in levels.states]
 
     def level_state(self, level: int) -> bytes:
-        """The game state of level ``level``'s first frame."""
+        """The game state of level ``level``'s first frame (with a file: its state number ``level``)."""
+        if self.states is not None:
+            return self.states[level]
         one = ProcgenVecEnv(replace(self.config, num_envs=1), seed=self.seed, split=LevelSplit(level, 1))
         one.reset()
         try:

@@ -51,7 +51,7 @@ from proclab.interpret.stats.paired import frequency_changes, mean_change, resam
 from proclab.interpret.workspace.figures import _plt, save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
@@ -177,6 +177,7 @@ def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, att
             split=args.split,
             num_envs=args.num_envs,
             seed=args.seed,
+            ground_truth=False,  # an arm's recorder stores what the agent saw and did (not the game's state)
         )
     )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])

@@ -67,11 +67,7 @@ def state_key(ws: Workspace, agent, given: str | None) -> str:
     from proclab.store.state_codec import StateCodec
 
     codec = StateCodec(agent.state_shapes())
-    source = ws.inputs.get("activation")
-    if source is None:
-        raise ProclabError(
-            f"analysis folder {str(ws.path)!r} records no activation; run `proclab analyze hidden`"
-        )
+    source = ws.activation()
     hook = basis_hook(source, codec)
     keys = [k for k, h in codec.hook_names().items() if h == hook]
     if not keys:

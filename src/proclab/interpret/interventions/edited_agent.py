@@ -40,7 +40,7 @@ from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates, hold
-from proclab.models import AgentOutput
+from proclab.models import Agent, AgentOutput
 from proclab.models.hooks import patch
 
 OPS = ("move", "collapse", "exchange")
@@ -191,18 +191,7 @@ class EditedAgent:
         with patch(self.agent, self.hook, fn):
             return self.agent.unroll(obs, state, firsts, prev_rewards)
 
-    def step(
-        self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
-    ) -> tuple[AgentOutput, dict[str, Tensor]]:
-        """One step: ``unroll`` with ``T = 1`` (as the plain agent)."""
-        out, state = self.unroll(
-            obs.unsqueeze(0),
-            state,
-            first.unsqueeze(0),
-            None if prev_reward is None else prev_reward.unsqueeze(0),
-        )
-        return AgentOutput(out.logits.squeeze(0), out.value.squeeze(0)), state
-
+    step = Agent.step  # one step is this ``unroll`` with ``T = 1``, exactly as for the plain agent
     __call__ = unroll
 
 

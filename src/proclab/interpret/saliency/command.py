@@ -41,7 +41,7 @@ from proclab.interpret.saliency.world_model import (
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.store import ShardWriter

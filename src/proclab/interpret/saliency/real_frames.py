@@ -22,7 +22,7 @@ from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import make_runtime

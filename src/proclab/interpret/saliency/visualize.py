@@ -42,7 +42,7 @@ from proclab.interpret.workspace.figures import _plt, save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
 from proclab.store import EpisodeStore, ShardWriter

@@ -19,6 +19,8 @@ distribution; ``p = (1 + #{permuted >= observed}) / (1 + reps)`` is exact at any
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 TIE = 1e-9
@@ -48,11 +50,24 @@ def swaps(n: int, reps: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 1]).integers(0, 2, (reps, n)).astype(np.float64)
 
 
+def percentile_interval(
+    boot: np.ndarray, level: float = 0.95, axis: int = -1, skip_nan: bool = False
+) -> np.ndarray:
+    """The percentile interval of bootstrap replicates ``boot`` along ``axis`` at confidence ``level``: lower
+    and upper bounds stacked first, ``(2, ...)``. ``skip_nan`` leaves NaN replicates out (a resample in
+    which a quantity is constant has no correlation) and gives NaN where every replicate is NaN."""
+    tail = 50.0 * (1.0 - level)
+    if not skip_nan:
+        return np.percentile(boot, [tail, 100.0 - tail], axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: the interval is NaN
+        return np.nanpercentile(boot, [tail, 100.0 - tail], axis=axis)
+
+
 def interval(boot: np.ndarray, level: float = 0.95) -> list:
     """The percentile interval ``[lo, hi]`` of bootstrap replicates ``boot`` (``(reps,)``) at confidence
     ``level``; of a ``(tests, reps)`` array, the list of each row's (one call for many tests)."""
-    tail = 50.0 * (1.0 - level)
-    lo, hi = np.percentile(boot, [tail, 100.0 - tail], axis=-1)
+    lo, hi = percentile_interval(boot, level)
     if np.ndim(boot) == 1:
         return [float(lo), float(hi)]
     return [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)]

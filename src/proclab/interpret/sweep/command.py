@@ -26,7 +26,7 @@ from proclab.interpret.sweep.report import figure, table_csv, table_text, write_
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 
 def run_sweep(args: SweepArgs) -> Path:
@@ -34,6 +34,7 @@ def run_sweep(args: SweepArgs) -> Path:
     or ``ANALYSIS/sweep-<basis>``)."""
     from proclab.envs import parse_split
     from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+    from proclab.levels.file import read_level_states
     from proclab.models.loading import load_agent
     from proclab.run.runtime import make_runtime
 
@@ -49,9 +50,13 @@ def run_sweep(args: SweepArgs) -> Path:
     every = list(range(coords.k))
     directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
     rec = recorded(ws, coords, agent, key)
-    levels = paired_levels(parse_split(args.split), args.levels, args.seed)
+    files = read_level_states(args.levels_from) if args.levels_from is not None else None
+    if files is not None:
+        levels = np.arange(len(files))  # the file's states, in order
+    else:
+        levels = paired_levels(parse_split(args.split), args.levels, args.seed)
     episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)))
-    env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed)
+    env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed, files)
     try:
         with phases(1, NAME) as ph, ph.phase(f"{episodes} episodes"):
             done = [0]
@@ -73,7 +78,8 @@ def run_sweep(args: SweepArgs) -> Path:
         "checkpoint": str(checkpoint),
         "game": env_config.games()[0],
         "mode": env_config.mode,
-        "split": args.split,
+        "split": args.split if files is None else None,
+        "levels_from": None if files is None else str(args.levels_from),
         "recorded": {"source": str(ws.path / HIDDEN), "points": len(rec.values)},
         "device": str(rt.device),
         "torch_threads": torch.get_num_threads(),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -56,6 +57,9 @@ class SweepArgs(EditArgs):
     """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
     levels: int = 200
     """Paired levels, drawn from --split: every (direction, arm) and the baseline play each once."""
+    levels_from: Path | None = None
+    """Play the states of this level-state file as the paired levels (every state once per variant;
+    --levels and --split unused): edited levels (proclab level edit) or recorded ones (level export)."""
     rows: int = 256
     """Episodes played at once: env slots stepped together, one batched agent forward per step."""
     permutations: int = 5000

@@ -30,7 +30,7 @@ from typing import Any
 from proclab.errors import ProclabError
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.io.files import disk_errors, publish, read_json, remove, sweep_temporaries, temporary_sibling
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 ANALYSIS_FILE = "analysis.json"
 BASIS_FILE = "basis.npz"
@@ -186,6 +186,15 @@ class Workspace:
                 f"analysis folder {str(self.path)!r} has no basis yet; run `proclab analyze hidden` first"
             )
         return Basis.load(self.basis_path)
+
+    def activation(self) -> str:
+        """The activation (store field or hook point) that ``analyze hidden`` analysed in this folder."""
+        source = self.inputs.get("activation")
+        if source is None:
+            raise ProclabError(
+                f"analysis folder {str(self.path)!r} records no activation; run `proclab analyze hidden` on it"
+            )
+        return source
 
     def optional_basis(self, needed: bool) -> tuple[Basis | None, str | None]:
         """The basis and the activation it was fitted on, or (None, None) when the folder has none and

@@ -28,7 +28,7 @@ from proclab.errors import ProclabError
 from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
 from proclab.io.files import replacing, write_json
-from proclab.io.runs import CONFIG
+from proclab.io.run_dirs import CONFIG
 from proclab.models.agent import build_agent
 from proclab.models.importers import FORMATS, read_agent
 from proclab.models.importers.base import ImportedAgent

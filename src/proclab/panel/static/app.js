@@ -148,6 +148,7 @@ async function drawFrames() {
     ctx.globalAlpha = 1;
     ctx.drawImage(obs, t * fs, 0, fs, fs, 0, 0, 256, 256);
   }
+  drawTruth(s, t);
   const ctx = $("saliency-canvas").getContext("2d");
   if (sal) {
     ctx.globalAlpha = +$("blend").value / 100;
@@ -157,6 +158,33 @@ async function drawFrames() {
     ctx.fillStyle = "rgba(0,0,0,0.6)"; ctx.fillRect(0, 0, 256, 256);
     ctx.fillStyle = "#fff"; ctx.font = "14px sans-serif"; ctx.fillText(`no ${target} map for this sample`, 12, 128);
   }
+}
+
+// Ground-truth markers of a recorded episode over its frame: the agent (ring), the goal (square) and the
+// nearest thing of each kind (dot), each labelled; pixel coordinates of the 64x64 frame, null = absent.
+function drawTruth(s, t) {
+  const truth = s.truth, shown = Boolean(truth) && $("truth").checked;
+  $("frame").dataset.truthMarkers = "0";
+  if (!shown) return;
+  const ctx = $("frame").getContext("2d"), scale = 256 / S.doc.meta.frame_size;
+  let drawn = 0;
+  ctx.font = "10px sans-serif";
+  truth.names.forEach((name, m) => {
+    const x = truth.x[t][m], y = truth.y[t][m];
+    if (x === null || y === null || x < 0 || y < 0 || x >= S.doc.meta.frame_size || y >= S.doc.meta.frame_size) return;
+    const px = x * scale, py = y * scale;
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = name === "agent" ? "#ff0" : name === "goal" ? "#f80" : "#0ff";
+    ctx.fillStyle = ctx.strokeStyle;
+    ctx.beginPath();
+    if (name === "agent") ctx.arc(px, py, 9, 0, 2 * Math.PI);
+    else if (name === "goal") ctx.rect(px - 7, py - 7, 14, 14);
+    else ctx.arc(px, py, 3, 0, 2 * Math.PI);
+    name === "agent" || name === "goal" ? ctx.stroke() : ctx.fill();
+    ctx.fillText(name, px + 6, py - 6);
+    drawn += 1;
+  });
+  $("frame").dataset.truthMarkers = String(drawn);
 }
 
 function axis(value) { const [kind, k] = value.split(":"); return { kind, k: +k }; }
@@ -499,7 +527,7 @@ async function main() {
   $("prev").addEventListener("click", () => setStep(S.step - 1).catch(fail));
   $("next").addEventListener("click", () => setStep(S.step + 1).catch(fail));
   $("play").addEventListener("click", togglePlay);
-  for (const id of ["saliency", "blend"]) $(id).addEventListener("input", () => drawFrames().catch(fail));
+  for (const id of ["saliency", "blend", "truth"]) $(id).addEventListener("input", () => drawFrames().catch(fail));
   for (const id of ["x-axis", "y-axis"]) $(id).addEventListener("change", () => drawScatter().catch(fail));
   $("bar-target").addEventListener("change", () => drawBars().catch(fail));
   $("behaviour").addEventListener("change", () => { S.filter.behaviour = $("behaviour").value; computeMatches().catch(fail); });

@@ -18,7 +18,7 @@ import tyro
 
 from proclab.errors import ProclabError
 from proclab.io.files import save_figure
-from proclab.io.runs import read_metrics
+from proclab.io.run_dirs import read_metrics
 
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("episode return", ("charts/episodic_return", "charts/val_episodic_return")),

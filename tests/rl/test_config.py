@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from proclab.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig
 from proclab.envs import GAME_LISTS, EnvConfig
 from proclab.models import AGENT_PRESETS, AgentConfig
+from proclab.rl.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig
 
 
 def spelled(cls, **fields):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from proclab.config import TrainConfig
 from proclab.envs import EpisodeLog
 from proclab.io.checkpoint import find_checkpoint, load_checkpoint, load_weights_into, save_checkpoint
 from proclab.io.configs import to_dict
-from proclab.io.runs import create_run_dir, game_label
+from proclab.io.run_dirs import create_run_dir, game_label
+from proclab.rl.config import TrainConfig
 from proclab.run.checkpoints import prune_checkpoints
 
 
