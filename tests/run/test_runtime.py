@@ -2,12 +2,13 @@
 
 import dataclasses
 import sys
+import time
 
 import pytest
 import torch
 
 from proclab.errors import ProclabError
-from proclab.run.distributed import connect_ray, gather_on_rank0, rank_and_world
+from proclab.run.distributed import connect_ray, deadline, gather_on_rank0, rank_and_world, start_training
 from proclab.run.runtime import CPU_COMPUTE_CHUNK, make_runtime
 
 
@@ -20,6 +21,31 @@ def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
 def test_single_process_is_rank_zero_of_one():
     assert rank_and_world() == (0, 1)
     assert gather_on_rank0({"rng": 3}) == [{"rng": 3}]
+
+
+def test_a_training_process_starts_checked_and_seeded_alike():
+    @dataclasses.dataclass(frozen=True)
+    class Config:  # what start_training asks of a trainer's config
+        seed: int = 7
+        checked: list = dataclasses.field(default_factory=list)
+
+        def validate(self, world: int) -> None:
+            self.checked.append(world)
+
+        def runtime(self):
+            return make_runtime("cpu", "fp32")
+
+    config = Config()
+    rank, world, rt = start_training(config)
+    first = torch.rand(3)
+    start_training(config)
+    assert (rank, world, config.checked) == (0, 1, [1, 1]) and rt.device.type == "cpu"
+    assert torch.equal(torch.rand(3), first)  # every start draws the same initial weights
+
+
+def test_deadline_is_time_limit_from_now_or_never():
+    assert deadline(0) is None
+    assert 0 < deadline(60) - time.time() <= 60
 
 
 def test_fp32_cpu_learners_use_cache_sized_pieces():

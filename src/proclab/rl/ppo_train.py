@@ -44,24 +44,22 @@ from proclab.run.checkpoints import crossed
 from proclab.run.distributed import (
     broadcast_parameters,
     check_replicas,
+    deadline,
     gather_on_rank0,
     out_of_time,
-    rank_and_world,
+    start_training,
     train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar, Throughput
-from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
+from proclab.run.runtime import restore_rng_state, rng_state
 
 
 class Trainer:
     """One training run (one process of it under torchrun)."""
 
     def __init__(self, config: TrainConfig, run_dir: Path | None = None, resume: bool = False):
-        self.rank, self.world = rank_and_world()
-        config.validate(self.world)
+        self.rank, self.world, self.rt = start_training(config)
         self.config = cfg = config
-        self.rt = cfg.runtime()
-        seed_everything(cfg.seed)  # same initial weights on every rank
         self.agent = self.rt.prepare(build_agent(cfg.agent))
         broadcast_parameters(self.agent)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
@@ -113,7 +111,7 @@ class Trainer:
         bar = StepBar(
             "train", self.num_updates * self.batch, self.global_step, enabled=progress and self.rank == 0
         )
-        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        stop_at = deadline(cfg.time_limit)
         done = self.learner.updates >= self.num_updates  # a finished run trains no further
         while not done:
             t0 = time.time()
@@ -131,7 +129,7 @@ class Trainer:
                 self.logger.log(self.global_step, time.time() - start_time, {**row, **metrics})
             bar.update(self.global_step, recent_return(self.train_log))
             done = self.learner.updates >= self.num_updates or out_of_time(
-                deadline, self.world, self.rt.device
+                stop_at, self.world, self.rt.device
             )
             if crossed(self.global_step - self.batch, self.global_step, cfg.checkpoint_every) or done:
                 self.save_checkpoint(time.time() - start_time)

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from proclab.errors import ProclabError
+from proclab.run.runtime import Runtime, seed_everything
 
 
 def join_torchrun(device: str) -> str:
@@ -67,9 +68,25 @@ def out_of_time(deadline: float | None, world: int = 1, device: torch.device | s
     return late
 
 
+def deadline(time_limit: float) -> float | None:
+    """When a run given ``time_limit`` seconds from now stops (a ``time.time()`` value; 0 s: never)."""
+    return time.time() + time_limit if time_limit > 0 else None
+
+
 def rank_and_world() -> tuple[int, int]:
     """``(rank, world size)`` under torchrun, ``(0, 1)`` in a plain process."""
     return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def start_training(config) -> tuple[int, int, Runtime]:
+    """This process's ``(rank, world size, runtime)`` in a data-parallel training run (PPO, world model):
+    ``config`` is checked for the world size (its ``validate``), and every rank is seeded alike so that
+    all start from the same initial weights."""
+    rank, world = rank_and_world()
+    config.validate(world)
+    runtime = config.runtime()
+    seed_everything(config.seed)
+    return rank, world, runtime
 
 
 def broadcast_parameters(module: torch.nn.Module) -> None:

@@ -42,13 +42,14 @@ from proclab.run.args import RunArgs
 from proclab.run.distributed import (
     average_gradients,
     broadcast_parameters,
+    deadline,
     gather_on_rank0,
     out_of_time,
-    rank_and_world,
+    start_training,
     train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar
-from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
+from proclab.run.runtime import restore_rng_state, rng_state
 from proclab.store import EpisodeStore, WindowDataset
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model, save_world_model
@@ -112,11 +113,8 @@ class WMTrainer:
     """One training run (one process of it under torchrun)."""
 
     def __init__(self, config: WMTrainConfig, run_dir: Path | None = None, resume: bool = False):
-        self.rank, self.world = rank_and_world()
-        config.validate(self.world)
+        self.rank, self.world, self.rt = start_training(config)
         self.config = cfg = config
-        self.rt = cfg.runtime()
-        seed_everything(cfg.seed)  # same initial weights on every rank
         self.store = EpisodeStore(cfg.data)
         ckpt = find_checkpoint(run_dir) if resume else None
         if ckpt is not None:  # the agent saved with the world model, wherever its checkpoint went since
@@ -180,7 +178,7 @@ class WMTrainer:
         sums: dict[str, torch.Tensor] = {}
         count, t_last = 0, time.time()
         bar = StepBar("wm train", cfg.total_updates, self.updates, enabled=progress and self.rank == 0)
-        deadline = time.time() + cfg.time_limit if cfg.time_limit > 0 else None
+        stop_at = deadline(cfg.time_limit)
         done = self.updates >= cfg.total_updates
         try:
             while not done:
@@ -192,7 +190,7 @@ class WMTrainer:
                     self.updates += 1
                     self.position += 1
                     done = self.updates >= cfg.total_updates or out_of_time(
-                        deadline, self.world, self.rt.device
+                        stop_at, self.world, self.rt.device
                     )
                     if self.rank == 0 and (self.updates % cfg.log_every == 0 or done):
                         now = time.time()
