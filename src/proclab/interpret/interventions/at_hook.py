@@ -21,7 +21,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.interventions.spec import NEEDS_SOURCE, Edit, HookedAgent, parse_edit, sample_shapes
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 NAME = "intervene"
 

@@ -34,7 +34,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 NAME = "probe"
 CHUNK_EPISODES = 16

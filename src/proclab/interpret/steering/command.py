@@ -33,7 +33,7 @@ from proclab.interpret.stats.paired import mean_change, resamples
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.runs import write_json_atomic
+from proclab.io.run_dirs import write_json_atomic
 
 NAME = "steer"
 
