@@ -51,14 +51,14 @@ class Moments:
 
     @classmethod
     def of(cls, a: np.ndarray, b: np.ndarray, inv: np.ndarray, n_episodes: int) -> Moments:
+        from scipy.sparse import csr_matrix
+
         ok = ~np.isnan(a) & ~np.isnan(b)[:, None]
         a0 = np.where(ok, a, 0.0)
         b0 = np.where(ok, b[:, None], 0.0)
-        parts = (ok.astype(np.float64), a0, b0, a0 * a0, b0 * b0, a0 * b0)
-        s = np.zeros((6, n_episodes, a.shape[1]))
-        for k, p in enumerate(parts):
-            np.add.at(s[k], inv, p)
-        return cls(s)
+        parts = np.concatenate([ok.astype(np.float64), a0, b0, a0 * a0, b0 * b0, a0 * b0], 1)
+        rows = csr_matrix((np.ones(len(inv)), (inv, np.arange(len(inv)))), shape=(n_episodes, len(inv)))
+        return cls(np.stack(np.split(rows @ parts, 6, axis=1)))  # per-episode sums: one sparse product
 
     def correlation(self, w: np.ndarray) -> np.ndarray:
         """Correlation per channel under episode weights ``w`` (``(E,)`` -> ``(C,)``; ``(R, E)`` -> ``(R, C)``)."""
