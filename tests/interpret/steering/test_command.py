@@ -41,6 +41,7 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
             "1",
             "--rows",
             "4",
+            "--per-level",
             "--bootstrap",
             "100",
             "--torch-threads",
@@ -55,6 +56,11 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
     zero = summary["coefficients"]["0"]
     assert all(zero[k]["change"] == 0 for k in ("return", "level_complete", "length"))
     assert set(summary["coefficients"]) == {"0", "3"}
+    per_level = summary["per_level"]
+    assert per_level["levels_with_entity"] == 2
+    assert all(
+        per_level["coefficients"]["0"][k]["change"] == 0 for k in ("return", "level_complete", "length")
+    )
     r = summary["retarget"]
     assert r["channels"]["tracking"] == [0, 1] and len(set(r["channels"]["random"]) & {0, 1}) == 0
     assert {"tracking_vs_plain", "random_vs_plain", "tracking_vs_random"} <= set(r)

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from proclab.interpret.steering.rows import AddVector, WriteSites
+from proclab.interpret.steering.rows import AddLevelVector, AddVector, WriteSites
 
 
 def test_add_vector_per_row_coefficient():
@@ -31,3 +31,12 @@ def test_write_sites_per_row_position():
         y, x = divmod(int(values[r]), 5)
         want[r, 1, y, x], want[r, 3, y, x] = 2.5, -1.0
     np.testing.assert_array_equal(got, want)
+
+
+def test_add_level_vector_picks_each_rows_level():
+    g = torch.Generator().manual_seed(1)
+    rows, vectors = torch.randn(3, 2, 4, generator=g), torch.randn(5, 2, 4, generator=g)
+    levels = torch.tensor([4.0, 0.0, 4.0])
+    got = AddLevelVector(vectors, -1.5)(rows, levels).numpy()
+    for r in range(3):
+        np.testing.assert_allclose(got[r], rows[r].numpy() - 1.5 * vectors[int(levels[r])].numpy(), rtol=1e-6)

@@ -58,6 +58,9 @@ class SteerArgs(AnalysisArgs):
     """Held-out levels, each played once per coefficient (and per retargeting arm)."""
     coefficients: str = "-2,-1,0,1,2"
     """Coefficients of the vector (0 is the plain agent, the baseline of the paired comparisons)."""
+    per_level: bool = False
+    """Also steer each held-out level with its own vector (that level with minus without the entity, as
+    Mini et al. did; levels without the entity get none)."""
     channels: tuple[int, ...] = ()
     """Retargeting: channels of the hook's map that track the entity (none: no retargeting)."""
     target_cell: str = "space"
@@ -122,14 +125,15 @@ def run_steer(args: SteerArgs) -> Path:
     env = ProcgenLevels(env_config, args.rows, args.seed)
     summary: dict = {"hook": args.hook, "entity": entity, "checkpoint": str(checkpoint), "game": game}
     try:
-        with phases(2 + bool(args.channels), NAME) as ph:
+        with phases(2 + bool(args.channels) + args.per_level, NAME) as ph:
             with ph.phase(f"vector from {vector_split.label()}"):
                 vector, frames = _vector(agent, args.hook, env, vector_split, entity, summary)
             torch.save(vector, out / "vector.pt")
             with ph.phase(f"coefficients on {len(levels)} levels"):
-                summary["coefficients"] = _coefficients(
-                    agent, vector, coefficients, env, levels, args, rt, ph
-                )
+                summary["coefficients"] = _coefficients(agent, vector, coefficients, env, levels, args, rt)
+            if args.per_level:
+                with ph.phase(f"per-level vectors on {len(levels)} levels"):
+                    summary["per_level"] = _per_level(agent, coefficients, env, levels, entity, args, rt)
             if args.channels:
                 with ph.phase(f"retargeting on {len(levels)} levels"):
                     summary["retarget"] = _retarget(agent, frames, env, levels, args, rt)
@@ -164,7 +168,7 @@ def _vector(agent, hook, env, split, entity, summary):
     return vector, frames
 
 
-def _coefficients(agent, vector, coefficients, env, levels, args, rt, ph) -> dict:
+def _coefficients(agent, vector, coefficients, env, levels, args, rt) -> dict:
     from proclab.interpret.interventions.batched_play import play
     from proclab.interpret.steering.rows import AddVector, RowEditedAgent
 
@@ -175,6 +179,26 @@ def _coefficients(agent, vector, coefficients, env, levels, args, rt, ph) -> dic
     idx = resamples(len(levels), args.bootstrap, args.seed)
     base = int(np.flatnonzero(coefficients == 0)[0])
     return {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+
+
+def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
+    """Each level steered by its own with-minus-without vector, one variant per coefficient."""
+    from proclab.interpret.interventions.batched_play import play
+    from proclab.interpret.steering.rows import AddLevelVector, RowEditedAgent
+    from proclab.interpret.steering.vectors import first_frames, level_vectors
+
+    states = [env.level_state(int(lv)) for lv in levels]
+    vectors, have = level_vectors(agent, args.hook, states, entity, lambda s: first_frames(env, s))
+    variants = [AddLevelVector(vectors, float(c)) for c in coefficients]
+    steered = RowEditedAgent(agent, args.hook, variants)
+    values = np.repeat(np.arange(len(levels), dtype=np.float64)[None], len(coefficients), 0)
+    outcomes = play(
+        steered, env, levels, np.arange(len(coefficients)), values, rt, greedy=args.greedy, seed=args.seed
+    )
+    idx = resamples(len(levels), args.bootstrap, args.seed)
+    base = int(np.flatnonzero(coefficients == 0)[0])
+    out = {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+    return {"levels_with_entity": int(have.sum()), "coefficients": out}
 
 
 def _retarget(agent, frames, env, levels, args, rt) -> dict:
@@ -241,12 +265,16 @@ def _peaks(agent, hook, frames, shape) -> np.ndarray:
 
 
 def _print(summary: dict) -> None:
-    for c, r in summary["coefficients"].items():
-        lc = r["level_complete"]
-        print(
-            f"coefficient {c:>5}: level completed {lc['intervened']:.3f} (change {lc['change']:+.3f} "
-            f"[{lc['ci95'][0]:+.3f}, {lc['ci95'][1]:+.3f}]), return change {r['return']['change']:+.3f}"
-        )
+    rows = [("mean vector", summary["coefficients"])]
+    if "per_level" in summary:
+        rows.append(("per-level vectors", summary["per_level"]["coefficients"]))
+    for label, by_coefficient in rows:
+        for c, r in by_coefficient.items():
+            lc = r["level_complete"]
+            print(
+                f"{label}, coefficient {c:>5}: level completed {lc['intervened']:.3f} (change {lc['change']:+.3f} "
+                f"[{lc['ci95'][0]:+.3f}, {lc['ci95'][1]:+.3f}]), return change {r['return']['change']:+.3f}"
+            )
     if "retarget" in summary:
         r = summary["retarget"]
         d = r["tracking_vs_random"]

@@ -3,7 +3,8 @@
 :func:`proclab.interpret.interventions.batched_play.play` steps episodes of several variants together
 and, before each step, calls ``plan(dims, values)``: row ``r`` plays variant ``dims[r]`` (``-1``: the
 plain agent) with parameter ``values[r]``. Here a variant is a :class:`RowEdit` of the activation at
-``hook``: :class:`AddVector` adds ``value`` times a steering vector (a coefficient), :class:`WriteSites`
+``hook``: :class:`AddVector` adds ``value`` times a steering vector (a coefficient),
+:class:`AddLevelVector` each level's own vector at a fixed coefficient, :class:`WriteSites`
 writes a magnitude into some channels at one position per row (``value`` is the flat index of the
 position in the map, so each level can have its own target).
 """
@@ -32,6 +33,19 @@ class AddVector:
         if v.dim() == 1 and rows.dim() > 2:  # a direction across channels, at every position
             v = v.view(-1, *([1] * (rows.dim() - 2)))
         return rows + values.view(-1, *([1] * (rows.dim() - 1))) * v
+
+
+@dataclass(frozen=True, eq=False)
+class AddLevelVector:
+    """``act + coefficient * vectors[value]``: each row's own vector (one per level, its index the row's
+    value), at one coefficient (a variant per coefficient)."""
+
+    vectors: Tensor  # (L, *per-sample shape)
+    coefficient: float
+
+    def __call__(self, rows: Tensor, values: Tensor) -> Tensor:
+        v = self.vectors.to(device=rows.device, dtype=rows.dtype)[values.long()]
+        return rows + self.coefficient * v
 
 
 @dataclass(frozen=True, eq=False)

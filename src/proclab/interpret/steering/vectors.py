@@ -47,27 +47,48 @@ def without(states: Sequence[bytes], kind: str) -> tuple[list[bytes], list[bytes
 
 
 @torch.inference_mode()
-def mean_activation(agent, hook: str, frames: np.ndarray, device="cpu", batch: int = 64) -> Tensor:
-    """Mean activation at ``hook`` over the first step (fresh state) on each frame."""
+def _activations(agent, hook: str, frames: np.ndarray, device="cpu", batch: int = 64) -> Tensor:
+    """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame."""
     from proclab.interpret.interventions.spec import sample_shapes
 
     shape = sample_shapes(agent)[hook]
-    total, n = None, 0
+    parts = []
     for lo in range(0, len(frames), batch):
         obs = torch.as_tensor(frames[lo : lo + batch], device=device)
         b = len(obs)
         prev = torch.zeros(b, device=device) if agent.config.prev_reward else None
         with capture(agent, hook, detach=True) as acts:
             agent.step(obs, agent.initial_state(b, device=device), torch.ones(b, dtype=torch.bool), prev)
-        a = acts[hook].reshape(b, *shape).float()
-        total = a.sum(0) if total is None else total + a.sum(0)
-        n += b
-    return (total / n).cpu()
+        parts.append(acts[hook].reshape(b, *shape).float().cpu())
+    return torch.cat(parts)
+
+
+def mean_activation(agent, hook: str, frames: np.ndarray) -> Tensor:
+    """Mean activation at ``hook`` over the first step (fresh state) on each frame."""
+    return _activations(agent, hook, frames).mean(0)
 
 
 def contrast_vector(agent, hook: str, frames_a: np.ndarray, frames_b: np.ndarray) -> Tensor:
     """Mean activation at ``hook`` on ``frames_a`` minus that on ``frames_b``."""
     return mean_activation(agent, hook, frames_a) - mean_activation(agent, hook, frames_b)
+
+
+def level_vectors(
+    agent, hook: str, states: Sequence[bytes], kind: str, frames_of
+) -> tuple[Tensor, np.ndarray]:
+    """Per level, its own with-minus-without activation difference at ``hook`` (zero where the level has
+    no ``kind``), and which levels have one; ``frames_of(states)`` renders first frames."""
+    from proclab.envs.state import parse_state, positions, remove_entities, serialize_state
+    from proclab.interpret.interventions.spec import sample_shapes
+
+    have = np.array([len(positions(parse_state(s), kind)) > 0 for s in states])
+    vectors = torch.zeros((len(states), *sample_shapes(agent)[hook]))
+    if have.any():
+        kept = [s for s, h in zip(states, have, strict=True) if h]
+        removed = [serialize_state(remove_entities(parse_state(s), kind)) for s in kept]
+        a, b = (_activations(agent, hook, frames_of(x)) for x in (kept, removed))
+        vectors[torch.as_tensor(have)] = a - b
+    return vectors, have
 
 
 def target_cells(states: Sequence[bytes], kind: str, seed: int) -> np.ndarray:
