@@ -120,3 +120,16 @@ def test_a_tracking_channel_is_found_and_noise_is_not():
     rows = track_channels(centres, pos, episode, permutations=100, bootstrap=200)
     assert rows[0]["channel"] == 3 and rows[0]["significant"] and rows[0]["ci"][0] > 0.5
     assert not any(r["significant"] for r in rows[1:])
+
+
+def test_a_channel_whose_centre_never_moves_has_no_score_and_enough_permutations_are_taken():
+    episode, rng = episodes(30, 8)
+    pos = rng.uniform(0, 64, (len(episode), 2))
+    centres = rng.uniform(0, 64, (len(episode), 3, 2))
+    centres[:, 1] = 20.0  # a channel lit on one cell only
+    centres[:, 2] = pos
+    rows = track_channels(centres, pos, episode, bootstrap=100)  # permutations: automatic, 2 * 3 / 0.05
+    by_channel = {r["channel"]: r for r in rows}
+    assert by_channel[1]["score"] is None and not by_channel[1]["significant"]
+    assert rows[-1]["channel"] == 1
+    assert by_channel[2]["significant"] and by_channel[2]["p"] == pytest.approx(1 / 121)

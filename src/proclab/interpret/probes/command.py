@@ -45,7 +45,7 @@ RANDOM_AGENT_SEED = 1_000_003
 class ProbeArgs(AnalysisArgs):
     """Probe: linear probes from any hook point to ground-truth features, with controls; channel tracking."""
 
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"max_steps": 4000, "permutations": 50}}
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"max_steps": 4000}}
 
     hook: str = "torso.hook_fc"
     """Hook point probed (any of the agent's: torso.block1.hook_out, torso.hook_relu, torso.hook_fc,
@@ -66,8 +66,9 @@ class ProbeArgs(AnalysisArgs):
     """Probe a seeded subset of whole episodes holding about this many steps."""
     bootstrap: int = 1000
     """Episode-bootstrap resamples of every interval."""
-    permutations: int = 200
-    """Spatial probes: episode permutations of each channel's test."""
+    permutations: int = 0
+    """Spatial probes: episode permutations of each channel's test (0: enough that the correction over the
+    channels can reach --alpha, 2 x channels / alpha; fewer can never make a channel significant)."""
     correction: str = "holm"
     """Spatial probes: multiple-comparison correction over channels (holm or bh)."""
     alpha: float = 0.05
@@ -152,7 +153,9 @@ def probe_target(y, x, x_random, episode, args) -> dict:
 
 
 def _check(args: ProbeArgs) -> None:
-    args.require_positive("folds", "max_steps", "bootstrap", "permutations")
+    args.require_positive("folds", "max_steps", "bootstrap")
+    if args.permutations < 0:
+        raise ProclabError(f"--permutations must be >= 0 (0: automatic), got {args.permutations}")
     from proclab.interpret.probes.linear import KINDS
     from proclab.interpret.stats.corrections import CORRECTIONS
 

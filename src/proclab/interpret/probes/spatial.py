@@ -65,7 +65,10 @@ class Moments:
         n, a, b, aa, bb, ab = (w @ s for s in self.s)
         with np.errstate(invalid="ignore", divide="ignore"):
             cov = ab - a * b / n
-            return cov / np.sqrt((aa - a * a / n) * (bb - b * b / n))
+            va, vb = aa - a * a / n, bb - b * b / n
+            # a centre that never moves (a channel active on one cell only) has no correlation
+            degenerate = (va <= 1e-9 * np.maximum(aa, 1e-300)) | (vb <= 1e-9 * np.maximum(bb, 1e-300))
+            return np.where(degenerate, np.nan, cov / np.sqrt(np.abs(va * vb)))
 
 
 def _score(mx: Moments, my: Moments, w: np.ndarray) -> np.ndarray:
@@ -77,14 +80,20 @@ def track_channels(
     position: np.ndarray,
     episode: np.ndarray,
     *,
-    permutations: int = 200,
+    permutations: int = 0,
     bootstrap: int = 1000,
     correction: str = "holm",
     alpha: float = 0.05,
     seed: int = 0,
 ) -> list[dict]:
     """Per channel (ranked by score, highest first): score, its x and y correlations, episode-bootstrap
-    interval, permutation p-value, adjusted p-value and whether it is significant after correction."""
+    interval, permutation p-value, adjusted p-value and whether it is significant after correction.
+
+    ``permutations=0`` takes enough for the correction to be able to reach ``alpha``: with ``P``
+    permutations the smallest p-value is ``1 / (P + 1)``, and Holm multiplies it by the ``C`` channels, so
+    ``P = ceil(2 C / alpha)`` (1,280 for 32 channels at 0.05)."""
+    if permutations <= 0:
+        permutations = needed_permutations(centres.shape[1], alpha)
     ids, inv = np.unique(episode, return_inverse=True)
     n_ep = len(ids)
 
@@ -118,6 +127,11 @@ def track_channels(
         for c in range(len(observed))
     ]
     return sorted(rows, key=lambda r: -(r["score"] if r["score"] is not None else -np.inf))
+
+
+def needed_permutations(channels: int, alpha: float) -> int:
+    """Permutations after which ``channels`` Holm-corrected tests can reach ``alpha`` (twice the bare minimum)."""
+    return int(np.ceil(2 * channels / alpha))
 
 
 def _num(v: float) -> float | None:
