@@ -42,6 +42,8 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
             "--rows",
             "4",
             "--per-level",
+            "--magnitude",
+            "3",
             "--bootstrap",
             "100",
             "--torch-threads",

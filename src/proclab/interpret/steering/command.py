@@ -12,8 +12,8 @@
 3. **Retargeting** (``--channels``, e.g. the channels ``analyze probe --entity`` found tracking the
    entity): per held-out level a target cell (a random ``--target-cell`` cell at least 2 cells from the
    agent's start) is written into those channels at its position in the map, at each channel's largest
-   activation on the vector's frames; the control writes the same into as many random other channels.
-   Outcome: how often the agent's centre reaches the target cell, each arm against the plain agent and
+   activation on the vector's frames times ``--magnitude``; the control writes the same into as many
+   random other channels. Outcome: how often the agent's centre reaches the target cell, each arm against the plain agent and
    the tracking channels against the random ones, paired by level.
 """
 
@@ -63,6 +63,9 @@ class SteerArgs(AnalysisArgs):
     Mini et al. did; levels without the entity get none)."""
     channels: tuple[int, ...] = ()
     """Retargeting: channels of the hook's map that track the entity (none: no retargeting)."""
+    magnitude: float = 1.0
+    """Retargeting: the value written, as a multiple of each channel's largest activation on the vector's
+    frames (Mini et al. wrote values far above a channel's range)."""
     target_cell: str = "space"
     """Retargeting: the kind of cell a target is drawn from."""
     greedy: bool = True
@@ -217,7 +220,7 @@ def _retarget(agent, frames, env, levels, args, rt) -> dict:
     control = tuple(
         int(c) for c in np.random.default_rng([args.seed, 5]).choice(others, len(args.channels), False)
     )
-    peak = _peaks(agent, args.hook, frames, shape)
+    peak = args.magnitude * _peaks(agent, args.hook, frames, shape)
     arms = {"tracking": tuple(args.channels), "random": control}
     variants = [WriteSites(ch, tuple(float(peak[c]) for c in ch)) for ch in arms.values()]
     states = [env.level_state(int(lv)) for lv in levels]
