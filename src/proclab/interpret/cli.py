@@ -27,17 +27,26 @@ from proclab.interpret.atlas.command import run_atlas
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.interventions.at_hook import run_hook_intervene
 from proclab.interpret.interventions.command import InterveneArgs, run_intervene
+from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
 from proclab.interpret.states.hidden import HiddenArgs, run_hidden
 from proclab.interpret.states.simulated_env import EnvArgs, run_env
+from proclab.interpret.steering.command import SteerArgs, run_steer
 from proclab.interpret.sweep.command import run_sweep
 from proclab.interpret.sweep.grid import SweepArgs
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import discard_staged, published_path
 from proclab.io.files import DiskFullError
+
+
+def _intervene(args: InterveneArgs) -> Path:
+    """``analyze intervene``: an edit at a hook point (``--hook``) or in the folder's basis."""
+    return run_hook_intervene(args) if args.hook is not None else run_intervene(args)
+
 
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
@@ -47,9 +56,11 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "behaviours": (BehavioursArgs, run_behaviours),
     "xcorr": (XcorrArgs, run_xcorr),
     "consistency": (ConsistencyArgs, run_consistency),
-    "intervene": (InterveneArgs, run_intervene),
+    "intervene": (InterveneArgs, _intervene),
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
+    "probe": (ProbeArgs, run_probe),
+    "steer": (SteerArgs, run_steer),
 }
 SWEEP = "--sweep"
 VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {

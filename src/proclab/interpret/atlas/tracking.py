@@ -4,7 +4,8 @@ The quantities (:func:`step_quantities`), per recorded step ``t`` of an episode 
 the value ``V(obs_t)``, the raw reward, each action taken (one indicator per action that occurs),
 episode progress ``t / (T - 1)``, the last step, and the events Procgen reports at an episode's
 end: level completed, and ended without completion (the last step of an episode that did not
-complete its level: died or timed out).
+complete its level: died or timed out); and, in a store recorded with ground truth, the game's
+features defined at every step (``gt agent_x``, ``gt goal_y``, ...; :func:`ground_truth_columns`).
 
 **Lead/lag.** At lag ``l`` the coordinate at step ``t`` is paired with the quantity at step
 ``t + l`` of the same episode (pairs never cross episodes): ``l > 0`` asks whether the direction
@@ -87,8 +88,28 @@ def step_quantities(store, episodes: np.ndarray, action_names: list[str]) -> Ste
         for a in np.unique(action):
             name = action_names[a] if a < len(action_names) else str(a)
             cols[f"action {name}"] = (action == a).astype(np.float64)
+    cols |= ground_truth_columns(store, episodes)
     kept = {k: v for k, v in cols.items() if np.ptp(v) > 0}
     return Steps(list(kept), np.stack(list(kept.values()), 1), lengths)
+
+
+def ground_truth_columns(store, episodes: np.ndarray) -> dict[str, np.ndarray]:
+    """The store's ground-truth features (``proclab record`` stores them by default) that are defined at
+    every step of ``episodes`` (agent position and velocity; goal position where it never disappears), as
+    quantities a direction may track, named ``gt <feature>``; none for a store without ground truth.
+    Features with a missing step (the nearest saw when none is on screen) are left to ``analyze probe``,
+    which handles them."""
+    from proclab.store.schema import GROUND_TRUTH_ATTR
+
+    if "features" not in store.step_fields:
+        return {}
+    names = next(
+        (s.attrs[GROUND_TRUTH_ATTR]["features"] for s in store.shards if GROUND_TRUTH_ATTR in s.attrs), None
+    )
+    if not names:
+        return {}
+    values = store.read_steps("features", episodes).astype(np.float64)
+    return {f"gt {n}": values[:, i] for i, n in enumerate(names) if np.isfinite(values[:, i]).all()}
 
 
 @dataclass

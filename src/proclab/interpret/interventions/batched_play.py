@@ -172,10 +172,14 @@ def play(
     greedy: bool = True,
     seed: int = 0,
     tick: Callable[[int], None] | None = None,
+    watch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
 ) -> Outcomes:
     """Play every variant ``v`` (``dims[v]``: the coordinate held, ``-1`` none; ``values[v, l]``: its
-    value on level ``l``) of ``agent`` (a :class:`~proclab.interpret.interventions.edited_agent.HeldAgent`) once on
-    each of ``levels``; ``tick(n)`` is called as ``n`` episodes finish."""
+    value on level ``l``) of ``agent`` (a :class:`~proclab.interpret.interventions.edited_agent.HeldAgent`,
+    or any agent with its ``plan``) once on each of ``levels``; ``tick(n)`` is called as ``n`` episodes
+    finish, ``watch(rows, jobs, ended)`` after every env step with the rows that played it, their
+    episodes (``job = level * V + variant``) and whether each one ended (its slot already shows the next
+    level)."""
     V, L = values.shape
     R = env.num_envs
     out = Outcomes.empty(V, L, agent.config.num_actions)
@@ -200,6 +204,8 @@ def play(
         actions = np.full(R, NOOP, np.int64)
         actions[live] = act
         obs, reward, terminated, truncated, info = env.step(actions)
+        if watch is not None:
+            watch(live, slots.job[live], (terminated | truncated)[live])
         slots.ret[live] += reward[live]
         slots.length[live] += 1
         slots.counts[live, act] += 1

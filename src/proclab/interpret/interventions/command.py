@@ -44,7 +44,14 @@ from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import BehaviourModel, SampleSet, source_of
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
 from proclab.interpret.interventions.edit_target import EditArgs, agent_checkpoint, recorded, state_key
-from proclab.interpret.interventions.edited_agent import OPS, HeldAgent, Hold, IntervenedAgent, Intervention
+from proclab.interpret.interventions.edited_agent import (
+    HOOK,
+    OPS,
+    Hold,
+    IntervenedAgent,
+    Intervention,
+    held_agent,
+)
 from proclab.interpret.saliency.world_model import open_samples
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.workspace.figures import save_tight
@@ -104,6 +111,17 @@ class InterveneArgs(EditArgs):
     """Side-by-side videos of the first K pairs per setting."""
     batch_size: int = 64
     """Sim: rollouts simulated at once."""
+    hook: str | None = None
+    """Edit this hook point instead of a basis direction (any of the agent's hook points: torso.block1.hook_out,
+    torso.hook_fc, core.0.hook_h, ...; feed-forward agents too); with --edit, real env only."""
+    edit: Annotated[str | None, tyro.conf.arg(metavar="SPEC")] = None
+    """With --hook: SELECTION KIND [VALUE]; SELECTION is all, 'channel C', 'site C@Y,X' or 'units I,J';
+    KIND set/add/scale VALUE, or mean/resample (the hook's recorded distribution, from --data)."""
+    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    """With --hook and a mean/resample edit: the episode store replayed for the hook's distribution (default:
+    the folder's)."""
+    source_steps: int = 20_000
+    """With --hook: at most about this many recorded steps make the mean/resample distribution."""
 
 
 EDIT_FLAGS = (*OPS, "hold")
@@ -261,7 +279,12 @@ def _arms(
         value = rec.held(edit.arm, edit.i, 1, np.random.default_rng(args.seed))[0]
         coords = LinearCoordinates(basis, args.basis)
         edit.check(coords.k)
-        intervened = HeldAgent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+        intervened = held_agent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
+    elif key.startswith(HOOK):
+        raise ProclabError(
+            f"--{edit.op} edits a carried state's increments; the folder's basis is at {key}: use --hold I:ARM, "
+            "or --hook NAME --edit SPEC"
+        )
     else:
         intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
     return {

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
+import torch
 import tyro
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.bases.systems import encode_all
 from proclab.interpret.interventions.arms import Recorded
+from proclab.interpret.interventions.edited_agent import HOOK
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
@@ -58,16 +60,16 @@ def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
 
 
 def state_key(ws: Workspace, agent, given: str | None) -> str:
-    """The state tensor the folder's basis describes; ``--state`` must name it."""
+    """What the folder's basis describes: a state tensor (``--state`` must name it), or ``hook:NAME`` for
+    a basis fitted on another hook point (a feed-forward agent's ``torso.hook_fc``, a conv map)."""
     codec = StateCodec(agent.state_shapes())
     source = ws.activation()
     hook = basis_hook(source, codec)
     keys = [k for k, h in codec.hook_names().items() if h == hook]
     if not keys:
-        raise ProclabError(
-            f"the folder's basis describes {source!r}, not a state tensor; interventions edit "
-            f"states: fit the basis on one of {', '.join(codec.hook_names())}"
-        )
+        if given is not None:
+            raise ProclabError(f"--state {given}: the folder's basis was fitted on {source!r}, not a state")
+        return HOOK + hook
     if given is not None and given != keys[0]:
         if given not in codec.hook_names():
             raise unknown_choice("state tensor", given, codec.hook_names())
@@ -100,5 +102,8 @@ def recorded(ws: Workspace, coords: Coordinates, agent, key: str) -> Recorded:
             f"{str(path)!r} holds {values.shape[1]} {coords.name} coordinates, the basis {coords.k}; "
             "rerun analyze hidden"
         )
-    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu()
+    if key.startswith(HOOK):  # no start state at a hook: collapse holds the coordinate of zero activation
+        start = torch.zeros(1, coords.dim, dtype=torch.float64)
+    else:
+        start = agent.initial_state(1)[key].reshape(1, -1).double().cpu()
     return Recorded(values, coords.encode(start)[0].numpy())

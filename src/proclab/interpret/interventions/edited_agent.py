@@ -210,6 +210,75 @@ class IntervenedAgent(EditedAgent):
         return h + self.basis.along(self.intervention.apply(c) - c, self.kind)
 
 
+HOOK = "hook:"
+
+
+def held_agent(agent, coords: Coordinates, key: str):
+    """The agent that holds ``coords`` of ``key``: a state tensor (:class:`HeldAgent`) or ``hook:NAME``, any
+    other hook point (:class:`HookHeldAgent`, for feed-forward agents' torso and fc layers too)."""
+    if key.startswith(HOOK):
+        return HookHeldAgent(agent, coords, key.removeprefix(HOOK))
+    return HeldAgent(agent, coords, key)
+
+
+class HookHeldAgent:
+    """:class:`HeldAgent`'s hold at a hook point that is not a carried state: on every forward pass, row
+    ``r`` of the activation (flattened per sample to ``coords.dim`` floats) gets coordinate ``dims[r]``
+    held at ``values[r]`` (:func:`~proclab.interpret.bases.coordinates.hold`). Nothing is carried, so the
+    edit acts on each step's activation alone."""
+
+    def __init__(self, agent, coords: Coordinates, hook: str):
+        from proclab.interpret.interventions.spec import sample_shapes
+
+        shape = sample_shapes(agent).get(hook)
+        if shape is None:
+            raise unknown_choice("hook point", hook, sample_shapes(agent))
+        width = int(torch.Size(shape).numel())
+        if width != coords.dim:
+            raise ProclabError(f"the basis has {coords.dim} dimensions but hook {hook!r} has {width}")
+        self.agent, self.coords, self.hook, self.width = agent, coords, hook, width
+        self.dims: Tensor | None = None
+        self.values: Tensor | None = None
+
+    def __getattr__(self, name: str):
+        if name == "agent":
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+    def plan(self, dims: Tensor, values: Tensor) -> HookHeldAgent:
+        """As :meth:`HeldAgent.plan`: per row (or for all rows) the coordinate held (``-1``: none) and its value."""
+        if int(dims.max()) >= self.coords.k:
+            raise ProclabError(
+                f"coordinate {int(dims.max())} is outside the basis' directions 0-{self.coords.k - 1}"
+            )
+        self.dims, self.values = dims, values
+        return self
+
+    def _edit(self, act: Tensor) -> Tensor:
+        rows = act.reshape(-1, self.width)
+        n = len(rows)
+        dims, values = self.dims.to(act.device), self.values.to(device=act.device, dtype=act.dtype)
+        if dims.dim() == 0:
+            dims, values = dims.expand(n), values.expand(n)
+        elif n != len(dims):  # time-major hooks of an unroll: T rows per episode row
+            dims, values = dims.repeat(n // len(dims)), values.repeat(n // len(values))
+        return hold(self.coords, rows, dims, values).reshape(act.shape)
+
+    def unroll(self, obs, state, firsts, prev_rewards=None):
+        if self.dims is None or self.values is None:
+            raise RuntimeError("HookHeldAgent.plan(dims, values) must be called before stepping")
+        with patch(self.agent, self.hook, self._edit):
+            return self.agent.unroll(obs, state, firsts, prev_rewards)
+
+    def step(self, obs, state, first, prev_reward=None):
+        if self.dims is None or self.values is None:
+            raise RuntimeError("HookHeldAgent.plan(dims, values) must be called before stepping")
+        with patch(self.agent, self.hook, self._edit):
+            return self.agent.step(obs, state, first, prev_reward)
+
+    __call__ = unroll
+
+
 class HeldAgent(EditedAgent):
     """``agent`` with, in row ``r`` of every step's state ``key``, coordinate ``dims[r]`` of ``coords``
     held at ``values[r]`` (:func:`~proclab.interpret.bases.coordinates.hold`; rows with ``dims[r] < 0`` play

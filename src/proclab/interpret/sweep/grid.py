@@ -40,6 +40,7 @@ from proclab.interpret.interventions.arms import (
 )
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import EditArgs
+from proclab.interpret.interventions.edited_agent import HOOK, held_agent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.landing import LandingAgent, landing
@@ -131,6 +132,18 @@ class Variants:
         return cls(np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64))
 
 
+def _refuse_state_arms(arms: tuple[str, ...], landed: bool, key: str) -> None:
+    """Brief (``ARM@K``) and ``resample-step`` arms and ``--landing`` work on a carried state (they count
+    steps and keep edited states in it); a basis held at a hook point takes whole-episode arms only."""
+    timed = [a for a in arms if split_arm(a)[1] > 0 or split_arm(a)[0] == "resample-step"]
+    if timed or landed:
+        what = ", ".join(timed) if timed else "--landing"
+        raise ProclabError(
+            f"{what} needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes whole-episode arms "
+            "(collapse, mean, resample, p05, p95, on) without --landing"
+        )
+
+
 def sweep(
     agent,
     coords: Coordinates,
@@ -151,11 +164,13 @@ def sweep(
     arms = parse_arms(config.arms)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
     landed = states is not None and config.landing > 0
-    held = (
-        LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
-        if landed
-        else TimedAgent(agent, coords, key, recorded.values, config.seed)
-    )
+    if key.startswith(HOOK):
+        _refuse_state_arms(arms, landed, key)
+        held = held_agent(agent, coords, key)
+    elif landed:
+        held = LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
+    else:
+        held = TimedAgent(agent, coords, key, recorded.values, config.seed)
     start = time.perf_counter()
     out = play(
         held,

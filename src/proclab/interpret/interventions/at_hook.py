@@ -1,0 +1,97 @@
+"""``proclab analyze intervene --hook H --edit SPEC``: one declarative edit at any hook point, played.
+
+The edit (:mod:`proclab.interpret.interventions.spec`) is applied on every forward pass of the agent
+(feed-forward or recurrent) while it plays ``--episodes`` complete episodes per arm on the same
+levels as the plain agent (:func:`~proclab.interpret.interventions.command.record_arm`), compared
+paired by level like every other intervention. ``mean`` and ``resample`` edits read the hook's
+recorded distribution: the agent replayed on the folder's store (``--data`` of ``analyze hidden``,
+or ``--data`` here), at most ``--source-steps`` steps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from proclab.errors import ProclabError
+from proclab.interpret.interventions.spec import NEEDS_SOURCE, Edit, HookedAgent, parse_edit, sample_shapes
+from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.progress import phases
+from proclab.io.run_dirs import write_json_atomic
+
+NAME = "intervene"
+
+
+def hook_distribution(data: Path, hook: str, checkpoint: Path, steps: int, seed: int) -> np.ndarray:
+    """``(N, D)`` activations at ``hook`` of the agent replayed on a seeded subset of ``data``'s episodes
+    holding about ``steps`` steps."""
+    from proclab.interpret.bases.activations import HOOK, read_activation
+    from proclab.interpret.probes.command import episode_subset
+    from proclab.store import EpisodeStore
+
+    store = EpisodeStore(data)
+    return read_activation(store, HOOK + hook, episode_subset(store, steps, seed), checkpoint=checkpoint).x
+
+
+def build_edit(args, agent, checkpoint: Path, data: Path | None) -> Edit:
+    """The ``--edit`` at ``--hook``, with the recorded distribution it needs (mean, resample)."""
+    kind = args.edit.split()[-1] if args.edit else ""
+    source = None
+    if kind in NEEDS_SOURCE:
+        if data is None:
+            raise ProclabError(
+                f"a {kind} edit needs recorded activations: pass --data DATA (an episode store)"
+            )
+        shape = sample_shapes(agent)[args.hook]
+        x = hook_distribution(data, args.hook, checkpoint, args.source_steps, args.seed)
+        pool = torch.as_tensor(x).reshape(-1, *shape)
+        source = pool.mean(0) if kind == "mean" else pool
+    return parse_edit(args.hook, args.edit, source)
+
+
+def run_hook_intervene(args) -> Path:
+    """Baseline and edited agent on the same levels; paired changes of return, completion, length, actions."""
+    from proclab.interpret.interventions.command import ARMS, ArmEpisodes, compare_real, record_arm
+    from proclab.interpret.interventions.edit_target import agent_checkpoint
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
+
+    start = time.time()
+    if args.edit is None:
+        raise ProclabError("--hook needs --edit SPEC (e.g. --edit 'channel 7 set 0')")
+    if args.where != "real" and args.where != "both":
+        raise ProclabError("--hook edits are played in the real env (--where real)")
+    args.require_positive("episodes", "num_envs", "bootstrap", "source_steps")
+    ws = Workspace.open(args.out)
+    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    checkpoint = agent_checkpoint(ws, args.checkpoint, "--hook")
+    data = args.data or (Path(ws.inputs["data"]) if ws.inputs.get("data") else None)
+    ws.require_inputs(checkpoint=checkpoint)
+    agent, _, _ = load_agent(checkpoint, rt)
+    edit = build_edit(args, agent, checkpoint, data)
+    out = ws.command_dir(NAME)
+    paths = {}
+    with phases(2, NAME) as ph:
+        for arm, a in zip(ARMS, (agent, HookedAgent(agent, [edit])), strict=True):
+            with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
+                tag = {"arm": arm, "spec": edit.describe()}
+                paths[arm] = record_arm(
+                    a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, {"intervention": tag}
+                )
+    base, inter = (ArmEpisodes.read(paths[a], agent.config.num_actions) for a in ARMS)
+    summary = {
+        "intervention": edit.describe(),
+        "hook": args.hook,
+        "real": compare_real(base, inter, args.bootstrap, args.seed)
+        | {"split": args.split, "greedy": args.greedy, "checkpoint": str(checkpoint)},
+        "seconds": round(time.time() - start, 3),
+    }
+    write_json_atomic(out / "summary.json", summary)
+    ws.record_command(
+        NAME, asdict(args), [str(out / "summary.json"), *map(str, paths.values())], time.time() - start
+    )
+    return ws.final(out)

@@ -1,0 +1,123 @@
+"""Steering vectors from contrastive level states, and targets to steer towards.
+
+A *contrastive pair* is one level's first game state with an entity and the same state with every
+instance of that kind removed (:func:`proclab.envs.state.remove_entities`; the cheese of a maze is a
+cell and is removed as one). The steering vector at a hook is the mean, over pairs, of the
+activation on the first frame *with* minus *without* (Mini et al. 2023's "cheese vector"), of the
+hook's full per-sample shape: for a conv map it keeps where the difference lies. Any two sets of
+level states give a vector the same way (:func:`contrast_vector`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from proclab.errors import ProclabError
+from proclab.models.hooks import capture
+
+
+def first_frames(env, states: Sequence[bytes]) -> np.ndarray:
+    """``(N, 3, 64, 64)`` first frame of each level state, loaded ``env.num_envs`` at a time."""
+    frames = []
+    for lo in range(0, len(states), env.num_envs):
+        part = states[lo : lo + env.num_envs]
+        for slot, s in enumerate(part):
+            env.load(slot, s)
+        frames.append(env.observe()[: len(part)])
+    return np.concatenate(frames)
+
+
+def without(states: Sequence[bytes], kind: str) -> tuple[list[bytes], list[bytes]]:
+    """The states that hold ``kind`` and each of them with every ``kind`` removed (a contrastive pair)."""
+    from proclab.envs.state import parse_state, positions, remove_entities, serialize_state
+
+    kept, removed = [], []
+    for s in states:
+        state = parse_state(s)
+        if len(positions(state, kind)):
+            kept.append(s)
+            removed.append(serialize_state(remove_entities(state, kind)))
+    if not kept:
+        raise ProclabError(f"none of the {len(states)} levels holds a {kind!r}; choose another --entity")
+    return kept, removed
+
+
+@torch.inference_mode()
+def _activations(agent, hook: str, frames: np.ndarray, device="cpu", batch: int = 64) -> Tensor:
+    """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame."""
+    from proclab.interpret.interventions.spec import sample_shapes
+
+    shape = sample_shapes(agent)[hook]
+    parts = []
+    for lo in range(0, len(frames), batch):
+        obs = torch.as_tensor(frames[lo : lo + batch], device=device)
+        b = len(obs)
+        prev = torch.zeros(b, device=device) if agent.config.prev_reward else None
+        with capture(agent, hook, detach=True) as acts:
+            agent.step(obs, agent.initial_state(b, device=device), torch.ones(b, dtype=torch.bool), prev)
+        parts.append(acts[hook].reshape(b, *shape).float().cpu())
+    return torch.cat(parts)
+
+
+def mean_activation(agent, hook: str, frames: np.ndarray) -> Tensor:
+    """Mean activation at ``hook`` over the first step (fresh state) on each frame."""
+    return _activations(agent, hook, frames).mean(0)
+
+
+def contrast_vector(agent, hook: str, frames_a: np.ndarray, frames_b: np.ndarray) -> Tensor:
+    """Mean activation at ``hook`` on ``frames_a`` minus that on ``frames_b``."""
+    return mean_activation(agent, hook, frames_a) - mean_activation(agent, hook, frames_b)
+
+
+def level_vectors(
+    agent, hook: str, states: Sequence[bytes], kind: str, frames_of
+) -> tuple[Tensor, np.ndarray]:
+    """Per level, its own with-minus-without activation difference at ``hook`` (zero where the level has
+    no ``kind``), and which levels have one; ``frames_of(states)`` renders first frames."""
+    from proclab.envs.state import parse_state, positions, remove_entities, serialize_state
+    from proclab.interpret.interventions.spec import sample_shapes
+
+    have = np.array([len(positions(parse_state(s), kind)) > 0 for s in states])
+    vectors = torch.zeros((len(states), *sample_shapes(agent)[hook]))
+    if have.any():
+        kept = [s for s, h in zip(states, have, strict=True) if h]
+        removed = [serialize_state(remove_entities(parse_state(s), kind)) for s in kept]
+        a, b = (_activations(agent, hook, frames_of(x)) for x in (kept, removed))
+        vectors[torch.as_tensor(have)] = a - b
+    return vectors, have
+
+
+def target_cells(states: Sequence[bytes], kind: str, seed: int) -> np.ndarray:
+    """Per level, the world centre ``(x, y)`` of a grid cell of ``kind`` (e.g. ``space``) drawn at random at
+    least 2 cells from the agent's start, for retargeting (cell ``(row, col)`` has centre ``(col + .5,
+    row + .5)``, as in :mod:`proclab.envs.state`)."""
+    from proclab.envs.state import glossary, parse_state
+
+    rng = np.random.default_rng([seed, 3])
+    out = np.zeros((len(states), 2))
+    for i, s in enumerate(states):
+        state = parse_state(s)
+        rows, cols = np.nonzero(state.grid == glossary(state.game).type_of(kind))
+        cells = np.stack([cols + 0.5, rows + 0.5], 1)
+        far = cells[np.abs(cells - [state.agent.x, state.agent.y]).max(1) >= 2]
+        if not len(far):
+            raise ProclabError(f"level {i} has no {kind!r} cell away from the agent to retarget to")
+        out[i] = far[rng.integers(len(far))]
+    return out
+
+
+def map_sites(states: Sequence[bytes], xy: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Flat index ``y * W + x`` in a ``(C, H, W)`` map of each level's world point ``xy`` (through
+    :func:`proclab.envs.state.to_pixels` of the level's first frame)."""
+    from proclab.envs.state import parse_state, to_pixels
+
+    h, w = shape[1], shape[2]
+    out = np.zeros(len(states), np.int64)
+    for i, s in enumerate(states):
+        px, py = to_pixels(parse_state(s), xy[i, 0], xy[i, 1])
+        out[i] = int(np.clip(py * h / 64, 0, h - 1)) * w + int(np.clip(px * w / 64, 0, w - 1))
+    return out

@@ -1,0 +1,87 @@
+"""analyze probe on a tiny maze recording: every probe has its three controls with intervals, the
+random agent is another network of the same shape, and every channel of a conv hook is ranked."""
+
+import json
+
+import numpy as np
+import pytest
+
+from proclab.cli import main
+from proclab.envs import EnvConfig
+from proclab.models import AgentConfig
+from support import TINY_AGENT, agent_checkpoint
+
+THREADS = ["--torch-threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def maze_store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("maze")
+    ckpt = agent_checkpoint(
+        tmp / "run", AgentConfig(core="none", **TINY_AGENT), EnvConfig(game=("maze",), num_envs=3)
+    )
+    main(["record", str(ckpt), "--episodes", "6", "--num-envs", "3", "--out", str(tmp / "DATA"), *THREADS])
+    return tmp / "DATA"
+
+
+def test_probe_reports_controls_and_ranks_channels(tmp_path, maze_store, capsys):
+    out = tmp_path / "A"
+    main(
+        [
+            "analyze",
+            "probe",
+            "--out",
+            str(out),
+            "--data",
+            str(maze_store),
+            "--hook",
+            "torso.block1.hook_out",
+            "--target",
+            "agent_x",
+            "goal_x",
+            "--entity",
+            "goal",
+            "--folds",
+            "3",
+            "--bootstrap",
+            "100",
+            "--permutations",
+            "10",
+            "--max-steps",
+            "800",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "agent_x (r2)" in printed and "outputs in" in printed
+    summary = json.loads((out / "probe" / "summary.json").read_text())
+    assert summary["shape"] == [8, 16, 16]
+    for target in ("agent_x", "goal_x"):
+        r = summary["probes"][target]
+        assert r["kind"] == "ridge"
+        for name in ("probe", "random_agent", "shuffled_labels", "constant"):
+            lo, hi = r[name]["ci"]
+            assert lo <= r[name]["score"] <= hi or np.isclose(lo, hi)
+        assert "probe_margin" in r["constant"] and "probe_margin" not in r["probe"]
+        assert r["probe"]["score"] != r["random_agent"]["score"]  # a different network
+    tracking = summary["tracking"]["goal"]
+    for name in ("agent", "random_agent"):
+        channels = [c["channel"] for c in tracking[name]["channels"]]
+        assert sorted(channels) == list(range(8))
+    assert (out / "probe" / "random_agent").is_dir()
+
+
+def test_unknown_target_is_one_line(tmp_path, maze_store, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(
+            [
+                "analyze",
+                "probe",
+                "--out",
+                str(tmp_path / "B"),
+                "--data",
+                str(maze_store),
+                "--target",
+                "cheese_x",
+            ]
+        )
+    assert e.value.code == 2 and "goal_x" in capsys.readouterr().err

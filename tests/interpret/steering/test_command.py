@@ -1,0 +1,85 @@
+"""analyze steer on a tiny maze agent: the cheese vector is built from with/without pairs, coefficient 0
+is the plain agent (no change, exactly), and retargeting reports both arms against the plain agent."""
+
+import json
+
+import pytest
+import torch
+
+from proclab.cli import main
+from proclab.envs import EnvConfig
+from proclab.models import AgentConfig
+from support import TINY_AGENT, agent_checkpoint
+
+
+@pytest.fixture(scope="module")
+def maze_agent(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("maze")
+    return agent_checkpoint(
+        tmp / "run", AgentConfig(core="none", **TINY_AGENT), EnvConfig(game=("maze",), num_envs=2)
+    )
+
+
+def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agent, capsys):
+    out = tmp_path / "S"
+    main(
+        [
+            "analyze",
+            "steer",
+            "--out",
+            str(out),
+            "--checkpoint",
+            str(maze_agent),
+            "--levels",
+            "2",
+            "--vector-levels",
+            "0:3",
+            "--coefficients",
+            "0,3",
+            "--channels",
+            "0",
+            "1",
+            "--rows",
+            "4",
+            "--per-level",
+            "--magnitude",
+            "3",
+            "--bootstrap",
+            "100",
+            "--torch-threads",
+            "1",
+        ]
+    )
+    assert "retargeting: reached the target" in capsys.readouterr().out
+    summary = json.loads((out / "steer" / "summary.json").read_text())
+    assert summary["entity"] == "cheese" and summary["vector"]["pairs"] == 3
+    vector = torch.load(out / "steer" / "vector.pt", weights_only=True)
+    assert tuple(vector.shape) == (8, 16, 16) and summary["vector"]["norm"] > 0
+    zero = summary["coefficients"]["0"]
+    assert all(zero[k]["change"] == 0 for k in ("return", "level_complete", "length"))
+    assert set(summary["coefficients"]) == {"0", "3"}
+    per_level = summary["per_level"]
+    assert per_level["levels_with_entity"] == 2
+    assert all(
+        per_level["coefficients"]["0"][k]["change"] == 0 for k in ("return", "level_complete", "length")
+    )
+    r = summary["retarget"]
+    assert r["channels"]["tracking"] == [0, 1] and len(set(r["channels"]["random"]) & {0, 1}) == 0
+    assert {"tracking_vs_plain", "random_vs_plain", "tracking_vs_random"} <= set(r)
+
+
+def test_coefficients_must_include_zero(tmp_path, maze_agent, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(
+            [
+                "analyze",
+                "steer",
+                "--out",
+                str(tmp_path / "T"),
+                "--checkpoint",
+                str(maze_agent),
+                "--coefficients",
+                "1,2",
+            ]
+        )
+    assert e.value.code == 2 and "must include 0" in capsys.readouterr().err
