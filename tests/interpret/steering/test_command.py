@@ -83,3 +83,24 @@ def test_coefficients_must_include_zero(tmp_path, maze_agent, capsys):
             ]
         )
     assert e.value.code == 2 and "must include 0" in capsys.readouterr().err
+
+
+def test_steer_levels_from_plays_the_files_states_as_the_held_out_levels(tmp_path, maze_agent):
+    """``--levels-from``: the file's states are the held-out levels (one each per coefficient, --levels
+    unused), the vector still comes from --vector-levels, and the summary names the file."""
+    from proclab.levels.file import level_states, write_level_states
+    from proclab.levels.pick import generate_level
+
+    file = write_level_states(
+        tmp_path / "mazes.json",
+        level_states("maze", "easy", [generate_level("maze", "easy", s) for s in (3, 8, 11)]),
+    )
+    out = tmp_path / "S"
+    main(
+        ["analyze", "steer", "--out", str(out), "--checkpoint", str(maze_agent), "--levels", "50",
+         "--levels-from", str(file), "--vector-levels", "0:2", "--coefficients", "0,1", "--rows", "4",
+         "--bootstrap", "50", "--torch-threads", "1"]
+    )  # fmt: skip
+    summary = json.loads((out / "steer" / "summary.json").read_text())
+    assert summary["levels_from"] == str(file) and summary["vector"]["pairs"] == 2
+    assert summary["levels"] == 3 and set(summary["coefficients"]) == {"0", "1"}

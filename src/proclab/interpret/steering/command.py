@@ -34,6 +34,7 @@ from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
+from proclab.levels.file import read_level_states
 
 NAME = "steer"
 
@@ -56,6 +57,10 @@ class SteerArgs(AnalysisArgs):
     """Held-out levels played (named split or START:NUM)."""
     levels: int = 200
     """Held-out levels, each played once per coefficient (and per retargeting arm)."""
+    levels_from: Path | None = None
+    """Play the states of this level-state file as the held-out levels (each once per variant; --levels
+    and --split unused): edited levels (proclab level edit) or recorded ones (level export). The vector
+    is still built from --vector-levels."""
     coefficients: str = "-2,-1,0,1,2"
     """Coefficients of the vector (0 is the plain agent, the baseline of the paired comparisons)."""
     per_level: bool = False
@@ -123,14 +128,21 @@ def run_steer(args: SteerArgs) -> Path:
         raise ProclabError(
             f"--vector-levels {args.vector_levels!r}: name a bounded set of levels, e.g. 0:200"
         )
-    levels = paired_levels(parse_split(args.split), args.levels, args.seed)
+    files = read_level_states(args.levels_from) if args.levels_from is not None else None
+    if files is not None:
+        levels = np.arange(len(files))  # the file's states, in order
+    else:
+        levels = paired_levels(parse_split(args.split), args.levels, args.seed)
     out = ws.command_dir(NAME)
-    env = ProcgenLevels(env_config, args.rows, args.seed)
+    env = ProcgenLevels(env_config, args.rows, args.seed, files)
+    seeds = env if files is None else ProcgenLevels(env_config, args.rows, args.seed)  # the vector's levels
     summary: dict = {"hook": args.hook, "entity": entity, "checkpoint": str(checkpoint), "game": game}
+    summary["levels"] = len(levels)
+    summary["levels_from"] = None if files is None else str(args.levels_from)
     try:
         with phases(2 + bool(args.channels) + args.per_level, NAME) as ph:
             with ph.phase(f"vector from {vector_split.label()}"):
-                vector, frames = _vector(agent, args.hook, env, vector_split, entity, summary)
+                vector, frames = _vector(agent, args.hook, seeds, vector_split, entity, summary)
             torch.save(vector, out / "vector.pt")
             with ph.phase(f"coefficients on {len(levels)} levels"):
                 summary["coefficients"] = _coefficients(agent, vector, coefficients, env, levels, args, rt)
@@ -142,6 +154,8 @@ def run_steer(args: SteerArgs) -> Path:
                     summary["retarget"] = _retarget(agent, frames, env, levels, args, rt)
     finally:
         env.close()
+        if seeds is not env:
+            seeds.close()
     summary["seconds"] = round(time.time() - start, 3)
     write_json_atomic(out / "summary.json", summary)
     _print(summary)
