@@ -70,6 +70,8 @@ def test_tost_with_no_spread_and_the_verdicts():
     assert verdict(False, [same, wide]) == UNDECIDED and verdict(False, []) == UNDECIDED
     with pytest.raises(ValueError):
         tost(np.zeros(5), 0.0)
+    one = tost(np.zeros(1), 0.5)  # a single paired level (a one-state --levels-from file) shows nothing
+    assert one.p == 1 and verdict(False, [one]) == UNDECIDED
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 16), (16, 16), (20, 64), (1, 1)])

@@ -171,7 +171,7 @@ def _check(args: ProbeArgs) -> None:
 
 
 def run_probe(args: ProbeArgs) -> Path:
-    from proclab.interpret.bases.activations import recording_checkpoint, replay_agent
+    from proclab.interpret.bases.activations import replay_agent
     from proclab.interpret.interventions.spec import sample_shapes
     from proclab.interpret.probes.targets import target_values
     from proclab.store import EpisodeStore
@@ -181,7 +181,7 @@ def run_probe(args: ProbeArgs) -> Path:
     ws = Workspace.open(args.out)
     data = ws.input_path("data", args.data, "--data DATA")
     store = EpisodeStore(data)
-    checkpoint = args.checkpoint or recording_checkpoint(store)
+    checkpoint = ws.agent_checkpoint(args.checkpoint, store)
     ws.require_inputs(data=data)
     agent = replay_agent(store, args.hook, checkpoint, args.device)
     shape = sample_shapes(agent)[args.hook]

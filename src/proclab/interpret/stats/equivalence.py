@@ -57,8 +57,10 @@ def tost(diff, margin: float, alpha: float = 0.05) -> Tost:
     d = np.asarray(diff, np.float64)
     if margin <= 0:
         raise ValueError(f"the equivalence margin must be positive, got {margin}")
-    if len(d) < 2:
-        raise ValueError("TOST needs at least two paired units")
+    if len(d) < 2:  # no spread to test against: equivalence cannot be shown (p = 1), never an error
+        return Tost(
+            float(d.mean()) if len(d) else float("nan"), (float("nan"), float("nan")), 1.0, margin, alpha
+        )
     mean = float(d.mean())
     se = float(d.std(ddof=1) / np.sqrt(len(d)))
     df = len(d) - 1

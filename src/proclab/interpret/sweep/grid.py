@@ -132,15 +132,14 @@ class Variants:
         return cls(np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64))
 
 
-def _refuse_state_arms(arms: tuple[str, ...], landed: bool, key: str) -> None:
-    """Brief (``ARM@K``) and ``resample-step`` arms and ``--landing`` work on a carried state (they count
-    steps and keep edited states in it); a basis held at a hook point takes whole-episode arms only."""
+def _refuse_timed_arms(arms: tuple[str, ...], key: str) -> None:
+    """Brief (``ARM@K``) and ``resample-step`` arms count steps in a carried state; a basis held at a hook
+    point (nothing carried) takes whole-episode arms only."""
     timed = [a for a in arms if split_arm(a)[1] > 0 or split_arm(a)[0] == "resample-step"]
-    if timed or landed:
-        what = ", ".join(timed) if timed else "--landing"
+    if timed:
         raise ProclabError(
-            f"{what} needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes whole-episode arms "
-            "(collapse, mean, resample, p05, p95, on) without --landing"
+            f"{', '.join(timed)} needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes "
+            "whole-episode arms (collapse, mean, resample, p05, p95, on)"
         )
 
 
@@ -163,9 +162,10 @@ def sweep(
     config.check()
     arms = parse_arms(config.arms)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
-    landed = states is not None and config.landing > 0
-    if key.startswith(HOOK):
-        _refuse_state_arms(arms, landed, key)
+    at_hook = key.startswith(HOOK)  # where edits land is measured in a carried state's space only
+    landed = states is not None and config.landing > 0 and not at_hook
+    if at_hook:
+        _refuse_timed_arms(arms, key)
         held = held_agent(agent, coords, key)
     elif landed:
         held = LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
