@@ -249,17 +249,13 @@ class PPOLearner:
         loss, stats = self._piece_loss(piece)
         return torch.autograd.grad(loss * weight, self.params, allow_unused=True), stats
 
-    def _step(self, mb: Batch) -> dict[str, torch.Tensor]:
-        cfg = self.cfg
-        if cfg.norm_adv and cfg.norm_adv_scope == "minibatch":
-            mb.advantages = normalize_advantages(mb.advantages)
-        self.optimizer.zero_grad(set_to_none=True)
+    def gradients(self, mb: Batch) -> dict[str, torch.Tensor]:
+        """Add the minibatch's gradient to ``.grad``, computed in the runtime's layout; its statistics."""
         stats: dict[str, torch.Tensor] = {}
         tasks = list(self._pieces(mb))
-        if self.rt.workers > 1:  # pieces side by side; gradients summed in piece order, as below
-            for (_, _, share), (grads, piece_stats) in zip(
-                tasks, self.rt.map(self._piece_gradients, tasks), strict=True
-            ):
+        if self.rt.workers > 1 and len(tasks) > 1:  # side by side; summed in piece order, as below
+            results = self.rt.map(self._piece_gradients, tasks, self.rt.workers)
+            for (_, _, share), (grads, piece_stats) in zip(tasks, results, strict=True):
                 accumulate_gradients(self.params, grads)
                 add_weighted(stats, piece_stats, share)
         else:
@@ -267,6 +263,14 @@ class PPOLearner:
                 loss, piece_stats = self._piece_loss(piece)
                 (loss * weight).backward()
                 add_weighted(stats, piece_stats, share)
+        return stats
+
+    def _step(self, mb: Batch) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        if cfg.norm_adv and cfg.norm_adv_scope == "minibatch":
+            mb.advantages = normalize_advantages(mb.advantages)
+        self.optimizer.zero_grad(set_to_none=True)
+        stats = self.gradients(mb)
         average_gradients(self.agent.parameters())
         stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
         self.optimizer.step()

@@ -22,6 +22,7 @@ information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extr
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,6 +34,7 @@ from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import build_agent
 from proclab.rl.ppo import PPOLearner
+from proclab.rl.ppo_layout import ppo_layout
 from proclab.rl.rollout import Actor, Rollout
 from proclab.rl.runs import load_agent_checkpoint, new_run_dir, recent_return, save_agent_checkpoint
 from proclab.run.checkpoints import crossed
@@ -62,6 +64,11 @@ class Trainer:
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
 
         n_local = cfg.env.num_envs // self.world
+        self.layout = ppo_layout(cfg, self.rt, self.agent, n_local)
+        self.rt = self.layout.layout.apply(self.rt, torch.get_num_threads())
+        self.config = cfg = replace(cfg, learner_layout=str(self.layout.layout))  # config.json records it
+        if self.rank == 0:
+            print(f"learner layout: {self.layout.layout} ({self.layout.how})", flush=True)
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
         env = self.wrap_env(ProcgenVecEnv(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
