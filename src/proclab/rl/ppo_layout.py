@@ -34,10 +34,11 @@ def ppo_layout(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int)
     """The layout of a PPO run with ``envs`` envs per process (``cfg.learner_layout`` decides how).
     Under torchrun, rank 0 chooses and the other ranks take its choice (all compute alike)."""
     rank, world = rank_and_world()
-    if world > 1 and rank > 0:
+    shared = world > 1 and rt.device.type == "cpu"  # GPUs need no timing: every rank chooses alike
+    if shared and rank > 0:
         return Choice(Layout.parse(_from_rank0(None)), "rank 0's choice")
     choice = _choose(cfg, rt, agent, envs)
-    if world > 1:
+    if shared:
         _from_rank0(str(choice.layout))
     return choice
 

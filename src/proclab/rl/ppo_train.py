@@ -7,6 +7,10 @@ and every ``checkpoint_every`` steps the full training state is saved. Resuming 
 state (weights, optimiser, reward normaliser, RNGs, procgen's own game states, the actors'
 carried observations and agent states) so the run continues exactly as if it had never stopped.
 
+Before the actors and the learner are built, the run's layout on a CPU (learner pieces and
+threads, acting slices: :mod:`proclab.rl.ppo_layout`) is given, cached or timed, printed, and
+written into the config that ``config.json`` saves, so that a resumed run computes as it did.
+
 Several processes (torchrun): each rank gets ``num_envs / N`` envs (seeded per rank) and
 averages gradients across ranks every step (:mod:`proclab.run.distributed`).
 
