@@ -22,10 +22,10 @@ TINY = [*TINY_PPO, "--val-num-envs", "0", "--device", "cpu", *TINY_FLAGS, "--tot
 
 def test_candidates_are_pieces_smaller_than_the_minibatch_then_the_whole():
     assert learner_candidates(2048, 2, recurrent=False) == [
-        (64, "intra"),
         (64, "workers"),
-        (128, "intra"),
+        (64, "intra"),
         (128, "workers"),
+        (128, "intra"),
         (256, "intra"),
         (0, "intra"),
     ]

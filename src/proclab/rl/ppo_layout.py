@@ -28,6 +28,9 @@ PIECE_SIZES = (64, 128, 256)
 ACTING_STEPS = 8
 BUDGET_SECONDS = 5.0
 """The whole minibatch is timed only if the rest took less than this (about 1 s on an idle 2-core CPU)."""
+CUTOFF = 3.0
+"""A candidate whose untimed first round is this many times slower per sample than the best so far
+is not timed further (it includes one-off costs, so it only decides clear losses)."""
 
 
 def ppo_layout(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) -> Choice:
@@ -75,17 +78,18 @@ def _choose(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) ->
 
 def learner_candidates(minibatch: int, threads: int, recurrent: bool) -> list[tuple[int, str]]:
     """``(piece, scheme)`` pairs worth timing, cheapest first: pieces smaller than the minibatch on
-    intra-op threads or (with two or more threads and a piece for each in the timed share) on
-    workers, then the whole minibatch. Agents with memory replay whole sequences, so they have only
+    workers (with two or more threads and a piece for each in the timed share; the safe choice on a
+    loaded machine, timed first so that it sets the bar) or on intra-op threads, then the whole
+    minibatch. Agents with memory replay whole sequences, so they have only
     the whole minibatch."""
     if recurrent:
         return [(0, "intra")]
     share = _share(minibatch, threads)
     out = []
     for piece in (p for p in PIECE_SIZES if p < minibatch):
-        out.append((piece, "intra"))
         if threads > 1 and share // piece >= threads:
             out.append((piece, "workers"))
+        out.append((piece, "intra"))
     return [*out, (0, "intra")]
 
 
@@ -124,18 +128,27 @@ def measure_layouts(
         if piece == 0 and learner and time.perf_counter() - start > budget:
             break
         layout_rt = Layout(piece, scheme).apply(rt, threads)
-        learner[piece, scheme] = _learner_seconds(agent, cfg, layout_rt, full if piece == 0 else part)
+        cutoff = CUTOFF * min(learner.values(), default=float("inf"))
+        learner[piece, scheme] = _learner_seconds(agent, cfg, layout_rt, full if piece == 0 else part, cutoff)
     return Timings(learner, acting)
 
 
-def _learner_seconds(agent: torch.nn.Module, cfg: TrainConfig, rt: Runtime, mb: Batch) -> float:
+def _learner_seconds(
+    agent: torch.nn.Module, cfg: TrainConfig, rt: Runtime, mb: Batch, cutoff: float = float("inf")
+) -> float:
     """Wall seconds per sample of the learner's gradient computation on ``mb`` in ``rt``'s layout,
     after an untimed round of pieces (their shapes, the workers' first passes), leaving no gradient
-    behind."""
+    behind. A layout whose first round already took over ``cutoff`` seconds per sample has lost:
+    that round's time is returned without timing ``mb`` (on a loaded machine, saves seconds)."""
     learner = PPOLearner(agent, cfg.ppo, rt, total_updates=1)
     n = mb.actions.shape[0]
+    first = _subset(mb, rt.compute_chunk * max(1, rt.workers) or PIECE_SIZES[0])
     try:
-        learner.gradients(_subset(mb, rt.compute_chunk * max(1, rt.workers) or PIECE_SIZES[0]))
+        start = time.perf_counter()
+        learner.gradients(first)
+        seconds = (time.perf_counter() - start) / first.actions.shape[0]
+        if seconds > cutoff:
+            return seconds
         start = time.perf_counter()
         learner.gradients(mb)
         return (time.perf_counter() - start) / n
