@@ -88,8 +88,8 @@ class Actor:
 
     With ``side_by_side``, the forward pass on all envs is computed in slices of envs on the
     runtime's acting workers (one slice per core, :meth:`Runtime.map`) when its layout has them;
-    the rows are independent, so the outputs are the whole batch's. Only for agents without hooks that collect activations (they
-    would see the slices, from other threads).
+    the rows are independent, so the outputs are the whole batch's. Only for agents without hooks
+    that collect activations (they would see the slices, from other threads).
     """
 
     def __init__(self, env, agent, runtime: Runtime, side_by_side: bool = False):
