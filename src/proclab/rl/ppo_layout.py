@@ -25,7 +25,7 @@ from proclab.run.runtime import Runtime, cpu_name
 
 PIECE_SIZES = (64, 128, 256)
 """Learner pieces timed besides the whole minibatch (32 and 512+ lost to these on every CPU tried)."""
-ACTING_STEPS = 8
+ACTING_STEPS = 4
 BUDGET_SECONDS = 5.0
 """The whole minibatch is timed only if the rest took less than this (about 1 s on an idle 2-core CPU)."""
 CUTOFF = 3.0
