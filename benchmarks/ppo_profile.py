@@ -167,6 +167,9 @@ def main() -> None:
         "--env-threads", type=int, nargs="+", default=[4], help="procgen threads (the first: the trainer's)"
     )
     parser.add_argument(
+        "--num-steps", type=int, default=256, help="steps per env and update (the preset's 256)"
+    )
+    parser.add_argument(
         "--learner-layout", default="auto", help="auto, measure or PIECE:SCHEME[,acting:SCHEME]"
     )
     args = parser.parse_args()
