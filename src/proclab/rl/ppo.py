@@ -17,6 +17,7 @@ of ``num_minibatches`` minibatches over it. Every detail is a field of
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from proclab.config import PPOConfig
 from proclab.rl.gae import gae
 from proclab.rl.rollout import Rollout
 from proclab.run.distributed import average_gradients
-from proclab.run.runtime import Runtime
+from proclab.run.runtime import Runtime, torch_threads
 
 
 @dataclass
@@ -103,7 +104,11 @@ class PPOLearner:
 
     def __init__(self, agent: torch.nn.Module, cfg: PPOConfig, runtime: Runtime, total_updates: int):
         self.agent, self.cfg, self.rt = agent, cfg, runtime
-        self.optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+        # fused: one kernel per parameter instead of a dozen small ops (CPU; the same arithmetic)
+        fused = runtime.device.type == "cpu"
+        self.optimizer = torch.optim.Adam(
+            agent.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=fused
+        )
         self.total_updates = total_updates
         self.updates = 0
         self.recurrent = bool(agent.initial_state(1))
@@ -272,8 +277,13 @@ class PPOLearner:
         self.optimizer.zero_grad(set_to_none=True)
         stats = self.gradients(mb)
         average_gradients(self.agent.parameters())
-        stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
-        self.optimizer.step()
+        # Small elementwise work: with workers (a CPU shared with other jobs), intra-op threads
+        # would stall at every operation's barrier (measured 30x slower at load 15 on 2 cores).
+        with torch_threads(1) if self.rt.workers > 1 else contextlib.nullcontext():
+            stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(
+                self.agent.parameters(), cfg.max_grad_norm
+            )
+            self.optimizer.step()
         return stats
 
     def state_dict(self) -> dict:

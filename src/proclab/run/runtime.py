@@ -82,6 +82,17 @@ def _worker_pool(workers: int) -> ThreadPoolExecutor:
     )
 
 
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """This thread computes with ``n`` intra-op threads inside the block, its count before after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def cpu_name() -> str:
     """The CPU's model name (``/proc/cpuinfo``; elsewhere what ``platform`` knows), for reports and benchmarks."""
     try:
