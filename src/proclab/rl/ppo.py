@@ -120,6 +120,14 @@ class PPOLearner:
         return self.cfg.learning_rate * (1.0 - self.updates / self.total_updates)
 
     def update(self, ro: Rollout) -> dict[str, float]:
+        """One update in the runtime's layout. With workers, the passes run on them and this thread's
+        own work (GAE, gathering, statistics, clipping, Adam) is small operations, which run on one
+        intra-op thread: on a CPU shared with other jobs, two would stall at every operation's
+        barrier (measured 30x slower for clip + Adam at load 15 on 2 cores)."""
+        with torch_threads(1) if self.rt.workers > 1 else contextlib.nullcontext():
+            return self._update(ro)
+
+    def _update(self, ro: Rollout) -> dict[str, float]:
         cfg = self.cfg
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
@@ -277,13 +285,8 @@ class PPOLearner:
         self.optimizer.zero_grad(set_to_none=True)
         stats = self.gradients(mb)
         average_gradients(self.agent.parameters())
-        # Small elementwise work: with workers (a CPU shared with other jobs), intra-op threads
-        # would stall at every operation's barrier (measured 30x slower at load 15 on 2 cores).
-        with torch_threads(1) if self.rt.workers > 1 else contextlib.nullcontext():
-            stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(
-                self.agent.parameters(), cfg.max_grad_norm
-            )
-            self.optimizer.step()
+        stats["losses/grad_norm"] = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
         return stats
 
     def state_dict(self) -> dict:

@@ -25,6 +25,7 @@ information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extr
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -51,7 +52,7 @@ from proclab.run.distributed import (
     train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar, Throughput
-from proclab.run.runtime import restore_rng_state, rng_state, seed_everything
+from proclab.run.runtime import restore_rng_state, rng_state, seed_everything, torch_threads
 
 
 class Trainer:
@@ -123,7 +124,9 @@ class Trainer:
         done = self.learner.updates >= self.num_updates  # a finished run trains no further
         while not done:
             t0 = time.time()
-            self.actor.collect(self.rollout, on_info=self.on_train_info)
+            with torch_threads(1) if self.rt.acting_workers > 1 else contextlib.nullcontext():
+                # acting runs on the workers; this thread's sampling and copies are small operations
+                self.actor.collect(self.rollout, on_info=self.on_train_info)
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
             self.throughput.add(time.time() - t0, self.batch)
