@@ -13,7 +13,10 @@ the preset's IMPALA-CNN agent on all cores, in the best way it finds:
   one slice per core computed side by side.
 
 The limit is ``1 / (epochs x best learner seconds per sample + best acting seconds per sample)``.
-Timings are wall-clock; on a machine shared with other work the limit falls with the load, which
+Besides compute, every env step must also be stepped by procgen: :func:`measure_env` times the
+preset's 64-env vector env with random actions, and ``limit_with_env_sps`` is
+``1 / (compute seconds + env seconds per sample)``, the limit of a loop that does not overlap env
+stepping with compute (proclab's does not). Timings are wall-clock; on a machine shared with other work the limit falls with the load, which
 is why ``ppo_sps.py`` measures it beside every proclab measurement. The schemes here are written for
 this benchmark (random frames, a plain loss on the outputs), independent of proclab's learner, so
 the limit does not move when the learner does.
@@ -27,14 +30,18 @@ import argparse
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
+import numpy as np
 import torch
 
+from proclab.envs.actions import NUM_ACTIONS
+from proclab.envs.vec_env import ProcgenVecEnv
 from proclab.models import build_agent
 from proclab.rl.config import preset
 from proclab.run.runtime import cpu_name, make_runtime
 
-PIECE_SIZES = (64, 128)  # 256 and more were slower per sample on fp32 CPUs (docs/ppo.md)
+PIECE_SIZES = (64, 128, 256)  # 512 and more were slower per sample on every CPU tried (docs/ppo.md)
 ACTING_BATCH = 64  # the cleanrl preset's envs
 
 
@@ -94,9 +101,29 @@ class LimitProbe:
         return (time.perf_counter() - start) / (steps * ACTING_BATCH)
 
 
-def measure_limit(precision: str = "fp32", threads: int = 0, epochs: int = 3, rounds: int = 1) -> dict:
-    """Best learner and acting seconds per sample over schemes, piece sizes and ``rounds``, and the
-    SPS limit they give for ``epochs`` learner passes per sample."""
+def measure_env(game: str = "starpilot", steps: int = 256) -> float:
+    """Wall seconds per env step of the ``cleanrl`` preset's vector env (64 envs, procgen's threads)
+    with uniformly random actions: what stepping costs in a training loop, without the agent."""
+    cfg = preset("cleanrl")
+    env = ProcgenVecEnv(replace(cfg.env, game=(game,)), seed=0)
+    actions = np.random.default_rng(0).integers(0, NUM_ACTIONS, (steps + 8, env.num_envs))
+    try:
+        env.reset()
+        for a in actions[:8]:  # warm-up
+            env.step(a)
+        start = time.perf_counter()
+        for a in actions[8:]:
+            env.step(a)
+        return (time.perf_counter() - start) / (steps * env.num_envs)
+    finally:
+        env.close()
+
+
+def measure_limit(
+    precision: str = "fp32", threads: int = 0, epochs: int = 3, rounds: int = 1, game: str = "starpilot"
+) -> dict:
+    """Best learner and acting seconds per sample over schemes, piece sizes and ``rounds``, the
+    SPS limit they give for ``epochs`` learner passes per sample, and that limit with env stepping."""
     probe = LimitProbe(precision, threads)
     learner: dict[str, float] = {}
     acting: dict[str, float] = {}
@@ -116,14 +143,17 @@ def measure_limit(precision: str = "fp32", threads: int = 0, epochs: int = 3, ro
     best_learner = min(learner, key=learner.get)
     best_acting = min(acting, key=acting.get)
     seconds = epochs * learner[best_learner] + acting[best_acting]
+    env = measure_env(game)
     return {
         "precision": precision,
         "threads": probe.threads,
         "learner_ms_per_sample": {k: round(v * 1e3, 3) for k, v in learner.items()},
         "acting_ms_per_sample": {k: round(v * 1e3, 3) for k, v in acting.items()},
+        "env_ms_per_sample": round(env * 1e3, 4),
         "best_learner": best_learner,
         "best_acting": best_acting,
         "limit_sps": round(1 / seconds, 1),
+        "limit_with_env_sps": round(1 / (seconds + env), 1),
     }
 
 
@@ -134,8 +164,9 @@ def main() -> None:
         "--threads", type=int, default=0, help="torch threads = workers (0 = torch's default)"
     )
     parser.add_argument("--rounds", type=int, default=1, help="rounds over all schemes; the best counts")
+    parser.add_argument("--game", default="starpilot", help="the game whose env stepping is timed")
     args = parser.parse_args()
-    line = measure_limit(args.precision, args.threads, rounds=args.rounds)
+    line = measure_limit(args.precision, args.threads, rounds=args.rounds, game=args.game)
     print(json.dumps({"benchmark": "ppo_limit", "cpu": cpu_name(), "preset": "cleanrl", **line}))
 
 

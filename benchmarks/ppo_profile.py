@@ -13,10 +13,11 @@ that do it, so the numbers describe the code users run, not a re-implementation:
   ``backward``, ``optimizer`` (gradient clipping + Adam), ``update_other`` (statistics, host syncs);
 * ``logging`` (metrics row, checkpoint at the end).
 
-Prints one JSON line per precision with seconds per update for each phase and the SPS. Where the
-learner computes pieces side by side (``Runtime.workers`` > 1, fp32 on a CPU), ``forward``,
-``loss`` and ``backward`` (``torch.autograd.grad`` there) are timed in the workers and divided by
-their number: the wall share they would have with every worker busy.
+Prints one JSON line per precision with seconds per update for each phase, the SPS and the learner
+layout the run chose (``--learner-layout`` gives one). Where the learner computes pieces side by
+side (a ``workers`` layout), ``forward``, ``loss`` and ``backward`` (``torch.autograd.grad`` there)
+are timed in the workers and divided by their number: the wall share they would have with every
+worker busy.
 The wrappers cost microseconds per call; timings are wall-clock, so run it on a quiet machine or
 compare phases rather than absolute values. On a GPU (``--device cuda``) every timed call is
 synchronised with the device, so that each phase owns its kernels' time. ``--env-threads`` also
@@ -31,8 +32,8 @@ the trainer's), to see how far procgen's thread pool is from the rest.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import os
 import tempfile
 import time
 from collections import defaultdict
@@ -87,17 +88,18 @@ class Clock:
         return timed
 
 
-def profile(
-    updates: int,
-    game: str,
-    precision: str,
-    threads: int,
-    device: str,
-    env_threads: int,
-    acting: str = "eager",
-) -> dict:
-    cfg = cleanrl_config(updates, game, precision, threads, device, num_threads=env_threads)
-    cfg = replace(cfg, ppo=replace(cfg.ppo, acting=acting))
+def profile(args, precision: str) -> tuple[dict, str]:
+    updates = args.updates
+    cfg = cleanrl_config(
+        updates,
+        args.game,
+        precision,
+        args.threads,
+        args.device,
+        args.num_steps,
+        num_threads=args.env_threads[0],
+    )
+    cfg = replace(cfg, learner_layout=args.learner_layout)
     originals = (ppo_module.gae, ppo_module.ppo_loss, torch.Tensor.backward, torch.autograd.grad)
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(replace(cfg, run_root=Path(root)))
@@ -142,7 +144,7 @@ def profile(
     phases["update_other"] = s["update"] - sum(phases[k] for k in list(phases)[4:])
     phases["logging"] = total / updates - s["rollout"] - s["update"]
     phases["total"] = total / updates
-    return {k: None if v is None else round(v, 3) for k, v in phases.items()}
+    return {k: round(v, 3) for k, v in phases.items()}, str(trainer.layout.layout)
 
 
 def env_sps(game: str, threads: int, steps: int = 512) -> float:
@@ -170,22 +172,27 @@ def main() -> None:
     parser.add_argument(
         "--env-threads", type=int, nargs="+", default=[4], help="procgen threads (the first: the trainer's)"
     )
-    parser.add_argument("--actings", nargs="+", default=["eager"], help="eager, graph and/or overlap")
+    parser.add_argument(
+        "--num-steps", type=int, default=256, help="steps per env and update (the preset's 256)"
+    )
+    parser.add_argument(
+        "--learner-layout", default="auto", help="auto, measure or PIECE:SCHEME[,acting:SCHEME]"
+    )
     args = parser.parse_args()
     base = {"benchmark": "ppo_profile", "preset": "cleanrl", "game": args.game, "device": args.device}
-    for precision, acting in itertools.product(args.precisions, args.actings):
-        seconds = profile(
-            args.updates, args.game, precision, args.threads, args.device, args.env_threads[0], acting
-        )
+    for precision in args.precisions:
+        seconds, layout = profile(args, precision)
         line = {
             **base,
             "precision": precision,
-            "acting": acting,
+            "layout": layout,
+            "load": os.getloadavg()[0],
             "native_bf16": cpu_has_native_bf16(),
             "updates": args.updates,
             "env_threads": args.env_threads[0],
             "seconds_per_update": seconds,
-            "sps": round(64 * 256 / seconds["total"], 1),
+            "num_steps": args.num_steps,
+            "sps": round(64 * args.num_steps / seconds["total"], 1),
         }
         print(json.dumps(line), flush=True)
     for threads in args.env_threads:

@@ -1,39 +1,46 @@
 """PPO training throughput: what a user gets from proclab, side by side with CleanRL, one run.
 
-Runs ``--preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 256 steps,
-3 epochs x 8 minibatches, IMPALA CNN) on starpilot for a fixed number of updates along
+Runs ``proclab train --preset cleanrl`` (the Procgen paper's easy hyperparameters: 64 envs x 256
+steps, 3 epochs x 8 minibatches, IMPALA CNN) on starpilot for a fixed number of updates, each in a
+fresh process, along these paths:
 
 * ``auto``: the default, ``--precision auto`` (bf16 autocast where the CPU runs bf16 natively,
-  fp32 elsewhere; channels-last convolutions),
+  fp32 elsewhere; channels-last convolutions; the learner layout chosen by timing),
 * ``fp32``: ``--precision fp32``, what ``auto`` picks on CPUs without native bf16,
-* ``fp32-intra``: the fp32 path as it was before its pieces ran side by side (``Runtime.workers``
-  = 0: one 128-sample piece at a time on torch's intra-op threads, the acting forward pass on all
-  envs at once), for a before/after comparison in one run,
 * ``bf16``: ``--precision bf16``, only where the CPU runs bf16 natively (emulated bf16 is many
   times slower and nobody would choose it),
+* ``PRECISION/LAYOUT``, e.g. ``fp32/128:workers``: that precision with ``--learner-layout LAYOUT``,
+* ``baseline`` (with ``--baseline-src DIR``): ``auto`` run by another checkout's proclab (its
+  ``src`` folder on ``PYTHONPATH``), e.g. the main branch, to compare before and after in one run,
 * ``cleanrl`` (optional): CleanRL's ``ppo_procgen.py``, given with ``--cleanrl PATH`` and the
   interpreter of an environment where it runs (``--cleanrl-python``; it needs gym 0.23.1, procgen,
   tyro and tensorboard). Fetch it yourself, outside this repository; proclab ships none of it.
 
 The paths are interleaved ``--repeats`` times (cleanrl, auto, fp32, ..., cleanrl, auto, ...), so
 that a machine shared with other work slows them alike. SPS = env steps / seconds of the
-training loop (rollouts + updates), as CleanRL prints it. Right before each proclab measurement
-the CPU's PPO compute limit for its precision is measured (``ppo_limit.py``: the best time of the
-agent's learner and acting passes on all cores), so that the fraction of the limit reached is
-taken under nearly the same load. Prints a first line with the CPU and its bf16 capability, one JSON line
-per measurement, then one summary line per path: median SPS, the median, lowest and highest of the
-per-repeat fractions of the limit and, when CleanRL ran, of the per-repeat ratios to it.
+training loop (rollouts + updates), as CleanRL prints it; a layout's timing at the start of a run
+(a few seconds, only when the cache has no choice yet: the runs share a fresh cache, so the first
+repeat times each precision once) is outside the loop and reported apart. Right before each
+proclab measurement the CPU's PPO compute limit for its precision is measured (``ppo_limit.py``:
+the best time of the agent's learner and acting passes on all cores) with the env stepping of the
+preset beside it, so that both fractions of the limit (``fraction_of_limit``: compute only;
+``fraction_of_limit_with_env``: compute + env stepping) are taken under nearly the same load.
+Prints a first line with the CPU and its bf16 capability, one JSON line per measurement (with the
+layout the run used), then one summary line per path: median SPS, the median, lowest and highest
+of the per-repeat fractions of the limits and, when CleanRL ran, of the per-repeat ratios to it.
 
-    python benchmarks/ppo_sps.py --updates 3 [--repeats 2 --cleanrl ~/cleanrl/ppo_procgen.py --cleanrl-python ~/venv/bin/python]
+    python benchmarks/ppo_sps.py --updates 3 [--repeats 2 --baseline-src ../main/src --cleanrl ~/cleanrl/ppo_procgen.py --cleanrl-python ~/venv/bin/python]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -43,8 +50,9 @@ import torch
 from ppo_limit import measure_limit
 from proclab.io.run_dirs import read_metrics
 from proclab.rl.config import preset
-from proclab.rl.ppo_train import Trainer
 from proclab.run.runtime import cpu_has_native_bf16, cpu_name
+
+SRC = Path(__file__).resolve().parents[1] / "src"  # this checkout's proclab
 
 
 def cleanrl_config(
@@ -65,15 +73,30 @@ def cleanrl_config(
     )
 
 
-def proclab_sps(updates: int, game: str, path: str, threads: int, num_steps: int) -> float:
+def proclab_sps(path: str, args, cache: Path) -> dict:
+    """One ``proclab train`` run of ``path`` in a fresh process: its SPS and the layout it used."""
+    precision, _, layout = path.partition("/")
+    src = Path(args.baseline_src) if path == "baseline" else SRC
+    steps = args.updates * 64 * args.num_steps
     with tempfile.TemporaryDirectory() as root:
-        cfg = cleanrl_config(updates, game, path.removesuffix("-intra"), threads, num_steps=num_steps)
-        trainer = Trainer(replace(cfg, run_root=Path(root)))
-        if path.endswith("-intra"):  # no workers: every pass on the intra-op threads
-            trainer.rt = trainer.learner.rt = trainer.actor.rt = replace(trainer.rt, workers=0)
-            trainer.actor.slices = []
-        m = read_metrics(trainer.train(progress=False))
-    return m["step"][-1] / m["wall_time"][-1]
+        command = [
+            *(sys.executable, "-m", "proclab", "train", "--preset", "cleanrl", "--game", args.game),
+            *("--num-steps", str(args.num_steps), "--total-steps", str(steps), "--device", "cpu"),
+            *("--precision", "auto" if path == "baseline" else precision, "--run-root", root),
+            *("--no-tensorboard", "--checkpoint-every", str(10**12)),
+            *(("--torch-threads", str(args.threads)) if args.threads else ()),
+            *(("--learner-layout", layout) if layout else ()),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(src.resolve()), "XDG_CACHE_HOME": str(cache)}
+        out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+        (run,) = Path(root).glob("ppo/*/*/*")
+        m = read_metrics(run)
+        used = json.loads((run / "config.json").read_text()).get("learner_layout", "none (fixed by the code)")
+    timed = re.search(r"learner layout: .* \((measured in ([\d.]+) s|cached|given)", out)
+    line = {"sps": round(m["step"][-1] / m["wall_time"][-1], 1), "layout": used}
+    if timed and timed.group(2):
+        line["layout_timing_s"] = float(timed.group(2))
+    return line
 
 
 def cleanrl_sps(script: str, python: str, updates: int, game: str, num_steps: int) -> float:
@@ -99,7 +122,7 @@ def cleanrl_sps(script: str, python: str, updates: int, game: str, num_steps: in
     return float(re.findall(r"SPS: (\d+)", out)[-1])
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--updates", type=int, default=3, help="PPO updates (x 16,384 env steps) per measurement"
@@ -118,33 +141,27 @@ def main() -> None:
         "--paths",
         nargs="+",
         default=["auto", "fp32", "bf16"],
-        help="proclab paths to measure: auto, fp32, fp32-intra, bf16 (skipped without native bf16)",
+        help="proclab paths to measure: auto, fp32, bf16 (skipped without native bf16), PRECISION/LAYOUT",
+    )
+    parser.add_argument(
+        "--baseline-src", default=None, help="another checkout's src folder: adds its auto path, 'baseline'"
     )
     parser.add_argument(
         "--no-limit", action="store_true", help="skip the compute-limit measurement before each path"
     )
     parser.add_argument("--cleanrl", default=None, help="path to CleanRL's ppo_procgen.py")
     parser.add_argument("--cleanrl-python", default="python", help="interpreter that runs it")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def main() -> None:
+    args = parse_args()
     native = cpu_has_native_bf16()
     paths = [p for p in args.paths if p != "bf16" or native]
-    if args.cleanrl:
-        paths.insert(0, "cleanrl")
-    print(
-        json.dumps(
-            {
-                "benchmark": "ppo_sps",
-                "cpu": cpu_name(),
-                "native_bf16": native,
-                "auto_picks": "bf16" if native else "fp32",
-                "torch": torch.__version__,
-                "torch_threads": args.threads or torch.get_num_threads(),
-                "paths": paths,
-            }
-        ),
-        flush=True,
-    )
+    paths = ["cleanrl"] * bool(args.cleanrl) + paths + ["baseline"] * bool(args.baseline_src)
+    header = {"cpu": cpu_name(), "native_bf16": native, "auto_picks": "bf16" if native else "fp32"}
+    header |= {"torch": torch.__version__, "torch_threads": args.threads or torch.get_num_threads()}
+    print(json.dumps({"benchmark": "ppo_sps", **header, "paths": paths}), flush=True)
     base = {
         "benchmark": "ppo_sps",
         "preset": "cleanrl",
@@ -152,28 +169,32 @@ def main() -> None:
         "updates": args.updates,
         "num_steps": args.num_steps,
     }
-    runs: dict[str, list[float]] = {p: [] for p in paths}
-    limits: dict[str, list[float]] = {p: [] for p in paths if p != "cleanrl"}
-    for repeat in range(args.repeats):
-        for path in paths:
-            line = {**base, "repeat": repeat, "path": path}
-            if path == "cleanrl":
-                sps = cleanrl_sps(args.cleanrl, args.cleanrl_python, args.updates, args.game, args.num_steps)
-            else:
-                if not args.no_limit:
-                    precision = "bf16" if path == "bf16" or (path == "auto" and native) else "fp32"
-                    line["limit"] = measure_limit(precision, args.threads)
-                    limits[path].append(line["limit"]["limit_sps"])
-                sps = proclab_sps(args.updates, args.game, path, args.threads, args.num_steps)
-            runs[path].append(sps)
-            print(json.dumps({**line, "sps": round(sps, 1)}), flush=True)
-    for path, values in runs.items():
-        print(json.dumps(summary(base, path, values, limits.get(path), runs.get("cleanrl"))), flush=True)
+    lines: dict[str, list[dict]] = {p: [] for p in paths}
+    with tempfile.TemporaryDirectory() as cache:
+        for repeat in range(args.repeats):
+            for path in paths:
+                line = {**base, "repeat": repeat, "path": path, "load": os.getloadavg()[0]}
+                if path == "cleanrl":
+                    line["sps"] = cleanrl_sps(
+                        args.cleanrl, args.cleanrl_python, args.updates, args.game, args.num_steps
+                    )
+                else:
+                    if not args.no_limit:
+                        precision = path.partition("/")[0]
+                        if precision in ("auto", "baseline"):
+                            precision = "bf16" if native else "fp32"
+                        line["limit"] = measure_limit(precision, args.threads, game=args.game)
+                    line |= proclab_sps(path, args, Path(cache))
+                lines[path].append(line)
+                print(json.dumps(line), flush=True)
+    cleanrl = [line["sps"] for line in lines.get("cleanrl", [])]
+    for path, measured in lines.items():
+        print(json.dumps(summary(base, path, measured, cleanrl)), flush=True)
 
 
-def summary(base: dict, path: str, values: list[float], limits, cleanrl) -> dict:
-    """One path's line: median SPS, and the median (lowest, highest) per-repeat fraction of the
-    compute limit and ratio to CleanRL, where measured."""
+def summary(base: dict, path: str, lines: list[dict], cleanrl: list[float]) -> dict:
+    """One path's line: median SPS, and the median (lowest, highest) per-repeat fractions of the
+    compute limit (alone and with env stepping) and ratio to CleanRL, where measured."""
 
     def spread(name: str, ratios: list[float]) -> dict:
         return {
@@ -182,19 +203,26 @@ def summary(base: dict, path: str, values: list[float], limits, cleanrl) -> dict
             f"{name}_max": round(max(ratios), 3),
         }
 
-    line = {
+    values = [line["sps"] for line in lines]
+    out = {
         **base,
         "repeats": len(values),
         "path": path,
         "sps_median": round(statistics.median(values), 1),
-        "sps": [round(v, 1) for v in values],
+        "sps": values,
+        "layouts": sorted({line["layout"] for line in lines if "layout" in line}),
     }
-    if limits:
-        line["limit_sps"] = limits
-        line.update(spread("fraction_of_limit", [v / lim for v, lim in zip(values, limits, strict=True)]))
+    if all("limit" in line for line in lines) and path != "cleanrl":
+        for key, name in (
+            ("limit_sps", "fraction_of_limit"),
+            ("limit_with_env_sps", "fraction_of_limit_with_env"),
+        ):
+            limits = [line["limit"][key] for line in lines]
+            out[key] = limits
+            out.update(spread(name, [v / lim for v, lim in zip(values, limits, strict=True)]))
     if cleanrl and path != "cleanrl":
-        line.update(spread("ratio_vs_cleanrl", [v / c for v, c in zip(values, cleanrl, strict=True)]))
-    return line
+        out.update(spread("ratio_vs_cleanrl", [v / c for v, c in zip(values, cleanrl, strict=True)]))
+    return out
 
 
 if __name__ == "__main__":

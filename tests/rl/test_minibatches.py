@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from proclab.rl.gae import gae
+from proclab.run.layout import Layout
 from proclab.run.runtime import make_runtime
 from support import collected
 
@@ -89,18 +90,18 @@ def test_compute_chunks_leave_the_step_unchanged(fp32, chunk_size, sum_chunk_gra
     statistics as whole chunks, whether chunk gradients are averaged or summed, and whether the
     pieces are computed one after another or side by side on two workers."""
     results = {}
-    for compute_chunk, workers in ((0, 0), (16, 0), (16, 2)):
+    for compute_chunk, workers in ((0, 0), (16, 0), (16, 2), (64, 2)):
         rt = dataclasses.replace(fp32, compute_chunk=compute_chunk, workers=workers)
         agent, ro, learner = collected(
             "none", rt, num_envs=8, num_minibatches=1, chunk_size=chunk_size, sum_chunk_grads=sum_chunk_grads
         )
         adv, ret = gae(ro.rewards, ro.values, ro.dones, ro.next_value, 0.99, 0.95)
         mb = next(learner._minibatches(ro, adv, ret, *ro.rewards.shape))
-        assert len(list(learner._chunks(mb, compute_chunk))) == (1 if compute_chunk == 0 else 12)
+        assert len(list(learner._chunks(mb, compute_chunk))) == {0: 1, 16: 12, 64: 3}[compute_chunk]
         stats = learner._step(mb)
         results[compute_chunk, workers] = (torch.cat([p.grad.flatten() for p in agent.parameters()]), stats)
     g_whole, s_whole = results[0, 0]
-    for g_split, s_split in (results[16, 0], results[16, 2]):
+    for g_split, s_split in (results[16, 0], results[16, 2], results[64, 2]):
         torch.testing.assert_close(g_split, g_whole, atol=1e-6, rtol=1e-4)
         for key, value in s_whole.items():
             torch.testing.assert_close(s_split[key], value, atol=1e-5, rtol=1e-4)
@@ -121,11 +122,11 @@ def test_side_by_side_pieces_are_deterministic(fp32):
     assert torch.equal(grads[1], grads[3])
 
 
-def test_bf16_step_keeps_whole_minibatches_and_the_fp32_gradient(fp32):
-    """The bf16 path (whole minibatches on intra-op threads, no workers) computes the fp32 step's
-    gradient within bf16 rounding: same direction, same norm to a few percent."""
-    bf16 = make_runtime("cpu", "bf16")
-    assert (bf16.compute_chunk, bf16.workers) == (0, 0)
+@pytest.mark.parametrize("layout", ["whole:intra", "64:intra", "16:workers"])
+def test_bf16_step_gives_the_fp32_gradient_in_every_layout(fp32, layout):
+    """The bf16 path computes the fp32 step's gradient within bf16 rounding, whole or in pieces,
+    on intra-op threads or on workers: same direction, same norm to a few percent."""
+    bf16 = Layout.parse(layout).apply(make_runtime("cpu", "bf16"), threads=2)
     grads, norms = [], []
     for rt in (fp32, bf16):
         agent, ro, learner = collected("none", fp32, num_envs=8, num_minibatches=1)

@@ -53,10 +53,10 @@ def test_previous_reward_on_a_first_frame_follows_the_agent_config(reset):
 
 @pytest.mark.parametrize("core", ["none", "gru"])
 def test_side_by_side_acting_fills_the_same_rollout(core):
-    """Acting on slices of the envs in the runtime's workers gives the whole batch's outputs and
+    """Acting on slices of the envs in the runtime's acting workers gives the whole batch's outputs and
     states: the same actions, and log-probabilities, values and carried states equal within
     float rounding (the slices are other batch sizes, computed in other threads)."""
-    rt = dataclasses.replace(make_runtime("cpu", "fp32"), workers=2)
+    rt = dataclasses.replace(make_runtime("cpu", "fp32"), acting_workers=2)
     rollouts, states = [], []
     for side_by_side in (False, True):
         torch.manual_seed(0)

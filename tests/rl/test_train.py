@@ -162,6 +162,7 @@ def test_torchrun_two_cpu_processes(tmp_path):
         (with_game(TINY, "coinrn"), "Did you mean 'coinrun'"),
         ([*TINY, "--val-split", "100:50"], "overlaps training split"),
         ([*TINY, "--num-envs", "0"], "num_envs=0"),
+        ([*TINY, "--learner-layout", "64:threads"], "invalid learner layout '64:threads'"),
     ],
 )
 def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):

@@ -9,7 +9,7 @@ import torch
 
 from proclab.errors import ProclabError
 from proclab.run.distributed import connect_ray, deadline, gather_on_rank0, rank_and_world, start_training
-from proclab.run.runtime import CPU_COMPUTE_CHUNK, make_runtime
+from proclab.run.runtime import make_runtime
 
 
 def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
@@ -48,27 +48,20 @@ def test_deadline_is_time_limit_from_now_or_never():
     assert 0 < deadline(60) - time.time() <= 60
 
 
-def test_fp32_cpu_learners_use_cache_sized_pieces():
-    assert make_runtime("cpu", "fp32").compute_chunk == CPU_COMPUTE_CHUNK > 0
-    assert make_runtime("cpu", "bf16").compute_chunk == 0  # the bf16 path keeps whole minibatches
-
-
-def test_fp32_cpu_runtimes_compute_pieces_on_one_worker_per_thread():
+def test_plain_cpu_runtimes_compute_whole_batches_on_intra_op_threads():
+    """The layout (pieces, workers) is a run's choice (proclab.run.layout), not the runtime's."""
     threads = torch.get_num_threads()
     try:
-        assert make_runtime("cpu", "fp32", threads=2).workers == 2
-        assert torch.get_num_threads() == 2  # this thread keeps its count beside the workers
-        assert make_runtime("cpu", "fp32", threads=1).workers == 0
-        assert make_runtime("cpu", "bf16", threads=2).workers == 0  # bf16 keeps intra-op threads
+        for precision in ("fp32", "bf16"):
+            rt = make_runtime("cpu", precision, threads=2)
+            assert (rt.compute_chunk, rt.workers, rt.acting_workers) == (0, 0, 0)
+            assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
 
 
 def test_runtime_map_keeps_order_and_runs_workers_single_threaded():
     rt = make_runtime("cpu", "fp32")
-    two = dataclasses.replace(rt, workers=2)
     items = list(range(7))
-    assert list(two.map(lambda i: i * i, items)) == list(
-        dataclasses.replace(rt, workers=0).map(lambda i: i * i, items)
-    )
-    assert set(two.map(lambda _: torch.get_num_threads(), items)) == {1}
+    assert list(rt.map(lambda i: i * i, items, 2)) == list(rt.map(lambda i: i * i, items, 0))
+    assert set(rt.map(lambda _: torch.get_num_threads(), items, 2)) == {1}

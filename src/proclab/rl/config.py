@@ -20,6 +20,7 @@ import tyro
 from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models import STATELESS_CORES, AgentConfig, agent_preset
+from proclab.run.layout import validate_layout
 from proclab.run.runtime import RuntimeConfig
 
 
@@ -170,6 +171,12 @@ class TrainConfig(RuntimeConfig):
     """Also write TensorBoard event files."""
     wandb_project: str | None = None
     """Mirror metrics to this Weights & Biases project (needs `pip install proclab[wandb]`)."""
+    learner_layout: str = "auto"
+    """PPO on a CPU: how the learner and the actor split their work, PIECE:SCHEME[,acting:SCHEME]
+    (PIECE whole or samples per pass; SCHEME intra = intra-op threads, workers = one piece per core
+    side by side; e.g. 64:intra,acting:workers). auto: the fastest for this CPU, precision and
+    agent, timed once (a few seconds) and cached; measure: time it again. Speed only: the results
+    agree within float rounding. config.json records the layout used, which a resumed run keeps."""
 
     def end_step(self) -> int:
         """The env step at which the run is complete: whole updates (rollouts or batches) of
@@ -194,6 +201,7 @@ class TrainConfig(RuntimeConfig):
             self._validate_impala(world)
         else:
             self._validate_ppo(world)
+            validate_layout(self.learner_layout)
 
     def _validate_ppo(self, world: int) -> None:
         env, ppo = self.env, self.ppo

@@ -7,6 +7,10 @@ and every ``checkpoint_every`` steps the full training state is saved. Resuming 
 state (weights, optimiser, reward normaliser, RNGs, procgen's own game states, the actors'
 carried observations and agent states) so the run continues exactly as if it had never stopped.
 
+Before the actors and the learner are built, the run's layout on a CPU (learner pieces and
+threads, acting slices: :mod:`proclab.rl.ppo_layout`) is given, cached or timed, printed, and
+written into the config that ``config.json`` saves, so that a resumed run computes as it did.
+
 Several processes (torchrun): each rank gets ``num_envs / N`` envs (seeded per rank) and
 averages gradients across ranks every step (:mod:`proclab.run.distributed`).
 
@@ -21,7 +25,9 @@ information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extr
 
 from __future__ import annotations
 
+import contextlib
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -41,6 +47,7 @@ from proclab.rl.agent_checkpoints import (
 from proclab.rl.config import TrainConfig
 from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo import PPOLearner
+from proclab.rl.ppo_layout import ppo_layout
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.checkpoints import crossed
 from proclab.run.distributed import (
@@ -53,7 +60,7 @@ from proclab.run.distributed import (
     train_on_ranks,
 )
 from proclab.run.log import RunLogger, StepBar, Throughput
-from proclab.run.runtime import restore_rng_state, rng_state
+from proclab.run.runtime import restore_rng_state, rng_state, torch_threads
 
 
 class Trainer:
@@ -67,6 +74,11 @@ class Trainer:
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
 
         n_local = cfg.env.num_envs // self.world
+        self.layout = ppo_layout(cfg, self.rt, self.agent, n_local)
+        self.rt = self.layout.layout.apply(self.rt, torch.get_num_threads())
+        self.config = cfg = replace(cfg, learner_layout=str(self.layout.layout))  # config.json records it
+        if self.rank == 0:
+            print(f"learner layout: {self.layout.layout} ({self.layout.how})", flush=True)
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
         vec_env = HalvedVecEnv if cfg.ppo.acting == "overlap" else ProcgenVecEnv
         env = self.wrap_env(vec_env(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
@@ -121,7 +133,9 @@ class Trainer:
         done = self.learner.updates >= self.num_updates  # a finished run trains no further
         while not done:
             t0 = time.time()
-            self.actor.collect(self.rollout, on_info=self.on_train_info)
+            with torch_threads(1) if self.rt.acting_workers > 1 else contextlib.nullcontext():
+                # acting runs on the workers; this thread's sampling and copies are small operations
+                self.actor.collect(self.rollout, on_info=self.on_train_info)
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
             self.throughput.add(time.time() - t0, self.batch)

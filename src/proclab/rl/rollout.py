@@ -87,14 +87,14 @@ class Actor:
     unless the agent's ``config.prev_reward_reset`` is off (modern-srwm's actors).
 
     With ``side_by_side``, the forward pass on all envs is computed in slices of envs on the
-    runtime's workers (one slice per core, :meth:`Runtime.map`); the rows are independent, so the
-    outputs are the whole batch's. Only for agents without hooks that collect activations (they
-    would see the slices, from other threads).
+    runtime's acting workers (one slice per core, :meth:`Runtime.map`) when its layout has them;
+    the rows are independent, so the outputs are the whole batch's. Only for agents without hooks
+    that collect activations (they would see the slices, from other threads).
     """
 
     def __init__(self, env, agent, runtime: Runtime, side_by_side: bool = False):
         self.env, self.agent, self.rt = env, agent, runtime
-        self.slices = _row_slices(env.num_envs, runtime.workers) if side_by_side else []
+        self.slices = _row_slices(env.num_envs, runtime.acting_workers) if side_by_side else []
         self.prev_reward_reset = agent.config.prev_reward_reset
         n = env.num_envs
         obs, self.reset_info = env.reset()
@@ -129,7 +129,7 @@ class Actor:
                 state = {k: v[sl] for k, v in self.state.items()}
                 return self.agent.step(self.obs[sl], state, self.first[sl], self.prev_reward[sl])
 
-        outs, states = zip(*self.rt.map(rows, self.slices), strict=True)
+        outs, states = zip(*self.rt.map(rows, self.slices, self.rt.acting_workers), strict=True)
         out = type(outs[0])(*(torch.cat(parts) for parts in zip(*outs, strict=True)))
         return out, {k: torch.cat([s[k] for s in states]) for k in states[0]}
 

@@ -3,9 +3,10 @@
 proclab defaults to the fastest path that does not change results beyond tolerance:
 channels-last convolutions everywhere, and bf16 autocast where the hardware runs bf16 natively
 (CUDA GPUs of compute capability >= 8, and CPUs with AVX-512 BF16 or AMX), fp32 elsewhere. Losses and
-log-probabilities are always computed in fp32 on top of the autocast region. In fp32 on a CPU,
-learners run forward/backward passes on cache-sized pieces of a minibatch (``compute_chunk``), one
-piece per core side by side (``workers``).
+log-probabilities are always computed in fp32 on top of the autocast region. How a learner
+splits its work on a CPU (pieces of a minibatch, ``compute_chunk``; side by side on workers,
+``workers`` and ``acting_workers``) is the layout, chosen by timing when a run starts
+(:mod:`proclab.run.layout`); a plain runtime computes whole batches on intra-op threads.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import torch
 from proclab.errors import ProclabError, unknown_choice
 
 PRECISIONS = ("auto", "bf16", "fp32")
-CPU_COMPUTE_CHUNK = 128  # fp32 samples per learner forward/backward on CPU: fastest of 64..1024 (docs/ppo.md)
 
 
 @dataclass(frozen=True)
@@ -35,22 +35,24 @@ class Runtime:
     bf16: bool
     channels_last: bool = True  # NHWC convolutions: about 2x faster than NCHW on CPU, fp32 or bf16
     compute_chunk: int = 0
-    """Most samples per forward/backward pass of a learner, for speed only (0 = no limit): fp32
-    convolutions on a CPU run ~1.6x faster on 128 samples than on 1024 (activations stay in cache);
-    GPUs want whole batches."""
+    """Most samples per forward/backward pass of a learner, for speed only (0 = no limit): CPU
+    convolutions run faster per sample on cache-sized pieces (activations stay in cache); GPUs
+    want whole batches."""
     workers: int = 0
-    """Threads that compute independent pieces of work side by side (:meth:`map`), each with one
+    """Threads on which a learner computes its pieces side by side (:meth:`map`), each with one
     intra-op thread (0 = one piece at a time, on all of torch's intra-op threads). On a CPU, one
     single-threaded piece per core keeps every core busy without the per-operation barriers of
     intra-op threads, which stall whenever one of the threads is descheduled (docs/ppo.md)."""
+    acting_workers: int = 0
+    """Likewise for acting: slices of the envs computed side by side (0 = the whole batch at once)."""
 
-    def map(self, fn: Callable, items: Iterable) -> Iterator:
-        """``fn`` over ``items``, results in order: side by side on the ``workers`` threads, or one
-        after another in this thread. Thread-local torch state (grad mode, inference mode,
-        autocast) is not carried into the workers: ``fn`` sets what it needs."""
-        if self.workers <= 1:
+    def map(self, fn: Callable, items: Iterable, workers: int) -> Iterator:
+        """``fn`` over ``items``, results in order: side by side on ``workers`` threads, or one
+        after another in this thread (``workers`` <= 1). Thread-local torch state (grad mode,
+        inference mode, autocast) is not carried into the workers: ``fn`` sets what it needs."""
+        if workers <= 1:
             return map(fn, items)
-        return _worker_pool(self.workers).map(fn, items)
+        return _worker_pool(workers).map(fn, items)
 
     def autocast(self):
         """Context for forward passes: bf16 autocast when enabled, otherwise a no-op."""
@@ -78,6 +80,17 @@ def _worker_pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(
         workers, thread_name_prefix="proclab-worker", initializer=torch.set_num_threads, initargs=(1,)
     )
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """This thread computes with ``n`` intra-op threads inside the block, its count before after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def cpu_name() -> str:
@@ -125,22 +138,11 @@ def make_runtime(
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    # Measured on fp32 CPUs only; the bf16 path keeps whole minibatches on intra-op threads as it
-    # was measured.
-    fp32_cpu = dev.type == "cpu" and not bf16
-    workers = 0
-    if fp32_cpu and torch.get_num_threads() > 1:
-        workers = torch.get_num_threads()
-        # Pins this thread's intra-op count: the workers' set_num_threads(1) changes the default
-        # that threads which have not run torch yet start from.
-        torch.set_num_threads(workers)
-    return Runtime(
-        device=dev,
-        bf16=bf16,
-        channels_last=channels_last,
-        compute_chunk=CPU_COMPUTE_CHUNK if fp32_cpu else 0,
-        workers=workers,
-    )
+    if dev.type == "cpu":
+        # Pins this thread's intra-op count: the workers' set_num_threads(1) would change the
+        # default that threads which have not run torch yet start from.
+        torch.set_num_threads(torch.get_num_threads())
+    return Runtime(device=dev, bf16=bf16, channels_last=channels_last)
 
 
 @dataclass(frozen=True, kw_only=True)

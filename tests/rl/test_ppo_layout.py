@@ -1,0 +1,98 @@
+"""The PPO run's layout: timed on the run's own agent without touching it, printed, recorded, kept on resume."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import proclab.rl.ppo_layout as ppo_layout
+from proclab.io.configs import from_dict
+from proclab.models import build_agent
+from proclab.rl.config import TrainConfig
+from proclab.rl.ppo_layout import learner_candidates, measure_layouts
+from proclab.rl.ppo_train import Trainer
+from proclab.rl.train import parse_args
+from proclab.run.layout import Layout, Timings
+from proclab.run.runtime import make_runtime
+from support import TINY_FLAGS, TINY_PPO
+
+TINY = [*TINY_PPO, "--val-num-envs", "0", "--device", "cpu", *TINY_FLAGS, "--total-steps", "256"]
+
+
+def test_candidates_are_pieces_smaller_than_the_minibatch_then_the_whole():
+    assert learner_candidates(2048, 2, recurrent=False) == [
+        (64, "workers"),
+        (64, "intra"),
+        (128, "workers"),
+        (128, "intra"),
+        (256, "intra"),
+        (0, "intra"),
+    ]
+    assert learner_candidates(2048, 1, recurrent=False) == [
+        (64, "intra"),
+        (128, "intra"),
+        (256, "intra"),
+        (0, "intra"),
+    ]
+    assert learner_candidates(100, 2, recurrent=False) == [(64, "intra"), (0, "intra")]
+    assert learner_candidates(2048, 2, recurrent=True) == [(0, "intra")]  # sequences are replayed whole
+
+
+def test_timing_leaves_the_agent_its_gradients_and_the_random_streams_alone():
+    cfg, _ = parse_args([*TINY, "--num-steps", "64", "--num-minibatches", "1"])
+    rt = make_runtime("cpu", "fp32", threads=2)
+    torch.manual_seed(0)
+    agent = rt.prepare(build_agent(cfg.agent))
+    weights = [p.detach().clone() for p in agent.parameters()]
+    rng = torch.get_rng_state()
+    timings = measure_layouts(cfg, rt, agent, 256, envs=4, threads=2, recurrent=False, budget=float("inf"))
+    assert set(timings.learner) == set(learner_candidates(256, 2, recurrent=False))
+    assert set(timings.acting) == {"intra", "workers"}
+    assert all(v > 0 for v in [*timings.learner.values(), *timings.acting.values()])
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(w, p) and p.grad is None for w, p in zip(weights, agent.parameters(), strict=True))
+    hurried = measure_layouts(cfg, rt, agent, 256, envs=4, threads=2, recurrent=False, budget=0)
+    assert set(hurried.learner) == set(timings.learner) - {(0, "intra")}  # the whole minibatch is left out
+
+
+def test_the_run_prints_and_records_its_layout_and_a_resumed_run_keeps_it(tmp_path, monkeypatch, capsys):
+    planted = Timings({(0, "intra"): 1e-3, (64, "intra"): 2e-3}, {"intra": 1e-3})
+    monkeypatch.setattr(ppo_layout, "measure_layouts", lambda *a, **k: planted)
+    cfg, _ = parse_args([*TINY, "--checkpoint-every", "128", "--run-root", str(tmp_path)])
+    trainer = Trainer(dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, total_steps=128)))
+    run = trainer.train(progress=False)
+    assert "learner layout: whole:intra,acting:intra (measured in" in capsys.readouterr().out
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["learner_layout"] == "whole:intra,acting:intra"
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a resumed run timed its layout again")
+
+    monkeypatch.setattr(ppo_layout, "measure_layouts", fail)
+    cache = ppo_layout.LayoutCache()
+    entries = json.loads(cache.path.read_text())
+    for entry in entries["layouts"].values():  # a cache that now says otherwise
+        entry["layout"] = "64:intra,acting:intra"
+    cache.path.write_text(json.dumps(entries))
+    resumed = Trainer(
+        dataclasses.replace(from_dict(TrainConfig, saved), ppo=cfg.ppo), run_dir=run, resume=True
+    )
+    assert resumed.layout.layout == Layout() and resumed.layout.how == "given"
+    assert (resumed.rt.compute_chunk, resumed.rt.workers) == (0, 0)
+    resumed.train(progress=False)
+    assert json.loads((run / "config.json").read_text())["learner_layout"] == "whole:intra,acting:intra"
+
+
+@pytest.mark.parametrize("spec", ["64:intra,acting:workers", "128:workers"])
+def test_a_given_layout_is_used_as_given(tmp_path, monkeypatch, spec):
+    monkeypatch.setattr(ppo_layout, "measure_layouts", lambda *a, **k: pytest.fail("timed"))
+    cfg, _ = parse_args([*TINY, "--learner-layout", spec, "--run-root", str(tmp_path)])
+    trainer = Trainer(cfg)
+    layout = Layout.parse(spec)
+    assert trainer.layout.layout == layout and trainer.config.learner_layout == str(layout)
+    threads = torch.get_num_threads()
+    side = threads if threads > 1 else 0
+    assert trainer.learner.rt.compute_chunk == layout.piece
+    assert trainer.learner.rt.workers == (side if layout.learner == "workers" else 0)
+    assert trainer.actor.rt.acting_workers == (side if layout.acting == "workers" else 0)
