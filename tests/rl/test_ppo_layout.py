@@ -57,6 +57,7 @@ def test_timing_leaves_the_agent_its_gradients_and_the_random_streams_alone():
 
 
 def test_the_run_prints_and_records_its_layout_and_a_resumed_run_keeps_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # empty, whatever other tests cached
     planted = Timings({(0, "intra"): 1e-3, (64, "intra"): 2e-3}, {"intra": 1e-3})
     monkeypatch.setattr(ppo_layout, "measure_layouts", lambda *a, **k: planted)
     cfg, _ = parse_args([*TINY, "--checkpoint-every", "128", "--run-root", str(tmp_path)])
