@@ -18,10 +18,17 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import HOOK, read_activation
+from proclab.interpret.interventions.command import ARMS, ArmEpisodes, compare_real, record_arm
+from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.interventions.spec import NEEDS_SOURCE, Edit, HookedAgent, parse_edit, sample_shapes
+from proclab.interpret.probes.command import episode_subset
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
+from proclab.models.loading import load_agent
+from proclab.run.runtime import make_runtime
+from proclab.store import EpisodeStore
 
 NAME = "intervene"
 
@@ -29,9 +36,6 @@ NAME = "intervene"
 def hook_distribution(data: Path, hook: str, checkpoint: Path, steps: int, seed: int) -> np.ndarray:
     """``(N, D)`` activations at ``hook`` of the agent replayed on a seeded subset of ``data``'s episodes
     holding about ``steps`` steps."""
-    from proclab.interpret.bases.activations import HOOK, read_activation
-    from proclab.interpret.probes.command import episode_subset
-    from proclab.store import EpisodeStore
 
     store = EpisodeStore(data)
     return read_activation(store, HOOK + hook, episode_subset(store, steps, seed), checkpoint=checkpoint).x
@@ -55,10 +59,6 @@ def build_edit(args, agent, checkpoint: Path, data: Path | None) -> Edit:
 
 def run_hook_intervene(args) -> Path:
     """Baseline and edited agent on the same levels; paired changes of return, completion, length, actions."""
-    from proclab.interpret.interventions.command import ARMS, ArmEpisodes, compare_real, record_arm
-    from proclab.interpret.interventions.edit_target import agent_checkpoint
-    from proclab.models.loading import load_agent
-    from proclab.run.runtime import make_runtime
 
     start = time.time()
     if args.edit is None:

@@ -31,10 +31,28 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.activations import HOOK, read_activation, replay_agent
+from proclab.interpret.interventions.spec import sample_shapes
+from proclab.interpret.probes.linear import (
+    KINDS,
+    EpisodeSums,
+    constant_predictions,
+    cross_validated,
+    probe_kind,
+    scored,
+    shuffled_labels,
+)
+from proclab.interpret.probes.spatial import track_channels
+from proclab.interpret.probes.targets import pixel_positions, target_values
+from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.checkpoint import load_checkpoint, save_checkpoint
+from proclab.io.configs import from_dict
 from proclab.io.run_dirs import write_json_atomic
+from proclab.models import AgentConfig, build_agent
+from proclab.store import EpisodeStore
 
 NAME = "probe"
 CHUNK_EPISODES = 16
@@ -86,10 +104,6 @@ def random_agent_checkpoint(checkpoint: Path, out: Path, seed: int) -> Path:
     """A randomly initialised agent of ``checkpoint``'s architecture, saved with its metadata."""
     import torch
 
-    from proclab.io.checkpoint import load_checkpoint, save_checkpoint
-    from proclab.io.configs import from_dict
-    from proclab.models import AgentConfig, build_agent
-
     ckpt = load_checkpoint(checkpoint, kind="agent")
     torch.manual_seed(RANDOM_AGENT_SEED + seed)  # not a seed a trainer would start from
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
@@ -109,7 +123,6 @@ def episode_subset(store, steps: int, seed: int) -> np.ndarray:
 def replayed(store, hook: str, episodes: np.ndarray, checkpoint: Path, shape, reduce=None):
     """The hook's activation ``(N, D)`` (or ``reduce`` of its ``(n, *shape)`` rows, chunk by chunk, so conv
     maps of many steps need not fit in memory at once) and the episode of each row."""
-    from proclab.interpret.bases.activations import HOOK, read_activation
 
     parts, owners = [], []
     for lo in range(0, len(episodes), CHUNK_EPISODES):
@@ -121,14 +134,6 @@ def replayed(store, hook: str, episodes: np.ndarray, checkpoint: Path, shape, re
 
 def probe_target(y, x, x_random, episode, args) -> dict:
     """One target: the probe and its controls, scored with intervals (NaN steps left out)."""
-    from proclab.interpret.probes.linear import (
-        EpisodeSums,
-        constant_predictions,
-        cross_validated,
-        probe_kind,
-        scored,
-        shuffled_labels,
-    )
 
     ok = np.isfinite(y)
     if len(np.unique(episode[ok])) < 2:
@@ -156,8 +161,6 @@ def _check(args: ProbeArgs) -> None:
     args.require_positive("folds", "max_steps", "bootstrap")
     if args.permutations < 0:
         raise ProclabError(f"--permutations must be >= 0 (0: automatic), got {args.permutations}")
-    from proclab.interpret.probes.linear import KINDS
-    from proclab.interpret.stats.corrections import CORRECTIONS
 
     if args.kind not in KINDS:
         raise unknown_choice("--kind", args.kind, KINDS)
@@ -171,10 +174,6 @@ def _check(args: ProbeArgs) -> None:
 
 
 def run_probe(args: ProbeArgs) -> Path:
-    from proclab.interpret.bases.activations import replay_agent
-    from proclab.interpret.interventions.spec import sample_shapes
-    from proclab.interpret.probes.targets import target_values
-    from proclab.store import EpisodeStore
 
     start = time.time()
     _check(args)
@@ -227,8 +226,6 @@ def run_probe(args: ProbeArgs) -> Path:
 
 
 def _tracking(store, entity: str, episodes, episode, centres: dict, args) -> dict:
-    from proclab.interpret.probes.spatial import track_channels
-    from proclab.interpret.probes.targets import pixel_positions
 
     position = pixel_positions(store, entity, episodes)
     options = dict(

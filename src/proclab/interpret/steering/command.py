@@ -28,13 +28,31 @@ import numpy as np
 import torch
 import tyro
 
+from proclab.envs import parse_split
+from proclab.envs.state import glossary
 from proclab.errors import ProclabError
+from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
+from proclab.interpret.interventions.edit_target import agent_checkpoint
+from proclab.interpret.interventions.spec import sample_shapes
 from proclab.interpret.stats.paired import mean_change, resamples
+from proclab.interpret.steering.reach import Reach
+from proclab.interpret.steering.rows import AddLevelVector, AddVector, RowEditedAgent, WriteSites
+from proclab.interpret.steering.vectors import (
+    contrast_vector,
+    first_frames,
+    level_vectors,
+    map_sites,
+    target_cells,
+    without,
+)
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
+from proclab.models.hooks import capture
+from proclab.models.loading import load_agent
+from proclab.run.runtime import make_runtime
 
 NAME = "steer"
 
@@ -107,11 +125,6 @@ def paired_outcomes(out, base: int, arm: int, idx: np.ndarray) -> dict:
 
 
 def run_steer(args: SteerArgs) -> Path:
-    from proclab.envs import parse_split
-    from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
-    from proclab.interpret.interventions.edit_target import agent_checkpoint
-    from proclab.models.loading import load_agent
-    from proclab.run.runtime import make_runtime
 
     start = time.time()
     args.require_positive("levels", "rows", "bootstrap")
@@ -166,7 +179,6 @@ def run_steer(args: SteerArgs) -> Path:
 
 
 def _goal(game: str) -> str:
-    from proclab.envs.state import glossary
 
     goal = glossary(game).goal
     if goal is None:
@@ -175,7 +187,6 @@ def _goal(game: str) -> str:
 
 
 def _vector(agent, hook, env, split, entity, summary):
-    from proclab.interpret.steering.vectors import contrast_vector, first_frames, without
 
     states = [env.level_state(int(lv)) for lv in range(split.start, split.start + split.num)]
     with_entity, without_entity = without(states, entity)
@@ -186,8 +197,6 @@ def _vector(agent, hook, env, split, entity, summary):
 
 
 def _coefficients(agent, vector, coefficients, env, levels, args, rt) -> dict:
-    from proclab.interpret.interventions.batched_play import play
-    from proclab.interpret.steering.rows import AddVector, RowEditedAgent
 
     steered = RowEditedAgent(agent, args.hook, [AddVector(vector)])
     dims = np.zeros(len(coefficients), np.int64)
@@ -200,9 +209,6 @@ def _coefficients(agent, vector, coefficients, env, levels, args, rt) -> dict:
 
 def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
     """Each level steered by its own with-minus-without vector, one variant per coefficient."""
-    from proclab.interpret.interventions.batched_play import play
-    from proclab.interpret.steering.rows import AddLevelVector, RowEditedAgent
-    from proclab.interpret.steering.vectors import first_frames, level_vectors
 
     states = [env.level_state(int(lv)) for lv in levels]
     vectors, have = level_vectors(agent, args.hook, states, entity, lambda s: first_frames(env, s))
@@ -219,11 +225,6 @@ def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
 
 
 def _retarget(agent, frames, env, levels, args, rt) -> dict:
-    from proclab.interpret.interventions.batched_play import play
-    from proclab.interpret.interventions.spec import sample_shapes
-    from proclab.interpret.steering.reach import Reach
-    from proclab.interpret.steering.rows import RowEditedAgent, WriteSites
-    from proclab.interpret.steering.vectors import map_sites, target_cells
 
     shape = sample_shapes(agent)[args.hook]
     if len(shape) != 3:
@@ -272,7 +273,6 @@ def _retarget(agent, frames, env, levels, args, rt) -> dict:
 
 def _peaks(agent, hook, frames, shape) -> np.ndarray:
     """Each channel's largest activation over the vector's frames (the magnitude a target is written with)."""
-    from proclab.models.hooks import capture
 
     obs = torch.as_tensor(frames[:256])
     prev = torch.zeros(len(obs)) if agent.config.prev_reward else None

@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from proclab.envs.state import glossary, parse_state, positions, remove_entities, serialize_state, to_pixels
 from proclab.errors import ProclabError
+from proclab.interpret.interventions.spec import sample_shapes
 from proclab.models.hooks import capture
 
 
@@ -33,7 +35,6 @@ def first_frames(env, states: Sequence[bytes]) -> np.ndarray:
 
 def without(states: Sequence[bytes], kind: str) -> tuple[list[bytes], list[bytes]]:
     """The states that hold ``kind`` and each of them with every ``kind`` removed (a contrastive pair)."""
-    from proclab.envs.state import parse_state, positions, remove_entities, serialize_state
 
     kept, removed = [], []
     for s in states:
@@ -49,7 +50,6 @@ def without(states: Sequence[bytes], kind: str) -> tuple[list[bytes], list[bytes
 @torch.inference_mode()
 def _activations(agent, hook: str, frames: np.ndarray, device="cpu", batch: int = 64) -> Tensor:
     """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame."""
-    from proclab.interpret.interventions.spec import sample_shapes
 
     shape = sample_shapes(agent)[hook]
     parts = []
@@ -78,8 +78,6 @@ def level_vectors(
 ) -> tuple[Tensor, np.ndarray]:
     """Per level, its own with-minus-without activation difference at ``hook`` (zero where the level has
     no ``kind``), and which levels have one; ``frames_of(states)`` renders first frames."""
-    from proclab.envs.state import parse_state, positions, remove_entities, serialize_state
-    from proclab.interpret.interventions.spec import sample_shapes
 
     have = np.array([len(positions(parse_state(s), kind)) > 0 for s in states])
     vectors = torch.zeros((len(states), *sample_shapes(agent)[hook]))
@@ -95,7 +93,6 @@ def target_cells(states: Sequence[bytes], kind: str, seed: int) -> np.ndarray:
     """Per level, the world centre ``(x, y)`` of a grid cell of ``kind`` (e.g. ``space``) drawn at random at
     least 2 cells from the agent's start, for retargeting (cell ``(row, col)`` has centre ``(col + .5,
     row + .5)``, as in :mod:`proclab.envs.state`)."""
-    from proclab.envs.state import glossary, parse_state
 
     rng = np.random.default_rng([seed, 3])
     out = np.zeros((len(states), 2))
@@ -113,7 +110,6 @@ def target_cells(states: Sequence[bytes], kind: str, seed: int) -> np.ndarray:
 def map_sites(states: Sequence[bytes], xy: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """Flat index ``y * W + x`` in a ``(C, H, W)`` map of each level's world point ``xy`` (through
     :func:`proclab.envs.state.to_pixels` of the level's first frame)."""
-    from proclab.envs.state import parse_state, to_pixels
 
     h, w = shape[1], shape[2]
     out = np.zeros(len(states), np.int64)
