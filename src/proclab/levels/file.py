@@ -47,13 +47,20 @@ ENCODING = "zlib+base64"
 SUFFIX = ".levels.json"
 
 
+GAME_CODE = {"procgen-gym": "0.10.7"}
+"""Builds that carry a version of their own and procgen's C++ games of another: procgen-gym 0.1.x (Python
+3.13) compiles procgen 0.10.7's games, whose states it writes byte for byte alike (docs/install.md)."""
+
+
 def procgen_version() -> str:
-    """The installed procgen's version (the ``procgen2`` rebuild, or the original ``procgen`` wheel)."""
-    for dist in ("procgen2", "procgen"):
+    """The version of the installed procgen's games: the ``procgen2`` (3.11) or ``procgen-mirror`` (3.12)
+    rebuild's, the original ``procgen`` wheel's, or the release procgen-gym (3.13) is built from."""
+    for dist in ("procgen2", "procgen-mirror", "procgen", *GAME_CODE):
         try:
-            return version(dist)
+            found = version(dist)
         except PackageNotFoundError:
             continue
+        return GAME_CODE.get(dist, found)
     return "unknown"
 
 
