@@ -58,7 +58,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.interpret.cli",
         "interpretation analyses of agent and world-model states (see proclab analyze)",
     ),
-    "panel export": ("proclab.panel.export", "the analysis folder as a static web panel (HTML/JS + data)"),
+    "panel export": ("proclab.panel.command", "the analysis folder as a static web panel (HTML/JS + data)"),
     "panel serve": (
         "proclab.panel.server",
         "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",

@@ -11,7 +11,8 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.workspace.folder import Workspace
 from proclab.panel.bundle import load_schema, read_array
-from proclab.panel.export import ExportArgs, export
+from proclab.panel.command import ExportArgs
+from proclab.panel.export import export
 from proclab.store import EpisodeStore
 
 

@@ -23,10 +23,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tyro
 from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES
@@ -42,6 +41,9 @@ from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_
 from proclab.panel.truth import truth_markers
 from proclab.store.store import EpisodeStore
 
+if TYPE_CHECKING:  # the command line parses the arguments and calls export() with them
+    from proclab.panel.command import ExportArgs
+
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
 EVAL_COLUMNS = (
@@ -54,32 +56,6 @@ EVAL_COLUMNS = (
     "level_complete_rate",
     "normalized_score",
 )
-
-
-@dataclass(frozen=True)
-class ExportArgs:
-    """Export an analysis folder as a self-contained panel folder (open it with proclab panel serve)."""
-
-    analysis: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="ANALYSIS")]
-    """The analysis folder (proclab analyze ... --out ANALYSIS); needs analyze hidden's basis."""
-    out: Path
-    """The panel folder to write (its data/ is replaced)."""
-    samples: int = 1000
-    """Simulated samples to include (the sample store's first N)."""
-    real: int = 50
-    """Real episodes to include (windows of the --real saliency run, else the store's first episodes)."""
-    background: int = 3000
-    """Real states drawn as the scatter's background cloud (a seeded random subset)."""
-    eval: tuple[Path, ...] = ()
-    """Eval result files (proclab eval --out FILE); default: eval*.json in the agent's run directory."""
-    chunk: int = 500
-    """Samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)."""
-    atlas_moments: int = 1
-    """Per atlas card: its first N top and bottom moments get a window in the episode viewer (0: none)."""
-    title: str | None = None
-    """Page title (default: the analysis folder's name)."""
-    seed: int = 0
-    """Seed of the background subset."""
 
 
 @dataclass
@@ -487,9 +463,3 @@ def _agent_context(ws, data, args: ExportArgs) -> dict:
         for r in table.get("rows", []):
             rows.append({k: r.get(k) for k in EVAL_COLUMNS})
     return {"training": training, "eval": rows}
-
-
-def main(argv: list[str], prog: str = "proclab panel export") -> None:
-    args = tyro.cli(ExportArgs, args=argv, prog=prog)
-    out = export(args)
-    print(f"panel written to {out}; open it with: proclab panel serve {out}")

@@ -29,7 +29,8 @@ from proclab.io.configs import from_dict
 from proclab.io.files import write_json
 from proclab.models.config import STATELESS_CORES
 from proclab.models.importers.command import ImportArgs, import_agent
-from proclab.panel.export import ExportArgs, export
+from proclab.panel.command import ExportArgs
+from proclab.panel.export import export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
 from proclab.record.command import RecordArgs
