@@ -25,13 +25,13 @@ import numpy as np
 
 def _import_procgen():
     try:
-        from gym_notices.notices import notices as banners  # a plain dict, no side effects
+        from gym_notices.notices import notices as banners  # lazy: comes with procgen, an optional backend
     except ImportError:  # pragma: no cover - gym_notices is a procgen dependency
         banners = {}
     captured = io.StringIO()
     with contextlib.redirect_stderr(captured), warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=ResourceWarning)  # procgen's unclosed version.txt
-        from procgen import ProcgenGym3Env
+        from procgen import ProcgenGym3Env  # lazy: an optional backend, only this one needs it
     text = captured.getvalue()
     for banner in set(banners.values()):
         text = text.replace(banner + "\n", "").replace(banner, "")

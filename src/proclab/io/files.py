@@ -141,7 +141,7 @@ def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: as above, and only after the backend is chosen
 
     return plt
 

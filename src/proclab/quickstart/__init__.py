@@ -64,7 +64,7 @@ def machine(device: str, precision: str) -> dict[str, str | int | bool]:
     # lazy, as the pipeline below: torch loads when the quickstart runs, not for `proclab quickstart --help`
     import torch
 
-    from proclab.run.runtime import cpu_has_native_bf16, cpu_name, make_runtime
+    from proclab.run.runtime import cpu_has_native_bf16, cpu_name, make_runtime  # lazy: as torch above
 
     rt = make_runtime(device, precision)
     return {

@@ -34,13 +34,15 @@ from typing import Annotated
 import numpy as np
 import torch
 import tyro
+from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError
-from proclab.io.files import save_figure, write_json
+from proclab.io.files import pyplot, save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
@@ -168,8 +170,6 @@ def collect(
     progress: bool = True,
 ) -> dict:
     """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``."""
-    from rich.progress import Progress
-
     config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
     means = level_mean_frames(store)
     levels = store.episodes["level_seed"]
@@ -255,11 +255,7 @@ def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: EvaluateA
 
 def plot_evaluation(result: dict, path: Path) -> Path:
     """Two panels (MSE, changed-pixel MSE) against k: each mode and baseline with its clustered 95 % band."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for ax, (metric, title) in zip(
         axes, (("mse", "frame MSE"), ("changed_pixels", "changed-pixel MSE")), strict=True
@@ -287,8 +283,6 @@ def plot_evaluation(result: dict, path: Path) -> Path:
 
 def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     """Run the evaluation; write ``out/evaluation.json`` and ``out/evaluation.png``; return the JSON data."""
-    from proclab.worldmodel.checkpoint import load_world_model
-
     args.validate()
     rt = args.runtime()
     wm, agent, ckpt = load_world_model(args.run, rt)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.interpret.stats.paired import percentile_interval, resamples, weights
+from proclab.store.schema import GROUND_TRUTH_ATTR
 
 LAGS = 8
 """Lags ``-LAGS .. LAGS`` (steps)."""
@@ -99,8 +100,6 @@ def ground_truth_columns(store, episodes: np.ndarray) -> dict[str, np.ndarray]:
     quantities a direction may track, named ``gt <feature>``; none for a store without ground truth.
     Features with a missing step (the nearest saw when none is on screen) are left to ``analyze probe``,
     which handles them."""
-    from proclab.store.schema import GROUND_TRUTH_ATTR
-
     if "features" not in store.step_fields:
         return {}
     names = next(

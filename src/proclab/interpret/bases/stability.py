@@ -32,6 +32,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from proclab.errors import ProclabError
+from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.pca_ica import Basis
+from proclab.interpret.bases.sparse_dictionary import SparseDictionary
+from proclab.interpret.bases.systems import encode_all
 
 STABLE = 0.95
 """Least quality index (on seed and bootstrap refits) of a stable direction. A convention, like
@@ -151,11 +155,6 @@ def stability(
 def refitter(coords) -> Refit | None:
     """How to fit ``coords``'s system again with another seed on other states (its own configuration):
     PCA/ICA bases and sparse dictionaries; None for a system that cannot be refitted here (NMF)."""
-    from proclab.interpret.bases.coordinates import LinearCoordinates
-    from proclab.interpret.bases.pca_ica import Basis
-    from proclab.interpret.bases.sparse_dictionary import SparseDictionary
-    from proclab.interpret.bases.systems import encode_all
-
     if isinstance(coords, LinearCoordinates):
         basis, kind = coords.basis, coords.kind
 

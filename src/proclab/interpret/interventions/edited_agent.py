@@ -40,6 +40,7 @@ from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates, hold
+from proclab.interpret.interventions.spec import sample_shapes
 from proclab.models import Agent, AgentOutput
 from proclab.models.hooks import patch
 
@@ -228,8 +229,6 @@ class HookHeldAgent:
     edit acts on each step's activation alone."""
 
     def __init__(self, agent, coords: Coordinates, hook: str):
-        from proclab.interpret.interventions.spec import sample_shapes
-
         shape = sample_shapes(agent).get(hook)
         if shape is None:
             raise unknown_choice("hook point", hook, sample_shapes(agent))

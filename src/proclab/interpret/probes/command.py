@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Annotated, ClassVar
 
 import numpy as np
+import torch
 import tyro
 
 from proclab.errors import ProclabError, unknown_choice
@@ -42,7 +43,7 @@ from proclab.interpret.probes.linear import (
     scored,
     shuffled_labels,
 )
-from proclab.interpret.probes.spatial import track_channels
+from proclab.interpret.probes.spatial import centres_of_mass, track_channels
 from proclab.interpret.probes.targets import pixel_positions, target_values
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.workspace.args import AnalysisArgs
@@ -102,8 +103,6 @@ CONTROLS = ("random_agent", "shuffled_labels", "constant")
 
 def random_agent_checkpoint(checkpoint: Path, out: Path, seed: int) -> Path:
     """A randomly initialised agent of ``checkpoint``'s architecture, saved with its metadata."""
-    import torch
-
     ckpt = load_checkpoint(checkpoint, kind="agent")
     torch.manual_seed(RANDOM_AGENT_SEED + seed)  # not a seed a trainer would start from
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
@@ -205,8 +204,6 @@ def run_probe(args: ProbeArgs) -> Path:
                 if args.target:
                     acts[name], episode = replayed(store, args.hook, episodes, ckpt, shape)
                 if args.entity:
-                    from proclab.interpret.probes.spatial import centres_of_mass
-
                     centres[name], episode = replayed(
                         store, args.hook, episodes, ckpt, shape, centres_of_mass
                     )

@@ -36,6 +36,7 @@ def probe_kind(y: np.ndarray, kind: str) -> str:
 
 def cross_validated(x: np.ndarray, y: np.ndarray, groups: np.ndarray, kind: str, folds: int) -> np.ndarray:
     """Out-of-fold predictions (ridge: values; logistic: classes) of ``y`` from ``x``, episodes as groups."""
+    # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.linear_model import LogisticRegression, RidgeCV
     from sklearn.model_selection import GroupKFold
     from sklearn.pipeline import make_pipeline

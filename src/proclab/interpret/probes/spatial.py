@@ -51,7 +51,7 @@ class Moments:
 
     @classmethod
     def of(cls, a: np.ndarray, b: np.ndarray, inv: np.ndarray, n_episodes: int) -> Moments:
-        from scipy.sparse import csr_matrix
+        from scipy.sparse import csr_matrix  # lazy: scipy is slow to import, only this step needs it
 
         ok = ~np.isnan(a) & ~np.isnan(b)[:, None]
         a0 = np.where(ok, a, 0.0)

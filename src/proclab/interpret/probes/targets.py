@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from proclab.envs.state import camera, move_agent, parse_state, to_pixels
 from proclab.errors import ProclabError, unknown_choice
 from proclab.store import EpisodeStore
 from proclab.store.schema import GROUND_TRUTH_ATTR
@@ -69,8 +70,6 @@ def world_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> t
 
 def pixel_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> np.ndarray:
     """``(N, 2)`` pixel ``(px, py)`` of ``entity`` in each step's observation (NaN where there is none)."""
-    from proclab.envs.state import camera, move_agent, parse_state, to_pixels
-
     if INITIAL_STATE not in store.blob_fields:
         raise ProclabError(
             f"episode store {str(store.path)!r} has no episodes' first states; record it again with ground truth"
