@@ -41,7 +41,8 @@ from proclab.models import agent_preset, build_agent
 from proclab.record import EpisodeRecorder
 from proclab.rl.rollout import Actor
 from proclab.run.runtime import make_runtime
-from proclab.store import EpisodeStore, ShardWriter, WindowDataset
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.windows import WindowDataset
 
 
 class _Stop(Exception):

@@ -11,9 +11,9 @@ from support import proclab as _run
 
 HEAVY = ("torch", "matplotlib", "sklearn")
 HELP_IMPORTS_TORCH = {
-    "import", "train", "eval", "render", "record", "level export", "data info", "data export",
-    "wm train", "wm sample", "wm frame-error", "wm loss-over-time", "wm evaluate", "analyze",
-    "trex demos", "trex train", "trex grid", "trex plot", "trex train-policy", "trex demo-video",
+    "import", "train", "eval", "render", "record", "wm train", "wm sample", "wm frame-error",
+    "wm loss-over-time", "wm evaluate", "analyze", "trex demos", "trex train", "trex grid", "trex plot",
+    "trex train-policy", "trex demo-video",
 }  # fmt: skip
 """Commands whose module still imports torch before parsing (a package re-export or the command's own
 module): their ``--help`` pays for it. Every other command must print its help without a heavy library."""

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from proclab.errors import ProclabError
-from proclab.store import WindowDataset
+from proclab.store.windows import WindowDataset
 
 
 @pytest.fixture(scope="module")

@@ -17,19 +17,25 @@ API summary (details in each module's docstring; the timestep convention is in :
     store.check_agent(num_actions, state_shapes, games)                     # ProclabError if they do not match
     unflatten_state(layers, store.state_layout)                             # per-layer vectors -> agent state dict
 
-    # train on windows: dict of (L, ...) tensors per field + mask, first, episode, offset (+ info fields)
+    # train on windows (proclab.store.windows): dict of (L, ...) tensors per field + mask, first, episode,
+    # offset (+ info fields)
     WindowDataset(store_or_path, length, stride=None, fields=None, info=(), episode_starts=False,
                   min_steps=None, episodes=None)
 
     # export
     export_npz(store, out_dir), export_minari(store, path)
 
-    # the agent's state as one flat vector in the store's layout (the world model's and analyses' view)
+    # the agent's state as one flat vector in the store's layout (the world model's and analyses' view;
+    # proclab.store.state_codec)
     codec = StateCodec(shapes); codec.width, codec.layer_slices()
 
 Commands: ``proclab data info`` (:mod:`.info`) and ``proclab data export`` (:mod:`.export`). Recording agents
 into a store is :mod:`proclab.record`, a layer above ``rl``; the store itself needs only ``errors`` and ``io``.
 Layout on disk and crash safety: :mod:`.writer`. Windows and padding: :mod:`.windows`.
+
+The two torch-facing modules, :mod:`.windows` (a torch ``Dataset``) and :mod:`.state_codec` (tensors), are
+imported from their modules, not from here, so that reading a store (``proclab data info``, its ``--help``)
+does not load torch.
 """
 
 from proclab.store.export import export_minari, export_npz
@@ -43,9 +49,7 @@ from proclab.store.schema import (
     state_layout,
     unflatten_state,
 )
-from proclab.store.state_codec import StateCodec
 from proclab.store.store import Episode, EpisodeStore
-from proclab.store.windows import WindowDataset
 from proclab.store.writer import ShardWriter
 
 __all__ = [
@@ -57,8 +61,6 @@ __all__ = [
     "Episode",
     "EpisodeStore",
     "ShardWriter",
-    "StateCodec",
-    "WindowDataset",
     "export_minari",
     "export_npz",
     "flatten_state",

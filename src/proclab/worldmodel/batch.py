@@ -44,7 +44,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from proclab.errors import ProclabError
-from proclab.store import STATE_IN, STATE_OUT, EpisodeStore, WindowDataset
+from proclab.store import STATE_IN, STATE_OUT, EpisodeStore
+from proclab.store.windows import WindowDataset
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
 

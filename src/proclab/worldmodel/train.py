@@ -50,7 +50,8 @@ from proclab.run.distributed import (
 )
 from proclab.run.log import RunLogger, StepBar
 from proclab.run.runtime import restore_rng_state, rng_state
-from proclab.store import EpisodeStore, WindowDataset
+from proclab.store import EpisodeStore
+from proclab.store.windows import WindowDataset
 from proclab.worldmodel.batch import make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
