@@ -1,6 +1,7 @@
 """Tiny stores for the interpretation tests: recordings of a GRU, an LSTM and a feed-forward agent; a tiny
 world model trained on a GRU agent's recording and its (modal, greedy) samples."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,9 @@ from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from proclab.worldmodel.train import train_world_model
 from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples
 from support import record as record_coinrun
 
@@ -50,26 +53,64 @@ def sample_store(tmp_path_factory) -> Path:
     return write_samples(tmp_path_factory.mktemp("samples") / "SAMPLES")
 
 
+def forms(name: str) -> dict:
+    """World-model config fields of a set of forms: ``tiny`` (the tiny preset as it is) or ``cpu`` (the cpu
+    preset's copy path, camera shift and changed-pixel loss on the tiny model)."""
+    if name == "tiny":
+        return {}
+    tiny, cpu = wm_size("tiny"), wm_size(name)
+    return {
+        "model": replace(tiny.model, decoder_copy=True, camera_shift=cpu.model.camera_shift),
+        "loss": cpu.loss,
+    }
+
+
 @pytest.fixture(scope="session")
-def wm_run(tmp_path_factory) -> Path:
-    """A tiny world model trained for a few updates on two coinrun episodes of a tiny GRU agent."""
-    from proclab.worldmodel.train import train_world_model
+def world_models(tmp_path_factory):
+    """``world_models(forms)``: a tiny world model with those :func:`forms`, trained for a few updates on two
+    coinrun episodes of a tiny GRU agent, and five modal, greedy samples of six steps of it (what saliency
+    re-simulates): ``(run, samples)``, made once per session and forms."""
+    made: dict[str, tuple[Path, Path]] = {}
 
-    root = tmp_path_factory.mktemp("interpret")
-    store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
-    return train_world_model(tiny_config(store, root / "runs", total_updates=2), progress=False)
+    def make(name: str) -> tuple[Path, Path]:
+        if name not in made:
+            root = tmp_path_factory.mktemp(f"wm-{name}")
+            store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
+            config = tiny_config(store, root / "runs", total_updates=2, **forms(name))
+            run = train_world_model(config, progress=False)
+            samples = sample_rollouts(
+                SampleArgs(
+                    checkpoint=run,
+                    out=root / "samples.zarr",
+                    n=5,
+                    steps=6,
+                    init="random",
+                    videos=0,
+                    device="cpu",
+                    torch_threads=1,
+                ),
+                progress=False,
+            )
+            made[name] = run, samples
+        return made[name]
+
+    return make
 
 
-@pytest.fixture(scope="session")
-def samples(wm_run, tmp_path_factory) -> Path:
-    """Five modal, greedy samples of six steps of that world model (what saliency re-simulates)."""
-    out = tmp_path_factory.mktemp("samples") / "samples.zarr"
-    return sample_rollouts(
-        SampleArgs(
-            checkpoint=wm_run, out=out, n=5, steps=6, init="random", videos=0, device="cpu", torch_threads=1
-        ),
-        progress=False,
-    )
+@pytest.fixture(scope="module")
+def wm_forms() -> str:
+    """The forms of this module's world model (a test module overrides it to run its tests on others)."""
+    return "tiny"
+
+
+@pytest.fixture(scope="module")
+def wm_run(world_models, wm_forms) -> Path:
+    return world_models(wm_forms)[0]
+
+
+@pytest.fixture(scope="module")
+def samples(world_models, wm_forms) -> Path:
+    return world_models(wm_forms)[1]
 
 
 @pytest.fixture(scope="module")

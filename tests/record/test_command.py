@@ -155,55 +155,21 @@ def test_record_on_a_full_disk_keeps_its_committed_episodes_and_resumes(
 
 
 @pytest.mark.distributed
-def test_workers_write_one_shard_each(checkpoint, tmp_path):
+@pytest.mark.parametrize(
+    "extra, videos",
+    [([], 0), (["--ray-address", "local", "--videos", "1"], 1)],
+    ids=["processes", "ray"],
+)
+def test_workers_write_one_shard_each(checkpoint, tmp_path, extra, videos):
+    """Two workers (local processes, or Ray tasks) record 5 episodes: one shard each, one recording."""
+    if extra:
+        pytest.importorskip("ray")
     store = tmp_path / "DATA"
-    main(
-        [
-            "record",
-            str(checkpoint),
-            "--episodes",
-            "5",
-            "--num-envs",
-            "2",
-            "--workers",
-            "2",
-            "--out",
-            str(store),
-            *THREADS,
-        ]
-    )
+    args = ["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2"]
+    main([*args, "--out", str(store), *extra, *THREADS])
     data = EpisodeStore(store, verify=True)
     assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
-    assert len(data.recordings()) == 1
-    check_episodes(data)
-
-
-@pytest.mark.distributed
-def test_ray_tasks_write_one_shard_each(checkpoint, tmp_path):
-    pytest.importorskip("ray")
-    store = tmp_path / "DATA"
-    main(
-        [
-            "record",
-            str(checkpoint),
-            "--episodes",
-            "5",
-            "--num-envs",
-            "2",
-            "--workers",
-            "2",
-            "--out",
-            str(store),
-            "--ray-address",
-            "local",
-            "--videos",
-            "1",
-            *THREADS,
-        ]
-    )
-    data = EpisodeStore(store, verify=True)
-    assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
-    assert len(data.recordings()) == 1 and len(list((store / "videos").glob("*.mp4"))) == 1
+    assert len(data.recordings()) == 1 and len(list((store / "videos").glob("*.mp4"))) == videos
     check_episodes(data)
 
 
