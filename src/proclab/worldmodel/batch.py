@@ -45,8 +45,8 @@ from torch import Tensor
 
 from proclab.errors import ProclabError
 from proclab.store import STATE_IN, STATE_OUT, EpisodeStore
-from proclab.store.windows import WindowDataset
 from proclab.store.state_codec import StateCodec
+from proclab.store.windows import WindowDataset
 from proclab.worldmodel.config import WorldModelConfig
 
 EVAL_FIELDS = ("logits_clean", "value")

@@ -47,9 +47,9 @@ from proclab.models.loading import freeze, load_agent
 from proclab.models.scripted import SCRIPTED, ScriptedAgent
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
-from proclab.store.windows import WindowDataset
 from proclab.store.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
 from proclab.store.state_codec import StateCodec
+from proclab.store.windows import WindowDataset
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
