@@ -58,6 +58,10 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
     zero = summary["coefficients"]["0"]
     assert all(zero[k]["change"] == 0 for k in ("return", "level_complete", "length"))
     assert set(summary["coefficients"]) == {"0", "3"}
+    for c, row in summary["coefficients"].items():
+        cheese = row["reach"]["cheese"]  # maze's only kinds: walls and the cheese
+        assert cheese["levels"] == 2 and cheese["intervened"] >= row["level_complete"]["intervened"]
+        assert c != "0" or cheese["change"] == 0
     per_level = summary["per_level"]
     assert per_level["levels_with_entity"] == 2
     assert all(

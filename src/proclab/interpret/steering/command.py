@@ -15,6 +15,11 @@
    activation on the vector's frames times ``--magnitude``; the control writes the same into as many
    random other channels. Outcome: how often the agent's centre reaches the target cell, each arm against the plain agent and
    the tracking channels against the random ones, paired by level.
+
+Per coefficient, ``reach`` says for each kind of the game's glossary present at the start of some
+held-out level how often the agent reached it on those levels (its box within ``--reach-gap`` of one,
+:class:`~proclab.interpret.steering.reach.Near`; the goal also by completing the level), paired with
+coefficient 0 over the same levels.
 """
 
 from __future__ import annotations
@@ -35,11 +40,12 @@ from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_l
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.interventions.spec import sample_shapes
 from proclab.interpret.stats.paired import mean_change, resamples
-from proclab.interpret.steering.reach import Reach
+from proclab.interpret.steering.reach import Near, Reach
 from proclab.interpret.steering.rows import AddLevelVector, AddVector, RowEditedAgent, WriteSites
 from proclab.interpret.steering.vectors import (
     contrast_vector,
     first_frames,
+    kinds_present,
     level_vectors,
     map_sites,
     target_cells,
@@ -89,6 +95,10 @@ class SteerArgs(AnalysisArgs):
     magnitude: float = 1.0
     """Retargeting: the value written, as a multiple of each channel's largest activation on the vector's
     frames (Mini et al. wrote values far above a channel's range)."""
+    reach_gap: float = 0.5
+    """Per-kind reach: a kind counts as reached on a level when the agent's box came within this many
+    world units of one (the touch that ends an episode is never seen, only the approach; the goal is
+    also reached when the level is completed)."""
     target_cell: str = "space"
     """Retargeting: the kind of cell a target is drawn from."""
     greedy: bool = True
@@ -201,10 +211,35 @@ def _coefficients(agent, vector, coefficients, env, levels, args, rt) -> dict:
     steered = RowEditedAgent(agent, args.hook, [AddVector(vector)])
     dims = np.zeros(len(coefficients), np.int64)
     values = np.repeat(coefficients[:, None], len(levels), 1)
-    outcomes = play(steered, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed)
+    near = _near(env, len(coefficients), len(levels), args.reach_gap)
+    outcomes = play(steered, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near)
+    return _report(outcomes, near, env, levels, coefficients, args)
+
+
+def _near(env, variants: int, levels: int, gap: float) -> Near:
+    return Near(lambda: env.env.get_state()["procgen"][0], env.config.games()[0], variants, levels, gap)
+
+
+def _report(outcomes, near: Near, env, levels, coefficients, args) -> dict:
+    """Per coefficient: the paired outcomes against coefficient 0, and ``reach``: per kind present at
+    the start of some level, the share of those levels on which the agent reached it (paired over them)."""
+
     idx = resamples(len(levels), args.bootstrap, args.seed)
     base = int(np.flatnonzero(coefficients == 0)[0])
-    return {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+    out = {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+    present = kinds_present([env.level_state(int(lv)) for lv in levels], near.kinds)
+    goal = glossary(env.config.games()[0]).goal
+    for k, kind in enumerate(near.kinds):
+        have = np.flatnonzero(present[:, k])
+        if not len(have):
+            continue  # the game's kind appears on none of these levels
+        reached = near.reached[:, :, k] | ((outcomes.complete > 0) if kind == goal else False)
+        sub = reached[:, have].astype(np.float64)
+        sub_idx = resamples(len(have), args.bootstrap, args.seed)
+        for v, c in enumerate(coefficients):
+            row = out[f"{c:g}"].setdefault("reach", {})
+            row[kind] = {"levels": len(have), **mean_change(sub[base], sub[v], sub_idx)}
+    return out
 
 
 def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
@@ -215,12 +250,10 @@ def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
     variants = [AddLevelVector(vectors, float(c)) for c in coefficients]
     steered = RowEditedAgent(agent, args.hook, variants)
     values = np.repeat(np.arange(len(levels), dtype=np.float64)[None], len(coefficients), 0)
-    outcomes = play(
-        steered, env, levels, np.arange(len(coefficients)), values, rt, greedy=args.greedy, seed=args.seed
-    )
-    idx = resamples(len(levels), args.bootstrap, args.seed)
-    base = int(np.flatnonzero(coefficients == 0)[0])
-    out = {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+    near = _near(env, len(coefficients), len(levels), args.reach_gap)
+    dims = np.arange(len(coefficients))
+    outcomes = play(steered, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near)
+    out = _report(outcomes, near, env, levels, coefficients, args)
     return {"levels_with_entity": int(have.sum()), "coefficients": out}
 
 
@@ -292,6 +325,11 @@ def _print(summary: dict) -> None:
                 f"{label}, coefficient {c:>5}: level completed {lc['intervened']:.3f} (change {lc['change']:+.3f} "
                 f"[{lc['ci95'][0]:+.3f}, {lc['ci95'][1]:+.3f}]), return change {r['return']['change']:+.3f}"
             )
+            for kind, k in r.get("reach", {}).items():
+                print(
+                    f"    reached {kind} on {k['intervened']:.3f} of {k['levels']} levels (change "
+                    f"{k['change']:+.3f} [{k['ci95'][0]:+.3f}, {k['ci95'][1]:+.3f}])"
+                )
     if "retarget" in summary:
         r = summary["retarget"]
         d = r["tracking_vs_random"]

@@ -1,16 +1,25 @@
-"""Whether the agent went somewhere: per (variant, level), did its centre come within ``radius`` world
-units (half a cell by default) of the level's target point at any step.
+"""Whether the agent went somewhere, per (variant, level), read from the game state after every step.
 
 Called by :func:`~proclab.interpret.interventions.batched_play.play` after every env step (its
-``watch``); the agent's position is read from each slot's game state with the recorder's cheap scan
+``watch``); positions are read from each slot's game state with the recorder's cheap scan
 (:func:`proclab.record.ground_truth.scan`), not a full parse. A slot whose episode ended on the step
-already shows the next level; it is skipped.
+already shows the next level; it is skipped, so a touch that ends the episode (maze's cheese, a
+coinrun saw) is seen only as the approach on the steps before it (hence :class:`Near`'s gap; the goal's
+is also known from level completion, which the steering report adds).
+
+* :class:`Reach`: did the agent's centre come within ``radius`` world units (half a cell by default)
+  of the level's target point (retargeting).
+* :class:`Near`: did the agent's box come within ``gap`` world units of any instance of each kind of
+  the game's glossary (entity boxes, grid cells): per-kind reach in steering.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from proclab.envs.state import glossary
 from proclab.envs.state.model import PLAYER
 from proclab.record.ground_truth import scan
 
@@ -32,3 +41,47 @@ class Reach:
                 np.abs([agent["x"][0], agent["y"][0]] - self.targets[level]) <= self.radius
             ):
                 self.hit[v, level] = True
+
+
+def near_kinds(data: bytes, types: np.ndarray, is_cell: np.ndarray, gap: float) -> np.ndarray:
+    """``bool (K,)``: whether the agent's box comes within ``gap`` world units (on both axes) of a
+    ``types[k]`` entity's box (``is_cell[k]`` false) or grid cell (true; cell ``(row, col)`` is the unit
+    square at ``(col, row)``). Entities in screen coordinates are not in the world and never near."""
+
+    _, entities, grid = scan(data)
+    out = np.zeros(len(types), bool)
+    me = entities[entities["type"] == PLAYER]
+    if not len(me):
+        return out
+    x, y, rx, ry = (float(me[f][0]) for f in ("x", "y", "rx", "ry"))
+    world = entities[(entities["type"] != PLAYER) & (entities["use_abs_coords"] == 0)]
+    gx = np.abs(world["x"].astype(np.float64) - x) - rx - world["rx"]
+    gy = np.abs(world["y"].astype(np.float64) - y) - ry - world["ry"]
+    close = world["type"][np.maximum(gx, gy) <= gap]
+    out[~is_cell] = np.isin(types[~is_cell], close)
+    # cell c spans [c, c + 1]: within gap on x iff c lies in [x - rx - 1 - gap, x + rx + gap]
+    h, w = grid.shape
+    c0, c1 = max(0, math.ceil(x - rx - 1 - gap)), min(w - 1, math.floor(x + rx + gap))
+    r0, r1 = max(0, math.ceil(y - ry - 1 - gap)), min(h - 1, math.floor(y + ry + gap))
+    if c0 <= c1 and r0 <= r1:
+        out[is_cell] = np.isin(types[is_cell], grid[r0 : r1 + 1, c0 : c1 + 1])
+    return out
+
+
+class Near:
+    """``reached[v, l, k]``: variant ``v`` on level ``l`` came within ``gap`` of kind ``kinds[k]`` (the
+    game's :meth:`~proclab.envs.state.Glossary.feature_kinds`) on some step it was seen."""
+
+    def __init__(self, states, game: str, variants: int, levels: int, gap: float = 0.5):
+        names = glossary(game)
+        self.states, self.V, self.gap = states, variants, gap
+        self.kinds = names.feature_kinds()
+        self.types = np.array([names.type_of(k) for k in self.kinds], np.int64)
+        self.is_cell = np.array([names.is_cell(k) for k in self.kinds], bool)
+        self.reached = np.zeros((variants, levels, len(self.kinds)), bool)
+
+    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray) -> None:
+        states = self.states()
+        for r, job in zip(rows[~ended], jobs[~ended], strict=True):
+            level, v = divmod(int(job), self.V)
+            self.reached[v, level] |= near_kinds(states[r], self.types, self.is_cell, self.gap)

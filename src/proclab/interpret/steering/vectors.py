@@ -117,3 +117,12 @@ def map_sites(states: Sequence[bytes], xy: np.ndarray, shape: Sequence[int]) -> 
         px, py = to_pixels(parse_state(s), xy[i, 0], xy[i, 1])
         out[i] = int(np.clip(py * h / 64, 0, h - 1)) * w + int(np.clip(px * w / 64, 0, w - 1))
     return out
+
+
+def kinds_present(states: Sequence[bytes], kinds: Sequence[str]) -> np.ndarray:
+    """``bool (levels, kinds)``: which kinds each level state holds at least one of."""
+    out = np.zeros((len(states), len(kinds)), bool)
+    for i, s in enumerate(states):
+        state = parse_state(s)
+        out[i] = [len(positions(state, kind)) > 0 for kind in kinds]
+    return out

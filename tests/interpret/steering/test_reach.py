@@ -1,0 +1,74 @@
+"""Per-kind reach (``near_kinds``) against a slow reference on the full parse: every entity and every
+grid cell of the state, one at a time, on real states of maze and coinrun, some of them with the agent
+moved next to an instance of a kind so that both answers occur for most kinds."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from proclab.envs.state import glossary, parse_state, positions, serialize_state
+from proclab.envs.state.model import PLAYER, agent_index
+from proclab.envs.state.sample import random_states
+from proclab.interpret.steering.reach import near_kinds
+
+
+def _slow_near(state, kind: str, gap: float) -> bool:
+    names = glossary(state.game)
+    me = state.agent
+    value = names.type_of(kind)
+    if names.is_cell(kind):
+        h, w = state.grid.shape
+        for row in range(h):
+            for col in range(w):
+                if state.grid[row, col] != value:
+                    continue
+                gx = abs(me.x - (col + 0.5)) - me.rx - 0.5
+                gy = abs(me.y - (row + 0.5)) - me.ry - 0.5
+                if max(gx, gy) <= gap:
+                    return True
+        return False
+    for e in state.entities:
+        if e.type != value or e.type == PLAYER or e.use_abs_coords:
+            continue
+        if max(abs(e.x - me.x) - me.rx - e.rx, abs(e.y - me.y) - me.ry - e.ry) <= gap:
+            return True
+    return False
+
+
+def _moved_next_to_kinds(states: list[bytes], rng) -> list[bytes]:
+    """Each state with its agent put at a random offset (up to 1.5 units) from an instance of a kind."""
+    out = []
+    for s in states:
+        state = parse_state(s)
+        kinds = [k for k in glossary(state.game).feature_kinds() if len(positions(state, k))]
+        if not kinds:
+            continue
+        points = positions(state, kinds[rng.integers(len(kinds))])
+        x, y = points[rng.integers(len(points))] + rng.uniform(-1.5, 1.5, 2)
+        i = agent_index(state.entities)
+        entities = list(state.entities)
+        entities[i] = dataclasses.replace(entities[i], x=float(x), y=float(y))
+        out.append(serialize_state(dataclasses.replace(state, entities=entities)))
+    return out
+
+
+@pytest.mark.parametrize("game,mode", [("maze", "easy"), ("coinrun", "hard")])
+def test_near_kinds_is_the_slow_definition(game, mode):
+    states = list(random_states(game, mode, 30, seed=5, num_envs=2, keep_prob=0.2))
+    states += _moved_next_to_kinds(states, np.random.default_rng(0))
+    names = glossary(game)
+    kinds = names.feature_kinds()
+    types = np.array([names.type_of(k) for k in kinds])
+    is_cell = np.array([names.is_cell(k) for k in kinds])
+    seen = []
+    for gap in (0.0, 0.5, 2.0):
+        for s in states:
+            got = near_kinds(s, types, is_cell, gap)
+            parsed = parse_state(s)
+            want = [_slow_near(parsed, kind, gap) for kind in kinds]
+            assert got.tolist() == want, (gap, kinds)
+            seen.append(got)
+    seen = np.array(seen)
+    goal = kinds.index(names.goal)
+    assert seen[:, goal].any() and not seen[:, goal].all()  # the test sees both answers for the goal
