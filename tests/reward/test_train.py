@@ -2,6 +2,7 @@
 
 import csv
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -136,6 +137,10 @@ def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     assert len(rows) == len(written) == 4 and list(written[0]) == list(SUMMARY_COLUMNS)
     assert sorted((int(r["num_dems"]), int(r["seed"])) for r in written) == [(6, 0), (6, 1), (8, 0), (8, 1)]
     assert len({r["run_dir"] for r in written}) == 4
+    assert run_grid(args) == []  # every cell has its row: a rerun trains nothing
+    more = run_grid(replace(args, num_demos=(6,), seeds=3))  # only the new cell
+    assert [(int(r["num_dems"]), int(r["seed"])) for r in more] == [(6, 2)]
+    written = [r for r in rows_of(tmp_path / "grid.csv") if r["seed"] != "2"]
 
     table = correlation_table(written)["starpilot"]
     sp = [float(r["spearman"]) for r in written if r["num_dems"] == "6"]
