@@ -69,6 +69,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
     "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),
+    "trex evaluate": (
+        "proclab.reward.evaluate",
+        "does a learned reward know more than length? partial and binned Spearman, bootstrap CIs",
+    ),
     "trex plot": ("proclab.reward.plots", "T-REX correlation bars and reward-prediction plots (PNG)"),
     "trex train-policy": ("proclab.reward.policy", "PPO on a learned reward, true return logged beside it"),
     "trex demo-video": ("proclab.reward.demo_video", "one T-REX demo as an mp4 with rewards drawn on"),

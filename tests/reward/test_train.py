@@ -1,6 +1,8 @@
 """`proclab trex train`, `grid`, `plot` and `demo-video` on a small synthetic demo store; bad input."""
 
 import csv
+import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -135,6 +137,10 @@ def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     assert len(rows) == len(written) == 4 and list(written[0]) == list(SUMMARY_COLUMNS)
     assert sorted((int(r["num_dems"]), int(r["seed"])) for r in written) == [(6, 0), (6, 1), (8, 0), (8, 1)]
     assert len({r["run_dir"] for r in written}) == 4
+    assert run_grid(args) == []  # every cell has its row: a rerun trains nothing
+    more = run_grid(replace(args, num_demos=(6,), seeds=3))  # only the new cell
+    assert [(int(r["num_dems"]), int(r["seed"])) for r in more] == [(6, 2)]
+    written = [r for r in rows_of(tmp_path / "grid.csv") if r["seed"] != "2"]
 
     table = correlation_table(written)["starpilot"]
     sp = [float(r["spearman"]) for r in written if r["num_dems"] == "6"]
@@ -228,3 +234,56 @@ def test_a_full_disk_at_an_epoch_checkpoint_is_one_line_and_resume_continues(sto
     assert [p.name for p in run.iterdir() if ".tmp-" in p.name] == []
     proclab(["trex", "train", "--resume", str(run)])
     assert [r["epoch"] for r in rows_of(run / "train_log.csv")] == ["1", "2"]
+
+
+def test_summary_and_evaluate_report_the_length_control(store, tmp_path, capsys):
+    proclab(["trex", "train", "--demos", str(store), "--num-demos", "8", "--run-root", str(tmp_path), *FAST])
+    (summary,) = rows_of(tmp_path / "trex" / "rm_infos.csv")
+    assert float(summary["wall_seconds"]) >= float(summary["train_seconds"]) > 0
+    for key in ("spearman", "partial_spearman", "binned_spearman", "baseline_spearman", "spearman_gain"):
+        lo, hi = float(summary[f"{key}_lo"]), float(summary[f"{key}_hi"])
+        assert (-2 <= lo <= hi <= 2) or np.isnan(float(summary[key])), key  # NaN: undefined on 8 demos
+    run_dir = summary["run_dir"]
+    capsys.readouterr()
+    proclab(
+        [
+            "trex",
+            "evaluate",
+            "--reward-model",
+            run_dir,
+            "--bootstrap",
+            "50",
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
+    assert "partial Spearman given length" in capsys.readouterr().out
+    (report,) = json.loads((tmp_path / "c.json").read_text())
+    # the same model on the same held-out demos, scored demo by demo instead of in one batch
+    for key in ("spearman", "baseline_spearman", "partial_spearman", "binned_spearman"):
+        assert report[key] == pytest.approx(float(summary[key]), abs=1e-4, nan_ok=True), key
+    assert report["control_demos"] == int(summary["test_demos"])
+
+    with pytest.raises(SystemExit) as exc:  # never overwrites a report
+        proclab(["trex", "evaluate", "--reward-model", run_dir, "--out", str(tmp_path / "c.json")])
+    assert exc.value.code == 2 and "exists" in capsys.readouterr().err
+
+    old = tmp_path / "old.csv"
+    old.write_text("rm_id,spearman\nx,0.5\n")
+    with pytest.raises(SystemExit) as exc:  # rows are never appended under another header
+        proclab(
+            [
+                "trex",
+                "train",
+                "--demos",
+                str(store),
+                "--num-demos",
+                "8",
+                "--run-root",
+                str(tmp_path),
+                "--summary",
+                str(old),
+                *FAST,
+            ]
+        )
+    assert exc.value.code == 2 and "other columns" in capsys.readouterr().err

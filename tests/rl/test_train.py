@@ -241,3 +241,16 @@ def test_a_repeated_game_option_is_refused(tmp_path, capsys):
             capsys, ["train", *args, "--total-steps", "128", "--run-root", str(tmp_path / "r")]
         )
     assert not (tmp_path / "r").exists()
+
+
+def test_resume_takes_a_new_time_limit_for_its_session(tmp_path, capsys):
+    """A run stopped by --time-limit resumes under another limit (a job slot of another length); no other
+    flag may change."""
+    from proclab.cli import main
+
+    main(["train", *TINY, "--total-steps", "256", "--time-limit", "1e-9", "--run-root", str(tmp_path)])
+    run = only_run(tmp_path)
+    assert load_checkpoint(run, kind="agent").step == 128  # stopped after its first update
+    main(["train", "--resume", str(run), "--time-limit", "0"])
+    assert load_checkpoint(run, kind="agent").step == 256
+    assert from_dict(TrainConfig, json.loads((run / "config.json").read_text())).time_limit == 0

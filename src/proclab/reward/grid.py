@@ -6,11 +6,14 @@ The seed ran its grid serially, one subprocess per cell, without passing the see
 with ``--ray-address``), and each finished cell appends its summary row (the columns of
 ``trex train``'s summary) to ``--out`` at once, so an interrupted grid keeps what it finished.
 Every cell is checked before any starts: a num-demos that a game's demos cannot supply is an
-error up front, not a crash an hour in.
+error up front, not a crash an hour in. Cells that already have a row in ``--out`` are skipped
+(``--no-skip-done`` trains them again), so a grid stopped part-way is continued by running the
+same command again.
 """
 
 from __future__ import annotations
 
+import csv
 import itertools
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
@@ -22,6 +25,7 @@ import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError
+from proclab.io.files import disk_errors
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.train import PARITY, TrexConfig, append_summary, train_reward
 from proclab.run.distributed import connect_ray
@@ -41,6 +45,9 @@ class GridArgs:
     """Seeds per (game, num-demos) cell: --train.seed, --train.seed + 1, ..."""
     out: Path = Path("runs/trex/grid.csv")
     """CSV of summary rows (appended to)."""
+    skip_done: bool = True
+    """Skip cells (game, num-demos, seed) that already have a row in --out: rerunning an interrupted grid
+    continues it (the rows' other settings are not compared: use a new --out for new settings)."""
     workers: int = 1
     """Runs at a time on this machine (1: one after another in this process)."""
     threads: int = 1
@@ -69,10 +76,20 @@ def grid_configs(args: GridArgs) -> list[TrexConfig]:
         if len(np.unique(table["return"][train])) < 2:
             raise ProclabError(f"every {game} training demo has the same return: there is nothing to rank")
     base = replace(args.train, demos=args.demos, torch_threads=args.threads)
+    done = finished_cells(args.out) if args.skip_done else set()
     return [
         replace(base, game=g, num_demos=n, seed=args.train.seed + s, name=f"grid-n{n}")
         for g, n, s in itertools.product(games, args.num_demos, range(args.seeds))
+        if (g, n, args.train.seed + s) not in done
     ]
+
+
+def finished_cells(out: Path) -> set[tuple[str, int, int]]:
+    """``(game, num_dems, seed)`` of the rows already in the grid CSV ``out`` (none if it does not exist)."""
+    if not out.is_file():
+        return set()
+    with disk_errors(out, "T-REX grid CSV"), open(out, newline="") as f:
+        return {(r["env_name"], int(r["num_dems"]), int(r["seed"])) for r in csv.DictReader(f)}
 
 
 def _quiet_run(cfg: TrexConfig) -> dict:
@@ -112,5 +129,6 @@ def run_grid(args: GridArgs) -> list[dict]:
 def main(argv: list[str], prog: str = "proclab trex grid") -> None:
     default = GridArgs(train=PARITY) if "--train.parity" in argv else GridArgs()
     args = tyro.cli(GridArgs, args=argv, default=default, prog=prog)
+    skipped = len(finished_cells(args.out)) if args.skip_done else 0
     rows = run_grid(args)
-    print(f"{len(rows)} runs; summary rows in {args.out}")
+    print(f"{len(rows)} runs ({skipped} rows were already in {args.out}); summary rows in {args.out}")

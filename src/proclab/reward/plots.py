@@ -3,6 +3,9 @@
 * **Correlation bars** from a grid CSV (or ``rm_infos.csv``): per game, mean Spearman and
   Pearson over seeds for each number of demos, with std error bars, and the +1/step baseline
   as dashed lines (it is the same for every run of a game: length vs return on the test demos).
+  Summaries with the length control (:mod:`proclab.reward.control`) add bars of the partial
+  Spearman given length and the Spearman within length bins, with the baseline's binned
+  Spearman dashed: bars above it mean the reward ranks demos of equal length by their return.
 * **Reward predictions** of one reward model: on test demos longer than 100 steps (sampled
   without replacement; the seed drew with replacement and plotted 6 of its 12), the cumulative
   true reward beside the cumulative predicted reward times ``c = sum true / sum predicted``
@@ -41,17 +44,35 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+BARS = ("spearman", "pearson", "partial_spearman", "binned_spearman")
+"""Bars of the correlation plot, each with its dashed baseline where it has one."""
+BASELINES = {
+    "spearman": "baseline_spearman",
+    "pearson": "baseline_pearson",
+    "binned_spearman": "baseline_binned_spearman",
+}
+
+
+def finite_mean_std(values) -> tuple[float, float]:
+    """Mean and std of the defined values (a correlation is NaN where an input was constant); NaN if none."""
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    return (float(v.mean()), float(v.std())) if len(v) else (float("nan"), float("nan"))
+
+
 def correlation_table(rows: list[dict]) -> dict[str, dict[int, dict[str, tuple[float, float, int]]]]:
-    """game -> num_dems -> metric -> (mean, std, runs) for spearman, pearson and both baselines."""
+    """game -> num_dems -> metric -> (mean, std, runs) for the bars and baselines the rows have."""
     cells: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for r in rows:
         cells[(r["env_name"], int(r["num_dems"]))].append(r)
     out: dict = defaultdict(dict)
     for (game, n), rs in sorted(cells.items()):
         out[game][n] = {}
-        for key in ("spearman", "pearson", "baseline_spearman", "baseline_pearson"):
-            v = np.array([float(r[key]) for r in rs])
-            out[game][n][key] = (float(np.nanmean(v)), float(np.nanstd(v)), len(v))
+        for key in (*BARS, *BASELINES.values()):
+            if rs[0].get(key) in (None, ""):
+                continue
+            mean, std = finite_mean_std([float(r[key]) for r in rs])
+            out[game][n][key] = (mean, std, len(rs))
     return dict(out)
 
 
@@ -62,13 +83,27 @@ def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
     for game, by_n in correlation_table(rows).items():
         ns = sorted(by_n)
         x = np.arange(len(ns))
-        fig, ax = plt.subplots(figsize=(1.2 * len(ns) + 3, 4))
-        for k, (key, color) in enumerate((("spearman", "C0"), ("pearson", "C1"))):
+        bars = [key for key in BARS if all(key in by_n[n] for n in ns)]
+        width = 0.8 / len(bars)
+        fig, ax = plt.subplots(figsize=(0.6 * len(bars) * len(ns) + 3, 4))
+        for k, key in enumerate(bars):
             mean = [by_n[n][key][0] for n in ns]
             std = [by_n[n][key][1] for n in ns]
-            ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=std, capsize=3, color=color, label=key.capitalize())
-            base = np.nanmean([by_n[n][f"baseline_{key}"][0] for n in ns])
-            ax.axhline(base, color=color, ls="--", lw=1.2, label=f"+1/step baseline ({key}) {base:.2f}")
+            label = key.replace("_", " ").capitalize()
+            ax.bar(
+                x + (k - (len(bars) - 1) / 2) * width,
+                mean,
+                width,
+                yerr=std,
+                capsize=3,
+                color=f"C{k}",
+                label=label,
+            )
+            if key in BASELINES:
+                base = finite_mean_std([by_n[n][BASELINES[key]][0] for n in ns])[0]
+                ax.axhline(
+                    base, color=f"C{k}", ls="--", lw=1.2, label=f"+1/step baseline ({label}) {base:.2f}"
+                )
         runs = {by_n[n]["spearman"][2] for n in ns}
         ax.set_xticks(x, [str(n) for n in ns])
         ax.set_xlabel("training demos")

@@ -91,7 +91,8 @@ the learned one.
 
 --preset NAME      start from a named setting (flags below override it)
 --resume RUN_DIR   continue a stopped run exactly, with its reward model (only --total-steps may change;
-                   a finished run is left as it is unless --total-steps asks for more)"""
+                   a finished run is left as it is unless --total-steps asks for more); --time-limit
+                   SECONDS bounds this session alone"""
 
 
 def _start(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
@@ -117,6 +118,7 @@ def parse_args(argv: list[str], prog: str = "proclab trex train-policy") -> tupl
         flags=algo_flags(dict.fromkeys(ALGOS, _PolicyArgs), PolicyConfig),
         start=_start,
         saved=_saved,
+        session_flags=("--time-limit",),
         end_step=TrainConfig.end_step,
         description=DESCRIPTION,
     ).parse(argv)

@@ -161,7 +161,7 @@ def record_demos(
     levels: str | None = None,
     max_len: int = 1000,
     num_envs: int = 16,
-    use_backgrounds: bool = True,
+    use_backgrounds: bool | None = None,
     seed: int = 0,
     device: str = "auto",
     progress: bool = True,
@@ -185,7 +185,10 @@ def record_demos(
         if game not in games:
             raise ProclabError(f"checkpoint {str(ckpt.path)!r} plays {', '.join(games)}, not {game}")
         agents[int(c)] = (agent, env_config, ckpt)
-    env_config = replace(next(iter(agents.values()))[1], game=(game,), use_backgrounds=use_backgrounds)
+    env_config = replace(next(iter(agents.values()))[1], game=(game,))
+    if use_backgrounds is not None:
+        env_config = replace(env_config, use_backgrounds=use_backgrounds)
+    use_backgrounds = env_config.use_backgrounds
 
     chosen = draw_levels(level_range, num, _levels_in_store(out, game), rng)
     meta = {"mode": env_config.mode, "split": split, "max_len": max_len, "use_backgrounds": use_backgrounds}
@@ -305,8 +308,9 @@ class DemosArgs:
     """Level range START:NUM to draw from (default: [0, 1e9) for train, [1e9, 2e9) for test)."""
     max_len: int = 1000
     """Cut an episode after this many steps (the seed's max_ep_len)."""
-    use_backgrounds: bool = True
-    """Draw the game backgrounds (the seed's --use_backgrounds; they may leak time cues)."""
+    use_backgrounds: bool | None = None
+    """Draw the game backgrounds (the seed's --use_backgrounds; they may leak time cues); default: as the
+    first checkpoint's agent was trained (an agent trained without them plays worse with them)."""
     num_envs: int = 16
     """Demos played at once per checkpoint."""
     seed: int = 0

@@ -40,6 +40,7 @@ from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_check
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.files import disk_errors, replacing
 from proclab.io.run_dirs import create_run_dir
+from proclab.reward.control import CONTROL_STATS, length_control
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
@@ -84,10 +85,21 @@ SEED_SUMMARY = (
     "pearson",
     "spearman",
 )
+CONTROL_COLUMNS = (
+    *(
+        f"{stat}{end}"
+        for stat in CONTROL_STATS
+        for end in (("",) if stat not in ("spearman", "baseline_spearman") else ()) + ("_lo", "_hi")
+    ),
+    "length_bins",
+)
+"""The length control's columns (:mod:`proclab.reward.control`); spearman and baseline_spearman
+themselves are already seed columns, their CI bounds are added."""
 SUMMARY_COLUMNS = (
     *SEED_SUMMARY,
     "baseline_pearson",
     "baseline_spearman",
+    *CONTROL_COLUMNS,
     "test_loss",
     "gt_test_acc",
     "test_demos",
@@ -98,6 +110,7 @@ SUMMARY_COLUMNS = (
     "best_epoch",
     "epochs",
     "train_seconds",
+    "wall_seconds",
     "run_dir",
 )
 
@@ -168,6 +181,10 @@ class TrexConfig(RuntimeConfig):
     """Where run directories are created."""
     summary: Path | None = None
     """CSV the summary row is appended to (default: RUN_ROOT/trex/rm_infos.csv)."""
+    length_bins: int = 10
+    """Equal-count length bins of the test demos for the binned Spearman (the length control)."""
+    control_bootstrap: int = 1000
+    """Bootstrap resamples of the test demos for the control's 95% CIs (0: no CIs)."""
 
 
 PARITY = TrexConfig(
@@ -491,6 +508,7 @@ class _TrainLog:
 def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = None) -> dict:
     """Train a reward model as ``cfg`` says (or continue the run ``resume``); returns the summary row
     (see ``SUMMARY_COLUMNS``)."""
+    started = time.time()
     rt = cfg.runtime()
     seed_everything(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -519,7 +537,15 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
     # -- the best weights on held-out levels ----------------------------------------------------
     learner.net.load_state_dict(best.state)
     test_acc, test_loss = learner.evaluate(test_pairs)
-    corr = correlations(learner.predict_returns(demos, test_d), demos.returns[test_d], demos.lengths[test_d])
+    predicted, true, lengths = (
+        learner.predict_returns(demos, test_d),
+        demos.returns[test_d],
+        demos.lengths[test_d],
+    )
+    corr = correlations(predicted, true, lengths)
+    control = length_control(
+        predicted, true, lengths, cfg.length_bins, bootstrap=cfg.control_bootstrap, seed=cfg.seed
+    )
     picked = np.concatenate([train_d, split.val])
     summary = {
         "rm_id": run_dir.name,
@@ -534,6 +560,7 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
         "val_acc": best.val_acc,
         "test_acc": test_acc,
         **corr,
+        **{k: control[k] for k in CONTROL_COLUMNS},
         "test_loss": test_loss,
         "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
         "test_demos": len(test_d),
@@ -544,6 +571,7 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
         "best_epoch": best.epoch,
         "epochs": done.epoch,
         "train_seconds": round(done.train_seconds, 3),
+        "wall_seconds": round(time.time() - started, 3),
         "run_dir": str(run_dir),
     }
     save_reward_model(
@@ -559,6 +587,14 @@ def append_summary(path: Path, rows: list[dict]) -> None:
     with disk_errors(path, "T-REX summary"):
         path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists() or path.stat().st_size == 0
+    if not new:
+        with disk_errors(path, "T-REX summary"), open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        if header != list(SUMMARY_COLUMNS):
+            raise ProclabError(
+                f"{str(path)!r} has other columns than this proclab writes (an older summary?); "
+                "append to a new CSV"
+            )
     with disk_errors(path, "T-REX summary"), open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
         if new:

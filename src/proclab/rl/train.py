@@ -43,7 +43,7 @@ DESCRIPTION = """Train an agent on Procgen with PPO (default) or IMPALA (--algo 
 --resume RUN_DIR   continue a stopped run from its last checkpoint (PPO: exactly; IMPALA: weights,
                    optimiser, learning-rate schedule and counters, with fresh actors); a finished
                    run is left as it is unless --total-steps asks for more (recorded in the run's
-                   config_history.jsonl)"""
+                   config_history.jsonl); --time-limit SECONDS bounds this session alone"""
 
 
 def _start(chosen: dict[str, str | None], rest: list[str]) -> TrainConfig:
@@ -64,6 +64,7 @@ def parse_args(argv: list[str], prog: str = "proclab train") -> tuple[TrainConfi
         choosers=("--preset", "--algo"),
         saved=lambda data, run_dir: from_dict(TrainConfig, data),
         may_change="--total-steps",
+        session_flags=("--time-limit",),
         end_step=TrainConfig.end_step,
         description=DESCRIPTION.format(presets=", ".join(PRESETS)),
     ).parse(argv)

@@ -1,0 +1,131 @@
+"""Does a learned reward know more than episode length? The length control for T-REX.
+
+In games where surviving longer means scoring more (starpilot), the "+1 per step" reward
+already ranks demos by return about as well as T-REX does, so a high Spearman of predicted vs
+true return says nothing about whether the learned reward sees anything beyond length. Two
+statistics ask that question directly, each with a percentile bootstrap CI over demos:
+
+* **partial Spearman given length**: the Pearson partial correlation of the *ranks* of predicted
+  and true return, with the ranks of length partialled out. Zero when, once length is known, the
+  prediction says nothing more about the return (up to what a linear fit in ranks cannot
+  remove: with a strongly non-linear rank relation a length-only predictor can keep a small
+  partial, which the binned statistic does not suffer from).
+* **binned Spearman**: demos are put into ``num_bins`` bins of equal count by length (tied
+  lengths always share a bin) and Spearman is taken within each bin, then **averaged over bins
+  weighted by their number of demos**. Averaging (not pooling the values) is the point: pooling
+  predicted and true returns across bins would bring back the between-bin ordering by length,
+  the very thing being controlled for; Spearman within a bin is scale-free, so bins whose
+  returns lie on different scales count alike, and weighting by size gives every demo the same
+  weight. Bins with fewer than ``min_bin`` demos, or where either value is constant, are
+  skipped.
+
+Lengths still vary a little inside a bin, so a length-only predictor keeps a small binned
+Spearman of its own: the +1/step baseline's binned Spearman (length vs return within the same
+bins) is reported beside it as the reference, with the baseline's plain Spearman. Its partial
+Spearman is 0 by construction and is not reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from proclab.reward.metrics import average_ranks, pearson, spearman
+
+CONTROL_STATS = (
+    "spearman",
+    "partial_spearman",
+    "binned_spearman",
+    "baseline_spearman",
+    "baseline_binned_spearman",
+    "spearman_gain",
+)
+"""What :func:`length_control` reports, each with ``_lo``/``_hi`` CI bounds."""
+
+
+def partial_spearman(predicted, true, length) -> float:
+    """Partial correlation of the ranks of ``predicted`` and ``true`` given the ranks of ``length``."""
+    x, y, z = (average_ranks(np.asarray(a, np.float64)) for a in (predicted, true, length))
+    r_xy, r_xz, r_yz = pearson(x, y), pearson(x, z), pearson(y, z)
+    denom = np.sqrt((1 - r_xz**2) * (1 - r_yz**2))
+    return float((r_xy - r_xz * r_yz) / denom) if denom > 1e-12 else float("nan")
+
+
+def length_bins(length, num_bins: int) -> np.ndarray:
+    """Bin ``0..num_bins-1`` of each demo: equal-count bins by length, tied lengths in one bin
+    (a demo's bin comes from its average rank, which ties share)."""
+    length = np.asarray(length)
+    ranks = average_ranks(length)
+    return np.minimum(((ranks - 1) * num_bins / len(length)).astype(np.int64), num_bins - 1)
+
+
+def binned_spearman(predicted, true, length, num_bins: int = 10, min_bin: int = 5) -> float:
+    """Spearman of ``predicted`` vs ``true`` within length bins, averaged weighted by bin size."""
+    predicted, true = np.asarray(predicted, np.float64), np.asarray(true, np.float64)
+    bins = length_bins(length, num_bins)
+    values, weights = [], []
+    for b in np.unique(bins):
+        inside = bins == b
+        if inside.sum() < min_bin:
+            continue
+        rho = spearman(predicted[inside], true[inside])
+        if np.isfinite(rho):
+            values.append(rho)
+            weights.append(inside.sum())
+    return float(np.average(values, weights=weights)) if values else float("nan")
+
+
+def bootstrap_ci(
+    statistic: Callable[..., float],
+    arrays: tuple[np.ndarray, ...],
+    num: int,
+    rng: np.random.Generator,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(*arrays)`` over resampled rows (demos);
+    resamples where the statistic is undefined (NaN) are left out."""
+    n = len(arrays[0])
+    values = np.array([statistic(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, (num, n))])
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    tail = 100 * (1 - level) / 2
+    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+
+def length_control(
+    predicted, true, length, num_bins: int = 10, min_bin: int = 5, bootstrap: int = 1000, seed: int = 0
+) -> dict[str, float]:
+    """Spearman, partial Spearman given length and binned Spearman of a reward model's predicted
+    returns, and the +1/step baseline's Spearman and binned Spearman on the same demos, each with
+    ``_lo``/``_hi`` bounds of a 95% bootstrap CI (``bootstrap`` resamples; 0: no CI, NaN bounds).
+    ``spearman_gain`` is the model's Spearman minus the baseline's, its CI from the same resamples."""
+    arrays = tuple(np.asarray(a, np.float64) for a in (predicted, true, length))
+    if not len(arrays[0]) == len(arrays[1]) == len(arrays[2]):
+        raise ValueError(f"predicted, true and length differ in length: {[len(a) for a in arrays]}")
+
+    def binned(p, t, n):
+        return binned_spearman(p, t, n, num_bins, min_bin)
+
+    stats = {
+        "spearman": lambda p, t, n: spearman(p, t),
+        "partial_spearman": partial_spearman,
+        "binned_spearman": binned,
+        "baseline_spearman": lambda p, t, n: spearman(n, t),
+        "baseline_binned_spearman": lambda p, t, n: binned(n, t, n),
+        "spearman_gain": lambda p, t, n: spearman(p, t) - spearman(n, t),
+    }
+    assert tuple(stats) == CONTROL_STATS
+    out: dict[str, float] = {}
+    for name, stat in stats.items():
+        out[name] = stat(*arrays)
+        lo, hi = (
+            bootstrap_ci(stat, arrays, bootstrap, np.random.default_rng(seed))
+            if bootstrap > 0
+            else (float("nan"), float("nan"))
+        )
+        out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
+    out["length_bins"] = num_bins
+    out["control_demos"] = len(arrays[0])
+    return out
