@@ -56,6 +56,43 @@ def test_timing_leaves_the_agent_its_gradients_and_the_random_streams_alone():
     assert set(hurried.learner) == set(timings.learner) - {(0, "intra")}  # the whole minibatch is left out
 
 
+def test_close_contenders_are_timed_again_and_each_keeps_its_best(monkeypatch):
+    """Planted timings whose first round ranks the schemes wrongly: acting workers and the learner's
+    64:workers look fastest once, intra-op threads and 128:intra are fastest at their best."""
+    acting_rounds = {"intra": [0.30, 0.20, 0.25], "workers": [0.22, 0.28, 0.27]}
+    learner_rounds = {
+        (64, "workers"): [1.00, 1.02],
+        (64, "intra"): [1.10, 0.90],
+        (128, "workers"): [2.00],  # out of contention: timed once
+        (128, "intra"): [1.20, 0.85],
+        (256, "intra"): [1.30, 1.40],
+        (0, "intra"): [3.00],
+    }
+    calls = {"acting": [], "learner": []}
+
+    def acting(agent, rt, obs):
+        scheme = "workers" if rt.acting_workers else "intra"
+        calls["acting"].append(scheme)
+        return acting_rounds[scheme][calls["acting"].count(scheme) - 1]
+
+    def learner(agent, cfg, rt, mb, cutoff=float("inf")):
+        key = (rt.compute_chunk, "workers" if rt.workers else "intra")
+        calls["learner"].append(key)
+        return learner_rounds[key][calls["learner"].count(key) - 1]
+
+    monkeypatch.setattr(ppo_layout, "_acting_seconds", acting)
+    monkeypatch.setattr(ppo_layout, "_learner_seconds", learner)
+    cfg, _ = parse_args([*TINY, "--num-steps", "64", "--num-minibatches", "1"])
+    rt = make_runtime("cpu", "fp32", threads=2)
+    agent = rt.prepare(build_agent(cfg.agent))
+    timings = measure_layouts(cfg, rt, agent, 2048, envs=4, threads=2, recurrent=False, budget=float("inf"))
+    assert calls["acting"] == ["intra", "workers"] * ppo_layout.ROUNDS  # interleaved rounds
+    assert timings.acting == {"intra": 0.20, "workers": 0.22}
+    assert calls["learner"].count((128, "workers")) == calls["learner"].count((0, "intra")) == 1
+    assert timings.learner[128, "intra"] == 0.85 and timings.learner[64, "workers"] == 1.00
+    assert timings.fastest() == Layout(128, "intra", "intra")
+
+
 def test_the_run_prints_and_records_its_layout_and_a_resumed_run_keeps_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # empty, whatever other tests cached
     planted = Timings({(0, "intra"): 1e-3, (64, "intra"): 2e-3}, {"intra": 1e-3})
