@@ -26,6 +26,7 @@ def test_candidates_are_pieces_smaller_than_the_minibatch_then_the_whole():
         (64, "intra"),
         (128, "workers"),
         (128, "intra"),
+        (256, "workers"),
         (256, "intra"),
         (0, "intra"),
     ]
@@ -65,6 +66,7 @@ def test_close_contenders_are_timed_again_and_each_keeps_its_best(monkeypatch):
         (64, "intra"): [1.10, 0.90],
         (128, "workers"): [2.00],  # out of contention: timed once
         (128, "intra"): [1.20, 0.85],
+        (256, "workers"): [1.40],
         (256, "intra"): [1.30, 1.40],
         (0, "intra"): [3.00],
     }
