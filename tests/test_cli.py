@@ -13,7 +13,7 @@ HEAVY = ("torch", "matplotlib", "sklearn")
 HELP_IMPORTS_TORCH = {
     "import", "train", "eval", "render", "record", "wm train", "wm sample", "wm frame-error",
     "wm loss-over-time", "wm evaluate", "analyze", "trex demos", "trex train", "trex grid", "trex plot",
-    "trex train-policy", "trex demo-video",
+    "trex train-policy", "trex demo-video", "trex evaluate",
 }  # fmt: skip
 """Commands whose module still imports torch before parsing (a package re-export or the command's own
 module): their ``--help`` pays for it. Every other command must print its help without a heavy library."""
