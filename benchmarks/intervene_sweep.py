@@ -76,6 +76,14 @@ def states(agent, env_config, steps: int, rt) -> np.ndarray:
     return np.concatenate(rows)
 
 
+def fitted(args, rt):
+    """The agent, its env, the states it visited and an ICA basis of ``args.directions`` fitted on them."""
+    agent, env_config = agent_and_env(args, rt)
+    x = states(agent, env_config, args.basis_steps, rt)
+    basis = Basis.fit(x, BasisConfig(n_ics=args.directions), {"activation": f"state_out/{KEY}"})
+    return agent, env_config, x, basis, LinearCoordinates(basis, "ica")
+
+
 def row(mode: str, played: float, out, variants: int, levels: int, **extra) -> dict:
     steps = int(out.length.sum())
     return {
@@ -148,10 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
     rt = make_runtime(args.device, "fp32", args.threads)
-    agent, env_config = agent_and_env(args, rt)
-    x = states(agent, env_config, args.basis_steps, rt)
-    basis = Basis.fit(x, BasisConfig(n_ics=args.directions), {"activation": f"state_out/{KEY}"})
-    coords = LinearCoordinates(basis, "ica")
+    agent, env_config, x, basis, coords = fitted(args, rt)
     start = coords.encode(agent.initial_state(1)[KEY].reshape(1, -1).double().cpu())[0].numpy()
     rec = Recorded(basis.to_ics(x), start)
     directions = list(range(args.directions))

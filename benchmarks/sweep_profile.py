@@ -27,10 +27,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from intervene_sweep import ARMS, KEY, agent_and_env, states
+from intervene_sweep import ARMS, KEY, fitted
 from proclab.envs import ProcgenVecEnv, parse_split
-from proclab.interpret.bases.coordinates import LinearCoordinates
-from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
@@ -120,10 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     args = p.parse_args(argv)
     rt = make_runtime(args.device, "fp32", args.threads)
-    agent, env_config = agent_and_env(args, rt)
-    x = states(agent, env_config, args.basis_steps, rt)
-    basis = Basis.fit(x, BasisConfig(n_ics=args.directions), {"activation": f"state_out/{KEY}"})
-    coords = LinearCoordinates(basis, "ica")
+    agent, env_config, x, basis, coords = fitted(args, rt)
     rec = Recorded(basis.to_ics(x), np.zeros(args.directions))
     common = {"threads": torch.get_num_threads(), "cpu": cpu_name(), "game": env_config.games()[0]}
     print("raw acting ...", file=sys.stderr)
