@@ -12,9 +12,10 @@ from proclab.models.loading import freeze
 from proclab.worldmodel.batch import synthetic_batch
 from proclab.worldmodel.config import LossWeights, WorldModelConfig, wm_size
 from proclab.worldmodel.layers import shift_frames
-from proclab.worldmodel.losses import step_terms, world_model_loss
+from proclab.worldmodel.camera import measured_shift
+from proclab.worldmodel.losses import shift_labels, step_terms, world_model_loss
 from proclab.worldmodel.model import WorldModel, clamp_st
-from proclab.worldmodel.simulate import dreamed, random_bottlenecks, teacher_forced
+from proclab.worldmodel.simulate import dreamed, open_loop_frames, random_bottlenecks, teacher_forced
 from support import TINY_AGENT
 
 COPY = replace(wm_size("tiny").model, decoder_copy=True, camera_shift=3.0)
@@ -78,7 +79,7 @@ def test_changed_pixel_loss_against_a_pixel_by_pixel_sum():
     traj = type("T", (), {})()
     traj.image, traj.reward, traj.done_logit = image, torch.zeros(2, 1), torch.zeros(2, 1)
     traj.agent_state, traj.env_h, traj.post_logits = torch.zeros(2, 1, 0), torch.zeros(2, 1, 4), None
-    traj.start = type("S", (), {"env_h": torch.zeros(1, 4)})()
+    traj.start, traj.shift = type("S", (), {"env_h": torch.zeros(1, 4)})(), None
     w = LossWeights(changed_pixels=10.0, change_threshold=0.05)
     got = step_terms(traj, batch, w)["image"]
     true = torch.cat([batch.init_frames[-2:-1], batch.frames]).double() / 255
@@ -138,3 +139,109 @@ def test_teacher_forcing_also_trains_the_first_frame_without_a_copy():
     traj.image_alone = None
     without, _ = world_model_loss(start, traj, batch, w)
     assert float((loss - without).detach()) == pytest.approx(2 * float(ref), rel=1e-4)
+
+
+def brute_force_shift(prev: torch.Tensor, cur: torch.Tensor, radius: int) -> tuple[int, int]:
+    """The whole shift within ``radius`` whose translated grey ``prev`` (edges repeated) is closest to ``cur``:
+    every shift tried, pixel by pixel."""
+    p, c = prev.double().mean(0), cur.double().mean(0)
+    H, W = c.shape
+    best, arg = float("inf"), (0, 0)
+    for dx, dy in itertools.product(range(-radius, radius + 1), repeat=2):
+        err = 0.0
+        for y, x in itertools.product(range(H), range(W)):
+            err += float(p[min(max(y - dy, 0), H - 1), min(max(x - dx, 0), W - 1)] - c[y, x]) ** 2
+        if err < best - 1e-12:
+            best, arg = err, (dx, dy)
+    return arg
+
+
+def textured(n: int, seed: int, size: int = 24) -> torch.Tensor:
+    """Smooth random frames (a few blurred blobs): an unambiguous best shift, like a scene of shapes."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 3, size // 4, size // 4, generator=g)
+    return torch.nn.functional.interpolate(x, size=(size, size), mode="bicubic", align_corners=False)
+
+
+def test_the_measured_shift_is_the_brute_force_best_whole_shift_refined():
+    prev = textured(6, 0)
+    truth = torch.tensor([[2.0, -3.0], [-4.0, 1.0], [0.0, 0.0], [3.0, 4.0], [-1.0, -4.0], [1.0, 2.0]])
+    cur = shift_frames(prev, truth)
+    got = measured_shift(prev, cur, 4.0)
+    for i in range(len(prev)):
+        assert tuple(got[i].round().int().tolist()) == brute_force_shift(prev[i], cur[i], 4)
+    torch.testing.assert_close(got, truth, atol=0.05, rtol=0)
+    sub = torch.tensor([[1.3, -0.6], [-2.25, 2.5]])  # a sub-pixel move is refined within a tenth of a pixel
+    got = measured_shift(prev[:2], shift_frames(prev[:2], sub), 4.0)
+    assert (got - sub).abs().max() < 0.1
+
+
+def test_the_shift_labels_pair_each_true_frame_with_the_one_before():
+    config = replace(COPY, num_sim_steps=3)
+    batch = synthetic_batch(config, 0, 2)
+    frames = (textured(2, 1, 64) * 255).to(torch.uint8)
+    moves = [torch.tensor([[1.0, 0.0], [0.0, -2.0]]), torch.tensor([[2.0, 1.0], [-1.0, 0.0]])]
+    batch.init_frames[-2] = frames
+    seq = [frames.float()]
+    for k in range(3):
+        seq.append(shift_frames(seq[-1], moves[k % 2]))
+        batch.frames[k] = seq[-1].round().clamp(0, 255).to(torch.uint8)
+    labels = shift_labels(batch, 3.0)
+    for k in range(3):
+        torch.testing.assert_close(labels[k], moves[k % 2], atol=0.15, rtol=0)
+
+
+def test_a_positive_gate_bias_starts_the_decoder_copying():
+    wm, agent = models()
+    biased = WorldModel(replace(COPY, copy_gate_bias=8.0), 15, agent.state_shapes())
+    biased.load_state_dict(wm.state_dict())
+    feat = torch.randn(4, COPY.deter + COPY.stoch * COPY.classes)
+    prev = torch.rand(4, 3, 64, 64)
+    out = wm.decoder(feat)
+    gate = torch.sigmoid(out[:, 3:] + 8.0)
+    moved = shift_frames(prev, 3.0 * torch.tanh(wm.shift(feat)))
+    torch.testing.assert_close(biased.decode(feat, prev), gate * moved + (1 - gate) * out[:, :3])
+    assert float(gate.detach().min()) > 0.99
+    with pytest.raises(ProclabError, match="copy_gate_bias"):
+        WorldModelConfig(copy_gate_bias=1.0)
+
+
+def test_the_shift_and_open_loop_terms_add_what_they_say():
+    wm, agent = models()
+    config = replace(COPY, num_sim_steps=3)
+    batch = synthetic_batch(config, 16, 3)
+    torch.manual_seed(4)
+    start, traj = teacher_forced(wm, agent, batch)
+    target = torch.randn(3, 3, 2)
+    w = LossWeights(shift=2.0, open_loop=0.5, changed_pixels=3.0)
+    plain, _ = world_model_loss(start, traj, batch, replace(w, shift=0.0, open_loop=0.0))
+    with_shift, metrics = world_model_loss(start, traj, batch, w, shift_target=target)
+    mask = batch.frame_mask
+    by_hand = sum(
+        float(((traj.shift[k, b].detach() - target[k, b]) ** 2).sum()) * float(mask[k, b])
+        for k in range(3)
+        for b in range(3)
+    )
+    assert float(metrics["losses/shift"]) == pytest.approx(by_hand / 3, rel=1e-5)
+    assert float(with_shift - plain) == pytest.approx(2.0 * by_hand / 3, rel=1e-4)
+    torch.manual_seed(7)
+    opened = open_loop_frames(wm, start, batch)
+    both, metrics = world_model_loss(start, traj, batch, w, shift_target=target, open_loop=opened)
+    image = step_terms(traj, batch, w)["image"]  # the same term, on the open-loop frames
+    fake = type("T", (), {})()
+    fake.image, fake.shift, fake.reward, fake.done_logit = opened[0], opened[1], traj.reward, traj.done_logit
+    fake.agent_state, fake.env_h, fake.post_logits, fake.start = (
+        traj.agent_state,
+        traj.env_h,
+        None,
+        traj.start,
+    )
+    ol_image = (step_terms(fake, batch, w, target)["image"] * mask).sum(0).mean()
+    ol_shift = (step_terms(fake, batch, w, target)["shift"] * mask).sum(0).mean()
+    assert float(metrics["losses/open_loop_image"]) == pytest.approx(float(ol_image), rel=1e-5)
+    assert float(both - with_shift) == pytest.approx(float(0.5 * ol_image + 0.5 * 2.0 * ol_shift), rel=1e-4)
+    assert float((image - step_terms(fake, batch, w)["image"]).abs().max()) > 0  # a different pass
+    # the open-loop frames are the prior's, decoded as the batched path decodes them
+    torch.manual_seed(7)
+    feat, _ = wm.prior_rollout(start, batch.prev_action_one_hot(15))
+    torch.testing.assert_close(opened[0], wm.decode_steps(feat, batch.init_frames[-2].float() / 255)[0])

@@ -79,6 +79,10 @@ class WorldModelConfig:
     camera_shift: float = 0.0
     """With decoder_copy: the largest shift, in pixels, of the previous frame before it is copied,
     predicted from the state (CoinRun's view follows the agent, so the whole scene moves); 0: no shift."""
+    copy_gate_bias: float = 0.0
+    """With decoder_copy: added to the copy gate's logit. Positive starts the decoder copying (gate
+    sigmoid(0.5 + bias) at initialisation), so that an untrained model already predicts about as well as
+    repeating the last frame and training improves on that, instead of first learning to copy."""
     head_layers: int = 4
     """Hidden layers of the reward and done heads."""
     head_hidden: int = 400
@@ -115,6 +119,10 @@ class WorldModelConfig:
             bad.append(f"encoder_channels={self.encoder_channels} (needs 4 blocks: 64x64 -> 4x4)")
         if bad:
             raise ProclabError(f"world model sizes must be positive: {', '.join(bad)}")
+        if self.copy_gate_bias and not self.decoder_copy:
+            raise ProclabError(
+                f"copy_gate_bias={self.copy_gate_bias} needs decoder_copy (it biases the copy gate)"
+            )
         if self.camera_shift < 0 or (self.camera_shift and not self.decoder_copy):
             raise ProclabError(
                 f"camera_shift must be >= 0 and needs decoder_copy (it shifts the copied frame), got "
@@ -160,6 +168,13 @@ class LossWeights:
     the 4,096 pixels and vanishes under a plain sum; it moves on screen whenever the camera does."""
     change_threshold: float = 0.05
     """A pixel has changed when some channel moved by more than this (in [0, 1]) between true frames."""
+    shift: float = 0.0
+    """With camera_shift: squared error (pixels^2, both axes) of the predicted shift against the shift
+    measured between consecutive true frames (worldmodel/camera.py); the image loss alone teaches it slowly."""
+    open_loop: float = 0.0
+    """Weight of a second pass per update: the prior driven by the recorded actions from the encoded start
+    (open loop, as evaluation and dreams run it), its image (and shift) terms weighted by this. Teacher
+    forcing alone trains the decoder on posterior states only, which a dream never has."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +233,12 @@ class WMTrainConfig(RuntimeConfig):
             raise ProclabError(f"batch_size={self.batch_size} must be a multiple of the {world} processes")
         if self.num_workers < 0 or self.video_samples < 0 or self.video_every < 0:
             raise ProclabError("num_workers, video_samples and video_every must be >= 0")
+        if self.loss.shift and not self.model.camera_shift:
+            raise ProclabError(
+                f"--loss.shift {self.loss.shift} needs --camera-shift (a predicted shift to teach)"
+            )
+        if self.loss.shift < 0 or self.loss.open_loop < 0:
+            raise ProclabError("--loss.shift and --loss.open-loop must be >= 0")
         if not 0 <= self.loss.kl_balance <= 1:
             raise ProclabError(f"kl_balance must be within [0, 1], got {self.loss.kl_balance}")
 

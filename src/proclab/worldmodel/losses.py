@@ -11,6 +11,8 @@ done            Bernoulli negative log-likelihood                      prev
 agent_state     ``0.5 * sum_D (h_hat - h)^2``                           state
 kl              balanced KL(posterior || prior), summed over variables  frame
 env_update      ``||h_k - h_{k-1}||_2`` of the RSSM's deterministic state  frame
+shift           ``||s_hat - s||^2``, the camera shift against the one     frame
+                measured between true frames (``LossWeights.shift``)
 ==============  =====================================================  ============
 
 Total = mean over sequences of the weighted sum over steps, plus ``bottleneck *`` the
@@ -21,7 +23,11 @@ predicted previous action. Every term is logged unweighted (``losses/<term>``), 
 ``changed_pixels > 0`` the image term counts each pixel that changed since the previous true frame
 ``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
 A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
-weighted as ``image``): that is how a dream from a bottleneck alone starts.
+weighted as ``image``): that is how a dream from a bottleneck alone starts. With ``open_loop > 0``
+the image and shift terms are also taken on an open-loop pass (the prior, driven by the recorded
+actions from the encoded start, :meth:`~.model.WorldModel.prior_rollout`) and added with that weight
+(``losses/open_loop_image``, ``losses/open_loop_shift``): the frames a dream draws come from prior
+states, which teacher forcing never decodes.
 
 :func:`eval_terms` adds what only evaluation needs (value error, policy KL, and how often the
 agent's greedy action on the simulated frame differs from its greedy action on the true one),
@@ -35,6 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from proclab.worldmodel.batch import WindowBatch
+from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.config import LossWeights
 from proclab.worldmodel.distributions import balanced_kl, uniformity_loss
 from proclab.worldmodel.model import Start, Trajectory
@@ -46,6 +53,7 @@ TERM_MASKS = {
     "agent_state": "state_mask",
     "kl": "frame_mask",
     "env_update": "frame_mask",
+    "shift": "frame_mask",
     "value": "frame_mask",
     "policy_kl": "frame_mask",
     "action_mismatch": "frame_mask",
@@ -59,17 +67,43 @@ def changed_pixels(batch: WindowBatch, threshold: float) -> Tensor:
     return ((true[1:] - true[:-1]).abs().amax(-3, keepdim=True) > threshold).float()
 
 
-def step_terms(traj: Trajectory, batch: WindowBatch, w: LossWeights | None = None) -> dict[str, Tensor]:
-    """Unmasked per-step terms ``(S, B)`` (weights ``w`` only inside the image term, for its changed pixels;
-    ``w.kl_balance`` splits the KL's gradient); ``kl`` only if the posterior was computed."""
-    w = w or LossWeights()
-    target = batch.frames.float().div(255)
-    h_prev = torch.cat([traj.start.env_h.unsqueeze(0), traj.env_h[:-1]])
-    sq = (traj.image.float() - target).pow(2)
+def shift_labels(batch: WindowBatch, max_shift: float) -> Tensor:
+    """``(S, B, 2)``: the camera shift from true frame ``k - 1`` to true frame ``k`` (row ``r0 - 1`` before
+    step 0), measured from the pixels within ``max_shift`` (:func:`~.camera.measured_shift`)."""
+    true = torch.cat([batch.init_frames[-2:-1], batch.frames])
+    S, B = batch.frames.shape[:2]
+    shift = measured_shift(true[:-1].flatten(0, 1), true[1:].flatten(0, 1), max_shift)
+    return shift.view(S, B, 2)
+
+
+def image_terms(
+    image: Tensor,
+    shift: Tensor | None,
+    batch: WindowBatch,
+    w: LossWeights,
+    shift_target: Tensor | None = None,
+) -> dict[str, Tensor]:
+    """Unmasked per-step ``image`` term ``(S, B)`` (each changed pixel weighted ``1 + w.changed_pixels``) and,
+    given the measured ``shift_target`` and a predicted ``shift``, the ``shift`` term."""
+    sq = (image.float() - batch.frames.float().div(255)).pow(2)
     if w.changed_pixels:
         sq = sq * (1 + w.changed_pixels * changed_pixels(batch, w.change_threshold))
+    terms = {"image": 0.5 * sq.sum((-3, -2, -1))}
+    if shift is not None and shift_target is not None:
+        terms["shift"] = (shift.float() - shift_target).pow(2).sum(-1)
+    return terms
+
+
+def step_terms(
+    traj: Trajectory, batch: WindowBatch, w: LossWeights | None = None, shift_target: Tensor | None = None
+) -> dict[str, Tensor]:
+    """Unmasked per-step terms ``(S, B)`` (weights ``w`` only inside the image term, for its changed pixels;
+    ``w.kl_balance`` splits the KL's gradient); ``kl`` only if the posterior was computed, ``shift`` only
+    given its measured target."""
+    w = w or LossWeights()
+    h_prev = torch.cat([traj.start.env_h.unsqueeze(0), traj.env_h[:-1]])
     terms = {
-        "image": 0.5 * sq.sum((-3, -2, -1)),
+        **image_terms(traj.image, traj.shift, batch, w, shift_target),
         "reward": 0.5 * (traj.reward - batch.reward).pow(2),
         "done": F.binary_cross_entropy_with_logits(traj.done_logit, batch.done, reduction="none"),
         "agent_state": 0.5 * (traj.agent_state.float() - batch.agent_states).pow(2).sum(-1),
@@ -98,21 +132,38 @@ def eval_terms(traj: Trajectory, batch: WindowBatch) -> dict[str, Tensor]:
     return terms
 
 
+def _weight(w: LossWeights, term: str) -> float:
+    """A term's weight; an open-loop term weighs ``w.open_loop`` times its teacher-forced twin."""
+    if term.startswith("open_loop_"):
+        return w.open_loop * getattr(w, term.removeprefix("open_loop_"))
+    return getattr(w, term)
+
+
 def masked(terms: dict[str, Tensor], batch: WindowBatch) -> dict[str, Tensor]:
     """Each term times its mask (see the table in the module docstring)."""
     return {k: v * getattr(batch, TERM_MASKS[k]) for k, v in terms.items()}
 
 
 def world_model_loss(
-    start: Start, traj: Trajectory, batch: WindowBatch, w: LossWeights
+    start: Start,
+    traj: Trajectory,
+    batch: WindowBatch,
+    w: LossWeights,
+    shift_target: Tensor | None = None,
+    open_loop: tuple[Tensor, Tensor | None] | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Total loss (a scalar with a graph) and every term, unweighted and detached, for logging.
 
     ``start`` holds the converters' predictions (the simulation itself may have started from the
-    recorded agent state and action, as in teacher forcing).
+    recorded agent state and action, as in teacher forcing). ``shift_target``: the measured camera
+    shifts (:func:`shift_labels`) for the ``shift`` term; ``open_loop``: the frames and shifts of an
+    open-loop pass, whose image and shift terms count ``w.open_loop`` times.
     """
-    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w), batch).items()}
-    model = sum(getattr(w, k) * v for k, v in per_seq.items()).mean()
+    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w, shift_target), batch).items()}
+    if open_loop is not None:
+        terms = masked(image_terms(*open_loop, batch, w, shift_target), batch)
+        per_seq |= {f"open_loop_{k}": v.sum(0) for k, v in terms.items()}
+    model = sum(_weight(w, k) * v for k, v in per_seq.items()).mean()
     parts = {
         "bottleneck": uniformity_loss(start.bottleneck, w.bottleneck_diagonal),
         "init_state": (start.agent_state - batch.agent_h0).pow(2).sum(-1).mean(),

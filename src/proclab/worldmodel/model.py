@@ -101,6 +101,8 @@ class Trajectory:
     """``(S, B, A)``: the agent's action ``a_k`` as a straight-through one-hot."""
     per_step: dict[str, list[Tensor]] = field(default_factory=dict)
     """Closed loop only: ``frame``, ``agent_state``, ``env_h`` as the exact tensors each step consumed."""
+    shift: Tensor | None = None
+    """``(S, B, 2)``: a copy-path model's predicted camera shift at each step, in pixels (None without one)."""
     image_alone: Tensor | None = None
     """Teacher forcing of a copy-path model: step 0's frame decoded from the state alone, with nothing to
     copy, as a dream from a bottleneck draws it (trained so that such dreams start from a good frame)."""
@@ -231,10 +233,15 @@ class WorldModel(nn.Module):
         ``decoder_copy``: ``gate * shift(prev) + (1 - gate) * generated``, the gate per pixel and the
         shift (``camera_shift``) predicted from the state; without ``prev`` the generated frame alone.
         """
+        return self._decode_with_shift(feat, prev)[0]
+
+    def _decode_with_shift(self, feat: Tensor, prev: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """:meth:`decode` and the camera shift it applied (None without ``camera_shift``)."""
         out = self.decoder(feat)
         if not self.config.decoder_copy:
-            return out
-        return self._compose(out, self._shift(feat), prev)
+            return out, None
+        shift = self._shift(feat)
+        return self._compose(out, shift, prev, self.config.copy_gate_bias), shift
 
     def _shift(self, feat: Tensor) -> Tensor | None:
         """The predicted camera shift in pixels ``(N, 2)`` (None without ``camera_shift``)."""
@@ -243,7 +250,7 @@ class WorldModel(nn.Module):
         return self.config.camera_shift * torch.tanh(self.shift(feat).float())
 
     @staticmethod
-    def _compose(out: Tensor, shift: Tensor | None, prev: Tensor | None) -> Tensor:
+    def _compose(out: Tensor, shift: Tensor | None, prev: Tensor | None, gate_bias: float = 0.0) -> Tensor:
         """A copy-path decoder's output ``(N, 4, 64, 64)`` (generated RGB, gate logit) and the previous frame
         -> the frame, in float32."""
         generated = out[:, :3].float()
@@ -251,26 +258,41 @@ class WorldModel(nn.Module):
             return generated
         if shift is not None:
             prev = shift_frames(prev, shift)
-        gate = torch.sigmoid(out[:, 3:].float())
+        gate = torch.sigmoid(out[:, 3:].float() + gate_bias)
         return gate * prev.float() + (1 - gate) * generated
 
-    def _decode_steps(self, feat: Tensor, prev: Tensor | None) -> Tensor:
-        """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames. The decoder and the shift head read only the state,
-        so they run on all steps at once; along the copy path only the blending goes step by step (each
-        step copies the frame the step before produced, as the agent saw it)."""
+    def decode_steps(self, feat: Tensor, prev: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames and the shifts ``(S, B, 2)`` (or None). The decoder
+        and the shift head read only the state, so they run on all steps at once; along the copy path only
+        the blending goes step by step (each step copies the frame the step before produced, as the agent
+        saw it)."""
         S, B = feat.shape[:2]
         flat = feat.flatten(0, 1)
         out = self.decoder(flat)
         out = out.view(S, B, *out.shape[1:])
         if not self.config.decoder_copy:
-            return out
+            return out, None
         shift = self._shift(flat)
         shift = None if shift is None else shift.view(S, B, 2)
         images = []
         for k in range(S):
-            images.append(self._compose(out[k], None if shift is None else shift[k], prev))
+            images.append(
+                self._compose(out[k], None if shift is None else shift[k], prev, self.config.copy_gate_bias)
+            )
             prev = clamp_st(images[-1])
-        return torch.stack(images)
+        return torch.stack(images), shift
+
+    def prior_rollout(self, start: Start, actions: Tensor, modal: bool = False) -> tuple[Tensor, Tensor]:
+        """The environment alone, open loop: the prior driven by ``actions`` ``(S, B, A)`` (``a_{k-1}``) from
+        ``start``; returns the features ``[h, z]`` ``(S, B, feat)`` and the prior logits. No agent runs: what
+        training the decoder on dreamed states needs, at the cost of the RSSM loop alone."""
+        h, z = start.env_h, start.env_z
+        feats, priors = [], []
+        for k in range(actions.shape[0]):
+            h, z, prior, _ = self._env_step(h, z, actions[k], None, False, modal)
+            feats.append(torch.cat([h, z], -1))
+            priors.append(prior)
+        return torch.stack(feats), torch.stack(priors)
 
     def _env_step(self, h, z, a, embed, observe: bool, modal: bool):
         h, prior = self.rssm.step(h, z, a)
@@ -329,7 +351,7 @@ class WorldModel(nn.Module):
         H, Z = torch.stack(hs), torch.stack(zs)
         B = H.shape[1]
         feat = torch.cat([H, Z], -1)
-        image = self._decode_steps(feat, start.frame)
+        image, shift = self.decode_steps(feat, start.frame)
         reward, done = self._reward_done(feat.flatten(0, 1))
         reward, done = reward.view(S, B), done.view(S, B)
         frame = clamp_st(image)
@@ -355,6 +377,7 @@ class WorldModel(nn.Module):
             logits=out.logits,
             value=out.value,
             action=action_st(out.logits, modal=greedy),
+            shift=shift,
         )
 
     def _closed_loop(
@@ -368,7 +391,7 @@ class WorldModel(nn.Module):
         for k in range(S):
             h, z, prior, post = self._env_step(h, z, a, None if embed is None else embed[k], observe, modal)
             feat = torch.cat([h, z], -1)
-            image = self.decode(feat, frame)
+            image, shift = self._decode_with_shift(feat, frame)
             reward, done = self._reward_done(feat)
             frame = clamp_st(image)
             out, new_state = agent.step(frame, codec.unflatten(s), first, reward)
@@ -391,6 +414,7 @@ class WorldModel(nn.Module):
                 logits=out.logits,
                 value=out.value,
                 action=action,
+                shift=shift,
             )
             for name, v in step.items():
                 rows.setdefault(name, []).append(v)

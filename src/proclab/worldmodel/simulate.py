@@ -2,6 +2,8 @@
 
 * :func:`teacher_forced` (training): recorded actions drive the environment, the RSSM samples
   its posterior (it sees the true frames), the agent starts from its recorded state.
+* :func:`open_loop_frames` (training, ``LossWeights.open_loop``): the prior driven by the recorded
+  actions, frames only.
 * :func:`imagined` (evaluation, ``loss-over-time``): the RSSM samples its prior; the agent
   starts from its recorded state; the environment is driven by the recorded actions (the
   seed's setting) or by the agent's own (closed loop), starting from the recorded ``a_{-1}``.
@@ -46,6 +48,14 @@ def teacher_forced(
     if wm.config.decoder_copy:
         traj.image_alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
     return start, traj
+
+
+def open_loop_frames(wm: WorldModel, start: Start, batch: WindowBatch) -> tuple[Tensor, Tensor | None]:
+    """Training's open-loop pass (``LossWeights.open_loop``): the frames and camera shifts the prior draws
+    when the recorded actions drive it from ``start`` (the converters' initial state, as a dream starts)
+    and the true frame before step 0; the agent is not run."""
+    feat, _ = wm.prior_rollout(start, batch.prev_action_one_hot(wm.num_actions))
+    return wm.decode_steps(feat, frame_before(batch))
 
 
 def imagined(
