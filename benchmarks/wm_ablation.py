@@ -29,20 +29,38 @@ from proclab.worldmodel.config import WMTrainConfig, wm_size
 from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
 from proclab.worldmodel.train import train_world_model
 
+NAMED = {
+    "cpu-no-shift": "cpu+camera_shift=0",
+    "cpu-no-changed-loss": "cpu+loss.changed_pixels=0",
+    "small+changed-loss": "small+loss.changed_pixels=10",
+}
+"""Arms of earlier ablations, by name."""
+
 
 def arm_config(arm: str) -> WMTrainConfig:
-    """The training defaults of an arm: a size, or the cpu size with one of its parts switched off."""
-    cpu = wm_size("cpu")
-    arms = {
-        "small": wm_size("small"),
-        "cpu": cpu,
-        "cpu-no-shift": replace(cpu, model=replace(cpu.model, camera_shift=0.0)),
-        "cpu-no-changed-loss": replace(cpu, loss=replace(cpu.loss, changed_pixels=0.0)),
-        "small+changed-loss": replace(wm_size("small"), loss=cpu.loss),
-    }
-    if arm not in arms:
-        raise SystemExit(f"unknown arm {arm!r}; choose from {', '.join(arms)}")
-    return arms[arm]
+    """The training defaults of an arm: a size, with fields changed by ``+FIELD=VALUE`` parts
+    (``cpu+camera_shift=12+loss.shift=1``: a model field, ``loss.X`` a loss weight, else a training field),
+    or a name of :data:`NAMED`."""
+    size, *changes = NAMED.get(arm, arm).split("+")
+    try:
+        cfg = wm_size(size)
+    except Exception as err:
+        raise SystemExit(f"arm {arm!r}: {err}") from None
+    for change in changes:
+        name, _, value = change.partition("=")
+        group, _, field = name.rpartition(".")
+        target = {"": cfg.model, "loss": cfg.loss}.get(group)
+        if target is None or (not hasattr(target, field) and not hasattr(cfg, field)):
+            raise SystemExit(f"arm {arm!r}: unknown field {name!r}")
+        if group == "" and not hasattr(cfg.model, field):  # a training field
+            cfg = replace(cfg, **{field: type(getattr(cfg, field))(value)})
+        elif group == "loss":
+            cfg = replace(cfg, loss=replace(cfg.loss, **{field: float(value)}))
+        else:
+            cfg = replace(
+                cfg, model=replace(cfg.model, **{field: type(getattr(cfg.model, field))(float(value))})
+            )
+    return cfg
 
 
 def summary(arm: str, result: dict, seconds: float) -> dict:
@@ -85,6 +103,9 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=150, help="updates per arm")
     p.add_argument("--time-limit", type=float, default=0, help="seconds per arm (0: none)")
     p.add_argument("--horizon", type=int, default=8)
+    p.add_argument(
+        "--keep-every", type=int, default=0, help="also keep a checkpoint every N updates (0: the last)"
+    )
     p.add_argument("--windows", type=int, default=128)
     p.add_argument("--run-root", type=Path, default=Path("runs-ablation"))
     p.add_argument("--torch-threads", type=int, default=1)
@@ -99,12 +120,13 @@ def main() -> None:
             total_updates=args.updates,
             time_limit=args.time_limit,
             run_root=args.run_root,
-            name=arm,
+            name=arm.replace("=", "-").replace("+", "_"),
             seed=args.seed,
             torch_threads=args.torch_threads,
             precision=args.precision,
             num_workers=0,
-            checkpoint_every=args.updates,
+            checkpoint_every=args.keep_every or args.updates,
+            keep_checkpoints=0,
             video_every=0,
             video_samples=0,
             tensorboard=False,
