@@ -242,6 +242,11 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
         (["--correction", "bonferroni"], "--correction"),
         (["--levels", "300", "--split", "test1"], "which has 200"),
         (["--directions", "0:9"], "direction range"),
+        (["--directions", "none"], "nothing to play"),
+        (["--swaps", "3-7"], "--swaps '3-7': expected I:J"),
+        (["--swaps", "0:9"], "direction 9 is outside"),
+        (["--swaps", "saw:1"], "does not exist; run `proclab analyze atlas`"),
+        (["--death-radius", "-1"], "--death-radius must be >= 0"),
     ],
 )
 def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
@@ -341,8 +346,12 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
         assert deaths["baseline"][c] == pytest.approx(mine[0].mean())
         for k, row in enumerate(summary["swaps"], start=2):
             assert row["deaths"][c]["change"] == pytest.approx(mine[k].mean() - mine[0].mean())
-    cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, *stats, "--no-deaths"])
-    assert json.loads((out / "sweep" / "sweep.json").read_text())["deaths"] is None
+    only = ["--directions", "none", "--swaps", "0:1", "--no-deaths", *small[2:]]  # the baseline and one swap
+    cli(["analyze", "intervene", "--sweep", "--out", str(out), *only, *stats])
+    alone = json.loads((out / "sweep" / "sweep.json").read_text())
+    assert alone["deaths"] is None and alone["results"] == [] and [s["swap"] for s in alone["swaps"]] == [[0, 1]]
+    assert np.load(out / "sweep" / "episodes.npz")["ret"].shape == (2, 3)
+    assert "no direction held" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, "--swaps", "lava:crate"])
     assert "no quantity 'gt lava proximity'" in capsys.readouterr().err

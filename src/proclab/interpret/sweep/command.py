@@ -51,7 +51,7 @@ def run_sweep(args: SweepArgs) -> Path:
     agent, env_config, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
     every = list(range(coords.k))
-    directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
+    directions = selected(args.directions, coords.k, every)
     pairs, picks = swap_pairs(ws, args, coords.k)
     rec = recorded(ws, coords, agent, key)
     states = recorded_states(ws) if args.random_directions or args.landing else None
@@ -99,6 +99,13 @@ def run_sweep(args: SweepArgs) -> Path:
         "swaps_picked": picks,
     }
     return _write(ws, args, summary, out, variants, coords.label, start, deaths)
+
+
+def selected(text: str | None, k: int, every: list[int]) -> list[int]:
+    """``--directions``: ids and ranges, ``none`` (only the baseline and the swaps), or every direction."""
+    if text == "none":
+        return []
+    return parse_ids(text, k, "direction") if text else every
 
 
 def swap_pairs(ws: Workspace, args: SweepArgs, k: int) -> tuple[list[tuple[int, int]], list[dict]]:

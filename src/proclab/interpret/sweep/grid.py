@@ -76,7 +76,8 @@ class SweepArgs(EditArgs):
     """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
     every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
     directions: str | None = None
-    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
+    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis; none: no
+    direction is held, only the baseline and --swaps are played)."""
     levels: int = 200
     """Paired levels, drawn from --split: every (direction, arm) and the baseline play each once."""
     levels_from: Path | None = None
@@ -128,7 +129,10 @@ class SweepArgs(EditArgs):
         if not self.death_radius >= 0:
             raise ProclabError(f"--death-radius must be >= 0, got {self.death_radius}")
         parse_arms(self.arms)
-        parse_swaps(self.swaps)
+        if not parse_swaps(self.swaps) and self.directions == "none":
+            raise ProclabError(
+                "--directions none holds no direction and --swaps names no pair: nothing to play"
+            )
 
 
 @dataclass(frozen=True)

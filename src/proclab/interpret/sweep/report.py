@@ -107,6 +107,9 @@ def table_text(summary: dict, label: str) -> str:
     head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS] + ["lands"]
     lines = _aligned([head, *table_rows(summary, label)])
     extra = [*swaps_text(summary, label), *deaths_text(summary)]
+    if not summary["results"]:
+        held = f"{len(summary['levels'])} paired levels; no direction held (--directions none)"
+        return "\n".join([held, *extra]) + "\n"
     corr = summary["correction"]
     if not _testable(summary):
         power = summary["power"]
@@ -137,8 +140,8 @@ def _share(s: dict) -> str:
 def claims_text(summary: dict, label: str) -> list[str]:
     """Per direction the claim's verdict (effect / no effect within the margin / not shown either way) and
     its p-values, then the share of directions that matter beside the share of random directions."""
-    if "claims" not in summary:
-        return []
+    if "claims" not in summary or not summary["claims"]["basis"]:
+        return []  # no direction was held (--directions none): no claim
     c = summary["claims"]
     lines = ["", f"claims per direction ({c['rule']}):"]
     for r in c["basis"]:
@@ -200,27 +203,38 @@ def write_text_atomic(path: Path, text: str) -> Path:
 
 
 def figure(summary: dict, label: str, path: Path) -> Path:
-    """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance);
-    ``*`` significant after correction, ``o`` held off the data."""
+    """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance), and
+    below them one row per swap in a ``swap`` column; ``*`` significant after correction, ``o`` held off
+    the data."""
     plt = pyplot()
-    directions, arms = summary["directions"], list(summary["arms"])
-    at = {(r["direction"], r["arm"]): r for r in summary["results"]}
+    arms = list(summary["arms"])
+    at = {(f"{label} {r['direction']}", r["arm"]): r for r in summary["results"] if not r.get("random")}
+    rows = [f"{label} {d}" for d in summary["directions"]]
+    swaps = summary.get("swaps") or []
+    for r in swaps:
+        rows.append(f"{label} {r['swap'][0]} <-> {r['swap'][1]}")
+        at[rows[-1], "swap"] = r
+    arms += ["swap"] if swaps else []
     fig, axes = plt.subplots(
-        1, len(COLUMNS), figsize=(1.2 + len(COLUMNS) * (0.55 * len(arms) + 1.4), 1.5 + 0.3 * len(directions))
+        1, len(COLUMNS), figsize=(1.2 + len(COLUMNS) * (0.55 * len(arms) + 1.4), 1.5 + 0.3 * len(rows))
     )
     for ax, metric in zip(axes, COLUMNS, strict=True):
-        grid = np.array([[_estimate(at[d, a][metric]) for a in arms] for d in directions])
-        top = float(np.abs(grid).max()) or 1.0
+        grid = np.array(
+            [[_estimate(at[d, a][metric]) if (d, a) in at else np.nan for a in arms] for d in rows]
+        )
+        top = float(np.nanmax(np.abs(grid))) or 1.0
         cmap, lo = ("viridis", 0.0) if metric == TV else ("RdBu_r", -top)
         im = ax.imshow(grid, cmap=cmap, vmin=lo, vmax=top, aspect="auto")
-        for i, d in enumerate(directions):
+        for i, d in enumerate(rows):
             for j, a in enumerate(arms):
+                if (d, a) not in at:
+                    continue
                 r = at[d, a]
                 mark = ("*" if r[metric]["significant"] else "") + ("o" if r["edit"]["off_data"] else "")
                 dark = abs(grid[i, j]) > 0.6 * top if metric != TV else grid[i, j] < 0.5 * top
                 ax.text(j, i, mark, ha="center", va="center", fontsize=9, color="white" if dark else "black")
         ax.set_xticks(range(len(arms)), arms, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(directions)), [f"{label} {d}" for d in directions], fontsize=7)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.set_title(HEADS[metric] if metric != TV else "TV of actions", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
     corr = summary["correction"]
