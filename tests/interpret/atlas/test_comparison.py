@@ -57,6 +57,7 @@ def test_each_systems_numbers_against_loops_over_its_cards():
     assert got["ground_truth"]["ci95"] == pytest.approx(list(wilson(count, 12)))
     assert got["sweep"]["count"] == 2 and got["sweep"]["of"] == 3 and got["sweep"]["significant_across"] == 1
     assert measure({"label": "IC", "cards": made}, None, 0.3, 50, 5)["sweep"] is None
+    assert measure({"label": "IC", "cards": made}, sweep_doc([]), 0.3, 50, 5)["sweep"] is None  # none held
 
 
 @pytest.mark.parametrize("statistic", ["mean", "median"])

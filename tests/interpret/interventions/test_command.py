@@ -314,7 +314,7 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
                 {"quantity": q, "r0": r[m], "ci0": [r[m] - 0.1, r[m] + 0.1], "tracked": True}
                 for q, r in r0.items()
             ],
-        }  # fmt: skip
+        }
         for m in range(4)
     ]
     atlas = {
@@ -349,7 +349,9 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     only = ["--directions", "none", "--swaps", "0:1", "--no-deaths", *small[2:]]  # the baseline and one swap
     cli(["analyze", "intervene", "--sweep", "--out", str(out), *only, *stats])
     alone = json.loads((out / "sweep" / "sweep.json").read_text())
-    assert alone["deaths"] is None and alone["results"] == [] and [s["swap"] for s in alone["swaps"]] == [[0, 1]]
+    assert (
+        alone["deaths"] is None and alone["results"] == [] and [s["swap"] for s in alone["swaps"]] == [[0, 1]]
+    )
     assert np.load(out / "sweep" / "episodes.npz")["ret"].shape == (2, 3)
     assert "no direction held" in capsys.readouterr().out
     with pytest.raises(SystemExit):

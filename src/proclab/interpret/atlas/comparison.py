@@ -80,10 +80,10 @@ def difference(a: np.ndarray, b: np.ndarray, statistic: str, reps: int, seed: in
 
 def sweep_share(sweep: dict | None) -> dict | None:
     """The share of the sweep's swept directions whose claim is significant within the direction, and the
-    count after the correction across its directions; None without a sweep."""
-    if sweep is None:
+    count after the correction across its directions; None without a sweep or one that held no direction."""
+    rows = [] if sweep is None else sweep["claims"]["basis"]
+    if not rows:
         return None
-    rows = sweep["claims"]["basis"]
     alone = sum(r["significant_alone"] for r in rows)
     return {
         **share(alone, len(rows)),

@@ -73,6 +73,8 @@ def read_system(ws: Workspace, name: str) -> tuple[dict, dict | None, str]:
             f"{str(path)!r} describes an earlier fit of {name}; run `proclab analyze atlas --basis {name}` again"
         )
     sweep, note = load_sweep(ws.path / ("sweep" + suffix(name)), system_file(ws, name))
+    if sweep is not None and not sweep["claims"]["basis"]:
+        return atlas, None, "its sweep held no direction (--directions none)"
     return atlas, sweep, note
 
 
@@ -175,7 +177,7 @@ def figure(doc: dict, path: Path) -> Path:
     share and the share that matters (bars with Wilson intervals)."""
     plt = pyplot()
     names = list(doc["systems"])
-    fig, axes = plt.subplots(1, 3, figsize=(4 + 1.6 * len(names), 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(6 + 2.4 * len(names), 3.6))
     rng = np.random.default_rng(0)
     for x, name in enumerate(names):
         s = doc["systems"][name]
@@ -184,17 +186,23 @@ def figure(doc: dict, path: Path) -> Path:
         mean = s["strongest_r"]["mean"]
         axes[0].errorbar(x, mean["value"], yerr=_yerr(mean["value"], mean["ci95"]), color="black", capsize=4)
         for ax, share in ((axes[1], s["ground_truth"]), (axes[2], s["sweep"])):
-            if share is not None:
-                ax.bar(x, share["share"], color="tab:blue", alpha=0.6)
-                ax.errorbar(
-                    x, share["share"], yerr=_yerr(share["share"], share["ci95"]), color="black", capsize=4
-                )
-    titles = ["strongest |r| per direction (mean, 95 % CI)", f"share with a gt |r| >= {doc['threshold']:g}",
-              "share that matters when edited"]  # fmt: skip
+            if share is None:
+                ax.text(x, 0.05, "not swept", ha="center", fontsize=8)
+                continue
+            ax.bar(x, share["share"], color="tab:blue", alpha=0.6)
+            ax.errorbar(
+                x, share["share"], yerr=_yerr(share["share"], share["ci95"]), color="black", capsize=4
+            )
+    titles = [
+        "strongest |r| per direction (mean, 95 % CI)",
+        f"share with a gt |r| >= {doc['threshold']:g}",
+        "share that matters when edited",
+    ]
     for ax, title in zip(axes, titles, strict=True):
         ax.set_xticks(range(len(names)), names)
         ax.set_title(title, fontsize=9)
         ax.set_ylim(0, 1)
+        ax.set_xlim(-0.6, len(names) - 0.4)
     return save_tight(fig, path)
 
 

@@ -66,7 +66,9 @@ def kind_gaps(data: bytes, types: np.ndarray, is_cell: np.ndarray) -> np.ndarray
     return out
 
 
-def _nearest(out: np.ndarray, which: np.ndarray, types: np.ndarray, found: np.ndarray, gap: np.ndarray) -> None:
+def _nearest(
+    out: np.ndarray, which: np.ndarray, types: np.ndarray, found: np.ndarray, gap: np.ndarray
+) -> None:
     """``out[k]`` (for ``which[k]``): the smallest ``gap`` among the ``found`` instances of ``types[k]``."""
     for k in np.flatnonzero(which):
         hit = gap[found == types[k]]

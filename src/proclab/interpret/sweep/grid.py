@@ -24,7 +24,7 @@ and of deaths by each hazard, paired with the baseline's as every per-level metr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -154,7 +154,7 @@ class Variants:
         recorded: Recorded,
         levels: int,
         seed: int,
-        swaps: list[tuple[int, int]] = (),
+        swaps: Sequence[tuple[int, int]] = (),
     ):
         rng = np.random.default_rng([seed, 3])
         direction, arm, values, plan = [-1], ["baseline"], [np.zeros(levels)], [-1]

@@ -207,7 +207,7 @@ def figure(summary: dict, label: str, path: Path) -> Path:
     below them one row per swap in a ``swap`` column; ``*`` significant after correction, ``o`` held off
     the data."""
     plt = pyplot()
-    arms = list(summary["arms"])
+    arms = list(summary["arms"]) if summary["results"] else []  # --directions none: the swaps alone
     at = {(f"{label} {r['direction']}", r["arm"]): r for r in summary["results"] if not r.get("random")}
     rows = [f"{label} {d}" for d in summary["directions"]]
     swaps = summary.get("swaps") or []
