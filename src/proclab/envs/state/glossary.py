@@ -122,7 +122,11 @@ _GLOSSARIES = {
             {1: "coin", **_PLATFORM_WALLS, 17: "lava_mid", 18: "lava_top"},
             "coin",
             # SAW2, ENEMY1 and ENEMY2 are image types of the same hazards (a saw's and an enemy's looks)
-            {"saw": ("saw", "saw2"), "enemy": ("enemy", "enemy1", "enemy2"), "lava": ("lava_mid", "lava_top")},
+            {
+                "saw": ("saw", "saw2"),
+                "enemy": ("enemy", "enemy1", "enemy2"),
+                "lava": ("lava_mid", "lava_top"),
+            },
         ),
         _g(
             "dodgeball",
