@@ -24,6 +24,7 @@ import tyro
 from proclab.errors import unknown_choice
 from proclab.interpret.atlas.build import AtlasArgs
 from proclab.interpret.atlas.command import run_atlas
+from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_compare_bases
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
@@ -59,6 +60,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "intervene": (InterveneArgs, _intervene),
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
+    "compare-bases": (CompareBasesArgs, run_compare_bases),
     "probe": (ProbeArgs, run_probe),
     "steer": (SteerArgs, run_steer),
 }

@@ -110,6 +110,33 @@ def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, 
     capsys.readouterr()
 
 
+def test_units_atlas_and_sweep_and_their_comparison_with_the_ics(folder, capsys):
+    """The state's units as a system: swept and described like the ICs, then compared with them."""
+    sweep = ["--basis", "units", "--directions", "0:2", "--arms", "mean", *SWEEP, "--torch-threads", "1"]
+    proclab("intervene", "--sweep", "--out", folder, *sweep)
+    assert "unit 1" in (folder / "sweep-units" / "sweep_table.txt").read_text()
+    proclab("atlas", "--out", folder, "--basis", "units", *SPARSE)
+    units = strict_json(folder / "atlas-units" / "atlas.json")
+    assert units["k"] == units["dim"] == 16 and units["cards"][3]["label"] == "unit 3"
+    assert units["variance_explained"] == pytest.approx(1.0)  # nothing is left out
+    assert [c["causes"]["swept"] for c in units["cards"][:3]] == [True, True, False]
+    assert units["stability"]["note"].startswith("not measured")  # nothing fitted, nothing to refit
+    if not (folder / "atlas" / "atlas.json").is_file():
+        proclab("atlas", "--out", folder, *FAST)
+    capsys.readouterr()
+    proclab("compare-bases", "--out", folder, "--basis", "ica", "units", "--bootstrap", "100")
+    doc = strict_json(folder / "compare-bases" / "bases.json")
+    ica = strict_json(folder / "atlas" / "atlas.json")
+    for name, atlas in (("ica", ica), ("units", units)):
+        best = [
+            max((abs(t["r0"]) for t in c["tracks"] if t["r0"] is not None), default=0.0)
+            for c in atlas["cards"]
+        ]
+        assert doc["systems"][name]["per_direction"]["strongest_r"] == pytest.approx(best)
+    assert doc["systems"]["units"]["sweep"]["of"] == 2 and doc["systems"]["ica"]["sweep"]["of"] == 3
+    assert "units" in doc["against_reference"] and "outputs in" in capsys.readouterr().out
+
+
 def test_nmf_atlas_says_its_sweep_was_not_run(folder):
     proclab("atlas", "--out", folder, "--basis", "nmf", *FAST)
     atlas = strict_json(folder / "atlas-nmf" / "atlas.json")

@@ -8,7 +8,7 @@ from scipy import stats
 
 from proclab.interpret.atlas.activation import active_mask, excess_kurtosis, extreme_rows, progress_histogram
 from proclab.interpret.atlas.prediction import predicted_changes, spearman, spearman_by_groups
-from proclab.interpret.atlas.tracking import Steps, normal_p, tracking
+from proclab.interpret.atlas.tracking import Steps, normal_p, proximity_columns, tracking
 from proclab.interpret.stats.paired import resamples
 
 
@@ -172,3 +172,19 @@ def test_permutation_null_and_the_ceiling_by_hand():
     assert c["reliability"] == pytest.approx(2 * split / (1 + split))
     assert c["rho_corrected"] == pytest.approx(0.4 / np.sqrt(2 * split / (1 + split)))
     assert noise_ceiling(a, -a, 0.4)["rho_corrected"] is None
+
+
+def test_proximity_of_each_kind_against_a_loop_over_steps():
+    """``gt <kind> proximity``: 1 / (1 + distance to the nearest one) from its offsets, 0 where there is none."""
+    rng = np.random.default_rng(0)
+    names = ["agent_x", "goal_distance", "saw_dx", "saw_dy", "crate_dx", "crate_dy", "lonely_dx"]
+    values = rng.normal(size=(50, len(names))) * 3
+    values[rng.random(50) < 0.3, 2:4] = np.nan  # levels without a saw
+    values[:10, 4:6] = np.nan
+    got = proximity_columns(values, names)
+    assert sorted(got) == ["gt crate proximity", "gt saw proximity"]  # lonely_dx has no _dy: no proximity
+    for kind, col in (("saw", 2), ("crate", 4)):
+        for i in range(50):
+            dx, dy = values[i, col], values[i, col + 1]
+            want = 0.0 if np.isnan(dx) else 1.0 / (1.0 + float(np.sqrt(dx * dx + dy * dy)))
+            assert got[f"gt {kind} proximity"][i] == pytest.approx(want, abs=1e-12)

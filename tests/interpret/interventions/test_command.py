@@ -242,6 +242,11 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
         (["--correction", "bonferroni"], "--correction"),
         (["--levels", "300", "--split", "test1"], "which has 200"),
         (["--directions", "0:9"], "direction range"),
+        (["--directions", "none"], "nothing to play"),
+        (["--swaps", "3-7"], "--swaps '3-7': expected I:J"),
+        (["--swaps", "0:9"], "direction 9 is outside"),
+        (["--swaps", "saw:1"], "does not exist; run `proclab analyze atlas`"),
+        (["--death-radius", "-1"], "--death-radius must be >= 0"),
     ],
 )
 def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
@@ -291,3 +296,64 @@ def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path)
     for k, seed in enumerate(("7", "11")):
         alone = runs[seed][1]
         assert arrays["ret"][0, k] == alone["ret"][0, 0] and arrays["length"][0, k] == alone["length"][0, 0]
+
+
+def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause(tmp_path, capsys):
+    """--swaps saw:crate,0:1 on CoinRun: the kinds are the atlas's directions that track their proximity most
+    strongly (picked here by hand from the same atlas), every swap is a variant on the same levels, and each
+    variant's deaths by cause agree with its episodes (died: not completed, not timed out)."""
+    from proclab.interpret.bases.systems import file_digest
+
+    ckpt = make_agent_checkpoint(tmp_path / "agent", game="coinrun")
+    out = folder(tmp_path / "analysis", ckpt)
+    r0 = {"gt saw proximity": [0.1, -0.5, 0.4, 0.45], "gt crate proximity": [0.2, 0.6, 0.05, 0.3]}
+    cards = [
+        {
+            "direction": m,
+            "tracks": [
+                {"quantity": q, "r0": r[m], "ci0": [r[m] - 0.1, r[m] + 0.1], "tracked": True}
+                for q, r in r0.items()
+            ],
+        }
+        for m in range(4)
+    ]
+    atlas = {
+        "basis": "ica",
+        "basis_digest": file_digest(out / "basis.npz"),
+        "quantities": list(r0),
+        "cards": cards,
+    }
+    (out / "atlas").mkdir()
+    (out / "atlas" / "atlas.json").write_text(json.dumps(atlas))
+    small = ["--directions", "0", "--arms", "mean", "--levels", "3", "--rows", "12", "--split", "0:50"]
+    stats = ["--bootstrap", "50", "--permutations", "20", "--no-greedy", "--torch-threads", "1"]
+    cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, *stats, "--swaps", "saw:crate,0:1"])
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "sweep" / "sweep.json").read_text())
+    # by hand: saw -> |r| largest at IC 1 (-0.5); crate -> IC 1 is taken, next IC 3 (0.3)
+    assert [s["swap"] for s in summary["swaps"]] == [[1, 3], [0, 1]]
+    assert [p["direction"] for p in summary["swaps_picked"]] == [1, 3]
+    assert "IC 1 <-> IC 3" in printed and "picked for saw" in printed
+    arrays = np.load(out / "sweep" / "episodes.npz")
+    assert arrays["ret"].shape == (4, 3) and arrays["swap"].tolist()[2:] == [[1, 3], [0, 1]]
+    died = (arrays["level_complete"] == 0) & ~arrays["timed_out"]
+    deaths = summary["deaths"]
+    assert deaths["causes"] == ["any", "saw", "enemy", "lava", "unclear"]
+    assert deaths["baseline"]["any"] == pytest.approx(died[0].mean())
+    causes = list(arrays["death_causes"])
+    for c in deaths["causes"][1:]:
+        mine = died & (arrays["death_cause"] == causes.index(c))
+        assert deaths["baseline"][c] == pytest.approx(mine[0].mean())
+        for k, row in enumerate(summary["swaps"], start=2):
+            assert row["deaths"][c]["change"] == pytest.approx(mine[k].mean() - mine[0].mean())
+    only = ["--directions", "none", "--swaps", "0:1", "--no-deaths", *small[2:]]  # the baseline and one swap
+    cli(["analyze", "intervene", "--sweep", "--out", str(out), *only, *stats])
+    alone = json.loads((out / "sweep" / "sweep.json").read_text())
+    assert (
+        alone["deaths"] is None and alone["results"] == [] and [s["swap"] for s in alone["swaps"]] == [[0, 1]]
+    )
+    assert np.load(out / "sweep" / "episodes.npz")["ret"].shape == (2, 3)
+    assert "no direction held" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, "--swaps", "lava:crate"])
+    assert "no quantity 'gt lava proximity'" in capsys.readouterr().err

@@ -2,15 +2,14 @@
 grid cell of the state, one at a time, on real states of maze and coinrun, some of them with the agent
 moved next to an instance of a kind so that both answers occur for most kinds."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
-from proclab.envs.state import glossary, parse_state, positions, serialize_state
-from proclab.envs.state.model import PLAYER, agent_index
+from level_fixtures import moved_next_to_kinds
+from proclab.envs.state import glossary, parse_state
+from proclab.envs.state.model import PLAYER
 from proclab.envs.state.sample import random_states
-from proclab.interpret.steering.reach import near_kinds
+from proclab.interpret.steering.reach import kind_gaps, near_kinds
 
 
 def _slow_near(state, kind: str, gap: float) -> bool:
@@ -36,27 +35,10 @@ def _slow_near(state, kind: str, gap: float) -> bool:
     return False
 
 
-def _moved_next_to_kinds(states: list[bytes], rng) -> list[bytes]:
-    """Each state with its agent put at a random offset (up to 1.5 units) from an instance of a kind."""
-    out = []
-    for s in states:
-        state = parse_state(s)
-        kinds = [k for k in glossary(state.game).feature_kinds() if len(positions(state, k))]
-        if not kinds:
-            continue
-        points = positions(state, kinds[rng.integers(len(kinds))])
-        x, y = points[rng.integers(len(points))] + rng.uniform(-1.5, 1.5, 2)
-        i = agent_index(state.entities)
-        entities = list(state.entities)
-        entities[i] = dataclasses.replace(entities[i], x=float(x), y=float(y))
-        out.append(serialize_state(dataclasses.replace(state, entities=entities)))
-    return out
-
-
 @pytest.mark.parametrize("game,mode", [("maze", "easy"), ("coinrun", "hard")])
 def test_near_kinds_is_the_slow_definition(game, mode):
     states = list(random_states(game, mode, 30, seed=5, num_envs=2, keep_prob=0.2))
-    states += _moved_next_to_kinds(states, np.random.default_rng(0))
+    states += moved_next_to_kinds(states, np.random.default_rng(0))
     names = glossary(game)
     kinds = names.feature_kinds()
     types = np.array([names.type_of(k) for k in kinds])
@@ -72,3 +54,37 @@ def test_near_kinds_is_the_slow_definition(game, mode):
     seen = np.array(seen)
     goal = kinds.index(names.goal)
     assert seen[:, goal].any() and not seen[:, goal].all()  # the test sees both answers for the goal
+
+
+def _slow_gap(state, value: int, cell: bool) -> float:
+    """The smallest box gap between the agent and any entity or cell of ``value``, one at a time."""
+    me, best = state.agent, np.inf
+    if cell:
+        h, w = state.grid.shape
+        for row in range(h):
+            for col in range(w):
+                if state.grid[row, col] == value:
+                    gap = max(abs(me.x - (col + 0.5)) - me.rx - 0.5, abs(me.y - (row + 0.5)) - me.ry - 0.5)
+                    best = min(best, gap)
+        return best
+    for e in state.entities:
+        if e.type == value and e.type != PLAYER and not e.use_abs_coords:
+            best = min(best, max(abs(e.x - me.x) - me.rx - e.rx, abs(e.y - me.y) - me.ry - e.ry))
+    return best
+
+
+def test_kind_gaps_are_the_slow_nearest_gaps_on_real_coinrun_states():
+    states = list(random_states("coinrun", "hard", 20, seed=9, num_envs=2, keep_prob=0.2))
+    states += moved_next_to_kinds(states, np.random.default_rng(1))
+    names = glossary("coinrun")
+    kinds = names.feature_kinds()
+    types = np.array([names.type_of(k) for k in kinds])
+    is_cell = np.array([names.is_cell(k) for k in kinds])
+    finite = 0
+    for s in states:
+        parsed = parse_state(s)
+        want = [_slow_gap(parsed, int(t), bool(c)) for t, c in zip(types, is_cell, strict=True)]
+        got = kind_gaps(s, types, is_cell)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        finite += int(np.isfinite(got).sum())
+    assert finite > len(states)  # most states hold several kinds

@@ -3,13 +3,16 @@
 Names follow the constants of procgen 0.10.7's ``src/games/<game>.cpp`` and ``object-ids.h``
 (lower-cased), renamed where the game shows something more specific (coinrun's ``GOAL`` is the
 coin, maze's the cheese, heist's ``EXIT`` the gem). A kind names either entities or cells of a
-game, never both, so an edit by kind is unambiguous. Values the tables do not name get ``type<N>``
+game, never both, so an edit by kind is unambiguous. ``hazards`` groups the kinds whose touch ends
+an episode by death under a cause's name, where the game's code says so (coinrun's
+``handle_agent_collision`` and ``handle_grid_collision``: saws, walking enemies, lava), so that an
+analysis can say what killed the agent. Values the tables do not name get ``type<N>``
 (entities) or ``cell<N>`` (cells): they are shown, never refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from proclab.envs.games import check_game
@@ -35,6 +38,8 @@ class Glossary:
     cells: dict[int, str]
     goal: str | None
     """The kind the agent must reach to complete the level (an entity or a cell kind), if any."""
+    hazards: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Cause of death -> the kinds whose touch kills the agent (empty: not named for this game)."""
 
     def entity_kinds(self) -> list[str]:
         """Entity kinds other than the agent, in type order (the features' and events' order)."""
@@ -68,8 +73,14 @@ class Glossary:
         return {name: value for table in (self.entities, self.cells) for value, name in table.items()}
 
 
-def _g(game: str, entities: dict[int, str], cells: dict[int, str], goal: str | None) -> Glossary:
-    return Glossary(game, {**_COMMON_ENTITIES, **entities}, {**_COMMON_CELLS, **cells}, goal)
+def _g(
+    game: str,
+    entities: dict[int, str],
+    cells: dict[int, str],
+    goal: str | None,
+    hazards: dict[str, tuple[str, ...]] | None = None,
+) -> Glossary:
+    return Glossary(game, {**_COMMON_ENTITIES, **entities}, {**_COMMON_CELLS, **cells}, goal, hazards or {})
 
 
 _PLATFORM_WALLS = {15: "wall_mid", 16: "wall_top", 19: "enemy_barrier"}
@@ -110,6 +121,12 @@ _GLOSSARIES = {
             {2: "saw", 3: "saw2", 5: "enemy", 6: "enemy1", 7: "enemy2", 20: "crate"},
             {1: "coin", **_PLATFORM_WALLS, 17: "lava_mid", 18: "lava_top"},
             "coin",
+            # SAW2, ENEMY1 and ENEMY2 are image types of the same hazards (a saw's and an enemy's looks)
+            {
+                "saw": ("saw", "saw2"),
+                "enemy": ("enemy", "enemy1", "enemy2"),
+                "lava": ("lava_mid", "lava_top"),
+            },
         ),
         _g(
             "dodgeball",

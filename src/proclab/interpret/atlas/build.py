@@ -1,6 +1,6 @@
 """``proclab analyze atlas``: one card per direction of a basis, every entry measured.
 
-Per direction ``m`` of the chosen coordinates (``--basis ica|pca|nmf|sparse``,
+Per direction ``m`` of the chosen coordinates (``--basis ica|pca|nmf|sparse|units``,
 :mod:`proclab.interpret.bases.systems`), over the states of the first ``--episodes`` recorded
 episodes:
 
@@ -91,8 +91,9 @@ class AtlasArgs(AnalysisArgs):
     seed: int = 0
     """Seed of the bootstraps, the states sampled for the gradient prediction and the sparse dictionary."""
     basis: str = "ica"
-    """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF) or sparse (an
-    overcomplete top-k dictionary, fitted here when the folder has none)."""
+    """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF), sparse (an
+    overcomplete top-k dictionary, fitted here when the folder has none) or units (the state's own units,
+    z-scored as the basis z-scores them)."""
     data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
     """Episode store of real episodes (default: the folder's)."""
     checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None

@@ -22,7 +22,13 @@ from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, 
 from proclab.interpret.atlas.causes import load_sweep
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
-from proclab.interpret.bases.systems import open_coordinates, suffix, system_file, variance_explained
+from proclab.interpret.bases.systems import (
+    file_digest,
+    open_coordinates,
+    suffix,
+    system_file,
+    variance_explained,
+)
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.folder import Workspace
@@ -119,6 +125,7 @@ def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note
         "k": coords.k,
         "dim": coords.dim,
         "basis_file": str(system_file(ws, args.basis)),
+        "basis_digest": file_digest(system_file(ws, args.basis)),
         "variance_explained": explained,
         "basis_fit": None if fit is None else {k: v for k, v in fit.items() if k != "active_share"},
         "data": str(Path(ws.inputs["data"])),

@@ -5,7 +5,8 @@ the value ``V(obs_t)``, the raw reward, each action taken (one indicator per act
 episode progress ``t / (T - 1)``, the last step, and the events Procgen reports at an episode's
 end: level completed, and ended without completion (the last step of an episode that did not
 complete its level: died or timed out); and, in a store recorded with ground truth, the game's
-features defined at every step (``gt agent_x``, ``gt goal_y``, ...; :func:`ground_truth_columns`).
+features defined at every step (``gt agent_x``, ``gt goal_y``, ...; :func:`ground_truth_columns`) and,
+per followed kind, its proximity (``gt saw proximity``: :func:`proximity_columns`).
 
 **Lead/lag.** At lag ``l`` the coordinate at step ``t`` is paired with the quantity at step
 ``t + l`` of the same episode (pairs never cross episodes): ``l > 0`` asks whether the direction
@@ -108,7 +109,28 @@ def ground_truth_columns(store, episodes: np.ndarray) -> dict[str, np.ndarray]:
     if not names:
         return {}
     values = store.read_steps("features", episodes).astype(np.float64)
-    return {f"gt {n}": values[:, i] for i, n in enumerate(names) if np.isfinite(values[:, i]).all()}
+    cols = {f"gt {n}": values[:, i] for i, n in enumerate(names) if np.isfinite(values[:, i]).all()}
+    return cols | proximity_columns(values, list(names))
+
+
+def proximity_columns(values: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
+    """Per kind with offset features ``<kind>_dx``, ``<kind>_dy`` (``values``: ``(N, F)`` features named
+    ``names``): ``gt <kind> proximity`` = ``1 / (1 + d)``, ``d`` the Euclidean distance from the agent's centre
+    to the nearest one, and 0 where the level holds none (the offsets are NaN: nothing of the kind is near).
+    Defined at every step, unlike the offsets, so a direction can be asked whether it tracks how near a saw
+    or a crate is (what ``--swaps saw:crate`` of the sweep picks directions by); ``1 / (1 + d)`` rather than
+    ``d`` because what is far away is equally irrelevant at any distance, and absent kinds are farthest."""
+    out = {}
+    for i, name in enumerate(names):
+        kind = name.removesuffix("_dx")
+        if not name.endswith("_dx") or f"{kind}_dy" not in names:
+            continue
+        dx, dy = values[:, i], values[:, names.index(f"{kind}_dy")]
+        d = np.hypot(dx, dy)
+        out[f"gt {kind} proximity"] = np.where(
+            np.isfinite(d), 1.0 / (1.0 + np.where(np.isfinite(d), d, 0.0)), 0.0
+        )
+    return out
 
 
 @dataclass

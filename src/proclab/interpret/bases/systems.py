@@ -2,7 +2,8 @@
 
 ``ica`` and ``pca`` come from the folder's basis (``analyze hidden``), ``nmf`` from the NMF that
 ``analyze hidden`` saves beside it, ``sparse`` from the sparse dictionary that ``analyze atlas
---basis sparse`` fits. Each is a :class:`~proclab.interpret.bases.coordinates.Coordinates` (encode,
+--basis sparse`` fits, and ``units`` are the state's own units z-scored as the basis z-scores them
+(:mod:`proclab.interpret.bases.units`: the reference the fitted systems are compared with). Each is a :class:`~proclab.interpret.bases.coordinates.Coordinates` (encode,
 decode, state directions), so every command that edits or describes directions takes any of them.
 """
 
@@ -20,6 +21,7 @@ from proclab.interpret.bases.nmf import FILE as NMF
 from proclab.interpret.bases.nmf import NmfCoordinates
 from proclab.interpret.bases.sparse_dictionary import FILE as DICTIONARY
 from proclab.interpret.bases.sparse_dictionary import SparseDictionary
+from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.workspace.folder import Workspace
 
 SYSTEMS = {
@@ -27,6 +29,7 @@ SYSTEMS = {
     "pca": "its first k principal components (analyze hidden)",
     "nmf": "its NMF components, non-negative codes (analyze hidden)",
     "sparse": "an overcomplete top-k sparse dictionary (fitted by analyze atlas --basis sparse)",
+    "units": "the state's own units, z-scored as the folder's basis z-scores them (nothing fitted)",
 }
 
 
@@ -41,7 +44,7 @@ def suffix(name: str) -> str:
 
 
 def system_file(ws: Workspace, name: str) -> Path:
-    """The file system ``name`` of folder ``ws`` is read from."""
+    """The file system ``name`` of folder ``ws`` is read from (the units' z-scoring is the basis's)."""
     check_system(name)
     return {"nmf": ws.path / NMF, "sparse": ws.path / DICTIONARY}.get(name, ws.basis_path)
 
@@ -56,6 +59,8 @@ def open_coordinates(ws: Workspace, name: str) -> Coordinates:
     check_system(name)
     if name in ("ica", "pca"):
         return LinearCoordinates(ws.basis(), name)
+    if name == "units":
+        return UnitCoordinates(ws.basis())
     if name == "nmf":
         if not (ws.path / NMF).is_file():
             raise ProclabError(

@@ -101,12 +101,14 @@ def paired_levels(split: LevelSplit, n: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Outcomes:
-    """Per variant and level (``(V, L)``): return, level completed, length; action counts ``(V, L, A)``."""
+    """Per variant and level (``(V, L)``): return, level completed, length; action counts ``(V, L, A)``;
+    ``timed_out``: the episode hit the time limit (Procgen's ``truncated``; None when not recorded)."""
 
     ret: np.ndarray
     complete: np.ndarray
     length: np.ndarray
     actions: np.ndarray
+    timed_out: np.ndarray | None = None
 
     @classmethod
     def empty(cls, variants: int, levels: int, num_actions: int) -> Outcomes:
@@ -115,6 +117,7 @@ class Outcomes:
             np.zeros((variants, levels)),
             np.zeros((variants, levels)),
             np.zeros((variants, levels, num_actions), np.int64),
+            np.zeros((variants, levels), bool),
         )
 
 
@@ -219,6 +222,7 @@ def play(
                 slots.length[r],
             )
             out.actions[v, lv] = slots.counts[r]
+            out.timed_out[v, lv] = truncated[r]
         raw = torch.from_numpy(np.where(terminated | truncated, 0.0, reward).astype(np.float32)).to(dev)
         prev_reward, first = raw, torch.zeros(R, dtype=torch.bool, device=dev)
         if len(ended):

@@ -32,7 +32,8 @@ class EditArgs(AnalysisArgs):
 
     basis: str = "ica"
     """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs); the sweep also takes
-    nmf (the NMF of analyze hidden) and sparse (the dictionary of analyze atlas --basis sparse)."""
+    nmf (the NMF of analyze hidden), sparse (the dictionary of analyze atlas --basis sparse) and units (the
+    state's own units, z-scored as the basis z-scores them)."""
     state: str | None = None
     """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
     basis was fitted on."""

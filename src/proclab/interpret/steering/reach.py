@@ -15,8 +15,6 @@ is also known from level completion, which the steering report adds).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from proclab.envs.state import glossary
@@ -43,13 +41,13 @@ class Reach:
                 self.hit[v, level] = True
 
 
-def near_kinds(data: bytes, types: np.ndarray, is_cell: np.ndarray, gap: float) -> np.ndarray:
-    """``bool (K,)``: whether the agent's box comes within ``gap`` world units (on both axes) of a
-    ``types[k]`` entity's box (``is_cell[k]`` false) or grid cell (true; cell ``(row, col)`` is the unit
-    square at ``(col, row)``). Entities in screen coordinates are not in the world and never near."""
-
+def kind_gaps(data: bytes, types: np.ndarray, is_cell: np.ndarray) -> np.ndarray:
+    """``float (K,)``: the gap in world units between the agent's box and the nearest ``types[k]`` entity
+    box (``is_cell[k]`` false) or grid cell (true; cell ``(row, col)`` is the unit square at ``(col,
+    row)``), measured as the larger of the two axes' gaps (negative when the boxes overlap); ``inf`` where
+    the state has none (or no agent). Entities in screen coordinates are not in the world and never near."""
     _, entities, grid = scan(data)
-    out = np.zeros(len(types), bool)
+    out = np.full(len(types), np.inf)
     me = entities[entities["type"] == PLAYER]
     if not len(me):
         return out
@@ -57,15 +55,31 @@ def near_kinds(data: bytes, types: np.ndarray, is_cell: np.ndarray, gap: float) 
     world = entities[(entities["type"] != PLAYER) & (entities["use_abs_coords"] == 0)]
     gx = np.abs(world["x"].astype(np.float64) - x) - rx - world["rx"]
     gy = np.abs(world["y"].astype(np.float64) - y) - ry - world["ry"]
-    close = world["type"][np.maximum(gx, gy) <= gap]
-    out[~is_cell] = np.isin(types[~is_cell], close)
-    # cell c spans [c, c + 1]: within gap on x iff c lies in [x - rx - 1 - gap, x + rx + gap]
-    h, w = grid.shape
-    c0, c1 = max(0, math.ceil(x - rx - 1 - gap)), min(w - 1, math.floor(x + rx + gap))
-    r0, r1 = max(0, math.ceil(y - ry - 1 - gap)), min(h - 1, math.floor(y + ry + gap))
-    if c0 <= c1 and r0 <= r1:
-        out[is_cell] = np.isin(types[is_cell], grid[r0 : r1 + 1, c0 : c1 + 1])
+    _nearest(out, ~is_cell, types, world["type"], np.maximum(gx, gy))
+    if is_cell.any():  # cell c spans [c, c + 1]: its centre c + 0.5, half-extent 0.5 on both axes
+        h, w = grid.shape
+        cx = np.abs(np.arange(w) + 0.5 - x) - rx - 0.5
+        cy = np.abs(np.arange(h) + 0.5 - y) - ry - 0.5
+        wanted = np.isin(grid, types[is_cell])
+        rows, cols = np.nonzero(wanted)
+        _nearest(out, is_cell, types, grid[rows, cols], np.maximum(cy[rows], cx[cols]))
     return out
+
+
+def _nearest(
+    out: np.ndarray, which: np.ndarray, types: np.ndarray, found: np.ndarray, gap: np.ndarray
+) -> None:
+    """``out[k]`` (for ``which[k]``): the smallest ``gap`` among the ``found`` instances of ``types[k]``."""
+    for k in np.flatnonzero(which):
+        hit = gap[found == types[k]]
+        if len(hit):
+            out[k] = float(hit.min())
+
+
+def near_kinds(data: bytes, types: np.ndarray, is_cell: np.ndarray, gap: float) -> np.ndarray:
+    """``bool (K,)``: whether the agent's box comes within ``gap`` world units (on both axes) of a
+    ``types[k]`` entity's box or grid cell (:func:`kind_gaps`)."""
+    return kind_gaps(data, types, is_cell) <= gap
 
 
 class Near:

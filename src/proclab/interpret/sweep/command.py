@@ -19,13 +19,16 @@ import numpy as np
 import torch
 
 from proclab.envs import parse_split
+from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
+from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
+from proclab.interpret.sweep.swaps import parse_swaps, read_atlas, resolve
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
@@ -48,7 +51,8 @@ def run_sweep(args: SweepArgs) -> Path:
     agent, env_config, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
     every = list(range(coords.k))
-    directions = parse_ids(args.directions, coords.k, "direction") if args.directions else every
+    directions = selected(args.directions, coords.k, every)
+    pairs, picks = swap_pairs(ws, args, coords.k)
     rec = recorded(ws, coords, agent, key)
     states = recorded_states(ws) if args.random_directions or args.landing else None
     if args.random_directions:
@@ -60,8 +64,9 @@ def run_sweep(args: SweepArgs) -> Path:
         levels = np.arange(len(files))  # the file's states, in order
     else:
         levels = paired_levels(parse_split(args.split), args.levels, args.seed)
-    episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)))
+    episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)) + len(pairs))
     env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed, files)
+    deaths = death_watch(env, args)
     try:
         with phases(1, NAME) as ph, ph.phase(f"{episodes} episodes"):
             done = [0]
@@ -71,7 +76,7 @@ def run_sweep(args: SweepArgs) -> Path:
                 ph.fraction(done[0], episodes)
 
             summary, out, variants = sweep(
-                agent, coords, key, rec, env, levels, directions, args, rt, tick, states=states
+                agent, coords, key, rec, env, levels, directions, args, rt, tick, states, pairs, deaths
             )
     finally:
         env.close()
@@ -91,8 +96,32 @@ def run_sweep(args: SweepArgs) -> Path:
         "device": str(rt.device),
         "torch_threads": torch.get_num_threads(),
         **summary,
+        "swaps_picked": picks,
     }
-    return _write(ws, args, summary, out, variants, coords.label, start)
+    return _write(ws, args, summary, out, variants, coords.label, start, deaths)
+
+
+def selected(text: str | None, k: int, every: list[int]) -> list[int]:
+    """``--directions``: ids and ranges, ``none`` (only the baseline and the swaps), or every direction."""
+    if text == "none":
+        return []
+    return parse_ids(text, k, "direction") if text else every
+
+
+def swap_pairs(ws: Workspace, args: SweepArgs, k: int) -> tuple[list[tuple[int, int]], list[dict]]:
+    """``--swaps`` as coordinate pairs, a kind looked up in the atlas of the swept basis (its current fit)."""
+    folder = ws.path / ("atlas" + suffix(args.basis))
+    return resolve(
+        parse_swaps(args.swaps), k, lambda: read_atlas(folder, file_digest(system_file(ws, args.basis)))
+    )
+
+
+def death_watch(env: ProcgenLevels, args: SweepArgs) -> Deaths | None:
+    """The watcher of deaths by cause, in a game whose hazards are named (none with ``--no-deaths``)."""
+    game = env.config.games()[0]
+    if not args.deaths or not glossary(game).hazards:
+        return None
+    return Deaths(lambda: env.env.get_state()["procgen"][0], game, args.death_radius)
 
 
 def recorded_states(ws: Workspace) -> np.ndarray:
@@ -110,7 +139,9 @@ def with_random(coords, rec: Recorded, agent, key: str, args: SweepArgs, states:
     return extended, Recorded(values, np.concatenate([rec.start, extended.project(start)[0]]))
 
 
-def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float) -> Path:
+def _write(
+    ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: str, start: float, deaths
+) -> Path:
     folder = ws.command_dir(NAME + suffix(args.basis))
     text = table_text(summary, label)
     files = [
@@ -126,10 +157,15 @@ def _write(ws: Workspace, args: SweepArgs, summary: dict, out, variants, label: 
         direction=variants.direction,
         arm=np.asarray(variants.arm),
         held=variants.values,
+        swap=variants.pair,
         ret=out.ret,
         level_complete=out.complete,
         length=out.length,
         actions=out.actions,
+        timed_out=out.timed_out,
+        **(
+            {} if deaths is None else {"death_cause": deaths.cause, "death_causes": np.asarray(deaths.causes)}
+        ),
     )
     tmp.replace(arrays)
     files.append(arrays)

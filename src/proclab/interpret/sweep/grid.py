@@ -13,12 +13,18 @@ intervene --sweep``, and the quickstart), which writes ``ANALYSIS/sweep/``: ``sw
 number), ``sweep_table.txt`` / ``sweep_table.csv`` (one row per direction and arm, sorted by
 effect size), ``sweep.png`` (changes per direction and arm) and ``episodes.npz`` (per variant and
 level: return, completion, length, action counts, held value).
+
+**Swaps** (``--swaps 3:7,saw:crate``, :mod:`proclab.interpret.sweep.swaps`): two coordinates exchanged at
+every step, each pair one more variant on the same levels, tested against the baseline as the arms are
+(one family of their own, ``swap``), and left out of the directions' claims. **Deaths by cause**
+(:mod:`proclab.interpret.sweep.deaths`): in a game whose hazards are named, each variant's rate of deaths
+and of deaths by each hazard, paired with the baseline's as every per-level metric.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -32,6 +38,7 @@ from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import check_system
 from proclab.interpret.interventions.arms import (
     DEFAULT_ARMS,
+    ON_DATA_RANGE,
     Recorded,
     describe,
     off_data_warning,
@@ -43,9 +50,11 @@ from proclab.interpret.interventions.edit_target import EditArgs
 from proclab.interpret.interventions.edited_agent import HOOK, held_agent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
+from proclab.interpret.sweep.deaths import RADIUS, Deaths
 from proclab.interpret.sweep.landing import LandingAgent, landing
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
-from proclab.interpret.sweep.timed import TimedAgent, planned
+from proclab.interpret.sweep.swaps import parse_swaps, resolve
+from proclab.interpret.sweep.timed import TimedAgent, planned, swap_code
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"
@@ -67,7 +76,8 @@ class SweepArgs(EditArgs):
     """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
     every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
     directions: str | None = None
-    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis)."""
+    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis; none: no
+    direction is held, only the baseline and --swaps are played)."""
     levels: int = 200
     """Paired levels, drawn from --split: every (direction, arm) and the baseline play each once."""
     levels_from: Path | None = None
@@ -92,6 +102,16 @@ class SweepArgs(EditArgs):
     equivalence_margin: float = 0.5
     """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
     to lie within +-this margin."""
+    swaps: str = ""
+    """Pairs of directions whose coordinates are exchanged at every step, each one more variant on the same
+    levels (comma-separated I:J; a side named by a kind, saw:crate, is the direction that tracks proximity to
+    it most strongly in the atlas of this basis) (docs/analyses.md)."""
+    deaths: bool = True
+    """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
+    with paired CIs (reads every slot's game state after each step; --no-deaths skips it)."""
+    death_radius: float = RADIUS
+    """A death's cause is the hazard nearest the agent on its last observed step, when within this many world
+    units of its box; farther, the cause is 'unclear'."""
 
     def check(self) -> None:
         self.require_positive("levels", "rows", "bootstrap", "permutations")
@@ -106,21 +126,36 @@ class SweepArgs(EditArgs):
             raise unknown_choice("--sort", self.sort, SORTS)
         if not 0 < self.alpha < 1:
             raise ProclabError(f"--alpha must be in (0, 1), got {self.alpha}")
+        if not self.death_radius >= 0:
+            raise ProclabError(f"--death-radius must be >= 0, got {self.death_radius}")
         parse_arms(self.arms)
+        if not parse_swaps(self.swaps) and self.directions == "none":
+            raise ProclabError(
+                "--directions none holds no direction and --swaps names no pair: nothing to play"
+            )
 
 
 @dataclass(frozen=True)
 class Variants:
-    """Variant 0 is the baseline; variant ``v >= 1`` holds ``direction[v]`` as ``arm[v]`` holds it,
-    at ``values[v, l]`` on level ``l``."""
+    """Variant 0 is the baseline; variant ``1 <= v < held`` holds ``direction[v]`` as ``arm[v]`` holds it,
+    at ``values[v, l]`` on level ``l``; variant ``v >= held`` swaps the coordinates ``pair[v]``."""
 
-    direction: np.ndarray  # (V,) int, -1 for the baseline
+    direction: np.ndarray  # (V,) int, -1 for the baseline and swaps
     arm: list[str]
     values: np.ndarray  # (V, L); NaN: drawn at every step
     planned: np.ndarray  # (V,) the coordinate the player is planned with (a brief edit's length in it)
+    pair: np.ndarray  # (V, 2) int: the coordinates a swap exchanges, -1 for the other variants
 
     @classmethod
-    def of(cls, directions: list[int], arms: tuple[str, ...], recorded: Recorded, levels: int, seed: int):
+    def of(
+        cls,
+        directions: list[int],
+        arms: tuple[str, ...],
+        recorded: Recorded,
+        levels: int,
+        seed: int,
+        swaps: Sequence[tuple[int, int]] = (),
+    ):
         rng = np.random.default_rng([seed, 3])
         direction, arm, values, plan = [-1], ["baseline"], [np.zeros(levels)], [-1]
         for m in directions:
@@ -129,7 +164,21 @@ class Variants:
                 arm.append(a)
                 values.append(recorded.held(a, m, levels, rng))
                 plan.append(planned(m, recorded.k, split_arm(a)[1]))
-        return cls(np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64))
+        pair = [(-1, -1)] * len(arm)
+        for i, j in swaps:
+            direction.append(-1)
+            arm.append(f"swap {i}:{j}")
+            values.append(np.zeros(levels))
+            plan.append(swap_code(i, j, recorded.k))
+            pair.append((i, j))
+        return cls(
+            np.array(direction, np.int64), arm, np.stack(values), np.array(plan, np.int64), np.array(pair)
+        )
+
+    @property
+    def held(self) -> int:
+        """Variants before the swaps: the baseline and every (direction, arm)."""
+        return int(np.sum(self.pair[:, 0] < 0))
 
 
 def _refuse_timed_arms(arms: tuple[str, ...], key: str) -> None:
@@ -155,22 +204,21 @@ def sweep(
     runtime,
     tick: Callable[[int], None] | None = None,
     states: np.ndarray | None = None,
+    swaps: list[tuple[int, int]] | None = None,
+    deaths: Deaths | None = None,
 ) -> tuple[dict, Outcomes, Variants]:
-    """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``; returns the
-    sweep's results (``sweep.json`` without the command's provenance), the outcomes and variants.
-    With the recorded ``states`` (``(N, D)``) and ``config.landing``, where the edits land too."""
+    """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``, and every swap
+    (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
+    (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
+    ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
+    the env's game states), every variant's deaths by cause."""
     config.check()
     arms = parse_arms(config.arms)
-    variants = Variants.of(directions, arms, recorded, len(levels), config.seed)
-    at_hook = key.startswith(HOOK)  # where edits land is measured in a carried state's space only
-    landed = states is not None and config.landing > 0 and not at_hook
-    if at_hook:
-        _refuse_timed_arms(arms, key)
-        held = held_agent(agent, coords, key)
-    elif landed:
-        held = LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed)
-    else:
-        held = TimedAgent(agent, coords, key, recorded.values, config.seed)
+    pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
+    variants = Variants.of(directions, arms, recorded, len(levels), config.seed, pairs)
+    held, landed = _player(agent, coords, key, recorded, states, config, arms, bool(pairs))
+    if deaths is not None:
+        deaths.start(len(variants.arm), len(levels))
     start = time.perf_counter()
     out = play(
         held,
@@ -182,56 +230,103 @@ def sweep(
         greedy=config.greedy,
         seed=config.seed,
         tick=tick,
+        watch=deaths,
     )
     played = time.perf_counter() - start
     names = _action_names(agent.config.num_actions)
     random = {m for m in directions if isinstance(coords, WithRandom) and coords.is_random(m)}
     lands = landing(held, variants.planned, variants.values, states) if landed else None
-    results, reports = _tested(out, variants, recorded, random, lands, names, config)
+    rates = {} if deaths is None else deaths.rates(out.complete, out.timed_out)
+    per_level = {f"deaths:{cause}": r for cause, r in rates.items()}
+    results, swapped, reports = _tested(out, variants, recorded, random, lands, names, config, per_level)
+    n = variants.held
     claimed = sweep_claims(
         out,
-        variants.direction,
-        variants.arm,
-        reports,
+        variants.direction[:n],
+        variants.arm[:n],
+        reports[: n - 1],
         random,
         correction=config.correction,
         alpha=config.alpha,
         margin=config.equivalence_margin,
     )
     results.sort(key=lambda r: _effect(r, config.sort), reverse=True)
-    steps = int(out.length.sum())
     summary = {
         "levels": [int(x) for x in levels],
         "directions": [m for m in directions if m not in random],
         "random_directions": sorted(random),
         "arms": {a: describe(a) for a in arms},
         "correction": _correction(config, len(directions) - len(random)),
+        **_body(config, out, names, results, swapped, claimed, arms),
+        "deaths": None if deaths is None else _deaths_head(deaths, rates, config),
+        "landing_baseline": None if lands is None else lands[0],
+        "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
+        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
+        **_timing(out, played),
+    }
+    return summary, out, variants
+
+
+def _player(agent, coords, key: str, recorded: Recorded, states, config: SweepArgs, arms, swapping: bool):
+    """The edited agent that plays the variants, and whether it keeps the states its edits land on."""
+    at_hook = key.startswith(HOOK)  # where edits land is measured in a carried state's space only
+    landed = states is not None and config.landing > 0 and not at_hook
+    if at_hook:
+        _refuse_timed_arms(arms, key)
+        if swapping:
+            raise ProclabError(
+                f"--swaps needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes holds only"
+            )
+        return held_agent(agent, coords, key), False
+    if landed:
+        return LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed), True
+    return TimedAgent(agent, coords, key, recorded.values, config.seed), False
+
+
+def _body(config: SweepArgs, out: Outcomes, names, results, swapped, claimed, arms) -> dict:
+    return {
         "bootstrap": config.bootstrap,
         "greedy": config.greedy,
         "seed": config.seed,
         "sort": config.sort,
         "baseline": baseline_summary(out, names),
         "results": results,
+        "swaps": swapped,
         "significant": _significant([r for r in results if not r["random"]], arms),
         "claims": claimed,
-        "landing_baseline": None if lands is None else lands[0],
-        "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
-        "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
+    }
+
+
+def _timing(out: Outcomes, played: float) -> dict:
+    steps = int(out.length.sum())
+    return {
         "episodes": int(out.ret.size),
         "steps": steps,
         "play_seconds": round(played, 3),
         "steps_per_second": round(steps / max(played, 1e-9), 1),
     }
-    return summary, out, variants
 
 
-def _tested(out: Outcomes, variants: Variants, recorded: Recorded, random: set[int], lands, names, config):
-    """Every variant against the baseline (random directions in families of their own), with where its
-    edit lies in the recorded distribution, its split-half changes and, when measured, where it lands;
-    returns the sweep's result rows and the reports they were made from (in variant order)."""
+def _deaths_head(deaths: Deaths, rates: dict[str, np.ndarray], config: SweepArgs) -> dict:
+    """What the deaths by cause are and the baseline's rates (each variant's changes are in its row)."""
+    return {
+        "causes": ["any", *deaths.causes],
+        "radius": config.death_radius,
+        "rule": "ended without completing the level before the time limit; cause: the hazard kind nearest the "
+        f"agent's box on its last observed step, within {config.death_radius:g} world units (else unclear)",
+        "baseline": {cause: float(r[0].mean()) for cause, r in rates.items()},
+    }
+
+
+def _tested(
+    out: Outcomes, variants: Variants, recorded: Recorded, random: set[int], lands, names, config, per_level
+):
+    """Every variant against the baseline (random directions and swaps in families of their own), with where
+    its edit lies in the recorded distribution, its split-half changes and, when measured, where it lands;
+    returns the sweep's result rows, its swap rows and the reports they were made from (in variant order)."""
     family = [
-        ("random " if int(d) in random else "") + a
-        for d, a in zip(variants.direction, variants.arm, strict=True)
+        "swap" if p[0] >= 0 else ("random " if int(d) in random else "") + a
+        for d, a, p in zip(variants.direction, variants.arm, variants.pair, strict=True)
     ]
     reports = compare(
         out,
@@ -242,16 +337,37 @@ def _tested(out: Outcomes, variants: Variants, recorded: Recorded, random: set[i
         correction=config.correction,
         alpha=config.alpha,
         seed=config.seed,
+        per_level=per_level,
     )
-    results = []
+    results, swapped = [], []
     for v, rep in enumerate(reports, start=1):
-        m = int(variants.direction[v])
-        rep["edit"] = recorded.placement(m, variants.values[v])
         rep["halves"] = halves(out, v)
         if lands is not None:
             rep["landing"] = lands[v]
+        if v >= variants.held:
+            i, j = (int(x) for x in variants.pair[v])
+            swapped.append(
+                {"swap": [i, j], "arm": variants.arm[v], "edit": swap_placement(recorded, i, j), **rep}
+            )
+            continue
+        m = int(variants.direction[v])
+        rep["edit"] = recorded.placement(m, variants.values[v])
         results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
-    return results, reports
+    return results, swapped, reports
+
+
+def swap_placement(recorded: Recorded, i: int, j: int) -> dict:
+    """Where a swap puts each coordinate: the share of ``j``'s recorded values outside ``i``'s recorded
+    0.5-99.5 % range (what ``i`` shows under the swap, as far as the recorded states tell) and the reverse;
+    ``off_data`` when either is above one half."""
+    lo, hi = ON_DATA_RANGE
+
+    def outside(a: int, b: int) -> float:
+        pct = recorded.percentile(a, recorded.values[:, b])
+        return float(np.mean((pct < lo) | (pct > hi)))
+
+    shares = [outside(i, j), outside(j, i)]
+    return {"off_data_share": shares, "off_data": max(shares) > 0.5}
 
 
 def power(levels: int, alpha: float, directions: int, claimed: dict) -> dict:

@@ -16,7 +16,6 @@ states lie).
 from __future__ import annotations
 
 import numpy as np
-import torch
 from torch import Tensor
 
 from proclab.interpret.stats.clustering import nearest_distance
@@ -27,7 +26,8 @@ PER_CALL = 4
 
 
 def _key(dim: int, value: float) -> tuple[int, float]:
-    """A reservoir's key: the planned coordinate and value (inf for a value drawn at every step)."""
+    """A reservoir's key: the planned coordinate and value (inf for a value drawn at every step; 0 for the
+    baseline and swaps, whose planned codes are negative)."""
     return (int(dim), 0.0 if dim < 0 else (np.inf if np.isnan(value) else float(value)))
 
 
@@ -45,8 +45,7 @@ class LandingAgent(TimedAgent):
     def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
         out = super().edit(h, prev, first)
         n = len(h)
-        planned = torch.where(self.release >= 0, self.dims + self.coords.k * (self.release + 1), self.dims)
-        dims = (planned.expand(n) if planned.dim() == 0 else planned).cpu().numpy()
+        dims = (self.codes.expand(n) if self.codes.dim() == 0 else self.codes).cpu().numpy()  # as planned
         values = (self.values.expand(n) if self.values.dim() == 0 else self.values).float().cpu().numpy()
         for r in self.rng.choice(n, min(PER_CALL, n), replace=False):
             key = _key(dims[r], values[r])

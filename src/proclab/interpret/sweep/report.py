@@ -58,12 +58,58 @@ def table_rows(summary: dict, label: str) -> list[list[str]]:
     return rows
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def swaps_text(summary: dict, label: str) -> list[str]:
+    """The swaps (``--swaps``): per pair the changes against the baseline, and the deaths by cause when
+    measured (rates; changes with corrected CIs over the swaps, ``*`` significant)."""
+    swaps = summary.get("swaps") or []
+    if not swaps:
+        return []
+    testable = _testable(summary)
+    causes = (summary.get("deaths") or {}).get("causes", [])
+    head = ["swap", "off"] + [HEADS[c] for c in COLUMNS] + [f"d deaths {c}" for c in causes]
+    rows = [head]
+    for r in swaps:
+        i, j = r["swap"]
+        off = "/".join(f"{100 * x:.0f} %" for x in r["edit"]["off_data_share"])
+        deaths = [_cell(r["deaths"][c], testable) for c in causes]
+        rows.append([f"{label} {i} <-> {label} {j}", off, *(_cell(r[c], testable) for c in COLUMNS), *deaths])
+    lines = [
+        "",
+        f"swaps (coordinates exchanged at every step; corrected over the {len(swaps)} swaps; 'off': "
+        "the share of each one's recorded values outside the other's recorded 0.5-99.5 % range):",
+    ]
+    lines += ["  " + line for line in _aligned(rows)]
+    for pick in summary.get("swaps_picked", []):
+        lo, hi = pick["ci0"]
+        lines.append(
+            f"  {label} {pick['direction']} picked for {pick['kind']}: it tracks {pick['quantity']} most strongly "
+            f"(r = {pick['r0']:+.2f} [{lo:+.2f}, {hi:+.2f}], atlas of this basis)"
+        )
+    return lines
+
+
+def deaths_text(summary: dict) -> list[str]:
+    """The baseline's deaths by cause (each variant's changes are in the JSON and the swaps' table)."""
+    deaths = summary.get("deaths")
+    if not deaths:
+        return []
+    rates = ", ".join(f"{c} {100 * v:.1f} %" for c, v in deaths["baseline"].items())
+    return ["", f"baseline deaths per level ({deaths['rule']}): {rates}"]
+
+
 def table_text(summary: dict, label: str) -> str:
     """The table as printed: aligned columns, a header saying what the cells hold."""
     head = ["#", "direction", "arm", "held at", "percentile"] + [HEADS[c] for c in COLUMNS] + ["lands"]
-    rows = [head, *table_rows(summary, label)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines = _aligned([head, *table_rows(summary, label)])
+    extra = [*swaps_text(summary, label), *deaths_text(summary)]
+    if not summary["results"]:
+        held = f"{len(summary['levels'])} paired levels; no direction held (--directions none)"
+        return "\n".join([held, *extra]) + "\n"
     corr = summary["correction"]
     if not _testable(summary):
         power = summary["power"]
@@ -74,7 +120,7 @@ def table_text(summary: dict, label: str) -> str:
             f"{power['levels_for_claims']} levels or more); sorted by |change| in {summary['sort']}; 'off': "
             "the held value lies outside the recorded 0.5-99.5 % range; 'lands': see docs/analyses.md"
         )
-        return "\n".join([note, *lines]) + "\n"
+        return "\n".join([note, *lines, *extra]) + "\n"
     note = (
         f"changes against the baseline on {len(summary['levels'])} paired levels, with intervals corrected "
         f"by {corr['name']} over {corr['tests_per_family']} directions per arm and metric "
@@ -83,7 +129,7 @@ def table_text(summary: dict, label: str) -> str:
         "distance to the nearest recorded state against the unedited agent's, and their share beyond its 99th "
         "percentile, in the full state space"
     )
-    return "\n".join([note, *lines, *claims_text(summary, label)]) + "\n"
+    return "\n".join([note, *lines, *claims_text(summary, label), *extra]) + "\n"
 
 
 def _share(s: dict) -> str:
@@ -94,8 +140,8 @@ def _share(s: dict) -> str:
 def claims_text(summary: dict, label: str) -> list[str]:
     """Per direction the claim's verdict (effect / no effect within the margin / not shown either way) and
     its p-values, then the share of directions that matter beside the share of random directions."""
-    if "claims" not in summary:
-        return []
+    if "claims" not in summary or not summary["claims"]["basis"]:
+        return []  # no direction was held (--directions none): no claim
     c = summary["claims"]
     lines = ["", f"claims per direction ({c['rule']}):"]
     for r in c["basis"]:
@@ -118,20 +164,32 @@ def claims_text(summary: dict, label: str) -> list[str]:
 
 
 def table_csv(summary: dict, label: str) -> str:
-    """Machine-readable: per (direction, arm) and metric, estimate, corrected CI, adjusted p, significance."""
+    """Machine-readable: per (direction, arm), then per swap, and metric: estimate, corrected CI, adjusted p,
+    significance (and the change in each death rate when measured)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     head = ["rank", "direction", "arm", "held_value", "percentile", "off_data"]
     for c in COLUMNS:
         head += [c, f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_p_adjusted", f"{c}_significant"]
+    causes = (summary.get("deaths") or {}).get("causes", [])
+    for c in causes:
+        head += [f"deaths_{c}", f"deaths_{c}_ci_lo", f"deaths_{c}_ci_hi", f"deaths_{c}_p_adjusted"]
     w.writerow([*head, "landing_median_ratio", "landing_beyond_real_p99"])
-    for rank, r in enumerate(summary["results"], start=1):
+    rows = [(rank, r) for rank, r in enumerate(summary["results"], start=1)]
+    rows += [("", r) for r in summary.get("swaps") or []]
+    for rank, r in rows:
         e = r["edit"]
-        name = "random" if r.get("random") else label
-        row = [rank, f"{name} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
+        if "swap" in r:
+            row = [rank, f"{label} {r['swap'][0]} <-> {label} {r['swap'][1]}", "swap", "", "", e["off_data"]]
+        else:
+            name = "random" if r.get("random") else label
+            row = [rank, f"{name} {r['direction']}", r["arm"], e["value"], e["percentile"], e["off_data"]]
         for c in COLUMNS:
             m = r[c]
             row += [_estimate(m), *m["ci_corrected"], m["p_adjusted"], m["significant"]]
+        for c in causes:
+            m = r["deaths"][c]
+            row += [m["change"], *m["ci_corrected"], m["p_adjusted"]]
         land = r.get("landing") or {}
         w.writerow([*row, land.get("median_ratio", ""), land.get("beyond_real_p99", "")])
     return buf.getvalue()
@@ -145,27 +203,38 @@ def write_text_atomic(path: Path, text: str) -> Path:
 
 
 def figure(summary: dict, label: str, path: Path) -> Path:
-    """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance);
-    ``*`` significant after correction, ``o`` held off the data."""
+    """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance), and
+    below them one row per swap in a ``swap`` column; ``*`` significant after correction, ``o`` held off
+    the data."""
     plt = pyplot()
-    directions, arms = summary["directions"], list(summary["arms"])
-    at = {(r["direction"], r["arm"]): r for r in summary["results"]}
+    arms = list(summary["arms"]) if summary["results"] else []  # --directions none: the swaps alone
+    at = {(f"{label} {r['direction']}", r["arm"]): r for r in summary["results"] if not r.get("random")}
+    rows = [f"{label} {d}" for d in summary["directions"]]
+    swaps = summary.get("swaps") or []
+    for r in swaps:
+        rows.append(f"{label} {r['swap'][0]} <-> {r['swap'][1]}")
+        at[rows[-1], "swap"] = r
+    arms += ["swap"] if swaps else []
     fig, axes = plt.subplots(
-        1, len(COLUMNS), figsize=(1.2 + len(COLUMNS) * (0.55 * len(arms) + 1.4), 1.5 + 0.3 * len(directions))
+        1, len(COLUMNS), figsize=(1.2 + len(COLUMNS) * (0.55 * len(arms) + 1.4), 1.5 + 0.3 * len(rows))
     )
     for ax, metric in zip(axes, COLUMNS, strict=True):
-        grid = np.array([[_estimate(at[d, a][metric]) for a in arms] for d in directions])
-        top = float(np.abs(grid).max()) or 1.0
+        grid = np.array(
+            [[_estimate(at[d, a][metric]) if (d, a) in at else np.nan for a in arms] for d in rows]
+        )
+        top = float(np.nanmax(np.abs(grid))) or 1.0
         cmap, lo = ("viridis", 0.0) if metric == TV else ("RdBu_r", -top)
         im = ax.imshow(grid, cmap=cmap, vmin=lo, vmax=top, aspect="auto")
-        for i, d in enumerate(directions):
+        for i, d in enumerate(rows):
             for j, a in enumerate(arms):
+                if (d, a) not in at:
+                    continue
                 r = at[d, a]
                 mark = ("*" if r[metric]["significant"] else "") + ("o" if r["edit"]["off_data"] else "")
                 dark = abs(grid[i, j]) > 0.6 * top if metric != TV else grid[i, j] < 0.5 * top
                 ax.text(j, i, mark, ha="center", va="center", fontsize=9, color="white" if dark else "black")
         ax.set_xticks(range(len(arms)), arms, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(directions)), [f"{label} {d}" for d in directions], fontsize=7)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.set_title(HEADS[metric] if metric != TV else "TV of actions", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
     corr = summary["correction"]

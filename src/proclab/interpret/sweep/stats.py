@@ -61,10 +61,13 @@ class Test:
         }
 
 
-def _tests(out: Outcomes, v: int, w: np.ndarray, s: np.ndarray, names: list[str]) -> dict[str, Test]:
+def _tests(
+    out: Outcomes, v: int, w: np.ndarray, s: np.ndarray, names: list[str], per_level: dict[str, np.ndarray]
+) -> dict[str, Test]:
     """Variant ``v`` against variant 0 (the baseline), every metric."""
     tests = {}
-    for metric, x in zip(MEANS, (out.ret, out.complete, out.length), strict=True):
+    means = {"return": out.ret, "level_complete": out.complete, "length": out.length, **per_level}
+    for metric, x in means.items():
         b, i = x[0], x[v]
         tests[metric] = Test(b.mean(), i.mean(), i.mean() - b.mean(), mean_boot(i - b, w), mean_p(b, i, s))
     cb, ci = out.actions[0], out.actions[v]
@@ -87,15 +90,19 @@ def compare(
     correction: str,
     alpha: float,
     seed: int,
+    per_level: dict[str, np.ndarray] | None = None,
 ) -> list[dict]:
     """Per variant ``v >= 1`` (``arm_of[v]`` its family: its arm, or another key for variants corrected
     apart, such as random directions; variant 0 is the baseline): its metrics as reported in the sweep's
     JSON (``return``, ``level_complete``, ``length``, ``tv_distance``, ``actions`` by name), corrected
-    within each (family, metric)."""
+    within each (family, metric). ``per_level`` adds ``(V, L)`` quantities compared by their mean change
+    like return (same resamples, permutations and correction); one named ``GROUP:NAME`` is reported as
+    ``[GROUP][NAME]`` (the deaths by cause: ``deaths:saw``)."""
     L = out.ret.shape[1]
     w = weights(resamples(L, bootstrap, seed), L)
     s = swaps(L, permutations, seed)
-    tests = [None] + [_tests(out, v, w, s, names) for v in range(1, len(arm_of))]
+    extra = per_level or {}
+    tests = [None] + [_tests(out, v, w, s, names, extra) for v in range(1, len(arm_of))]
     reports: list[dict] = [{} for _ in arm_of]
     for arm in dict.fromkeys(arm_of[1:]):
         members = [v for v in range(1, len(arm_of)) if arm_of[v] == arm]
@@ -109,6 +116,10 @@ def compare(
                 reports[v][metric] = t.report(ci95, corrected, p_adj, alpha)
     for rep in reports[1:]:
         rep["actions"] = {name: rep.pop("action:" + name) for name in names}
+        for key in extra:
+            group, colon, name = key.partition(":")
+            if colon:
+                rep.setdefault(group, {})[name] = rep.pop(key)
     return reports[1:]
 
 

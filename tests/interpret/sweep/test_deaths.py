@@ -1,0 +1,158 @@
+"""Deaths by cause: the nearest hazard against a slow loop over every entity and cell of real CoinRun states,
+and in batched play of real CoinRun levels, every death classified from its episode's last observed state
+(found by a watcher that keeps every state), paired rates whose intervals are the sweep's bootstrap."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from level_fixtures import moved_next_to_kinds
+from proclab.envs import EnvConfig
+from proclab.envs.state import glossary, parse_state
+from proclab.envs.state.model import PLAYER
+from proclab.envs.state.sample import random_states
+from proclab.errors import ProclabError
+from proclab.interpret.interventions.batched_play import ProcgenLevels, play
+from proclab.interpret.stats.paired import interval, resamples
+from proclab.interpret.sweep.deaths import ANY, UNCLEAR, Deaths, Hazards
+from proclab.interpret.sweep.stats import compare
+from proclab.run.runtime import make_runtime
+
+RT = make_runtime("cpu", "fp32", 1)
+
+
+def slow_cause(data: bytes, radius: float) -> str:
+    """The hazard cause nearest to the agent, by a loop over every entity and every grid cell."""
+    state = parse_state(data)
+    names, me = glossary("coinrun"), state.agent
+    best, cause = np.inf, UNCLEAR
+    for name, kinds in names.hazards.items():
+        values = {names.type_of(k) for k in kinds}
+        for e in state.entities:
+            if e.type in values and e.type != PLAYER and not e.use_abs_coords:
+                gap = max(abs(e.x - me.x) - me.rx - e.rx, abs(e.y - me.y) - me.ry - e.ry)
+                best, cause = (gap, name) if gap < best else (best, cause)
+        h, w = state.grid.shape
+        for row in range(h):
+            for col in range(w):
+                if state.grid[row, col] in values:
+                    gap = max(abs(me.x - col - 0.5) - me.rx - 0.5, abs(me.y - row - 0.5) - me.ry - 0.5)
+                    best, cause = (gap, name) if gap < best else (best, cause)
+    return cause if best <= radius else UNCLEAR
+
+
+def test_the_cause_is_the_slowly_found_nearest_hazard_on_real_coinrun_states():
+    hazards = [k for kinds in glossary("coinrun").hazards.values() for k in kinds]
+    states = list(random_states("coinrun", "hard", 30, seed=3, num_envs=2, keep_prob=0.2))
+    states += moved_next_to_kinds(states, np.random.default_rng(2), hazards)
+    seen = set()
+    for radius in (0.5, 2.0):
+        found = Hazards("coinrun", radius)
+        for s in states:
+            got = found.causes[found.classify(s)]
+            assert got == slow_cause(s, radius)
+            seen.add(got)
+    assert len(seen) >= 3  # the states show several causes, and unclear
+    assert found.causes[found.classify(None)] == UNCLEAR
+
+
+def test_a_game_without_named_hazards_is_one_line():
+    with pytest.raises(ProclabError, match="no hazards are named for maze"):
+        Hazards("maze")
+
+
+class Runner:
+    """Prefers running right and jumping right (sampled, so levels differ): it meets hazards often."""
+
+    config = SimpleNamespace(num_actions=15)
+
+    def initial_state(self, batch, device=None):
+        return {}
+
+    def plan(self, dims, values):
+        return self
+
+    def step(self, obs, state, first, prev_reward=None):
+        logits = torch.zeros(len(obs), 15)
+        logits[:, 7], logits[:, 8] = 2.0, 2.5
+        return SimpleNamespace(logits=logits), state
+
+
+class Everything:
+    """Keeps every state each episode was observed in (its last one is what the cause is read from)."""
+
+    def __init__(self, states):
+        self.states, self.seen = states, {}
+
+    def __call__(self, rows, jobs, ended):
+        states = self.states()
+        for r, job, end in zip(rows, jobs, ended, strict=True):
+            if not end:
+                self.seen.setdefault(int(job), []).append(states[r])
+
+
+def test_deaths_in_played_coinrun_are_classified_from_their_last_observed_state():
+    L = 24
+    env = ProcgenLevels(EnvConfig(game=("coinrun",), mode="hard", num_envs=1), 8, seed=0)
+    states = lambda: env.env.get_state()["procgen"][0]  # noqa: E731
+    deaths, everything = Deaths(states, "coinrun").start(2, L), Everything(states)
+
+    def watch(rows, jobs, ended):
+        deaths(rows, jobs, ended)
+        everything(rows, jobs, ended)
+
+    try:
+        plain = (np.array([-1, -1]), np.zeros((2, L)))  # two variants of the same agent: paired, identical
+        out = play(Runner(), env, np.arange(100, 100 + L), *plain, RT, greedy=False, watch=watch)
+    finally:
+        env.close()
+    rates = deaths.rates(out.complete, out.timed_out)
+    died = rates[ANY].astype(bool)
+    np.testing.assert_array_equal(died, (out.complete == 0) & (out.length < 1000))  # no time-outs here
+    causes = []
+    for v in range(2):
+        for lv in range(L):
+            job = lv * 2 + v
+            want = slow_cause(everything.seen[job][-1], 2.0) if job in everything.seen else UNCLEAR
+            assert deaths.causes[deaths.cause[v, lv]] == want
+            if died[v, lv]:
+                causes.append(want)
+            for c in deaths.causes:
+                assert rates[c][v, lv] == float(died[v, lv] and want == c)
+    assert {"saw", "enemy", "lava"} <= set(causes)  # these levels kill the runner by every hazard
+    np.testing.assert_array_equal(sum(rates[c] for c in deaths.causes), rates[ANY])
+    np.testing.assert_array_equal(deaths.cause[0], deaths.cause[1])
+
+
+def test_death_rates_are_tested_as_the_sweeps_per_level_metrics():
+    """A death rate's change and interval: the same resamples and percentile interval as return's."""
+    rng = np.random.default_rng(0)
+    V, L = 3, 40
+    out = SimpleNamespace(
+        ret=rng.normal(size=(V, L)),
+        complete=rng.integers(0, 2, (V, L)).astype(float),
+        length=rng.integers(10, 50, (V, L)).astype(float),
+        actions=rng.integers(0, 5, (V, L, 4)),
+    )
+    saw = (rng.random((V, L)) < np.array([[0.1], [0.5], [0.2]])).astype(float)
+    reports = compare(
+        out,
+        ["baseline", "a", "a"],
+        ["w", "x", "y", "z"],
+        bootstrap=500,
+        permutations=200,
+        correction="holm",
+        alpha=0.05,
+        seed=4,
+        per_level={"deaths:saw": saw},
+    )
+    idx = resamples(L, 500, 4)
+    for v in (1, 2):
+        boot = np.array([(saw[v, rows] - saw[0, rows]).mean() for rows in idx])  # the resamples, by hand
+        got = reports[v - 1]["deaths"]["saw"]
+        assert got["change"] == pytest.approx(saw[v].mean() - saw[0].mean())
+        np.testing.assert_allclose(got["ci95"], interval(boot), atol=1e-12)
+        assert "deaths:saw" not in reports[v - 1]
+    assert reports[0]["deaths"]["saw"]["significant"]  # 10 % -> 50 % of 40 levels
