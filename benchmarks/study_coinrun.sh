@@ -18,6 +18,7 @@ THREADS=${THREADS:-0}     # torch threads per process (0: torch's default); 1 on
 RECORD_EPISODES=${RECORD_EPISODES:-4000}
 EVAL_EPISODES=${EVAL_EPISODES:-1000}
 SWEEP_LEVELS=${SWEEP_LEVELS:-1000}
+RANDOM_DIRECTIONS=${RANDOM_DIRECTIONS:-64}   # the sweep's and the atlas's baseline of directions no method chose
 WM_SECONDS=${WM_SECONDS:-3600}
 WM_SIZE=${WM_SIZE:-small}  # paper's 27.8M parameters take ~9 s per update on a 2-core CPU
 AGENT=$STUDY/agent
@@ -58,7 +59,7 @@ hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSI
 sweep() {
     stage sweep "$PROCLAB" analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" \
         --split "$HELD_OUT" --no-greedy --seed "$SEED" --arms "${SWEEP_ARMS:-mean,resample,p05,p95}" \
-        --torch-threads "$THREADS"
+        --random-directions "$RANDOM_DIRECTIONS" --torch-threads "$THREADS"
 }
 
 wm() {
@@ -74,7 +75,8 @@ wm() {
 }
 
 atlas() {  # one card per IC of the 1,000 first episodes, with what the sweep measured
-    stage atlas "$PROCLAB" analyze atlas --out "$ANALYSIS" --episodes 1000 --torch-threads "$THREADS"
+    stage atlas "$PROCLAB" analyze atlas --out "$ANALYSIS" --episodes 1000 --torch-threads "$THREADS" \
+        --random-directions "$RANDOM_DIRECTIONS" --stability-seeds 5 --stability-bootstraps 5
 }
 
 drift() {  # how far dreamed hidden states drift from real ones

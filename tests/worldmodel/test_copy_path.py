@@ -15,17 +15,27 @@ from proclab.worldmodel.layers import shift_frames
 from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.losses import shift_labels, step_terms, world_model_loss
 from proclab.worldmodel.model import WorldModel, clamp_st
-from proclab.worldmodel.simulate import dreamed, open_loop_frames, random_bottlenecks, teacher_forced
+from proclab.worldmodel.simulate import (
+    dreamed,
+    open_loop_frames,
+    random_bottlenecks,
+    shift_before,
+    teacher_forced,
+)
 from support import TINY_AGENT
 
 COPY = replace(wm_size("tiny").model, decoder_copy=True, camera_shift=3.0)
+MOTION = replace(COPY, camera_motion=True)
 
 
-def models(seed: int = 0):
+def models(seed: int = 0, config: WorldModelConfig = COPY):
     torch.manual_seed(seed)
     agent = freeze(build_agent(AgentConfig(core="gru", rnn_size=16, head_init="torch", **TINY_AGENT)))
-    wm = WorldModel(COPY, 15, agent.state_shapes())
-    torch.nn.init.normal_(wm.shift.weight, std=0.5)  # a model that has learnt to move the camera
+    wm = WorldModel(config, 15, agent.state_shapes())
+    if config.camera_motion:  # a model that has learnt to move the camera
+        torch.nn.init.normal_(wm.motion.out[-1].weight, std=0.5)
+    else:
+        torch.nn.init.normal_(wm.shift.weight, std=0.5)
     return wm, agent
 
 
@@ -51,23 +61,65 @@ def test_the_decoder_gates_between_the_shifted_previous_frame_and_a_generated_on
         WorldModelConfig(camera_shift=2.0)
 
 
-def test_batched_decoding_equals_the_closed_loop_along_the_copy_path():
-    wm, agent = models()
+@pytest.mark.parametrize("config", [COPY, MOTION], ids=["state-shift", "camera-motion"])
+def test_batched_decoding_equals_the_closed_loop_along_the_copy_path(config):
+    wm, agent = models(config=config)
     with torch.no_grad():
         bottleneck = random_bottlenecks(3, COPY.bottleneck, torch.Generator().manual_seed(0))
         before = torch.rand(3, 3, 64, 64)
-        closed = dreamed(wm, agent, bottleneck, 4, start_frame=before)
-        start = replace(wm.start(bottleneck, modal=True), frame=before)
+        moved = torch.tensor([[1.0, -2.0], [0.0, 0.5], [-2.5, 3.0]])
+        start = replace(wm.start(bottleneck, modal=True), frame=before, shift=moved)
+        closed = wm.simulate(agent, start, 4, modal=True)
         actions = torch.cat([start.prev_action[None], closed.action[:-1]])
         opened = wm.simulate(agent, start, 4, actions=actions, modal=True)
         torch.testing.assert_close(opened.frame, closed.frame, atol=1e-5, rtol=1e-4)
-        # by hand: each step copies the frame before it
+        torch.testing.assert_close(opened.shift, closed.shift, atol=1e-5, rtol=1e-4)
+        # by hand: each step copies the frame before it (a motion model: moved on from the shift before)
         feat = torch.cat([closed.env_h, closed.env_z], -1)
-        prev = before
+        prev, shift = before, moved
         for k in range(4):
-            image = wm.decode(feat[k], prev)
-            torch.testing.assert_close(closed.image[k], image)
+            out = wm.decoder(feat[k])
+            if config.camera_motion:
+                x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat[k])
+                change = wm.motion.out(torch.cat([x, actions[k], shift / 3.0], -1))
+                shift = (shift + change).clamp(-3.0, 3.0)
+            else:
+                shift = 3.0 * torch.tanh(wm.shift(feat[k]))
+            gate = torch.sigmoid(out[:, 3:])
+            image = gate * shift_frames(prev, shift) + (1 - gate) * out[:, :3]
+            torch.testing.assert_close(closed.image[k], image, atol=1e-5, rtol=1e-4)
+            torch.testing.assert_close(closed.shift[k], shift, atol=1e-5, rtol=1e-4)
             prev = clamp_st(image)
+
+
+def test_an_untrained_motion_model_carries_the_last_move_on():
+    wm, agent = models(config=MOTION)
+    torch.nn.init.zeros_(wm.motion.out[-1].weight)  # as built
+    with torch.no_grad():
+        start = replace(
+            wm.start(random_bottlenecks(2, COPY.bottleneck), modal=True),
+            frame=torch.rand(2, 3, 64, 64),
+            shift=torch.tensor([[1.5, -0.5], [-4.0, 2.0]]),
+        )
+        traj = wm.simulate(agent, start, 3, modal=True)
+    expected = torch.tensor([[1.5, -0.5], [-3.0, 2.0]])  # clamped to the largest shift, 3 pixels
+    for k in range(3):
+        torch.testing.assert_close(traj.shift[k], expected)
+    with pytest.raises(ProclabError, match="camera_motion"):
+        WorldModelConfig(camera_motion=True)
+
+
+def test_the_shift_before_step_0_is_measured_between_the_true_frames_before_it():
+    wm, agent = models(config=replace(MOTION, num_init_steps=3))
+    batch = synthetic_batch(replace(MOTION, num_init_steps=3, num_sim_steps=2), 16, 2)
+    first = (textured(2, 3, 64) * 255).to(torch.uint8)
+    batch.init_frames[0] = first
+    batch.init_frames[1] = (
+        shift_frames(first.float(), torch.tensor([[2.0, 1.0], [-1.0, 0.0]])).round().to(torch.uint8)
+    )
+    got = shift_before(wm, batch)
+    torch.testing.assert_close(got, torch.tensor([[2.0, 1.0], [-1.0, 0.0]]), atol=0.15, rtol=0)
+    assert shift_before(models()[0], batch) is None  # a model without camera motion has no use for it
 
 
 def test_changed_pixel_loss_against_a_pixel_by_pixel_sum():
@@ -94,8 +146,9 @@ def test_changed_pixel_loss_against_a_pixel_by_pixel_sum():
     assert float(plain[1, 0]) < float(got[1, 0]) < float(plain[1, 0]) * 1.1  # 4 of 4,096 pixels weigh more
 
 
-def test_gradients_reach_the_copied_frame_and_every_parameter():
-    wm, agent = models()
+@pytest.mark.parametrize("config", [COPY, MOTION], ids=["state-shift", "camera-motion"])
+def test_gradients_reach_the_copied_frame_and_every_parameter(config):
+    wm, agent = models(config=config)
     bottleneck = random_bottlenecks(2, COPY.bottleneck, torch.Generator().manual_seed(1)).requires_grad_(True)
     before = torch.rand(2, 3, 64, 64, requires_grad=True)
     traj = dreamed(wm, agent, bottleneck, 4, start_frame=before)
@@ -103,7 +156,7 @@ def test_gradients_reach_the_copied_frame_and_every_parameter():
     assert (
         g_b.abs().sum() > 0 and g_f.abs().sum() > 0
     )  # the agent's value at step 3 depends on the copied frame
-    batch = synthetic_batch(COPY, wm.codec.width, 3)
+    batch = synthetic_batch(config, wm.codec.width, 3)
     start, traj = teacher_forced(wm, agent, batch)
     loss, _ = world_model_loss(start, traj, batch, LossWeights(changed_pixels=10.0))
     loss.backward()

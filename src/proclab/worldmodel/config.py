@@ -79,6 +79,10 @@ class WorldModelConfig:
     camera_shift: float = 0.0
     """With decoder_copy: the largest shift, in pixels, of the previous frame before it is copied,
     predicted from the state (CoinRun's view follows the agent, so the whole scene moves); 0: no shift."""
+    camera_motion: bool = False
+    """With camera_shift: predict each step's shift as the previous shift plus a change read from the copied
+    frame, the action and the state (layers.CameraMotion), instead of from the state alone: the camera's
+    velocity persists from step to step, and a latent state must otherwise learn it from scratch."""
     copy_gate_bias: float = 0.0
     """With decoder_copy: added to the copy gate's logit. Positive starts the decoder copying (gate
     sigmoid(0.5 + bias) at initialisation), so that an untrained model already predicts about as well as
@@ -119,6 +123,8 @@ class WorldModelConfig:
             bad.append(f"encoder_channels={self.encoder_channels} (needs 4 blocks: 64x64 -> 4x4)")
         if bad:
             raise ProclabError(f"world model sizes must be positive: {', '.join(bad)}")
+        if self.camera_motion and not self.camera_shift:
+            raise ProclabError("camera_motion needs camera_shift > 0 (the largest shift it may predict)")
         if self.copy_gate_bias and not self.decoder_copy:
             raise ProclabError(
                 f"copy_gate_bias={self.copy_gate_bias} needs decoder_copy (it biases the copy gate)"

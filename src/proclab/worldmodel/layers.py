@@ -175,3 +175,41 @@ def shift_frames(frames: Tensor, shift: Tensor) -> Tensor:
         theta[:, 1, 2] = -2 * shift[:, 1] / H
         grid = F.affine_grid(theta, list(x.shape), align_corners=False)
         return F.grid_sample(x, grid, padding_mode="border", align_corners=False)
+
+
+class CameraMotion(nn.Module):
+    """The camera's shift at step ``k`` as the shift at ``k - 1`` plus a change: velocity persists, and what
+    changes it is in the action, the agent's surroundings and the state.
+
+    Input: the frame being copied (the previous one, in [0, 1]), the action that drives the step, the
+    previous shift and the RSSM features ``[h, z]``. A small convolutional stack reads the frame (where the
+    platforms, walls and crates are decides whether a move is stopped), the rest is an MLP whose last layer
+    starts at zero, so an untrained model extrapolates the last move at constant velocity (on the seed's
+    CoinRun agent that alone halves the one-step error of repeating the last frame; docs/worldmodel.md).
+    The shift is clamped to ``max_shift`` pixels on each axis.
+    """
+
+    def __init__(self, feat_dim: int, num_actions: int, max_shift: float, depth: int = 16, hidden: int = 128):
+        super().__init__()
+        self.max_shift = max_shift
+        self.convs = nn.Sequential(
+            nn.Conv2d(3, depth, 4, 2, 1),
+            nn.ELU(),
+            nn.Conv2d(depth, 2 * depth, 4, 2, 1),
+            nn.ELU(),
+            nn.Conv2d(2 * depth, 2 * depth, 4, 2, 1),
+            nn.ELU(),
+        )  # 64 -> 8
+        self.frame = nn.Linear(2 * depth * 8 * 8, hidden)
+        self.state = nn.Linear(feat_dim, hidden, bias=False)
+        self.out = nn.Sequential(
+            nn.ELU(), nn.Linear(hidden + num_actions + 2, hidden), nn.ELU(), nn.Linear(hidden, 2)
+        )
+        nn.init.zeros_(self.out[-1].weight)
+        nn.init.zeros_(self.out[-1].bias)
+
+    def forward(self, frame: Tensor, action: Tensor, prev_shift: Tensor, feat: Tensor) -> Tensor:
+        x = self.frame(self.convs(frame).flatten(1)) + self.state(feat)
+        scaled = (prev_shift / self.max_shift).to(x.dtype)
+        change = self.out(torch.cat([x, action.to(x.dtype), scaled], -1)).float()
+        return (prev_shift.float() + change).clamp(-self.max_shift, self.max_shift)

@@ -43,6 +43,7 @@ from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.distributions import action_st, sample_st, straight_through
 from proclab.worldmodel.layers import (
+    CameraMotion,
     FrameEncoder,
     ImageDecoder,
     LayerNormGRUCell,
@@ -72,6 +73,9 @@ class Start:
     frame: Tensor | None = None
     """``(B, 3, 64, 64)`` in [0, 1]: the true frame before step 0, which a copy-path decoder
     (``decoder_copy``) copies at step 0; None (a dream from a bottleneck alone): step 0 is generated."""
+    shift: Tensor | None = None
+    """``(B, 2)``: the camera's last move before step 0 in pixels (measured between the two true frames
+    before it), which a ``camera_motion`` model carries on from; None: at rest."""
 
 
 @dataclass
@@ -172,7 +176,8 @@ class WorldModel(nn.Module):
         self.rssm = RSSM(c, num_actions, self.embed.out_dim)
         feat = c.deter + z_dim
         self.decoder = ImageDecoder(feat, c.decoder_depth, 4 if c.decoder_copy else 3)
-        self.shift = nn.Linear(feat, 2) if c.camera_shift else None
+        self.motion = CameraMotion(feat, num_actions, c.camera_shift) if c.camera_motion else None
+        self.shift = nn.Linear(feat, 2) if c.camera_shift and not c.camera_motion else None
         if self.shift is not None:  # start by copying in place
             nn.init.zeros_(self.shift.weight)
             nn.init.zeros_(self.shift.bias)
@@ -235,16 +240,40 @@ class WorldModel(nn.Module):
         """
         return self._decode_with_shift(feat, prev)[0]
 
-    def _decode_with_shift(self, feat: Tensor, prev: Tensor | None) -> tuple[Tensor, Tensor | None]:
-        """:meth:`decode` and the camera shift it applied (None without ``camera_shift``)."""
-        out = self.decoder(feat)
+    def _decode_with_shift(
+        self,
+        feat: Tensor,
+        prev: Tensor | None,
+        action: Tensor | None = None,
+        prev_shift: Tensor | None = None,
+        out: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`decode` and the camera shift it applied (None without one). A ``camera_motion`` model
+        also reads the action driving the step and the shift before it (zero where not given); ``out``: the
+        decoder's output for ``feat``, when already computed."""
+        out = self.decoder(feat) if out is None else out
         if not self.config.decoder_copy:
             return out, None
-        shift = self._shift(feat)
+        shift = self._shift(feat, prev, action, prev_shift)
         return self._compose(out, shift, prev, self.config.copy_gate_bias), shift
 
-    def _shift(self, feat: Tensor) -> Tensor | None:
-        """The predicted camera shift in pixels ``(N, 2)`` (None without ``camera_shift``)."""
+    def _shift(
+        self,
+        feat: Tensor,
+        prev: Tensor | None = None,
+        action: Tensor | None = None,
+        prev_shift: Tensor | None = None,
+    ) -> Tensor | None:
+        """The predicted camera shift in pixels ``(N, 2)``: from the state alone, or (``camera_motion``) the
+        previous shift moved on by what the copied frame, the action and the state say; None without a
+        shift, or for a motion model with no frame to copy."""
+        if self.motion is not None:
+            if prev is None:
+                return None
+            n = feat.shape[0]
+            action = feat.new_zeros(n, self.num_actions) if action is None else action
+            prev_shift = feat.new_zeros(n, 2) if prev_shift is None else prev_shift
+            return self.motion(prev, action, prev_shift, feat)
         if self.shift is None:
             return None
         return self.config.camera_shift * torch.tanh(self.shift(feat).float())
@@ -261,25 +290,30 @@ class WorldModel(nn.Module):
         gate = torch.sigmoid(out[:, 3:].float() + gate_bias)
         return gate * prev.float() + (1 - gate) * generated
 
-    def decode_steps(self, feat: Tensor, prev: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    def decode_steps(
+        self,
+        feat: Tensor,
+        prev: Tensor | None,
+        actions: Tensor | None = None,
+        prev_shift: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """``(S, B, feat)`` -> ``(S, B, 3, 64, 64)`` frames and the shifts ``(S, B, 2)`` (or None). The decoder
-        and the shift head read only the state, so they run on all steps at once; along the copy path only
-        the blending goes step by step (each step copies the frame the step before produced, as the agent
-        saw it)."""
+        reads only the state, so it runs on all steps at once; along the copy path the shift and the blending
+        go step by step (each step copies the frame the step before produced, as the agent saw it; a
+        ``camera_motion`` model also reads it, the action ``actions[k]`` and the shift before)."""
         S, B = feat.shape[:2]
-        flat = feat.flatten(0, 1)
-        out = self.decoder(flat)
+        out = self.decoder(feat.flatten(0, 1))
         out = out.view(S, B, *out.shape[1:])
         if not self.config.decoder_copy:
             return out, None
-        shift = self._shift(flat)
-        shift = None if shift is None else shift.view(S, B, 2)
-        images = []
+        images, shifts = [], []
         for k in range(S):
-            images.append(
-                self._compose(out[k], None if shift is None else shift[k], prev, self.config.copy_gate_bias)
-            )
-            prev = clamp_st(images[-1])
+            action = None if actions is None else actions[k]
+            image, prev_shift = self._decode_with_shift(feat[k], prev, action, prev_shift, out[k])
+            images.append(image)
+            shifts.append(prev_shift)
+            prev = clamp_st(image)
+        shift = None if any(s is None for s in shifts) else torch.stack(shifts)
         return torch.stack(images), shift
 
     def prior_rollout(self, start: Start, actions: Tensor, modal: bool = False) -> tuple[Tensor, Tensor]:
@@ -351,7 +385,7 @@ class WorldModel(nn.Module):
         H, Z = torch.stack(hs), torch.stack(zs)
         B = H.shape[1]
         feat = torch.cat([H, Z], -1)
-        image, shift = self.decode_steps(feat, start.frame)
+        image, shift = self.decode_steps(feat, start.frame, actions, start.shift)
         reward, done = self._reward_done(feat.flatten(0, 1))
         reward, done = reward.view(S, B), done.view(S, B)
         frame = clamp_st(image)
@@ -387,11 +421,12 @@ class WorldModel(nn.Module):
         a = start.prev_action if actions is None else actions[0]
         first = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
         rows: dict[str, list[Tensor]] = {}
-        frame = start.frame
+        frame, moved = start.frame, start.shift
         for k in range(S):
             h, z, prior, post = self._env_step(h, z, a, None if embed is None else embed[k], observe, modal)
             feat = torch.cat([h, z], -1)
-            image, shift = self._decode_with_shift(feat, frame)
+            image, shift = self._decode_with_shift(feat, frame, a, moved)
+            moved = shift
             reward, done = self._reward_done(feat)
             frame = clamp_st(image)
             out, new_state = agent.step(frame, codec.unflatten(s), first, reward)

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import WindowBatch
+from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.model import Start, Trajectory, WorldModel, as_float_frames
 
 ACTION_SOURCES = ("true", "agent")
@@ -30,6 +31,16 @@ def frame_before(batch: WindowBatch) -> Tensor:
     return as_float_frames(batch.init_frames[-2])
 
 
+def shift_before(wm: WorldModel, batch: WindowBatch) -> Tensor | None:
+    """The camera's move between the two true frames before step 0 (rows ``r0 - 2``, ``r0 - 1``), measured,
+    for a ``camera_motion`` model to carry on from; None for other models or with fewer than 3 initial
+    frames."""
+    if not wm.config.camera_motion or batch.init_frames.shape[0] < 3:
+        return None
+    frames = as_float_frames(batch.init_frames)
+    return measured_shift(frames[-3], frames[-2], wm.config.camera_shift)
+
+
 def teacher_forced(
     wm: WorldModel, agent, batch: WindowBatch, modal: bool = False
 ) -> tuple[Start, Trajectory]:
@@ -38,7 +49,7 @@ def teacher_forced(
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
-        replace(start, agent_state=batch.agent_h0, frame=frame_before(batch)),
+        replace(start, agent_state=batch.agent_h0, frame=frame_before(batch), shift=shift_before(wm, batch)),
         batch.frames.shape[0],
         actions=batch.prev_action_one_hot(wm.num_actions),
         frames=batch.frames,
@@ -54,8 +65,9 @@ def open_loop_frames(wm: WorldModel, start: Start, batch: WindowBatch) -> tuple[
     """Training's open-loop pass (``LossWeights.open_loop``): the frames and camera shifts the prior draws
     when the recorded actions drive it from ``start`` (the converters' initial state, as a dream starts)
     and the true frame before step 0; the agent is not run."""
-    feat, _ = wm.prior_rollout(start, batch.prev_action_one_hot(wm.num_actions))
-    return wm.decode_steps(feat, frame_before(batch))
+    actions = batch.prev_action_one_hot(wm.num_actions)
+    feat, _ = wm.prior_rollout(start, actions)
+    return wm.decode_steps(feat, frame_before(batch), actions, shift_before(wm, batch))
 
 
 def imagined(
@@ -66,7 +78,13 @@ def imagined(
         raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
     one_hot = batch.prev_action_one_hot(wm.num_actions)
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
-    start = replace(start, agent_state=batch.agent_h0, prev_action=one_hot[0], frame=frame_before(batch))
+    start = replace(
+        start,
+        agent_state=batch.agent_h0,
+        prev_action=one_hot[0],
+        frame=frame_before(batch),
+        shift=shift_before(wm, batch),
+    )
     return wm.simulate(
         agent,
         start,
