@@ -166,6 +166,8 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
         "6",
         "--split",
         "0:50",
+        "--precision",
+        "fp32",  # the reference below steps the agent in fp32
     ]
     cli(
         [
@@ -185,6 +187,7 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
     folder_out = out / "sweep"
     summary = json.loads((folder_out / "sweep.json").read_text())
     assert summary["format"] == "proclab-intervention-sweep" and summary["game"] == "chaser"
+    assert summary["precision"] == "fp32"
     assert len(summary["results"]) == 4 and summary["directions"] == [0, 1]
     assert {r["arm"] for r in summary["results"]} == {"mean", "collapse"}
     assert summary["correction"]["method"] == "holm" and summary["correction"]["tests_per_family"] == 2

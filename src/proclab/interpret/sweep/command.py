@@ -47,7 +47,7 @@ def run_sweep(args: SweepArgs) -> Path:
     coords = open_coordinates(ws, args.basis)
     checkpoint = agent_checkpoint(ws, args.checkpoint, "--sweep")
     ws.require_inputs(checkpoint=checkpoint)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = make_runtime(args.device, args.precision, args.torch_threads)
     agent, env_config, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
     every = list(range(coords.k))
@@ -94,6 +94,7 @@ def run_sweep(args: SweepArgs) -> Path:
         "levels_from": None if files is None else str(args.levels_from),
         "recorded": {"source": str(ws.path / HIDDEN), "points": len(rec.values)},
         "device": str(rt.device),
+        "precision": "bf16" if rt.bf16 else "fp32",
         "torch_threads": torch.get_num_threads(),
         **summary,
         "swaps_picked": picks,

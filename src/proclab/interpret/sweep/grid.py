@@ -85,6 +85,10 @@ class SweepArgs(EditArgs):
     --levels and --split unused): edited levels (proclab level edit) or recorded ones (level export)."""
     rows: int = 256
     """Episodes played at once: env slots stepped together, one batched agent forward per step."""
+    precision: str = "auto"
+    """The agent's arithmetic: fp32, bf16 (autocast), or auto (bf16 where the CPU computes it natively).
+    Every variant of a sweep runs at the same precision, so its comparisons stay paired; fp32 reproduces
+    sweeps made before this option."""
     permutations: int = 5000
     """Permutations of the paired tests' p-values."""
     correction: str = "holm"
