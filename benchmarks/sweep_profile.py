@@ -116,11 +116,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--basis-steps", type=int, default=100)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--precision", default="fp32", help="fp32, bf16 or auto (the sweep's default)")
     args = p.parse_args(argv)
-    rt = make_runtime(args.device, "fp32", args.threads)
+    rt = make_runtime(args.device, args.precision, args.threads)
     agent, env_config, x, basis, coords = fitted(args, rt)
     rec = Recorded(basis.to_ics(x), np.zeros(args.directions))
-    common = {"threads": torch.get_num_threads(), "cpu": cpu_name(), "game": env_config.games()[0]}
+    common = {
+        "threads": torch.get_num_threads(),
+        "precision": "bf16" if rt.bf16 else "fp32",
+        "cpu": cpu_name(),
+        "game": env_config.games()[0],
+    }
     print("raw acting ...", file=sys.stderr)
     plain = {**raw(agent, env_config, args.rows, args.raw_steps, rt), **common}
     print(json.dumps(plain), flush=True)

@@ -55,12 +55,13 @@ def sample_store(tmp_path_factory) -> Path:
 
 def forms(name: str) -> dict:
     """World-model config fields of a set of forms: ``tiny`` (the tiny preset as it is) or ``cpu`` (the cpu
-    preset's copy path, camera shift and changed-pixel loss on the tiny model)."""
+    preset's copy path, camera shift and motion, gate bias and losses on the tiny model)."""
     if name == "tiny":
         return {}
     tiny, cpu = wm_size("tiny"), wm_size(name)
+    copy_path = ("decoder_copy", "camera_shift", "camera_motion", "copy_gate_bias")
     return {
-        "model": replace(tiny.model, decoder_copy=True, camera_shift=cpu.model.camera_shift),
+        "model": replace(tiny.model, **{k: getattr(cpu.model, k) for k in copy_path}),
         "loss": cpu.loss,
     }
 

@@ -26,6 +26,7 @@ from support import TINY_AGENT
 
 COPY = replace(wm_size("tiny").model, decoder_copy=True, camera_shift=3.0)
 MOTION = replace(COPY, camera_motion=True)
+REFINE = replace(MOTION, frame_refiner=True)
 
 
 def models(seed: int = 0, config: WorldModelConfig = COPY):
@@ -36,6 +37,8 @@ def models(seed: int = 0, config: WorldModelConfig = COPY):
         torch.nn.init.normal_(wm.motion.out[-1].weight, std=0.5)
     else:
         torch.nn.init.normal_(wm.shift.weight, std=0.5)
+    if config.frame_refiner:  # ... and to draw on its copy
+        torch.nn.init.normal_(wm.refiner.out.weight, std=0.05)
     return wm, agent
 
 
@@ -61,7 +64,12 @@ def test_the_decoder_gates_between_the_shifted_previous_frame_and_a_generated_on
         WorldModelConfig(camera_shift=2.0)
 
 
-@pytest.mark.parametrize("config", [COPY, MOTION], ids=["state-shift", "camera-motion"])
+FORMS = pytest.mark.parametrize(
+    "config", [COPY, MOTION, REFINE], ids=["state-shift", "camera-motion", "refiner"]
+)
+
+
+@FORMS
 def test_batched_decoding_equals_the_closed_loop_along_the_copy_path(config):
     wm, agent = models(config=config)
     with torch.no_grad():
@@ -85,8 +93,12 @@ def test_batched_decoding_equals_the_closed_loop_along_the_copy_path(config):
                 shift = (shift + change).clamp(-3.0, 3.0)
             else:
                 shift = 3.0 * torch.tanh(wm.shift(feat[k]))
-            gate = torch.sigmoid(out[:, 3:])
-            image = gate * shift_frames(prev, shift) + (1 - gate) * out[:, :3]
+            if config.frame_refiner:
+                moved = shift_frames(prev, shift)
+                image = moved + wm.refiner(moved, prev, feat[k], shift)
+            else:
+                gate = torch.sigmoid(out[:, 3:])
+                image = gate * shift_frames(prev, shift) + (1 - gate) * out[:, :3]
             torch.testing.assert_close(closed.image[k], image, atol=1e-5, rtol=1e-4)
             torch.testing.assert_close(closed.shift[k], shift, atol=1e-5, rtol=1e-4)
             prev = clamp_st(image)
@@ -146,7 +158,7 @@ def test_changed_pixel_loss_against_a_pixel_by_pixel_sum():
     assert float(plain[1, 0]) < float(got[1, 0]) < float(plain[1, 0]) * 1.1  # 4 of 4,096 pixels weigh more
 
 
-@pytest.mark.parametrize("config", [COPY, MOTION], ids=["state-shift", "camera-motion"])
+@FORMS
 def test_gradients_reach_the_copied_frame_and_every_parameter(config):
     wm, agent = models(config=config)
     bottleneck = random_bottlenecks(2, COPY.bottleneck, torch.Generator().manual_seed(1)).requires_grad_(True)
@@ -298,3 +310,19 @@ def test_the_shift_and_open_loop_terms_add_what_they_say():
     torch.manual_seed(7)
     feat, _ = wm.prior_rollout(start, batch.prev_action_one_hot(15))
     torch.testing.assert_close(opened[0], wm.decode_steps(feat, batch.init_frames[-2].float() / 255)[0])
+
+
+def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_is_drawn():
+    wm, agent = models(config=REFINE)
+    torch.nn.init.zeros_(wm.refiner.out.weight)  # as built
+    feat = torch.randn(3, REFINE.deter + REFINE.stoch * REFINE.classes)
+    prev, shift = torch.rand(3, 3, 64, 64), torch.tensor([[1.0, -2.0], [0.5, 0.0], [-3.0, 3.0]])
+    image, got = wm._decode_with_shift(feat, prev, torch.zeros(3, 15), shift)
+    x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat)
+    expected = (shift + wm.motion.out(torch.cat([x, torch.zeros(3, 15), shift / 3.0], -1))).clamp(-3, 3)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(image, shift_frames(prev, expected))
+    assert wm.decoder.convs[-1].out_channels == 3  # no gate: the decoder only draws frames with no copy
+    torch.testing.assert_close(wm.decode(feat), wm.decoder(feat))
+    with pytest.raises(ProclabError, match="frame_refiner"):
+        WorldModelConfig(frame_refiner=True)

@@ -83,6 +83,11 @@ class WorldModelConfig:
     """With camera_shift: predict each step's shift as the previous shift plus a change read from the copied
     frame, the action and the state (layers.CameraMotion), instead of from the state alone: the camera's
     velocity persists from step to step, and a latent state must otherwise learn it from scratch."""
+    frame_refiner: bool = False
+    """With decoder_copy: each frame is the previous one, moved with the camera, plus a residual that a small
+    U-Net computes from it and the state (layers.FrameRefiner), instead of a per-pixel gate between that copy
+    and a frame the decoder redraws from the state alone (the decoder then draws only the first frame of a
+    dream that starts from a bottleneck, with nothing to copy)."""
     copy_gate_bias: float = 0.0
     """With decoder_copy: added to the copy gate's logit. Positive starts the decoder copying (gate
     sigmoid(0.5 + bias) at initialisation), so that an untrained model already predicts about as well as
@@ -123,6 +128,8 @@ class WorldModelConfig:
             bad.append(f"encoder_channels={self.encoder_channels} (needs 4 blocks: 64x64 -> 4x4)")
         if bad:
             raise ProclabError(f"world model sizes must be positive: {', '.join(bad)}")
+        if self.frame_refiner and not self.decoder_copy:
+            raise ProclabError("frame_refiner needs decoder_copy (it refines the copied frame)")
         if self.camera_motion and not self.camera_shift:
             raise ProclabError("camera_motion needs camera_shift > 0 (the largest shift it may predict)")
         if self.copy_gate_bias and not self.decoder_copy:

@@ -213,3 +213,38 @@ class CameraMotion(nn.Module):
         scaled = (prev_shift / self.max_shift).to(x.dtype)
         change = self.out(torch.cat([x, action.to(x.dtype), scaled], -1)).float()
         return (prev_shift.float() + change).clamp(-self.max_shift, self.max_shift)
+
+
+class FrameRefiner(nn.Module):
+    """The residual that turns the previous frame, moved with the camera, into the next one.
+
+    A small U-Net reads the moved frame and the frame before it was moved (where the agent, which the camera
+    follows, still stands), with the state ``[h, z]`` and the shift added at its 16x16 bottleneck, and
+    returns an RGB residual: new content is drawn where it appears (the strip the camera uncovers, the
+    agent's new pose, a coin taken), in place and next to what the frame already shows, which a decoder
+    that redraws a whole frame from a vector cannot do in a few thousand updates. Its last layer starts at
+    zero, so an untrained refiner leaves the moved copy as it is.
+    """
+
+    def __init__(self, feat_dim: int, max_shift: float, depth: int = 16):
+        super().__init__()
+        self.max_shift = max(max_shift, 1.0)
+        d = depth
+        self.down1 = nn.Conv2d(6, d, 4, 2, 1)  # 64 -> 32
+        self.down2 = nn.Conv2d(d, 2 * d, 4, 2, 1)  # 32 -> 16
+        self.state = nn.Linear(feat_dim + 2, 2 * d)
+        self.mid = nn.Conv2d(2 * d, 2 * d, 3, 1, 1)
+        self.up1 = nn.ConvTranspose2d(2 * d, d, 4, 2, 1)  # 16 -> 32
+        self.up2 = nn.ConvTranspose2d(2 * d, d, 4, 2, 1)  # 32 -> 64
+        self.out = nn.Conv2d(d + 6, 3, 3, 1, 1)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, moved: Tensor, prev: Tensor, feat: Tensor, shift: Tensor | None) -> Tensor:
+        frames = torch.cat([moved.float(), prev.float()], 1)
+        shift = feat.new_zeros(feat.shape[0], 2) if shift is None else shift.to(feat.dtype) / self.max_shift
+        x1 = F.elu(self.down1(frames))
+        x2 = F.elu(self.down2(x1)) + self.state(torch.cat([feat, shift], -1))[:, :, None, None]
+        u1 = F.elu(self.up1(F.elu(self.mid(x2))))
+        u2 = F.elu(self.up2(torch.cat([u1, x1], 1)))
+        return self.out(torch.cat([u2, frames], 1)).float()

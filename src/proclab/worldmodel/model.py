@@ -45,6 +45,7 @@ from proclab.worldmodel.distributions import action_st, sample_st, straight_thro
 from proclab.worldmodel.layers import (
     CameraMotion,
     FrameEncoder,
+    FrameRefiner,
     ImageDecoder,
     LayerNormGRUCell,
     NormGRUCell,
@@ -175,7 +176,8 @@ class WorldModel(nn.Module):
         self.embed = FrameEncoder(c.embed_depth)
         self.rssm = RSSM(c, num_actions, self.embed.out_dim)
         feat = c.deter + z_dim
-        self.decoder = ImageDecoder(feat, c.decoder_depth, 4 if c.decoder_copy else 3)
+        self.decoder = ImageDecoder(feat, c.decoder_depth, 4 if c.decoder_copy and not c.frame_refiner else 3)
+        self.refiner = FrameRefiner(feat, c.camera_shift, c.decoder_depth) if c.frame_refiner else None
         self.motion = CameraMotion(feat, num_actions, c.camera_shift) if c.camera_motion else None
         self.shift = nn.Linear(feat, 2) if c.camera_shift and not c.camera_motion else None
         if self.shift is not None:  # start by copying in place
@@ -251,6 +253,10 @@ class WorldModel(nn.Module):
         """:meth:`decode` and the camera shift it applied (None without one). A ``camera_motion`` model
         also reads the action driving the step and the shift before it (zero where not given); ``out``: the
         decoder's output for ``feat``, when already computed."""
+        if self.refiner is not None and prev is not None:
+            shift = self._shift(feat, prev, action, prev_shift)
+            moved = prev.float() if shift is None else shift_frames(prev, shift)
+            return moved + self.refiner(moved, prev.float(), feat, shift), shift
         out = self.decoder(feat) if out is None else out
         if not self.config.decoder_copy:
             return out, None
@@ -302,14 +308,18 @@ class WorldModel(nn.Module):
         go step by step (each step copies the frame the step before produced, as the agent saw it; a
         ``camera_motion`` model also reads it, the action ``actions[k]`` and the shift before)."""
         S, B = feat.shape[:2]
-        out = self.decoder(feat.flatten(0, 1))
-        out = out.view(S, B, *out.shape[1:])
+        out = None
+        if self.refiner is None or prev is None:  # a refiner decodes only a first frame with nothing to copy
+            out = self.decoder(feat.flatten(0, 1))
+            out = out.view(S, B, *out.shape[1:])
         if not self.config.decoder_copy:
             return out, None
         images, shifts = [], []
         for k in range(S):
             action = None if actions is None else actions[k]
-            image, prev_shift = self._decode_with_shift(feat[k], prev, action, prev_shift, out[k])
+            image, prev_shift = self._decode_with_shift(
+                feat[k], prev, action, prev_shift, None if out is None else out[k]
+            )
             images.append(image)
             shifts.append(prev_shift)
             prev = clamp_st(image)

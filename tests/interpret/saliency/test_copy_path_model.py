@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from proclab.worldmodel.config import wm_size
+
 
 def _tests_of(name: str):
     spec = importlib.util.spec_from_file_location(f"copy_path_{name}", Path(__file__).with_name(f"{name}.py"))
@@ -29,4 +31,5 @@ def wm_forms() -> str:
 
 def test_the_model_has_the_cpu_presets_forms(model):
     wm, _ = model
-    assert wm.config.decoder_copy and wm.shift is not None
+    assert wm.config.decoder_copy and (wm.shift is not None or wm.motion is not None)
+    assert wm.config.camera_motion == wm_size("cpu").model.camera_motion
