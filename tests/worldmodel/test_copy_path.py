@@ -38,7 +38,7 @@ def models(seed: int = 0, config: WorldModelConfig = COPY):
     else:
         torch.nn.init.normal_(wm.shift.weight, std=0.5)
     if config.frame_refiner:  # ... and to draw on its copy
-        torch.nn.init.normal_(wm.refiner.out.weight, std=0.05)
+        torch.nn.init.normal_(wm.refiner.out.weight, std=0.5)
     return wm, agent
 
 
@@ -326,3 +326,24 @@ def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_
     torch.testing.assert_close(wm.decode(feat), wm.decoder(feat))
     with pytest.raises(ProclabError, match="frame_refiner"):
         WorldModelConfig(frame_refiner=True)
+
+
+def test_training_detaches_what_the_motion_and_refiner_read_and_evaluation_does_not():
+    wm, agent = models(config=REFINE)
+    feat = torch.randn(2, REFINE.deter + REFINE.stoch * REFINE.classes)
+    shift = torch.tensor([[1.0, 0.0], [0.0, -1.0]])
+
+    def grad_of_prev(training: bool) -> torch.Tensor:
+        wm.train(training)
+        prev = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+        image, _ = wm._decode_with_shift(feat, prev, torch.zeros(2, 15), shift)
+        (g,) = torch.autograd.grad(image.sum(), prev)
+        return g
+
+    trained, evaluated = grad_of_prev(True), grad_of_prev(False)
+    prev = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    wm.train(True)
+    moved_shift = wm._shift(feat, prev.detach(), torch.zeros(2, 15), shift)
+    (copy_only,) = torch.autograd.grad(shift_frames(prev, moved_shift).sum(), prev)
+    torch.testing.assert_close(trained, copy_only)  # training: the gradient goes through the copy alone
+    assert (evaluated - copy_only).abs().max() > 1e-3  # evaluation: through what the nets read as well

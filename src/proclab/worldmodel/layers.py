@@ -220,7 +220,8 @@ class FrameRefiner(nn.Module):
 
     A small U-Net reads the moved frame and the frame before it was moved (where the agent, which the camera
     follows, still stands), with the state ``[h, z]`` and the shift added at its 16x16 bottleneck, and
-    returns an RGB residual: new content is drawn where it appears (the strip the camera uncovers, the
+    returns an RGB residual in (-1, 1) (tanh: the next frame stays within reach of [0, 1] whatever the
+    net does, so a dream fed back through the copy cannot run away): new content is drawn where it appears (the strip the camera uncovers, the
     agent's new pose, a coin taken), in place and next to what the frame already shows, which a decoder
     that redraws a whole frame from a vector cannot do in a few thousand updates. Its last layer starts at
     zero, so an untrained refiner leaves the moved copy as it is.
@@ -247,4 +248,4 @@ class FrameRefiner(nn.Module):
         x2 = F.elu(self.down2(x1)) + self.state(torch.cat([feat, shift], -1))[:, :, None, None]
         u1 = F.elu(self.up1(F.elu(self.mid(x2))))
         u2 = F.elu(self.up2(torch.cat([u1, x1], 1)))
-        return self.out(torch.cat([u2, frames], 1)).float()
+        return torch.tanh(self.out(torch.cat([u2, frames], 1)).float())

@@ -256,7 +256,7 @@ class WorldModel(nn.Module):
         if self.refiner is not None and prev is not None:
             shift = self._shift(feat, prev, action, prev_shift)
             moved = prev.float() if shift is None else shift_frames(prev, shift)
-            return moved + self.refiner(moved, prev.float(), feat, shift), shift
+            return moved + self.refiner(*self._context(moved, prev.float()), feat, shift), shift
         out = self.decoder(feat) if out is None else out
         if not self.config.decoder_copy:
             return out, None
@@ -279,10 +279,18 @@ class WorldModel(nn.Module):
             n = feat.shape[0]
             action = feat.new_zeros(n, self.num_actions) if action is None else action
             prev_shift = feat.new_zeros(n, 2) if prev_shift is None else prev_shift
-            return self.motion(prev, action, prev_shift, feat)
+            return self.motion(self._context(prev)[0], action, prev_shift, feat)
         if self.shift is None:
             return None
         return self.config.camera_shift * torch.tanh(self.shift(feat).float())
+
+    def _context(self, *frames: Tensor) -> tuple[Tensor, ...]:
+        """Frames that the camera motion and the refiner *read*: detached while training. Each simulated frame
+        feeds the next step twice, as the copy (whose gradient, through the shift, is contractive) and as what
+        these nets read; backpropagating through the second over 16 steps multiplies their Jacobians and
+        diverged within a few hundred updates (docs/worldmodel.md). Outside training (saliency, dreams,
+        visualisation) nothing is detached, so gradients through the simulator stay exact."""
+        return tuple(f.detach() for f in frames) if self.training else frames
 
     @staticmethod
     def _compose(out: Tensor, shift: Tensor | None, prev: Tensor | None, gate_bias: float = 0.0) -> Tensor:
