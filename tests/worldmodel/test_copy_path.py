@@ -88,14 +88,16 @@ def test_batched_decoding_equals_the_closed_loop_along_the_copy_path(config):
         for k in range(4):
             out = wm.decoder(feat[k])
             if config.camera_motion:
-                x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat[k])
+                x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(
+                    feat[k][:, : config.deter]
+                )
                 change = wm.motion.out(torch.cat([x, actions[k], shift / 3.0], -1))
                 shift = (shift + change).clamp(-3.0, 3.0)
             else:
                 shift = 3.0 * torch.tanh(wm.shift(feat[k]))
             if config.frame_refiner:
                 moved = shift_frames(prev, shift)
-                image = moved + wm.refiner(moved, prev, feat[k], shift)
+                image = moved + wm.refiner(moved, prev, feat[k][:, : config.deter], shift)
             else:
                 gate = torch.sigmoid(out[:, 3:])
                 image = gate * shift_frames(prev, shift) + (1 - gate) * out[:, :3]
@@ -318,7 +320,7 @@ def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_
     feat = torch.randn(3, REFINE.deter + REFINE.stoch * REFINE.classes)
     prev, shift = torch.rand(3, 3, 64, 64), torch.tensor([[1.0, -2.0], [0.5, 0.0], [-3.0, 3.0]])
     image, got = wm._decode_with_shift(feat, prev, torch.zeros(3, 15), shift)
-    x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat)
+    x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat[:, : REFINE.deter])
     expected = (shift + wm.motion.out(torch.cat([x, torch.zeros(3, 15), shift / 3.0], -1))).clamp(-3, 3)
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(image, shift_frames(prev, expected))

@@ -88,6 +88,16 @@ class WindowBatch:
     def prev_action_one_hot(self, num_actions: int) -> Tensor:
         return F.one_hot(self.prev_actions, num_actions).float()
 
+    def first_steps(self, steps: int) -> WindowBatch:
+        """The same windows cut to their first ``steps`` simulated steps (a horizon curriculum)."""
+        if steps >= self.frames.shape[0]:
+            return self
+        kept = {f.name: getattr(self, f.name) for f in fields(self)}
+        per_step = {k for k in kept if k not in ("init_frames", "agent_h0")}
+        return WindowBatch(
+            **{k: v[:steps] if k in per_step and v is not None else v for k, v in kept.items()}
+        )
+
     def to(self, device) -> WindowBatch:
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
         return WindowBatch(

@@ -177,8 +177,10 @@ class WorldModel(nn.Module):
         self.rssm = RSSM(c, num_actions, self.embed.out_dim)
         feat = c.deter + z_dim
         self.decoder = ImageDecoder(feat, c.decoder_depth, 4 if c.decoder_copy and not c.frame_refiner else 3)
-        self.refiner = FrameRefiner(feat, c.camera_shift, c.decoder_depth) if c.frame_refiner else None
-        self.motion = CameraMotion(feat, num_actions, c.camera_shift) if c.camera_motion else None
+        self.refiner = FrameRefiner(c.deter, c.camera_shift, c.decoder_depth) if c.frame_refiner else None
+        # the camera motion and the refiner read the deterministic state h alone: a posterior z (teacher
+        # forcing) carries the very frame they are to predict, which no dream has
+        self.motion = CameraMotion(c.deter, num_actions, c.camera_shift) if c.camera_motion else None
         self.shift = nn.Linear(feat, 2) if c.camera_shift and not c.camera_motion else None
         if self.shift is not None:  # start by copying in place
             nn.init.zeros_(self.shift.weight)
@@ -256,7 +258,8 @@ class WorldModel(nn.Module):
         if self.refiner is not None and prev is not None:
             shift = self._shift(feat, prev, action, prev_shift)
             moved = prev.float() if shift is None else shift_frames(prev, shift)
-            return moved + self.refiner(*self._context(moved, prev.float()), feat, shift), shift
+            h = feat[..., : self.config.deter]
+            return moved + self.refiner(*self._context(moved, prev.float()), h, shift), shift
         out = self.decoder(feat) if out is None else out
         if not self.config.decoder_copy:
             return out, None
@@ -279,7 +282,7 @@ class WorldModel(nn.Module):
             n = feat.shape[0]
             action = feat.new_zeros(n, self.num_actions) if action is None else action
             prev_shift = feat.new_zeros(n, 2) if prev_shift is None else prev_shift
-            return self.motion(self._context(prev)[0], action, prev_shift, feat)
+            return self.motion(self._context(prev)[0], action, prev_shift, feat[..., : self.config.deter])
         if self.shift is None:
             return None
         return self.config.camera_shift * torch.tanh(self.shift(feat).float())

@@ -224,6 +224,7 @@ class WMTrainer:
         """One optimiser step on a collated batch of windows; returns the detached metrics."""
         cfg = self.config
         batch = make_batch(items, cfg.model, self.wm.codec, cfg.reward_field).to(self.rt.device)
+        batch = batch.first_steps(cfg.horizon(self.updates))
         self.wm.train()
         with self.rt.autocast():
             start, traj = teacher_forced(self.wm, self.agent, batch)
