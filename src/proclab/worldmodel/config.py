@@ -311,11 +311,13 @@ _SMALL_MODEL = WorldModelConfig(
     **PRE_FIDELITY_MODEL,
 )
 
-# small's widths with the copy path: each frame copies the last one, shifted by the predicted camera move,
-# where a per-pixel gate says so, and the generator draws the rest; the image loss weighs pixels that
-# changed 11 times. Every other form as small (the throughput measured for small applies within the
-# decoder's extra gate channel and the step-by-step decoding).
-_CPU_MODEL = replace(_SMALL_MODEL, decoder_copy=True, camera_shift=6.0)
+# small's widths with the copy path: each frame copies the last one, moved by the camera's shift (carried on
+# from the last move and changed by what the copied frame, the action and h say), where a per-pixel gate
+# (biased to copy at the start) says so; the generator draws the rest. Chosen by the ablations of
+# docs/worldmodel.md on the seed's CoinRun agent.
+_CPU_MODEL = replace(
+    _SMALL_MODEL, decoder_copy=True, camera_shift=12.0, camera_motion=True, copy_gate_bias=5.0
+)
 
 WM_SIZES: dict[str, WMTrainConfig] = {
     # interpreting-rl-behavior's Gen-2 model at HEAD (spec §4.1) with its cell, encoder blocks and
@@ -334,11 +336,13 @@ WM_SIZES: dict[str, WMTrainConfig] = {
         video_every=500,
     ),
     # Short-horizon fidelity per CPU-second (docs/worldmodel.md, "The cpu preset"): small plus the copy
-    # path, the camera shift and the changed-pixel loss; bf16 autocast where the CPU has it (--precision auto).
+    # path, the camera's motion taught by the measured shifts, the changed-pixel loss and a horizon
+    # curriculum (4 steps, then 8, then 16); bf16 autocast where the CPU has it (--precision auto).
     "cpu": WMTrainConfig(
         model=_CPU_MODEL,
-        loss=LossWeights(**PRE_FIDELITY_LOSS, changed_pixels=10.0),
+        loss=LossWeights(**PRE_FIDELITY_LOSS, changed_pixels=10.0, shift=10.0),
         size="cpu",
+        curriculum="3000:4,6000:8",
         batch_size=16,
         learning_rate=1e-3,
         checkpoint_every=500,
