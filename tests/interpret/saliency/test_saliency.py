@@ -122,9 +122,9 @@ def test_env_grads_off_changes_gradients_but_not_values(model, bottlenecks):
     np.testing.assert_array_equal(on.rollout.value, off.rollout.value)
     np.testing.assert_array_equal(on.rollout.obs, off.rollout.obs)
     a, b = on.grads["value"]["env_h"][:, :3], off.grads["value"]["env_h"][:, :3]
-    assert (
-        np.abs(a - b).max() > 1e-5 * np.abs(a).max()
-    )  # beyond float noise (the path is weak in a tiny model)
+    # beyond float noise (fp32's epsilon is 1.2e-7): the path is weak in a tiny model, and weaker still
+    # (3e-6 of the gradient) under the cpu preset's copy gate, which passes 0.7% of the generated pixels
+    assert np.abs(a - b).max() > 1e-6 * np.abs(a).max()
     ref_off = direct(model, bottlenecks, 4, env_grads=False)
     np.testing.assert_allclose(
         off.grads["value"]["frame"], ref_off["value"]["frame"].numpy(), rtol=1e-5, atol=1e-7
