@@ -10,9 +10,9 @@ from proclab.errors import ProclabError
 from proclab.models import AgentConfig, build_agent
 from proclab.models.loading import freeze
 from proclab.worldmodel.batch import synthetic_batch
+from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.config import LossWeights, WorldModelConfig, wm_size
 from proclab.worldmodel.layers import shift_frames
-from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.losses import shift_labels, step_terms, world_model_loss
 from proclab.worldmodel.model import WorldModel, clamp_st
 from proclab.worldmodel.simulate import (
@@ -124,7 +124,7 @@ def test_an_untrained_motion_model_carries_the_last_move_on():
 
 
 def test_the_shift_before_step_0_is_measured_between_the_true_frames_before_it():
-    wm, agent = models(config=replace(MOTION, num_init_steps=3))
+    wm, _agent = models(config=replace(MOTION, num_init_steps=3))
     batch = synthetic_batch(replace(MOTION, num_init_steps=3, num_sim_steps=2), 16, 2)
     first = (textured(2, 3, 64) * 255).to(torch.uint8)
     batch.init_frames[0] = first
@@ -315,7 +315,7 @@ def test_the_shift_and_open_loop_terms_add_what_they_say():
 
 
 def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_is_drawn():
-    wm, agent = models(config=REFINE)
+    wm, _agent = models(config=REFINE)
     torch.nn.init.zeros_(wm.refiner.out.weight)  # as built
     feat = torch.randn(3, REFINE.deter + REFINE.stoch * REFINE.classes)
     prev, shift = torch.rand(3, 3, 64, 64), torch.tensor([[1.0, -2.0], [0.5, 0.0], [-3.0, 3.0]])
@@ -331,7 +331,7 @@ def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_
 
 
 def test_training_detaches_what_the_motion_and_refiner_read_and_evaluation_does_not():
-    wm, agent = models(config=REFINE)
+    wm, _agent = models(config=REFINE)
     feat = torch.randn(2, REFINE.deter + REFINE.stoch * REFINE.classes)
     shift = torch.tensor([[1.0, 0.0], [0.0, -1.0]])
 
