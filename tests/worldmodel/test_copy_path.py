@@ -349,3 +349,33 @@ def test_training_detaches_what_the_motion_and_refiner_read_and_evaluation_does_
     (copy_only,) = torch.autograd.grad(shift_frames(prev, moved_shift).sum(), prev)
     torch.testing.assert_close(trained, copy_only)  # training: the gradient goes through the copy alone
     assert (evaluated - copy_only).abs().max() > 1e-3  # evaluation: through what the nets read as well
+
+
+def test_a_clamped_shift_is_pulled_back_and_training_reads_the_previous_shift_detached():
+    wm, _agent = models(config=MOTION)
+    feat = torch.randn(2, MOTION.deter + MOTION.stoch * MOTION.classes)
+    prev = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    limit = wm.motion.max_shift
+
+    def shift_and_grad(training: bool, prev_shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        wm.train(training)
+        prev_shift = prev_shift.clone().requires_grad_(True)
+        shift = wm._shift(feat, prev, torch.zeros(2, 15), prev_shift)
+        (g,) = torch.autograd.grad((shift * torch.tensor([[1.0, 2.0], [3.0, 4.0]])).sum(), prev_shift)
+        return shift, g
+
+    # far past the clamp: the shift is the clamp, and its gradient still reaches the previous shift
+    beyond = torch.full((2, 2), 10.0 * limit)
+    shift, g = shift_and_grad(True, beyond)
+    torch.testing.assert_close(shift, torch.full((2, 2), limit))
+    torch.testing.assert_close(g, torch.tensor([[1.0, 2.0], [3.0, 4.0]]))  # the identity path, unclamped
+    # inside the clamp: training's gradient is the identity path alone; evaluation adds what the MLP reads
+    inside = torch.tensor([[0.5, -1.0], [1.5, 0.25]])
+    _, trained = shift_and_grad(True, inside)
+    _, evaluated = shift_and_grad(False, inside)
+    torch.testing.assert_close(trained, torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    x = wm.motion.frame(wm.motion.convs(prev).flatten(1)) + wm.motion.state(feat[:, : MOTION.deter])
+    read = inside.clone().requires_grad_(True)
+    change = wm.motion.out(torch.cat([x.detach(), torch.zeros(2, 15), read / limit], -1))
+    (by_hand,) = torch.autograd.grad((change * torch.tensor([[1.0, 2.0], [3.0, 4.0]])).sum(), read)
+    torch.testing.assert_close(evaluated, trained + by_hand)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from proclab.worldmodel.distributions import action_st, balanced_kl, sample_st, uniformity_loss
+from proclab.worldmodel.model import clamp_st
 
 
 def kl_reference(post: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
@@ -103,3 +104,14 @@ def test_agent_action_is_modal_with_the_gradient_of_the_log_probabilities():
     (grad,) = torch.autograd.grad((a * w).sum(), logits)
     (ref,) = torch.autograd.grad((logits.log_softmax(-1) * w).sum(), logits)
     torch.testing.assert_close(grad, ref)
+
+
+def test_a_straight_through_clamp_passes_the_gradient_once():
+    """The frames fed back and to the agent are clamped to [0, 1] straight-through: the backward pass is the
+    identity, inside the range as outside (a clamp whose own gradient leaked through doubled it inside)."""
+    image = torch.tensor([-0.5, 0.0, 0.25, 0.999, 1.0, 3.0], requires_grad=True)
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    out = clamp_st(image)
+    torch.testing.assert_close(out, torch.tensor([0.0, 0.0, 0.25, 0.999, 1.0, 1.0]))
+    (grad,) = torch.autograd.grad((out * w).sum(), image)
+    torch.testing.assert_close(grad, w)

@@ -18,8 +18,11 @@ from proclab.models.cores.base import full_precision
 
 
 def straight_through(hard: Tensor, soft: Tensor) -> Tensor:
-    """Exactly ``hard`` in the forward pass, the gradient of ``soft`` in the backward pass."""
-    return hard + (soft - soft.detach())
+    """Exactly ``hard`` in the forward pass, the gradient of ``soft`` (alone) in the backward pass.
+
+    ``hard`` is detached: a ``hard`` that carries a gradient of its own (a clamp of ``soft``) would add it to
+    ``soft``'s, doubling the gradient wherever the clamp passes it, and a 16-step chain of frames by 2^16."""
+    return hard.detach() + (soft - soft.detach())
 
 
 def one_hot_draw(logits: Tensor, modal: bool) -> Tensor:

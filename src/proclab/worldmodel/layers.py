@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from proclab.worldmodel.distributions import straight_through
+
 
 def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, norm: bool = False) -> nn.Sequential:
     """``Linear -> [LayerNorm] -> ELU`` per hidden width, then a last ``Linear`` to ``out_dim``."""
@@ -186,7 +188,11 @@ class CameraMotion(nn.Module):
     platforms, walls and crates are decides whether a move is stopped), the rest is an MLP whose last layer
     starts at zero, so an untrained model extrapolates the last move at constant velocity (on the seed's
     CoinRun agent that alone halves the one-step error of repeating the last frame; docs/worldmodel.md).
-    The shift is clamped to ``max_shift`` pixels on each axis.
+    The shift is clamped to ``max_shift`` pixels on each axis, straight-through: a shift pushed past the
+    clamp still gets the gradient that pulls it back (a plain clamp has none there, and a motion model that
+    ran to the clamp over a 16-step window stayed there: docs/worldmodel.md). ``read_shift`` is the previous
+    shift as the MLP reads it (the model passes it detached while training: read as an input, a 16-step chain
+    multiplies the MLP's Jacobians; added on, it is the identity).
     """
 
     def __init__(self, feat_dim: int, num_actions: int, max_shift: float, depth: int = 16, hidden: int = 128):
@@ -208,11 +214,19 @@ class CameraMotion(nn.Module):
         nn.init.zeros_(self.out[-1].weight)
         nn.init.zeros_(self.out[-1].bias)
 
-    def forward(self, frame: Tensor, action: Tensor, prev_shift: Tensor, feat: Tensor) -> Tensor:
+    def forward(
+        self,
+        frame: Tensor,
+        action: Tensor,
+        prev_shift: Tensor,
+        feat: Tensor,
+        read_shift: Tensor | None = None,
+    ) -> Tensor:
         x = self.frame(self.convs(frame).flatten(1)) + self.state(feat)
-        scaled = (prev_shift / self.max_shift).to(x.dtype)
+        scaled = ((prev_shift if read_shift is None else read_shift) / self.max_shift).to(x.dtype)
         change = self.out(torch.cat([x, action.to(x.dtype), scaled], -1)).float()
-        return (prev_shift.float() + change).clamp(-self.max_shift, self.max_shift)
+        shift = prev_shift.float() + change
+        return straight_through(shift.clamp(-self.max_shift, self.max_shift), shift)
 
 
 class FrameRefiner(nn.Module):

@@ -282,16 +282,17 @@ class WorldModel(nn.Module):
             n = feat.shape[0]
             action = feat.new_zeros(n, self.num_actions) if action is None else action
             prev_shift = feat.new_zeros(n, 2) if prev_shift is None else prev_shift
-            return self.motion(self._context(prev)[0], action, prev_shift, feat[..., : self.config.deter])
+            frame, read_shift = self._context(prev, prev_shift)
+            return self.motion(frame, action, prev_shift, feat[..., : self.config.deter], read_shift)
         if self.shift is None:
             return None
         return self.config.camera_shift * torch.tanh(self.shift(feat).float())
 
     def _context(self, *frames: Tensor) -> tuple[Tensor, ...]:
-        """Frames that the camera motion and the refiner *read*: detached while training. Each simulated frame
-        feeds the next step twice, as the copy (whose gradient, through the shift, is contractive) and as what
-        these nets read; backpropagating through the second over 16 steps multiplies their Jacobians and
-        diverged within a few hundred updates (docs/worldmodel.md). Outside training (saliency, dreams,
+        """Frames (and the previous shift) that the camera motion and the refiner *read*: detached while
+        training. Each simulated frame feeds the next step twice, as the copy (whose gradient, through the
+        shift, is contractive) and as what these nets read; backpropagating through the second over 16 steps
+        multiplies their Jacobians and diverged within a few hundred updates (docs/worldmodel.md). Outside training (saliency, dreams,
         visualisation) nothing is detached, so gradients through the simulator stay exact."""
         return tuple(f.detach() for f in frames) if self.training else frames
 
