@@ -12,9 +12,10 @@ from proclab.models.loading import freeze
 from proclab.worldmodel.batch import synthetic_batch
 from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.config import LossWeights, WorldModelConfig, wm_size
+from proclab.worldmodel.distributions import clamp_st
 from proclab.worldmodel.layers import shift_frames
 from proclab.worldmodel.losses import shift_labels, step_terms, world_model_loss
-from proclab.worldmodel.model import WorldModel, clamp_st
+from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import (
     dreamed,
     open_loop_frames,

@@ -5,8 +5,7 @@ import math
 import pytest
 import torch
 
-from proclab.worldmodel.distributions import action_st, balanced_kl, sample_st, uniformity_loss
-from proclab.worldmodel.model import clamp_st
+from proclab.worldmodel.distributions import action_st, balanced_kl, clamp_st, sample_st, uniformity_loss
 
 
 def kl_reference(post: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,12 @@ def straight_through(hard: Tensor, soft: Tensor) -> Tensor:
     return hard.detach() + (soft - soft.detach())
 
 
+def clamp_st(x: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
+    """``x`` clamped to ``[low, high]`` in the forward pass, the identity in the backward pass: a frame kept in
+    [0, 1], or a camera shift past its limit, still gets the gradient that pulls it back."""
+    return straight_through(x.clamp(low, high), x)
+
+
 def one_hot_draw(logits: Tensor, modal: bool) -> Tensor:
     """One-hot over the last axis: the argmax (``modal``) or a draw from ``softmax(logits)``; no gradient."""
     logits = full_precision(logits.detach())

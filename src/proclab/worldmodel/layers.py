@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from proclab.worldmodel.distributions import straight_through
+from proclab.worldmodel.distributions import clamp_st
 
 
 def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, norm: bool = False) -> nn.Sequential:
@@ -225,8 +225,7 @@ class CameraMotion(nn.Module):
         x = self.frame(self.convs(frame).flatten(1)) + self.state(feat)
         scaled = ((prev_shift if read_shift is None else read_shift) / self.max_shift).to(x.dtype)
         change = self.out(torch.cat([x, action.to(x.dtype), scaled], -1)).float()
-        shift = prev_shift.float() + change
-        return straight_through(shift.clamp(-self.max_shift, self.max_shift), shift)
+        return clamp_st(prev_shift.float() + change, -self.max_shift, self.max_shift)
 
 
 class FrameRefiner(nn.Module):
@@ -235,8 +234,8 @@ class FrameRefiner(nn.Module):
     A small U-Net reads the moved frame and the frame before it was moved (where the agent, which the camera
     follows, still stands), with the state ``[h, z]`` and the shift added at its 16x16 bottleneck, and
     returns an RGB residual in (-1, 1) (tanh: the next frame stays within reach of [0, 1] whatever the
-    net does, so a dream fed back through the copy cannot run away): new content is drawn where it appears (the strip the camera uncovers, the
-    agent's new pose, a coin taken), in place and next to what the frame already shows, which a decoder
+    net does, so a dream fed back through the copy cannot run away): new content is drawn where it
+    appears (the strip the camera uncovers, the agent's new pose, a coin taken), in place and next to what the frame already shows, which a decoder
     that redraws a whole frame from a vector cannot do in a few thousand updates. Its last layer starts at
     zero, so an untrained refiner leaves the moved copy as it is.
     """

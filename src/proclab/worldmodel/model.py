@@ -41,7 +41,7 @@ from torch import Tensor, nn
 from proclab.models import Agent, capture
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.config import WorldModelConfig
-from proclab.worldmodel.distributions import action_st, sample_st, straight_through
+from proclab.worldmodel.distributions import action_st, clamp_st, sample_st
 from proclab.worldmodel.layers import (
     CameraMotion,
     FrameEncoder,
@@ -116,11 +116,6 @@ class Trajectory:
 def as_float_frames(frames: Tensor) -> Tensor:
     """uint8 frames -> floats in [0, 1]; floating frames unchanged."""
     return frames.float().div(255) if frames.dtype == torch.uint8 else frames
-
-
-def clamp_st(image: Tensor) -> Tensor:
-    """``image`` clamped to [0, 1] in the forward pass, the identity in the backward pass."""
-    return straight_through(image.clamp(0, 1), image)
 
 
 class RSSM(nn.Module):
@@ -292,8 +287,9 @@ class WorldModel(nn.Module):
         """Frames (and the previous shift) that the camera motion and the refiner *read*: detached while
         training. Each simulated frame feeds the next step twice, as the copy (whose gradient, through the
         shift, is contractive) and as what these nets read; backpropagating through the second over 16 steps
-        multiplies their Jacobians and diverged within a few hundred updates (docs/worldmodel.md). Outside training (saliency, dreams,
-        visualisation) nothing is detached, so gradients through the simulator stay exact."""
+        multiplies their Jacobians and diverged within a few hundred updates (docs/worldmodel.md). Outside
+        training (saliency, dreams, visualisation) nothing is detached, so gradients through the simulator
+        stay exact."""
         return tuple(f.detach() for f in frames) if self.training else frames
 
     @staticmethod
