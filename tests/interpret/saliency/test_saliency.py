@@ -281,6 +281,15 @@ def test_saliency_command(samples, tmp_path, basis, capsys):
                 atol=1e-8,
             )
     summary = __import__("json").loads((out / "saliency" / "summary.json").read_text())
+    before = summary["targets"]["value"]["env_grads"]["mass_before_target"]
+    shares = []  # recomputed from the stored frame gradients of the env-grads episodes
+    for i in range(sal.num_episodes):
+        if sal.episodes["env_grads"][i]:
+            mass = np.abs(sal.episode(i)["grad/value/frame"]).reshape(STEPS, -1).sum(1)
+            shares.append(mass[:2].sum() / mass.sum())
+    assert before["uniform"] == pytest.approx(2 / 3) and before["samples"] == len(shares) == 3
+    assert before["mean"] == pytest.approx(np.mean(shares), rel=1e-4)
+    assert before["ci95"][0] <= before["mean"] <= before["ci95"][1]
     assert set(summary["targets"]) == {"value", "ic:0", "ic:1"}
     assert "ratio_with_without" in summary["targets"]["value"]
     assert len(summary["targets"]["value"]["env_grads"]["mean_abs_grad"]["frame"]) == STEPS
@@ -348,3 +357,39 @@ def test_real_saliency_command(wm_run, tmp_path):
         grad = store.read(0, ["grad/value/frame"])["grad/value/frame"]
         assert np.abs(grad[:3]).sum() > 0 and np.abs(grad[3]).sum() == 0
     assert (out / "gradient" / "videos" / "episode_00000.mp4").is_file()
+
+
+def test_against_uniform_matches_slow_reference():
+    """The share before the target against uniform: bootstrap interval by an explicit loop over the
+    same resamples, the sign-flip p-value against exact enumeration of all 2^n sign patterns, Holm by
+    hand, and verdicts on planted shares above, below and at the uniform share."""
+    from itertools import product
+
+    from proclab.interpret.saliency.command import against_uniform
+    from proclab.interpret.stats.paired import resamples
+
+    rng = np.random.default_rng(3)
+    uniform = 0.8
+    shares = [
+        list(0.9 + 0.02 * rng.standard_normal(9)),  # above
+        list(0.7 + 0.02 * rng.standard_normal(9)),  # below
+        list(uniform + 0.05 * rng.standard_normal(9)),  # at uniform
+    ]
+    reps = 20000
+    out = against_uniform(shares, uniform, reps=reps, seed=5)
+    assert [o["verdict"] for o in out] == ["above uniform", "below uniform", "not distinguishable"]
+    raw_p = []
+    for i, (x, o) in enumerate(zip(shares, out, strict=True)):
+        x = np.asarray(x)
+        assert o["mean"] == pytest.approx(x.mean()) and o["excess"] == pytest.approx(x.mean() - uniform)
+        idx = resamples(len(x), reps, 5 + i)
+        boot = np.array([np.mean(x[row]) for row in idx])
+        assert o["ci95"] == pytest.approx(list(np.percentile(boot, [2.5, 97.5])))
+        d = x - uniform
+        flips = np.array([np.mean(np.array(s) * d) for s in product((1, -1), repeat=len(d))])
+        exact = np.mean(np.abs(flips) >= abs(d.mean()) - 1e-12)
+        raw_p.append(exact)
+    order = np.argsort(raw_p)  # Monte Carlo p-values of 20,000 draws against the exact ones, Holm by hand
+    holm = np.maximum.accumulate([min(1.0, (len(raw_p) - r) * raw_p[k]) for r, k in enumerate(order)])
+    for r, k in enumerate(order):
+        assert out[k]["p_holm"] == pytest.approx(holm[r], abs=0.01)
