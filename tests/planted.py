@@ -39,7 +39,9 @@ import torch
 from torch import nn
 
 from proclab.envs.actions import ACTION_NAMES
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.interventions.arms import Recorded
 from proclab.models import AgentOutput
 from proclab.models.hooks import HookPoint
 from proclab.store import ShardWriter
@@ -216,6 +218,13 @@ def recorded_states(levels=range(1000, 1040)) -> np.ndarray:
             live &= ~(terminated | truncated)
             first = torch.zeros_like(first)
     return np.concatenate(rows)
+
+
+def planted_recorded() -> tuple[LinearCoordinates, Recorded]:
+    """The unit basis's coordinates and their recorded distribution (the recorded states' coordinates)."""
+    coords = LinearCoordinates(unit_basis(), "ica")
+    states = torch.from_numpy(recorded_states()).double()
+    return coords, Recorded(coords.encode(states).numpy(), np.zeros(len(UNITS)))
 
 
 def record_store(path, agent, levels) -> np.ndarray:

@@ -214,6 +214,21 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
         assert (arrays["ret"][0, k], arrays["length"][0, k]) == (ret, length)
     record = json.loads((out / "analysis.json").read_text())["commands"]["sweep"]
     assert "sweep/sweep.json" in record["outputs"]
+    # in two parts, one process each: the first to finish says what is missing, the last writes the sweep
+    parted = ["analyze", "intervene", "--sweep", "--out", str(out), *args, "--bootstrap", "100", "--permutations", "50", "--parts", "2"]  # fmt: skip
+    cli([*parted, "--part", "2", "--torch-threads", "1"])
+    assert "1 of 2 parts saved" in capsys.readouterr().out
+    assert json.loads((folder_out / "sweep.json").read_text())["parts"] == 1  # the earlier sweep still stands
+    cli([*parted, "--part", "1"])
+    again = np.load(folder_out / "episodes.npz")
+    for name in ("ret", "length", "level_complete", "actions"):
+        np.testing.assert_array_equal(again[name], arrays[name])
+    resumed = json.loads((folder_out / "sweep.json").read_text())
+    plain = lambda rows: [{k: v for k, v in r.items() if k != "landing"} for r in rows]  # noqa: E731
+    assert resumed["parts"] == 2 and plain(resumed["results"]) == plain(summary["results"])  # landing: per block
+    with pytest.raises(SystemExit):  # blocks of another sweep are refused, in one line
+        cli([*parted, "--seed", "3"])
+    assert "holds the parts of another sweep (levels, seed differ)" in capsys.readouterr().err
 
 
 def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_path, capsys):
@@ -250,6 +265,8 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
         (["--swaps", "0:9"], "direction 9 is outside"),
         (["--swaps", "saw:1"], "does not exist; run `proclab analyze atlas`"),
         (["--death-radius", "-1"], "--death-radius must be >= 0"),
+        (["--parts", "2", "--part", "3"], "--part must be between 1 and --parts (2)"),
+        (["--levels", "3", "--parts", "4"], "--parts must be between 1 and the number of levels (3)"),
     ],
 )
 def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from planted import KEY, UNITS, Corridor, PlantedAgent, recorded_states, unit_basis
+from planted import KEY, UNITS, Corridor, PlantedAgent, planted_recorded, recorded_states
 from proclab.interpret.bases.coordinates import LinearCoordinates, hold
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions import batched_play
@@ -118,12 +118,6 @@ def test_arm_values_and_placement_against_numpy():
     line = off_data_warning(place)
     assert "\n" not in line and "1 of 2 edits" in line and "collapse" in line
     assert off_data_warning({"mean": place["mean"]}) is None
-
-
-def planted_recorded() -> tuple[LinearCoordinates, Recorded]:
-    coords = LinearCoordinates(unit_basis(), "ica")
-    states = torch.from_numpy(recorded_states()).double()
-    return coords, Recorded(coords.encode(states).numpy(), np.zeros(len(UNITS)))
 
 
 def one_by_one(agent, coords, levels, dims, values, greedy, seed):

@@ -10,6 +10,7 @@ coordinate outside the recorded 0.5-99.5 % range is named in a one-line warning.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from dataclasses import asdict
@@ -27,6 +28,7 @@ from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_l
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
+from proclab.interpret.sweep.parts import Parts
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
 from proclab.interpret.sweep.swaps import parse_swaps, read_atlas, resolve
 from proclab.interpret.workspace.folder import Workspace
@@ -64,6 +66,7 @@ def run_sweep(args: SweepArgs) -> Path:
         levels = np.arange(len(files))  # the file's states, in order
     else:
         levels = paired_levels(parse_split(args.split), args.levels, args.seed)
+    store = parts_store(ws, args, checkpoint, levels)
     episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)) + len(pairs))
     env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed, files)
     deaths = death_watch(env, args)
@@ -75,11 +78,15 @@ def run_sweep(args: SweepArgs) -> Path:
                 done[0] += n
                 ph.fraction(done[0], episodes)
 
-            summary, out, variants = sweep(
-                agent, coords, key, rec, env, levels, directions, args, rt, tick, states, pairs, deaths
+            swept = sweep(
+                agent, coords, key, rec, env, levels, directions, args, rt, tick, states, pairs, deaths, store
             )
     finally:
         env.close()
+    if swept is None:
+        print(f"{len(store.saved())} of {args.parts} parts saved in {store.folder}; play the others to test")
+        return store.folder
+    summary, out, variants = swept
     summary = {
         "format": FORMAT,
         "version": 1,
@@ -100,6 +107,24 @@ def run_sweep(args: SweepArgs) -> Path:
         "swaps_picked": picks,
     }
     return _write(ws, args, summary, out, variants, coords.label, start, deaths)
+
+
+UNPLAYED = ("part", "torch_threads", "rows", "out")
+"""Options that do not change a sweep's outcomes: blocks played with different values of them merge."""
+
+
+def parts_store(ws: Workspace, args: SweepArgs, checkpoint: Path, levels: np.ndarray) -> Parts:
+    """Where the sweep's blocks are kept: ``ANALYSIS/sweep-parts/`` (a basis's own suffix) when played in
+    parts, checked against the fingerprint of this sweep; memory for a sweep in one part."""
+    if args.parts == 1:
+        return Parts(1)
+    fingerprint = {k: str(v) for k, v in asdict(args).items() if k not in UNPLAYED}
+    fingerprint.update(
+        basis_digest=file_digest(system_file(ws, args.basis)),
+        checkpoint=str(checkpoint),
+        levels=hashlib.sha256(np.asarray(levels, np.int64).tobytes()).hexdigest(),
+    )
+    return Parts(args.parts, ws.path / f"{NAME}{suffix(args.basis)}-parts", fingerprint)
 
 
 def selected(text: str | None, k: int, every: list[int]) -> list[int]:

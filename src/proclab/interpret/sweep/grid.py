@@ -52,6 +52,7 @@ from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.deaths import RADIUS, Deaths
 from proclab.interpret.sweep.landing import LandingAgent, landing
+from proclab.interpret.sweep.parts import Parts, Played, block_seed, blocks
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
 from proclab.interpret.sweep.timed import TimedAgent, planned, swap_code
@@ -116,9 +117,22 @@ class SweepArgs(EditArgs):
     death_radius: float = RADIUS
     """A death's cause is the hazard nearest the agent on its last observed step, when within this many world
     units of its box; farther, the cause is 'unclear'."""
+    parts: int = 1
+    """Play the levels in this many blocks, each saved in ANALYSIS/sweep-parts/ once played: the same
+    command run again plays only the blocks not yet saved (a sweep of hours resumes where it stopped), and
+    the tests run when the last block is saved (docs/analyses.md)."""
+    part: int | None = None
+    """Play only block I of --parts (1-based), e.g. one process per core, each with its own I; whichever
+    saves the last block writes the sweep's results."""
 
     def check(self) -> None:
-        self.require_positive("levels", "rows", "bootstrap", "permutations")
+        self.require_positive("levels", "rows", "bootstrap", "permutations", "parts")
+        if self.levels_from is None and self.parts > self.levels:
+            raise ProclabError(
+                f"--parts must be between 1 and the number of levels ({self.levels}), got {self.parts}"
+            )
+        if self.part is not None and not 1 <= self.part <= self.parts:
+            raise ProclabError(f"--part must be between 1 and --parts ({self.parts}), got {self.part}")
         if not self.equivalence_margin > 0:
             raise ProclabError(f"--equivalence-margin must be > 0, got {self.equivalence_margin}")
         if self.random_directions < 0:
@@ -210,36 +224,43 @@ def sweep(
     states: np.ndarray | None = None,
     swaps: list[tuple[int, int]] | None = None,
     deaths: Deaths | None = None,
-) -> tuple[dict, Outcomes, Variants]:
+    store: Parts | None = None,
+) -> tuple[dict, Outcomes, Variants] | None:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``, and every swap
     (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
     (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
     ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
-    the env's game states), every variant's deaths by cause."""
+    the env's game states), every variant's deaths by cause. The levels are played in ``config.parts``
+    blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory); with
+    ``config.part``, only that block is played, and None is returned while other blocks are missing."""
     config.check()
     arms = parse_arms(config.arms)
     pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
     variants = Variants.of(directions, arms, recorded, len(levels), config.seed, pairs)
-    held, landed = _player(agent, coords, key, recorded, states, config, arms, bool(pairs))
+    landed = states is not None and config.landing > 0 and not key.startswith(HOOK)
+    store = Parts(config.parts) if store is None else store
+    saved = store.saved()
+    for i, block in enumerate(blocks(len(levels), config.parts)):
+        if i in saved:
+            if tick is not None:
+                tick(len(block) * len(variants.arm))
+            continue
+        if config.part is None or i == config.part - 1:
+            held = _player(
+                agent, coords, key, recorded, config, arms, bool(pairs), landed, block_seed(config.seed, i)
+            )
+            store.save(
+                i, _play_block(held, env, levels[block], variants, block, config, runtime, tick, deaths)
+            )
+    if not store.complete():
+        return None
+    played = store.everything(config.landing, config.seed)
+    out = played.outcomes
     if deaths is not None:
-        deaths.start(len(variants.arm), len(levels))
-    start = time.perf_counter()
-    out = play(
-        held,
-        env,
-        levels,
-        variants.planned,
-        variants.values,
-        runtime,
-        greedy=config.greedy,
-        seed=config.seed,
-        tick=tick,
-        watch=deaths,
-    )
-    played = time.perf_counter() - start
+        deaths.cause = played.cause
     names = _action_names(agent.config.num_actions)
     random = {m for m in directions if isinstance(coords, WithRandom) and coords.is_random(m)}
-    lands = landing(held, variants.planned, variants.values, states) if landed else None
+    lands = landing(played.reservoirs, variants.planned, variants.values, states) if landed else None
     rates = {} if deaths is None else deaths.rates(out.complete, out.timed_out)
     per_level = {f"deaths:{cause}": r for cause, r in rates.items()}
     results, swapped, reports = _tested(out, variants, recorded, random, lands, names, config, per_level)
@@ -257,6 +278,7 @@ def sweep(
     results.sort(key=lambda r: _effect(r, config.sort), reverse=True)
     summary = {
         "levels": [int(x) for x in levels],
+        "parts": config.parts,
         "directions": [m for m in directions if m not in random],
         "random_directions": sorted(random),
         "arms": {a: describe(a) for a in arms},
@@ -266,25 +288,61 @@ def sweep(
         "landing_baseline": None if lands is None else lands[0],
         "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
         "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
-        **_timing(out, played),
+        **_timing(out, played.seconds),
     }
     return summary, out, variants
 
 
-def _player(agent, coords, key: str, recorded: Recorded, states, config: SweepArgs, arms, swapping: bool):
-    """The edited agent that plays the variants, and whether it keeps the states its edits land on."""
-    at_hook = key.startswith(HOOK)  # where edits land is measured in a carried state's space only
-    landed = states is not None and config.landing > 0 and not at_hook
-    if at_hook:
+def _play_block(
+    held, env, levels, variants: Variants, block, config: SweepArgs, runtime, tick, deaths
+) -> Played:
+    """Play every variant on the levels of one block (``block``: their indices among all levels)."""
+    if deaths is not None:
+        deaths.start(len(variants.arm), len(levels))
+    start = time.perf_counter()
+    out = play(
+        held,
+        env,
+        levels,
+        variants.planned,
+        variants.values[:, block],
+        runtime,
+        greedy=config.greedy,
+        seed=config.seed,
+        tick=tick,
+        watch=deaths,
+    )
+    return Played(
+        out,
+        None if deaths is None else deaths.cause.copy(),
+        held.reservoirs if isinstance(held, LandingAgent) else None,
+        time.perf_counter() - start,
+    )
+
+
+def _player(
+    agent,
+    coords,
+    key: str,
+    recorded: Recorded,
+    config: SweepArgs,
+    arms,
+    swapping: bool,
+    landed: bool,
+    seed: int,
+):
+    """The edited agent that plays the variants (keeping the states its edits land on when ``landed``: in a
+    carried state's space only), its draws seeded with ``seed``."""
+    if key.startswith(HOOK):
         _refuse_timed_arms(arms, key)
         if swapping:
             raise ProclabError(
                 f"--swaps needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes holds only"
             )
-        return held_agent(agent, coords, key), False
+        return held_agent(agent, coords, key)
     if landed:
-        return LandingAgent(agent, coords, key, recorded.values, config.landing, config.seed), True
-    return TimedAgent(agent, coords, key, recorded.values, config.seed), False
+        return LandingAgent(agent, coords, key, recorded.values, config.landing, seed)
+    return TimedAgent(agent, coords, key, recorded.values, seed)
 
 
 def _body(config: SweepArgs, out: Outcomes, names, results, swapped, claimed, arms) -> dict:

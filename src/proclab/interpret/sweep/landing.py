@@ -31,16 +31,86 @@ def _key(dim: int, value: float) -> tuple[int, float]:
     return (int(dim), 0.0 if dim < 0 else (np.inf if np.isnan(value) else float(value)))
 
 
+class Reservoirs:
+    """Per (planned coordinate, planned value), a uniform sample of at most ``cap`` of the states offered
+    (``kept``) and how many were offered (``seen``). A sweep played in parts keeps one per part and
+    :meth:`merged` draws the whole sweep's sample from them."""
+
+    def __init__(self, cap: int, rng: np.random.Generator):
+        self.cap, self.rng = cap, rng
+        self.kept: dict[tuple[int, float], list[np.ndarray]] = {}
+        self.seen: dict[tuple[int, float], int] = {}
+
+    def offer(self, key: tuple[int, float], state: Tensor) -> None:
+        """Reservoir sampling (Vitter's algorithm R): the ``n``-th state offered is kept with chance
+        ``cap / n``, replacing a uniformly chosen kept one."""
+        seen = self.seen.get(key, 0)
+        self.seen[key] = seen + 1
+        kept = self.kept.setdefault(key, [])
+        if len(kept) < self.cap:
+            kept.append(state.detach().double().cpu().numpy())
+        elif (j := int(self.rng.integers(0, seen + 1))) < self.cap:
+            kept[j] = state.detach().double().cpu().numpy()
+
+    def states(self, dim: int, values: np.ndarray) -> np.ndarray:
+        """The kept states of the variant holding ``dim`` at ``values`` (one per level), ``(n, D)``."""
+        keys = {_key(dim, float(np.float32(v))) for v in np.ravel(values)}
+        rows = [s for k in keys for s in self.kept.get(k, [])]
+        return np.stack(rows) if rows else np.zeros((0, 0))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The reservoirs as flat arrays (for an ``.npz``): keys, offered counts, and the kept states with
+        the index of their key."""
+        keys = list(self.kept)
+        states = [s for k in keys for s in self.kept[k]]
+        return {
+            "landing_dims": np.array([k[0] for k in keys], np.int64),
+            "landing_values": np.array([k[1] for k in keys], np.float64),
+            "landing_seen": np.array([self.seen[k] for k in keys], np.int64),
+            "landing_owner": np.array([i for i, k in enumerate(keys) for _ in self.kept[k]], np.int64),
+            "landing_states": np.stack(states) if states else np.zeros((0, 0)),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays, cap: int, rng: np.random.Generator) -> Reservoirs:
+        out = cls(cap, rng)
+        for i, (dim, value, seen) in enumerate(
+            zip(arrays["landing_dims"], arrays["landing_values"], arrays["landing_seen"], strict=True)
+        ):
+            key = (int(dim), float(value))
+            out.seen[key] = int(seen)
+            out.kept[key] = list(arrays["landing_states"][arrays["landing_owner"] == i])
+        return out
+
+    @classmethod
+    def merged(cls, parts: list[Reservoirs], cap: int, rng: np.random.Generator) -> Reservoirs:
+        """One sample of at most ``cap`` states per key from the parts' samples, distributed as a uniform
+        sample of every state the parts were offered: how many come from each part is drawn as in such a
+        sample (multivariate hypergeometric on the offered counts; never more than a part kept, as it kept
+        ``min(cap, seen)``), and those are drawn uniformly from the part's own uniform sample."""
+        out = cls(cap, rng)
+        for key in dict.fromkeys(k for p in parts for k in p.kept):
+            pools = [(p.kept[key], p.seen[key]) for p in parts if p.kept.get(key)]
+            seen = [n for _, n in pools]
+            out.seen[key] = sum(seen)
+            counts = rng.multivariate_hypergeometric(seen, min(cap, sum(seen)))
+            out.kept[key] = [
+                kept[i]
+                for (kept, _), c in zip(pools, counts, strict=True)
+                for i in sorted(rng.choice(len(kept), c, replace=False))
+            ]
+        return out
+
+
 class LandingAgent(TimedAgent):
-    """A :class:`~proclab.interpret.sweep.timed.TimedAgent` that keeps, per (planned coordinate, planned
-    value), a uniform sample of at most ``cap`` of the edited states it produced (the baseline's rows
-    under ``(-1, 0.0)``)."""
+    """A :class:`~proclab.interpret.sweep.timed.TimedAgent` that offers, per edit call, a few of the edited
+    states it produced to :class:`Reservoirs` of at most ``cap`` per (planned coordinate, planned value)
+    (the baseline's rows under ``(-1, 0.0)``)."""
 
     def __init__(self, agent, coords, key: str, recorded: np.ndarray, cap: int, seed: int):
         super().__init__(agent, coords, key, recorded, seed)
-        self.cap, self.rng = cap, np.random.default_rng([seed, 23])
-        self.kept: dict[tuple[int, float], list[np.ndarray]] = {}
-        self.seen: dict[tuple[int, float], int] = {}
+        self.rng = np.random.default_rng([seed, 23])
+        self.reservoirs = Reservoirs(cap, self.rng)
 
     def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
         out = super().edit(h, prev, first)
@@ -48,25 +118,16 @@ class LandingAgent(TimedAgent):
         dims = (self.codes.expand(n) if self.codes.dim() == 0 else self.codes).cpu().numpy()  # as planned
         values = (self.values.expand(n) if self.values.dim() == 0 else self.values).float().cpu().numpy()
         for r in self.rng.choice(n, min(PER_CALL, n), replace=False):
-            key = _key(dims[r], values[r])
-            seen = self.seen.get(key, 0)
-            self.seen[key] = seen + 1
-            kept = self.kept.setdefault(key, [])
-            if len(kept) < self.cap:
-                kept.append(out[r].detach().double().cpu().numpy())
-            elif (j := int(self.rng.integers(0, seen + 1))) < self.cap:
-                kept[j] = out[r].detach().double().cpu().numpy()
+            self.reservoirs.offer(_key(dims[r], values[r]), out[r])
         return out
 
     def states(self, dim: int, values: np.ndarray) -> np.ndarray:
         """The kept states of the variant holding ``dim`` at ``values`` (one per level)."""
-        keys = {_key(dim, float(np.float32(v))) for v in np.ravel(values)}
-        rows = [s for k in keys for s in self.kept.get(k, [])]
-        return np.stack(rows) if rows else np.zeros((0, self.coords.dim))
+        return self.reservoirs.states(dim, values)
 
 
 def landing(
-    agent: LandingAgent, direction: np.ndarray, values: np.ndarray, recorded: np.ndarray
+    reservoirs: Reservoirs, direction: np.ndarray, values: np.ndarray, recorded: np.ndarray
 ) -> list[dict]:
     """Per variant ``v`` (``direction[v]``, ``values[v]``): where its kept states lie against the recorded
     states ``recorded`` (``(N, D)``), beside the baseline's (variant 0)."""
@@ -76,7 +137,7 @@ def landing(
     z = (recorded - mean) / std
     dist = []
     for v in range(len(direction)):
-        kept = agent.states(int(direction[v]), values[v])
+        kept = reservoirs.states(int(direction[v]), values[v])
         dist.append(nearest_distance(z, (kept - mean) / std) if len(kept) else np.zeros(0))
     base = dist[0]
     if len(base) == 0:

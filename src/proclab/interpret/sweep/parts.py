@@ -1,0 +1,149 @@
+"""A sweep played in parts: the paired levels split into blocks, each played and saved on its own.
+
+A study's sweep is hours of play (321 variants on 1,000 levels is about 48M steps, some 6 core-hours on
+a CPU). With ``--parts N`` the levels are split into ``N`` blocks and each block's outcomes are saved in
+``ANALYSIS/sweep-parts/`` as soon as it is played: run the same command again after a crash or the end
+of a session and it plays only the blocks not yet saved. ``--part I`` plays block ``I`` alone, so that
+one process per core plays its own block. The tests run once, on all blocks together, when the last
+block is saved.
+
+**Why the blocks make the same sweep.** Every variant of a level plays in the level's block, beside its
+baseline, so the pairing is kept; the arms' held values are drawn for all levels before the split;
+sampled actions are keyed by (seed, level, step). So the outcomes of every whole-episode arm and of
+the brief ones are the same however the levels are split. Two draws are not: ``resample-step``'s value
+at every step and the landing reservoirs come from the block's own seed (:func:`block_seed`), and the
+reservoirs of the blocks are merged by weight (:meth:`Reservoirs.merged`).
+
+**Blocks of another sweep are refused.** The first block saved writes a fingerprint of what the
+outcomes depend on (the options, the basis digest, the checkpoint, the levels); every later run
+checks it and names the options that differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from proclab.errors import ProclabError
+from proclab.interpret.interventions.batched_play import Outcomes
+from proclab.interpret.sweep.landing import Reservoirs
+from proclab.io.run_dirs import write_json_atomic
+
+FINGERPRINT = "fingerprint.json"
+OUTCOMES = ("ret", "complete", "length", "actions", "timed_out")
+
+
+def blocks(levels: int, parts: int) -> list[np.ndarray]:
+    """The level indices of each of ``parts`` contiguous blocks of ``levels`` (sizes differ by at most 1)."""
+    if not 1 <= parts <= levels:
+        raise ProclabError(f"--parts must be between 1 and the number of levels ({levels}), got {parts}")
+    return np.array_split(np.arange(levels), parts)
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The seed of block ``block``'s own draws: ``seed`` itself for the first block (a sweep in one part
+    draws as it did before parts existed), a ``SeedSequence`` child of ``(seed, block)`` for the others."""
+    return seed if block == 0 else int(np.random.SeedSequence([seed, block]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class Played:
+    """What one block produced: the outcomes ``(V, levels of the block)``, each episode's cause of death
+    as if it died (None without the watcher), the landing reservoirs (None when not measured) and the
+    seconds of play."""
+
+    outcomes: Outcomes
+    cause: np.ndarray | None
+    reservoirs: Reservoirs | None
+    seconds: float
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {name: getattr(self.outcomes, name) for name in OUTCOMES}
+        out["seconds"] = np.array(self.seconds)
+        if self.cause is not None:
+            out["cause"] = self.cause
+        return {**out, **({} if self.reservoirs is None else self.reservoirs.arrays())}
+
+    @classmethod
+    def from_arrays(cls, f, cap: int, seed: int) -> Played:
+        reservoirs = None
+        if "landing_dims" in f:
+            reservoirs = Reservoirs.from_arrays(f, cap, np.random.default_rng([seed, 23]))
+        return cls(
+            Outcomes(*(np.asarray(f[name]) for name in OUTCOMES)),
+            np.asarray(f["cause"]) if "cause" in f else None,
+            reservoirs,
+            float(f["seconds"]),
+        )
+
+
+def concatenate(played: list[Played], cap: int, seed: int) -> Played:
+    """The blocks as one, along the levels, in block order (the merged reservoirs drawn with ``seed``)."""
+    outcomes = Outcomes(*(np.concatenate([getattr(p.outcomes, n) for p in played], axis=1) for n in OUTCOMES))
+    causes = [p.cause for p in played]
+    reservoirs = [p.reservoirs for p in played]
+    return Played(
+        outcomes,
+        None if causes[0] is None else np.concatenate(causes, axis=1),
+        None
+        if reservoirs[0] is None
+        else Reservoirs.merged(reservoirs, cap, np.random.default_rng([seed, 29])),
+        sum(p.seconds for p in played),
+    )
+
+
+class Parts:
+    """The blocks of one sweep, kept in memory (``folder`` None: a sweep in one process) or saved as
+    ``part-I-of-N.npz`` in ``folder`` with the sweep's ``fingerprint``."""
+
+    def __init__(self, count: int, folder: Path | None = None, fingerprint: dict | None = None):
+        self.count, self.folder = count, folder
+        self.kept: dict[int, Played] = {}
+        if folder is not None:
+            self._check(fingerprint or {})
+
+    def _check(self, fingerprint: dict) -> None:
+        path = self.folder / FINGERPRINT
+        if path.is_file():
+            saved = json.loads(path.read_text())
+            differ = sorted(k for k in {*saved, *fingerprint} if saved.get(k) != fingerprint.get(k))
+            if differ:
+                raise ProclabError(
+                    f"{self.folder} holds the parts of another sweep ({', '.join(differ)} differ): run with "
+                    "the same options, or remove that folder to start again"
+                )
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, fingerprint)
+
+    def _file(self, i: int) -> Path:
+        return self.folder / f"part-{i + 1:04d}-of-{self.count:04d}.npz"
+
+    def saved(self) -> set[int]:
+        if self.folder is None:
+            return set(self.kept)
+        return {i for i in range(self.count) if self._file(i).is_file()}
+
+    def complete(self) -> bool:
+        return len(self.saved()) == self.count
+
+    def save(self, i: int, played: Played) -> None:
+        if self.folder is None:
+            self.kept[i] = played
+            return
+        tmp = self.folder / f".part-{i + 1:04d}.tmp.npz"
+        np.savez(tmp, **played.arrays())
+        tmp.replace(self._file(i))
+
+    def load(self, i: int, cap: int, seed: int) -> Played:
+        if self.folder is None:
+            return self.kept[i]
+        with np.load(self._file(i)) as f:
+            return Played.from_arrays(dict(f), cap, seed)
+
+    def everything(self, cap: int, seed: int) -> Played:
+        """All blocks as one (:func:`concatenate`)."""
+        return concatenate([self.load(i, cap, seed) for i in range(self.count)], cap, seed)
