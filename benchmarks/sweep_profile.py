@@ -7,7 +7,9 @@ One run, on the same agent, basis, game, slots and threads:
 * ``sweep``: :func:`proclab.interpret.interventions.batched_play.play` of ``--directions`` ICs x the
   four on-data arms + the baseline on ``--levels`` paired levels, with its time split into env
   stepping (``step``, ``observe``, loading level states), the edited agent's forward (``_forward``:
-  encode, hold, write back, the network) and the rest (bookkeeping: slots, action choice, totals);
+  encode, hold, write back, the network), deaths by cause in a game that names its hazards (the
+  watcher and the replays of the deaths, as the sweep command runs them) and the rest (bookkeeping:
+  slots, action choice, totals);
 * ``fraction``: sweep steps/s over raw steps/s.
 
 Lines (JSON): ``{"mode": "raw", "steps_per_s", "env_s", "forward_s", ...}``, ``{"mode": "sweep", ...,
@@ -29,10 +31,12 @@ import torch
 
 from intervene_sweep import ARMS, KEY, fitted
 from proclab.envs import ProcgenVecEnv, parse_split
+from proclab.envs.state import glossary
 from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
 from proclab.interpret.interventions.edited_agent import HeldAgent
+from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import Variants
 from proclab.run.runtime import cpu_name, make_runtime
 
@@ -65,7 +69,8 @@ def raw(agent, env_config, rows: int, steps: int, rt) -> dict:
         logits, parts = [], []
         for lo in range(0, rows, batched_play.CPU_CHUNK):
             sl = slice(lo, lo + batched_play.CPU_CHUNK)
-            out, new = agent.step(rt.obs_tensor(obs[sl]), {k: v[sl] for k, v in state.items()}, first[sl])
+            with rt.autocast():  # the sweep's precision
+                out, new = agent.step(rt.obs_tensor(obs[sl]), {k: v[sl] for k, v in state.items()}, first[sl])
             logits.append(out.logits)
             parts.append(new)
         state = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
@@ -89,19 +94,28 @@ def profiled_sweep(agent, coords, rec, env_config, args, rt) -> dict:
         setattr(env, name, clock.wrap("env", getattr(env, name)))
     plain_forward = batched_play._forward
     batched_play._forward = clock.wrap("forward", plain_forward)
+    deaths = None
+    if glossary(env_config.games()[0]).hazards:
+        deaths = Deaths(env.replay, env_config.games()[0]).start(len(variants.arm), levels)
+        deaths.classify = clock.wrap("deaths", deaths.classify)
     try:
         t0 = time.perf_counter()
-        out = play(HeldAgent(agent, coords, KEY), env, levels, variants.direction, variants.values, rt)
+        watch = None if deaths is None else clock.wrap("deaths", deaths)
+        out = play(
+            HeldAgent(agent, coords, KEY), env, levels, variants.direction, variants.values, rt, watch=watch
+        )
+        if deaths is not None:
+            deaths.classify(out.complete, out.timed_out)
         total = time.perf_counter() - t0
     finally:
         batched_play._forward = plain_forward
         env.close()
     steps = int(out.length.sum())
-    env_s, forward_s = clock.spent.get("env", 0.0), clock.spent.get("forward", 0.0)
+    env_s, forward_s, deaths_s = (clock.spent.get(k, 0.0) for k in ("env", "forward", "deaths"))
     return {"mode": "sweep", "rows": args.rows, "variants": len(variants.arm), "levels": len(levels),
             "episodes": int(out.length.size), "steps": steps, "seconds": round(total, 3),
             "steps_per_s": round(steps / total, 1), "env_s": round(env_s, 3), "forward_s": round(forward_s, 3),
-            "bookkeeping_s": round(total - env_s - forward_s, 3)}  # fmt: skip
+            "deaths_s": round(deaths_s, 3), "bookkeeping_s": round(total - env_s - forward_s - deaths_s, 3)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

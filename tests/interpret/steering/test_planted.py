@@ -53,7 +53,7 @@ class Target:
         self.env, self.targets, self.V = env, targets, variants
         self.hit = np.zeros((variants, len(targets)), bool)
 
-    def __call__(self, rows, jobs, ended):
+    def __call__(self, rows, jobs, ended, actions):
         for r, job in zip(rows[~ended], jobs[~ended], strict=True):
             level, v = divmod(int(job), self.V)
             if (self.env.agent[r] == self.targets[level]).all():

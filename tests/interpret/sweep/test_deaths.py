@@ -81,31 +81,36 @@ class Runner:
 
 
 class Everything:
-    """Keeps every state each episode was observed in (its last one is what the cause is read from)."""
+    """Keeps every state each episode was observed in after a step (read from every slot at every step)."""
 
     def __init__(self, states):
         self.states, self.seen = states, {}
 
-    def __call__(self, rows, jobs, ended):
+    def __call__(self, rows, jobs, ended, actions):
         states = self.states()
         for r, job, end in zip(rows, jobs, ended, strict=True):
             if not end:
                 self.seen.setdefault(int(job), []).append(states[r])
 
 
-def test_deaths_in_played_coinrun_are_classified_from_their_last_observed_state():
+def test_deaths_in_played_coinrun_are_classified_by_replay_as_from_the_states_seen_in_play():
+    """The replay-based cause against a watcher that reads every slot's state at every step: the state
+    before the fatal step is the last one it saw (the level's first frame for a death on the first step)."""
     L = 24
+    levels = np.arange(100, 100 + L)
     env = ProcgenLevels(EnvConfig(game=("coinrun",), mode="hard", num_envs=1), 8, seed=0)
-    states = lambda: env.env.get_state()["procgen"][0]  # noqa: E731
-    deaths, everything = Deaths(states, "coinrun").start(2, L), Everything(states)
+    deaths = Deaths(env.replay, "coinrun").start(2, levels)
+    everything = Everything(lambda: env.env.get_state()["procgen"][0])
 
-    def watch(rows, jobs, ended):
-        deaths(rows, jobs, ended)
-        everything(rows, jobs, ended)
+    def watch(rows, jobs, ended, actions):
+        deaths(rows, jobs, ended, actions)
+        everything(rows, jobs, ended, actions)
 
     try:
         plain = (np.array([-1, -1]), np.zeros((2, L)))  # two variants of the same agent: paired, identical
-        out = play(Runner(), env, np.arange(100, 100 + L), *plain, RT, greedy=False, watch=watch)
+        out = play(Runner(), env, levels, *plain, RT, greedy=False, watch=watch)
+        deaths.classify(out.complete, out.timed_out)
+        first = {lv: env.level_state(int(level)) for lv, level in enumerate(levels)}
     finally:
         env.close()
     rates = deaths.rates(out.complete, out.timed_out)
@@ -115,15 +120,26 @@ def test_deaths_in_played_coinrun_are_classified_from_their_last_observed_state(
     for v in range(2):
         for lv in range(L):
             job = lv * 2 + v
-            want = slow_cause(everything.seen[job][-1], 2.0) if job in everything.seen else UNCLEAR
+            if not died[v, lv]:
+                assert deaths.causes[deaths.cause[v, lv]] == UNCLEAR  # only deaths are classified
+                continue
+            before = everything.seen[job][-1] if out.length[v, lv] > 1 else first[lv]
+            want = slow_cause(before, 2.0)
             assert deaths.causes[deaths.cause[v, lv]] == want
-            if died[v, lv]:
-                causes.append(want)
+            causes.append(want)
             for c in deaths.causes:
-                assert rates[c][v, lv] == float(died[v, lv] and want == c)
+                assert rates[c][v, lv] == float(want == c)
     assert {"saw", "enemy", "lava"} <= set(causes)  # these levels kill the runner by every hazard
     np.testing.assert_array_equal(sum(rates[c] for c in deaths.causes), rates[ANY])
     np.testing.assert_array_equal(deaths.cause[0], deaths.cause[1])
+
+
+def test_a_replay_that_ends_early_stops_with_one_line():
+    deaths = Deaths(lambda level, actions: None, "coinrun").start(1, np.array([5]))
+    deaths(np.array([0]), np.array([0]), np.array([False]), np.array([3]))
+    deaths(np.array([0]), np.array([0]), np.array([True]), np.array([4]))
+    with pytest.raises(ProclabError, match="ended before its fatal step"):
+        deaths.classify(np.zeros((1, 1)), np.zeros((1, 1), bool))
 
 
 def test_death_rates_are_tested_as_the_sweeps_per_level_metrics():

@@ -39,6 +39,8 @@ from proclab.errors import ProclabError
 from proclab.levels.file import LevelStates
 from proclab.levels.play import check_levels_fit, with_options_of
 
+KEPT_LEVELS = 64
+"""Level start states :meth:`ProcgenLevels.level_state` keeps (about 40 KB each in CoinRun)."""
 CPU_CHUNK = 64
 """Rows per agent forward on a CPU: fp32 convolutions on cache-sized pieces run faster per frame than
 one large batch (the seed's architecture, one thread: about 1.6x at 64 rows against 256 at once)."""
@@ -56,6 +58,8 @@ class ProcgenLevels:
         self.config, self.seed, self.num_envs = replace(config, num_envs=slots), seed, slots
         self.env = ProcgenVecEnv(self.config, seed=seed)
         self.env.reset()
+        self._levels: dict[int, bytes] = {}
+        self._replayer: ProcgenVecEnv | None = None
         self.states = None
         if levels is not None:
             check_levels_fit(levels, config.games(), config.mode, "the level-state file")
@@ -63,15 +67,34 @@ class ProcgenLevels:
             self.states = [with_options_of(s.data, reference) for s in levels.states]
 
     def level_state(self, level: int) -> bytes:
-        """The game state of level ``level``'s first frame (with a file: its state number ``level``)."""
+        """The game state of level ``level``'s first frame (with a file: its state number ``level``); the
+        last :data:`KEPT_LEVELS` levels' are kept, as a level's variants and replays ask for it again."""
         if self.states is not None:
             return self.states[level]
-        one = ProcgenVecEnv(replace(self.config, num_envs=1), seed=self.seed, split=LevelSplit(level, 1))
-        one.reset()
-        try:
-            return one.get_state()["procgen"][0][0]
-        finally:
-            one.close()
+        if level not in self._levels:
+            one = ProcgenVecEnv(replace(self.config, num_envs=1), seed=self.seed, split=LevelSplit(level, 1))
+            one.reset()
+            try:
+                self._levels[level] = one.get_state()["procgen"][0][0]
+            finally:
+                one.close()
+            while len(self._levels) > KEPT_LEVELS:
+                self._levels.pop(next(iter(self._levels)))
+        return self._levels[level]
+
+    def replay(self, level: int, actions: np.ndarray) -> bytes | None:
+        """The game state after ``actions`` from level ``level``'s first frame, played in a one-slot env of
+        the same game and options (a Procgen game state carries its random state, so an episode replays
+        exactly: tested against the state observed in play); None if the replay ended on the way."""
+        if self._replayer is None:
+            self._replayer = ProcgenVecEnv(replace(self.config, num_envs=1), seed=self.seed)
+            self._replayer.reset()
+        self._replayer.set_slot_state(0, self.level_state(level))
+        for a in np.asarray(actions).tolist():
+            _, _, terminated, truncated, _ = self._replayer.step(np.array([a]))
+            if terminated[0] or truncated[0]:
+                return None  # ended before its last action: not the episode that was played
+        return self._replayer.slot_states()[0]
 
     def load(self, slot: int, state: bytes) -> None:
         self.env.set_slot_state(slot, state)
@@ -84,6 +107,8 @@ class ProcgenLevels:
 
     def close(self) -> None:
         self.env.close()
+        if self._replayer is not None:
+            self._replayer.close()
 
 
 def paired_levels(split: LevelSplit, n: int, seed: int) -> np.ndarray:
@@ -180,9 +205,9 @@ def play(
     """Play every variant ``v`` (``dims[v]``: the coordinate held, ``-1`` none; ``values[v, l]``: its
     value on level ``l``) of ``agent`` (a :class:`~proclab.interpret.interventions.edited_agent.HeldAgent`,
     or any agent with its ``plan``) once on each of ``levels``; ``tick(n)`` is called as ``n`` episodes
-    finish, ``watch(rows, jobs, ended)`` after every env step with the rows that played it, their
-    episodes (``job = level * V + variant``) and whether each one ended (its slot already shows the next
-    level)."""
+    finish, ``watch(rows, jobs, ended, actions)`` after every env step with the rows that played it,
+    their episodes (``job = level * V + variant``), whether each one ended (its slot already shows the
+    next level) and the actions they took."""
     V, L = values.shape
     R = env.num_envs
     out = Outcomes.empty(V, L, agent.config.num_actions)
@@ -208,7 +233,7 @@ def play(
         actions[live] = act
         obs, reward, terminated, truncated, info = env.step(actions)
         if watch is not None:
-            watch(live, slots.job[live], (terminated | truncated)[live])
+            watch(live, slots.job[live], (terminated | truncated)[live], act)
         slots.ret[live] += reward[live]
         slots.length[live] += 1
         slots.counts[live, act] += 1

@@ -29,7 +29,7 @@ class Reach:
         self.states, self.targets, self.V, self.radius = states, np.asarray(targets), variants, radius
         self.hit = np.zeros((variants, len(self.targets)), bool)
 
-    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray) -> None:
+    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
         states = self.states()
         for r, job in zip(rows[~ended], jobs[~ended], strict=True):
             level, v = divmod(int(job), self.V)
@@ -94,7 +94,7 @@ class Near:
         self.is_cell = np.array([names.is_cell(k) for k in self.kinds], bool)
         self.reached = np.zeros((variants, levels, len(self.kinds)), bool)
 
-    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray) -> None:
+    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
         states = self.states()
         for r, job in zip(rows[~ended], jobs[~ended], strict=True):
             level, v = divmod(int(job), self.V)

@@ -147,7 +147,7 @@ def death_watch(env: ProcgenLevels, args: SweepArgs) -> Deaths | None:
     game = env.config.games()[0]
     if not args.deaths or not glossary(game).hazards:
         return None
-    return Deaths(lambda: env.env.get_state()["procgen"][0], game, args.death_radius)
+    return Deaths(env.replay, game, args.death_radius)
 
 
 def recorded_states(ws: Workspace) -> np.ndarray:

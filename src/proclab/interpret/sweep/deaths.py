@@ -2,19 +2,26 @@
 
 An episode *ends in death* when it ended without completing its level before the time limit (Procgen
 reports a time-out as ``truncated``; every other end that does not complete the level is a death). Its
-*cause* is the hazard kind nearest to the agent on its last observed step: the game names its hazards
+*cause* is the hazard kind nearest to the agent on the step before the fatal one: the game names its hazards
 (:attr:`~proclab.envs.state.Glossary.hazards`; CoinRun: saws, walking enemies, lava), and the gap
 between the agent's box and the nearest instance of each kind is measured on the game state with the
 steering code's per-kind scan (:func:`proclab.interpret.steering.reach.kind_gaps`). A death whose nearest
-hazard lies farther than ``radius`` world units, or whose episode was never observed (it ended on its
-first step), is ``unclear``.
+hazard lies farther than ``radius`` world units is ``unclear``.
 
-**Why the last observed step.** The watcher of :func:`~proclab.interpret.interventions.batched_play.play`
-sees each slot's state after every step, but a slot whose episode ended already shows the next level:
-the fatal step itself is never seen. The step before it is, and the agent moves at most ``maxspeed``
+**Why the step before the fatal one.** A slot whose episode ended already shows the next level, so
+the fatal step itself is never seen; the state before it is. The agent moves at most ``maxspeed``
 (0.5) across and ``max_jump`` (1.5) up per step in CoinRun, so the hazard it touches next lies within
-about 2 units of it (the default ``radius``). Each slot keeps the bytes of its last observed state only
-(tagged with its episode), and classifies them once, when the episode ends.
+about 2 units of it (the default ``radius``).
+
+**Why a replay, not a watch of every state.** Reading every slot's game state after every step costs
+more than stepping the env (CoinRun: 72 us per slot against about 35, some 15 % of a sweep). So the
+watcher keeps only each episode's actions, and once a block of levels is played, :meth:`Deaths.classify`
+replays each episode that died, from its level's first frame to the step before the fatal one, in a
+one-slot env (:meth:`~proclab.interpret.interventions.batched_play.ProcgenLevels.replay`): a Procgen
+game state carries its random state, so the replay is the episode that was played (tested against the
+states observed in play). An episode that died on its first step is classified on its first frame. A
+replay that ends before its last action would not be the episode played: it stops the block with an
+error rather than name a cause it cannot know.
 
 The sweep reports, per variant, the rate of deaths (any cause, and each cause) over its levels, paired
 with the baseline's on the same levels and tested as every other per-level metric
@@ -22,6 +29,8 @@ with the baseline's on the same levels and tested as every other per-level metri
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -54,8 +63,8 @@ class Hazards:
         self.radius = radius
 
     def classify(self, data: bytes | None) -> int:
-        """Index in :attr:`causes` of the hazard nearest to the agent in state ``data`` (``None``: never
-        observed), :data:`UNCLEAR` when none lies within the radius."""
+        """Index in :attr:`causes` of the hazard nearest to the agent in state ``data``; :data:`UNCLEAR`
+        when none lies within the radius or there is no state (``None``)."""
         if data is None:
             return len(self.causes) - 1
         gaps = kind_gaps(data, self.types, self.is_cell)
@@ -64,35 +73,66 @@ class Hazards:
 
 
 class Deaths:
-    """A ``watch`` of :func:`~proclab.interpret.interventions.batched_play.play`: ``cause[v, l]``, the cause
-    index of variant ``v``'s episode on level ``l`` as if it died (:meth:`rates` keeps the deaths).
-    ``states()`` gives every slot's state bytes after a step."""
+    """A ``watch`` of :func:`~proclab.interpret.interventions.batched_play.play` that keeps each episode's
+    actions; :meth:`classify` then fills ``cause[v, l]``, the cause index of variant ``v``'s episode on
+    level ``l`` if it died (:meth:`rates` keeps the deaths). ``replay(level, actions)`` gives the game
+    state after ``actions`` from the first frame of ``level`` (a level seed, or a file's state index)."""
 
-    def __init__(self, states, game: str, radius: float = RADIUS):
-        self.states, self.hazards = states, Hazards(game, radius)
-        self.V = 0
+    def __init__(self, replay: Callable[[int, np.ndarray], bytes | None], game: str, radius: float = RADIUS):
+        self.replay, self.hazards = replay, Hazards(game, radius)
+        self.V, self.levels = 0, np.zeros(0, np.int64)
         self.cause = np.zeros((0, 0), np.int64)
-        self.last: dict[int, tuple[int, bytes]] = {}
+        self.ended: dict[int, np.ndarray] = {}
+        self._actions = np.zeros((0, 0), np.uint8)  # (slot, step) of each slot's running episode
+        self._steps = np.zeros(0, np.int64)
 
     @property
     def causes(self) -> list[str]:
         return self.hazards.causes
 
-    def start(self, variants: int, levels: int) -> Deaths:
-        """Forget what was seen; the next play has ``variants`` x ``levels`` episodes."""
-        self.V, self.last = variants, {}
-        self.cause = np.full((variants, levels), len(self.causes) - 1, np.int64)
+    def start(self, variants: int, levels: np.ndarray) -> Deaths:
+        """Forget what was seen; the next play has ``variants`` x ``levels`` episodes (``levels``: what
+        :meth:`replay` takes for each)."""
+        self.V, self.levels, self.ended = variants, np.asarray(levels), {}
+        self.cause = np.full((variants, len(self.levels)), len(self.causes) - 1, np.int64)
+        self._steps[:] = 0
         return self
 
-    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray) -> None:
-        states = self.states()
-        for r, job, end in zip(rows.tolist(), jobs.tolist(), ended.tolist(), strict=True):
-            if not end:
-                self.last[r] = (job, states[r])
-                continue
-            seen = self.last.pop(r, None)
-            level, v = divmod(job, self.V)
-            self.cause[v, level] = self.hazards.classify(seen[1] if seen and seen[0] == job else None)
+    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
+        self._fit(int(rows.max()) + 1, int(self._steps[rows].max()) + 1 if len(self._steps) else 1)
+        self._actions[rows, self._steps[rows]] = actions
+        self._steps[rows] += 1
+        for r, job in zip(rows[ended].tolist(), jobs[ended].tolist(), strict=True):
+            self.ended[job] = self._actions[r, : self._steps[r]].copy()
+            self._steps[r] = 0
+
+    def _fit(self, slots: int, steps: int) -> None:
+        """Grow the action buffer to at least ``slots`` x ``steps`` (doubling the steps)."""
+        have_slots, have_steps = self._actions.shape
+        if slots <= have_slots and steps <= have_steps:
+            return
+        grown = np.zeros((max(slots, have_slots), max(steps, 2 * have_steps, 256)), np.uint8)
+        grown[:have_slots, :have_steps] = self._actions
+        self._actions = grown
+        self._steps = np.concatenate([self._steps, np.zeros(grown.shape[0] - have_slots, np.int64)])
+
+    def classify(self, complete: np.ndarray, timed_out: np.ndarray) -> np.ndarray:
+        """Replay every episode that died (``complete`` and ``timed_out``: ``(V, L)``) up to the step before
+        its fatal one and name its cause; returns ``cause``."""
+        died = (np.asarray(complete) == 0) & (np.asarray(timed_out) == 0)
+        for v, lv in zip(*np.nonzero(died), strict=True):
+            actions = self.ended.get(int(lv) * self.V + int(v))
+            if actions is None:
+                continue  # not played in this block
+            state = self.replay(int(self.levels[lv]), actions[:-1])
+            if state is None:
+                raise ProclabError(
+                    f"the replay of an episode on level {int(self.levels[lv])} ended before its fatal step, so "
+                    "Procgen did not replay it exactly and its cause of death is unknown; rerun with --no-deaths"
+                )
+            self.cause[v, lv] = self.hazards.classify(state)
+        self.ended = {}
+        return self.cause
 
     def rates(self, complete: np.ndarray, timed_out: np.ndarray) -> dict[str, np.ndarray]:
         """Per variant and level (``(V, L)`` floats, 0 or 1): died of any cause, and of each cause."""

@@ -115,7 +115,7 @@ class SweepArgs(EditArgs):
     """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
     with paired CIs (reads every slot's game state after each step; --no-deaths skips it)."""
     death_radius: float = RADIUS
-    """A death's cause is the hazard nearest the agent on its last observed step, when within this many world
+    """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
     units of its box; farther, the cause is 'unclear'."""
     parts: int = 1
     """Play the levels in this many blocks, each saved in ANALYSIS/sweep-parts/ once played: the same
@@ -298,7 +298,7 @@ def _play_block(
 ) -> Played:
     """Play every variant on the levels of one block (``block``: their indices among all levels)."""
     if deaths is not None:
-        deaths.start(len(variants.arm), len(levels))
+        deaths.start(len(variants.arm), levels)
     start = time.perf_counter()
     out = play(
         held,
@@ -314,7 +314,7 @@ def _play_block(
     )
     return Played(
         out,
-        None if deaths is None else deaths.cause.copy(),
+        None if deaths is None else deaths.classify(out.complete, out.timed_out).copy(),
         held.reservoirs if isinstance(held, LandingAgent) else None,
         time.perf_counter() - start,
     )
@@ -375,7 +375,7 @@ def _deaths_head(deaths: Deaths, rates: dict[str, np.ndarray], config: SweepArgs
         "causes": ["any", *deaths.causes],
         "radius": config.death_radius,
         "rule": "ended without completing the level before the time limit; cause: the hazard kind nearest the "
-        f"agent's box on its last observed step, within {config.death_radius:g} world units (else unclear)",
+        f"agent's box on the step before the fatal one (its episode replayed), within {config.death_radius:g} world units (else unclear)",
         "baseline": {cause: float(r[0].mean()) for cause, r in rates.items()},
     }
 
