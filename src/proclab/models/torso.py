@@ -36,6 +36,30 @@ class SamePadMaxPool(nn.Module):
         return F.max_pool2d(F.pad(x, pads, value=float("-inf")), 3, stride=2)
 
 
+class MaxPool3x3(nn.Module):
+    """MaxPool(3, stride 2, padding 1), as PyTorch's, computed without autograd as two separable maxima of
+    strided views (rows, then columns) of the input padded with ``-inf``.
+
+    Why: on a CPU, PyTorch's pooling kernel on channels-last bf16 maps costs as much as the convolution
+    before it (CoinRun's first block, 64 rows: 4.1 ms against 3.8), and the separable maxima take 1.9.
+    The values are the same bit for bit (a maximum is exact). With autograd the kernel is kept: its
+    gradient goes to one element of a tie, where the maxima's would be split."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if torch.is_grad_enabled() and x.requires_grad:
+            return F.max_pool2d(x, 3, stride=2, padding=1)
+        rows, cols = (x.shape[-2] + 1) // 2, (x.shape[-1] + 1) // 2
+        p = F.pad(x, (1, 1, 1, 1), value=float("-inf"))
+        r = torch.maximum(
+            torch.maximum(p[..., 0 : 2 * rows : 2, :], p[..., 1 : 2 * rows + 1 : 2, :]),
+            p[..., 2 : 2 * rows + 2 : 2, :],
+        )
+        return torch.maximum(
+            torch.maximum(r[..., 0 : 2 * cols : 2], r[..., 1 : 2 * cols + 1 : 2]),
+            r[..., 2 : 2 * cols + 2 : 2],
+        )
+
+
 class ResidualBlock(nn.Module):
     """``x + conv1(relu(conv0(relu(x))))`` with 3x3 convolutions (biases on)."""
 
@@ -60,7 +84,7 @@ class ConvBlock(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(in_channels, channels, 3, padding=1)
         self.hook_conv = HookPoint()
-        self.pool = nn.MaxPool2d(3, stride=2, padding=1) if pool == "torch" else SamePadMaxPool()
+        self.pool = MaxPool3x3() if pool == "torch" else SamePadMaxPool()
         self.hook_pool = HookPoint()
         self.res0 = ResidualBlock(channels)
         self.res1 = ResidualBlock(channels)
