@@ -51,7 +51,7 @@ from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode,
 
 MODES = ("teacher-forced", "open loop", "closed loop")
 BASELINES = ("repeat last frame", "level mean frame")
-REWARD_MODES = ("open loop", "closed loop")
+REWARD_MODES = ("teacher-forced", "open loop", "closed loop")
 DRIFT_MODES = ("closed loop", "dream")
 
 
