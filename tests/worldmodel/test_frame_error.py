@@ -104,6 +104,8 @@ def test_wm_frame_error_command_writes_what_the_function_computes(trained_run, s
             str(tmp_path / "d.png"),
             "--strip",
             str(tmp_path / "s.png"),
+            "--strip-windows",
+            "3",
             "--device",
             "cpu",
         ]
@@ -114,4 +116,5 @@ def test_wm_frame_error_command_writes_what_the_function_computes(trained_run, s
         wm, agent, EpisodeStore(store), ckpt.meta["reward_field"], rt, steps=3, windows=5, seed=3
     )
     assert json.loads(out.read_text()) == expected
-    assert (tmp_path / "d.png").stat().st_size > 5000 and (tmp_path / "s.png").is_file()
+    assert (tmp_path / "d.png").stat().st_size > 5000
+    assert Image.open(tmp_path / "s.png").size[1] == 3 * 4 * 64 * 2  # --strip-windows 3

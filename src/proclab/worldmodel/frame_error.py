@@ -218,7 +218,9 @@ class FrameErrorArgs:
     plot: Path | None = None
     """Also draw the errors per step (PNG)."""
     strip: Path | None = None
-    """Also draw two windows as true | teacher-forced | imagined | closed loop frames (PNG)."""
+    """Also draw --strip-windows windows as true | teacher-forced | imagined | closed loop frames (PNG)."""
+    strip_windows: int = 2
+    """Windows drawn in the strip (a seeded pick of the store's windows: draw more to find rare objects)."""
     steps: int = 5
     """Simulated steps measured after the last frame the model saw."""
     windows: int = 64
@@ -231,8 +233,11 @@ class FrameErrorArgs:
 
 def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
     args = tyro.cli(FrameErrorArgs, args=argv, prog=prog)
-    if args.steps < 1 or args.windows < 1:
-        raise ProclabError(f"--steps and --windows must be >= 1, got {args.steps} and {args.windows}")
+    if min(args.steps, args.windows, args.strip_windows) < 1:
+        raise ProclabError(
+            f"--steps, --windows and --strip-windows must be >= 1, got {args.steps}, {args.windows} and "
+            f"{args.strip_windows}"
+        )
     rt = make_runtime(args.device, "fp32")
     wm, agent, ckpt = load_world_model(args.checkpoint, rt)
     store = EpisodeStore(args.data)
@@ -247,5 +252,15 @@ def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
     if args.plot is not None:
         plot_frame_errors(result, args.plot)
     if args.strip is not None:
-        prediction_strip(wm, agent, store, field, rt, args.strip, steps=args.steps, seed=args.seed)
+        prediction_strip(
+            wm,
+            agent,
+            store,
+            field,
+            rt,
+            args.strip,
+            steps=args.steps,
+            windows=args.strip_windows,
+            seed=args.seed,
+        )
     print(f"frame errors on {result['windows']} windows -> {args.out}")
