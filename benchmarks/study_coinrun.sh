@@ -31,8 +31,8 @@ stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JS
     shift
     local before
     before=$(cut -d' ' -f1 /proc/loadavg)
-    /usr/bin/time -o "$STUDY/.time" -f "%e %M %x" "$@"
-    read -r wall rss status < "$STUDY/.time"
+    /usr/bin/time -o "$STUDY/.time-$name" -f "%e %M %x" "$@"  # a file per stage: stages may run side by side
+    read -r wall rss status < "$STUDY/.time-$name"
     local line="{\"stage\": \"$name\", \"wall_s\": $wall, \"peak_rss_mb\": $((rss / 1024)), \"exit\": $status, \"load_before\": $before, \"load_after\": $(cut -d' ' -f1 /proc/loadavg), \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\", \"cores\": $(getconf _NPROCESSORS_ONLN)}"
     echo "$line" | tee -a "$STUDY/timings.jsonl"
 }
@@ -56,10 +56,18 @@ record() {
 
 hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes"; }
 
-sweep() {
-    stage sweep "$PROCLAB" analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" \
-        --split "$HELD_OUT" --no-greedy --seed "$SEED" --arms "${SWEEP_ARMS:-mean,resample,p05,p95}" \
-        --random-directions "$RANDOM_DIRECTIONS" --torch-threads "$THREADS"
+sweep() {  # in SWEEP_PARTS blocks of levels, SWEEP_PROCESSES at a time (one thread each); rerun to resume
+    local args=(analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" --split "$HELD_OUT" --no-greedy
+        --seed "$SEED" --arms "${SWEEP_ARMS:-mean,resample,p05,p95}" --random-directions "$RANDOM_DIRECTIONS"
+        --parts "${SWEEP_PARTS:-20}")
+    local processes=${SWEEP_PROCESSES:-$(getconf _NPROCESSORS_ONLN)} part
+    for ((part = 1; part <= ${SWEEP_PARTS:-20}; part += processes)); do
+        for ((i = part; i < part + processes && i <= ${SWEEP_PARTS:-20}; i++)); do
+            OMP_NUM_THREADS=1 stage "sweep-part-$i" "$PROCLAB" "${args[@]}" --part "$i" --torch-threads 1 &
+        done
+        wait
+    done
+    stage sweep "$PROCLAB" "${args[@]}" --torch-threads "$THREADS"  # every part saved: the tests
 }
 
 wm() {
