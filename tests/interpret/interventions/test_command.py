@@ -225,7 +225,8 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
         np.testing.assert_array_equal(again[name], arrays[name])
     resumed = json.loads((folder_out / "sweep.json").read_text())
     plain = lambda rows: [{k: v for k, v in r.items() if k != "landing"} for r in rows]  # noqa: E731
-    assert resumed["parts"] == 2 and plain(resumed["results"]) == plain(summary["results"])  # landing: per block
+    # landing samples are drawn per block, everything else is the one-part sweep's
+    assert resumed["parts"] == 2 and plain(resumed["results"]) == plain(summary["results"])
     with pytest.raises(SystemExit):  # blocks of another sweep are refused, in one line
         cli([*parted, "--seed", "3"])
     assert "holds the parts of another sweep (levels, seed differ)" in capsys.readouterr().err
