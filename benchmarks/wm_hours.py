@@ -45,7 +45,7 @@ def point(result: dict, hours: dict[int, float]) -> dict:
         "hours": round(hours[max(logged)], 3) if logged else None,
         "beats_better_baseline_at": [k + 1 for k, d in enumerate(diff) if d and d["ci95"][1] < 0],
     }
-    for k in HORIZONS:
+    for k in [k for k in HORIZONS if k <= len(closed)]:
         line[f"closed_k{k}"] = closed[k - 1]["mean"]
         line[f"repeat_k{k}"] = mse["mean"]["repeat last frame"][k - 1]["mean"]
         line[f"mean_frame_k{k}"] = mse["mean"]["level mean frame"][k - 1]["mean"]
@@ -63,6 +63,8 @@ def plot(points: list[dict], path: Path) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
     for k, colour in zip(HORIZONS, ("C0", "C1", "C2", "C3"), strict=True):
+        if f"closed_k{k}" not in points[0]:
+            continue
         ax.plot(hours, [p[f"closed_k{k}"] for p in points], "o-", color=colour, label=f"closed loop k={k}")
         best = [min(p[f"repeat_k{k}"], p[f"mean_frame_k{k}"]) for p in points]
         ax.plot(hours, best, ":", color=colour, label=f"better baseline k={k}")

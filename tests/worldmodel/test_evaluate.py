@@ -1,5 +1,6 @@
 """`proclab wm evaluate`: each statistic against a slow, written-out reference, and the command end to end."""
 
+import csv
 import itertools
 import json
 
@@ -16,6 +17,7 @@ from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.evaluate import EvaluateArgs, evaluate, expected_returns, frame_rows, frame_table
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.state_drift import nearest_other_episode
+from support import benchmark
 
 
 def _clustered_reference(x, g):
@@ -196,6 +198,17 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     assert drift["median_ratio"] > 0 and drift["states"] > 0
     with pytest.raises(ProclabError, match="exists"):
         evaluate(args)
+    # benchmarks/wm_hours.py reads the evaluation as written, at the hours of training its checkpoint had
+    hours = benchmark("wm_hours")
+    line = hours.point(result, hours.hours_at(trained_run / "metrics.csv"))
+    rows = list(csv.DictReader((trained_run / "metrics.csv").read_text().splitlines()))
+    at = max(int(r["step"]) for r in rows if int(r["step"]) <= result["updates"])
+    assert line["hours"] == pytest.approx(
+        float(next(r for r in rows if int(r["step"]) == at)["wall_time"]) / 3600, abs=1e-3
+    )
+    assert line["closed_k1"] == result["mse"]["mean"]["closed loop"][0]["mean"] and "closed_k4" not in line
+    diffs = result["mse"]["minus_better_baseline"]["closed loop"]
+    assert line["beats_better_baseline_at"] == [k + 1 for k, d in enumerate(diffs) if d["ci95"][1] < 0]
 
 
 def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys):
