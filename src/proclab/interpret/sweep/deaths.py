@@ -99,22 +99,22 @@ class Deaths:
         return self
 
     def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
-        self._fit(int(rows.max()) + 1, int(self._steps[rows].max()) + 1 if len(self._steps) else 1)
+        self._fit(rows)
         self._actions[rows, self._steps[rows]] = actions
         self._steps[rows] += 1
         for r, job in zip(rows[ended].tolist(), jobs[ended].tolist(), strict=True):
             self.ended[job] = self._actions[r, : self._steps[r]].copy()
             self._steps[r] = 0
 
-    def _fit(self, slots: int, steps: int) -> None:
-        """Grow the action buffer to at least ``slots`` x ``steps`` (doubling the steps)."""
-        have_slots, have_steps = self._actions.shape
-        if slots <= have_slots and steps <= have_steps:
-            return
-        grown = np.zeros((max(slots, have_slots), max(steps, 2 * have_steps, 256)), np.uint8)
-        grown[:have_slots, :have_steps] = self._actions
-        self._actions = grown
-        self._steps = np.concatenate([self._steps, np.zeros(grown.shape[0] - have_slots, np.int64)])
+    def _fit(self, rows: np.ndarray) -> None:
+        """Grow the action buffer to hold one more action of every slot in ``rows`` (doubling the steps)."""
+        extra = int(rows.max()) + 1 - len(self._steps)
+        if extra > 0:  # slots not seen before
+            self._steps = np.concatenate([self._steps, np.zeros(extra, np.int64)])
+            self._actions = np.pad(self._actions, ((0, extra), (0, 0)))
+        width = self._actions.shape[1]
+        if int(self._steps[rows].max()) >= width:
+            self._actions = np.pad(self._actions, ((0, 0), (0, max(width, 256))))
 
     def classify(self, complete: np.ndarray, timed_out: np.ndarray) -> np.ndarray:
         """Replay every episode that died (``complete`` and ``timed_out``: ``(V, L)``) up to the step before

@@ -113,7 +113,7 @@ class SweepArgs(EditArgs):
     it most strongly in the atlas of this basis) (docs/analyses.md)."""
     deaths: bool = True
     """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
-    with paired CIs (reads every slot's game state after each step; --no-deaths skips it)."""
+    with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
     death_radius: float = RADIUS
     """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
     units of its box; farther, the cause is 'unclear'."""
