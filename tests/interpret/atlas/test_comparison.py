@@ -27,18 +27,35 @@ def cards(rng, k: int, strength: float) -> list[dict]:
     return out
 
 
-def sweep_doc(flags: list[tuple[bool, bool]]) -> dict:
+def sweep_doc(flags: list[tuple[bool, bool]], returns: dict | None = None) -> dict:
+    """A written sweep's claims (significant alone, across) per direction, and its results: per direction
+    the return p-value and off-data flag of each arm (``returns``; p = 0.5 on the data by default)."""
     basis = [{"direction": m, "significant_alone": a, "significant": b} for m, (a, b) in enumerate(flags)]
-    return {"levels": list(range(30)), "arms": {"mean": "", "p95": ""},
-            "claims": {"basis": basis, "matter": {"rule": "claim significant at alpha within its direction"}}}  # fmt: skip
+    returns = returns or {}
+    results = [
+        {"direction": m, "arm": arm, "random": False, "return": {"p": p}, "length": {"p": 0.001},
+         "edit": {"off_data": off}}
+        for m in range(len(flags)) for arm, (p, off) in returns.get(m, {"mean": (0.5, False)}).items()
+    ]  # fmt: skip
+    results.append(  # a random direction's row: not the basis's, whatever its p
+        {"direction": 0, "arm": "mean", "random": True, "return": {"p": 1e-6}, "length": {"p": 1e-6},
+         "edit": {"off_data": False}}
+    )  # fmt: skip
+    return {"levels": list(range(30)), "arms": {"mean": "", "p95": ""}, "correction": {"alpha": 0.05},
+            "results": results, "claims": {"basis": basis, "metrics": ["return", "length"],
+                                           "matter": {"rule": "claim significant at alpha within its direction"}}}  # fmt: skip
 
 
 def test_each_systems_numbers_against_loops_over_its_cards():
     rng = np.random.default_rng(0)
     made = cards(rng, 12, 0.4)
-    got = measure(
-        {"label": "IC", "cards": made}, sweep_doc([(True, True), (True, False), (False, False)]), 0.3, 300, 5
-    )
+    returns = {
+        0: {"mean": (0.01, False), "p95": (0.04, False)},  # 2 x 0.01 <= 0.05: changes return
+        1: {"mean": (0.03, False), "p95": (0.03, False)},  # 2 x 0.03 > 0.05: not shown
+        2: {"mean": (0.001, True), "p95": (0.2, False)},  # its small p is off the data: left out
+    }
+    sweep = sweep_doc([(True, True), (True, False), (False, False)], returns)
+    got = measure({"label": "IC", "cards": made}, sweep, 0.3, 300, 5)
     for m, card in enumerate(made):
         best = best_gt = 0.0
         for t in card["tracks"]:
@@ -56,6 +73,11 @@ def test_each_systems_numbers_against_loops_over_its_cards():
     assert got["ground_truth"]["count"] == count and got["ground_truth"]["of"] == 12
     assert got["ground_truth"]["ci95"] == pytest.approx(list(wilson(count, 12)))
     assert got["sweep"]["count"] == 2 and got["sweep"]["of"] == 3 and got["sweep"]["significant_across"] == 1
+    changed = 0
+    for m in range(3):  # Bonferroni over the direction's on-data arms' return tests, as a loop
+        p = [p for p, off in returns[m].values() if not off]
+        changed += min(p) * len(p) <= 0.05
+    assert got["sweep"]["changes_return"]["count"] == changed == 1
     assert measure({"label": "IC", "cards": made}, None, 0.3, 50, 5)["sweep"] is None
     assert measure({"label": "IC", "cards": made}, sweep_doc([]), 0.3, 50, 5)["sweep"] is None  # none held
 

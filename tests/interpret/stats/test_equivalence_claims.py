@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from proclab.interpret.stats.claims import claim_p, claims
+from proclab.interpret.stats.claims import changes, claim_p, claims
 from proclab.interpret.stats.equivalence import EFFECT, UNDECIDED, tost, verdict
 from proclab.interpret.stats.proportions import compare_shares, wilson
 
@@ -112,3 +112,17 @@ def test_claims_are_holm_within_then_across_directions():
         assert out[m]["p"] == pytest.approx(raw[m]) and out[m]["p_adjusted"] == pytest.approx(running)
     assert out[2]["significant"] and len(out[2]["carried_by"]) == 4
     assert claim_p([0.01, 0.5, 0.9]) == pytest.approx(0.03)
+
+
+def test_a_claim_about_one_metric_is_bonferroni_over_that_metrics_arms():
+    rng = np.random.default_rng(3)
+    tests = {}
+    for m in range(40):
+        arms = ["mean", "p05", "p95"][: 1 + m % 3]
+        tests[m] = {(a, metric): float(rng.uniform(0, 0.08)) for a in arms for metric in ("return", "length")}
+    tests[40] = {("mean", "length"): 0.001}  # no test of return: never changes it
+    got = changes(tests, "return", 0.05)
+    for m, t in tests.items():
+        p = [v for (arm, metric), v in t.items() if metric == "return"]
+        assert got[m] == (len(p) > 0 and min(p) * len(p) <= 0.05), m
+    assert 0 < sum(got.values()) < 40  # the draw puts directions on both sides

@@ -308,12 +308,14 @@ def test_null_agent_keeps_its_false_positive_rate_per_claim(runs):
     significant at most alpha of the time, and a sweep reports any false claim at most alpha of the time
     after the correction over directions; uncorrected, a direction's many tests exceed it."""
     coords, rec = planted_recorded()
-    alone, any_claim, raw = [], [], []
+    alone, any_claim, raw, returns = [], [], [], []
     for seed in range(runs):
         c, reports, direction = null_claims(seed, coords, rec)
         assert c["metrics"] == ["return", "length", "tv_distance"]  # completion is return / 10: counted once
         rows = c["basis"]
         alone += [r["significant_alone"] for r in rows]
+        changed = c["changes"]["return"]["basis"]
+        returns += [True] * changed["count"] + [False] * (changed["of"] - changed["count"])
         any_claim.append(any(r["significant"] for r in rows))
         for d in np.unique(direction[1:]):  # uncorrected: any of the direction's tests at p <= alpha
             mine = [
@@ -321,9 +323,10 @@ def test_null_agent_keeps_its_false_positive_rate_per_claim(runs):
             ]
             raw.append(any(r[m]["p"] <= 0.05 for r in mine for m in c["metrics"]))
     bound = lambda n: 0.05 + 2.33 * np.sqrt(0.05 * 0.95 / n)  # noqa: E731
-    rates = {k: float(np.mean(v)) for k, v in dict(alone=alone, any=any_claim, raw=raw).items()}
+    rates = {k: float(np.mean(v)) for k, v in dict(alone=alone, any=any_claim, raw=raw, ret=returns).items()}
     print("per-claim false-positive rates", rates)
     assert rates["alone"] <= bound(len(alone)) and rates["any"] <= bound(len(any_claim)), rates
+    assert len(returns) == len(alone) and rates["ret"] <= bound(len(returns)), rates  # "changes return" too
     assert rates["raw"] > 2 * bound(len(raw)), rates
 
 
@@ -384,6 +387,20 @@ def test_random_directions_get_their_own_family_and_leave_the_basis_results_unch
     )
     # a random direction mixes all five units, drive among them: most change what the agent does
     assert matter["random"]["count"] >= 4
+    # "changes return", counted as reported and read back from the written results alike
+    from proclab.interpret.stats.claims import changes
+    from proclab.interpret.sweep.claims import tests_of
+
+    changed = both["claims"]["changes"]["return"]
+    for name, random in (("basis", False), ("random", True)):
+        mine = [r for r in both["results"] if r["random"] == random]
+        count = 0
+        for d in {r["direction"] for r in mine}:
+            p = [r["return"]["p"] for r in mine if r["direction"] == d and not r["edit"]["off_data"]]
+            count += bool(p) and min(p) * len(p) <= 0.05
+        read_back = changes(tests_of(both["results"], both["claims"]["metrics"], random), "return", 0.05)
+        assert changed[name]["count"] == count == sum(read_back.values())
+    assert changed["basis"]["count"] >= 1 and changed["basis"]["count"] <= matter["basis"]["count"]
 
 
 def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):

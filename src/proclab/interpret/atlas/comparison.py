@@ -15,7 +15,9 @@ claim becomes three numbers per system, each over its directions:
   changes return, length or the actions") is significant within the direction (``significant_alone``:
   the across-direction correction is harsher for a system with more directions, and would make it look
   inert for its number alone; the count after that correction is reported beside it), with Wilson's
-  interval.
+  interval; and the share whose edit changes *return* (Holm over the direction's on-data arms, within
+  the direction: :func:`proclab.interpret.stats.claims.changes`), since with many episodes nearly every
+  edit changes the actions detectably and "matters" saturates.
 
 Each system is compared with a reference (``ica`` by default): the difference of the means and medians
 with an interval from resampling the two systems' directions independently, and of the shares with
@@ -28,8 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from proclab.interpret.stats.claims import changes
 from proclab.interpret.stats.paired import interval, resamples
 from proclab.interpret.stats.proportions import compare_shares, share
+from proclab.interpret.sweep.claims import tests_of
 
 GT = "gt "
 """Prefix of the atlas's ground-truth quantities."""
@@ -85,8 +89,11 @@ def sweep_share(sweep: dict | None) -> dict | None:
     if not rows:
         return None
     alone = sum(r["significant_alone"] for r in rows)
+    alpha = sweep["correction"]["alpha"]
+    returns = changes(tests_of(sweep["results"], sweep["claims"]["metrics"]), "return", alpha)
     return {
         **share(alone, len(rows)),
+        "changes_return": share(sum(returns.values()), len(rows)),
         "significant_across": sum(r["significant"] for r in rows),
         "levels": len(sweep["levels"]),
         "arms": list(sweep["arms"]),
@@ -120,7 +127,10 @@ def against(system: dict, reference: dict, reps: int, seed: int) -> dict:
     g, h = system["ground_truth"], reference["ground_truth"]
     out["ground_truth"] = compare_shares(g["count"], g["of"], h["count"], h["of"])
     s, r = system["sweep"], reference["sweep"]
-    out["sweep"] = (
-        None if s is None or r is None else compare_shares(s["count"], s["of"], r["count"], r["of"])
-    )
+    for key, pick in (("sweep", lambda x: x), ("sweep_return", lambda x: x["changes_return"])):
+        out[key] = None if s is None or r is None else compare_shares(*_counts(pick(s)), *_counts(pick(r)))
     return out
+
+
+def _counts(s: dict) -> tuple[int, int]:
+    return s["count"], s["of"]

@@ -148,17 +148,19 @@ def _diff(d: dict | None) -> str:
 def table(doc: dict) -> str:
     """The comparison as printed: one row per system, then each system against the reference."""
     head = ["system", "directions", "strongest |r| mean", "median", "strongest gt |r| mean", "median",
-            f"gt |r| >= {doc['threshold']:g}", "matters when edited"]  # fmt: skip
+            f"gt |r| >= {doc['threshold']:g}", "matters when edited", "changes return"]  # fmt: skip
     rows = [head]
     for name, s in doc["systems"].items():
         r, g = s["strongest_r"], s["strongest_gt_r"]
         rows.append([name, str(s["directions"]), _ci(r["mean"]), _ci(r["median"]), _ci(g["mean"]),
-                     _ci(g["median"]), _share(s["ground_truth"]), _share(s["sweep"])])  # fmt: skip
+                     _ci(g["median"]), _share(s["ground_truth"]), _share(s["sweep"]),
+                     _share(s["sweep"] and s["sweep"]["changes_return"])])  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [
         f"coordinate systems on the atlas's {doc['episodes']} episodes: strongest |r| at lag 0 with any tracked "
         "quantity (and with ground truth alone) per direction, intervals over directions; 'matters': the "
-        "sweep's claim significant within the direction, Wilson intervals",
+        "sweep's claim significant within the direction; 'changes return': return's tests alone; Wilson "
+        "intervals",
         *("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows),
         f"against {doc['reference']} (unpaired: directions of different systems are different objects):",
     ]
@@ -167,17 +169,17 @@ def table(doc: dict) -> str:
         lines.append(
             f"  {name}: strongest |r| mean {_ci(r['mean'], '{:+.2f}')}, median {_ci(r['median'], '{:+.2f}')}; "
             f"gt |r| mean {_ci(g['mean'], '{:+.2f}')}; ground truth share {_diff(d['ground_truth'])}; "
-            f"matters {_diff(d['sweep'])}"
+            f"matters {_diff(d['sweep'])}; changes return {_diff(d['sweep_return'])}"
         )
     return "\n".join(lines) + "\n"
 
 
 def figure(doc: dict, path: Path) -> Path:
-    """Three panels: each direction's strongest |r| (points) with the mean's interval, the ground-truth
-    share and the share that matters (bars with Wilson intervals)."""
+    """Four panels: each direction's strongest |r| (points) with the mean's interval, the ground-truth
+    share, the share that matters and the share that changes return (bars with Wilson intervals)."""
     plt = pyplot()
     names = list(doc["systems"])
-    fig, axes = plt.subplots(1, 3, figsize=(6 + 2.4 * len(names), 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(8 + 3.2 * len(names), 3.6))
     rng = np.random.default_rng(0)
     for x, name in enumerate(names):
         s = doc["systems"][name]
@@ -185,7 +187,8 @@ def figure(doc: dict, path: Path) -> Path:
         axes[0].scatter(x + rng.uniform(-0.2, 0.2, len(best)), best, s=8, alpha=0.5)
         mean = s["strongest_r"]["mean"]
         axes[0].errorbar(x, mean["value"], yerr=_yerr(mean["value"], mean["ci95"]), color="black", capsize=4)
-        for ax, share in ((axes[1], s["ground_truth"]), (axes[2], s["sweep"])):
+        swept = s["sweep"] and s["sweep"]["changes_return"]
+        for ax, share in ((axes[1], s["ground_truth"]), (axes[2], s["sweep"]), (axes[3], swept)):
             if share is None:
                 ax.text(x, 0.05, "not swept", ha="center", fontsize=8)
                 continue
@@ -197,6 +200,7 @@ def figure(doc: dict, path: Path) -> Path:
         "strongest |r| per direction (mean, 95 % CI)",
         f"share with a gt |r| >= {doc['threshold']:g}",
         "share that matters when edited",
+        "share whose edit changes return",
     ]
     for ax, title in zip(axes, titles, strict=True):
         ax.set_xticks(range(len(names)), names)

@@ -19,6 +19,10 @@ Holm-adjusted p-value is at most ``alpha``: which edits carry the claim (their e
 within the direction, not across directions). Metrics that are the same test, such as return and
 level completion in a game whose only reward is the level's end, are counted once by the caller
 (:func:`proclab.interpret.sweep.stats.claim_metrics`).
+
+A claim about one metric ("editing it changes return") is the same test on that metric's arms alone
+(:func:`changes`): with many episodes almost every edit changes *some* metric (the actions' TV above
+all), so "matters" saturates while "changes return" still separates directions.
 """
 
 from __future__ import annotations
@@ -61,4 +65,15 @@ def claims(tests: dict[int, dict[tuple[str, str], float]], correction: str, alph
             "significant_alone": bool(p <= alpha),
             "carried_by": carried,
         }
+    return out
+
+
+def changes(tests: dict[int, dict[tuple[str, str], float]], metric: str, alpha: float) -> dict[int, bool]:
+    """Per direction, whether editing it changes ``metric``: Holm's first step over the direction's arms'
+    tests of that metric, at ``alpha`` within the direction (as ``significant_alone``); False for a
+    direction with no test of it."""
+    out = {}
+    for m, t in tests.items():
+        p = [v for (_, met), v in t.items() if met == metric]
+        out[m] = bool(p) and claim_p(p) <= alpha
     return out

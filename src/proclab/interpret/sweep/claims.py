@@ -20,6 +20,11 @@ at ``alpha``, not across directions), since the across-direction correction is h
 larger family and would make random directions look inert for their number alone; the shares come
 with Wilson intervals and their difference with Newcombe's interval and Fisher's exact test
 (:mod:`proclab.interpret.stats.proportions`).
+
+**Per metric** (``changes``): the same shares for "editing it changes return" (and each other metric)
+alone. With many episodes nearly every edit shifts the actions' distribution detectably, so the
+shares that "matter" saturate (every direction, basis or random); whether an edit changes how well
+the agent plays is the question that still separates directions.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from proclab.interpret.interventions.batched_play import Outcomes
-from proclab.interpret.stats.claims import claims
+from proclab.interpret.stats.claims import changes, claims
 from proclab.interpret.stats.equivalence import tost, verdict
 from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.sweep.stats import TV
@@ -93,15 +98,42 @@ def sweep_claims(
                 }
             )
         result[name] = rows
-    result["matter"] = _matter(result["basis"], result["random"])
+    result["matter"] = _shares(
+        [r["significant_alone"] for r in result["basis"]],
+        [r["significant_alone"] for r in result["random"]],
+        "claim significant at alpha within its direction (not across)",
+    )
+    result["changes"] = {}
+    for metric in metrics:
+        basis, rand = (changes({m: tests[m] for m in groups[g]}, metric, alpha) for g in ("basis", "random"))
+        result["changes"][metric] = _shares(
+            list(basis.values()),
+            list(rand.values()),
+            f"Holm over the direction's on-data arms' tests of {metric}, at alpha within the direction",
+        )
     return result
 
 
-def _matter(basis: list[dict], random: list[dict]) -> dict:
-    a, n = sum(r["significant_alone"] for r in basis), len(basis)
-    b, m = sum(r["significant_alone"] for r in random), len(random)
-    out = {"basis": share(a, n), "rule": "claim significant at alpha within its direction (not across)"}
-    if random:
+def tests_of(
+    results: list[dict], metrics: list[str], random: bool = False
+) -> dict[int, dict[tuple[str, str], float]]:
+    """Per direction of a written sweep's ``results`` (the basis's, or the random ones'), its on-data
+    tests' p-values per (arm, metric) of ``metrics``: what the claims were computed from, read back."""
+    tests: dict[int, dict[tuple[str, str], float]] = {}
+    for r in results:
+        if r["random"] != random:
+            continue
+        t = tests.setdefault(r["direction"], {})
+        if not r["edit"]["off_data"]:
+            t.update({(r["arm"], m): r[m]["p"] for m in metrics})
+    return tests
+
+
+def _shares(basis: list[bool], random: list[bool], rule: str) -> dict:
+    """The share of basis directions and of random ones for which a claim holds, with their difference."""
+    a, n, b, m = sum(basis), len(basis), sum(random), len(random)
+    out = {"basis": share(a, n), "rule": rule}
+    if m:
         out["random"] = share(b, m)
         out["basis_minus_random"] = compare_shares(a, n, b, m)
     return out

@@ -139,7 +139,8 @@ def _share(s: dict) -> str:
 
 def claims_text(summary: dict, label: str) -> list[str]:
     """Per direction the claim's verdict (effect / no effect within the margin / not shown either way) and
-    its p-values, then the share of directions that matter beside the share of random directions."""
+    its p-values, then the shares of directions that matter and that change return, beside the shares of
+    random directions."""
     if "claims" not in summary or not summary["claims"]["basis"]:
         return []  # no direction was held (--directions none): no claim
     c = summary["claims"]
@@ -150,16 +151,24 @@ def claims_text(summary: dict, label: str) -> list[str]:
         lines.append(
             f"  {label} {r['direction']}: {r['verdict']} ({p})" + (f"; by {carried}" if carried else "")
         )
-    matter = c["matter"]
-    lines.append(f"{label}s that matter: {_share(matter['basis'])}")
-    if "random" in matter:
-        diff = matter["basis_minus_random"]
+    lines += _against_random(c["matter"], label, "matter")
+    lines.append(f"('matter': {c['matter']['rule']})")
+    if "return" in c.get("changes", {}):
+        lines += _against_random(c["changes"]["return"], label, "change return")
+        lines.append(f"('change return': {c['changes']['return']['rule']})")
+    return lines
+
+
+def _against_random(shares: dict, label: str, what: str) -> list[str]:
+    """The basis's share that ``what`` and, where random directions were swept, theirs and the difference."""
+    lines = [f"{label}s that {what}: {_share(shares['basis'])}"]
+    if "random" in shares:
+        diff = shares["basis_minus_random"]
         lines.append(
-            f"random directions that matter: {_share(matter['random'])}; difference "
+            f"random directions that {what}: {_share(shares['random'])}; difference "
             f"{100 * diff['difference']:+.0f} points, 95 % CI {100 * diff['ci95'][0]:+.0f} to "
             f"{100 * diff['ci95'][1]:+.0f}, Fisher p {diff['p_fisher']:.3g}"
         )
-    lines.append(f"('matter': {matter['rule']})")
     return lines
 
 
