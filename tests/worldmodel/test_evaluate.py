@@ -191,8 +191,9 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     mean, ci = _clustered_reference(np.array(errs), np.array(eps))
     cell = result["mse"]["mean"]["repeat last frame"][0]
     assert cell["mean"] == pytest.approx(mean) and cell["ci95"] == pytest.approx(ci)
-    for mode in ("teacher-forced", "open loop", "closed loop"):
+    for mode in ("teacher-forced", "open loop", "closed loop", "real game (closed loop)"):
         assert all(0 <= c["mean"] <= 1 for c in result["mse"]["mean"][mode])
+    assert result["real_game"] == "played" and len(result["mse"]["closed_loop_minus_real_game"]) == 3
     assert set(result["reward"]) >= {"open loop", "closed loop", "positives"}
     drift = result["drift"]["closed loop"]
     assert drift["median_ratio"] > 0 and drift["states"] > 0
@@ -217,3 +218,58 @@ def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys)
     with pytest.raises(SystemExit) as exc:
         main(["wm", "evaluate", str(trained_run), "--data", str(store), "--horizon", "3", "--within", "5"])
     assert exc.value.code == 2 and "--within" in capsys.readouterr().err
+
+
+class _Replaying:
+    """An agent whose logits put all mass on the next recorded action of each row (scripted, stateless)."""
+
+    def __init__(self, actions: np.ndarray):
+        self.actions, self.t = actions, 0
+
+    def step(self, obs, state, first):
+        logits = torch.full((len(obs), 15), -1e9)
+        logits[torch.arange(len(obs)), torch.from_numpy(self.actions[:, self.t]).long()] = 0.0
+        self.t += 1
+        return type("Out", (), {"logits": logits})(), state
+
+
+def test_the_real_game_replays_recorded_windows_exactly_and_plays_the_agent_as_a_one_slot_loop(
+    store, agent_checkpoint
+):
+    """Each window's state is the episode's first state with its actions replayed (its frame is the
+    recorded one); acting out the recorded actions gives back the recorded frames; and the batched
+    greedy closed loop is the agent stepped one window at a time in a one-slot env."""
+    from proclab.envs import ProcgenVecEnv
+    from proclab.models.loading import load_agent
+    from proclab.run.runtime import make_runtime
+    from proclab.worldmodel.real_game import RealGame
+
+    data = EpisodeStore(store)
+    agent, env_config, _ = load_agent(agent_checkpoint, make_runtime("cpu", "fp32"))
+    game = RealGame(data, env_config)
+    H = 3
+    windows = [(e, t) for e in range(data.num_episodes) for t in (1, int(data.episodes["length"][e]) - H - 1)]
+    states = [game.state_at(e, t) for e, t in windows]
+    rec = [data.read(e, ["obs", "action", "state_out/core.0"]) for e, _ in windows]
+    acted = np.stack([r["action"][t : t + H] for r, (_, t) in zip(rec, windows, strict=True)])
+    frames = game.play(_Replaying(acted), states, {}, H)
+    for w, (r, (_, t)) in enumerate(zip(rec, windows, strict=True)):
+        np.testing.assert_array_equal(frames[:, w].numpy(), r["obs"][t : t + H + 1])
+    # greedy, batched, against one window at a time in a one-slot env of the agent's game
+    start = {"core.0.h": torch.from_numpy(np.stack([r["state_out/core.0"][t - 1] for r, (_, t) in zip(rec, windows, strict=True)])).float()}  # fmt: skip
+    batched = game.play(agent, states, dict(start), H)
+    one = ProcgenVecEnv(env_config, seed=0, num_envs=1)
+    one.reset()
+    for w, s in enumerate(states):
+        one.set_slot_state(0, s)
+        obs, state, ended = one.observe(), {"core.0.h": start["core.0.h"][w : w + 1]}, False
+        expected = [obs[0]]
+        for _ in range(H):
+            with torch.no_grad():
+                out, state = agent.step(torch.from_numpy(obs), state, torch.zeros(1, dtype=torch.bool))
+            nxt, _, term, trunc, _ = one.step(out.logits.argmax(1).numpy())
+            ended = ended or bool(term[0] or trunc[0])
+            obs = obs if ended else nxt
+            expected.append(obs[0])
+        np.testing.assert_array_equal(batched[:, w].numpy(), np.stack(expected))
+    one.close()

@@ -5,10 +5,14 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
 
 * **Frame error** at ``k = 1 .. horizon`` (MSE, pixels in [0, 1]) in three modes:
   ``teacher-forced`` (the posterior sees each true frame), ``open loop`` (the prior, driven by the
-  recorded actions) and ``closed loop`` (the prior, the agent choosing its own greedy actions),
-  beside ``repeat last frame`` and ``level mean frame`` (the mean of every frame of that level in
-  the store). Each mean has a 95 % interval **clustered by episode** (:mod:`.clustered`), and each
-  mode's *paired* difference to the better of the two baselines at that ``k`` has one too.
+  recorded actions) and ``closed loop`` (the prior, the agent choosing its own actions: greedy, or
+  sampled with ``--closed-loop sampled``), beside ``repeat last frame`` and ``level mean frame``
+  (the mean of every frame of that level in the store), and ``real game (closed loop)``: the real
+  game played again from each window's true state with the agent acting the same way
+  (:mod:`.real_game`), the error an exact simulator would have, since the recorded future followed
+  the recorded draws and the closed loop's actions differ from them. Each mean has a 95 % interval **clustered by episode** (:mod:`.clustered`), and each
+  mode's *paired* difference to the better of the two baselines at that ``k`` has one too, and the
+  closed loop's paired difference to the real game (how far the model is from an exact simulator).
 * **Changed-pixel error**: the same MSE over only the pixels where the true frame ``k`` differs
   from the true frame ``k - 1`` (by more than ``--change-threshold`` in some channel). Pixel MSE is
   dominated by the sky and the walls, which a blur gets right; in CoinRun the camera follows the
@@ -37,7 +41,9 @@ import tyro
 from rich.progress import Progress
 from torch.utils.data import default_collate
 
+from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
+from proclab.io.configs import from_dict
 from proclab.io.files import pyplot, save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
@@ -46,11 +52,14 @@ from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
+from proclab.worldmodel.real_game import RealGame, can_replay
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
 from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
 
 MODES = ("teacher-forced", "open loop", "closed loop")
 BASELINES = ("repeat last frame", "level mean frame")
+REAL_GAME = "real game (closed loop)"
+ACTING = ("greedy", "sampled")
 REWARD_MODES = ("teacher-forced", "open loop", "closed loop")
 DRIFT_MODES = ("closed loop", "dream")
 
@@ -83,6 +92,12 @@ class EvaluateArgs(RuntimeConfig):
     """Windows simulated at once."""
     seed: int = 0
     """Seed of the window pick and of the reference subsample."""
+    closed_loop: str = "greedy"
+    """How the agent acts in closed loop, in the dream and in the real game: greedy (its modal action, as
+    the dream analyses act) or sampled (its policy, as it acted when the episodes were recorded)."""
+    real_game: bool = True
+    """Also play the real game in the same closed loop from each window's true state: the error an exact
+    simulator would have (needs the store's first game states and procgen)."""
     overwrite: bool = False
     """Replace an existing evaluation in --out."""
 
@@ -92,6 +107,8 @@ class EvaluateArgs(RuntimeConfig):
                 raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.within > self.horizon:
             raise ProclabError(f"--within ({self.within}) must be at most --horizon ({self.horizon})")
+        if self.closed_loop not in ACTING:
+            raise ProclabError(f"--closed-loop must be one of {', '.join(ACTING)}, got {self.closed_loop!r}")
         if not 0 <= self.change_threshold < 1:
             raise ProclabError(f"--change-threshold must be within [0, 1), got {self.change_threshold}")
         if (self.out / "evaluation.json").exists() and not self.overwrite:
@@ -100,13 +117,13 @@ class EvaluateArgs(RuntimeConfig):
             )
 
 
-def _trajectories(wm: WorldModel, agent, batch: WindowBatch) -> dict[str, Trajectory]:
-    """Every mode's simulation of the batch's windows, all modal."""
+def _trajectories(wm: WorldModel, agent, batch: WindowBatch, greedy: bool) -> dict[str, Trajectory]:
+    """Every mode's simulation of the batch's windows, all modal in the model's latents."""
     steps = batch.frames.shape[0]
     return {
         "teacher-forced": teacher_forced(wm, agent, batch, modal=True)[1],
         "open loop": imagined(wm, agent, batch, "true", modal=True),
-        "closed loop": imagined(wm, agent, batch, "agent", modal=True),
+        "closed loop": imagined(wm, agent, batch, "agent", modal=True, greedy=greedy),
         # as wm sample dreams: from the bottleneck alone, so that the vector describes the whole dream
         "dream": dreamed(wm, agent, wm.encode(batch.init_frames), steps, modal=True),
     }
@@ -140,13 +157,18 @@ def expected_returns(traj: Trajectory) -> np.ndarray:
     return torch.cumsum(reward * before, 0).T.cpu().numpy()
 
 
-def _batch_rows(wm, agent, batch: WindowBatch, level_mean: torch.Tensor, args: EvaluateArgs) -> dict:
-    """Everything the evaluation keeps of one batch, per window (first axis)."""
-    trajs = _trajectories(wm, agent, batch)
+def _batch_rows(
+    wm, agent, batch: WindowBatch, level_mean: torch.Tensor, real: torch.Tensor | None, args: EvaluateArgs
+) -> dict:
+    """Everything the evaluation keeps of one batch, per window (first axis); ``real``: the real game's
+    frames in the same closed loop (uint8), or None."""
+    trajs = _trajectories(wm, agent, batch, args.closed_loop == "greedy")
     true = batch.frames.float() / 255
     frames = {name: trajs[name].frame for name in MODES}
     frames["repeat last frame"] = true[:1].expand_as(true)
     frames["level mean frame"] = level_mean.unsqueeze(0).expand_as(true)
+    if real is not None:
+        frames[REAL_GAME] = real.to(true.device).float() / 255
     rows = frame_rows(frames, batch, args.change_threshold)
     real = (batch.reward * batch.prev_mask)[1:].double()
     rows["return/real"] = torch.cumsum(real, 0).T.cpu().numpy()
@@ -168,10 +190,14 @@ def collect(
     runtime,
     args: EvaluateArgs,
     progress: bool = True,
+    env_config: EnvConfig | None = None,
 ) -> dict:
-    """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``."""
+    """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``;
+    with ``env_config`` (the agent's environment) the real game's closed loop too."""
     config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
     means = level_mean_frames(store)
+    game = RealGame(store, env_config, args.seed) if env_config is not None else None
+    draws = torch.Generator().manual_seed(args.seed)
     levels = store.episodes["level_seed"]
     parts: dict[str, list[np.ndarray]] = {}
     wm.eval()
@@ -183,8 +209,15 @@ def collect(
             batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
             episodes = items["episode"].numpy()
             level_mean = torch.from_numpy(np.stack([means[int(levels[e])] for e in episodes]))
+            real = None
             with runtime.autocast():
-                rows = _batch_rows(wm, agent, batch, level_mean.to(runtime.device), args)
+                if game is not None:
+                    steps = dataset.offsets[chunk] + config.num_init_steps - 1
+                    states = [game.state_at(int(e), int(t)) for e, t in zip(episodes, steps, strict=True)]
+                    start = wm.codec.unflatten(batch.agent_h0.to(runtime.device))
+                    real = game.play(agent, states, start, args.horizon, greedy=args.closed_loop == "greedy",
+                                     generator=draws)  # fmt: skip
+                rows = _batch_rows(wm, agent, batch, level_mean.to(runtime.device), real, args)
             rows |= {"episode": episodes, "level": levels[episodes]}
             for k, v in rows.items():
                 parts.setdefault(k, []).append(v)
@@ -193,16 +226,20 @@ def collect(
 
 
 def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
-    """Per step ``1 .. H``: every mode's and baseline's clustered mean, and each mode's paired difference to
-    the better baseline (lower mean) at that step."""
-    names = MODES + BASELINES
+    """Per step ``1 .. H``: every mode's and baseline's (and the real game's) clustered mean, each mode's
+    paired difference to the better baseline (lower mean) at that step, and the closed loop's to the
+    real game."""
+    names = MODES + BASELINES + ((REAL_GAME,) if f"{metric}/{REAL_GAME}" in rows else ())
     horizon = rows[f"{metric}/{names[0]}"].shape[1] - 1
     table: dict = {name: [] for name in names}
     paired: dict = {name: [] for name in MODES}
+    from_real = [] if REAL_GAME in names else None
     for k in range(1, horizon + 1):
         at = {name: rows[f"{metric}/{name}"][:, k] for name in names}
         for name in names:
             table[name].append(clustered_mean(at[name], episodes))
+        if from_real is not None:
+            from_real.append(clustered_mean(at["closed loop"] - at[REAL_GAME], episodes))
         means = {b: table[b][-1]["mean"] for b in BASELINES}
         known = [b for b in BASELINES if means[b] is not None]
         if not known:
@@ -212,7 +249,12 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
         best = min(known, key=means.get)
         for name in MODES:
             paired[name].append({"baseline": best, **clustered_mean(at[name] - at[best], episodes)})
-    return {"steps": list(range(1, horizon + 1)), "mean": table, "minus_better_baseline": paired}
+    return {
+        "steps": list(range(1, horizon + 1)),
+        "mean": table,
+        "minus_better_baseline": paired,
+        "closed_loop_minus_real_game": from_real,
+    }
 
 
 def reward_table(rows: dict, within: int) -> dict:
@@ -264,7 +306,7 @@ def plot_evaluation(result: dict, path: Path) -> Path:
         for name, cells in table["mean"].items():
             ys = [np.nan if c["mean"] is None else c["mean"] for c in cells]
             bands = np.array([(np.nan, np.nan) if c["ci95"] is None else c["ci95"] for c in cells], float)
-            style = "--" if name in BASELINES else "-"
+            style = "--" if name in BASELINES else ":" if name == REAL_GAME else "-"
             (line,) = ax.plot(table["steps"], ys, style, marker="o", ms=3, label=name)
             ax.fill_between(table["steps"], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.2, lw=0)
         ax.set_xlabel("k (frames after the last one the model saw)")
@@ -289,7 +331,9 @@ def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     store = EpisodeStore(args.data)
     store.check_agent(agent.config.num_actions, agent.state_shapes())
     field_name = ckpt.meta["reward_field"]
-    rows = collect(wm, agent, store, field_name, rt, args, progress)
+    replayable = args.real_game and can_replay(store)
+    env_config = from_dict(EnvConfig, ckpt.meta["agent_env"]) if replayable else None
+    rows = collect(wm, agent, store, field_name, rt, args, progress, env_config)
     episodes = rows["episode"]
     result = {
         "checkpoint": str(ckpt.path),
@@ -301,6 +345,12 @@ def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
         "levels": len(np.unique(rows["level"])),
         "seed": args.seed,
         "change_threshold": args.change_threshold,
+        "closed_loop": args.closed_loop,
+        "real_game": "played"
+        if replayable
+        else "not asked"
+        if not args.real_game
+        else "the store holds no first game states",
         "mse": frame_table(rows, episodes, "mse"),
         "changed_pixels": frame_table(rows, episodes, "changed"),
         "reward": reward_table(rows, args.within),
@@ -330,6 +380,12 @@ def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
             print(
                 f"{metric:>14} {name + ' - best':>25}: "
                 + "  ".join(f"k={k} {_fmt(cells[k - 1])}" for k in shown)
+            )
+        real = result[metric]["closed_loop_minus_real_game"]
+        if real is not None:
+            print(
+                f"{metric:>14} {'closed loop - real game':>25}: "
+                + "  ".join(f"k={k} {_fmt(real[k - 1])}" for k in shown)
             )
     reward = result["reward"]
     for name in REWARD_MODES:

@@ -71,9 +71,11 @@ def open_loop_frames(wm: WorldModel, start: Start, batch: WindowBatch) -> tuple[
 
 
 def imagined(
-    wm: WorldModel, agent, batch: WindowBatch, actions: str = "true", modal: bool = True
+    wm: WorldModel, agent, batch: WindowBatch, actions: str = "true", modal: bool = True, greedy: bool = True
 ) -> Trajectory:
-    """Prior-driven simulation from the encoded initial frames, compared step by step with the data."""
+    """Prior-driven simulation from the encoded initial frames, compared step by step with the data;
+    in closed loop (``actions="agent"``) the agent takes its modal action, or with ``greedy=False`` a draw
+    of its policy."""
     if actions not in ACTION_SOURCES:
         raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
     one_hot = batch.prev_action_one_hot(wm.num_actions)
@@ -92,6 +94,7 @@ def imagined(
         actions=one_hot if actions == "true" else None,
         frames=batch.frames,
         modal=modal,
+        greedy=greedy,
     )
 
 
