@@ -111,6 +111,20 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
         "level mean frame",
         "level mean frame",
     ]
+    assert table["closed_loop_minus_real_game"] is None and "real game (closed loop)" not in table["mean"]
+    rows["mse/real game (closed loop)"] = rng.random(
+        (W, S)
+    )  # with the real game: the closed loop's gap to it
+    table = frame_table(rows, episodes, "mse")
+    for k in (1, 2, 3):
+        diff = [rows["mse/closed loop"][w, k] - rows["mse/real game (closed loop)"][w, k] for w in range(W)]
+        mean, ci = _clustered_reference(np.array(diff), episodes)
+        cell = table["closed_loop_minus_real_game"][k - 1]
+        assert cell["mean"] == pytest.approx(mean) and cell["ci95"] == pytest.approx(ci)
+        assert (
+            table["minus_better_baseline"]["real game (closed loop)"][k - 1]["baseline"]
+            == (table["minus_better_baseline"]["closed loop"][k - 1]["baseline"])
+        )
 
 
 def test_changed_pixel_error_counts_only_pixels_that_moved_between_true_frames():

@@ -227,12 +227,13 @@ def collect(
 
 def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
     """Per step ``1 .. H``: every mode's and baseline's (and the real game's) clustered mean, each mode's
-    paired difference to the better baseline (lower mean) at that step, and the closed loop's to the
-    real game."""
+    (and the real game's: where an exact simulator could pass at all) paired difference to the better
+    baseline (lower mean) at that step, and the closed loop's to the real game."""
     names = MODES + BASELINES + ((REAL_GAME,) if f"{metric}/{REAL_GAME}" in rows else ())
     horizon = rows[f"{metric}/{names[0]}"].shape[1] - 1
     table: dict = {name: [] for name in names}
-    paired: dict = {name: [] for name in MODES}
+    judged = MODES + ((REAL_GAME,) if REAL_GAME in names else ())
+    paired: dict = {name: [] for name in judged}
     from_real = [] if REAL_GAME in names else None
     for k in range(1, horizon + 1):
         at = {name: rows[f"{metric}/{name}"][:, k] for name in names}
@@ -243,11 +244,11 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
         means = {b: table[b][-1]["mean"] for b in BASELINES}
         known = [b for b in BASELINES if means[b] is not None]
         if not known:
-            for name in MODES:
+            for name in judged:
                 paired[name].append(None)
             continue
         best = min(known, key=means.get)
-        for name in MODES:
+        for name in judged:
             paired[name].append({"baseline": best, **clustered_mean(at[name] - at[best], episodes)})
     return {
         "steps": list(range(1, horizon + 1)),
