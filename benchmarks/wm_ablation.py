@@ -71,6 +71,7 @@ def summary(arm: str, result: dict, seconds: float) -> dict:
 
     best_h = min(("repeat last frame", "level mean frame"), key=lambda b: at(mse, b, H))
     reward, drift = result["reward"], result["drift"] or {}
+    real = mse.get("closed_loop_minus_real_game")  # the gap to an exact simulator, where it was played
     return {
         "arm": arm,
         "updates": result["updates"],
@@ -85,6 +86,7 @@ def summary(arm: str, result: dict, seconds: float) -> dict:
         "closed_loop_kH": at(mse, "closed loop", H),
         "best_baseline_kH": at(mse, best_h, H),
         "closed_minus_best_kH": mse["minus_better_baseline"]["closed loop"][H - 1]["ci95"],
+        "closed_minus_real_game_kH": None if real is None else real[H - 1]["ci95"],
         "changed_closed_k1": at(changed, "closed loop", 1),
         "changed_repeat_k1": at(changed, "repeat last frame", 1),
         "auc_closed": reward["closed loop"]["auc"],
