@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from proclab.run.runtime import make_runtime
@@ -118,3 +119,34 @@ def test_wm_frame_error_command_writes_what_the_function_computes(trained_run, s
     assert json.loads(out.read_text()) == expected
     assert (tmp_path / "d.png").stat().st_size > 5000
     assert Image.open(tmp_path / "s.png").size[1] == 3 * 4 * 64 * 2  # --strip-windows 3
+
+
+def test_windows_near_a_kind_are_the_first_in_order_with_it_within_the_radius(trained_run, store):
+    from proclab.envs import EnvConfig
+    from proclab.envs.state import glossary
+    from proclab.errors import ProclabError
+    from proclab.io.configs import from_dict
+    from proclab.record.ground_truth import kind_gaps
+    from proclab.worldmodel.frame_error import pick_windows, windows_near
+    from proclab.worldmodel.real_game import RealGame
+
+    rt = make_runtime("cpu", "fp32")
+    wm, _, ckpt = load_world_model(trained_run, rt)
+    data = EpisodeStore(store)
+    env = from_dict(EnvConfig, ckpt.meta["agent_env"])
+    config, dataset, _ = pick_windows(wm, data, ckpt.meta["reward_field"], 3, 1, 0)
+    order = np.random.default_rng(5).permutation(len(dataset))[:30]
+    names, game = glossary("coinrun"), RealGame(data, env)
+    types, cells = np.array([names.type_of("coin")]), np.array([names.is_cell("coin")])
+    gaps = []
+    for k in order:  # every window's coin gap at its step 0, one by one
+        step = int(dataset.offsets[k]) + config.num_init_steps - 1
+        gaps.append(kind_gaps(game.state_at(int(dataset.episode_ids[k]), step), types, cells)[0])
+    radius = float(np.median(gaps))
+    expected = [int(k) for k, g in zip(order, gaps, strict=True) if g <= radius][:3]
+    got = windows_near(data, dataset, config, env, order, "coin", radius, 3)
+    assert got.tolist() == sorted(expected) and len(got) == 3
+    with pytest.raises(ProclabError, match="kind for coinrun"):
+        windows_near(data, dataset, config, env, order, "cheese", 1.0, 3)
+    with pytest.raises(ProclabError, match="no window"):
+        windows_near(data, dataset, config, env, order, "coin", -100.0, 3)

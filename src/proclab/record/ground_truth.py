@@ -314,3 +314,38 @@ def _checked(data: bytes) -> bytes:
     """``data`` after a full parse (a one-line error for a state this proclab cannot read)."""
     parse_state(data)
     return data
+
+
+def kind_gaps(data: bytes, types: np.ndarray, is_cell: np.ndarray) -> np.ndarray:
+    """``float (K,)``: the gap in world units between the agent's box and the nearest ``types[k]`` entity
+    box (``is_cell[k]`` false) or grid cell (true; cell ``(row, col)`` is the unit square at ``(col,
+    row)``), measured as the larger of the two axes' gaps (negative when the boxes overlap); ``inf`` where
+    the state has none (or no agent). Entities in screen coordinates are not in the world and never near."""
+    _, entities, grid = scan(data)
+    out = np.full(len(types), np.inf)
+    me = entities[entities["type"] == PLAYER]
+    if not len(me):
+        return out
+    x, y, rx, ry = (float(me[f][0]) for f in ("x", "y", "rx", "ry"))
+    world = entities[(entities["type"] != PLAYER) & (entities["use_abs_coords"] == 0)]
+    gx = np.abs(world["x"].astype(np.float64) - x) - rx - world["rx"]
+    gy = np.abs(world["y"].astype(np.float64) - y) - ry - world["ry"]
+    _nearest(out, ~is_cell, types, world["type"], np.maximum(gx, gy))
+    if is_cell.any():  # cell c spans [c, c + 1]: its centre c + 0.5, half-extent 0.5 on both axes
+        h, w = grid.shape
+        cx = np.abs(np.arange(w) + 0.5 - x) - rx - 0.5
+        cy = np.abs(np.arange(h) + 0.5 - y) - ry - 0.5
+        wanted = np.isin(grid, types[is_cell])
+        rows, cols = np.nonzero(wanted)
+        _nearest(out, is_cell, types, grid[rows, cols], np.maximum(cy[rows], cx[cols]))
+    return out
+
+
+def _nearest(
+    out: np.ndarray, which: np.ndarray, types: np.ndarray, found: np.ndarray, gap: np.ndarray
+) -> None:
+    """``out[k]`` (for ``which[k]``): the smallest ``gap`` among the ``found`` instances of ``types[k]``."""
+    for k in np.flatnonzero(which):
+        hit = gap[found == types[k]]
+        if len(hit):
+            out[k] = float(hit.min())

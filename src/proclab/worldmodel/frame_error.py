@@ -32,13 +32,18 @@ from PIL import Image, ImageDraw
 from torch import Tensor
 from torch.utils.data import default_collate
 
+from proclab.envs import EnvConfig
+from proclab.envs.state import glossary
 from proclab.errors import ProclabError
+from proclab.io.configs import from_dict
 from proclab.io.files import pyplot, save_figure, write_json
+from proclab.record.ground_truth import kind_gaps
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import WorldModel
+from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import imagined, teacher_forced
 
 PREDICTORS = ("teacher-forced", "imagined", "closed loop")
@@ -176,9 +181,16 @@ def prediction_strip(
     steps: int = 5,
     windows: int = 2,
     seed: int = 0,
+    near: tuple[str, float] | None = None,
+    env_config: EnvConfig | None = None,
 ) -> Path:
-    """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``."""
+    """A PNG: for ``windows`` windows, rows true | teacher-forced | imagined | closed loop, steps 0..``steps``;
+    with ``near`` (a kind and a radius) only windows with that kind near the agent at step 0
+    (:func:`windows_near`, in the real game of ``env_config``)."""
     config, dataset, picks = pick_windows(wm, store, reward_field, steps, windows, seed)
+    if near is not None:
+        order = np.random.default_rng(seed).permutation(len(dataset))
+        picks = windows_near(store, dataset, config, env_config, order, *near, windows)
     items = default_collate([dataset[int(i)] for i in picks])
     batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
     with runtime.autocast():
@@ -203,6 +215,40 @@ def prediction_strip(
     return path
 
 
+def windows_near(
+    store: EpisodeStore,
+    dataset,
+    config,
+    env_config: EnvConfig,
+    order: np.ndarray,
+    kind: str,
+    radius: float,
+    count: int,
+    scanned: int = 4000,
+) -> np.ndarray:
+    """The first ``count`` windows of ``order`` (at most ``scanned`` looked at) whose step 0 has a ``kind``
+    (a kind of the game's glossary, or a hazard such as coinrun's ``saw``, which names its looks) within
+    ``radius`` world units of the agent: read from the game state, rebuilt by replaying the episode
+    (:class:`~proclab.worldmodel.real_game.RealGame`). Rare objects are then drawn on purpose, not by luck."""
+    names = glossary(env_config.games()[0])
+    members = names.hazards.get(kind, (kind,))
+    types = np.array([names.type_of(k) for k in members], np.int64)
+    is_cell = np.array([names.is_cell(k) for k in members], bool)
+    game = RealGame(store, env_config)
+    found = []
+    for k in order[:scanned]:
+        e, step = int(dataset.episode_ids[k]), int(dataset.offsets[k]) + config.num_init_steps - 1
+        if kind_gaps(game.state_at(e, step), types, is_cell).min() <= radius:
+            found.append(int(k))
+            if len(found) == count:
+                break
+    if not found:
+        raise ProclabError(
+            f"no window of the {min(len(order), scanned)} looked at has a {kind} within {radius} of the agent"
+        )
+    return np.sort(np.array(found))
+
+
 @dataclass(frozen=True)
 class FrameErrorArgs:
     """Dream quality of a world model: frame error per simulated step of its teacher-forced, imagined and
@@ -221,6 +267,11 @@ class FrameErrorArgs:
     """Also draw --strip-windows windows as true | teacher-forced | imagined | closed loop frames (PNG)."""
     strip_windows: int = 2
     """Windows drawn in the strip (a seeded pick of the store's windows: draw more to find rare objects)."""
+    strip_near: str | None = None
+    """Draw only windows with this kind within --near-radius of the agent at their start (coinrun: saw,
+    coin, crate, enemy, lava; read from the replayed game state: needs the store's first game states)."""
+    near_radius: float = 3.0
+    """World units (on both axes, box to box) within which --strip-near's kind counts as near."""
     steps: int = 5
     """Simulated steps measured after the last frame the model saw."""
     windows: int = 64
@@ -262,5 +313,7 @@ def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
             steps=args.steps,
             windows=args.strip_windows,
             seed=args.seed,
+            near=None if args.strip_near is None else (args.strip_near, args.near_radius),
+            env_config=from_dict(EnvConfig, ckpt.meta["agent_env"]),
         )
     print(f"frame errors on {result['windows']} windows -> {args.out}")

@@ -9,7 +9,8 @@ from level_fixtures import moved_next_to_kinds
 from proclab.envs.state import glossary, parse_state
 from proclab.envs.state.model import PLAYER
 from proclab.envs.state.sample import random_states
-from proclab.interpret.steering.reach import kind_gaps, near_kinds
+from proclab.interpret.steering.reach import near_kinds
+from proclab.record.ground_truth import kind_gaps
 
 
 def _slow_near(state, kind: str, gap: float) -> bool:

@@ -5,7 +5,7 @@ reports a time-out as ``truncated``; every other end that does not complete the 
 *cause* is the hazard kind nearest to the agent on the step before the fatal one: the game names its hazards
 (:attr:`~proclab.envs.state.Glossary.hazards`; CoinRun: saws, walking enemies, lava), and the gap
 between the agent's box and the nearest instance of each kind is measured on the game state with the
-steering code's per-kind scan (:func:`proclab.interpret.steering.reach.kind_gaps`). A death whose nearest
+steering code's per-kind scan (:func:`proclab.record.ground_truth.kind_gaps`). A death whose nearest
 hazard lies farther than ``radius`` world units is ``unclear``.
 
 **Why the step before the fatal one.** A slot whose episode ended already shows the next level, so
@@ -36,7 +36,7 @@ import numpy as np
 
 from proclab.envs.state import glossary
 from proclab.errors import ProclabError
-from proclab.interpret.steering.reach import kind_gaps
+from proclab.record.ground_truth import kind_gaps
 
 UNCLEAR = "unclear"
 """The cause of a death with no hazard within the radius, or of an episode never observed."""
