@@ -150,7 +150,8 @@ def test_changed_pixel_error_counts_only_pixels_that_moved_between_true_frames()
 
 def test_expected_return_weights_each_reward_by_the_chance_of_being_alive():
     S, B = 5, 3
-    reward, done_logit = torch.randn(S, B), torch.randn(S, B)
+    g = torch.Generator().manual_seed(7)
+    reward, done_logit = torch.randn(S, B, generator=g), torch.randn(S, B, generator=g)
     traj = Trajectory(
         *([None] * 7),
         reward=reward,
@@ -158,7 +159,7 @@ def test_expected_return_weights_each_reward_by_the_chance_of_being_alive():
         **dict.fromkeys(("agent_state", "logits", "value", "action")),
     )
     got = expected_returns(traj)
-    p = torch.sigmoid(done_logit).double()
+    p = torch.sigmoid(done_logit.double())  # in double, as the reference sum is (float32 drifts 1e-7)
     for b in range(B):
         total, alive = 0.0, 1.0
         for k in range(1, S):
@@ -208,6 +209,8 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     for mode in ("teacher-forced", "open loop", "closed loop", "real game (closed loop)"):
         assert all(0 <= c["mean"] <= 1 for c in result["mse"]["mean"][mode])
     assert result["real_game"] == "played" and len(result["mse"]["closed_loop_minus_real_game"]) == 3
+    same = [c["mean"] for c in result["closed_loop_same_actions"]]
+    assert len(same) == 3 and all(0 <= a <= 1 for a in same) and same == sorted(same, reverse=True)
     assert set(result["reward"]) >= {"open loop", "closed loop", "positives"}
     drift = result["drift"]["closed loop"]
     assert drift["median_ratio"] > 0 and drift["states"] > 0
@@ -266,12 +269,13 @@ def test_the_real_game_replays_recorded_windows_exactly_and_plays_the_agent_as_a
     states = [game.state_at(e, t) for e, t in windows]
     rec = [data.read(e, ["obs", "action", "state_out/core.0"]) for e, _ in windows]
     acted = np.stack([r["action"][t : t + H] for r, (_, t) in zip(rec, windows, strict=True)])
-    frames = game.play(_Replaying(acted), states, {}, H)
+    frames, taken = game.play(_Replaying(acted), states, {}, H)
+    np.testing.assert_array_equal(taken.T.numpy(), acted)
     for w, (r, (_, t)) in enumerate(zip(rec, windows, strict=True)):
         np.testing.assert_array_equal(frames[:, w].numpy(), r["obs"][t : t + H + 1])
     # greedy, batched, against one window at a time in a one-slot env of the agent's game
     start = {"core.0.h": torch.from_numpy(np.stack([r["state_out/core.0"][t - 1] for r, (_, t) in zip(rec, windows, strict=True)])).float()}  # fmt: skip
-    batched = game.play(agent, states, dict(start), H)
+    batched, _ = game.play(agent, states, dict(start), H)
     one = ProcgenVecEnv(env_config, seed=0, num_envs=1)
     one.reset()
     for w, s in enumerate(states):
@@ -287,3 +291,18 @@ def test_the_real_game_replays_recorded_windows_exactly_and_plays_the_agent_as_a
             expected.append(obs[0])
         np.testing.assert_array_equal(batched[:, w].numpy(), np.stack(expected))
     one.close()
+
+
+def test_same_actions_so_far_is_one_until_the_first_difference_and_nan_past_the_end():
+    from proclab.worldmodel.evaluate import same_so_far
+
+    rng = np.random.default_rng(6)
+    B, H = 30, 6
+    real = rng.integers(0, 3, (B, H))
+    dreamt = np.where(rng.random((B, H)) < 0.8, real, (real + 1) % 3)
+    mask = rng.random((B, H + 1)) < 0.9
+    got = same_so_far(dreamt, real, mask)
+    for b in range(B):
+        for k in range(H):
+            expected = float(all(dreamt[b, j] == real[b, j] for j in range(k + 1)))
+            assert (np.isnan(got[b, k]) and not mask[b, k + 1]) or (mask[b, k + 1] and got[b, k] == expected)

@@ -170,6 +170,8 @@ def _batch_rows(
     if real is not None:
         frames[REAL_GAME] = real.to(true.device).float() / 255
     rows = frame_rows(frames, batch, args.change_threshold)
+    rows["action/closed loop"] = trajs["closed loop"].action.argmax(-1).T.cpu().numpy()
+    rows["frame_mask"] = batch.frame_mask.bool().T.cpu().numpy()
     real = (batch.reward * batch.prev_mask)[1:].double()
     rows["return/real"] = torch.cumsum(real, 0).T.cpu().numpy()
     for name in REWARD_MODES:
@@ -209,15 +211,18 @@ def collect(
             batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
             episodes = items["episode"].numpy()
             level_mean = torch.from_numpy(np.stack([means[int(levels[e])] for e in episodes]))
-            real = None
+            real = real_actions = None
             with runtime.autocast():
                 if game is not None:
                     steps = dataset.offsets[chunk] + config.num_init_steps - 1
                     states = [game.state_at(int(e), int(t)) for e, t in zip(episodes, steps, strict=True)]
                     start = wm.codec.unflatten(batch.agent_h0.to(runtime.device))
-                    real = game.play(agent, states, start, args.horizon, greedy=args.closed_loop == "greedy",
+                    real, real_actions = game.play(agent, states, start, args.horizon, greedy=args.closed_loop == "greedy",
                                      generator=draws)  # fmt: skip
                 rows = _batch_rows(wm, agent, batch, level_mean.to(runtime.device), real, args)
+                dreamt = rows.pop("action/closed loop")[:, : args.horizon]
+                if real_actions is not None:
+                    rows["same_actions"] = same_so_far(dreamt, real_actions.T.numpy(), rows["frame_mask"])
             rows |= {"episode": episodes, "level": levels[episodes]}
             for k, v in rows.items():
                 parts.setdefault(k, []).append(v)
@@ -256,6 +261,22 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
         "minus_better_baseline": paired,
         "closed_loop_minus_real_game": from_real,
     }
+
+
+def same_so_far(dreamt: np.ndarray, real: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``(B, H)``: 1 where the dream's agent has taken the real game's action at every step ``0 .. k`` (the two
+    loops still one), 0 once they parted, NaN where the recorded frame ``k + 1`` is past the episode's end."""
+    same = np.cumprod(dreamt == real, axis=1).astype(np.float64)
+    return np.where(mask[:, 1 : real.shape[1] + 1], same, np.nan)
+
+
+def actions_table(rows: dict, episodes: np.ndarray) -> list[dict] | None:
+    """Per step ``k = 0 .. H - 1``: the clustered share of windows whose dream agent has acted as in the real
+    game at every step up to ``k`` (meaningful in the greedy loop, where both are deterministic)."""
+    if "same_actions" not in rows:
+        return None
+    same = rows["same_actions"]
+    return [clustered_mean(same[:, k], episodes) for k in range(same.shape[1])]
 
 
 def reward_table(rows: dict, within: int) -> dict:
@@ -354,6 +375,7 @@ def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
         else "the store holds no first game states",
         "mse": frame_table(rows, episodes, "mse"),
         "changed_pixels": frame_table(rows, episodes, "changed"),
+        "closed_loop_same_actions": actions_table(rows, episodes),
         "reward": reward_table(rows, args.within),
         "drift": drift_table(rows, store, wm, args),
     }
@@ -388,6 +410,12 @@ def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
                 f"{metric:>14} {'closed loop - real game':>25}: "
                 + "  ".join(f"k={k} {_fmt(real[k - 1])}" for k in shown)
             )
+    same = result["closed_loop_same_actions"]
+    if same is not None:
+        print(
+            "closed loop acting as in the real game at every step so far: "
+            + "  ".join(f"k={k} {_fmt(same[k])}" for k in sorted({0, min(4, len(same) - 1), len(same) - 1}))
+        )
     reward = result["reward"]
     for name in REWARD_MODES:
         r = reward[name]

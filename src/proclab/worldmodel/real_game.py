@@ -84,10 +84,11 @@ class RealGame:
         *,
         greedy: bool = True,
         generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(steps + 1, B, 3, 64, 64)`` uint8: frame 0 of each window's state, then ``steps`` frames of the
         real game with the agent (starting from ``agent_state``, batch-first) acting greedily or
-        sampling its policy (with ``generator``)."""
+        sampling its policy (with ``generator``); and ``(steps, B)`` the actions it took on frames
+        ``0 .. steps - 1``."""
         B = len(states)
         env = ProcgenVecEnv(replace(self.config, num_envs=B), seed=self.seed)
         try:
@@ -97,6 +98,7 @@ class RealGame:
             frames = [torch.from_numpy(env.observe().copy())]
             ended = np.zeros(B, bool)
             first = torch.zeros(B, dtype=torch.bool)
+            taken = []
             for _ in range(steps):
                 out, agent_state = agent.step(frames[-1], agent_state, first)
                 logits = out.logits.float()
@@ -104,6 +106,7 @@ class RealGame:
                     actions = logits.argmax(1)
                 else:
                     actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=generator)[:, 0]
+                taken.append(actions.cpu())
                 obs, _, terminated, truncated, _ = env.step(actions.cpu().numpy())
                 ended |= terminated | truncated
                 frames.append(
@@ -113,4 +116,4 @@ class RealGame:
                 )
         finally:
             env.close()
-        return torch.stack(frames)
+        return torch.stack(frames), torch.stack(taken)
