@@ -20,6 +20,12 @@ from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_state
 from proclab.store import EpisodeStore
 
 INITIAL_STATE = "initial_state"
+"""The store's per-episode blob holding the game's first state (written by ``proclab record``)."""
+
+
+def has_first_states(store: EpisodeStore) -> bool:
+    """Whether the store holds its episodes' first game states (recorded with ground truth)."""
+    return INITIAL_STATE in store.blob_fields
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ def _mode(store: EpisodeStore, index: int) -> str:
 
 def initial_states(store: EpisodeStore, episodes: list[int]) -> LevelStates:
     """The first game states of ``episodes`` (all of one game and mode), checked, in the given order."""
-    if INITIAL_STATE not in store.blob_fields:
+    if not has_first_states(store):
         raise ProclabError(
             f"episode store {str(store.path)!r} holds no first game states: it was recorded with "
             "--no-ground-truth or before proclab stored them"

@@ -20,6 +20,7 @@ import numpy as np
 
 from proclab.envs.state import GameState, parse_state, to_pixels
 from proclab.envs.state.model import agent_index
+from proclab.levels.export import INITIAL_STATE, has_first_states
 from proclab.store.schema import GROUND_TRUTH_ATTR
 
 FRAME = 64
@@ -47,14 +48,14 @@ def _with_agent_at(state: GameState, x: float, y: float) -> GameState:
 def truth_markers(store, episode: int, start: int, stop: int) -> dict | None:
     """Markers of steps ``[start, stop)`` of ``episode`` (see the module docstring), or None when the store
     has no ground truth (recorded with ``--no-ground-truth``, before proclab stored it, or simulated)."""
-    if "features" not in store.step_fields or "initial_state" not in store.blob_fields:
+    if "features" not in store.step_fields or not has_first_states(store):
         return None
     shard = store.shards[int(store.episodes["shard"][episode])]
     names = (shard.attrs.get(GROUND_TRUTH_ATTR) or {}).get("features")
     if not names:
         return None
     features = store.read(episode, ["features"], start, stop)["features"].astype(np.float64)
-    first = parse_state(store.read_blob("initial_state", episode))
+    first = parse_state(store.read_blob(INITIAL_STATE, episode))
     markers = _marker_columns(names)
     xs, ys = np.full((len(features), len(markers)), np.nan), np.full((len(features), len(markers)), np.nan)
     for t, row in enumerate(features):

@@ -45,6 +45,7 @@ from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
 from proclab.io.files import pyplot, save_figure, write_json
+from proclab.levels.export import has_first_states
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch
@@ -52,7 +53,7 @@ from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
-from proclab.worldmodel.real_game import RealGame, can_replay
+from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
 from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
 
@@ -353,7 +354,7 @@ def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     store = EpisodeStore(args.data)
     store.check_agent(agent.config.num_actions, agent.state_shapes())
     field_name = ckpt.meta["reward_field"]
-    replayable = args.real_game and can_replay(store)
+    replayable = args.real_game and has_first_states(store)
     env_config = from_dict(EnvConfig, ckpt.meta["agent_env"]) if replayable else None
     rows = collect(wm, agent, store, field_name, rt, args, progress, env_config)
     episodes = rows["episode"]

@@ -26,14 +26,8 @@ import torch
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.errors import ProclabError
+from proclab.levels.export import INITIAL_STATE, has_first_states
 from proclab.store import EpisodeStore
-
-INITIAL_STATE = "initial_state"
-
-
-def can_replay(store: EpisodeStore) -> bool:
-    """Whether the store holds its episodes' first game states (recorded with ground truth)."""
-    return INITIAL_STATE in store.blob_fields
 
 
 class RealGame:
@@ -45,7 +39,7 @@ class RealGame:
     """
 
     def __init__(self, store: EpisodeStore, env_config: EnvConfig, seed: int = 0):
-        if not can_replay(store):
+        if not has_first_states(store):
             raise ProclabError(
                 f"episode store {str(store.path)!r} holds no first game states (recorded with --no-ground-truth "
                 "or before proclab stored them): the real game cannot be replayed"

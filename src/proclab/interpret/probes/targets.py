@@ -20,10 +20,9 @@ import numpy as np
 
 from proclab.envs.state import camera, move_agent, parse_state, to_pixels
 from proclab.errors import ProclabError, unknown_choice
+from proclab.levels.export import INITIAL_STATE, has_first_states
 from proclab.store import EpisodeStore
 from proclab.store.schema import GROUND_TRUTH_ATTR
-
-INITIAL_STATE = "initial_state"
 
 
 def ground_truth_names(store: EpisodeStore) -> dict[str, list[str]]:
@@ -70,7 +69,7 @@ def world_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> t
 
 def pixel_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> np.ndarray:
     """``(N, 2)`` pixel ``(px, py)`` of ``entity`` in each step's observation (NaN where there is none)."""
-    if INITIAL_STATE not in store.blob_fields:
+    if not has_first_states(store):
         raise ProclabError(
             f"episode store {str(store.path)!r} has no episodes' first states; record it again with ground truth"
         )
