@@ -48,7 +48,7 @@ stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JS
     echo "$line" | tee -a "$TREX/timings.jsonl"
 }
 
-last_run() { ls -d "$1"/*/ 2>/dev/null | tail -1; }
+last_run() { { ls -d "$1"/*/ 2>/dev/null || true; } | tail -1; }  # empty (not a failure) before the first run
 
 experts() {  # PPO on the true reward, checkpoints spread over training: experts of varied skill
     local run

@@ -186,6 +186,24 @@ def test_plot_groups_seeds(tiny_run, tmp_path):
     np.testing.assert_allclose(std, [1, 0.5, 0])
 
 
+def test_plot_adds_the_learned_reward_panel_only_for_runs_that_logged_it(tmp_path):
+    from proclab.rl.curves import LEARNED_REWARD_PANEL, PANELS, panels_for
+
+    true_only = {"step": [0, 1], "charts/episodic_return": [1.0, 2.0]}
+    learned = {**true_only, "charts/proxy_episodic_return": [-3.0, 5.0]}
+    assert panels_for([true_only]) == PANELS
+    panels = panels_for([true_only, learned])
+    assert panels[1] == LEARNED_REWARD_PANEL and set(panels) == {*PANELS, LEARNED_REWARD_PANEL}
+    run = tmp_path / "runs" / "ppo" / "starpilot" / "trex" / "0-1"
+    run.mkdir(parents=True)
+    (run / "metrics.csv").write_text(
+        "step,charts/episodic_return,charts/proxy_episodic_return\n0,1.0,-3.0\n8,2.0,5.0\n"
+    )
+    from proclab.rl.curves import plot_runs
+
+    assert plot_runs([run], tmp_path / "c.png").stat().st_size > 20_000
+
+
 def test_eval_of_non_checkpoint_is_one_line(tmp_path):
     (tmp_path / "x").mkdir()
     proc = subprocess.run(

@@ -30,6 +30,9 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entropy", ("losses/entropy",)),
     ("approx. KL", ("losses/approx_kl",)),
 )
+LEARNED_REWARD_PANEL = ("learned-reward return", ("charts/proxy_episodic_return",))
+"""Drawn when a run trained on a learned reward (``proclab trex train-policy``): its return under
+that reward, on its own axis since its scale is the reward model's, not the game's."""
 
 
 def group_runs(run_dirs: list[Path]) -> dict[str, list[Path]]:
@@ -49,6 +52,13 @@ def mean_std(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
     return grid, values.mean(0), values.std(0)
 
 
+def panels_for(metrics: list[dict]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The panels to draw: the learned-reward return beside the true one when any run logged it."""
+    if any(LEARNED_REWARD_PANEL[1][0] in m for m in metrics):
+        return (PANELS[0], LEARNED_REWARD_PANEL, *PANELS[1:])
+    return PANELS
+
+
 def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:
     plt = pyplot()
 
@@ -56,9 +66,13 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
         raise ProclabError("give at least one run directory")
     groups = group_runs(run_dirs)
     data = {label: [read_metrics(r) for r in runs] for label, runs in groups.items()}
-    fig, axes = plt.subplots(2, 4, figsize=(18, 7.5))
+    panels = panels_for([m for metrics in data.values() for m in metrics])
+    cols = math.ceil(len(panels) / 2)
+    fig, axes = plt.subplots(2, cols, figsize=(4.5 * cols, 7.5))
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (panel, keys) in zip(axes.flat, PANELS, strict=True):
+    for ax, (panel, keys) in zip(axes.flat, panels, strict=False):
         drawn = False
         for gi, (label, metrics) in enumerate(data.items()):
             for key in keys:
