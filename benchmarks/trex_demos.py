@@ -32,11 +32,11 @@ def spread(returns: np.ndarray, lengths: np.ndarray, truncated: np.ndarray) -> d
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("demos", help="demo store written by 'proclab trex demos'")
     parser.add_argument("--game", default=None, help="only this game's demos (default: all)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     t = EpisodeStore(args.demos).episodes
     keep = np.ones(len(t["return"]), bool) if args.game is None else np.asarray(t["game"]) == args.game
     returns = np.asarray(t["return"], float)[keep]
