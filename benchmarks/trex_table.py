@@ -7,7 +7,8 @@ mean +- std over seeds of Spearman, Pearson, the partial Spearman given length a
 within length bins (with the +1/step baseline's, on the same test demos), test-pair accuracy
 and the wall time of a cell, beside the procedural-generalization seed's published starpilot
 Spearman (read off its figure, reference/trex_procgen.md section 9). One JSON line per row
-first, then the same as a Markdown table.
+first, then the same as a Markdown table. ``--runs`` adds one row per run with the 95% bootstrap
+intervals over test demos that each run measured (the length control, per seed).
 """
 
 from __future__ import annotations
@@ -69,12 +70,34 @@ def fmt(pair) -> str:
     return "n/a" if mean is None else f"{mean:+.2f} ± {std:.2f}"
 
 
-def main() -> None:
+def with_ci(r: dict, key: str) -> str:
+    return f"{float(r[key]):+.2f} [{float(r[key + '_lo']):+.2f}, {float(r[key + '_hi']):+.2f}]"
+
+
+def print_runs(groups: dict[tuple, list[dict]]) -> None:
+    print(
+        "\n| game | mode | demos | seed | Spearman | partial Sp. given length | Sp. in length bins "
+        "| baseline in bins | Spearman - baseline | test pair acc | epochs | train / wall s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (game, mode, n), rows in groups.items():
+        for r in sorted(rows, key=lambda r: int(r["seed"])):
+            print(
+                f"| {game} | {mode} | {n} | {r['seed']} | {with_ci(r, 'spearman')} | {with_ci(r, 'partial_spearman')} "
+                f"| {with_ci(r, 'binned_spearman')} | {with_ci(r, 'baseline_binned_spearman')} "
+                f"| {with_ci(r, 'spearman_gain')} | {float(r['test_acc']):.2f} | {r['epochs']} "
+                f"| {float(r['train_seconds']):.0f} / {float(r['wall_seconds']):.0f} |"
+            )
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", nargs="+", help="grid summary CSVs ('proclab trex grid --out')")
-    args = parser.parse_args()
+    parser.add_argument("--runs", action="store_true", help="also one row per run, with its bootstrap CIs")
+    args = parser.parse_args(argv)
+    groups = cells(args.csv)
     table = []
-    for (game, mode, n), rows in cells(args.csv).items():
+    for (game, mode, n), rows in groups.items():
         row = {"game": game, "mode": mode, "num_demos": n, **summarise(rows)}
         if game == "starpilot" and n in PUBLISHED_STARPILOT:
             row["published_spearman"] = PUBLISHED_STARPILOT[n]
@@ -97,6 +120,8 @@ def main() -> None:
         )
     if any(r["game"] == "starpilot" for r in table):
         print(f"\npublished +1/step baseline (starpilot): Spearman about {PUBLISHED_BASELINE}")
+    if args.runs:
+        print_runs(groups)
 
 
 if __name__ == "__main__":
