@@ -30,6 +30,7 @@ TRAIN_ARGS=${TRAIN_ARGS:-}            # e.g. "--train.time-limit 600" to bound e
 POLICY_STEPS=${POLICY_STEPS:-25000000}
 POLICY_SECONDS=${POLICY_SECONDS:-0}
 POLICY_DEMOS=${POLICY_DEMOS:-300}     # the reward model of this grid row (seed 0) drives the policy
+POLICY_ARGS=${POLICY_ARGS:-}          # given to both policies, e.g. "--num-envs 32 --num-steps 64"
 COINRUN_AGENT=${COINRUN_AGENT:-}      # interpreting-rl-behavior's model_78053376.pth (docs/import.md)
 COINRUN_TRAIN=${COINRUN_TRAIN:-500}
 COINRUN_TEST=${COINRUN_TEST:-200}
@@ -114,20 +115,23 @@ control() {  # the table beside the published one, with the length control; the 
 
 policy() {  # PPO on the learned reward against PPO on the true reward, the same steps
     local rm run
-    rm=$(ls -d "$TREX"/runs/trex/starpilot/grid-n"$POLICY_DEMOS"/0-* | tail -1)
+    rm=$({ ls -d "$TREX"/runs/trex/starpilot/grid-n"$POLICY_DEMOS"/0-*/ 2>/dev/null || true; } | tail -1)
+    : "${rm:?no seed-0 reward model of the grid row $POLICY_DEMOS yet: run the grid stage first}"
     run=$(last_run "$TREX/runs/ppo/starpilot/trex")
     if [ -n "$run" ]; then
         stage policy-learned "$PROCLAB" trex train-policy --resume "$run" --time-limit "$POLICY_SECONDS"
     else
+        # shellcheck disable=SC2086
         stage policy-learned "$PROCLAB" trex train-policy --reward-model "$rm" --game starpilot \
-            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs"
+            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
     fi
     run=$(last_run "$TREX/runs/ppo/starpilot/true-reward")
     if [ -n "$run" ]; then
         stage policy-true "$PROCLAB" train --resume "$run" --time-limit "$POLICY_SECONDS"
     else
+        # shellcheck disable=SC2086
         stage policy-true "$PROCLAB" train --preset trex-policy --game starpilot --name true-reward \
-            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs"
+            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
     fi
 }
 
