@@ -49,7 +49,9 @@ stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JS
     echo "$line" | tee -a "$TREX/timings.jsonl"
 }
 
-last_run() { { ls -d "$1"/*/ 2>/dev/null || true; } | tail -1; }  # empty (not a failure) before the first run
+# last_run DIR [GLOB]: the newest run directory in DIR (matching GLOB, default all), empty (not a failure) before
+# the first run
+last_run() { { ls -d "$1"/${2:-*}/ 2>/dev/null || true; } | tail -1; }
 
 experts() {  # PPO on the true reward, checkpoints spread over training: experts of varied skill
     local run
@@ -115,7 +117,7 @@ control() {  # the table beside the published one, with the length control; the 
 
 policy() {  # PPO on the learned reward against PPO on the true reward, the same steps
     local rm run
-    rm=$({ ls -d "$TREX"/runs/trex/starpilot/grid-n"$POLICY_DEMOS"/0-*/ 2>/dev/null || true; } | tail -1)
+    rm=$(last_run "$TREX/runs/trex/starpilot/grid-n$POLICY_DEMOS" "0-*")
     : "${rm:?no seed-0 reward model of the grid row $POLICY_DEMOS yet: run the grid stage first}"
     run=$(last_run "$TREX/runs/ppo/starpilot/trex")
     if [ -n "$run" ]; then

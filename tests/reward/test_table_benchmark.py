@@ -22,7 +22,8 @@ def test_cells_are_summarised_over_seeds_and_listed_per_run(tmp_path, capsys):
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    benchmark("trex_table").main([str(path), "--runs"])
+    table = benchmark("trex_table")
+    table.main([str(path), "--runs"])
     out = capsys.readouterr().out
     cells = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert [(c["num_demos"], c["runs"], c["mode"]) for c in cells] == [
@@ -32,9 +33,7 @@ def test_cells_are_summarised_over_seeds_and_listed_per_run(tmp_path, capsys):
     for cell in cells:
         v = np.array([float(r["partial_spearman"]) for r in rows if r["num_dems"] == cell["num_demos"]])
         assert cell["partial_spearman"] == [round(float(v.mean()), 3), round(float(v.std()), 3)]
-        assert cell["published_spearman"] == list(
-            benchmark("trex_table").PUBLISHED_STARPILOT[cell["num_demos"]]
-        )
+        assert cell["published_spearman"] == list(table.PUBLISHED_STARPILOT[cell["num_demos"]])
     per_run = [
         line
         for line in out.splitlines()
