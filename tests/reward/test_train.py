@@ -10,7 +10,7 @@ import torch
 
 from proclab.cli import main as proclab
 from proclab.io.video import read_video
-from proclab.reward.grid import GridArgs, run_grid
+from proclab.reward.grid import GridArgs, grid_configs, run_grid
 from proclab.reward.nets import load_reward_model
 from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
 from proclab.reward.record_demos import write_synthetic_demos
@@ -151,6 +151,13 @@ def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     with pytest.raises(Exception, match="needs that many starpilot training demos"):
         run_grid(GridArgs(demos=store, num_demos=(6, 40), out=tmp_path / "never.csv"))
     assert not (tmp_path / "never.csv").exists()
+
+
+def test_grid_keeps_parity_runs_apart_from_batched_ones(store):
+    args = GridArgs(demos=store, num_demos=(6, 8), seeds=2)
+    assert {c.name for c in grid_configs(args)} == {"grid-n6", "grid-n8"}
+    parity = replace(args, train=replace(args.train, parity=True))
+    assert {c.name for c in grid_configs(parity)} == {"grid-n6-parity", "grid-n8-parity"}
 
 
 @pytest.mark.distributed

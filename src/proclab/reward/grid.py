@@ -77,8 +77,10 @@ def grid_configs(args: GridArgs) -> list[TrexConfig]:
             raise ProclabError(f"every {game} training demo has the same return: there is nothing to rank")
     base = replace(args.train, demos=args.demos, torch_threads=args.threads)
     done = finished_cells(args.out) if args.skip_done else set()
+    # the seed's mode in directories of its own, so that "the newest run of row n" stays a batched one
+    mode = "-parity" if args.train.parity else ""
     return [
-        replace(base, game=g, num_demos=n, seed=args.train.seed + s, name=f"grid-n{n}")
+        replace(base, game=g, num_demos=n, seed=args.train.seed + s, name=f"grid-n{n}{mode}")
         for g, n, s in itertools.product(games, args.num_demos, range(args.seeds))
         if (g, n, args.train.seed + s) not in done
     ]
