@@ -18,7 +18,7 @@ from proclab.worldmodel.losses import shift_labels, step_terms, world_model_loss
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.simulate import (
     dreamed,
-    open_loop_frames,
+    open_loop_pass,
     random_bottlenecks,
     shift_before,
     teacher_forced,
@@ -293,26 +293,36 @@ def test_the_shift_and_open_loop_terms_add_what_they_say():
     assert float(metrics["losses/shift"]) == pytest.approx(by_hand / 3, rel=1e-5)
     assert float(with_shift - plain) == pytest.approx(2.0 * by_hand / 3, rel=1e-4)
     torch.manual_seed(7)
-    opened = open_loop_frames(wm, start, batch)
+    opened = open_loop_pass(wm, start, batch)
     both, metrics = world_model_loss(start, traj, batch, w, shift_target=target, open_loop=opened)
-    image = step_terms(traj, batch, w)["image"]  # the same term, on the open-loop frames
-    fake = type("T", (), {})()
-    fake.image, fake.shift, fake.reward, fake.done_logit = opened[0], opened[1], traj.reward, traj.done_logit
-    fake.agent_state, fake.env_h, fake.post_logits, fake.start = (
-        traj.agent_state,
-        traj.env_h,
-        None,
-        traj.start,
-    )
-    ol_image = (step_terms(fake, batch, w, target)["image"] * mask).sum(0).mean()
-    ol_shift = (step_terms(fake, batch, w, target)["shift"] * mask).sum(0).mean()
-    assert float(metrics["losses/open_loop_image"]) == pytest.approx(float(ol_image), rel=1e-5)
-    assert float(both - with_shift) == pytest.approx(float(0.5 * ol_image + 0.5 * 2.0 * ol_shift), rel=1e-4)
-    assert float((image - step_terms(fake, batch, w)["image"]).abs().max()) > 0  # a different pass
-    # the open-loop frames are the prior's, decoded as the batched path decodes them
+    # each open-loop term written out on the open-loop predictions, masked, summed over steps
+    frames = batch.frames.float() / 255
+    changed = ((frames - torch.cat([batch.init_frames[-2:-1].float() / 255, frames[:-1]])).abs() > 0.05)
+    changed = changed.any(-3, keepdim=True).float()
+    sq = (opened.image - frames) ** 2 * (1 + 3.0 * changed)
+    per_step = {
+        "image": (0.5 * sq.sum((-3, -2, -1)), mask),
+        "shift": (((opened.shift - target) ** 2).sum(-1), mask),
+        "reward": (0.5 * (opened.reward - batch.reward) ** 2, batch.prev_mask),
+        "done": (
+            -(batch.done * torch.log(torch.sigmoid(opened.done_logit)))
+            - (1 - batch.done) * torch.log(1 - torch.sigmoid(opened.done_logit)),
+            batch.prev_mask,
+        ),
+    }
+    open_by_hand = {k: float((v * m).sum(0).mean()) for k, (v, m) in per_step.items()}
+    for term, value in open_by_hand.items():
+        assert float(metrics[f"losses/open_loop_{term}"]) == pytest.approx(value, rel=1e-4), term
+    weights = {"image": 1.0, "shift": 2.0, "reward": 1.0, "done": 1.0}
+    added = sum(0.5 * weights[k] * v for k, v in open_by_hand.items())
+    assert float(both - with_shift) == pytest.approx(added, rel=1e-4)
+    assert float((step_terms(traj, batch, w)["image"] - 0.5 * sq.sum((-3, -2, -1))).abs().max()) > 0
+    # the open-loop predictions are the prior's, decoded and read as the batched path does
     torch.manual_seed(7)
     feat, _ = wm.prior_rollout(start, batch.prev_action_one_hot(15))
-    torch.testing.assert_close(opened[0], wm.decode_steps(feat, batch.init_frames[-2].float() / 255)[0])
+    torch.testing.assert_close(opened.image, wm.decode_steps(feat, batch.init_frames[-2].float() / 255)[0])
+    torch.testing.assert_close(opened.reward, wm.reward_head(feat).squeeze(-1))
+    torch.testing.assert_close(opened.done_logit, wm.done_head(feat).squeeze(-1))
 
 
 def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_is_drawn():

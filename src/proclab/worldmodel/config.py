@@ -186,8 +186,9 @@ class LossWeights:
     measured between consecutive true frames (worldmodel/camera.py); the image loss alone teaches it slowly."""
     open_loop: float = 0.0
     """Weight of a second pass per update: the prior driven by the recorded actions from the encoded start
-    (open loop, as evaluation and dreams run it), its image (and shift) terms weighted by this. Teacher
-    forcing alone trains the decoder on posterior states only, which a dream never has."""
+    (open loop, as evaluation and dreams run it), its image, shift, reward and done terms each weighted this
+    times its teacher-forced twin. Teacher forcing alone trains the decoder and the reward head on posterior
+    states only, which a dream never has."""
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ predicted previous action. Every term is logged unweighted (``losses/<term>``), 
 ``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
 A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
 weighted as ``image``): that is how a dream from a bottleneck alone starts. With ``open_loop > 0``
-the image and shift terms are also taken on an open-loop pass (the prior, driven by the recorded
-actions from the encoded start, :meth:`~.model.WorldModel.prior_rollout`) and added with that weight
-(``losses/open_loop_image``, ``losses/open_loop_shift``): the frames a dream draws come from prior
-states, which teacher forcing never decodes.
+the image, shift, reward and done terms are also taken on an open-loop pass (the prior, driven by the
+recorded actions from the encoded start, :func:`~.simulate.open_loop_pass`) and added, each weighted
+``open_loop`` times its teacher-forced twin (``losses/open_loop_<term>``): the frames and rewards a
+dream predicts come from prior states, which teacher forcing never decodes.
 
 :func:`eval_terms` adds what only evaluation needs (value error, policy KL, and how often the
 agent's greedy action on the simulated frame differs from its greedy action on the true one),
@@ -45,6 +45,7 @@ from proclab.worldmodel.camera import measured_shift
 from proclab.worldmodel.config import LossWeights
 from proclab.worldmodel.distributions import balanced_kl, uniformity_loss
 from proclab.worldmodel.model import Start, Trajectory
+from proclab.worldmodel.simulate import OpenLoopPass
 
 TERM_MASKS = {
     "image": "frame_mask",
@@ -94,6 +95,14 @@ def image_terms(
     return terms
 
 
+def reward_done_terms(reward: Tensor, done_logit: Tensor, batch: WindowBatch) -> dict[str, Tensor]:
+    """Unmasked per-step ``reward`` (half squared error) and ``done`` (Bernoulli NLL) terms ``(S, B)``."""
+    return {
+        "reward": 0.5 * (reward - batch.reward).pow(2),
+        "done": F.binary_cross_entropy_with_logits(done_logit, batch.done, reduction="none"),
+    }
+
+
 def step_terms(
     traj: Trajectory, batch: WindowBatch, w: LossWeights | None = None, shift_target: Tensor | None = None
 ) -> dict[str, Tensor]:
@@ -104,8 +113,7 @@ def step_terms(
     h_prev = torch.cat([traj.start.env_h.unsqueeze(0), traj.env_h[:-1]])
     terms = {
         **image_terms(traj.image, traj.shift, batch, w, shift_target),
-        "reward": 0.5 * (traj.reward - batch.reward).pow(2),
-        "done": F.binary_cross_entropy_with_logits(traj.done_logit, batch.done, reduction="none"),
+        **reward_done_terms(traj.reward, traj.done_logit, batch),
         "agent_state": 0.5 * (traj.agent_state.float() - batch.agent_states).pow(2).sum(-1),
         "env_update": torch.linalg.vector_norm(traj.env_h - h_prev, dim=-1),
     }
@@ -150,18 +158,19 @@ def world_model_loss(
     batch: WindowBatch,
     w: LossWeights,
     shift_target: Tensor | None = None,
-    open_loop: tuple[Tensor, Tensor | None] | None = None,
+    open_loop: OpenLoopPass | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Total loss (a scalar with a graph) and every term, unweighted and detached, for logging.
 
     ``start`` holds the converters' predictions (the simulation itself may have started from the
     recorded agent state and action, as in teacher forcing). ``shift_target``: the measured camera
     shifts (:func:`shift_labels`) for the ``shift`` term; ``open_loop``: the frames and shifts of an
-    open-loop pass, whose image and shift terms count ``w.open_loop`` times.
+    open-loop pass (:func:`~.simulate.open_loop_pass`), whose terms count ``w.open_loop`` times their twins.
     """
     per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w, shift_target), batch).items()}
     if open_loop is not None:
-        terms = masked(image_terms(*open_loop, batch, w, shift_target), batch)
+        terms = image_terms(open_loop.image, open_loop.shift, batch, w, shift_target)
+        terms = masked(terms | reward_done_terms(open_loop.reward, open_loop.done_logit, batch), batch)
         per_seq |= {f"open_loop_{k}": v.sum(0) for k, v in terms.items()}
     model = sum(_weight(w, k) * v for k, v in per_seq.items()).mean()
     parts = {

@@ -228,7 +228,8 @@ class WorldModel(nn.Module):
         return Start(bottleneck, h0, z0, agent, action_logits, sample_st(action_logits, modal=True))
 
     # -- simulation ------------------------------------------------------------------------------
-    def _reward_done(self, feat: Tensor) -> tuple[Tensor, Tensor]:
+    def reward_done(self, feat: Tensor) -> tuple[Tensor, Tensor]:
+        """The reward of the previous action and the logit of "the episode ended", from states ``[h, z]``."""
         return self.reward_head(feat).float().squeeze(-1), self.done_head(feat).float().squeeze(-1)
 
     def decode(self, feat: Tensor, prev: Tensor | None = None) -> Tensor:
@@ -404,7 +405,7 @@ class WorldModel(nn.Module):
         B = H.shape[1]
         feat = torch.cat([H, Z], -1)
         image, shift = self.decode_steps(feat, start.frame, actions, start.shift)
-        reward, done = self._reward_done(feat.flatten(0, 1))
+        reward, done = self.reward_done(feat.flatten(0, 1))
         reward, done = reward.view(S, B), done.view(S, B)
         frame = clamp_st(image)
         firsts = torch.zeros(S, B, dtype=torch.bool, device=H.device)
@@ -445,7 +446,7 @@ class WorldModel(nn.Module):
             feat = torch.cat([h, z], -1)
             image, shift = self._decode_with_shift(feat, frame, a, moved)
             moved = shift
-            reward, done = self._reward_done(feat)
+            reward, done = self.reward_done(feat)
             frame = clamp_st(image)
             out, new_state = agent.step(frame, codec.unflatten(s), first, reward)
             s = codec.flatten(new_state) if codec.width else s

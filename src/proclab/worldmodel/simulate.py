@@ -2,8 +2,8 @@
 
 * :func:`teacher_forced` (training): recorded actions drive the environment, the RSSM samples
   its posterior (it sees the true frames), the agent starts from its recorded state.
-* :func:`open_loop_frames` (training, ``LossWeights.open_loop``): the prior driven by the recorded
-  actions, frames only.
+* :func:`open_loop_pass` (training, ``LossWeights.open_loop``): the prior driven by the recorded
+  actions; frames, shifts, rewards and dones, no agent.
 * :func:`imagined` (evaluation, ``loss-over-time``): the RSSM samples its prior; the agent
   starts from its recorded state; the environment is driven by the recorded actions (the
   seed's setting) or by the agent's own (closed loop), starting from the recorded ``a_{-1}``.
@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -61,13 +62,25 @@ def teacher_forced(
     return start, traj
 
 
-def open_loop_frames(wm: WorldModel, start: Start, batch: WindowBatch) -> tuple[Tensor, Tensor | None]:
-    """Training's open-loop pass (``LossWeights.open_loop``): the frames and camera shifts the prior draws
-    when the recorded actions drive it from ``start`` (the converters' initial state, as a dream starts)
-    and the true frame before step 0; the agent is not run."""
+class OpenLoopPass(NamedTuple):
+    """What training's open-loop pass predicts, each ``(S, B, ...)`` as in :class:`~.model.Trajectory`."""
+
+    image: Tensor
+    shift: Tensor | None
+    reward: Tensor
+    done_logit: Tensor
+
+
+def open_loop_pass(wm: WorldModel, start: Start, batch: WindowBatch) -> OpenLoopPass:
+    """Training's open-loop pass (``LossWeights.open_loop``): the frames, camera shifts, rewards and dones the
+    prior predicts when the recorded actions drive it from ``start`` (the converters' initial state, as a
+    dream starts) and the true frame before step 0; the agent is not run. The rewards matter as much as the
+    frames: a reward head trained on posterior states alone reads a coin it is shown, and a dream, whose
+    states are all the prior's, never shows it one."""
     actions = batch.prev_action_one_hot(wm.num_actions)
     feat, _ = wm.prior_rollout(start, actions)
-    return wm.decode_steps(feat, frame_before(batch), actions, shift_before(wm, batch))
+    image, shift = wm.decode_steps(feat, frame_before(batch), actions, shift_before(wm, batch))
+    return OpenLoopPass(image, shift, *wm.reward_done(feat))
 
 
 def imagined(

@@ -57,7 +57,7 @@ from proclab.worldmodel.checkpoint import load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
 from proclab.worldmodel.losses import shift_labels, world_model_loss
 from proclab.worldmodel.model import WorldModel
-from proclab.worldmodel.simulate import open_loop_frames, teacher_forced
+from proclab.worldmodel.simulate import open_loop_pass, teacher_forced
 from proclab.worldmodel.videos import prediction_video
 
 
@@ -228,7 +228,7 @@ class WMTrainer:
         self.wm.train()
         with self.rt.autocast():
             start, traj = teacher_forced(self.wm, self.agent, batch)
-            open_loop = open_loop_frames(self.wm, start, batch) if cfg.loss.open_loop else None
+            open_loop = open_loop_pass(self.wm, start, batch) if cfg.loss.open_loop else None
         shift_target = shift_labels(batch, cfg.model.camera_shift) if cfg.loss.shift else None
         loss, metrics = world_model_loss(start, traj, batch, cfg.loss, shift_target, open_loop)
         self.optimizer.zero_grad(set_to_none=True)
