@@ -297,7 +297,7 @@ def test_the_shift_and_open_loop_terms_add_what_they_say():
     both, metrics = world_model_loss(start, traj, batch, w, shift_target=target, open_loop=opened)
     # each open-loop term written out on the open-loop predictions, masked, summed over steps
     frames = batch.frames.float() / 255
-    changed = ((frames - torch.cat([batch.init_frames[-2:-1].float() / 255, frames[:-1]])).abs() > 0.05)
+    changed = (frames - torch.cat([batch.init_frames[-2:-1].float() / 255, frames[:-1]])).abs() > 0.05
     changed = changed.any(-3, keepdim=True).float()
     sq = (opened.image - frames) ** 2 * (1 + 3.0 * changed)
     per_step = {
