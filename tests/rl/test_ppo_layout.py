@@ -136,3 +136,59 @@ def test_a_given_layout_is_used_as_given(tmp_path, monkeypatch, spec):
     assert trainer.learner.rt.compute_chunk == layout.piece
     assert trainer.learner.rt.workers == (side if layout.learner == "workers" else 0)
     assert trainer.actor.rt.acting_workers == (side if layout.acting == "workers" else 0)
+
+
+class _AskOnce:
+    """A pace watch planted to say, after the second update, that the load has changed."""
+
+    def __init__(self):
+        self.seen = []
+
+    def observe(self, seconds: float) -> bool:
+        self.seen.append(seconds)
+        return len(self.seen) == 2
+
+
+def test_a_run_whose_pace_changed_times_again_and_goes_on_in_the_fastest_layout(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    quiet = Timings({(0, "intra"): 1e-3, (64, "intra"): 2e-3}, {"intra": 1e-3, "workers": 2e-3})
+    loaded = Timings({(0, "intra"): 9e-3, (64, "workers"): 2e-3}, {"intra": 9e-3, "workers": 2e-3})
+    timings = iter([quiet, loaded])
+    monkeypatch.setattr(ppo_layout, "measure_layouts", lambda *a, **k: next(timings))
+    monkeypatch.setattr("proclab.rl.ppo_train.PaceWatch", _AskOnce)
+    cfg, _ = parse_args([*TINY, "--num-minibatches", "1", "--run-root", str(tmp_path)])
+    batch = cfg.env.num_envs * cfg.ppo.num_steps
+    trainer = Trainer(dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, total_steps=4 * batch)))
+    assert trainer.config.follow_load
+    cache_before = ppo_layout.LayoutCache().path.read_text()
+    run = trainer.train(progress=False)
+    out = capsys.readouterr().out
+    assert "the pace of updates changed: learner layout 64:workers,acting:workers (timed again in" in out
+    assert "was whole:intra,acting:intra" in out
+    threads = torch.get_num_threads()
+    side = threads if threads > 1 else 0
+    assert (trainer.rt.compute_chunk, trainer.rt.workers, trainer.rt.acting_workers) == (64, side, side)
+    assert trainer.learner.rt is trainer.rt and trainer.actor.rt is trainer.rt
+    assert len(trainer.actor.slices) == max(1, side)
+    assert trainer.learner.updates == 4  # the run went on to its end
+    config = json.loads((run / "config.json").read_text())
+    assert config["learner_layout"] == "64:workers,acting:workers"  # a resume computes as the run ended
+    (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
+    assert entry["retimed_at_step"] == 2 * batch
+    assert entry["changed"] == {"learner_layout": ["whole:intra,acting:intra", "64:workers,acting:workers"]}
+    assert ppo_layout.LayoutCache().path.read_text() == cache_before  # the cache keeps the start's choice
+
+
+def test_a_given_layout_does_not_follow_the_load(tmp_path, monkeypatch):
+    monkeypatch.setattr(ppo_layout, "measure_layouts", lambda *a, **k: pytest.fail("timed"))
+    cfg, _ = parse_args([*TINY, "--learner-layout", "64:intra", "--run-root", str(tmp_path)])
+    trainer = Trainer(cfg)
+    assert trainer.pace is None and not trainer.config.follow_load
+    cfg, _ = parse_args([*TINY, "--no-follow-load", "--run-root", str(tmp_path)])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        ppo_layout, "measure_layouts", lambda *a, **k: Timings({(0, "intra"): 1.0}, {"intra": 1.0})
+    )
+    assert Trainer(cfg).pace is None

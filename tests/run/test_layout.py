@@ -8,6 +8,7 @@ from proclab.errors import ProclabError
 from proclab.run.layout import (
     Layout,
     LayoutCache,
+    PaceWatch,
     Timings,
     cache_path,
     choose_layout,
@@ -130,3 +131,49 @@ def test_the_cache_lives_in_the_users_cache_dir(monkeypatch, tmp_path):
     assert cache_path() == tmp_path / "proclab" / "layouts.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache_path().parts[-3:] == (".cache", "proclab", "layouts.json")
+
+
+def _watch_answers(watch: PaceWatch, seconds: list[float]) -> list[int]:
+    """The updates (0-based) at which the watch asked for a new timing."""
+    return [i for i, s in enumerate(seconds) if watch.observe(s)]
+
+
+def test_the_pace_settles_on_the_median_after_a_warm_up():
+    watch = PaceWatch(settle=3)
+    assert _watch_answers(watch, [50.0, 10.0, 12.0, 11.0]) == []
+    assert watch.pace == 11.0  # the warm-up's 50 s is not the pace
+
+
+def test_a_new_load_asks_for_a_timing_once_then_the_next_layout_settles_its_own_pace():
+    watch = PaceWatch(factor=1.5, patience=3, settle=3, min_seconds=2.0)
+    pace = [10.0] * 4
+    hiccups = [16.0, 10.0, 16.0, 16.0, 10.0]  # a slow update now and then is not a new load
+    loaded = [16.0, 16.0, 16.0]
+    assert _watch_answers(watch, pace + hiccups + loaded) == [len(pace + hiccups) + 2]
+    assert watch.pace is None  # started over
+    # the same load under the new layout is that layout's pace: no further timing
+    assert _watch_answers(watch, [16.0] * 10) == []
+    assert watch.pace == 16.0
+
+
+def test_a_load_that_leaves_speeds_the_updates_and_asks_too():
+    watch = PaceWatch(factor=1.5, patience=3, settle=3)
+    assert _watch_answers(watch, [30.0] * 4 + [10.0] * 3) == [6]
+
+
+def test_departures_in_both_directions_do_not_add_up():
+    watch = PaceWatch(factor=1.5, patience=3, settle=3)
+    assert _watch_answers(watch, [10.0] * 4 + [16.0, 16.0, 5.0, 5.0, 16.0, 16.0]) == []
+    assert abs(watch.streak) == 2
+
+
+def test_short_updates_never_ask_for_a_timing():
+    watch = PaceWatch(factor=1.5, patience=3, settle=3, min_seconds=2.0)
+    assert _watch_answers(watch, [0.1] * 4 + [1.0] * 20) == []  # 10x slower, still short
+    assert _watch_answers(watch, [3.0]) == [0]  # the streak went on; an update of >= 2 s counts
+
+
+@pytest.mark.parametrize("kwargs", [{"factor": 1.0}, {"patience": 0}, {"settle": 0}])
+def test_a_pace_watch_needs_sensible_thresholds(kwargs):
+    with pytest.raises(ValueError, match="PaceWatch"):
+        PaceWatch(**kwargs)

@@ -66,10 +66,13 @@ def read_run_config(run_dir: str | Path) -> dict:
     return config
 
 
-def record_config_change(run_dir: Path, config: dict, changed: dict[str, tuple[Any, Any]], step: int) -> None:
-    """Make ``config`` the run's ``config.json`` and append what changed, from which checkpoint
-    ``step``, to ``config_history.jsonl`` (so a run's result says how it was trained)."""
-    entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed_at_step": step, "changed": changed}
+def record_config_change(
+    run_dir: Path, config: dict, changed: dict[str, tuple[Any, Any]], step: int, at: str = "resumed_at_step"
+) -> None:
+    """Make ``config`` the run's ``config.json`` and append what changed, and at which ``step`` (the
+    checkpoint a ``--resume`` started from, or ``at`` another event), to ``config_history.jsonl`` (so a
+    run's result says how it was trained)."""
+    entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), at: step, "changed": changed}
     path = Path(run_dir) / HISTORY
     with disk_errors(path, "config history"), open(path, "a") as f:
         f.write(json.dumps(entry, default=str) + "\n")

@@ -177,6 +177,11 @@ class TrainConfig(RuntimeConfig):
     side by side; e.g. 64:intra,acting:workers). auto: the fastest for this CPU, precision and
     agent, timed once (a few seconds) and cached; measure: time it again. Speed only: the results
     agree within float rounding. config.json records the layout used, which a resumed run keeps."""
+    follow_load: bool = True
+    """PPO on a CPU with a timed layout (auto, measure): when three updates in a row take over 1.5x,
+    or under 1/1.5, of the pace the run settled at, the load has changed, so the layout is timed
+    again and the fastest kept (printed; config.json and config_history.jsonl record it). A layout
+    given explicitly, and runs on several processes, keep theirs."""
 
     def end_step(self) -> int:
         """The env step at which the run is complete: whole updates (rollouts or batches) of

@@ -65,7 +65,6 @@ def _choose(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) ->
         return Choice(Layout.parse(spec), "whole batches on the GPU" if spec == "whole:intra" else "given")
     threads = torch.get_num_threads()
     minibatch = envs * cfg.ppo.num_steps // cfg.ppo.num_minibatches
-    recurrent = bool(agent.initial_state(1))
     key = layout_key(
         cpu_name(),
         "bf16" if rt.bf16 else "fp32",
@@ -76,11 +75,23 @@ def _choose(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) ->
         envs=envs,
         chunk_size=cfg.ppo.chunk_size,
     )
+    return choose_layout(cfg.learner_layout, key, lambda: _measure_run(cfg, rt, agent, envs), LayoutCache())
 
-    def measure() -> Timings:
-        return measure_layouts(cfg, rt, agent, minibatch, envs, threads, recurrent)
 
-    return choose_layout(cfg.learner_layout, key, measure, LayoutCache())
+def retime_layout(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) -> Choice:
+    """The fastest layout now, timed as at the start of a run, for a run whose load has changed
+    (:class:`~proclab.run.layout.PaceWatch`). The cache is left alone: it holds the choice a run
+    starts with, and a load that came and went says nothing about the next run."""
+    start = time.perf_counter()
+    timings = _measure_run(cfg, rt, agent, envs)
+    return Choice(timings.fastest(), f"timed again in {time.perf_counter() - start:.1f} s", timings)
+
+
+def _measure_run(cfg: TrainConfig, rt: Runtime, agent: torch.nn.Module, envs: int) -> Timings:
+    threads = torch.get_num_threads()
+    minibatch = envs * cfg.ppo.num_steps // cfg.ppo.num_minibatches
+    recurrent = bool(agent.initial_state(1))
+    return measure_layouts(cfg, rt, agent, minibatch, envs, threads, recurrent)
 
 
 def learner_candidates(minibatch: int, threads: int, recurrent: bool) -> list[tuple[int, str]]:

@@ -9,7 +9,10 @@ carried observations and agent states) so the run continues exactly as if it had
 
 Before the actors and the learner are built, the run's layout on a CPU (learner pieces and
 threads, acting slices: :mod:`proclab.rl.ppo_layout`) is given, cached or timed, printed, and
-written into the config that ``config.json`` saves, so that a resumed run computes as it did.
+written into the config that ``config.json`` saves, so that a resumed run computes as it did. A
+timed layout follows the load (``follow_load``): when the updates leave the pace they settled at
+(:class:`~proclab.run.layout.PaceWatch`), the layout is timed again and the run goes on in the
+fastest, with a line in ``config_history.jsonl``.
 
 Several processes (torchrun): each rank gets ``num_envs / N`` envs (seeded per rank) and
 averages gradients across ranks every step (:mod:`proclab.run.distributed`).
@@ -37,6 +40,7 @@ from proclab.envs.halves import HalvedVecEnv
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
+from proclab.io.run_dirs import record_config_change
 from proclab.models import build_agent
 from proclab.rl.agent_checkpoints import (
     load_agent_checkpoint,
@@ -47,7 +51,7 @@ from proclab.rl.agent_checkpoints import (
 from proclab.rl.config import TrainConfig
 from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo import PPOLearner
-from proclab.rl.ppo_layout import ppo_layout
+from proclab.rl.ppo_layout import ppo_layout, retime_layout
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.checkpoints import crossed
 from proclab.run.distributed import (
@@ -59,6 +63,7 @@ from proclab.run.distributed import (
     start_training,
     train_on_ranks,
 )
+from proclab.run.layout import CHOICES, PaceWatch
 from proclab.run.log import RunLogger, StepBar, Throughput
 from proclab.run.runtime import restore_rng_state, rng_state, torch_threads
 
@@ -73,10 +78,14 @@ class Trainer:
         broadcast_parameters(self.agent)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
 
-        n_local = cfg.env.num_envs // self.world
+        self.n_local = n_local = cfg.env.num_envs // self.world
         self.layout = ppo_layout(cfg, self.rt, self.agent, n_local)
         self.rt = self.layout.layout.apply(self.rt, torch.get_num_threads())
-        self.config = cfg = replace(cfg, learner_layout=str(self.layout.layout))  # config.json records it
+        timed = cfg.learner_layout in CHOICES or resume  # a resumed run's recorded layout was its own
+        follow = cfg.follow_load and timed and self.world == 1 and self.rt.device.type == "cpu"
+        self.pace = PaceWatch() if follow else None
+        # config.json records the layout, and whether it may change
+        self.config = cfg = replace(cfg, learner_layout=str(self.layout.layout), follow_load=follow)
         if self.rank == 0:
             print(f"learner layout: {self.layout.layout} ({self.layout.how})", flush=True)
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
@@ -139,6 +148,8 @@ class Trainer:
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
             self.throughput.add(time.time() - t0, self.batch)
+            if self.pace is not None and self.pace.observe(time.time() - t0):
+                self._follow_load()
             if self.rank == 0 and self.learner.updates % cfg.log_every == 0:
                 row = {
                     "charts/SPS": self.throughput.sps(),
@@ -159,6 +170,25 @@ class Trainer:
         if self.logger is not None:
             self.logger.close()
         return self.run_dir
+
+    def _follow_load(self) -> None:
+        """The updates left their pace: time the layout again and go on in the fastest."""
+        choice = retime_layout(self.config, self.rt, self.agent, self.n_local)
+        old, new = self.config.learner_layout, str(choice.layout)
+        print(f"the pace of updates changed: learner layout {new} ({choice.how}; was {old})", flush=True)
+        if new == old:
+            return
+        self.rt = choice.layout.apply(self.rt, torch.get_num_threads())
+        self.learner.rt = self.rt
+        for actor in (self.actor, self.val_actor):
+            if actor is not None:
+                actor.use_runtime(self.rt)
+        self.config = replace(self.config, learner_layout=new)
+        if self.run_dir is not None:
+            changed = {"learner_layout": [old, new]}
+            record_config_change(
+                self.run_dir, to_dict(self.config), changed, self.global_step, "retimed_at_step"
+            )
 
     # -- hooks for subclasses (trex train-policy: a learned reward in place of the env's) -----------
     def wrap_env(self, env):

@@ -103,6 +103,12 @@ class Actor:
         self.prev_reward = torch.zeros(n, device=runtime.device)
         self.state = agent.initial_state(n, device=runtime.device)
 
+    def use_runtime(self, runtime: Runtime) -> None:
+        """Act in another layout of the same device and precision (a run following its load)."""
+        self.rt = runtime
+        if self.slices:
+            self.slices = _row_slices(self.env.num_envs, runtime.acting_workers)
+
     @torch.inference_mode()
     def forward(self, rows: torch.Tensor | None = None):
         """Agent output and next state for the current observation (no action taken).

@@ -12,6 +12,11 @@ when a run starts (a few seconds) and keeps the fastest in a small JSON cache
 version, agent shape and batch sizes, so later runs skip the timing. A layout changes only the
 order of floating-point sums, never what is computed.
 
+The fastest layout also depends on the load, which changes while a run goes on: intra-op threads,
+the fastest on a quiet CPU, meet at a barrier after every operation and lose 3-15x to workers when
+another process takes a core. :class:`PaceWatch` notices when a run's updates depart from the pace
+they settled at, so the run can time its layout again.
+
 Written as ``PIECE:SCHEME,acting:SCHEME`` (``--learner-layout``): ``64:intra,acting:intra``,
 ``128:workers,acting:workers``, ``whole:intra`` (acting then takes the learner's scheme).
 """
@@ -22,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -196,3 +202,46 @@ def choose_layout(spec: str, key: str, measure: Callable[[], Timings], cache: La
     layout = timings.fastest()
     cache.put(key, layout, timings)
     return Choice(layout, f"measured in {time.perf_counter() - start:.1f} s, cached in {cache.path}", timings)
+
+
+class PaceWatch:
+    """Whether a run should time its layout again: its updates have left the pace they settled at.
+
+    After a layout is set, the first update is a warm-up and the median of the next ``settle`` sets the
+    pace. From then on an update that takes over ``factor`` times the pace, or under 1/``factor`` of it,
+    has departed; ``patience`` departures in a row in the same direction (one slow update is a hiccup,
+    three are a new load) with updates of at least ``min_seconds`` (a re-timing costs about a second on
+    an idle CPU and tens under load; short updates are noise) answer True once, and the watch starts
+    over for the layout that follows. So a run re-times at most once per ``1 + settle + patience``
+    updates, and never while its load holds still.
+    """
+
+    def __init__(self, factor: float = 1.5, patience: int = 3, settle: int = 3, min_seconds: float = 2.0):
+        if factor <= 1 or patience < 1 or settle < 1:
+            raise ValueError("PaceWatch needs factor > 1, patience >= 1 and settle >= 1")
+        self.factor, self.patience, self.settle, self.min_seconds = factor, patience, settle, min_seconds
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the pace (a new layout settles its own)."""
+        self.settling: list[float] = []
+        self.pace: float | None = None
+        self.streak = 0
+
+    def observe(self, seconds: float) -> bool:
+        """One update's wall seconds; True when the layout should be timed again."""
+        if self.pace is None:
+            self.settling.append(seconds)
+            if len(self.settling) > self.settle:
+                self.pace = statistics.median(self.settling[1:])
+            return False
+        ratio = seconds / self.pace
+        direction = 1 if ratio > self.factor else -1 if ratio < 1 / self.factor else 0
+        if direction == 0 or self.streak * direction < 0:
+            self.streak = direction
+        else:
+            self.streak += direction
+        if abs(self.streak) >= self.patience and max(seconds, self.pace) >= self.min_seconds:
+            self.reset()
+            return True
+        return False
