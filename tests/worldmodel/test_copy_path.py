@@ -1,6 +1,7 @@
 """The cpu preset's pieces: the shifted copy of the previous frame, the gate, the changed-pixel loss, gradients."""
 
 import itertools
+import math
 from dataclasses import replace
 
 import pytest
@@ -323,6 +324,32 @@ def test_the_shift_and_open_loop_terms_add_what_they_say():
     torch.testing.assert_close(opened.image, wm.decode_steps(feat, batch.init_frames[-2].float() / 255)[0])
     torch.testing.assert_close(opened.reward, wm.reward_head(feat).squeeze(-1))
     torch.testing.assert_close(opened.done_logit, wm.done_head(feat).squeeze(-1))
+
+
+def test_the_policy_term_is_the_kl_from_the_recorded_policy_to_the_agent_on_the_simulated_frame():
+    wm, agent = models()
+    config = replace(COPY, num_sim_steps=3)
+    batch = synthetic_batch(config, 16, 3)
+    batch.logits = torch.randn(3, 3, 15)
+    batch.frame_mask[2, 1] = False  # a padded step does not count
+    torch.manual_seed(4)
+    start, traj = teacher_forced(wm, agent, batch)
+    w = LossWeights(policy_kl=7.0)
+    plain, _ = world_model_loss(start, traj, batch, replace(w, policy_kl=0.0))
+    total, metrics = world_model_loss(start, traj, batch, w)
+    by_hand = 0.0
+    for k in range(3):
+        for b in range(3):
+            if batch.frame_mask[k, b]:
+                p = torch.softmax(batch.logits[k, b].double(), -1)
+                q = torch.softmax(traj.logits[k, b].detach().double(), -1)
+                by_hand += float(sum(p[a] * math.log(p[a] / q[a]) for a in range(15)))
+    assert float(metrics["losses/policy_kl"]) == pytest.approx(by_hand / 3, rel=1e-4)
+    assert float(total - plain) == pytest.approx(7.0 * by_hand / 3, rel=1e-4)
+    # its gradient reaches the decoder through the frame the agent saw
+    wm.zero_grad()
+    (total - plain).backward()
+    assert wm.decoder.convs[-1].weight.grad.abs().sum() > 0
 
 
 def test_an_untrained_refiner_leaves_the_moved_copy_and_a_dream_without_a_frame_is_drawn():

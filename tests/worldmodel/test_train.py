@@ -35,6 +35,14 @@ def test_loss_on_a_couple_of_windows_falls_by_a_large_factor(make_config):
     assert losses[-1] < losses[0] / 5, losses[::10]
 
 
+def test_the_policy_term_trains_on_a_recorded_store(make_config):
+    cfg = make_config()
+    trainer = WMTrainer(replace(cfg, loss=replace(cfg.loss, policy_kl=5.0)))
+    assert trainer.dataset[0]["logits_clean"] is not None  # proclab record keeps the agent's logits
+    metrics = trainer.update(default_collate([trainer.dataset[i] for i in (0, 1)]))
+    assert float(metrics["losses/policy_kl"]) > 0
+
+
 @pytest.mark.slow
 def test_small_model_overfits_a_tiny_store(store, make_config):
     """The `small` size on a few windows of a real recording: the loss falls by more than 10x."""

@@ -184,6 +184,11 @@ class LossWeights:
     shift: float = 0.0
     """With camera_shift: squared error (pixels^2, both axes) of the predicted shift against the shift
     measured between consecutive true frames (worldmodel/camera.py); the image loss alone teaches it slowly."""
+    policy_kl: float = 0.0
+    """Weight of KL(recorded policy || the agent's policy on the simulated frame), per step (needs a store
+    with the agent's logits): pixel errors weigh what covers many pixels, while the agent in the loop may
+    act on a few (its action on teacher-forced frames matched the recorded one half of the time after 4
+    hours of the cpu preset), and a dream goes where the agent's actions take it."""
     open_loop: float = 0.0
     """Weight of a second pass per update: the prior driven by the recorded actions from the encoded start
     (open loop, as evaluation and dreams run it), its image, shift, reward and done terms each weighted this
@@ -257,8 +262,8 @@ class WMTrainConfig(RuntimeConfig):
             raise ProclabError(
                 f"--loss.shift {self.loss.shift} needs --camera-shift (a predicted shift to teach)"
             )
-        if self.loss.shift < 0 or self.loss.open_loop < 0:
-            raise ProclabError("--loss.shift and --loss.open-loop must be >= 0")
+        if min(self.loss.shift, self.loss.open_loop, self.loss.policy_kl) < 0:
+            raise ProclabError("--loss.shift, --loss.open-loop and --loss.policy-kl must be >= 0")
         if not 0 <= self.loss.kl_balance <= 1:
             raise ProclabError(f"kl_balance must be within [0, 1], got {self.loss.kl_balance}")
 

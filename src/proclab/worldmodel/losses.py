@@ -20,6 +20,9 @@ uniformity loss of the batch's bottleneck vectors (with the seed's diagonal cons
 ``bottleneck_diagonal`` is off), plus the initialisation losses (mean over
 sequences): squared error of the predicted initial agent state and cross-entropy of the
 predicted previous action. Every term is logged unweighted (``losses/<term>``), except that with
+``policy_kl > 0`` the KL from the recorded agent's policy to the agent's policy on the simulated frame
+is a term too (``policy_kl``, masked as the frame): the frame is drawn for an agent, and what it acts
+on is what must be right. With
 ``changed_pixels > 0`` the image term counts each pixel that changed since the previous true frame
 ``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
 A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
@@ -135,9 +138,14 @@ def eval_terms(traj: Trajectory, batch: WindowBatch) -> dict[str, Tensor]:
     if batch.value is not None:
         terms["value"] = 0.5 * (traj.value.float() - batch.value).pow(2)
     if batch.logits is not None:
-        data, sim = batch.logits.log_softmax(-1), traj.logits.float().log_softmax(-1)
-        terms["policy_kl"] = (data.exp() * (data - sim)).sum(-1)
+        terms["policy_kl"] = policy_kl(traj, batch)
     return terms
+
+
+def policy_kl(traj: Trajectory, batch: WindowBatch) -> Tensor:
+    """``(S, B)``: KL(recorded policy || the agent's policy on the simulated frame), per step."""
+    data, sim = batch.logits.log_softmax(-1), traj.logits.float().log_softmax(-1)
+    return (data.exp() * (data - sim)).sum(-1)
 
 
 def _weight(w: LossWeights, term: str) -> float:
@@ -167,7 +175,10 @@ def world_model_loss(
     shifts (:func:`shift_labels`) for the ``shift`` term; ``open_loop``: the frames and shifts of an
     open-loop pass (:func:`~.simulate.open_loop_pass`), whose terms count ``w.open_loop`` times their twins.
     """
-    per_seq = {k: v.sum(0) for k, v in masked(step_terms(traj, batch, w, shift_target), batch).items()}
+    terms = step_terms(traj, batch, w, shift_target)
+    if w.policy_kl:
+        terms["policy_kl"] = policy_kl(traj, batch)
+    per_seq = {k: v.sum(0) for k, v in masked(terms, batch).items()}
     if open_loop is not None:
         terms = image_terms(open_loop.image, open_loop.shift, batch, w, shift_target)
         terms = masked(terms | reward_done_terms(open_loop.reward, open_loop.done_logit, batch), batch)

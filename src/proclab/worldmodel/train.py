@@ -132,6 +132,11 @@ class WMTrainer:
             )
         freeze(self.agent)
         self.store.check_agent(self.agent.config.num_actions, self.agent.state_shapes())
+        if cfg.loss.policy_kl and "logits_clean" not in self.store.fields:
+            raise ProclabError(
+                f"--loss.policy-kl needs the agent's logits, and episode store {str(cfg.data)!r} has none "
+                "(record it with proclab record)"
+            )
         broadcast_parameters(self.wm)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank posterior samples
         self.optimizer = torch.optim.Adam(self.wm.parameters(), lr=cfg.learning_rate)
