@@ -12,6 +12,8 @@ splits its work on a CPU (pieces of a minibatch, ``compute_chunk``; side by side
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import functools
 import os
 import platform
@@ -142,7 +144,30 @@ def make_runtime(
         # Pins this thread's intra-op count: the workers' set_num_threads(1) would change the
         # default that threads which have not run torch yet start from.
         torch.set_num_threads(torch.get_num_threads())
+        keep_freed_memory()
     return Runtime(device=dev, bf16=bf16, channels_last=channels_last)
+
+
+_MALLOPT = {"M_ARENA_MAX": (-8, 1), "M_MMAP_THRESHOLD": (-3, 1 << 30), "M_TRIM_THRESHOLD": (-1, 1 << 30)}
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Make glibc's allocator keep the memory a CPU computation frees, for the next pass to reuse.
+
+    By default glibc hands blocks over 32 MiB (the activations of a 128-frame piece of the IMPALA CNN)
+    straight to the kernel with mmap and returns them on free, trims the heap's free top, and gives each
+    worker thread an arena of its own whose large blocks go the same way. Every pass then touches fresh
+    pages: on a 2-core AMD EPYC, one learner gradient over 1,024 samples in pieces of 128 took 70,000 to
+    110,000 minor page faults (each a trap into the kernel and a zeroed page), and 0 with one arena,
+    large blocks from the heap and no trimming; the same gradient ran about 20 % faster (one thread).
+    The cost: the process keeps its peak heap. True if glibc took the settings (elsewhere: no-op).
+    """
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc (macOS, musl): their allocators do as they do
+        return False
+    return all([mallopt(param, value) == 1 for param, value in _MALLOPT.values()])
 
 
 @dataclass(frozen=True, kw_only=True)
