@@ -39,7 +39,7 @@ from proclab.envs.actions import NUM_ACTIONS
 from proclab.envs.vec_env import ProcgenVecEnv
 from proclab.models import build_agent
 from proclab.rl.config import preset
-from proclab.run.runtime import cpu_name, make_runtime
+from proclab.run.runtime import cpu_name, make_runtime, single_threaded
 
 PIECE_SIZES = (64, 128, 256)  # 512 and more were slower per sample on every CPU tried (docs/ppo.md)
 ACTING_BATCH = 64  # the cleanrl preset's envs
@@ -57,7 +57,7 @@ class LimitProbe:
         self.samples = samples = 2 * self.threads * max(PIECE_SIZES)  # two of the largest pieces per worker
         frames = torch.randint(0, 256, (samples, 3, 64, 64), dtype=torch.uint8)
         self.frames = frames.contiguous(memory_format=torch.channels_last)
-        self.pool = ThreadPoolExecutor(self.threads, initializer=torch.set_num_threads, initargs=(1,))
+        self.pool = ThreadPoolExecutor(self.threads, initializer=single_threaded)
 
     def close(self) -> None:
         self.pool.shutdown()

@@ -3,13 +3,14 @@
 import dataclasses
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
 from proclab.errors import ProclabError
 from proclab.run.distributed import connect_ray, deadline, gather_on_rank0, rank_and_world, start_training
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import make_runtime, single_threaded
 
 
 def test_ray_address_without_ray_is_one_clear_error(monkeypatch):
@@ -65,3 +66,24 @@ def test_runtime_map_keeps_order_and_runs_workers_single_threaded():
     items = list(range(7))
     assert list(rt.map(lambda i: i * i, items, 2)) == list(rt.map(lambda i: i * i, items, 0))
     assert set(rt.map(lambda _: torch.get_num_threads(), items, 2)) == {1}
+
+
+@pytest.mark.parametrize("main_threads", [1, 2])
+def test_a_worker_stays_single_threaded_whatever_the_main_thread_sets_before_its_first_operation(
+    main_threads,
+):
+    """torch sets a thread's count at its first parallel operation, from the last count any thread set."""
+    before = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(1, initializer=single_threaded) as pool:
+            pool.submit(lambda: None).result()  # the worker is up, and has computed nothing
+            torch.set_num_threads(main_threads + 1)
+            assert pool.submit(torch.get_num_threads).result() == 1
+            with ThreadPoolExecutor(1, initializer=torch.set_num_threads, initargs=(1,)) as plain:
+                plain.submit(lambda: None).result()
+                torch.set_num_threads(main_threads + 1)
+                assert (
+                    plain.submit(torch.get_num_threads).result() == main_threads + 1
+                )  # what happened before
+    finally:
+        torch.set_num_threads(before)

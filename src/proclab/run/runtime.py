@@ -79,9 +79,21 @@ class Runtime:
 @functools.cache
 def _worker_pool(workers: int) -> ThreadPoolExecutor:
     """One pool per size for the whole process; its threads run torch with one intra-op thread."""
-    return ThreadPoolExecutor(
-        workers, thread_name_prefix="proclab-worker", initializer=torch.set_num_threads, initargs=(1,)
-    )
+    return ThreadPoolExecutor(workers, thread_name_prefix="proclab-worker", initializer=single_threaded)
+
+
+def single_threaded() -> None:
+    """Make this thread compute with one intra-op thread, for good.
+
+    torch sets a thread's intra-op count lazily, at its first parallel operation, to the process-wide count
+    of the moment (the last ``set_num_threads`` of any thread), and ``set_num_threads`` before that first
+    operation does not count as it. So a worker that set 1 and first computed after the main thread had set
+    2 ran on 2: two such workers oversubscribed the cores, and a gradient computed on one of them summed
+    differently from the same gradient on the other (bit-equal updates fail). Asking for the count first
+    runs the lazy setting now; the 1 that follows then holds.
+    """
+    torch.get_num_threads()
+    torch.set_num_threads(1)
 
 
 @contextlib.contextmanager
