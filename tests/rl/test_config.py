@@ -130,6 +130,7 @@ def train(env_, agent_, **kw):
         tensorboard=True,
         wandb_project=None,
         learner_layout="auto",  # speed only: the seeds' results do not depend on it
+        follow_load=True,  # speed only, likewise
     )
     return spelled(TrainConfig, **{**base, **kw})
 
