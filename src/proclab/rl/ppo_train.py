@@ -147,8 +147,9 @@ class Trainer:
                 self.actor.collect(self.rollout, on_info=self.on_train_info)
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
-            self.throughput.add(time.time() - t0, self.batch)
-            if self.pace is not None and self.pace.observe(time.time() - t0):
+            seconds = time.time() - t0
+            self.throughput.add(seconds, self.batch)
+            if self.pace is not None and self.pace.observe(seconds):
                 self._follow_load()
             if self.rank == 0 and self.learner.updates % cfg.log_every == 0:
                 row = {

@@ -20,11 +20,11 @@ uniformity loss of the batch's bottleneck vectors (with the seed's diagonal cons
 ``bottleneck_diagonal`` is off), plus the initialisation losses (mean over
 sequences): squared error of the predicted initial agent state and cross-entropy of the
 predicted previous action. Every term is logged unweighted (``losses/<term>``), except that with
-``policy_kl > 0`` the KL from the recorded agent's policy to the agent's policy on the simulated frame
-is a term too (``policy_kl``, masked as the frame): the frame is drawn for an agent, and what it acts
-on is what must be right. With
 ``changed_pixels > 0`` the image term counts each pixel that changed since the previous true frame
 ``1 + changed_pixels`` times (:func:`changed_pixels`): small moving objects then weigh in the sum.
+With ``policy_kl > 0`` the KL from the recorded agent's policy to the agent's policy on the simulated
+frame is a term too (``policy_kl``, masked as the frame): the frame is drawn for an agent, and what it
+acts on is what must be right.
 A copy-path model (``decoder_copy``) also learns step 0 without a frame to copy (``image_alone``,
 weighted as ``image``): that is how a dream from a bottleneck alone starts. With ``open_loop > 0``
 the image, shift, reward and done terms are also taken on an open-loop pass (the prior, driven by the
