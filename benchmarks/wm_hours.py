@@ -7,7 +7,7 @@ horizons with both baselines, the steps k at which the closed loop beats the bet
 below 0), the reward AUCs and the drift, each against hours. What "the next hour of training buys" is the slope
 of the last two points.
 
-    python benchmarks/wm_hours.py RUN --plot hours.png
+    python benchmarks/wm_hours.py RUN --plot hours.png [--evals 'eval-*-sampled']
 """
 
 from __future__ import annotations
@@ -90,9 +90,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="world-model run directory")
     parser.add_argument("--plot", type=Path, default=None, help="PNG of the curves")
+    parser.add_argument(
+        "--evals",
+        default="eval-*",
+        help="which evaluation folders of RUN, a glob (eval-*-sampled: one closed-loop mode per point)",
+    )
     args = parser.parse_args()
     hours = hours_at(args.run / "metrics.csv")
-    results = [json.loads(p.read_text()) for p in sorted(args.run.glob("eval-*/evaluation.json"))]
+    results = [json.loads(p.read_text()) for p in sorted(args.run.glob(f"{args.evals}/evaluation.json"))]
     points = sorted((point(r, hours) for r in results), key=lambda p: p["updates"])
     for p in points:
         print(json.dumps(p))

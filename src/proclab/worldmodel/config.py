@@ -342,11 +342,11 @@ WM_SIZES: dict[str, WMTrainConfig] = {
         video_every=500,
     ),
     # Short-horizon fidelity per CPU-second (docs/worldmodel.md, "The cpu preset"): small plus the copy
-    # path, the camera's motion taught by the measured shifts, the changed-pixel loss and a horizon
-    # curriculum (4 steps, then 8, then 16); bf16 autocast where the CPU has it (--precision auto).
+    # path, the camera's motion taught by the measured shifts, the changed-pixel loss, the open-loop pass
+    # and a horizon curriculum (4 steps, then 8, then 16); bf16 autocast where the CPU has it (--precision auto).
     "cpu": WMTrainConfig(
         model=_CPU_MODEL,
-        loss=LossWeights(**PRE_FIDELITY_LOSS, changed_pixels=10.0, shift=10.0),
+        loss=LossWeights(**PRE_FIDELITY_LOSS, changed_pixels=10.0, shift=10.0, open_loop=1.0),
         size="cpu",
         curriculum="3000:4,6000:8",
         batch_size=16,
