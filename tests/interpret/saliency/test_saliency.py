@@ -98,12 +98,12 @@ def test_noise_zero_is_the_plain_gradient_and_noise_averages_copies(model, bottl
         sigma=0.3,
         generator=torch.Generator().manual_seed(0),
     ).grads["value"]
-    # Equal up to float rounding, which differs between a batch of 3 samples and one of 3 x 4 copies. Where
-    # a ReLU's input (the agent's torso) lies within that rounding of 0, the two batches take different
-    # sides of the kink and a patch of one sample's frame gradient differs by a few percent (seen on the
-    # cpu preset's forms: 0.6 % of the elements, 0.2 % of the norm). So the test bounds each part's
-    # relative difference in norm: a wrong average, an ignored sigma or mixed-up samples move it by tens
-    # of percent.
+    # Equal up to float rounding, which differs between a batch of 3 samples and one of 3 x 4 copies. The
+    # simulation has kinks (the agent's ReLUs, the decoder's leaky ReLUs); an input within that rounding of
+    # one takes a different side in the two batches, and a patch of one sample's gradient differs (seen on
+    # the cpu preset's forms: one sample, steps 0-1 of the frame and env_h parts, 0.6 % of the frame's
+    # elements, 0.2 % of its norm). So the test bounds each part's relative difference in norm: a wrong
+    # average, an ignored sigma or mixed-up samples move it by tens of percent.
     for part in plain:
         gap = np.linalg.norm(zero_sigma[part] - plain[part]) / np.linalg.norm(plain[part])
         assert gap < 1e-2, (part, gap)
