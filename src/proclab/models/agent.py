@@ -22,7 +22,7 @@ State keys are ``core.<l>.X``; the state leaving a step passes ``core.<l>.hook_X
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import torch
@@ -32,6 +32,7 @@ from proclab.models.config import AgentConfig
 from proclab.models.cores import build_core
 from proclab.models.heads import PolicyValueHeads
 from proclab.models.hooks import HookPoint, hook_points
+from proclab.models.interventions import Intervened, Intervention, hook_shapes, run_with_cache, run_with_hooks
 from proclab.models.torso import build_torso
 
 STATE_PREFIX = "core."
@@ -51,6 +52,8 @@ class Agent(nn.Module):
         super().__init__()
         self.config = config
         self.torso = build_torso(config.torso, config.widths, config.fc, config.pool)
+        for point in hook_points(self.torso).values():
+            point.layout = "flat"  # the torso sees frames flattened over time (T*B, ...)
         self.hook_features = HookPoint()
         self.core = build_core(config, config.fc + int(config.prev_reward))
         self.heads = PolicyValueHeads(self.core.out_dim, config.num_actions)
@@ -74,6 +77,24 @@ class Agent(nn.Module):
     def hook_names(self) -> list[str]:
         """Names of every hook point, in forward order (see the module docstring)."""
         return list(hook_points(self))
+
+    def hook_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per-sample shape of every hook point's activation (``(C, H, W)`` or ``(D,)``), in forward order."""
+        return hook_shapes(self)
+
+    def run_with_cache(self, obs, state=None, names=None, firsts=None, prev_rewards=None):
+        """``step`` (``obs`` ``(B, 3, 64, 64)``) or ``unroll`` (``(T, B, 3, 64, 64)``) recording hook points
+        ``names`` (names or glob patterns, None: all): ``(output, state, cache)`` with every cached entry
+        ``(T, B, *sample)``. ``state`` None starts afresh. See :func:`proclab.models.interventions.run_with_cache`."""
+        return run_with_cache(self, obs, state, names, firsts, prev_rewards)
+
+    def run_with_hooks(self, obs, state=None, interventions: Sequence[Intervention] = (), **kwargs):
+        """As :meth:`run_with_cache` with ``interventions`` applied (``names=`` to cache, default none)."""
+        return run_with_hooks(self, obs, state, interventions, **kwargs)
+
+    def with_interventions(self, interventions: Sequence[Intervention], **kwargs) -> Intervened:
+        """This agent with ``interventions`` applied on every ``step`` and ``unroll`` (the Agent API kept)."""
+        return Intervened(self, interventions, **kwargs)
 
     def channels_last(self, enabled: bool = True) -> Agent:
         """Store the conv weights channels-last and feed the convs channels-last images (faster)."""

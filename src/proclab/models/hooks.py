@@ -8,15 +8,15 @@ activation one means. So, as in TransformerLens, the agents place an identity
 ``torso.block0.hook_pool`` or ``core.1.hook_W_y``) is the activation's name, and a forward
 hook on it sees the activation and may return a replacement.
 
-Shapes seen by hooks (the agent's docstring lists the names):
+Each hook point knows how its calls are laid out (``HookPoint.layout``):
 
-* torso hooks see images flattened over time, ``(T*B, ...)`` (``T = 1`` for ``step``);
-* from ``hook_features`` on, activations are time-major ``(T, B, ...)``;
-* *per-step* hook points (a recurrent core's state) fire once per time step with ``(B, ...)``.
+* ``flat``: the torso's hooks see images flattened over time, ``(T*B, ...)``;
+* ``time``: from ``hook_features`` on, activations are time-major ``(T, B, ...)``;
+* ``step``: a recurrent core's state fires once per time step with ``(B, ...)``.
 
-:func:`capture` concatenates repeated calls along dim 0 and stacks per-step calls along a new
-time dim, so capturing over ``k`` calls of ``step`` gives the same shapes as over one
-``unroll`` of ``k`` steps.
+:func:`capture` records the raw calls (the layer below caches and edits);
+:func:`proclab.models.interventions.run_with_cache` turns them into ``(T, B, ...)`` for every
+hook, whatever its layout.
 """
 
 from __future__ import annotations
@@ -29,19 +29,31 @@ from torch import Tensor, nn
 
 from proclab.errors import unknown_choice
 
+LAYOUTS = ("flat", "time", "step")
+
 
 class HookPoint(nn.Module):
-    """Identity module marking a named activation; forward hooks read it or return a replacement."""
+    """Identity module marking a named activation; forward hooks read it or return a replacement.
 
-    def __init__(self, per_step: bool = False):
+    ``layout`` says how a call's activation is laid out (module docstring): ``time`` unless the
+    agent marks it ``flat`` (the torso's) or the core ``step`` (its state, once per time step)."""
+
+    def __init__(self, layout: str = "time"):
         super().__init__()
-        self.per_step = per_step  # fires once per time step inside a core's loop
+        if layout not in LAYOUTS:
+            raise ValueError(f"hook point layout {layout!r} is not one of {LAYOUTS}")
+        self.layout = layout
+
+    @property
+    def per_step(self) -> bool:
+        """Fires once per time step inside a core's loop."""
+        return self.layout == "step"
 
     def forward(self, x: Tensor) -> Tensor:
         return x
 
     def extra_repr(self) -> str:
-        return "per_step=True" if self.per_step else ""
+        return "" if self.layout == "time" else f"layout={self.layout}"
 
 
 def hook_points(module: nn.Module) -> dict[str, HookPoint]:

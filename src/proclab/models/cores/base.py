@@ -88,7 +88,7 @@ class MemoryLayer(nn.Module):
     def add_state_hooks(self) -> None:
         """A per-step hook point ``hook_<name>`` for each state tensor."""
         for name in self.state_shapes:
-            self.add_module(f"hook_{name}", HookPoint(per_step=True))
+            self.add_module(f"hook_{name}", HookPoint(layout="step"))
 
     def state_hooks(self) -> dict[str, HookPoint]:
         return {name: getattr(self, f"hook_{name}") for name in self.state_shapes}

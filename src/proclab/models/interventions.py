@@ -1,0 +1,794 @@
+"""Interventions: edits of any named activation, declared as data and applied by one agent wrapper.
+
+An :class:`Intervention` says *where* (a hook point, ``agent.hook_names()``), *what part* of the
+activation (a selection), *what to do* there (a kind and its value), and optionally *for which rows*
+of the batch and *at which steps* of each row's episode. It holds no state and no callables, so a
+list of them describes an experiment completely (pyvene's "interventions as data"), and
+:class:`Intervened` is the one agent wrapper that applies such a list on every forward pass while
+keeping the Agent API (``initial_state``, ``step``, ``unroll``): evaluation, recording, rollouts, the
+sweep, steering and saliency all play an edited agent through it.
+
+**Selections** (one sample's activation has shape ``(C, H, W)`` for a conv map, ``(D,)`` for a flat
+hook; :meth:`Intervened.hook_shapes` lists them): :class:`All`; :class:`Channels` (whole channels of a
+conv map, or units of a flat hook); :class:`Sites` (one channel at one position each);
+:class:`Units` (units of a flat hook); :class:`Direction` (the component along a vector over the
+first axis, at every position); :class:`Mask` (a boolean tensor of the sample's shape, or one per
+row); :class:`Coordinates` (coordinates of a basis fitted at the hook: anything with ``encode`` /
+``write``, for example :class:`proclab.interpret.bases.coordinates.LinearCoordinates`).
+
+**Kinds**: ``set`` (to ``value``), ``add`` (``value``; along a direction ``value`` times the vector,
+unnormalised, which is how a steering vector is added at a coefficient), ``scale`` (by ``value``),
+``mean`` (to ``source``, the activation's recorded mean), ``resample`` (to a row of ``source``, a
+pool of recorded activations, drawn per row at every call), ``patch`` (to ``source``, the activation
+of another forward pass, one per row). On coordinates, also ``swap`` (exchange coordinate ``index``
+with ``other``) and ``move`` (add coordinate ``index`` onto ``other`` and zero it). A direction or
+coordinate edit changes only its component: what lies outside it is kept bit for bit.
+
+**Values.** ``value`` is a number or a tensor of the sample's shape (a full-shape steering vector);
+with ``per_row=True`` its first axis runs over the batch's rows (``(B,)`` or ``(B, *sample)``), which
+is how one forward pass plays many variants of an edit (each row its own level's vector, its own
+coordinate and value). ``rows`` restricts the edit to some rows; ``steps=(start, stop)`` to the steps
+of each row's episode in ``[start, stop)`` (the wrapper then counts steps in its state, under
+:data:`STEP_KEY`). ``of="increment"`` (recurrent state hooks only) edits the change ``h_t - h_{t-1}``
+of the state rather than the state: the interpreting-rl-behavior direction edits.
+
+**Captures see edits.** Edits run before any other forward hook at their hook point, so an
+activation cache (:meth:`Intervened.run_with_cache`, :func:`proclab.models.hooks.capture`) records
+the value *after* every intervention at that hook: what the rest of the network read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor
+
+from proclab.errors import ProclabError, unknown_choice
+from proclab.models.cache import ActivationCache, resolve_names
+from proclab.models.hooks import capture, hook_points
+
+KINDS = {
+    "set": "set to VALUE",
+    "add": "add VALUE (a direction: VALUE times the vector)",
+    "scale": "multiply by VALUE",
+    "mean": "mean-ablation: replace by the recorded mean (source)",
+    "resample": "resample-ablation: replace by a recorded activation drawn at random (source)",
+    "patch": "replace by the activation of another forward pass (source, one per row)",
+    "swap": "coordinates only: exchange coordinate INDEX with OTHER",
+    "move": "coordinates only: add coordinate INDEX onto OTHER and zero it",
+}
+NEEDS_SOURCE = ("mean", "resample", "patch")
+COORDINATE_ONLY = ("swap", "move")
+OF = ("value", "increment")
+STEP_KEY = "interventions.step"
+"""State entry of :class:`Intervened` holding each row's step in its episode (when some edit has ``steps``)."""
+
+
+# -- selections ------------------------------------------------------------------------------------
+class _MaskSelection:
+    """A selection that is a fixed set of elements of one sample (or of each row, for :class:`Mask`)."""
+
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class All(_MaskSelection):
+    """The whole activation."""
+
+    def mask(self, shape, hook):
+        return torch.ones(tuple(shape), dtype=torch.bool)
+
+    def describe(self) -> str:
+        return "all"
+
+
+@dataclass(frozen=True)
+class Channels(_MaskSelection):
+    """Whole channels of a conv map (every position), or units of a flat hook."""
+
+    channels: tuple[int, ...]
+
+    def mask(self, shape, hook):
+        m = torch.zeros(tuple(shape), dtype=torch.bool)
+        for c in self.channels:
+            _check_index(c, shape[0], "channel", hook)
+        m[list(self.channels)] = True
+        return m
+
+    def describe(self) -> str:
+        return f"channels {','.join(map(str, self.channels))}"
+
+
+@dataclass(frozen=True)
+class Sites(_MaskSelection):
+    """Positions of a conv map: ``(channel, y, x)`` each."""
+
+    sites: tuple[tuple[int, int, int], ...]
+
+    def mask(self, shape, hook):
+        if len(shape) != 3:
+            raise ProclabError(f"a site edit needs a conv map; {hook} has per-sample shape {tuple(shape)}")
+        m = torch.zeros(tuple(shape), dtype=torch.bool)
+        for c, y, x in self.sites:
+            for v, n, what in ((c, shape[0], "channel"), (y, shape[1], "y"), (x, shape[2], "x")):
+                _check_index(v, n, what, hook)
+            m[c, y, x] = True
+        return m
+
+    def describe(self) -> str:
+        return "sites " + " ".join(f"{c}@{y},{x}" for c, y, x in self.sites)
+
+
+@dataclass(frozen=True)
+class Units(_MaskSelection):
+    """Units of a flat hook (a recurrent state, ``torso.hook_fc``)."""
+
+    units: tuple[int, ...]
+
+    def mask(self, shape, hook):
+        if len(shape) != 1:
+            raise ProclabError(f"a units edit needs a flat hook; {hook} has per-sample shape {tuple(shape)}")
+        for u in self.units:
+            _check_index(u, shape[0], "unit", hook)
+        m = torch.zeros(tuple(shape), dtype=torch.bool)
+        m[list(self.units)] = True
+        return m
+
+    def describe(self) -> str:
+        return f"units {','.join(map(str, self.units))}"
+
+
+@dataclass(frozen=True, eq=False)
+class Mask(_MaskSelection):
+    """A boolean tensor of the sample's shape, or with ``per_row`` one per row ``(B, *sample)``."""
+
+    mask_: Tensor
+
+    def mask(self, shape, hook):
+        return self.mask_.bool()
+
+    def describe(self) -> str:
+        return "mask"
+
+
+@dataclass(frozen=True, eq=False)
+class Direction:
+    """The component along ``vector`` over the sample's first axis (channels at every position of a conv
+    map, or the whole vector of a flat hook)."""
+
+    vector: Tensor
+
+    def describe(self) -> str:
+        return "direction"
+
+
+class CoordinateSystem(Protocol):
+    """What a :class:`Coordinates` selection needs of a basis: ``k`` coordinates of ``dim``-float samples,
+    ``encode`` (``(N, dim) -> (N, k)``) and ``write`` (the samples with their coordinates changed, the
+    rest kept); for increment edits also ``encode_change`` / ``decode_change`` (no origin)."""
+
+    k: int
+    dim: int
+
+    def encode(self, h: Tensor) -> Tensor: ...
+
+    def write(self, h: Tensor, c: Tensor, c_new: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True, eq=False)
+class Coordinates:
+    """Coordinate ``index`` (and ``other``, for swap and move) of ``system``, a basis of the hook's flattened
+    samples; with ``per_row`` both are ``(B,)`` tensors and a row with ``index < 0`` is not edited."""
+
+    system: Any
+    index: int | Tensor
+    other: int | Tensor | None = None
+
+    def describe(self) -> str:
+        name = getattr(self.system, "label", "coordinate")
+        if isinstance(self.index, Tensor):
+            return f"{name} per row"
+        return f"{name} {self.index}" + ("" if self.other is None else f":{self.other}")
+
+
+Selection = All | Channels | Sites | Units | Mask | Direction | Coordinates
+
+
+# -- the intervention ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Intervention:
+    """One edit at one hook point (see the module docstring)."""
+
+    hook: str
+    select: Selection | str = "all"
+    kind: str = "set"
+    value: float | Tensor = 0.0
+    source: Tensor | None = None
+    per_row: bool = False
+    rows: Tensor | Sequence[int] | None = None
+    steps: tuple[int, int | None] | None = None
+    of: str = "value"
+
+    def __post_init__(self):
+        if isinstance(self.select, str):
+            object.__setattr__(self, "select", parse_selection(self.select))
+        if self.kind not in KINDS:
+            raise unknown_choice("intervention kind", self.kind, KINDS)
+        if self.kind in NEEDS_SOURCE and self.source is None:
+            raise ProclabError(f"a {self.kind} edit at {self.hook} needs the activation it writes (source)")
+        coords = isinstance(self.select, Coordinates)
+        if self.kind in COORDINATE_ONLY and (not coords or self.select.other is None):
+            raise ProclabError(f"a {self.kind} edit at {self.hook} needs coordinates INDEX and OTHER")
+        if self.of not in OF:
+            raise unknown_choice("of", self.of, OF)
+        if self.of == "increment" and not coords:
+            raise ProclabError(f"an increment edit at {self.hook} needs coordinates (a basis of the state)")
+        if self.steps is not None and (
+            self.steps[0] < 0 or (self.steps[1] is not None and self.steps[1] < 0)
+        ):
+            raise ProclabError(f"steps {self.steps} of an edit at {self.hook} must be >= 0")
+
+    def describe(self) -> str:
+        """One line: ``hook selection kind [value]``."""
+        value = ""
+        if self.kind in ("set", "add", "scale"):
+            value = (
+                " per row" if self.per_row else (f" {self.value:g}" if _is_number(self.value) else " tensor")
+            )
+        when = ""
+        if self.steps is not None:
+            when = f" steps {self.steps[0]}-{'' if self.steps[1] is None else self.steps[1] - 1}"
+        of = " of the increment" if self.of == "increment" else ""
+        return f"{self.hook} {self.select.describe()} {self.kind}{value}{of}{when}"
+
+    def to_dict(self) -> dict:
+        """A JSON-able description (tensors as lists) for run configs and summaries; coordinates name their
+        system's ``name`` only (the basis itself is saved with the analysis that fitted it)."""
+        sel = self.select
+        select: dict[str, Any] = {"type": type(sel).__name__.lower()}
+        for f in ("channels", "sites", "units"):
+            if hasattr(sel, f):
+                select[f] = [list(s) if isinstance(s, tuple) else s for s in getattr(sel, f)]
+        if isinstance(sel, Direction):
+            select["vector"] = sel.vector.tolist()
+        if isinstance(sel, Mask):
+            select["mask"] = sel.mask_.tolist()
+        if isinstance(sel, Coordinates):
+            select |= {"system": getattr(sel.system, "name", "coordinates"), "index": _jsonable(sel.index)}
+            select["other"] = _jsonable(sel.other)
+        return {
+            "hook": self.hook,
+            "select": select,
+            "kind": self.kind,
+            "value": _jsonable(self.value),
+            "source_shape": None if self.source is None else list(self.source.shape),
+            "per_row": self.per_row,
+            "rows": _jsonable(self.rows),
+            "steps": None if self.steps is None else list(self.steps),
+            "of": self.of,
+        }
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float) or (isinstance(v, Tensor) and v.dim() == 0)
+
+
+def _jsonable(v):
+    if isinstance(v, Tensor):
+        return v.tolist()
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def _check_index(v: int, n: int, what: str, hook: str) -> None:
+    if not 0 <= v < n:
+        raise ProclabError(f"{what} {v} is outside 0-{n - 1} at {hook}")
+
+
+# -- text ------------------------------------------------------------------------------------------
+_SELECT = re.compile(
+    r"all|(?P<ck>channels?)\s+(?P<c>\d+(?:\s*,\s*\d+)*)|(?P<sk>sites?)\s+(?P<s>\d+@\d+,\d+(?:\s+\d+@\d+,\d+)*)"
+    r"|units?\s+(?P<u>\d+(?:\s*,\s*\d+)*)"
+)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.replace(" ", "").split(","))
+
+
+def parse_selection(text: str) -> Selection:
+    """``"all"``, ``"channel 7"``, ``"channels 10,27"``, ``"site 7@4,5"``, ``"sites 7@4,5 8@1,2"``,
+    ``"units 1,2"`` -> a selection (directions, masks and coordinates are objects, not text)."""
+    m = _SELECT.fullmatch(text.strip())
+    if m is None:
+        raise ProclabError(
+            f"selection {text!r}: expected all, 'channels C,...', 'sites C@Y,X ...' or 'units I,...' "
+            "(e.g. 'channels 10,27', 'site 7@4,5')"
+        )
+    if m.group("c"):
+        return Channels(_ints(m.group("c")))
+    if m.group("s"):
+        sites = [re.fullmatch(r"(\d+)@(\d+),(\d+)", s).groups() for s in m.group("s").split()]
+        return Sites(tuple((int(c), int(y), int(x)) for c, y, x in sites))
+    if m.group("u"):
+        return Units(_ints(m.group("u")))
+    return All()
+
+
+_EDIT = re.compile(r"(?P<select>.*?)\s+(?P<kind>[a-z]+)(?:\s+(?P<value>[-+0-9.eE]+))?")
+
+
+def parse_intervention(hook: str, text: str, source: Tensor | None = None) -> Intervention:
+    """``--edit`` text -> an :class:`Intervention` at ``hook``: ``"channel 7 set 0"``, ``"site 7@4,5 add 3"``,
+    ``"units 1,2 scale 2"``, ``"all mean"``, ``"channels 3,4 resample"`` (``source``: what mean and
+    resample write)."""
+    m = _EDIT.fullmatch(text.strip())
+    if m is None or m.group("kind") not in KINDS:
+        raise ProclabError(
+            f"--edit {text!r}: expected SELECTION KIND [VALUE], e.g. 'channel 7 set 0', 'site 7@4,5 add 3', "
+            f"'units 1,2 scale 2', 'all mean'; kinds: set, add, scale, mean, resample"
+        )
+    kind = m.group("kind")
+    if kind in ("patch", *COORDINATE_ONLY):
+        raise unknown_choice("edit kind", kind, ["set", "add", "scale", "mean", "resample"])
+    if (kind in ("set", "add", "scale")) != (m.group("value") is not None):
+        raise ProclabError(f"--edit {text!r}: set/add/scale take a VALUE, mean/resample none")
+    return Intervention(
+        hook, parse_selection(m.group("select")), kind, float(m.group("value") or 0.0), source
+    )
+
+
+# -- shapes ----------------------------------------------------------------------------------------
+def hook_shapes(agent, obs_shape: Sequence[int] = (3, 64, 64)) -> dict[str, tuple[int, ...]]:
+    """Per-sample shape of every hook point's activation (one forward pass of 2 steps of 3 rows)."""
+    obs = torch.zeros((2, 3, *obs_shape), dtype=torch.uint8)
+    firsts = torch.ones((2, 3), dtype=torch.bool)
+    device = next(iter(agent.parameters()), torch.zeros(())).device
+    with torch.no_grad():
+        _, _, cache = run_with_cache(agent, obs.to(device), None, None, firsts.to(device))
+    return {name: tuple(a.shape[2:]) for name, a in cache.items()}
+
+
+# -- applying --------------------------------------------------------------------------------------
+@dataclass
+class _Call:
+    """What an edit needs to know of one call of its hook: the rows' episode steps and the carried state."""
+
+    T: int
+    B: int
+    steps: Tensor | None  # (T, B) episode step of each row, when counted
+    prev: Tensor | None = None  # (B, ...) the state leaving the previous step (increment edits)
+
+
+def _rows_mask(iv: Intervention, B: int, device) -> Tensor | None:
+    if iv.rows is None:
+        return None
+    r = torch.as_tensor(iv.rows, device=device)
+    if r.dtype == torch.bool:
+        if r.shape != (B,):
+            raise ProclabError(f"rows of the edit at {iv.hook}: a mask of {B} rows, got {tuple(r.shape)}")
+        return r
+    m = torch.zeros(B, dtype=torch.bool, device=device)
+    m[r.long()] = True
+    return m
+
+
+def _active(iv: Intervention, call: _Call, t: slice, device) -> Tensor | None:
+    """``(t, B)`` rows edited at these time steps (None: all)."""
+    mask = _rows_mask(iv, call.B, device)
+    if iv.steps is not None:
+        start, stop = iv.steps
+        s = call.steps[t]
+        window = s >= start if stop is None else (s >= start) & (s < stop)
+        mask = window if mask is None else window & mask
+    elif mask is not None:
+        mask = mask.expand(t.stop - t.start, call.B)
+    return mask
+
+
+def _per_row(x: Tensor, T: int) -> Tensor:
+    """A per-row tensor ``(B, ...)`` tiled over ``T`` time steps, time-major ``(T*B, ...)``."""
+    return x.repeat(T, *([1] * (x.dim() - 1)))
+
+
+class _Editor:
+    """Applies one :class:`Intervention` to ``(N, *sample)`` rows (``N = T*B``, time-major)."""
+
+    def __init__(self, iv: Intervention, shape: tuple[int, ...], generator: torch.Generator):
+        self.iv, self.shape, self.generator = iv, shape, generator
+        sel = iv.select
+        self.mask = None if isinstance(sel, Direction | Coordinates) else sel.mask(shape, iv.hook)
+
+    def __call__(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
+        iv, sel = self.iv, self.iv.select
+        if active is not None and not bool(active.any()):
+            return rows
+        if isinstance(sel, Coordinates):
+            return self._coordinates(rows, active, call)
+        if isinstance(sel, Direction):
+            out = self._along(rows, sel.vector)
+        else:
+            mask = self.mask.to(rows.device)
+            if iv.per_row and isinstance(sel, Mask):
+                mask = _per_row(mask, call.T)
+            out = torch.where(mask, self._target(rows, call), rows)
+        if active is None:
+            return out
+        return torch.where(active.reshape(-1, *([1] * len(self.shape))), out, rows)
+
+    def _value(self, rows: Tensor, call: _Call) -> Tensor | float:
+        v = self.iv.value
+        if not isinstance(v, Tensor):
+            return v
+        v = v.to(device=rows.device, dtype=rows.dtype)
+        if self.iv.per_row:
+            v = _per_row(v, call.T)
+            return v.reshape(len(v), *([1] * (rows.dim() - 1))) if v.dim() == 1 else v
+        return v
+
+    def _target(self, rows: Tensor, call: _Call) -> Tensor:
+        kind = self.iv.kind
+        if kind == "set":
+            v = self._value(rows, call)
+            return torch.full_like(rows, v) if not isinstance(v, Tensor) else v.expand_as(rows)
+        if kind == "add":
+            return rows + self._value(rows, call)
+        if kind == "scale":
+            return rows * self._value(rows, call)
+        src = self.iv.source.to(device=rows.device, dtype=rows.dtype)
+        if kind == "resample":
+            pool = src.reshape(-1, *self.shape)
+            pick = torch.randint(0, len(pool), (len(rows),), generator=self.generator)
+            return pool[pick.to(pool.device)]
+        if src.shape == self.shape:
+            return src.expand_as(rows)
+        src = src.reshape(-1, *self.shape)
+        if len(src) == call.B and call.T > 1:
+            src = _per_row(src, call.T)
+        if len(src) != len(rows):
+            raise ProclabError(
+                f"{kind} at {self.iv.hook}: the source has {len(src)} rows, the activation {len(rows)}"
+            )
+        return src
+
+    def _along(self, rows: Tensor, vector: Tensor) -> Tensor:
+        """Direction edits: act on the component along the vector over dim 1 (channels, or the vector)."""
+        iv = self.iv
+        d = vector.to(device=rows.device, dtype=rows.dtype).reshape(-1)
+        if len(d) != rows.shape[1]:
+            raise ProclabError(
+                f"the direction at {iv.hook} has {len(d)} entries, the activation {rows.shape[1]} channels"
+            )
+        shape = (1, -1) + (1,) * (rows.dim() - 2)
+        d = d.view(shape)
+        if iv.kind == "add":
+            return rows + self._value(rows, _Call(len(rows), 1, None)) * d
+        unit = d / d.pow(2).sum().sqrt()
+        comp = (rows * unit).sum(1, keepdim=True)
+        if iv.kind == "set":
+            new = torch.full_like(comp, iv.value)
+        elif iv.kind == "scale":
+            new = comp * iv.value
+        else:
+            new = (self._target(rows, _Call(len(rows), 1, None)) * unit).sum(1, keepdim=True)
+        return rows + (new - comp) * unit
+
+    def _coordinates(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
+        iv, sel = self.iv, self.iv.select
+        system = sel.system
+        n = len(rows)
+        h = rows.reshape(n, -1)
+        if h.shape[1] != system.dim:
+            raise ProclabError(
+                f"the basis has {system.dim} dimensions but hook {iv.hook!r} has {h.shape[1]} per sample"
+            )
+        index = _index(sel.index, n, call, h.device)
+        other = None if sel.other is None else _index(sel.other, n, call, h.device)
+        edited = index >= 0
+        if active is not None:
+            edited = edited & active.reshape(-1)
+        if int(index.max()) >= system.k or (other is not None and int(other.max()) >= system.k):
+            worst = int(max(index.max(), -1 if other is None else other.max()))
+            raise ProclabError(f"coordinate {worst} is outside the basis' directions 0-{system.k - 1}")
+        if iv.kind == "resample":
+            if not bool(edited.any()):
+                return rows
+            pool = iv.source
+            pick = torch.randint(0, len(pool), (n,), generator=self.generator)
+            value = pool[pick, index.clamp(min=0).cpu()].to(h.device, h.dtype)
+        else:
+            value = self._value(h, call) if iv.kind in ("set", "add", "scale") else None
+            if value is not None and not isinstance(value, Tensor):
+                value = torch.full((n,), float(value), device=h.device, dtype=h.dtype)
+            elif value is not None:
+                value = value.reshape(n)
+        if iv.of == "increment":
+            prev = call.prev.reshape(n, -1).to(h.dtype)
+            c = system.encode_change(h - prev)
+            c_new = _edit_coordinates(c, edited, index, other, iv.kind, value)
+            out = h + system.decode_change(c_new - c)
+        else:
+            c = system.encode(h)
+            c_new = _edit_coordinates(c, edited, index, other, iv.kind, value)
+            out = system.write(h, c, c_new)
+        return torch.where(edited[:, None], out, h).reshape(rows.shape)
+
+
+def _index(index: int | Tensor, n: int, call: _Call, device) -> Tensor:
+    if isinstance(index, Tensor):
+        idx = index.to(device)
+        if idx.dim() == 0:
+            return idx.expand(n)
+        return _per_row(idx, call.T) if len(idx) != n else idx
+    return torch.full((n,), int(index), dtype=torch.long, device=device)
+
+
+def _edit_coordinates(c: Tensor, edited: Tensor, index: Tensor, other, kind: str, value) -> Tensor:
+    """``c`` with, in every edited row ``r``, coordinate ``index[r]`` set/added/scaled/drawn, or swapped
+    or moved with ``other[r]``."""
+    rows = edited.nonzero().squeeze(1)
+    i = index[rows]
+    c_new = c.clone()
+    if kind in ("set", "resample"):
+        c_new[rows, i] = value[rows].to(c.dtype)
+    elif kind == "add":
+        c_new[rows, i] = c[rows, i] + value[rows].to(c.dtype)
+    elif kind == "scale":
+        c_new[rows, i] = c[rows, i] * value[rows].to(c.dtype)
+    elif kind == "swap":
+        j = other[rows]
+        c_new[rows, i], c_new[rows, j] = c[rows, j], c[rows, i]
+    elif kind == "move":
+        j = other[rows]
+        c_new[rows, i] = 0
+        c_new[rows, j] = c_new[rows, j] + c[rows, i]
+    else:
+        raise ProclabError(
+            f"a {kind} edit is not defined on coordinates (set, add, scale, resample, swap, move)"
+        )
+    return c_new
+
+
+# -- the wrapper -----------------------------------------------------------------------------------
+class Intervened:
+    """``agent`` with ``interventions`` applied on every forward pass (``step`` and ``unroll``).
+
+    Everything else is the wrapped agent's (``initial_state``, ``config``, ``state_shapes``, its hook
+    points), so code that plays or inspects an agent runs this one unchanged; an empty list is the
+    plain agent. ``interventions`` may be replaced between calls (a batched player gives each forward
+    pass the edits of the rows it holds); resample draws come from one generator seeded with ``seed``.
+    With ``count_steps`` (or any edit with ``steps``) the state carries each row's episode step under
+    :data:`STEP_KEY`.
+    """
+
+    def __init__(
+        self, agent, interventions: Sequence[Intervention] = (), *, seed: int = 0, count_steps: bool = False
+    ):
+        self.agent = agent
+        self.points = hook_points(agent)
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self.count_steps = count_steps or any(iv.steps is not None for iv in interventions)
+        self._shapes: dict[str, tuple[int, ...]] | None = None
+        self._editors: list[_Editor] = []
+        self.interventions = interventions
+
+    def __getattr__(self, name: str):
+        if name == "agent":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+    @property
+    def interventions(self) -> tuple[Intervention, ...]:
+        return self._interventions
+
+    @interventions.setter
+    def interventions(self, interventions: Sequence[Intervention]) -> None:
+        interventions = tuple(interventions)
+        for iv in interventions:
+            if iv.hook not in self.points:
+                raise unknown_choice("hook point", iv.hook, self.points)
+            if iv.of == "increment" and _state_key(iv.hook, self.points) is None:
+                raise ProclabError(f"an increment edit needs a recurrent state's hook point, not {iv.hook}")
+            if iv.steps is not None and not self.count_steps:
+                raise ProclabError(
+                    f"the edit at {iv.hook} acts at some steps only: build the agent with count_steps=True "
+                    "(or pass the edit when it is built)"
+                )
+        self._interventions = interventions
+        # built now, not inside a forward pass, where finding the shapes would run the agent under the hooks
+        self._editors = [_Editor(iv, self.hook_shapes()[iv.hook], self.generator) for iv in interventions]
+
+    def hook_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per-sample shape of every hook point's activation."""
+        if self._shapes is None:
+            self._shapes = hook_shapes(self.agent)
+        return self._shapes
+
+    # -- state -------------------------------------------------------------------------------------
+    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
+        state = dict(self.agent.initial_state(batch, device=device))
+        if self.count_steps:
+            state[STEP_KEY] = torch.zeros(batch, dtype=torch.long, device=device)
+        return state
+
+    # -- forward -----------------------------------------------------------------------------------
+    def unroll(
+        self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
+    ):
+        state = dict(state)
+        T, B = obs.shape[:2]
+        counted = state.pop(STEP_KEY, None) if self.count_steps else None
+        steps = None
+        if self.count_steps:
+            if counted is None:
+                raise ProclabError(
+                    f"this agent counts steps: its state needs {STEP_KEY!r} (use its initial_state)"
+                )
+            steps = _episode_steps(counted, firsts.bool())
+        with self.active(T, B, steps, state, firsts):
+            out, new = self.agent.unroll(obs, state, firsts, prev_rewards)
+        if self.count_steps:
+            new = {**new, STEP_KEY: steps[-1] + 1}
+        return out, new
+
+    def step(
+        self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
+    ):
+        out, state = self.unroll(
+            obs.unsqueeze(0),
+            state,
+            first.unsqueeze(0),
+            None if prev_reward is None else prev_reward.unsqueeze(0),
+        )
+        return type(out)(*(x.squeeze(0) for x in out)), state
+
+    __call__ = unroll
+
+    def run_with_cache(self, obs, state=None, names=None, firsts=None, prev_rewards=None):
+        """As :func:`run_with_cache`, with these edits applied (the cache sees edited values)."""
+        return run_with_cache(self, obs, state, names, firsts, prev_rewards)
+
+    @contextmanager
+    def active(
+        self, T: int, B: int, steps: Tensor | None, state: Mapping[str, Tensor], firsts: Tensor
+    ) -> Iterator[None]:
+        """The edits as forward hooks for one call of ``T`` steps of ``B`` rows (each hook's edits in order,
+        before any other hook at that point)."""
+        by_hook: dict[str, list[tuple[Intervention, _Editor]]] = {}
+        for iv, editor in zip(self._interventions, self._editors, strict=True):
+            by_hook.setdefault(iv.hook, []).append((iv, editor))
+        with ExitStack() as stack:
+            for hook, edits in by_hook.items():
+                point = self.points[hook]
+                fn = self._hook_fn(hook, edits, T, B, steps, state, firsts.bool())
+                handle = point.register_forward_hook(fn, prepend=True)
+                stack.callback(handle.remove)
+            yield
+
+    def _hook_fn(self, hook, edits, T, B, steps, state, firsts):
+        layout = self.points[hook].layout
+        key = _state_key(hook, self.points)
+        carried = {"t": 0, "prev": state.get(key) if key is not None else None}
+        shape = edits[0][1].shape
+
+        def fn(_module, _inputs, act: Tensor) -> Tensor:
+            if layout == "step":
+                t0 = carried["t"]
+                span, n_t = slice(t0, t0 + 1), 1
+                prev = carried["prev"]
+                if prev is not None:
+                    keep = (~firsts[t0]).to(act.dtype).view(-1, *([1] * (prev.dim() - 1)))
+                    prev = prev.to(act.dtype) * keep
+            else:
+                span, n_t, prev = slice(0, T), T, None
+            call = _Call(n_t, B, steps, prev)
+            rows = act.reshape(-1, *shape)
+            for iv, editor in edits:
+                active = _active(iv, call, span, act.device)
+                rows = editor(rows, None if active is None else active.reshape(-1), call)
+            out = rows.reshape(act.shape)
+            if layout == "step":
+                carried["t"], carried["prev"] = carried["t"] + 1, out
+            return out
+
+        return fn
+
+
+def _episode_steps(counted: Tensor, firsts: Tensor) -> Tensor:
+    """``(T, B)`` episode step of each row at each step of an unroll: ``counted`` entering step 0, restarting
+    at 0 where ``firsts`` is set."""
+    out = torch.empty(firsts.shape, dtype=torch.long, device=firsts.device)
+    step = counted.to(firsts.device)
+    for t in range(firsts.shape[0]):
+        step = torch.where(firsts[t], 0, step)
+        out[t] = step
+        step = step + 1
+    return out
+
+
+def _state_key(hook: str, points) -> str | None:
+    """The state tensor a per-step hook point carries (``core.0.hook_h`` -> ``core.0.h``), or None."""
+    if points[hook].layout != "step":
+        return None
+    prefix, name = hook.rsplit(".", 1)
+    return f"{prefix}.{name.removeprefix('hook_')}"
+
+
+# -- caches ----------------------------------------------------------------------------------------
+def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev_rewards=None):
+    """Run ``agent`` on ``obs`` and record hook points ``names`` (names or glob patterns; None: all).
+
+    ``obs`` is one step ``(B, 3, 64, 64)`` or an unroll ``(T, B, 3, 64, 64)``; ``state`` None starts every
+    row afresh (``firsts`` set at the first step), otherwise ``firsts`` defaults to no reset. Returns the
+    agent's output (shaped as for ``step`` or ``unroll``), the state leaving the last step, and an
+    :class:`~proclab.models.cache.ActivationCache` whose every entry is ``(T, B, *sample)`` (``T = 1`` for
+    one step). Values are recorded detached, after any intervention at their hook.
+    """
+    one_step = obs.dim() == 4
+    seq = obs.unsqueeze(0) if one_step else obs
+    T, B = seq.shape[:2]
+    device = seq.device
+    if state is None:
+        state = agent.initial_state(B, device=device)
+        if firsts is None:
+            firsts = torch.zeros((T, B), dtype=torch.bool, device=device)
+            firsts[0] = True
+    if firsts is None:
+        firsts = torch.zeros((T, B), dtype=torch.bool, device=device)
+    elif one_step and firsts.dim() == 1:
+        firsts = firsts.unsqueeze(0)
+    if prev_rewards is None and getattr(getattr(agent, "config", None), "prev_reward", False):
+        prev_rewards = torch.zeros((T, B), device=device)
+    elif prev_rewards is not None and one_step and prev_rewards.dim() == 1:
+        prev_rewards = prev_rewards.unsqueeze(0)
+    module = agent.agent if isinstance(agent, Intervened) else agent
+    points = hook_points(module)
+    chosen = resolve_names(names, points)
+    with capture(module, chosen, detach=True) as acts:
+        out, new_state = agent.unroll(seq, state, firsts, prev_rewards)
+    cache = ActivationCache({name: _time_major(acts, name, points[name].layout, T, B) for name in acts})
+    if one_step:
+        out = type(out)(*(x.squeeze(0) for x in out))
+    return out, new_state, cache
+
+
+def _time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
+    calls = acts.calls(name)
+    if layout == "step":
+        return torch.stack(calls)
+    x = calls[0] if len(calls) == 1 else torch.cat(calls)
+    return x.reshape(T, B, *x.shape[1:]) if layout == "flat" else x
+
+
+def run_with_hooks(agent, obs: Tensor, state=None, interventions: Sequence[Intervention] = (), **kwargs):
+    """Run ``agent`` with ``interventions`` applied; as :func:`run_with_cache`, with ``names`` to cache
+    (default none)."""
+    kwargs.setdefault("names", [])
+    return run_with_cache(Intervened(agent, interventions), obs, state, **kwargs)
+
+
+__all__ = [
+    "KINDS",
+    "STEP_KEY",
+    "All",
+    "Channels",
+    "Coordinates",
+    "Direction",
+    "Intervened",
+    "Intervention",
+    "Mask",
+    "Sites",
+    "Units",
+    "hook_shapes",
+    "parse_intervention",
+    "parse_selection",
+    "run_with_cache",
+    "run_with_hooks",
+]
