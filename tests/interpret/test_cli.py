@@ -120,7 +120,7 @@ def _snapshot(folder):
         (["hidden", "--state", "state_in/core.0.h"], "made with activation 'state_out/core.0.h'"),
         (["hidden", "--data", "{lstm}"], "made with data"),
         (["hidden", "--clusters", "100000"], "100000 clusters asked of"),
-        (["hidden", "--hook", "torso.hook_fc", "--checkpoint", "{lstm_ckpt}"], "agent states of layout"),
+        (["hidden", "--hook", "torso.hook_fc", "--agent", "{lstm_ckpt}"], "agent states of layout"),
         (["env", "--samples", "{gru}"], "has no per-step env_h"),
         (["bottleneck", "--samples", "{gru}"], "has no per-episode bottleneck"),
         (["bottleneck", "--clusters", "41"], "41 clusters asked of 40 points"),

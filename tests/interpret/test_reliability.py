@@ -112,7 +112,7 @@ def _drop(value, keys):
 @pytest.fixture(scope="module")
 def sim_folder(samples, wm_run, tmp_path_factory) -> Path:
     """A basis over the world model's agent states and behaviours of its samples (the inputs of the
-    saliency, xcorr, consistency, intervene and visualize commands)."""
+    saliency, xcorr, consistency, intervene-sim and visualize commands)."""
     out = tmp_path_factory.mktemp("reliable-sim") / "S"
     out.mkdir()
     ws = Workspace.open(out)
@@ -164,14 +164,12 @@ KILLS = {  # command: (fixture, folder of its outputs, its record in analysis.js
     ),
     "xcorr": ("sim_folder", "xcorr", "xcorr", ["xcorr", "--step", "3", "--noise", "0", "--device", "cpu"]),
     "consistency": ("sim_folder", "consistency", "consistency", ["consistency", "--permutations", "20"]),
-    "intervene": (
+    "intervene-sim": (
         "sim_folder",
-        "intervene",
-        "intervene",
+        "intervene-sim",
+        "intervene-sim",
         [
-            "intervene",
-            "--where",
-            "sim",
+            "intervene-sim",
             "--collapse",
             "0",
             "--n",

@@ -8,12 +8,14 @@ analysis is one line in :data:`ANALYSES`. Analysis modules import their heavy li
 
 ``--preset NAME`` picks the defaults (each arguments class lists its presets in
 ``PRESETS``; ``paper`` is the interpreting-rl-behavior analyses' scale, ``small`` the
-quickstart's); flags given after it override single fields.
+quickstart's); flags given after it override single fields. A spelling that was renamed
+(:data:`RENAMED`) is refused in one line naming its new one.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -21,15 +23,20 @@ from pathlib import Path
 
 import tyro
 
-from proclab.errors import unknown_choice
+from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.build import AtlasArgs
 from proclab.interpret.atlas.command import run_atlas
 from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_compare_bases
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
-from proclab.interpret.interventions.at_hook import run_hook_intervene
-from proclab.interpret.interventions.command import InterveneArgs, run_intervene
+from proclab.interpret.interventions.at_hook import HookEditArgs, run_edit
+from proclab.interpret.interventions.command import (
+    InterveneArgs,
+    InterveneSimArgs,
+    run_intervene,
+    run_intervene_sim,
+)
 from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
@@ -43,12 +50,6 @@ from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.folder import discard_staged, published_path
 from proclab.io.files import DiskFullError
 
-
-def _intervene(args: InterveneArgs) -> Path:
-    """``analyze intervene``: an edit at a hook point (``--hook``) or in the folder's basis."""
-    return run_hook_intervene(args) if args.hook is not None else run_intervene(args)
-
-
 ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "hidden": (HiddenArgs, run_hidden),
     "env": (EnvArgs, run_env),
@@ -57,33 +58,46 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "behaviours": (BehavioursArgs, run_behaviours),
     "xcorr": (XcorrArgs, run_xcorr),
     "consistency": (ConsistencyArgs, run_consistency),
-    "intervene": (InterveneArgs, _intervene),
+    "edit": (HookEditArgs, run_edit),
+    "intervene": (InterveneArgs, run_intervene),
+    "intervene-sim": (InterveneSimArgs, run_intervene_sim),
+    "sweep": (SweepArgs, run_sweep),
     "visualize": (VisualizeArgs, run_visualize),
     "atlas": (AtlasArgs, run_atlas),
     "compare-bases": (CompareBasesArgs, run_compare_bases),
     "probe": (ProbeArgs, run_probe),
     "steer": (SteerArgs, run_steer),
 }
-SWEEP = "--sweep"
-VARIANTS: dict[tuple[str, str], tuple[type[AnalysisArgs], Callable[..., Path]]] = {
-    ("intervene", SWEEP): (SweepArgs, run_sweep),
+RENAMED: dict[str, str] = {
+    "analyze intervene --sweep": "analyze sweep",
+    "analyze intervene --hook": "analyze edit",
+    "analyze intervene --edit": "analyze edit",
+    "analyze intervene --where real": "analyze intervene",
+    "analyze intervene --where sim": "analyze intervene-sim",
+    "analyze intervene --where both": "analyze intervene, then analyze intervene-sim",
+    "--checkpoint": "--agent",
 }
-"""Commands that a flag turns into another analysis with its own options: ``intervene --sweep``."""
+"""Old spelling -> new spelling, as typed after ``proclab``. An entry that starts with a flag is that flag in
+any analysis; words after a command's name match wherever they stand among its arguments."""
 
 
-def command(name: str, argv: list[str]) -> tuple[str, type[AnalysisArgs], Callable[..., Path], list[str]]:
-    """The command's name (``intervene --sweep`` for a variant named by a flag in ``argv``), its arguments
-    class and run function, and the arguments left (the variant's flag removed)."""
-    for (base, flag), (cls, run) in VARIANTS.items():
-        if name == base and flag in argv:
-            return f"{name} {flag}", cls, run, [a for a in argv if a != flag]
-    return name, *ANALYSES[name], argv
+def renamed(argv: list[str]) -> str | None:
+    """The one-line answer to ``argv`` (after ``proclab``) if it spells a renamed command or flag, else None."""
+    words = [part for a in argv for part in (a.split("=", 1) if a.startswith("--") else [a])]
+    for old, new in RENAMED.items():
+        spelled = old.split()
+        n = next((i for i, w in enumerate(spelled) if w.startswith("-")), len(spelled))
+        command, options, rest = spelled[:n], spelled[n:], words[n:]
+        if words[:n] == command and (
+            not options or any(rest[i : i + len(options)] == options for i in range(len(rest)))
+        ):
+            return f"'{old}' is now '{new}'"
+    return None
 
 
 def _usage(prog: str) -> str:
-    listed = {**ANALYSES, **{" ".join(key): value for key, value in VARIANTS.items()}}
     rows = "\n".join(
-        f"  {name:<20}{(cls.__doc__ or '').strip().splitlines()[0]}" for name, (cls, _) in listed.items()
+        f"  {name:<20}{(cls.__doc__ or '').strip().splitlines()[0]}" for name, (cls, _) in ANALYSES.items()
     )
     return (
         f"usage: {prog} ANALYSIS --out ANALYSIS_DIR [--preset NAME] [options]\n\n"
@@ -104,7 +118,7 @@ def parse(cls: type[AnalysisArgs], argv: list[str], prog: str) -> AnalysisArgs:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default="paper")
     known, rest = pre.parse_known_args(argv)
-    doc = (cls.__doc__ or "").strip()
+    doc = inspect.cleandoc(cls.__doc__ or "")
     description = (
         f"{doc}\n\n--preset NAME   start from named defaults: {', '.join(cls.PRESETS)} (default paper)"
     )
@@ -115,11 +129,14 @@ def main(argv: list[str], prog: str = "proclab analyze") -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage(prog))
         sys.exit(0)
+    answer = renamed(["analyze", *argv])
+    if answer is not None:
+        raise ProclabError(answer)
     name = argv[0]
     if name not in ANALYSES:
         raise unknown_choice("analysis", name, ANALYSES)
-    full, cls, run, rest = command(name, argv[1:])
-    args = parse(cls, rest, f"{prog} {full}")
+    cls, run = ANALYSES[name]
+    args = parse(cls, argv[1:], f"{prog} {name}")
     try:
         out = run(args)
     except DiskFullError as err:  # name the output the user knows, not its staging copy

@@ -106,7 +106,7 @@ class Context:
         one (a feed-forward agent imported from CleanRL or Cleanba), the torso's features, replayed."""
         if self.agent_meta()["agent"]["core"] not in STATELESS_CORES:
             return {}
-        return {"hook": "torso.hook_fc", "checkpoint": self.path("run", "train")}
+        return {"hook": "torso.hook_fc", "agent": self.path("run", "train")}
 
     def splits(self) -> dict[str, str]:
         """Level splits to study the agent on -> their role: its training levels and levels it never saw."""
@@ -288,6 +288,11 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
 
 
 # -- the interpretation layer -----------------------------------------------------------------------
+FP32 = {"precision": "fp32", "torch_threads": 0}
+"""The arithmetic and thread count the quickstart's analyses computed with before every analysis took the
+runtime group (fp32; torch's default threads), passed explicitly so that its outputs stay the same."""
+
+
 def _analysis(ctx: Context, name: str, **given) -> Path:
     """Run ``proclab analyze <name>`` into ``OUT/analysis`` at the budget's preset; ``given`` fields, then
     the budget's overrides for ``name``, replace the preset's."""
@@ -312,6 +317,8 @@ def hidden(ctx: Context) -> dict[str, Any]:
         "hidden",
         data=ctx.path("episodes", "record"),
         samples=ctx.path("samples", "wm-sample"),
+        device="auto",
+        **FP32,
         **ctx.state_source(),
     )
     return {"folder": ctx.rel(out)}
@@ -324,13 +331,15 @@ def env(ctx: Context) -> dict[str, Any]:
 
 def saliency(ctx: Context) -> dict[str, Any]:
     ctx.fresh("analysis/saliency")
-    out = _analysis(ctx, "saliency", target=("value", "action", "ic:0-3"), env_grads="both")
+    out = _analysis(
+        ctx, "saliency", target=("value", "action", "ic:0-3"), env_grads="both", device="auto", **FP32
+    )
     return {"folder": ctx.rel(out)}
 
 
 def behaviours(ctx: Context) -> dict[str, Any]:
     ctx.fresh("analysis/behaviours")
-    return {"folder": ctx.rel(_analysis(ctx, "behaviours"))}
+    return {"folder": ctx.rel(_analysis(ctx, "behaviours", device="cpu", **FP32))}
 
 
 def _replay_args(ctx: Context, cls, name: str, **given):
@@ -350,14 +359,17 @@ ON_DATA_ARMS = ",".join(arm for arm in DEFAULT_ARMS if arm != "collapse")
 def intervene(ctx: Context) -> dict[str, Any]:
     """The intervention sweep: every IC held at on-data values (mean, a resampled recorded value, the 5th
     and 95th percentiles) on paired held-out levels of the real game. Increment-collapse is left to
-    ``analyze intervene --sweep``: it holds most ICs off the data, where a competent agent times out
+    ``analyze sweep``: it holds most ICs off the data, where a competent agent times out
     on every level (1,000 steps an episode), which alone made this stage the quickstart's longest."""
     ctx.fresh("analysis/sweep")
     if ctx.state_source():
         ctx.console.print("no sweep: a feed-forward agent carries no state whose directions could be held")
         return {"folder": None}
     split = list(ctx.splits())[-1]
-    out = run_sweep(_replay_args(ctx, SweepArgs, "intervene", split=split, arms=ON_DATA_ARMS))
+    args = _replay_args(
+        ctx, SweepArgs, "intervene", split=split, arms=ON_DATA_ARMS, precision="auto", torch_threads=0
+    )
+    out = run_sweep(args)
     ctx.console.print(f"outputs in {out}")
     return {"folder": ctx.rel(out)}
 
@@ -371,7 +383,7 @@ def atlas(ctx: Context) -> dict[str, Any]:
             "no atlas: a feed-forward agent carries no state whose directions could be described"
         )
         return {"folder": None}
-    out = run_atlas(_replay_args(ctx, AtlasArgs, "atlas"))
+    out = run_atlas(_replay_args(ctx, AtlasArgs, "atlas", **FP32))
     ctx.console.print(f"outputs in {out}")
     return {"folder": ctx.rel(out)}
 

@@ -44,7 +44,7 @@ def folder(tmp_path_factory):
     data = record(checkpoint, root / "DATA", episodes=4)
     out = root / "A"
     proclab("hidden", "--data", data, "--out", out, "--preset", "small", "--n-ics", "3", "--clusters", "3")
-    proclab("intervene", "--sweep", "--out", out, "--arms", "mean,collapse", *SWEEP, "--torch-threads", "1")
+    proclab("sweep", "--out", out, "--arms", "mean,collapse", *SWEEP, "--torch-threads", "1")
     return out
 
 
@@ -80,8 +80,7 @@ def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, 
         c["activation"]["bottom"] == [] for c in first["cards"]
     )  # a code's bottom is its inactive state
     proclab(
-        "intervene",
-        "--sweep",
+        "sweep",
         "--out",
         folder,
         "--basis",
@@ -113,7 +112,7 @@ def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, 
 def test_units_atlas_and_sweep_and_their_comparison_with_the_ics(folder, capsys):
     """The state's units as a system: swept and described like the ICs, then compared with them."""
     sweep = ["--basis", "units", "--directions", "0:2", "--arms", "mean", *SWEEP, "--torch-threads", "1"]
-    proclab("intervene", "--sweep", "--out", folder, *sweep)
+    proclab("sweep", "--out", folder, *sweep)
     assert "unit 1" in (folder / "sweep-units" / "sweep_table.txt").read_text()
     proclab("atlas", "--out", folder, "--basis", "units", *SPARSE)
     units = strict_json(folder / "atlas-units" / "atlas.json")
@@ -150,7 +149,7 @@ def test_nmf_atlas_says_its_sweep_was_not_run(folder):
     [
         (["atlas", "--basis", "ica2"], "unknown --basis 'ica2'"),
         (["atlas", "--episodes", "0"], "--episodes must be >= 1"),
-        (["intervene", "--sweep", "--basis", "sparse"], "no sparse dictionary yet"),
+        (["sweep", "--basis", "sparse"], "no sparse dictionary yet"),
     ],
 )
 def test_mistakes_are_one_line(tmp_path, folder, capsys, argv, message):

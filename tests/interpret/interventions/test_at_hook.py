@@ -1,4 +1,4 @@
-"""analyze intervene --hook: a feed-forward agent edited at a conv map or its fc layer, played paired."""
+"""analyze edit: a feed-forward agent edited at a conv map or its fc layer, played paired."""
 
 import json
 
@@ -18,17 +18,15 @@ def ff(tmp_path_factory):
     return ckpt, record(ckpt, tmp / "data.zarr", episodes=2)
 
 
-def intervene(out, ckpt, hook, edit, *extra):
+def edit_at(out, ckpt, hook, edit, *extra):
     cli(
         [
             "analyze",
-            "intervene",
+            "edit",
             "--out",
             str(out),
-            "--checkpoint",
+            "--agent",
             str(ckpt),
-            "--where",
-            "real",
             "--hook",
             hook,
             "--edit",
@@ -46,7 +44,7 @@ def intervene(out, ckpt, hook, edit, *extra):
             *extra,
         ]
     )
-    return json.loads((out / "intervene" / "summary.json").read_text())
+    return json.loads((out / "intervene-edit" / "summary.json").read_text())
 
 
 def actions(path):
@@ -57,8 +55,8 @@ def actions(path):
 
 def test_identity_edit_at_a_conv_map_replays_the_baseline(tmp_path, ff):
     ckpt, _ = ff
-    summary = intervene(tmp_path / "a", ckpt, "torso.block1.hook_out", "channel 2 scale 1")
-    real = tmp_path / "a" / "intervene" / "real"
+    summary = edit_at(tmp_path / "a", ckpt, "torso.block1.hook_out", "channel 2 scale 1")
+    real = tmp_path / "a" / "intervene-edit" / "real"
     for b, i in zip(actions(real / "baseline.zarr"), actions(real / "intervened.zarr"), strict=True):
         np.testing.assert_array_equal(b, i)
     assert summary["real"]["actions"]["tv_distance"]["value"] == 0
@@ -67,8 +65,8 @@ def test_identity_edit_at_a_conv_map_replays_the_baseline(tmp_path, ff):
 
 def test_mean_ablating_the_fc_layer_changes_play(tmp_path, ff):
     ckpt, data = ff
-    summary = intervene(tmp_path / "b", ckpt, "torso.hook_fc", "all mean", "--data", str(data))
-    store = EpisodeStore(tmp_path / "b" / "intervene" / "real" / "intervened.zarr")
+    summary = edit_at(tmp_path / "b", ckpt, "torso.hook_fc", "all mean", "--data", str(data))
+    store = EpisodeStore(tmp_path / "b" / "intervene-edit" / "real" / "intervened.zarr")
     acts = np.concatenate([store.read(i, ["action"])["action"] for i in range(store.num_episodes)])
     assert len(np.unique(acts)) == 1  # greedy on a constant fc layer: one action forever
     assert summary["real"]["levels"] == 3
@@ -77,5 +75,5 @@ def test_mean_ablating_the_fc_layer_changes_play(tmp_path, ff):
 def test_mean_edit_without_data_is_refused(tmp_path, ff, capsys):
     ckpt, _ = ff
     with pytest.raises(SystemExit) as e:
-        intervene(tmp_path / "c", ckpt, "torso.hook_fc", "all mean")
+        edit_at(tmp_path / "c", ckpt, "torso.hook_fc", "all mean")
     assert e.value.code == 2 and "--data" in capsys.readouterr().err

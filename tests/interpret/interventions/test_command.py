@@ -43,8 +43,6 @@ def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
             "intervene",
             "--out",
             str(out),
-            "--where",
-            "real",
             "--move",
             "1:1",
             "--episodes",
@@ -94,11 +92,9 @@ def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_ru
     cli(
         [
             "analyze",
-            "intervene",
+            "intervene-sim",
             "--out",
             str(out),
-            "--where",
-            "sim",
             "--collapse",
             "0",
             "--samples",
@@ -113,15 +109,18 @@ def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_ru
             "1",
         ]
     )
-    sim = json.loads((out / "intervene" / "summary.json").read_text())["sim"]
+    sim = json.loads((out / "intervene-sim" / "summary.json").read_text())["sim"]
     assert sim["samples"] == 4 and set(sim["actions"]["per_category"]) >= {"right", "up"}
     assert "behaviours_note" in sim and "ci95" in sim["predicted_return"]
-    stores = [EpisodeStore(out / "intervene" / "sim" / f"{a}.zarr") for a in ("baseline", "intervened")]
+    stores = [EpisodeStore(out / "intervene-sim" / "sim" / f"{a}.zarr") for a in ("baseline", "intervened")]
     np.testing.assert_array_equal(
         stores[0].read(0, ["obs"])["obs"], EpisodeStore(samples).read(0, ["obs"])["obs"]
     )
+    assert (out / "intervene-sim" / "sim_actions.png").is_file() and list(
+        (out / "intervene-sim" / "videos").glob("sim_*.mp4")
+    )
     with pytest.raises(SystemExit):
-        cli(["analyze", "intervene", "--out", str(out), "--where", "sim", "--collapse", "0", "--move", "1:2"])
+        cli(["analyze", "intervene-sim", "--out", str(out), "--collapse", "0", "--move", "1:2"])
 
 
 def test_paired_bootstrap_against_a_loop():
@@ -148,7 +147,7 @@ def test_paired_bootstrap_against_a_loop():
 
 
 def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, capsys):
-    """analyze intervene --sweep on a tiny agent: the baseline's episodes equal each level played alone in
+    """analyze sweep on a tiny agent: the baseline's episodes equal each level played alone in
     a fresh one-level env; the table is printed, and the JSON, CSV, plot and arrays agree."""
     from proclab.envs import LevelSplit, ProcgenVecEnv
     from proclab.models.loading import load_agent
@@ -172,8 +171,7 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
     cli(
         [
             "analyze",
-            "intervene",
-            "--sweep",
+            "sweep",
             "--out",
             str(out),
             *args,
@@ -215,7 +213,7 @@ def test_sweep_command_pairs_procgen_levels_and_writes_its_outputs(tmp_path, cap
     record = json.loads((out / "analysis.json").read_text())["commands"]["sweep"]
     assert "sweep/sweep.json" in record["outputs"]
     # in two parts, one process each: the first to finish says what is missing, the last writes the sweep
-    parted = ["analyze", "intervene", "--sweep", "--out", str(out), *args, "--bootstrap", "100", "--permutations", "50", "--parts", "2"]  # fmt: skip
+    parted = ["analyze", "sweep", "--out", str(out), *args, "--bootstrap", "100", "--permutations", "50", "--parts", "2"]  # fmt: skip
     cli([*parted, "--part", "2", "--torch-threads", "1"])
     assert "1 of 2 parts saved" in capsys.readouterr().out
     assert json.loads((folder_out / "sweep.json").read_text())["parts"] == 1  # the earlier sweep still stands
@@ -239,7 +237,7 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
     np.savez(
         out / "hidden" / "hidden.npz", ics=hidden["ics"] + 50.0, pcs=hidden["pcs"]
     )  # the start state: far off
-    common = ["--where", "real", "--episodes", "2", "--num-envs", "2", "--split", "0:50", "--videos", "0"]
+    common = ["--episodes", "2", "--num-envs", "2", "--split", "0:50", "--videos", "0"]
     cli(["analyze", "intervene", "--out", str(out), "--collapse", "1", *common, "--bootstrap", "50"])
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and "IC 1" in err
@@ -274,7 +272,7 @@ def test_sweep_mistakes_are_one_line(tmp_path, capsys, flags, message):
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")
     out = folder(tmp_path / "analysis", ckpt)
     with pytest.raises(SystemExit) as exc:
-        cli(["analyze", "intervene", "--sweep", "--out", str(out), *flags])
+        cli(["analyze", "sweep", "--out", str(out), *flags])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and message in err
     assert not (out / "sweep").exists()
@@ -307,7 +305,7 @@ def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path)
     for name, flags in {"file": ["--levels-from", str(path)], "7": ["--split", "7:1", "--levels", "1"],
                         "11": ["--split", "11:1", "--levels", "1"]}.items():  # fmt: skip
         out = folder(tmp_path / f"analysis-{name}", ckpt)
-        cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, *flags])
+        cli(["analyze", "sweep", "--out", str(out), *small, *flags])
         runs[name] = (
             json.loads((out / "sweep" / "sweep.json").read_text()),
             np.load(out / "sweep" / "episodes.npz"),
@@ -348,7 +346,7 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     (out / "atlas" / "atlas.json").write_text(json.dumps(atlas))
     small = ["--directions", "0", "--arms", "mean", "--levels", "3", "--rows", "12", "--split", "0:50"]
     stats = ["--bootstrap", "50", "--permutations", "20", "--no-greedy", "--torch-threads", "1"]
-    cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, *stats, "--swaps", "saw:crate,0:1"])
+    cli(["analyze", "sweep", "--out", str(out), *small, *stats, "--swaps", "saw:crate,0:1"])
     printed = capsys.readouterr().out
     summary = json.loads((out / "sweep" / "sweep.json").read_text())
     # by hand: saw -> |r| largest at IC 1 (-0.5); crate -> IC 1 is taken, next IC 3 (0.3)
@@ -368,7 +366,7 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
         for k, row in enumerate(summary["swaps"], start=2):
             assert row["deaths"][c]["change"] == pytest.approx(mine[k].mean() - mine[0].mean())
     only = ["--directions", "none", "--swaps", "0:1", "--no-deaths", *small[2:]]  # the baseline and one swap
-    cli(["analyze", "intervene", "--sweep", "--out", str(out), *only, *stats])
+    cli(["analyze", "sweep", "--out", str(out), *only, *stats])
     alone = json.loads((out / "sweep" / "sweep.json").read_text())
     assert (
         alone["deaths"] is None and alone["results"] == [] and [s["swap"] for s in alone["swaps"]] == [[0, 1]]
@@ -376,5 +374,5 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     assert np.load(out / "sweep" / "episodes.npz")["ret"].shape == (2, 3)
     assert "no direction held" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        cli(["analyze", "intervene", "--sweep", "--out", str(out), *small, "--swaps", "lava:crate"])
+        cli(["analyze", "sweep", "--out", str(out), *small, "--swaps", "lava:crate"])
     assert "no quantity 'gt lava proximity'" in capsys.readouterr().err

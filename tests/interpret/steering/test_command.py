@@ -28,7 +28,7 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
             "steer",
             "--out",
             str(out),
-            "--checkpoint",
+            "--agent",
             str(maze_agent),
             "--levels",
             "2",
@@ -80,7 +80,7 @@ def test_coefficients_must_include_zero(tmp_path, maze_agent, capsys):
                 "steer",
                 "--out",
                 str(tmp_path / "T"),
-                "--checkpoint",
+                "--agent",
                 str(maze_agent),
                 "--coefficients",
                 "1,2",
@@ -101,7 +101,7 @@ def test_steer_levels_from_plays_the_files_states_as_the_held_out_levels(tmp_pat
     )
     out = tmp_path / "S"
     main(
-        ["analyze", "steer", "--out", str(out), "--checkpoint", str(maze_agent), "--levels", "50",
+        ["analyze", "steer", "--out", str(out), "--agent", str(maze_agent), "--levels", "50",
          "--levels-from", str(file), "--vector-levels", "0:2", "--coefficients", "0,1", "--rows", "4",
          "--bootstrap", "50", "--torch-threads", "1"]
     )  # fmt: skip

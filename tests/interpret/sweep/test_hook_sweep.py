@@ -67,8 +67,7 @@ def test_feed_forward_sweep_and_atlas(ff_store, tmp_path):
     main(
         [
             "analyze",
-            "intervene",
-            "--sweep",
+            "sweep",
             "--out",
             str(out),
             "--levels",

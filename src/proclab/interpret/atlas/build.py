@@ -30,12 +30,11 @@ when it has none (or with ``--refit``). Outputs in ``ANALYSIS/atlas[-<basis>]/``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
@@ -56,7 +55,7 @@ from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.bases.systems import check_system, encode_all
 from proclab.interpret.stats.proportions import compare_shares, share
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.io.files import pyplot
 
@@ -94,10 +93,14 @@ class AtlasArgs(AnalysisArgs):
     """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF), sparse (an
     overcomplete top-k dictionary, fitted here when the folder has none) or units (the state's own units,
     z-scored as the basis z-scores them)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    precision: str = field(default="auto", kw_only=True)
+    """Arithmetic: fp32, bf16 or auto. The atlas replays the agent and takes its gradients in fp32 whatever
+    this says (saliency and the gradient prediction need fp32)."""
+    data: DATA = None
     """Episode store of real episodes (default: the folder's)."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent replayed for saliency and gradients (default: the folder's, else the one that recorded DATA)."""
+    agent: AGENT = None
+    """Agent replayed for hook states, saliency and gradients: a proclab run or checkpoint directory
+    (default: the folder's, else the one that recorded DATA)."""
     episodes: int = 1000
     """Recorded episodes described (the store's first N; all if it has fewer)."""
     moments: int = 4
@@ -132,10 +135,6 @@ class AtlasArgs(AnalysisArgs):
     stability_bootstraps: int = 5
     """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
     stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
-    device: str = "cpu"
-    """Torch device of the replays."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
     def check(self) -> None:
         check_system(self.basis)

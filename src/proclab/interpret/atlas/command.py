@@ -35,12 +35,11 @@ from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.store.state_codec import StateCodec
 
 
-def _states(ws: Workspace, args: AtlasArgs, ph):
+def _states(ws: Workspace, args: AtlasArgs, rt, ph):
     """The real store, the described episodes and their states (the activation of the folder's basis)."""
     store = EpisodeStore(ws.input_path("data", args.data, "--data DATA"))
     source = ws.activation()
@@ -49,13 +48,13 @@ def _states(ws: Workspace, args: AtlasArgs, ph):
     episodes = np.arange(min(args.episodes, store.num_episodes))
     with ph.phase("reading states"):
         acts = read_activation(
-            store, source, episodes, checkpoint=_checkpoint(ws, args), progress=ph.fraction
+            store, source, episodes, checkpoint=_checkpoint(ws, args), runtime=rt, progress=ph.fraction
         )
     return store, episodes, acts.x, source
 
 
 def _checkpoint(ws: Workspace, args: AtlasArgs) -> Path:
-    return agent_checkpoint(ws, args.checkpoint, "analyze atlas")
+    return agent_checkpoint(ws, args.agent, "analyze atlas")
 
 
 def _coordinates(ws: Workspace, args: AtlasArgs, x: np.ndarray, ph):
@@ -83,14 +82,14 @@ def run_atlas(args: AtlasArgs) -> Path:
     ws = Workspace.open(args.out, create=False)
     checkpoint = _checkpoint(ws, args)
     ws.require_inputs(checkpoint=checkpoint)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = args.runtime()
     agent, _, _ = load_agent(checkpoint, rt)
     freeze(agent)
     out = ws.command_dir(NAME + suffix(args.basis))
     for sub in ("strips", "saliency"):
         shutil.rmtree(out / sub, ignore_errors=True)
     with phases(10 if args.basis == "sparse" else 9, "analyze atlas") as ph:
-        store, episodes, x, source = _states(ws, args, ph)
+        store, episodes, x, source = _states(ws, args, rt, ph)
         coords = _coordinates(ws, args, x, ph)
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
         hook = basis_hook(source, StateCodec(agent.state_shapes()))

@@ -2,7 +2,7 @@
 
 The seed's write-up claims that single units of the hidden state are hard to interpret and IC
 directions are better. Each system's atlas (``analyze atlas --basis B``, on the same recorded episodes)
-and sweep (``analyze intervene --sweep --basis B``) already measure every direction the same way, so the
+and sweep (``analyze sweep --basis B``) already measure every direction the same way, so the
 claim becomes three numbers per system, each over its directions:
 
 * **strongest correlate**: per direction, the largest ``|r|`` at lag 0 between its coordinate and any

@@ -1,6 +1,6 @@
 """``proclab analyze compare-bases``: coordinate systems side by side on the atlas's and the sweep's measurements.
 
-Run after ``analyze atlas --basis B`` (and, for the causal share, ``analyze intervene --sweep --basis B``)
+Run after ``analyze atlas --basis B`` (and, for the causal share, ``analyze sweep --basis B``)
 of every system ``B`` compared; reads their ``atlas.json`` and ``sweep.json`` (the statistics are in
 :mod:`proclab.interpret.atlas.comparison`) and writes ``ANALYSIS/compare-bases/``: ``bases.json`` (every
 number), ``bases.txt`` (the table, also printed) and ``bases.png`` (one panel per measurement).
@@ -29,14 +29,18 @@ FORMAT = "proclab-compare-bases"
 
 @dataclass(frozen=True)
 class CompareBasesArgs(AnalysisArgs):
-    """Coordinate systems compared (ICs, units, ...): how strongly their directions track what the atlas
-    measures, how many track ground truth, how many matter when edited; with intervals and differences."""
+    """Compare bases: coordinate systems (ICs, units, ...) side by side on their atlases and sweeps.
+
+    How strongly their directions track what the atlas measures, how many track ground truth, how many
+    matter when edited; with intervals and differences.
+
+    Runs no network (it reads the atlases and sweeps): the runtime options change nothing."""
 
     seed: int = 0
     """Seed of the resamples of directions."""
     basis: tuple[str, ...] = ("ica", "units")
     """Systems compared (ica, pca, nmf, sparse, units), each with its atlas on the same episodes (analyze atlas
-    --basis B) and, for the share that matters when edited, its sweep (analyze intervene --sweep --basis B)."""
+    --basis B) and, for the share that matters when edited, its sweep (analyze sweep --basis B)."""
     reference: str = "ica"
     """The system every other is compared with: differences of means, medians and shares with 95 % intervals."""
     threshold: float = 0.3

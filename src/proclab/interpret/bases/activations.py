@@ -27,7 +27,7 @@ import torch
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models.hooks import capture
 from proclab.models.loading import load_agent
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width, unflatten_state
 from proclab.store.store import EpisodeStore
 
@@ -108,29 +108,32 @@ def read_activation(
     episodes: Sequence[int] | None = None,
     *,
     checkpoint: Path | None = None,
-    device: str = "cpu",
+    runtime: Runtime | None = None,
     progress=None,
 ) -> Activations:
     """Activation ``source`` (a state name or ``hook:NAME``) at every step of ``episodes`` (default all).
 
-    ``checkpoint`` is the agent replayed for a hook (default: the one that recorded the store);
-    ``progress(done, total)`` is called as replay advances."""
+    ``checkpoint`` is the agent replayed for a hook (default: the one that recorded the store), on
+    ``runtime``'s device (default: the CPU); ``progress(done, total)`` is called as replay advances."""
     idx = np.arange(store.num_episodes) if episodes is None else np.asarray(episodes, np.int64)
     source = canonical_source(store, source)
     episode, step = step_index(store, idx)
     if source.startswith(HOOK):
-        x = _replay(store, source.removeprefix(HOOK), idx, checkpoint, device, progress)
+        x = _replay(store, source.removeprefix(HOOK), idx, checkpoint, runtime, progress)
     else:
         field, cols = state_sources(store)[source]
         x = np.ascontiguousarray(store.read_steps(field, idx)[:, cols], dtype=np.float32)
     return Activations(x=x, episode=episode, step=step, source=source)
 
 
-def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None, device: str = "cpu"):
-    """The agent that replays ``store`` for ``hook``, refused (one line) if it lacks the hook point or
-    cannot have produced the store's episodes (actions, games, state layout)."""
+def replay_agent(
+    store: EpisodeStore, hook: str, checkpoint: Path | None = None, runtime: Runtime | None = None
+):
+    """The agent that replays ``store`` for ``hook`` on ``runtime``'s device (default: the CPU), refused
+    (one line) if it lacks the hook point or cannot have produced the store's episodes (actions, games,
+    state layout). Replays run in fp32 (no autocast)."""
     agent, env_config, _ = load_agent(
-        checkpoint or store.recording_checkpoint(), make_runtime(device, "fp32")
+        checkpoint or store.recording_checkpoint(), runtime or make_runtime("cpu", "fp32")
     )
     if hook not in agent.hook_names():
         raise unknown_choice("hook point", hook, agent.hook_names())
@@ -139,10 +142,10 @@ def replay_agent(store: EpisodeStore, hook: str, checkpoint: Path | None = None,
 
 
 def _replay(
-    store, hook, episodes, checkpoint, device, progress, batch: int = 16, chunk: int = 256
+    store, hook, episodes, checkpoint, runtime, progress, batch: int = 16, chunk: int = 256
 ) -> np.ndarray:
     """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
-    agent = replay_agent(store, hook, checkpoint, device)
+    agent = replay_agent(store, hook, checkpoint, runtime)
     layout = store.state_layout
     stored_state = bool(layout) and all(STATE_OUT + layer in store.step_fields for layer in layout)
     lengths = store.episodes["length"][episodes]

@@ -39,6 +39,10 @@ class ConsistencyArgs(DynamicsArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"permutations": 200}}
 
+    seed: int = 0
+    """Seed of the label permutations of the null and of the saliency run's SmoothGrad noise (if it is made
+    here)."""
+
     permutations: int = 1000
     """Label permutations of the null."""
     quantile: float = 0.75

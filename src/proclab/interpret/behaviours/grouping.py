@@ -30,7 +30,7 @@ from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import default_source, read_activation
 from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.figures import Colouring, scatter_grid
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
@@ -38,6 +38,7 @@ from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import annotate, to_hwc, upscale, write_video
+from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
 
 NAME = "behaviours"
@@ -58,11 +59,16 @@ class BehaviourConfig:
 
 @dataclass(frozen=True)
 class BehavioursArgs(AnalysisArgs):
-    """Behaviours: clusters of agent+env state sequences of the samples, their videos, stats and transform."""
+    """Behaviours: clusters of agent+env state sequences of the samples, their videos, stats and transform.
+
+    The runtime options matter only where the folder's activation is a hook point: the agent is then
+    replayed on the samples' frames, on --device."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 8, "videos": 8}}
 
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    seed: int = 0
+    """Seed of the fit's PCAs and t-SNE (the stability refit uses seed + 1)."""
+    samples: SAMPLES = None
     """Sample store (proclab wm sample; default: the folder's)."""
     ids: str = "0:"
     """Samples to cluster: ids and lo:hi ranges (default all; the seed used 4000)."""
@@ -217,16 +223,22 @@ class SampleSet:
 
     @classmethod
     def read(
-        cls, store: EpisodeStore, ids: list[int], source: str, checkpoint: Path | None = None
+        cls,
+        store: EpisodeStore,
+        ids: list[int],
+        source: str,
+        checkpoint: Path | None = None,
+        runtime: Runtime | None = None,
     ) -> SampleSet:
-        """The samples' activations of ``source``; a hook source replays ``checkpoint`` on their frames."""
+        """The samples' activations of ``source``; a hook source replays ``checkpoint`` on their frames (on
+        ``runtime``, default the CPU)."""
         lengths = store.episodes["length"][ids]
         if len(set(lengths.tolist())) != 1:
             raise ProclabError(
                 f"samples of {str(store.path)!r} have different lengths; use one `wm sample` run"
             )
         n, T = len(ids), int(lengths[0])
-        acts = read_activation(store, source, ids, checkpoint=checkpoint)
+        acts = read_activation(store, source, ids, checkpoint=checkpoint, runtime=runtime)
 
         def steps(name: str) -> np.ndarray:
             v = store.read_steps(name, ids)
@@ -270,7 +282,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     ids = parse_ids(args.ids, store.num_episodes)
     with phases(4 + int(args.stability), "behaviours") as ph:
         with ph.phase("reading samples"):
-            s = SampleSet.read(store, ids, source_of(ws, store), ws.agent_checkpoint())
+            s = SampleSet.read(store, ids, source_of(ws, store), ws.agent_checkpoint(), args.runtime())
         with ph.phase("fitting"):
             model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, args.seed)
             labels = modal(steps, args.clusters)
@@ -318,7 +330,7 @@ def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) ->
     model = BehaviourModel.load(out / "transform.npz")
     new = EpisodeStore(args.assign)
     ids = parse_ids("0:", new.num_episodes)
-    s = SampleSet.read(new, ids, source_of(ws, new), ws.agent_checkpoint())
+    s = SampleSet.read(new, ids, source_of(ws, new), ws.agent_checkpoint(), args.runtime())
     labels, steps = model.assign(s.state, s.env_h)
     path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
     save_npz(path, "behaviour assignments", ids=s.ids, labels=labels, step_labels=steps)

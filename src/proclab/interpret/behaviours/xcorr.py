@@ -16,10 +16,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.errors import ProclabError
 from proclab.interpret.behaviours.dynamics import (
@@ -33,7 +32,7 @@ from proclab.interpret.behaviours.dynamics import (
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import SampleSet, open_samples, source_of
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, pyplot, save_figure, save_npz
 from proclab.io.run_dirs import write_json_atomic
@@ -47,7 +46,9 @@ SETTINGS = {True: "env_grads", False: "no_env_grads"}
 class DynamicsArgs(AnalysisArgs):
     """What xcorr and consistency share: the samples, the saliency run of IC targets, the lags."""
 
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    seed: int = 0
+    """Seed of the SmoothGrad noise of the saliency run (if it is made here)."""
+    samples: SAMPLES = None
     """Sample store (default: the folder's)."""
     saliency: str = "saliency-ic"
     """Saliency run (subfolder) with targets ic:0-(k-1) and --env-grads both; made here if missing."""
@@ -57,8 +58,6 @@ class DynamicsArgs(AnalysisArgs):
     """SmoothGrad copies of that saliency run (if it is made here)."""
     max_lag: int = 10
     """Largest lag of the cross-correlation."""
-    device: str = "auto"
-    """Torch device of the saliency run."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
     except KeyError as err:
         raise ProclabError(f"behaviour labels {str(labels_file)!r} are corrupt (no {err})") from None
     basis = ws.basis()
-    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint())
+    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint(), args.runtime())
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
         *s.state.shape[:2], -1
     )
@@ -154,8 +153,11 @@ def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarr
                 strips=0,
                 videos=0,
                 store_grads=("ic",),
-                device=args.device,
                 seed=args.seed,
+                device=args.device,
+                precision=args.precision,
+                channels_last=args.channels_last,
+                torch_threads=args.torch_threads,
             )
         )
     return EpisodeStore(path)

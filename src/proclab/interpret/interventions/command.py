@@ -1,22 +1,23 @@
-"""``proclab analyze intervene``: what editing one hidden-state direction does, in the real env and in simulation.
+"""``proclab analyze intervene`` and ``analyze intervene-sim``: what editing one hidden-state direction does,
+in the real env and in simulation.
 
 The intervention (:mod:`proclab.interpret.interventions.edited_agent`) is applied in the folder's basis to
 the state tensor the basis was fitted on. Two arms, baseline and intervened, are compared
 *paired* (:mod:`proclab.interpret.stats.paired`):
 
-* ``--where real``: both agents play the same levels: one vector env per arm, built with the
+* ``analyze intervene``: both agents play the same levels: one vector env per arm, built with the
   same seed, split and slot count, each slot recording the same fixed quota of complete
   episodes (the level sequence of a Procgen slot does not depend on the actions, so slot ``s``'s
   ``k``-th episode is the same level in both arms; the multisets of level seeds are asserted
   equal). Sampled actions also share their random stream. Both arms are ordinary episode
-  stores (``real/baseline.zarr``, ``real/intervened.zarr``), compared per level: action
-  frequencies and their total-variation distance, return, level completion, episode length.
-* ``--where sim``: the first ``--n`` bottleneck vectors of the sample store, simulated with
-  each agent under the samples' own settings (two sample stores in ``wm sample``'s format):
-  action frequencies, predicted return, done rate and, when ``analyze behaviours`` has saved
-  its transform, behaviour frequencies through its ``assign``.
+  stores (``intervene/real/baseline.zarr``, ``intervene/real/intervened.zarr``), compared per level:
+  action frequencies and their total-variation distance, return, level completion, episode length.
+* ``analyze intervene-sim``: the first ``--n`` bottleneck vectors of the sample store, simulated with
+  each agent under the samples' own settings (two sample stores in ``wm sample``'s format,
+  ``intervene-sim/sim/``): action frequencies, predicted return, done rate and, when ``analyze
+  behaviours`` has saved its transform, behaviour frequencies through its ``assign``.
 
-Outputs: the stores, side-by-side videos (baseline | intervened) of the first pairs, bar plots
+Outputs of each: the stores, side-by-side videos (baseline | intervened) of the first pairs, bar plots
 of the frequencies with the CIs of their changes, and ``summary.json`` with every number.
 """
 
@@ -43,7 +44,13 @@ from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import BehaviourModel, SampleSet, source_of
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
-from proclab.interpret.interventions.edit_target import EditArgs, agent_checkpoint, recorded, state_key
+from proclab.interpret.interventions.edit_target import (
+    ArmArgs,
+    BasisArgs,
+    agent_checkpoint,
+    recorded,
+    state_key,
+)
 from proclab.interpret.interventions.edited_agent import (
     HOOK,
     OPS,
@@ -54,6 +61,7 @@ from proclab.interpret.interventions.edited_agent import (
 )
 from proclab.interpret.saliency.world_model import open_samples
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.workspace.args import SAMPLES, WM
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
@@ -65,7 +73,6 @@ from proclab.models.loading import freeze, load_agent
 from proclab.record import RecordArgs
 from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
 from proclab.record.recorder import EpisodeRecorder
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec
@@ -74,17 +81,13 @@ from proclab.worldmodel.sample import rollouts
 from proclab.worldmodel.simulate import dreamed
 
 NAME = "intervene"
-WHERE = ("real", "sim", "both")
+SIM_NAME = "intervene-sim"
 ARMS = ("baseline", "intervened")
 
 
 @dataclass(frozen=True)
-class InterveneArgs(EditArgs):
-    """Intervene: move, collapse, exchange or hold basis directions of the agent's state; compare paired.
-
-    With --sweep: every arm on every direction (see `proclab analyze intervene --sweep --help`)."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20, "n": 50, "videos": 2}}
+class DirectionArgs(BasisArgs):
+    """The edit of a basis direction that intervene and intervene-sim make: exactly one of these."""
 
     move: Annotated[str | None, tyro.conf.arg(metavar="I:J")] = None
     """Move coordinate I of every state increment onto direction J (c'_J += c_I, c'_I = 0)."""
@@ -95,39 +98,54 @@ class InterveneArgs(EditArgs):
     hold: Annotated[str | None, tyro.conf.arg(metavar="I:ARM")] = None
     """Hold coordinate I of the state at every step at its recorded mean, 5th or 95th percentile
     (I:mean, I:p05, I:p95)."""
-    where: str = "both"
-    """real (play the environment), sim (the world model) or both."""
-    episodes: int = 200
-    """Real: complete episodes per arm."""
-    num_envs: int = 16
-    """Real: parallel env slots per arm (each plays a fixed quota of episodes)."""
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
-    """Sim: sample store whose bottleneck vectors are re-simulated (default: the folder's)."""
-    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
-    """Sim: world-model checkpoint (default: the one the samples were simulated with)."""
-    n: int = 200
-    """Sim: bottleneck vectors (the first N samples)."""
+
+
+@dataclass(frozen=True)
+class InterveneArgs(DirectionArgs, ArmArgs):
+    """Intervene: move, collapse, exchange or hold a basis direction while the agent plays the real game.
+
+    The edited and the plain agent play the same levels, compared paired by level. Outputs in
+    ANALYSIS/intervene/. The same edits in the world model: analyze intervene-sim; every arm on every
+    direction: analyze sweep; an edit at any hook point: analyze edit."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20, "videos": 2}}
+
+    seed: int = 0
+    """Seed of the envs (the levels each slot plays), sampled actions (--no-greedy) and the bootstrap."""
     videos: int = 4
-    """Side-by-side videos of the first K pairs per setting."""
+    """Side-by-side videos (baseline | intervened) of the first K levels."""
+
+
+@dataclass(frozen=True)
+class InterveneSimArgs(DirectionArgs):
+    """Intervene in simulation: the edits of analyze intervene, played in the world model, paired by sample.
+
+    The world model simulates its own agent, edited and plain, from the sample store's first --n bottleneck
+    vectors under the samples' settings. Outputs in ANALYSIS/intervene-sim/."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"n": 50, "videos": 2}}
+
+    seed: int = 0
+    """Seed of the simulations' random draws (the same stream in both arms) and the bootstrap."""
+    samples: SAMPLES = None
+    """Sample store whose bottleneck vectors are re-simulated (default: the folder's)."""
+    wm: WM = None
+    """World model: a world-model run or checkpoint directory (default: the one the samples were simulated
+    with)."""
+    n: int = 200
+    """Bottleneck vectors (the first N samples)."""
     batch_size: int = 64
-    """Sim: rollouts simulated at once."""
-    hook: str | None = None
-    """Edit this hook point instead of a basis direction (any of the agent's hook points: torso.block1.hook_out,
-    torso.hook_fc, core.0.hook_h, ...; feed-forward agents too); with --edit, real env only."""
-    edit: Annotated[str | None, tyro.conf.arg(metavar="SPEC")] = None
-    """With --hook: SELECTION KIND [VALUE]; SELECTION is all, 'channel C', 'site C@Y,X' or 'units I,J';
-    KIND set/add/scale VALUE, or mean/resample (the hook's recorded distribution, from --data)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
-    """With --hook and a mean/resample edit: the episode store replayed for the hook's distribution (default:
-    the folder's)."""
-    source_steps: int = 20_000
-    """With --hook: at most about this many recorded steps make the mean/resample distribution."""
+    """Rollouts simulated at once."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs."""
+    videos: int = 4
+    """Side-by-side videos (baseline | intervened) of the first K samples."""
 
 
 EDIT_FLAGS = (*OPS, "hold")
 
 
-def intervention_of(args: InterveneArgs) -> Intervention | Hold:
+def intervention_of(args: DirectionArgs) -> Intervention | Hold:
     given = [(op, getattr(args, op)) for op in EDIT_FLAGS if getattr(args, op) is not None]
     if len(given) != 1:
         raise ProclabError(
@@ -139,40 +157,43 @@ def intervention_of(args: InterveneArgs) -> Intervention | Hold:
 
 
 def run_intervene(args: InterveneArgs) -> Path:
+    """``analyze intervene``: both arms play the real game."""
+    return _run(args, NAME, "real", _real, ("episodes", "num_envs", "bootstrap"))
+
+
+def run_intervene_sim(args: InterveneSimArgs) -> Path:
+    """``analyze intervene-sim``: both arms simulated by the world model."""
+    return _run(args, SIM_NAME, "sim", _simulated, ("n", "bootstrap", "batch_size"))
+
+
+def _run(args: DirectionArgs, name: str, where: str, part, counts: tuple[str, ...]) -> Path:
+    """One intervention into ``ANALYSIS/name``: ``part`` (:func:`_real` or :func:`_simulated`) plays both arms
+    and gives the summary's ``where`` entry; the ``counts`` fields must be >= 1."""
     start = time.time()
-    if args.where not in WHERE:
-        raise unknown_choice("--where", args.where, WHERE)
     if args.basis not in KINDS:
         raise unknown_choice("--basis", args.basis, KINDS)
-    args.require_positive("episodes", "num_envs", "n", "bootstrap", "batch_size")
+    args.require_positive(*counts)
     intervention = intervention_of(args)
     ws = Workspace.open(args.out, create=False)
     basis = ws.basis()
-    out = ws.command_dir(NAME)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    out = ws.command_dir(name)
+    rt = args.runtime()
     summary: dict = {
         "intervention": intervention.spec,
         "basis": args.basis,
         "basis_file": str(ws.basis_path),
         "activation": ws.inputs.get("activation"),
     }
-    outputs: list[str] = []
-    phase_count = 2 * (args.where in ("real", "both")) + 2 * (args.where in ("sim", "both"))
-    with phases(phase_count, NAME) as ph:
-        if args.where in ("sim", "both"):
-            summary["sim"], files = _simulated(args, ws, basis, intervention, rt, out, ph)
-            outputs += files
-        if args.where in ("real", "both"):
-            summary["real"], files = _real(args, ws, basis, intervention, rt, out, ph)
-            outputs += files
+    with phases(2, name) as ph:
+        summary[where], outputs = part(args, ws, basis, intervention, rt, out, ph)
     summary["seconds"] = round(time.time() - start, 3)
     write_json_atomic(out / "summary.json", summary)
-    ws.record_command(NAME, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
+    ws.record_command(name, asdict(args), [str(out / "summary.json"), *outputs], time.time() - start)
     return ws.final(out)
 
 
 # -- real environment ----------------------------------------------------------------------------
-def record_arm(agent, checkpoint: Path, path: Path, args: InterveneArgs, rt, attrs: dict, tick=None) -> Path:
+def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: dict, tick=None) -> Path:
     """One arm: ``args.episodes`` complete episodes of ``agent`` on the fixed env seed ``args.seed``."""
     if path.exists():
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
@@ -271,7 +292,7 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
 
 
 def _arms(
-    agent, basis, edit: Intervention | Hold, key: str, args: InterveneArgs, rec: Recorded
+    agent, basis, edit: Intervention | Hold, key: str, args: DirectionArgs, rec: Recorded
 ) -> dict[str, tuple]:
     """Per arm, its agent (the intervened one edits state ``key``) and the ``intervention`` record its
     store carries."""
@@ -283,7 +304,7 @@ def _arms(
     elif key.startswith(HOOK):
         raise ProclabError(
             f"--{edit.op} edits a carried state's increments; the folder's basis is at {key}: use --hold I:ARM, "
-            "or --hook NAME --edit SPEC"
+            "or analyze edit --hook NAME --edit SPEC"
         )
     else:
         intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
@@ -293,19 +314,21 @@ def _arms(
     }
 
 
-def placements(ws: Workspace, coords: LinearCoordinates, rec: Recorded, edit, store: Path) -> dict[str, dict]:
+def placements(
+    ws: Workspace, coords: LinearCoordinates, rec: Recorded, edit, store: Path, rt
+) -> dict[str, dict]:
     """Where the edited coordinates of the intervened arm's states lie in the recorded distribution
-    (per coordinate the edit changes, over every stored step)."""
-    x = read_activation(EpisodeStore(store), ws.inputs["activation"]).x
+    (per coordinate the edit changes, over every stored step; a hook point replayed on ``rt``)."""
+    x = read_activation(EpisodeStore(store), ws.inputs["activation"], runtime=rt).x
     c = coords.encode(x.astype(np.float64))
     label = {"ica": "IC", "pca": "PC"}[coords.kind]
     return {f"{label} {m}": rec.placement(m, c[:, m]) for m in edit.coordinates}
 
 
-def _placed(ws, basis, rec: Recorded, edit, args, store: Path) -> dict[str, dict]:
+def _placed(ws, basis, rec: Recorded, edit, args, store: Path, rt) -> dict[str, dict]:
     """:func:`placements` of the intervened store, with the one-line warning printed when one leaves
     the data."""
-    placed = placements(ws, LinearCoordinates(basis, args.basis), rec, edit, store)
+    placed = placements(ws, LinearCoordinates(basis, args.basis), rec, edit, store, rt)
     warning = off_data_warning(placed)
     if warning:
         print(warning, file=sys.stderr)
@@ -313,7 +336,7 @@ def _placed(ws, basis, rec: Recorded, edit, args, store: Path) -> dict[str, dict
 
 
 def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[str]]:
-    checkpoint = agent_checkpoint(ws, args.checkpoint, "--where real")
+    checkpoint = agent_checkpoint(ws, args.agent, "analyze intervene")
     ws.require_inputs(checkpoint=checkpoint)
     agent, _, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
@@ -327,7 +350,7 @@ def _real(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, list[
     base, inter = (ArmEpisodes.read(paths[a], num_actions) for a in ARMS)
     result = compare_real(base, inter, args.bootstrap, args.seed)
     result |= {
-        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"], rt),
         "split": args.split,
         "greedy": args.greedy,
         "state": key,
@@ -391,9 +414,16 @@ def simulate_arm(
 
 
 def compare_sim(
-    paths: dict[str, Path], reps: int, seed: int, num_actions: int, behaviours=None, source: str | None = None
+    paths: dict[str, Path],
+    reps: int,
+    seed: int,
+    num_actions: int,
+    behaviours=None,
+    source: str | None = None,
+    runtime=None,
 ) -> dict:
-    """Paired by bottleneck vector: action frequencies, predicted return, done rate, behaviours."""
+    """Paired by bottleneck vector: action frequencies, predicted return, done rate, behaviours (a hook
+    ``source`` replayed on ``runtime``)."""
     stores = {a: EpisodeStore(p) for a, p in paths.items()}
     n = stores["baseline"].num_episodes
     ids = np.arange(n)
@@ -416,7 +446,7 @@ def compare_sim(
         k = behaviours.config.clusters
         labels = {}
         for a, s in stores.items():
-            sample_set = SampleSet.read(s, ids.tolist(), source)
+            sample_set = SampleSet.read(s, ids.tolist(), source, runtime=runtime)
             labels[a] = behaviours.assign(sample_set.state, sample_set.env_h)[0]
         one_hot = {a: np.eye(k, dtype=np.int64)[lab] for a, lab in labels.items()}
         out["behaviours"] = frequency_changes(
@@ -431,7 +461,7 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         ws,
         args.samples,
         args.wm,
-        "--where sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)",
+        "analyze intervene-sim needs bottleneck vectors: pass --samples SAMPLES (proclab wm sample)",
     )
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
@@ -462,9 +492,10 @@ def _simulated(args, ws, basis, intervention, rt, out: Path, ph) -> tuple[dict, 
         agent.config.num_actions,
         behaviours,
         source_of(ws, EpisodeStore(paths["baseline"])),
+        rt,
     )
     result |= {
-        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"]),
+        "edit": _placed(ws, basis, rec, intervention, args, paths["intervened"], rt),
         "steps": settings.steps,
         "modal": settings.modal,
         "greedy": settings.greedy,

@@ -1,16 +1,14 @@
 """What an intervention edits: the agent (its checkpoint), the state tensor the folder's basis
-describes, and the recorded distribution of its coordinates; and the options every command that
-plays edited agents in the real environment shares."""
+describes, and the recorded distribution of its coordinates; and the options the commands that edit
+the agent share (playing it in the real environment, editing in a basis)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import tyro
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates
@@ -18,7 +16,7 @@ from proclab.interpret.bases.systems import encode_all
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.edited_agent import HOOK
 from proclab.interpret.saliency.world_model import basis_hook
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.store import EpisodeStore
 from proclab.store.state_codec import StateCodec
@@ -27,36 +25,51 @@ HIDDEN = Path("hidden") / "hidden.npz"
 
 
 @dataclass(frozen=True)
-class EditArgs(AnalysisArgs):
-    """Options of the commands that edit the agent's state in a basis and play it (intervene, its sweep)."""
+class PlayArgs(AnalysisArgs):
+    """Options of the commands that play an edited agent beside the plain one on the same real levels (edit,
+    intervene, sweep)."""
+
+    agent: AGENT = None
+    """Agent played: a proclab run or checkpoint directory (default: the folder's, else the one that recorded
+    its data)."""
+    split: str = "test1"
+    """Level split played (named or START:NUM)."""
+    greedy: bool = True
+    """Take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs."""
+
+
+@dataclass(frozen=True)
+class ArmArgs(PlayArgs):
+    """Options of the commands that record each arm's complete episodes into an episode store (edit,
+    intervene)."""
+
+    episodes: int = 200
+    """Complete episodes per arm."""
+    num_envs: int = 16
+    """Parallel env slots per arm (each plays a fixed quota of episodes)."""
+
+
+@dataclass(frozen=True)
+class BasisArgs(AnalysisArgs):
+    """Options of the commands that edit the agent's state in the folder's basis (intervene, intervene-sim,
+    sweep)."""
 
     basis: str = "ica"
-    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs); the sweep also takes
-    nmf (the NMF of analyze hidden), sparse (the dictionary of analyze atlas --basis sparse) and units (the
-    state's own units, z-scored as the basis z-scores them)."""
+    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs)."""
     state: str | None = None
     """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
     basis was fitted on."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent checkpoint played in the real env (default: the folder's, else the one that recorded its data)."""
-    split: str = "test1"
-    """Real env: level split played (named or START:NUM)."""
-    greedy: bool = True
-    """Real env: take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
-    bootstrap: int = 2000
-    """Bootstrap resamples of the paired CIs."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
-def agent_checkpoint(ws: Workspace, given: Path | None, flag: str) -> Path:
-    """``given``, else the folder's agent checkpoint, else the one that recorded its data."""
+def agent_checkpoint(ws: Workspace, given: Path | None, command: str) -> Path:
+    """``given``, else the folder's agent checkpoint, else the one that recorded its data; ``command`` (e.g.
+    ``analyze steer``) names who needs it when none is known."""
     data = ws.inputs.get("data")
     found = ws.agent_checkpoint(given, EpisodeStore(data) if data else None)
     if found is None:
-        raise ProclabError(f"{flag} needs the agent: pass --checkpoint CHECKPOINT")
+        raise ProclabError(f"{command} needs the agent: pass --agent AGENT")
     return found
 
 

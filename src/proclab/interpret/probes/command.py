@@ -25,11 +25,10 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
-import tyro
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK, read_activation, replay_agent
@@ -46,7 +45,7 @@ from proclab.interpret.probes.linear import (
 from proclab.interpret.probes.spatial import centres_of_mass, track_channels
 from proclab.interpret.probes.targets import pixel_positions, target_values
 from proclab.interpret.stats.corrections import CORRECTIONS
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.checkpoint import load_checkpoint, save_checkpoint
@@ -66,6 +65,10 @@ class ProbeArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"max_steps": 4000}}
 
+    seed: int = 0
+    """Seed of the episode subset, the random agent's weights, the shuffled labels, the bootstrap and the
+    permutations."""
+
     hook: str = "torso.hook_fc"
     """Hook point probed (any of the agent's: torso.block1.hook_out, torso.hook_relu, torso.hook_fc,
     core.0.hook_h, ...)."""
@@ -73,10 +76,11 @@ class ProbeArgs(AnalysisArgs):
     """Ground-truth features or events to probe (e.g. goal_x goal_y agent_x cheese_dx); none: spatial only."""
     entity: tuple[str, ...] = ()
     """Conv hooks: entities whose position the channels may track (agent, goal, or a kind: cheese, coin, saw)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    data: DATA = None
     """Episode store recorded with ground truth (default: the folder's)."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent replayed for the hook (default: the one that recorded the store)."""
+    agent: AGENT = None
+    """Agent replayed for the hook (on --device, in fp32): a proclab run or checkpoint directory (default:
+    the folder's, else the one that recorded the store)."""
     kind: str = "auto"
     """Probe: ridge (continuous), logistic (binary) or auto (logistic for 0/1 targets)."""
     folds: int = 5
@@ -94,8 +98,6 @@ class ProbeArgs(AnalysisArgs):
     """Spatial probes: level of the corrected tests."""
     controls: tuple[str, ...] = ("random_agent", "shuffled_labels", "constant")
     """Controls reported beside each probe."""
-    device: str = "cpu"
-    """Torch device of the replay."""
 
 
 CONTROLS = ("random_agent", "shuffled_labels", "constant")
@@ -119,13 +121,14 @@ def episode_subset(store, steps: int, seed: int) -> np.ndarray:
     return np.sort(order[: max(2, int(np.searchsorted(np.cumsum(lengths), steps)) + 1)])
 
 
-def replayed(store, hook: str, episodes: np.ndarray, checkpoint: Path, shape, reduce=None):
+def replayed(store, hook: str, episodes: np.ndarray, checkpoint: Path, runtime, shape, reduce=None):
     """The hook's activation ``(N, D)`` (or ``reduce`` of its ``(n, *shape)`` rows, chunk by chunk, so conv
-    maps of many steps need not fit in memory at once) and the episode of each row."""
+    maps of many steps need not fit in memory at once) and the episode of each row, replayed on ``runtime``."""
 
     parts, owners = [], []
     for lo in range(0, len(episodes), CHUNK_EPISODES):
-        acts = read_activation(store, HOOK + hook, episodes[lo : lo + CHUNK_EPISODES], checkpoint=checkpoint)
+        chunk = episodes[lo : lo + CHUNK_EPISODES]
+        acts = read_activation(store, HOOK + hook, chunk, checkpoint=checkpoint, runtime=runtime)
         parts.append(acts.x if reduce is None else reduce(acts.x.reshape(-1, *shape)))
         owners.append(acts.episode)
     return np.concatenate(parts), np.concatenate(owners)
@@ -179,9 +182,10 @@ def run_probe(args: ProbeArgs) -> Path:
     ws = Workspace.open(args.out)
     data = ws.input_path("data", args.data, "--data DATA")
     store = EpisodeStore(data)
-    checkpoint = ws.agent_checkpoint(args.checkpoint, store)
+    checkpoint = ws.agent_checkpoint(args.agent, store)
     ws.require_inputs(data=data)
-    agent = replay_agent(store, args.hook, checkpoint, args.device)
+    rt = args.runtime()
+    agent = replay_agent(store, args.hook, checkpoint, rt)
     shape = sample_shapes(agent)[args.hook]
     if args.entity and len(shape) != 3:
         raise ProclabError(f"--entity needs a conv map; {args.hook} has per-sample shape {shape}")
@@ -202,10 +206,10 @@ def run_probe(args: ProbeArgs) -> Path:
         for name, ckpt in agents.items():
             with ph.phase(f"replay: {name} ({len(episodes)} episodes)"):
                 if args.target:
-                    acts[name], episode = replayed(store, args.hook, episodes, ckpt, shape)
+                    acts[name], episode = replayed(store, args.hook, episodes, ckpt, rt, shape)
                 if args.entity:
                     centres[name], episode = replayed(
-                        store, args.hook, episodes, ckpt, shape, centres_of_mass
+                        store, args.hook, episodes, ckpt, rt, shape, centres_of_mass
                     )
         summary["episodes"], summary["steps"] = len(episodes), len(episode)
         summary["probes"] = {}

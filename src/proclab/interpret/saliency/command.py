@@ -22,7 +22,7 @@ Outputs in ``ANALYSIS/<name>/``:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -43,12 +43,11 @@ from proclab.interpret.saliency.world_model import (
 )
 from proclab.interpret.stats.corrections import holm
 from proclab.interpret.stats.paired import interval, mean_boot, mean_p, resamples, swaps, weights
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze
-from proclab.run.runtime import make_runtime
 from proclab.store import ShardWriter
 from proclab.worldmodel.checkpoint import load_world_model
 
@@ -62,10 +61,16 @@ class SaliencyArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"ids": "0:16", "noise": 2}}
 
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    seed: int = 0
+    """Seed of the SmoothGrad noise on the bottleneck vectors (through the world model)."""
+    precision: str = field(default="auto", kw_only=True)
+    """Arithmetic: fp32, bf16 or auto. Saliency re-simulates and back-propagates in fp32 whatever this says:
+    gradients need fp32, and each stored sample is checked against its fp32 re-simulation."""
+    samples: SAMPLES = None
     """Sample store (proclab wm sample, modal and greedy; default: the folder's)."""
-    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
-    """World-model checkpoint (default: the one the samples were simulated with)."""
+    wm: WM = None
+    """World model: a world-model run or checkpoint directory (default: the one the samples were simulated
+    with)."""
     ids: str = "0:100"
     """Samples to explain: ids and lo:hi ranges, e.g. 0:100,250."""
     target: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
@@ -95,10 +100,11 @@ class SaliencyArgs(AnalysisArgs):
     """Side-by-side mp4s for the first K samples."""
     real: bool = False
     """Agent alone on real frames of DATA (captum) instead of through the world model."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    data: DATA = None
     """--real: episode store of real episodes (default: the folder's)."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """--real: agent checkpoint (default: the folder's, else the one that recorded DATA)."""
+    agent: AGENT = None
+    """--real: the agent, a proclab run or checkpoint directory (default: the folder's, else the one that
+    recorded DATA)."""
     episodes: str = "0:4"
     """--real: episodes (ids and ranges); each gives the window at --offset."""
     window: int = 10
@@ -110,10 +116,6 @@ class SaliencyArgs(AnalysisArgs):
     integrated-gradients (from black frames)."""
     real_sigma: float = 0.05
     """--real smoothgrad: noise std on frames in [0, 1]."""
-    device: str = "auto"
-    """Torch device."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
@@ -143,7 +145,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
         "no sample store: pass --samples SAMPLES (proclab wm sample) or use a folder that has one",
     )
     settings.check_replayable()
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = args.runtime()
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
     targets = parse_targets(args.target or DEFAULT_TARGETS, wm.num_actions)

@@ -25,7 +25,6 @@ from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models import capture
 from proclab.models.loading import freeze, load_agent
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
@@ -119,7 +118,7 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
 def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
     """``--real``: one saliency-store episode per selected episode's window."""
     store, data, checkpoint = _real_inputs(args, ws)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = args.runtime()
     agent, _, _ = load_agent(checkpoint, rt)
     freeze(agent)
     codec = StateCodec(agent.state_shapes())
@@ -170,7 +169,7 @@ def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
     if data is None:
         raise ProclabError("--real needs a store of real episodes: pass --data DATA")
     store = EpisodeStore(data)
-    checkpoint = ws.agent_checkpoint(args.checkpoint, store)
+    checkpoint = ws.agent_checkpoint(args.agent, store)
     ws.require_inputs(data=Path(data), checkpoint=checkpoint)
     if not 0 <= args.step < args.window:
         raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")

@@ -26,7 +26,7 @@ the folder has a basis), and ``summary.json``.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -37,7 +37,7 @@ import tyro
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.targets import AgentTrace, Target, evaluate, parse_target
 from proclab.interpret.saliency.world_model import SampleSettings, basis_hook, open_samples, per_step
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
@@ -46,7 +46,6 @@ from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
 from proclab.models.loading import freeze
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec
@@ -77,6 +76,12 @@ class VisualizeArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"n": 4, "iterations": 50, "videos": 2}}
 
+    seed: int = 0
+    """Seed of the random initial vectors (--init random) and the seed optimiser's acceptance draws."""
+    precision: str = field(default="auto", kw_only=True)
+    """Arithmetic: fp32, bf16 or auto. The vectors are optimised through the simulation in fp32 whatever
+    this says (the gradients need fp32)."""
+
     maximize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
     """Target to drive up: value, value-delta, action:NAME, group:DIR, ic:K, pc:K or hook:NAME[:I]."""
     minimize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
@@ -99,16 +104,13 @@ class VisualizeArgs(AnalysisArgs):
     """seed optimiser: initial acceptance temperature."""
     steps: int | None = None
     """Simulated steps per rollout (default: the sample store's)."""
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    samples: SAMPLES = None
     """Sample store (proclab wm sample): informed vectors and the simulation settings (default: the folder's)."""
-    wm: Annotated[Path | None, tyro.conf.arg(metavar="WM_CHECKPOINT")] = None
-    """World-model checkpoint (default: the one the samples were simulated with)."""
+    wm: WM = None
+    """World model: a world-model run or checkpoint directory (default: the one the samples were simulated
+    with)."""
     videos: int = 4
     """Videos of the first K optimised rollouts."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 @dataclass
@@ -251,7 +253,7 @@ def run_visualize(args: VisualizeArgs) -> Path:
     args.require_positive("n", "iterations")
     ws = Workspace.open(args.out)
     store, settings, steps, wm_path = _simulation_inputs(args, ws)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = args.runtime()
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
     objective = _objective(args, ws, wm, agent, steps)

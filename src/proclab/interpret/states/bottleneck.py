@@ -16,10 +16,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.errors import ProclabError
 from proclab.interpret.stats.clustering import (
@@ -34,7 +33,7 @@ from proclab.interpret.stats.clustering import (
     ward_fit_assign,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.args import SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
@@ -43,14 +42,18 @@ from proclab.store.store import EpisodeStore
 
 @dataclass(frozen=True)
 class BottleneckArgs(MapArgs):
-    """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test."""
+    """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test.
+
+    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 16, "permutations": 200}}
 
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    seed: int = 0
+    """Seed of t-SNE, the silhouette's sample, the MMD test's subsamples and its permutations."""
+    samples: SAMPLES = None
     """Sample store with informed-init samples (default: the one the analysis folder was made with);
     random-init samples in it are used too."""
-    random_samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    random_samples: SAMPLES = None
     """A second sample store with random-init samples (proclab wm sample --init random)."""
     pcs: int = 128
     """Principal components of the standardised informed vectors (the random ones are projected on them)."""

@@ -17,10 +17,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
@@ -51,10 +50,11 @@ from proclab.interpret.stats.clustering import (
     ward_fit,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
+from proclab.run.runtime import Runtime
 from proclab.store.store import EpisodeStore
 
 
@@ -67,17 +67,22 @@ class HiddenArgs(MapArgs):
         "small": {"episodes": 100, "clusters": 8, "nmf": 8, "fit_points": 4000, "plot_points": 5000},
     }
 
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    seed: int = 0
+    """Seed of the fitting subsample, FastICA, NMF, t-SNE, the silhouette's and the drift's samples and the
+    plotted points."""
+    data: DATA = None
     """Episode store of real episodes (default: the one the analysis folder was made with)."""
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    samples: SAMPLES = None
     """Sample store of the world model (proclab wm sample); its states are drawn over the real cloud."""
     state: str | None = None
     """Recorded state to analyse: core.L.NAME (e.g. core.0.h), [state_in/|state_out/]core.L[.NAME]
     (default: the first recorded state tensor, leaving each step)."""
     hook: str | None = None
-    """Analyse a hook point instead (e.g. torso.hook_fc), by replaying the agent on the stored frames."""
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent to replay for --hook (default: the checkpoint that recorded the store)."""
+    """Analyse a hook point instead (e.g. torso.hook_fc), by replaying the agent on the stored frames
+    (on --device, in fp32)."""
+    agent: AGENT = None
+    """Agent replayed for --hook: a proclab run or checkpoint directory (default: the folder's agent, else
+    the one that recorded the store)."""
     episodes: int = 4000
     """Real episodes to analyse (the store's first N; all if it has fewer)."""
     n_ics: int = 16
@@ -94,8 +99,6 @@ class HiddenArgs(MapArgs):
     fit_points: int = 20_000
     """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
     points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
-    device: str = "auto"
-    """Torch device for --hook replay."""
 
 
 NAME = "hidden"
@@ -151,6 +154,7 @@ class _Inputs:
     store: EpisodeStore
     source: str  # the activation analysed (a store field or HOOK + hook name)
     checkpoint: Path | None
+    runtime: Runtime | None  # where a hook is replayed (None: a recorded state)
     samples: Path | None
     sample_store: EpisodeStore | None
     gen_source: str | None
@@ -164,9 +168,10 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
     if args.hook and args.state:
         raise ProclabError("give --state NAME or --hook NAME, not both")
     source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
-    checkpoint = ws.agent_checkpoint(args.checkpoint, store if source.startswith(HOOK) else None)
-    if source.startswith(HOOK):
-        replay_agent(store, source.removeprefix(HOOK), checkpoint)
+    checkpoint = ws.agent_checkpoint(args.agent, store if source.startswith(HOOK) else None)
+    runtime = args.runtime() if source.startswith(HOOK) else None
+    if runtime is not None:
+        replay_agent(store, source.removeprefix(HOOK), checkpoint, runtime)
     samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
     sample_store = EpisodeStore(samples) if samples else None
     gen_source = canonical_source(sample_store, source) if sample_store else None
@@ -179,7 +184,7 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
     points = int(store.episodes["length"][episodes].sum())
     check_clusters(args.clusters, min(points, args.fit_points))
     check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
-    return _Inputs(data, store, source, checkpoint, samples, sample_store, gen_source, episodes)
+    return _Inputs(data, store, source, checkpoint, runtime, samples, sample_store, gen_source, episodes)
 
 
 @dataclass(frozen=True)
@@ -265,7 +270,7 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
     """The world model's states on the real basis, whether each lies inside the real cloud, and how
     far each is from its nearest real state (``nearest_real``), beside the same distance of real states
     the fits did not use (``real_to_real``): the drift of dreamed states, in the z-scored units."""
-    gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, device=args.device)
+    gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, runtime=inp.runtime)
     gen_pcs, gen_ics = _project(basis, gen.x)
     gen_z = (gen.x - cloud.mu) / cloud.sd
     reference = cloud.z[cloud.fit_in]
@@ -341,7 +346,7 @@ def run_hidden(args: HiddenArgs) -> Path:
                 inp.source,
                 inp.episodes,
                 checkpoint=inp.checkpoint,
-                device=args.device,
+                runtime=inp.runtime,
                 progress=ph.fraction,
             )
             x = acts.x

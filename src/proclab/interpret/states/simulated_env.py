@@ -13,10 +13,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
@@ -32,7 +31,7 @@ from proclab.interpret.stats.clustering import (
     ward_fit_assign,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import MapArgs
+from proclab.interpret.workspace.args import SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
@@ -41,14 +40,18 @@ from proclab.store.store import EpisodeStore
 
 @dataclass(frozen=True)
 class EnvArgs(MapArgs):
-    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h."""
+    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h.
+
+    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
 
     PRESETS: ClassVar[dict[str, dict]] = {
         "paper": {},
         "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
     }
 
-    samples: Annotated[Path | None, tyro.conf.arg(metavar="SAMPLES")] = None
+    seed: int = 0
+    """Seed of the fitting subsample, t-SNE, the silhouette's sample and the plotted points."""
+    samples: SAMPLES = None
     """Sample store (proclab wm sample; default: the one the analysis folder was made with)."""
     pcs: int = 128
     """Principal components kept of the standardised env states."""

@@ -25,13 +25,12 @@ coefficient 0 over the same levels.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
-import tyro
 
 from proclab.envs import parse_split
 from proclab.envs.state import glossary
@@ -51,14 +50,13 @@ from proclab.interpret.steering.vectors import (
     target_cells,
     without,
 )
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.hooks import capture
 from proclab.models.loading import load_agent
-from proclab.run.runtime import make_runtime
 
 NAME = "steer"
 
@@ -69,8 +67,16 @@ class SteerArgs(AnalysisArgs):
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 20, "vector_levels": "0:20"}}
 
-    checkpoint: Annotated[Path | None, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Agent played (default: the folder's)."""
+    seed: int = 0
+    """Seed of the held-out levels drawn from --split, the envs, sampled actions (--no-greedy), the
+    retargeting's control channels and target cells, and the bootstrap."""
+    precision: str = field(default="auto", kw_only=True)
+    """The agent's arithmetic while it plays: fp32, bf16 (autocast) or auto (bf16 where the hardware computes
+    it natively). Every coefficient plays at the same precision, so the comparisons stay paired; the vector
+    itself is measured in fp32."""
+    agent: AGENT = None
+    """Agent played: a proclab run or checkpoint directory (default: the folder's, else the one that
+    recorded its data)."""
     hook: str = "torso.block1.hook_out"
     """Hook point the vector is added at (any of the agent's)."""
     entity: str | None = None
@@ -107,10 +113,6 @@ class SteerArgs(AnalysisArgs):
     """Episodes stepped together."""
     bootstrap: int = 2000
     """Bootstrap resamples of the paired CIs."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
 
 
 def parse_coefficients(text: str) -> np.ndarray:
@@ -140,9 +142,9 @@ def run_steer(args: SteerArgs) -> Path:
     args.require_positive("levels", "rows", "bootstrap")
     coefficients = parse_coefficients(args.coefficients)
     ws = Workspace.open(args.out)
-    checkpoint = agent_checkpoint(ws, args.checkpoint, "steer")
+    checkpoint = agent_checkpoint(ws, args.agent, "analyze steer")
     ws.require_inputs(checkpoint=checkpoint)
-    rt = make_runtime(args.device, "fp32", args.torch_threads)
+    rt = args.runtime()
     agent, env_config, _ = load_agent(checkpoint, rt)
     game = env_config.games()[0]
     entity = args.entity or _goal(game)

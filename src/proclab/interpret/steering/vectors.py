@@ -48,17 +48,24 @@ def without(states: Sequence[bytes], kind: str) -> tuple[list[bytes], list[bytes
 
 
 @torch.inference_mode()
-def _activations(agent, hook: str, frames: np.ndarray, device="cpu", batch: int = 64) -> Tensor:
-    """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame."""
+def _activations(agent, hook: str, frames: np.ndarray, batch: int = 64) -> Tensor:
+    """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame, on the agent's
+    device."""
 
     shape = sample_shapes(agent)[hook]
+    device = next(agent.parameters()).device
     parts = []
     for lo in range(0, len(frames), batch):
         obs = torch.as_tensor(frames[lo : lo + batch], device=device)
         b = len(obs)
         prev = torch.zeros(b, device=device) if agent.config.prev_reward else None
         with capture(agent, hook, detach=True) as acts:
-            agent.step(obs, agent.initial_state(b, device=device), torch.ones(b, dtype=torch.bool), prev)
+            agent.step(
+                obs,
+                agent.initial_state(b, device=device),
+                torch.ones(b, dtype=torch.bool, device=device),
+                prev,
+            )
         parts.append(acts[hook].reshape(b, *shape).float().cpu())
     return torch.cat(parts)
 

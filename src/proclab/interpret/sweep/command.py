@@ -1,4 +1,4 @@
-"""The sweep as a stage on an analysis folder: ``proclab analyze intervene --sweep``, and the quickstart.
+"""The sweep as a stage on an analysis folder: ``proclab analyze sweep``, and the quickstart.
 
 Reads the folder's basis and the coordinates ``analyze hidden`` recorded (the recorded
 distribution every arm is placed in), loads the agent, draws the paired levels from the split,
@@ -37,7 +37,6 @@ from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
-from proclab.run.runtime import make_runtime
 
 
 def run_sweep(args: SweepArgs) -> Path:
@@ -47,9 +46,9 @@ def run_sweep(args: SweepArgs) -> Path:
     args.check()
     ws = Workspace.open(args.out, create=False)
     coords = open_coordinates(ws, args.basis)
-    checkpoint = agent_checkpoint(ws, args.checkpoint, "--sweep")
+    checkpoint = agent_checkpoint(ws, args.agent, "analyze sweep")
     ws.require_inputs(checkpoint=checkpoint)
-    rt = make_runtime(args.device, args.precision, args.torch_threads)
+    rt = args.runtime()
     agent, env_config, _ = load_agent(checkpoint, rt)
     key = state_key(ws, agent, args.state)
     every = list(range(coords.k))

@@ -9,7 +9,7 @@ correction over the directions (:mod:`proclab.interpret.sweep.stats`).
 
 :func:`sweep` is the computation (any agent, basis, env: tests run it on a planted agent in a
 small deterministic env); :func:`run_sweep` is the stage on an analysis folder (``proclab analyze
-intervene --sweep``, and the quickstart), which writes ``ANALYSIS/sweep/``: ``sweep.json`` (every
+sweep``, and the quickstart), which writes ``ANALYSIS/sweep/``: ``sweep.json`` (every
 number), ``sweep_table.txt`` / ``sweep_table.csv`` (one row per direction and arm, sorted by
 effect size), ``sweep.png`` (changes per direction and arm) and ``episodes.npz`` (per variant and
 level: return, completion, length, action counts, held value).
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -46,7 +46,7 @@ from proclab.interpret.interventions.arms import (
     split_arm,
 )
 from proclab.interpret.interventions.batched_play import Outcomes, play
-from proclab.interpret.interventions.edit_target import EditArgs
+from proclab.interpret.interventions.edit_target import BasisArgs, PlayArgs
 from proclab.interpret.interventions.edited_agent import HOOK, held_agent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
@@ -63,16 +63,21 @@ SORTS = (*MEANS, TV)
 
 
 @dataclass(frozen=True)
-class SweepArgs(EditArgs):
-    """Intervention sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
+class SweepArgs(BasisArgs, PlayArgs):
+    """Sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
 
-    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs in ANALYSIS/sweep: one table
-    sorted by effect size, one plot, one JSON."""
+    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs
+    in ANALYSIS/sweep (sweep-BASIS for a basis other than ica): one table sorted by effect size, one plot,
+    one JSON."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
 
     seed: int = 0
     """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
+    basis: str = "ica"
+    """Coordinates the arms hold: ica (the folder's ICs), pca (its first k PCs), nmf (the NMF of analyze
+    hidden), sparse (the dictionary of analyze atlas --basis sparse) or units (the state's own units, z-scored
+    as the basis z-scores them)."""
     arms: str = ",".join(DEFAULT_ARMS)
     """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
     every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
@@ -86,8 +91,8 @@ class SweepArgs(EditArgs):
     --levels and --split unused): edited levels (proclab level edit) or recorded ones (level export)."""
     rows: int = 256
     """Episodes played at once: env slots stepped together, one batched agent forward per step."""
-    precision: str = "auto"
-    """The agent's arithmetic: fp32, bf16 (autocast), or auto (bf16 where the CPU computes it natively).
+    precision: str = field(default="auto", kw_only=True)
+    """The agent's arithmetic: fp32, bf16 (autocast), or auto (bf16 where the hardware computes it natively).
     Every variant of a sweep runs at the same precision, so its comparisons stay paired; fp32 reproduces
     sweeps made before this option."""
     permutations: int = 5000
