@@ -8,13 +8,15 @@ import pytest
 
 @pytest.fixture(autouse=True, scope="session")
 def private_cache_dir():
-    """Keep the user's cache (chosen learner layouts) out of the tests, and the tests out of it: a
-    fresh ``XDG_CACHE_HOME`` for this session, seen by the ``proclab`` subprocesses too."""
-    old = os.environ.get("XDG_CACHE_HOME")
+    """Keep the user's cache (chosen learner layouts, downloaded agents) out of the tests, and the tests
+    out of it: a fresh ``XDG_CACHE_HOME`` for this session and no ``PROCLAB_CACHE``, seen by the
+    ``proclab`` subprocesses too."""
+    old = {name: os.environ.pop(name, None) for name in ("XDG_CACHE_HOME", "PROCLAB_CACHE")}
     with tempfile.TemporaryDirectory(prefix="proclab-test-cache-") as root:
         os.environ["XDG_CACHE_HOME"] = root
         yield root
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+    for name, value in old.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
