@@ -16,7 +16,6 @@ import torch
 
 from foreign_agents import VARIANTS, TorchbeastRef, TrainProcgenRef, game_of
 from proclab.errors import ProclabError
-from proclab.io.checkpoint import find_checkpoint
 from proclab.models.importers.command import ImportArgs, import_agent
 from proclab.models.importers.published import PUBLISHED, REGISTRY
 from proclab.models.loading import load, load_agent
@@ -149,9 +148,10 @@ def test_the_registry_names_pinned_files_and_their_settings():
 
 # -- a proclab run -----------------------------------------------------------------------------------
 def test_a_proclab_run_loads_as_load_agent_does(tmp_path):
-    run = make_agent_checkpoint(tmp_path / "run")
+    checkpoint = make_agent_checkpoint(tmp_path / "run")
+    run = tmp_path / "run"
     reference, env, _ = load_agent(run, make_runtime("cpu", "fp32"))
-    for source in (run, find_checkpoint(run)):
+    for source in (run, checkpoint):
         agent = load(source, "cpu", "fp32")
         assert torch.equal(_outputs(agent), _outputs(reference))
         assert agent.env_config == env == reference.env_config and agent.source == str(source)
@@ -160,10 +160,14 @@ def test_a_proclab_run_loads_as_load_agent_does(tmp_path):
 
 
 def test_a_proclab_run_refuses_a_setting_it_contradicts(tmp_path):
-    run = make_agent_checkpoint(tmp_path / "run")  # coinrun, easy
-    _refused("plays game coinrun, not bigfish; drop game=", run, game="bigfish")
+    make_agent_checkpoint(tmp_path / "run")  # coinrun, easy, levels train (0:200), no backgrounds
+    run = tmp_path / "run"
+    _refused("plays game coinrun, not bigfish; drop game=$", run, game="bigfish")
     _refused("plays mode easy, not hard", run, mode="hard")
-    assert load(run, "cpu", "fp32", game="coinrun").env_config.game == ("coinrun",)
+    _refused("plays split train, not 0:500", run, split="0:500")
+    _refused("plays backgrounds False, not True", run, backgrounds=True)
+    agent = load(run, "cpu", "fp32", game="coinrun", split="0:200", backgrounds=False)
+    assert agent.env_config.split == "train"
 
 
 # -- bad input ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from proclab.envs import EnvConfig
+from proclab.envs import EnvConfig, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import META, Checkpoint, load_checkpoint, load_weights_into
 from proclab.io.configs import from_dict
@@ -83,15 +83,24 @@ def load_agent(path: str | Path | Checkpoint, runtime: Runtime) -> tuple[Agent, 
 
 def _check_plays(env: EnvConfig, asked: Asked, source: str) -> None:
     """Refuse a game, mode, split or backgrounds that a proclab run's own record contradicts."""
-    for name, given, own in (
-        ("game", asked.game, env.game),
-        ("mode", asked.mode, env.mode),
-        ("split", asked.split, env.split),
-        ("backgrounds", asked.backgrounds, env.use_backgrounds),
+
+    def levels(split: str) -> tuple[int, int]:
+        found = parse_split(split)
+        return found.start, found.num
+
+    for name, given, own, agrees in (
+        ("game", asked.game, ", ".join(env.game), lambda: asked.game in env.game),
+        ("mode", asked.mode, env.mode, lambda: asked.mode == env.mode),
+        ("split", asked.split, env.split, lambda: levels(asked.split) == levels(env.split)),
+        (
+            "backgrounds",
+            asked.backgrounds,
+            env.use_backgrounds,
+            lambda: asked.backgrounds == env.use_backgrounds,
+        ),
     ):
-        if given is not None and given != own and not (name == "game" and given in own):
-            shown = ", ".join(own) if name == "game" else own
-            raise ProclabError(f"the agent in {source!r} plays {name} {shown}, not {given}; drop {name}=")
+        if given is not None and not agrees():
+            raise ProclabError(f"the agent in {source!r} plays {name} {own}, not {given}; drop {name}=")
 
 
 def _own(ckpt: Checkpoint, runtime: Runtime, source: str) -> Agent:
