@@ -154,6 +154,15 @@ def save_figure(fig, path: str | Path, **savefig: Any) -> Path:
     return path
 
 
+def user_cache(*parts: str) -> Path:
+    """Where proclab keeps what it can make again (chosen learner layouts, downloaded agents):
+    ``$PROCLAB_CACHE``, else ``$XDG_CACHE_HOME/proclab``, else ``~/.cache/proclab``; ``parts`` below it."""
+    root = os.environ.get("PROCLAB_CACHE")
+    if not root:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proclab"
+    return Path(root).joinpath(*parts)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

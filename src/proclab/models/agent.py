@@ -28,12 +28,14 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from proclab.envs import EnvConfig
 from proclab.models.config import AgentConfig
 from proclab.models.cores import build_core
 from proclab.models.heads import PolicyValueHeads
 from proclab.models.hooks import HookPoint, hook_points
 from proclab.models.interventions import Intervened, Intervention, hook_shapes, run_with_cache, run_with_hooks
 from proclab.models.torso import build_torso
+from proclab.run.runtime import Runtime
 
 STATE_PREFIX = "core."
 
@@ -51,6 +53,14 @@ class Agent(nn.Module):
     def __init__(self, config: AgentConfig):
         super().__init__()
         self.config = config
+        self.env_config: EnvConfig | None = None
+        """The environment a loaded agent plays (game, mode, training levels, backgrounds), for the code
+        that runs it; ``None`` for an agent built here."""
+        self.runtime: Runtime | None = None
+        """The runtime a loaded agent was placed with (device, bf16 autocast), so that whoever plays it
+        computes as it was loaded to; ``None`` for an agent built here."""
+        self.source: str | None = None
+        """Where a loaded agent came from: the path or the published name it was loaded from."""
         self.torso = build_torso(config.torso, config.widths, config.fc, config.pool)
         for point in hook_points(self.torso).values():
             point.layout = "flat"  # the torso sees frames flattened over time (T*B, ...)

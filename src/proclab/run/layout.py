@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import statistics
 import time
 import warnings
@@ -36,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from proclab.errors import ProclabError
-from proclab.io.files import write_json
+from proclab.io.files import user_cache, write_json
 from proclab.run.runtime import Runtime
 
 SCHEMES = ("intra", "workers")
@@ -131,9 +130,8 @@ def layout_key(cpu: str, precision: str, threads: int, torch_version: str, agent
 
 
 def cache_path() -> Path:
-    """``$XDG_CACHE_HOME/proclab/layouts.json`` (``~/.cache`` when unset)."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "proclab" / "layouts.json"
+    """``layouts.json`` in proclab's cache (``$XDG_CACHE_HOME/proclab``, ``~/.cache`` when unset)."""
+    return user_cache("layouts.json")
 
 
 class LayoutCache:

@@ -12,7 +12,8 @@ builds an :class:`~proclab.models.AgentConfig` from their shapes:
 ``cleanba``        CleanRL JAX / Cleanba Flax msgpack files (read without JAX)
 =================  ==========================================================================
 
-:func:`read_agent` is the whole conversion, file to agent; :mod:`.command` writes the run
+:func:`read_agent` is the whole conversion, file to agent; :mod:`.setting` adds the environment
+the agent plays (for ``proclab import`` and for ``load``), and :mod:`.command` writes the run
 directory every other proclab command reads.
 """
 
@@ -40,7 +41,7 @@ def detect_format(source: SourceFile) -> Format:
     if found:
         raise ProclabError(
             f"checkpoint {str(source.path)!r} matches several formats ({', '.join(f.name for f in found)}); "
-            "pick one with --format"
+            "pick one with --format (load: format=)"
         )
     raise ProclabError(f"checkpoint {str(source.path)!r} is in no format proclab knows: {_describe(source)}")
 

@@ -5,11 +5,11 @@ the environment it plays) and one checkpoint, ``checkpoints/step_<N>/``, whose `
 carries the same facts, so ``eval``, ``render``, ``record``, ``analyze``, ``wm train``, ``trex
 demos``, ``panel`` and ``quickstart`` take it like a run proclab trained.
 
-What the environment was is taken, in order, from the command line, from the file (torchbeast
-flags, Cleanba's ``env_id``), from proclab's table of published checkpoints (by SHA-256), and
-otherwise assumed and said so (mode easy, every level, backgrounds on). The directory is built
-under a temporary name and renamed into place (``io.files.replacing``: a crash or a full disk
-leaves no half-written run); an existing one is replaced only with ``--force``.
+The conversion and the environment it plays (the command line, then the file, then proclab's
+table of published checkpoints, otherwise assumed and said so) are :mod:`.setting`'s, shared with
+``load``; this module only parses, calls and writes. The directory is built under a temporary
+name and renamed into place (``io.files.replacing``: a crash or a full disk leaves no half-written
+run); an existing one is replaced only with ``--force``.
 """
 
 from __future__ import annotations
@@ -20,19 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import tyro
 
-from proclab.envs import NUM_ACTIONS, EnvConfig, check_game, parse_split
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
 from proclab.io.files import replacing, write_json
 from proclab.io.run_dirs import CONFIG
-from proclab.models.agent import build_agent
-from proclab.models.importers import FORMATS, read_agent
-from proclab.models.importers.base import ImportedAgent
+from proclab.models.importers import FORMATS
 from proclab.models.importers.published import PUBLISHED
+from proclab.models.importers.setting import Asked, Conversion, convert
 from proclab.models.importers.source import SourceFile
 
 
@@ -64,69 +61,6 @@ class ImportArgs:
     was trained in another game or mode."""
 
 
-@dataclass(frozen=True)
-class Setting:
-    """The environment the agent is imported for, and which parts of it were assumed."""
-
-    env: EnvConfig
-    said_by: dict[str, str]
-
-
-def _pick(name: str, given, from_file, from_table, default, said: dict, file_says: str | None):
-    for value, where in ((given, "command line"), (from_file, file_says), (from_table, "published")):
-        if value is not None:
-            said[name] = where or "file"
-            return value
-    said[name] = "assumed"
-    return default
-
-
-def _check_agrees(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> None:
-    """Refuse a --game or --mode that contradicts what the file or the published table says."""
-    facts, table = imported.facts, PUBLISHED.get(source.sha256)
-    for name, asked in (("game", args.game), ("mode", args.mode)):
-        known = getattr(facts, name) or (getattr(table, name) if table else None)
-        if asked is None or known is None or asked == known or args.allow_mismatch:
-            continue
-        where = (
-            facts.said_by if getattr(facts, name) else f"proclab's table of published agents: {table.name}"
-        )
-        raise ProclabError(
-            f"the agent in {str(source.path)!r} was trained in {name} {known} ({where}), not {asked}; drop "
-            f"--{name}, or add --allow-mismatch to import it for {asked} anyway"
-        )
-
-
-def resolve_setting(args: ImportArgs, source: SourceFile, imported: ImportedAgent) -> Setting:
-    _check_agrees(args, source, imported)
-    facts, table = imported.facts, PUBLISHED.get(source.sha256)
-    said: dict[str, str] = {}
-    game = _pick("game", args.game, facts.game, table and table.game, None, said, facts.said_by)
-    if game is None:
-        raise ProclabError(f"{str(source.path)!r} does not say which game its agent plays; pass --game")
-    mode = _pick("mode", args.mode, facts.mode, table and table.mode, "easy", said, facts.said_by)
-    split = _pick("split", args.split, facts.split, table and table.split, "all", said, facts.said_by)
-    backgrounds = _pick(
-        "backgrounds", args.backgrounds, None, table and table.use_backgrounds, True, said, None
-    )
-    check_game(game, mode)
-    parse_split(split)
-    env = EnvConfig(game=(game,), mode=mode, split=str(split), use_backgrounds=bool(backgrounds))
-    return Setting(env, said)
-
-
-def _check_drivable(imported: ImportedAgent, source: SourceFile, game: str) -> None:
-    actions = imported.config.num_actions
-    if actions != NUM_ACTIONS:
-        raise ProclabError(
-            f"the agent in {str(source.path)!r} has {actions} policy outputs, but {game} (like every Procgen "
-            f"game) takes {NUM_ACTIONS} actions; it was trained for another environment"
-        )
-    for name, tensor in imported.weights.items():
-        if not torch.isfinite(tensor).all():
-            raise ProclabError(f"checkpoint {str(source.path)!r}: tensor for {name!r} holds NaN or infinity")
-
-
 def _reward_normalisation(source: SourceFile) -> dict:
     flags = source.payload.get("flags") if isinstance(source.payload, dict) else None
     if isinstance(flags, dict) and flags.get("reward_clipping") == "abs_one":
@@ -138,16 +72,15 @@ def _reward_normalisation(source: SourceFile) -> dict:
     }
 
 
-def provenance(
-    source: SourceFile, fmt_name: str, chose: str, imported: ImportedAgent, setting: Setting
-) -> dict:
+def provenance(conversion: Conversion, chose: str) -> dict:
     """The ``import`` record kept in ``config.json`` and in the checkpoint's ``meta.json``."""
+    source, imported, setting = conversion.source, conversion.imported, conversion.setting
     table = PUBLISHED.get(source.sha256)
     return {
         "source": str(source.path.resolve()),
         "sha256": source.sha256,
         "bytes": source.size,
-        "format": fmt_name,
+        "format": conversion.format.name,
         "format_chosen_by": chose,
         "variant": imported.variant,
         "published_as": table.name if table else None,
@@ -165,28 +98,27 @@ def default_out(source: SourceFile, game: str) -> Path:
     return Path("runs") / "import" / game / f"{stem}-{source.sha256[:8]}"
 
 
-def write_run(out: Path, imported: ImportedAgent, setting: Setting, record: dict, force: bool) -> Path:
+def write_run(out: Path, conversion: Conversion, record: dict, force: bool) -> Path:
     """Build the run directory under a temporary name, then rename it to ``out``."""
     if out.exists() and not force:
         raise ProclabError(f"{str(out)!r} already exists; pass --force to replace it, or choose --out")
     if out.exists() and not (out / CONFIG).is_file():
         raise ProclabError(f"{str(out)!r} exists and is not a run directory; proclab will not replace it")
-    agent = build_agent(imported.config)
-    agent.load_state_dict(imported.weights)  # the importer built both: a mismatch is a bug, not input
-    step = imported.facts.step or 0
+    step = conversion.imported.facts.step or 0
+    env = conversion.setting.env
     meta = {
         "kind": "agent",
         "algo": "impala" if record["format"] == "torchbeast" else "ppo",
         "step": step,
-        "games": list(setting.env.game),
-        "agent": to_dict(imported.config),
-        "env": to_dict(setting.env),
+        "games": list(env.game),
+        "agent": to_dict(conversion.imported.config),
+        "env": to_dict(env),
         "reward_normalisation": record.pop("reward_normalisation"),
         "import": record,
     }
     with replacing(out, "imported run directory") as tmp:
         tmp.mkdir()
-        save_checkpoint(tmp / "checkpoints" / f"step_{step:012d}", agent.state_dict(), meta)
+        save_checkpoint(tmp / "checkpoints" / f"step_{step:012d}", conversion.agent().state_dict(), meta)
         (tmp / "videos").mkdir()
         write_json(tmp / CONFIG, {"import": record, "agent": meta["agent"], "env": meta["env"]}, "run config")
     return out
@@ -194,15 +126,13 @@ def write_run(out: Path, imported: ImportedAgent, setting: Setting, record: dict
 
 def import_agent(args: ImportArgs) -> tuple[Path, dict]:
     """The whole import: read, convert, check, write. Returns the run directory and its record."""
-    source, fmt, imported = read_agent(args.source, args.format)
-    setting = resolve_setting(args, source, imported)
-    _check_drivable(imported, source, setting.env.game[0])
+    asked = Asked(args.game, args.mode, args.split, args.backgrounds, args.allow_mismatch)
+    conversion = convert(args.source, args.format, asked)
     chose = "--format" if args.format != "auto" else "tensor names"
-    record = provenance(source, fmt.name, chose, imported, setting)
-    out = args.out or default_out(source, setting.env.game[0])
-    write_run(
-        out, imported, setting, {**record, "reward_normalisation": _reward_normalisation(source)}, args.force
-    )
+    record = provenance(conversion, chose)
+    out = args.out or default_out(conversion.source, conversion.setting.env.game[0])
+    normalisation = _reward_normalisation(conversion.source)
+    write_run(out, conversion, {**record, "reward_normalisation": normalisation}, args.force)
     return out, record
 
 
