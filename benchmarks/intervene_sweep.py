@@ -42,9 +42,10 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels, paired_levels, play
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
+from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import agent_preset, build_agent
+from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import cpu_name, make_runtime
 
@@ -123,14 +124,16 @@ def sequential(agent, coords, rec, env_config, directions, args, rt, common) -> 
     """The same variants one evaluation each, on fewer levels, with the single command's env slots."""
     small = paired_levels(parse_split(args.split), args.sequential_levels, 1)
     variants = Variants.of(directions, tuple(ARMS.split(",")), rec, len(small), 0)
-    held = HeldAgent(agent, coords, KEY)
+    held, plan = Intervened(agent, count_steps=True), SweepPlan(coords, KEY, rec.values)
     env = ProcgenLevels(env_config, min(args.sequential_envs, len(small)), 0)
     V = len(variants.arm)
     print(f"sequential: {V} variants one by one x {len(small)} levels ...", file=sys.stderr)
     played, parts = 0.0, []
     for v in range(V):
         t0 = time.perf_counter()
-        parts.append(play(held, env, small, variants.direction[v : v + 1], variants.values[v : v + 1], rt))
+        parts.append(
+            play(held, plan, env, small, variants.direction[v : v + 1], variants.values[v : v + 1], rt)
+        )
         played += time.perf_counter() - t0
     env.close()
     fields = ("ret", "complete", "length", "actions")

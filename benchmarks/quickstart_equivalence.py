@@ -7,8 +7,8 @@ interpreter, one after the other, with one shared cache folder (so a learner lay
 run is the one the second uses, and the timing cannot pick different arithmetic). Then every file the
 two runs wrote is paired by its path (run directories' timestamps removed) and compared by content:
 weights (safetensors) tensor by tensor, arrays (npz, npy, the episode stores' zarr chunks) exactly,
-JSON and CSV files value by value with what measures time or names a folder left out, PNG images
-pixel by pixel. Videos and TensorBoard event files are left out (encoder and wall-clock metadata).
+JSON and CSV files value by value with what measures time or names a folder left out (and the command
+lines an analysis folder records as provenance), PNG images pixel by pixel. Videos and TensorBoard event files are left out (encoder and wall-clock metadata).
 
 Prints one JSON line per differing file and a final line ``{"compared": N, "differing": K, ...}``;
 exits 1 if anything differs. ``--runs DIR`` keeps the two output folders there.
@@ -33,10 +33,11 @@ import numpy as np
 SKIPPED_SUFFIXES = (".mp4", ".gif", ".pt", ".html", ".css", ".js", ".txt", ".log")
 SKIPPED_NAMES = re.compile(r"events\.out\.tfevents|plotly")
 # what measures wall-clock time, or depends on where the run was written (a digest of a file naming its folder),
-# or on when a writer happened to commit
+# or on when a writer happened to commit; and ``args``, the command lines an analysis folder records as
+# provenance (a renamed option changes them, not a result)
 VOLATILE_KEY = re.compile(
     r"second|minute|time|sps|elapsed|duration|date|created|finished|started|_at$|^saved|host|pid|crc32|digest"
-    r"|^commits$|rss|^id$",
+    r"|^commits$|rss|^id$|^args$",
     re.I,
 )
 SKIPPED_PICTURES = ("curves.png",)  # training curves plot throughput and wall-clock time

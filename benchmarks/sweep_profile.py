@@ -35,9 +35,10 @@ from proclab.envs.state import glossary
 from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import Variants
+from proclab.interpret.sweep.plan import SweepPlan
+from proclab.models.interventions import Intervened
 from proclab.run.runtime import cpu_name, make_runtime
 
 
@@ -102,7 +103,14 @@ def profiled_sweep(agent, coords, rec, env_config, args, rt) -> dict:
         t0 = time.perf_counter()
         watch = None if deaths is None else clock.wrap("deaths", deaths)
         out = play(
-            HeldAgent(agent, coords, KEY), env, levels, variants.direction, variants.values, rt, watch=watch
+            Intervened(agent, count_steps=True),
+            SweepPlan(coords, KEY, rec.values),
+            env,
+            levels,
+            variants.direction,
+            variants.values,
+            rt,
+            watch=watch,
         )
         if deaths is not None:
             deaths.classify(out.complete, out.timed_out)

@@ -99,7 +99,7 @@ class Corridor:
 class _Layer(nn.Module):
     def __init__(self):
         super().__init__()
-        self.hook_h = HookPoint(per_step=True)
+        self.hook_h = HookPoint(layout="step")
 
 
 class PlantedAgent(nn.Module):

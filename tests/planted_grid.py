@@ -83,7 +83,7 @@ class Grid:
 class _Torso(nn.Module):
     def __init__(self):
         super().__init__()
-        self.hook_map = HookPoint()
+        self.hook_map = HookPoint(layout="flat")  # sees frames flattened over time, as a torso does
 
 
 class GoalSeeker(nn.Module):

@@ -14,7 +14,10 @@ import numpy as np
 import torch
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
+from proclab.interpret.interventions.direction_edits import edit_hook
+from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import Coordinates, Intervened, Intervention, edit_coordinates
 from proclab.record import RecordArgs, new_recording, record_shard
 from proclab.rl.agent_checkpoints import save_agent_checkpoint
 from proclab.rl.config import PPOConfig, TrainConfig
@@ -324,3 +327,22 @@ def proclab_killed_when(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     return proc
+
+
+def hold(coords, h: torch.Tensor, dims: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """The sweep's hold on rows ``h`` ``(N, dim)``: coordinate ``dims[r]`` set to ``values[r]`` (``-1``: row kept)."""
+    return edit_coordinates(coords, h, "set", dims, value=values)
+
+
+def held_agent(agent, coords, key: str, dims, values) -> Intervened:
+    """``agent`` holding coordinate ``dims[r]`` of ``key`` (a state tensor or ``hook:NAME``) at ``values[r]`` in
+    row ``r`` at every step (0-d ``dims`` and ``values``: every row), through the one agent wrapper."""
+    dims, values = torch.as_tensor(dims), torch.as_tensor(values)
+    select = Coordinates(coords, dims)
+    return Intervened(agent, [Intervention(edit_hook(key), select, "set", values, per_row=dims.dim() > 0)])
+
+
+def hold_player(agent, coords, key: str, recorded=None, seed: int = 0) -> tuple[Intervened, SweepPlan]:
+    """The sweep's player and plan for ``play``: rows hold, redraw (from ``recorded``) or swap coordinates."""
+    rec = np.zeros((1, coords.k), np.float32) if recorded is None else recorded
+    return Intervened(agent, seed=seed, count_steps=True), SweepPlan(coords, key, rec)

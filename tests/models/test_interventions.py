@@ -292,7 +292,7 @@ def test_text_and_bad_input_give_one_line(agent):
     assert parse_selection("channels 10, 27") == Channels((10, 27))
     assert parse_selection("site 7@4,5") == Sites(((7, 4, 5),))
     iv = parse_intervention(CONV, "channel 7 set 0")
-    assert iv.describe() == f"{CONV} channels 7 set 0"
+    assert iv.describe() == f"{CONV} channel 7 set 0"
     assert iv.to_dict()["select"] == {"type": "channels", "channels": [7]}
     for text in ("channel x set 0", "channel 7 fly 2", "channel 7 set", "all mean 3"):
         with pytest.raises(ProclabError):

@@ -56,6 +56,12 @@ class HookPoint(nn.Module):
         return "" if self.layout == "time" else f"layout={self.layout}"
 
 
+def device_of(module: nn.Module) -> torch.device:
+    """Where ``module`` computes: its first weight's device (CPU for a module without weights, such as a
+    scripted or planted agent)."""
+    return next((p.device for p in module.parameters()), torch.device("cpu"))
+
+
 def hook_points(module: nn.Module) -> dict[str, HookPoint]:
     """Every :class:`HookPoint` below ``module``, by module path, in forward order."""
     return {name: m for name, m in module.named_modules() if isinstance(m, HookPoint)}

@@ -28,8 +28,8 @@ coordinate edit changes only its component: what lies outside it is kept bit for
 with ``per_row=True`` its first axis runs over the batch's rows (``(B,)`` or ``(B, *sample)``), which
 is how one forward pass plays many variants of an edit (each row its own level's vector, its own
 coordinate and value). ``rows`` restricts the edit to some rows; ``steps=(start, stop)`` to the steps
-of each row's episode in ``[start, stop)`` (the wrapper then counts steps in its state, under
-:data:`STEP_KEY`). ``of="increment"`` (recurrent state hooks only) edits the change ``h_t - h_{t-1}``
+of each row's episode in ``[start, stop)`` (``stop`` None: to the end; a ``(B,)`` tensor: per row, a
+negative entry never stops; the wrapper then counts steps in its state, under :data:`STEP_KEY`). ``of="increment"`` (recurrent state hooks only) edits the change ``h_t - h_{t-1}``
 of the state rather than the state: the interpreting-rl-behavior direction edits.
 
 **Captures see edits.** Edits run before any other forward hook at their hook point, so an
@@ -50,7 +50,7 @@ from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models.cache import ActivationCache, resolve_names
-from proclab.models.hooks import capture, hook_points
+from proclab.models.hooks import capture, device_of, hook_points
 
 KINDS = {
     "set": "set to VALUE",
@@ -102,7 +102,7 @@ class Channels(_MaskSelection):
         return m
 
     def describe(self) -> str:
-        return f"channels {','.join(map(str, self.channels))}"
+        return f"channel{'s' * (len(self.channels) > 1)} {','.join(map(str, self.channels))}"
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class Sites(_MaskSelection):
         return m
 
     def describe(self) -> str:
-        return "sites " + " ".join(f"{c}@{y},{x}" for c, y, x in self.sites)
+        return f"site{'s' * (len(self.sites) > 1)} " + " ".join(f"{c}@{y},{x}" for c, y, x in self.sites)
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class Units(_MaskSelection):
         return m
 
     def describe(self) -> str:
-        return f"units {','.join(map(str, self.units))}"
+        return f"unit{'s' * (len(self.units) > 1)} {','.join(map(str, self.units))}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,7 +212,7 @@ class Intervention:
     source: Tensor | None = None
     per_row: bool = False
     rows: Tensor | Sequence[int] | None = None
-    steps: tuple[int, int | None] | None = None
+    steps: tuple[int, int | Tensor | None] | None = None
     of: str = "value"
 
     def __post_init__(self):
@@ -230,7 +230,7 @@ class Intervention:
         if self.of == "increment" and not coords:
             raise ProclabError(f"an increment edit at {self.hook} needs coordinates (a basis of the state)")
         if self.steps is not None and (
-            self.steps[0] < 0 or (self.steps[1] is not None and self.steps[1] < 0)
+            self.steps[0] < 0 or (_is_number(self.steps[1]) and self.steps[1] < 0)
         ):
             raise ProclabError(f"steps {self.steps} of an edit at {self.hook} must be >= 0")
 
@@ -243,7 +243,13 @@ class Intervention:
             )
         when = ""
         if self.steps is not None:
-            when = f" steps {self.steps[0]}-{'' if self.steps[1] is None else self.steps[1] - 1}"
+            stop = self.steps[1]
+            last = (
+                ""
+                if stop is None
+                else ("per row" if isinstance(stop, Tensor) and stop.dim() else int(stop) - 1)
+            )
+            when = f" steps {self.steps[0]}-{last}"
         of = " of the increment" if self.of == "increment" else ""
         return f"{self.hook} {self.select.describe()} {self.kind}{value}{of}{when}"
 
@@ -350,7 +356,7 @@ def hook_shapes(agent, obs_shape: Sequence[int] = (3, 64, 64)) -> dict[str, tupl
     """Per-sample shape of every hook point's activation (one forward pass of 2 steps of 3 rows)."""
     obs = torch.zeros((2, 3, *obs_shape), dtype=torch.uint8)
     firsts = torch.ones((2, 3), dtype=torch.bool)
-    device = next(iter(agent.parameters()), torch.zeros(())).device
+    device = device_of(agent)
     with torch.no_grad():
         _, _, cache = run_with_cache(agent, obs.to(device), None, None, firsts.to(device))
     return {name: tuple(a.shape[2:]) for name, a in cache.items()}
@@ -386,7 +392,12 @@ def _active(iv: Intervention, call: _Call, t: slice, device) -> Tensor | None:
     if iv.steps is not None:
         start, stop = iv.steps
         s = call.steps[t]
-        window = s >= start if stop is None else (s >= start) & (s < stop)
+        window = s >= start
+        if isinstance(stop, Tensor):  # per row; a negative stop never comes
+            stop = stop.to(s.device)
+            window = window & ((stop < 0) | (s < stop))
+        elif stop is not None:
+            window = window & (s < stop)
         mask = window if mask is None else window & mask
     elif mask is not None:
         mask = mask.expand(t.stop - t.start, call.B)
@@ -413,7 +424,7 @@ class _Editor:
         if isinstance(sel, Coordinates):
             return self._coordinates(rows, active, call)
         if isinstance(sel, Direction):
-            out = self._along(rows, sel.vector)
+            out = self._along(rows, sel.vector, call)
         else:
             mask = self.mask.to(rows.device)
             if iv.per_row and isinstance(sel, Mask):
@@ -458,7 +469,7 @@ class _Editor:
             )
         return src
 
-    def _along(self, rows: Tensor, vector: Tensor) -> Tensor:
+    def _along(self, rows: Tensor, vector: Tensor, call: _Call) -> Tensor:
         """Direction edits: act on the component along the vector over dim 1 (channels, or the vector)."""
         iv = self.iv
         d = vector.to(device=rows.device, dtype=rows.dtype).reshape(-1)
@@ -469,7 +480,7 @@ class _Editor:
         shape = (1, -1) + (1,) * (rows.dim() - 2)
         d = d.view(shape)
         if iv.kind == "add":
-            return rows + self._value(rows, _Call(len(rows), 1, None)) * d
+            return rows + self._value(rows, call) * d
         unit = d / d.pow(2).sum().sqrt()
         comp = (rows * unit).sum(1, keepdim=True)
         if iv.kind == "set":
@@ -477,7 +488,7 @@ class _Editor:
         elif iv.kind == "scale":
             new = comp * iv.value
         else:
-            new = (self._target(rows, _Call(len(rows), 1, None)) * unit).sum(1, keepdim=True)
+            new = (self._target(rows, call) * unit).sum(1, keepdim=True)
         return rows + (new - comp) * unit
 
     def _coordinates(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
@@ -508,17 +519,10 @@ class _Editor:
             if value is not None and not isinstance(value, Tensor):
                 value = torch.full((n,), float(value), device=h.device, dtype=h.dtype)
             elif value is not None:
-                value = value.reshape(n)
-        if iv.of == "increment":
-            prev = call.prev.reshape(n, -1).to(h.dtype)
-            c = system.encode_change(h - prev)
-            c_new = _edit_coordinates(c, edited, index, other, iv.kind, value)
-            out = h + system.decode_change(c_new - c)
-        else:
-            c = system.encode(h)
-            c_new = _edit_coordinates(c, edited, index, other, iv.kind, value)
-            out = system.write(h, c, c_new)
-        return torch.where(edited[:, None], out, h).reshape(rows.shape)
+                value = value.expand(n) if value.dim() == 0 else value.reshape(n)
+        prev = call.prev.reshape(n, -1).to(h.dtype) if iv.of == "increment" else None
+        out = edit_coordinates(system, h, iv.kind, torch.where(edited, index, -1), other, value, prev)
+        return out.reshape(rows.shape)
 
 
 def _index(index: int | Tensor, n: int, call: _Call, device) -> Tensor:
@@ -528,6 +532,33 @@ def _index(index: int | Tensor, n: int, call: _Call, device) -> Tensor:
             return idx.expand(n)
         return _per_row(idx, call.T) if len(idx) != n else idx
     return torch.full((n,), int(index), dtype=torch.long, device=device)
+
+
+def edit_coordinates(
+    system,
+    h: Tensor,
+    kind: str,
+    index: Tensor,
+    other: Tensor | None = None,
+    value: Tensor | None = None,
+    prev: Tensor | None = None,
+) -> Tensor:
+    """Per row ``r`` of ``h`` (``(N, dim)``): coordinate ``index[r]`` of ``system`` set to / raised by /
+    multiplied by ``value[r]`` (``set`` / ``add`` / ``scale``; ``resample`` sets a drawn value), or exchanged
+    with (``swap``) or moved onto (``move``) coordinate ``other[r]``; rows with ``index[r] < 0`` are returned
+    untouched, and in edited rows what the coordinates do not describe is kept.
+
+    With ``prev`` (the state leaving the previous step) the coordinates edited are those of the increment
+    ``h - prev`` (``system.encode_change`` / ``decode_change``: no origin), the interpretation-of-RL
+    direction edits; otherwise those of the state itself (``encode`` / ``write``)."""
+    edited = index >= 0
+    if prev is None:
+        c = system.encode(h)
+        out = system.write(h, c, _edit_coordinates(c, edited, index, other, kind, value))
+    else:
+        c = system.encode_change(h - prev)
+        out = h + system.decode_change(_edit_coordinates(c, edited, index, other, kind, value) - c)
+    return torch.where(edited[:, None], out, h)
 
 
 def _edit_coordinates(c: Tensor, edited: Tensor, index: Tensor, other, kind: str, value) -> Tensor:
@@ -713,6 +744,12 @@ def _episode_steps(counted: Tensor, firsts: Tensor) -> Tensor:
     return out
 
 
+def state_hook(key: str) -> str:
+    """The per-step hook point a recurrent state tensor passes at every step: ``core.0.h`` -> ``core.0.hook_h``."""
+    prefix, name = key.rsplit(".", 1)
+    return f"{prefix}.hook_{name}"
+
+
 def _state_key(hook: str, points) -> str | None:
     """The state tensor a per-step hook point carries (``core.0.hook_h`` -> ``core.0.h``), or None."""
     if points[hook].layout != "step":
@@ -786,9 +823,11 @@ __all__ = [
     "Mask",
     "Sites",
     "Units",
+    "edit_coordinates",
     "hook_shapes",
     "parse_intervention",
     "parse_selection",
     "run_with_cache",
     "run_with_hooks",
+    "state_hook",
 ]

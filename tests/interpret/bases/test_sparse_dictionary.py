@@ -6,14 +6,13 @@ import pytest
 import torch
 from scipy.optimize import nnls
 
-from proclab.interpret.bases.coordinates import LinearCoordinates, hold
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.nmf import NmfCoordinates, nnls_fista
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.sparse_dictionary import DictionaryConfig, SparseDictionary, topk_codes
 from proclab.interpret.bases.systems import variance_explained
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.models import AgentConfig, build_agent
-from support import TINY_AGENT
+from support import TINY_AGENT, held_agent, hold
 
 D = 8
 
@@ -92,7 +91,7 @@ def test_identity_edits_are_bit_exact_and_holds_move_along_the_atom(fitted):
     obs = torch.randint(0, 256, (4, 3, 3, 64, 64), dtype=torch.uint8)
     firsts = torch.zeros(4, 3, dtype=torch.bool)
     firsts[0] = True
-    none = HeldAgent(agent, d, "core.0.h").plan(torch.full((3,), -1), torch.zeros(3))
+    none = held_agent(agent, d, "core.0.h", torch.full((3,), -1), torch.zeros(3))
     with torch.no_grad():
         plain, plain_state = agent.unroll(obs, agent.initial_state(3), firsts)
         held, held_state = none.unroll(obs, agent.initial_state(3), firsts)

@@ -5,15 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from proclab.interpret.bases.coordinates import hold
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.systems import open_coordinates, system_file, variance_explained
 from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.interventions.edit_target import recorded
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.workspace.folder import Workspace
 from proclab.models import AgentConfig, build_agent
-from support import TINY_AGENT
+from support import TINY_AGENT, held_agent, hold
 
 D = 16
 
@@ -70,7 +68,7 @@ def test_a_gru_held_on_a_unit_carries_that_unit_at_its_value(basis):
     obs = torch.randint(0, 256, (5, 3, 3, 64, 64), generator=g, dtype=torch.uint8)
     firsts = torch.zeros(5, 3, dtype=torch.bool)
     firsts[0] = True
-    held = HeldAgent(agent, coords, "core.0.h").plan(torch.tensor([7, -1, 2]), torch.tensor([1.5, 0.0, -2.0]))
+    held = held_agent(agent, coords, "core.0.h", torch.tensor([7, -1, 2]), torch.tensor([1.5, 0.0, -2.0]))
     with torch.no_grad():
         _, state = held.unroll(obs, agent.initial_state(3), firsts)
         _, plain = agent.unroll(obs, agent.initial_state(3), firsts)

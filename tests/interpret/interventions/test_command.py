@@ -8,11 +8,13 @@ import pytest
 import torch
 
 from proclab.cli import main as cli
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.command import ArmEpisodes, compare_real
-from proclab.interpret.interventions.edited_agent import IntervenedAgent, Intervention
+from proclab.interpret.interventions.direction_edits import DirectionEdit
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
 from proclab.interpret.workspace.folder import Workspace
+from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
@@ -84,7 +86,10 @@ def test_simulated_identity_is_bit_identical_and_the_command_pairs_samples(wm_ru
     out = folder(tmp_path / "analysis")
     basis = Workspace.open(out).basis()
     b = torch.from_numpy(np.stack([EpisodeStore(samples).info(i)["bottleneck"] for i in range(3)]))
-    same = IntervenedAgent(agent, basis, "pca", Intervention.parse("exchange", "2:2"), "core.0.h")
+    identity = DirectionEdit.parse("exchange", "2:2").intervention(
+        LinearCoordinates(basis, "pca"), "core.0.h"
+    )
+    same = Intervened(agent, [identity])
     with torch.no_grad():
         plain, edited = dreamed(wm, agent, b, 6), dreamed(wm, same, b, 6)
     for name in ("frame", "logits", "value", "agent_state", "env_h"):

@@ -9,9 +9,10 @@ import torch
 from planted_grid import SIZE, GoalSeeker, Grid
 from proclab.interpret.interventions.batched_play import play
 from proclab.interpret.probes.spatial import centres_of_mass, track_channels
-from proclab.interpret.steering.rows import AddVector, RowEditedAgent, WriteSites
+from proclab.interpret.steering.variants import AddVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import contrast_vector
 from proclab.models.hooks import capture
+from proclab.models.interventions import Intervened, hook_shapes
 from proclab.run.runtime import make_runtime
 
 HOOK = "torso.hook_map"
@@ -87,10 +88,11 @@ def retarget(agent, levels=LEVELS):
         targets.append(free[rng.integers(len(free))])
     targets = np.array(targets)
     sites = (targets[:, 0] * SIZE + targets[:, 1]).astype(float)
-    edited = RowEditedAgent(agent, HOOK, [WriteSites((0,), (2.0,)), WriteSites((1,), (2.0,))])
+    plan = variants_plan(HOOK, hook_shapes(agent)[HOOK], [WriteSites((0,), (2.0,)), WriteSites((1,), (2.0,))])
     watch = Target(env, targets, 3)
     out = play(
-        edited,
+        Intervened(agent),
+        plan,
         env,
         levels,
         np.array([-1, 0, 1]),
@@ -130,7 +132,9 @@ def test_a_contrastive_vector_subtracts_the_goal():
     without_goal[:, 1] = 0
     vector = contrast_vector(agent, HOOK, with_goal, without_goal)
     assert vector[1].abs().max() == 0 and vector[0].sum().item() == pytest.approx(1.0)
-    steered = RowEditedAgent(agent, HOOK, [AddVector(vector)])
+    plan = variants_plan(HOOK, hook_shapes(agent)[HOOK], [AddVector(vector)])
     values = np.stack([np.zeros(8), np.full(8, -8.0)])
-    out = play(steered, env, levels, np.zeros(2, np.int64), values, make_runtime("cpu", "fp32"))
+    out = play(
+        Intervened(agent), plan, env, levels, np.zeros(2, np.int64), values, make_runtime("cpu", "fp32")
+    )
     assert out.complete[0].mean() == 1.0 and out.complete[1].mean() < 0.5

@@ -71,9 +71,6 @@ class Runner:
     def initial_state(self, batch, device=None):
         return {}
 
-    def plan(self, dims, values):
-        return self
-
     def step(self, obs, state, first, prev_reward=None):
         logits = torch.zeros(len(obs), 15)
         logits[:, 7], logits[:, 8] = 2.0, 2.5
@@ -108,7 +105,7 @@ def test_deaths_in_played_coinrun_are_classified_by_replay_as_from_the_states_se
 
     try:
         plain = (np.array([-1, -1]), np.zeros((2, L)))  # two variants of the same agent: paired, identical
-        out = play(Runner(), env, levels, *plain, RT, greedy=False, watch=watch)
+        out = play(Runner(), None, env, levels, *plain, RT, greedy=False, watch=watch)
         deaths.classify(out.complete, out.timed_out)
         first = {lv: env.level_state(int(level)) for lv, level in enumerate(levels)}
     finally:

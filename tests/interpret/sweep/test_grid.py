@@ -7,17 +7,18 @@ import pytest
 import torch
 
 from planted import KEY, UNITS, Corridor, PlantedAgent, planted_recorded, recorded_states
-from proclab.interpret.bases.coordinates import LinearCoordinates, hold
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
 from proclab.interpret.interventions.batched_play import play
-from proclab.interpret.interventions.edited_agent import HeldAgent, IntervenedAgent, Intervention
+from proclab.interpret.interventions.direction_edits import DirectionEdit
 from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
 from proclab.interpret.sweep.stats import compare
 from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import Intervened
 from proclab.run.runtime import make_runtime
-from support import TINY_AGENT
+from support import TINY_AGENT, held_agent, hold, hold_player
 
 D = 16
 RT = make_runtime("cpu", "fp32", 1)
@@ -73,7 +74,7 @@ def test_identity_edits_are_bit_exact(basis, core):
     assert torch.equal(coords.write(h, c, c), h)
     agent = gru(core)
     obs, firsts = frames()
-    none = HeldAgent(agent, coords, "core.0.h").plan(torch.full((3,), -1), torch.zeros(3))
+    none = held_agent(agent, coords, "core.0.h", torch.full((3,), -1), torch.zeros(3))
     with torch.no_grad():
         plain, plain_state = agent.unroll(obs, agent.initial_state(3), firsts)
         held, held_state = none.unroll(obs, agent.initial_state(3), firsts)
@@ -85,8 +86,8 @@ def test_collapse_arm_is_the_increment_collapse(basis):
     """Holding IC 2 at the start state's coordinate plays like --collapse 2 (every increment's IC 2 zeroed)."""
     agent, coords = gru(), LinearCoordinates(basis, "ica")
     start = coords.encode(torch.zeros(1, D))[0, 2]
-    held = HeldAgent(agent, coords, "core.0.h").plan(torch.tensor(2), start)
-    collapsed = IntervenedAgent(agent, basis, "ica", Intervention.parse("collapse", "2"), "core.0.h")
+    held = held_agent(agent, coords, "core.0.h", torch.tensor(2), start)
+    collapsed = Intervened(agent, [DirectionEdit.parse("collapse", "2").intervention(coords, "core.0.h")])
     obs, firsts = frames(seed=1)
     with torch.no_grad():
         a, sa = held.unroll(obs, agent.initial_state(3), firsts)
@@ -126,9 +127,11 @@ def one_by_one(agent, coords, levels, dims, values, greedy, seed):
     ret, length, counts = np.zeros((V, L)), np.zeros((V, L)), np.zeros((V, L, 15), np.int64)
     for v in range(V):
         for lv in range(L):
-            env, held = Corridor(1), HeldAgent(agent, coords, KEY)
+            env = Corridor(1)
+            held = held_agent(
+                agent, coords, KEY, torch.tensor([dims[v]]), torch.tensor([values[v, lv]]).float()
+            )
             env.load(0, env.level_state(int(levels[lv])))
-            held.plan(torch.tensor([dims[v]]), torch.tensor([values[v, lv]], dtype=torch.float32))
             state, first, t = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0
             while True:
                 with torch.no_grad():
@@ -157,7 +160,7 @@ def test_batched_play_equals_episodes_played_one_by_one(greedy, monkeypatch):
     variants = Variants.of([1, 3], ("collapse", "mean", "resample"), rec, len(levels), seed=0)
     agent = PlantedAgent()
     out = play(
-        HeldAgent(agent, coords, KEY),
+        *hold_player(agent, coords, KEY),
         Corridor(13),
         levels,
         variants.direction,
@@ -231,9 +234,9 @@ def null_run(seed: int, coords, rec) -> list[list[dict]]:
     """One sweep of the null agent: outcomes played once, tested with both corrections."""
     levels = np.arange(3000 + 40 * seed, 3000 + 40 * seed + 30)
     variants = Variants.of(NULL_DIRECTIONS, NULL_ARMS, rec, len(levels), seed)
-    agent = HeldAgent(PlantedAgent(null=True, seed=seed), coords, KEY)
+    player = hold_player(PlantedAgent(null=True, seed=seed), coords, KEY)
     env = Corridor(len(levels) * len(variants.arm))
-    out = play(agent, env, levels, variants.direction, variants.values, RT, seed=seed)
+    out = play(*player, env, levels, variants.direction, variants.values, RT, seed=seed)
     kw = dict(bootstrap=50, permutations=999, alpha=0.05, seed=seed)
     names = [str(a) for a in range(15)]
     return [compare(out, variants.arm, names, correction=c, **kw) for c in ("holm", "bh")]
@@ -284,9 +287,9 @@ def null_claims(seed: int, coords, rec) -> tuple[dict, list[dict], np.ndarray]:
 
     levels = np.arange(5000 + 40 * seed, 5000 + 40 * seed + 30)
     variants = Variants.of(NULL_DIRECTIONS, NULL_ARMS, rec, len(levels), seed)
-    agent = HeldAgent(PlantedAgent(null=True, seed=seed), coords, KEY)
+    player = hold_player(PlantedAgent(null=True, seed=seed), coords, KEY)
     out = play(
-        agent, Corridor(len(levels) * len(variants.arm)), levels, variants.direction, variants.values, RT
+        *player, Corridor(len(levels) * len(variants.arm)), levels, variants.direction, variants.values, RT
     )
     reports = compare(
         out, variants.arm, [str(a) for a in range(15)], bootstrap=50, permutations=999,
@@ -430,7 +433,7 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
     data for that coordinate, yet off the joint data: in every real state gate = 1 + 0.1 (drive - 0.5),
     and holding the gate cuts that tie, which is what this measurement exists to see."""
     from proclab.interpret.stats.clustering import nearest_distance
-    from proclab.interpret.sweep.landing import LandingAgent
+    from proclab.interpret.sweep.landing import Landing
 
     coords, rec = planted_recorded()
     states = recorded_states()
@@ -438,13 +441,13 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
         out=tmp_path, levels=30, rows=128, permutations=200, bootstrap=100, arms="collapse,mean", landing=50
     )
     captured = {}
-    original = LandingAgent.edit
+    original = Landing.__call__
 
-    def spy(self, h, prev, first):
-        captured["agent"] = self
-        return original(self, h, prev, first)
+    def spy(self, codes, values, state):
+        captured["landing"] = self
+        return original(self, codes, values, state)
 
-    LandingAgent.edit = spy
+    Landing.__call__ = spy
     try:
         summary, _, variants = sweep(
             PlantedAgent(),
@@ -459,10 +462,10 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
             states=states,
         )
     finally:
-        LandingAgent.edit = original
-    agent = captured["agent"]
+        Landing.__call__ = original
+    kept_states = captured["landing"].reservoirs
     for v in range(1, len(variants.arm)):
-        kept = agent.states(int(variants.direction[v]), variants.values[v])
+        kept = kept_states.states(int(variants.direction[v]), variants.values[v])
         assert 0 < len(kept) <= 50
         m = int(variants.direction[v])
         np.testing.assert_allclose(kept[:, m], np.float32(variants.values[v, 0]), atol=1e-5)
@@ -477,7 +480,7 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
     v = next(
         i for i in range(len(variants.arm)) if variants.direction[i] == 0 and variants.arm[i] == "collapse"
     )
-    d = nearest_distance(z(states), z(agent.states(0, variants.values[v])))
+    d = nearest_distance(z(states), z(kept_states.states(0, variants.values[v])))
     assert at[0, "collapse"]["median"] == pytest.approx(np.median(d))
 
 
@@ -485,25 +488,24 @@ def test_brief_edits_release_after_k_steps_and_resample_step_redraws(tmp_path):
     """A brief edit held longer than any episode plays exactly as the whole-episode hold; held for K steps
     it plays exactly as the hold for K steps followed by the plain agent, stepped by hand; resample-step
     puts a recorded value, drawn anew, at every step."""
-    from proclab.interpret.sweep.landing import LandingAgent
-    from proclab.interpret.sweep.timed import TimedAgent
+    from proclab.interpret.sweep.landing import Landing
 
     coords, rec = planted_recorded()
     levels = np.arange(2100, 2112)
     variants = Variants.of([1], ("p05", "p05@100", "p05@3", "resample-step"), rec, len(levels), seed=0)
     assert list(variants.planned) == [-1, 1, 1 + 5 * 101, 1 + 5 * 4, 1]
     agent = PlantedAgent()
-    timed = TimedAgent(agent, coords, KEY, rec.values, seed=0)
-    out = play(timed, Corridor(20), levels, variants.planned, variants.values, RT)
+    timed = hold_player(agent, coords, KEY, rec.values, seed=0)
+    out = play(*timed, Corridor(20), levels, variants.planned, variants.values, RT)
     np.testing.assert_array_equal(out.length[1], out.length[2])  # held past the end: the whole-episode hold
     assert not np.array_equal(out.length[1], out.length[3])
     for lv, level in enumerate(levels):  # the reference: hold for 3 steps, then the plain agent
-        env, held = Corridor(1), HeldAgent(agent, coords, KEY)
+        env = Corridor(1)
         env.load(0, env.level_state(int(level)))
         state, first, t, total = agent.initial_state(1), torch.ones(1, dtype=torch.bool), 0, 0.0
         while True:
             dims = torch.tensor([1 if t < 3 else -1])
-            held.plan(dims, torch.tensor([variants.values[3, lv]], dtype=torch.float32))
+            held = held_agent(agent, coords, KEY, dims, torch.tensor([variants.values[3, lv]]).float())
             with torch.no_grad():
                 o, state = held.step(torch.from_numpy(env.observe()), state, first)
             _, reward, terminated, truncated, _ = env.step(np.array([int(o.logits[0].argmax())]))
@@ -511,7 +513,10 @@ def test_brief_edits_release_after_k_steps_and_resample_step_redraws(tmp_path):
             if terminated[0] or truncated[0]:
                 break
         assert out.length[3, lv] == t and out.ret[3, lv] == total
-    landing = LandingAgent(agent, coords, KEY, rec.values, cap=200, seed=1)
-    play(landing, Corridor(20), levels, variants.planned[[0, 4]], variants.values[[0, 4]], RT)
-    kept = landing.states(1, variants.values[4])[:, 1]
+    landing = Landing(KEY, cap=200, seed=1)
+    player = hold_player(agent, coords, KEY, rec.values, seed=1)
+    play(
+        *player, Corridor(20), levels, variants.planned[[0, 4]], variants.values[[0, 4]], RT, observe=landing
+    )
+    kept = landing.reservoirs.states(1, variants.values[4])[:, 1]
     assert all(np.isclose(rec.values[:, 1], x, atol=1e-6).any() for x in kept) and len(set(kept)) > 20

@@ -7,12 +7,11 @@ import numpy as np
 import torch
 
 from proclab.cli import main
-from proclab.interpret.bases.coordinates import LinearCoordinates, hold
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
-from proclab.interpret.interventions.edited_agent import HookHeldAgent, held_agent
 from proclab.models import AgentConfig, build_agent
-from proclab.models.hooks import capture, patch
-from support import TINY_AGENT
+from proclab.models.hooks import capture
+from support import TINY_AGENT, held_agent, hold
 
 THREADS = ["--torch-threads", "1"]
 
@@ -22,8 +21,6 @@ def test_hook_hold_against_hold_on_the_captured_activation():
     agent = build_agent(AgentConfig(core="none", **TINY_AGENT)).eval()
     x = np.random.default_rng(0).normal(size=(300, 32))
     coords = LinearCoordinates(Basis.fit(x, BasisConfig(n_ics=4), {}), "ica")
-    held = held_agent(agent, coords, "hook:torso.hook_fc")
-    assert isinstance(held, HookHeldAgent)
     obs = torch.randint(0, 256, (3, 3, 64, 64), dtype=torch.uint8)
     first = torch.ones(3, dtype=torch.bool)
     dims, values = torch.tensor([2, -1, 0]), torch.tensor([1.5, 0.0, -0.7])
@@ -31,15 +28,17 @@ def test_hook_hold_against_hold_on_the_captured_activation():
         with capture(agent, "torso.hook_fc", detach=True) as acts:
             plain, _ = agent.step(obs, {}, first)
         want = hold(coords, acts["torso.hook_fc"].double(), dims, values.double())
-        got, _ = held.plan(dims, values).step(obs, {}, first)
-        # the activation the heads read: a capture opened inside the edit's patch records the edited value
-        with patch(agent, "torso.hook_fc", held._edit), capture(agent, "torso.hook_fc", detach=True) as inner:
-            agent.step(obs, {}, first)
-    np.testing.assert_allclose(inner["torso.hook_fc"].double().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+        held = held_agent(agent, coords, "hook:torso.hook_fc", dims, values)
+        got, _, inner = held.run_with_cache(
+            obs, {}, ["torso.hook_fc"], first
+        )  # the cache sees the edited value
+    np.testing.assert_allclose(inner["torso.hook_fc"][0].double().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
     assert torch.equal(got.logits[1], plain.logits[1])  # dims -1: the plain agent, bit for bit
     assert not torch.equal(got.logits[0], plain.logits[0])
     with torch.no_grad():
-        none, _ = held.plan(torch.tensor([-1, -1, -1]), values).step(obs, {}, first)
+        none, _ = held_agent(agent, coords, "hook:torso.hook_fc", torch.tensor([-1, -1, -1]), values).step(
+            obs, {}, first
+        )
     assert torch.equal(none.logits, plain.logits)
 
 

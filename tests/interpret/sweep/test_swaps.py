@@ -8,20 +8,20 @@ import torch
 
 from planted import KEY, UNITS, Corridor, PlantedAgent, recorded_states, unit_basis
 from proclab.errors import ProclabError
-from proclab.interpret.bases.coordinates import LinearCoordinates, swap
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import play
-from proclab.interpret.interventions.edited_agent import HeldAgent
 from proclab.interpret.stats.corrections import holm
 from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.plan import swap_code
 from proclab.interpret.sweep.swaps import parse_swaps, pick_direction, resolve
-from proclab.interpret.sweep.timed import COUNTER, TimedAgent, swap_code
 from proclab.models import AgentConfig, build_agent
 from proclab.models.hooks import patch
+from proclab.models.interventions import STEP_KEY, edit_coordinates
 from proclab.run.runtime import make_runtime
-from support import TINY_AGENT
+from support import TINY_AGENT, hold_player
 
 D = 16
 RT = make_runtime("cpu", "fp32", 1)
@@ -39,7 +39,7 @@ def test_swap_exchanges_two_coordinates_and_keeps_everything_else(basis, system)
     coords = UnitCoordinates(basis) if system == "units" else LinearCoordinates(basis, "ica")
     h = torch.from_numpy(np.random.default_rng(2).normal(size=(4, D)))
     first, second = torch.tensor([0, -1, 3, 1]), torch.tensor([2, -1, 1, 1])
-    out = swap(coords, h, first, second)
+    out = edit_coordinates(coords, h, "swap", first, second)
     c, d = coords.encode(h).numpy(), coords.directions()
     for r in range(4):
         if first[r] < 0:
@@ -61,9 +61,9 @@ def test_a_gru_swapped_in_the_sweeps_player_is_the_swap_written_at_its_hook(basi
     g = torch.Generator().manual_seed(1)
     obs = torch.randint(0, 256, (5, 3, 3, 64, 64), generator=g, dtype=torch.uint8)
     pairs = [(0, 2), None, (3, 1)]
-    timed = TimedAgent(agent, coords, "core.0.h", np.zeros((4, 4)), seed=0)
+    timed, plan = hold_player(agent, coords, "core.0.h", np.zeros((4, 4)), seed=0)
     codes = torch.tensor([-1 if p is None else swap_code(*p, coords.k) for p in pairs])
-    timed.plan(codes, torch.zeros(3))
+    timed.interventions = plan(codes, torch.zeros(3))
     state, first = timed.initial_state(3), torch.ones(3, dtype=torch.bool)
     got = []
     with torch.no_grad():
@@ -71,7 +71,7 @@ def test_a_gru_swapped_in_the_sweeps_player_is_the_swap_written_at_its_hook(basi
             out, state = timed.step(obs[t], state, first)
             got.append(out.logits)
             first = torch.zeros(3, dtype=torch.bool)
-    assert COUNTER in state
+    assert STEP_KEY in state
     proj, dirs = basis.to_coords, basis.directions("ica")
     for r, pair in enumerate(pairs):
 
@@ -131,7 +131,7 @@ def test_the_sweeps_swaps_are_the_planted_agent_swapped_in_its_own_code(tmp_path
         v = variants.held + k
         assert variants.arm[v] == f"swap {pair[0]}:{pair[1]}"
         ref = play(
-            HeldAgent(SwappedPlanted(pair), coords, KEY),
+            *hold_player(SwappedPlanted(pair), coords, KEY),
             Corridor(8),
             levels,
             np.array([-1]),

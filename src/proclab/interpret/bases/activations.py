@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.models.hooks import capture
+from proclab.models.hooks import capture, device_of
 from proclab.models.loading import load_agent
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width, unflatten_state
@@ -102,6 +102,15 @@ def step_index(store: EpisodeStore, episodes: np.ndarray) -> tuple[np.ndarray, n
     return episode.astype(np.int64), step.astype(np.int64)
 
 
+def episode_subset(store, steps: int, seed: int) -> np.ndarray:
+    """Sorted ids of a seeded random subset of whole episodes holding about ``steps`` steps."""
+    if store.num_episodes == 0:
+        raise ProclabError(f"episode store {str(store.path)!r} holds no episodes")
+    order = np.random.default_rng(seed).permutation(store.num_episodes)
+    lengths = np.asarray(store.episodes["length"])[order]
+    return np.sort(order[: max(2, int(np.searchsorted(np.cumsum(lengths), steps)) + 1)])
+
+
 def read_activation(
     store: EpisodeStore,
     source: str,
@@ -152,7 +161,7 @@ def _replay(
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     out: np.ndarray | None = None
     order = np.argsort(-lengths, kind="stable")  # similar lengths share a batch: little padding
-    dev = next(agent.parameters()).device
+    dev = device_of(agent)
     done = 0
     for lo in range(0, len(order), batch):
         members = order[lo : lo + batch]

@@ -1,7 +1,7 @@
 """The sweep's arms: where each one holds a direction's coordinate, and where that lies in the data.
 
 Every arm holds coordinate ``m`` of the edited state at one value for a whole episode
-(:class:`~proclab.interpret.interventions.edited_agent.HeldAgent`); they differ in the value:
+(:class:`~proclab.interpret.interventions.direction_edits.Hold`, a ``set`` of one coordinate); they differ in the value:
 
 * ``collapse``: the coordinate of the state an episode starts from (all zeros). Holding it there
   is exactly the increment-collapse of ``--collapse m`` (the coordinate of every increment is
@@ -19,7 +19,7 @@ Every arm holds coordinate ``m`` of the edited state at one value for a whole ep
   active on 3 % of them has ``p05 = p95 = 0``), it is the atom's typical active value: the only
   on-data arm that turns a rarely active atom on.
 
-Two more kinds of edit (sweep only, :mod:`proclab.interpret.sweep.timed`):
+Two more kinds of edit (sweep only, :mod:`proclab.interpret.sweep.plan`):
 
 * ``resample-step``: the coordinate of a recorded state drawn at random at *every step* (its
   distribution kept at every step, its link to what the agent sees and did cut at every step);

@@ -1,6 +1,6 @@
 """``proclab analyze edit --hook H --edit SPEC``: one declarative edit at any hook point, played.
 
-The edit (:mod:`proclab.interpret.interventions.spec`) is applied on every forward pass of the agent
+The edit (an :class:`~proclab.models.interventions.Intervention`, parsed from ``--edit``) is applied on every forward pass of the agent
 (feed-forward or recurrent) while it plays ``--episodes`` complete episodes per arm on the same
 levels as the plain agent (:func:`~proclab.interpret.interventions.command.record_arm`), compared
 paired by level like every other intervention; outputs in ``ANALYSIS/intervene-edit/``. ``mean`` and
@@ -20,15 +20,20 @@ import torch
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.interpret.bases.activations import HOOK, read_activation
+from proclab.interpret.bases.activations import HOOK, episode_subset, read_activation
 from proclab.interpret.interventions.command import ARMS, ArmEpisodes, compare_real, record_arm
 from proclab.interpret.interventions.edit_target import ArmArgs, agent_checkpoint
-from proclab.interpret.interventions.spec import NEEDS_SOURCE, Edit, HookedAgent, parse_edit, sample_shapes
-from proclab.interpret.probes.command import episode_subset
 from proclab.interpret.workspace.args import DATA
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
+from proclab.models.interventions import (
+    NEEDS_SOURCE,
+    Intervened,
+    Intervention,
+    hook_shapes,
+    parse_intervention,
+)
 from proclab.models.loading import load_agent
 from proclab.store import EpisodeStore
 
@@ -69,7 +74,7 @@ def hook_distribution(data: Path, hook: str, checkpoint: Path, steps: int, seed:
     return read_activation(store, HOOK + hook, episodes, checkpoint=checkpoint, runtime=runtime).x
 
 
-def build_edit(args: HookEditArgs, agent, checkpoint: Path, data: Path | None, runtime) -> Edit:
+def build_edit(args: HookEditArgs, agent, checkpoint: Path, data: Path | None, runtime) -> Intervention:
     """The ``--edit`` at ``--hook``, with the recorded distribution it needs (mean, resample)."""
     kind = args.edit.split()[-1] if args.edit else ""
     source = None
@@ -78,11 +83,11 @@ def build_edit(args: HookEditArgs, agent, checkpoint: Path, data: Path | None, r
             raise ProclabError(
                 f"a {kind} edit needs recorded activations: pass --data DATA (an episode store)"
             )
-        shape = sample_shapes(agent)[args.hook]
+        shape = hook_shapes(agent)[args.hook]
         x = hook_distribution(data, args.hook, checkpoint, args.source_steps, args.seed, runtime)
         pool = torch.as_tensor(x).reshape(-1, *shape)
         source = pool.mean(0) if kind == "mean" else pool
-    return parse_edit(args.hook, args.edit, source)
+    return parse_intervention(args.hook, args.edit, source)
 
 
 def run_edit(args: HookEditArgs) -> Path:
@@ -100,7 +105,7 @@ def run_edit(args: HookEditArgs) -> Path:
     out = ws.command_dir(NAME)
     paths = {}
     with phases(2, NAME) as ph:
-        for arm, a in zip(ARMS, (agent, HookedAgent(agent, [edit])), strict=True):
+        for arm, a in zip(ARMS, (agent, Intervened(agent, [edit])), strict=True):
             with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
                 tag = {"arm": arm, "spec": edit.describe()}
                 paths[arm] = record_arm(

@@ -1,12 +1,13 @@
-"""Paired episodes in batches: many (level, variant) episodes stepped together, one agent forward a step.
+r"""Paired episodes in batches: many (level, variant) episodes stepped together, one agent forward a step.
 
 A sweep compares ``V`` variants of an agent (the plain one and, per direction and arm, a held
 coordinate) on the same ``L`` levels: ``V x L`` episodes, one per (variant, level). Running them
 as ``V`` evaluations one after another would run ``V`` small batches; here every env slot plays
 one such episode at a time and all slots step together, so the agent's forward pass sees up to
-``rows`` episodes of any variants at once (:class:`~proclab.interpret.interventions.edited_agent.HeldAgent`
-edits each row with its own plan; on a CPU the forward goes through the rows in cache-sized
-pieces, :data:`CPU_CHUNK`, which is faster per frame than one large batch). A slot whose episode
+``rows`` episodes of any variants at once (a *plan* turns each row's variant and value into
+:class:`~proclab.models.interventions.Intervention`\ s over the rows that play them, which the one
+agent wrapper applies; on a CPU the forward goes through the rows in cache-sized pieces,
+:data:`CPU_CHUNK`, which is faster per frame than one large batch). A slot whose episode
 ends is given the next episode in level-major order (all variants of a level, then the next
 level), so slots never wait for a level's slowest variant, and only one level's start state is
 kept at a time.
@@ -27,7 +28,7 @@ terminated, truncated, info`` with ``info["episode"]["level_complete"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,6 +39,7 @@ from proclab.envs.levels import LEVEL_SEED_SPACE
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelStates
 from proclab.levels.play import check_levels_fit, with_options_of
+from proclab.models.interventions import Intervention
 
 KEPT_LEVELS = 64
 """Level start states :meth:`ProcgenLevels.level_state` keeps (about 40 KB each in CoinRun)."""
@@ -188,9 +190,14 @@ def _choose(
     return logits.argmax(1)
 
 
+Plan = Callable[[torch.Tensor, torch.Tensor], Sequence[Intervention]]
+"""Rows' variant codes and values -> the interventions that play them (empty: the plain agent)."""
+
+
 @torch.inference_mode()
 def play(
     agent,
+    plan: Plan | None,
     env,
     levels: np.ndarray,
     dims: np.ndarray,
@@ -201,13 +208,16 @@ def play(
     seed: int = 0,
     tick: Callable[[int], None] | None = None,
     watch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    observe: Callable[[torch.Tensor, torch.Tensor, dict], None] | None = None,
 ) -> Outcomes:
-    """Play every variant ``v`` (``dims[v]``: the coordinate held, ``-1`` none; ``values[v, l]``: its
-    value on level ``l``) of ``agent`` (a :class:`~proclab.interpret.interventions.edited_agent.HeldAgent`,
-    or any agent with its ``plan``) once on each of ``levels``; ``tick(n)`` is called as ``n`` episodes
-    finish, ``watch(rows, jobs, ended, actions)`` after every env step with the rows that played it,
-    their episodes (``job = level * V + variant``), whether each one ended (its slot already shows the
-    next level) and the actions they took."""
+    """Play every variant ``v`` (``dims[v]``: its code, ``-1`` the plain agent; ``values[v, l]``: its value on
+    level ``l``) of ``agent`` once on each of ``levels``: before every forward pass, the interventions of
+    ``agent`` (an :class:`~proclab.models.interventions.Intervened`) become ``plan(codes, values)`` of the rows
+    it computes (``plan`` None: any agent, played as it is). ``tick(n)`` is
+    called as ``n`` episodes finish, ``watch(rows, jobs, ended, actions)`` after every env step with the rows
+    that played it, their episodes (``job = level * V + variant``), whether each one ended (its slot already
+    shows the next level) and the actions they took, ``observe(codes, values, state)`` after every forward
+    pass with the state it left (what the edits wrote)."""
     V, L = values.shape
     R = env.num_envs
     out = Outcomes.empty(V, L, agent.config.num_actions)
@@ -226,7 +236,7 @@ def play(
             torch.from_numpy(values[variant, level]).float().to(dev),
         )
         logits, state = _forward(
-            agent, runtime.obs_tensor(obs), state, first, prev_reward, live, *held, runtime
+            agent, plan, observe, runtime.obs_tensor(obs), state, first, prev_reward, live, *held, runtime
         )
         act = _choose(logits, greedy, seed, slots.levels[level], slots.length[live])
         actions = np.full(R, NOOP, np.int64)
@@ -259,7 +269,7 @@ def play(
     return out
 
 
-def _forward(agent, obs, state, first, prev_reward, live: np.ndarray, dims, values, runtime):
+def _forward(agent, plan, observe, obs, state, first, prev_reward, live: np.ndarray, dims, values, runtime):
     """The agent's logits for the ``live`` rows (each holding ``dims``/``values``) and the full next
     state (the other rows' kept). On a CPU the rows go through in pieces of :data:`CPU_CHUNK`."""
     full = len(live) == len(first)
@@ -273,9 +283,12 @@ def _forward(agent, obs, state, first, prev_reward, live: np.ndarray, dims, valu
     logits, parts = [], []
     for lo in range(0, len(live), chunk):
         sl = slice(lo, lo + chunk)
-        agent.plan(dims[sl], values[sl])
+        if plan is not None:
+            agent.interventions = plan(dims[sl], values[sl])
         with runtime.autocast():
             out, new = agent.step(o[sl], {k: v[sl] for k, v in s.items()}, f[sl], p[sl])
+        if observe is not None:
+            observe(dims[sl], values[sl], new)
         logits.append(out.logits)
         parts.append(new)
     new = {k: torch.cat([n[k] for n in parts]) for k in parts[0]} if parts[0] else {}

@@ -1,7 +1,7 @@
 """``proclab analyze intervene`` and ``analyze intervene-sim``: what editing one hidden-state direction does,
 in the real env and in simulation.
 
-The intervention (:mod:`proclab.interpret.interventions.edited_agent`) is applied in the folder's basis to
+The intervention (:mod:`proclab.interpret.interventions.direction_edits`) is applied in the folder's basis to
 the state tensor the basis was fitted on. Two arms, baseline and intervened, are compared
 *paired* (:mod:`proclab.interpret.stats.paired`):
 
@@ -44,20 +44,13 @@ from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import BehaviourModel, SampleSet, source_of
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
+from proclab.interpret.interventions.direction_edits import OPS, DirectionEdit, Hold
 from proclab.interpret.interventions.edit_target import (
     ArmArgs,
     BasisArgs,
     agent_checkpoint,
     recorded,
     state_key,
-)
-from proclab.interpret.interventions.edited_agent import (
-    HOOK,
-    OPS,
-    Hold,
-    IntervenedAgent,
-    Intervention,
-    held_agent,
 )
 from proclab.interpret.saliency.world_model import open_samples
 from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
@@ -69,6 +62,7 @@ from proclab.io.configs import from_dict
 from proclab.io.files import pyplot
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
+from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze, load_agent
 from proclab.record import RecordArgs
 from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
@@ -145,7 +139,7 @@ class InterveneSimArgs(DirectionArgs):
 EDIT_FLAGS = (*OPS, "hold")
 
 
-def intervention_of(args: DirectionArgs) -> Intervention | Hold:
+def intervention_of(args: DirectionArgs) -> DirectionEdit | Hold:
     given = [(op, getattr(args, op)) for op in EDIT_FLAGS if getattr(args, op) is not None]
     if len(given) != 1:
         raise ProclabError(
@@ -153,7 +147,7 @@ def intervention_of(args: DirectionArgs) -> Intervention | Hold:
             f"got {len(given)}"
         )
     op, text = given[0]
-    return Hold.parse(text) if op == "hold" else Intervention.parse(op, text)
+    return Hold.parse(text) if op == "hold" else DirectionEdit.parse(op, text)
 
 
 def run_intervene(args: InterveneArgs) -> Path:
@@ -292,22 +286,16 @@ def compare_real(base: ArmEpisodes, inter: ArmEpisodes, reps: int, seed: int) ->
 
 
 def _arms(
-    agent, basis, edit: Intervention | Hold, key: str, args: DirectionArgs, rec: Recorded
+    agent, basis, edit: DirectionEdit | Hold, key: str, args: DirectionArgs, rec: Recorded
 ) -> dict[str, tuple]:
     """Per arm, its agent (the intervened one edits state ``key``) and the ``intervention`` record its
     store carries."""
+    coords = LinearCoordinates(basis, args.basis)
     if isinstance(edit, Hold):
         value = rec.held(edit.arm, edit.i, 1, np.random.default_rng(args.seed))[0]
-        coords = LinearCoordinates(basis, args.basis)
-        edit.check(coords.k)
-        intervened = held_agent(agent, coords, key).plan(torch.tensor(edit.i), torch.tensor(value))
-    elif key.startswith(HOOK):
-        raise ProclabError(
-            f"--{edit.op} edits a carried state's increments; the folder's basis is at {key}: use --hold I:ARM, "
-            "or analyze edit --hook NAME --edit SPEC"
-        )
+        intervened = Intervened(agent, [edit.intervention(coords, key, value)])
     else:
-        intervened = IntervenedAgent(agent, basis, args.basis, edit, key)
+        intervened = Intervened(agent, [edit.intervention(coords, key)])
     return {
         arm: (a, {"arm": arm, "spec": edit.spec, "basis": args.basis, "state": key})
         for arm, a in zip(ARMS, (agent, intervened), strict=True)

@@ -31,8 +31,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.bases.activations import HOOK, read_activation, replay_agent
-from proclab.interpret.interventions.spec import sample_shapes
+from proclab.interpret.bases.activations import HOOK, episode_subset, read_activation, replay_agent
 from proclab.interpret.probes.linear import (
     KINDS,
     EpisodeSums,
@@ -52,6 +51,7 @@ from proclab.io.checkpoint import load_checkpoint, save_checkpoint
 from proclab.io.configs import from_dict
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import hook_shapes
 from proclab.store import EpisodeStore
 
 NAME = "probe"
@@ -110,15 +110,6 @@ def random_agent_checkpoint(checkpoint: Path, out: Path, seed: int) -> Path:
     agent = build_agent(from_dict(AgentConfig, ckpt.meta["agent"]))
     meta = {k: v for k, v in ckpt.meta.items() if k not in ("crc32", "saved_at")}
     return save_checkpoint(out, agent.state_dict(), meta | {"random_init_of": str(checkpoint), "step": 0})
-
-
-def episode_subset(store, steps: int, seed: int) -> np.ndarray:
-    """Sorted ids of a seeded random subset of whole episodes holding about ``steps`` steps."""
-    if store.num_episodes == 0:
-        raise ProclabError(f"episode store {str(store.path)!r} holds no episodes")
-    order = np.random.default_rng(seed).permutation(store.num_episodes)
-    lengths = np.asarray(store.episodes["length"])[order]
-    return np.sort(order[: max(2, int(np.searchsorted(np.cumsum(lengths), steps)) + 1)])
 
 
 def replayed(store, hook: str, episodes: np.ndarray, checkpoint: Path, runtime, shape, reduce=None):
@@ -186,7 +177,7 @@ def run_probe(args: ProbeArgs) -> Path:
     ws.require_inputs(data=data)
     rt = args.runtime()
     agent = replay_agent(store, args.hook, checkpoint, rt)
-    shape = sample_shapes(agent)[args.hook]
+    shape = hook_shapes(agent)[args.hook]
     if args.entity and len(shape) != 3:
         raise ProclabError(f"--entity needs a conv map; {args.hook} has per-sample shape {shape}")
     out = ws.command_dir(NAME)

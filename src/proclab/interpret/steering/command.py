@@ -37,10 +37,9 @@ from proclab.envs.state import glossary
 from proclab.errors import ProclabError
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
 from proclab.interpret.interventions.edit_target import agent_checkpoint
-from proclab.interpret.interventions.spec import sample_shapes
 from proclab.interpret.stats.paired import mean_change, resamples
 from proclab.interpret.steering.reach import Near, Reach
-from proclab.interpret.steering.rows import AddLevelVector, AddVector, RowEditedAgent, WriteSites
+from proclab.interpret.steering.variants import AddLevelVector, AddVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import (
     contrast_vector,
     first_frames,
@@ -56,6 +55,7 @@ from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.hooks import capture
+from proclab.models.interventions import Intervened, hook_shapes
 from proclab.models.loading import load_agent
 
 NAME = "steer"
@@ -210,11 +210,13 @@ def _vector(agent, hook, env, split, entity, summary):
 
 def _coefficients(agent, vector, coefficients, env, levels, args, rt) -> dict:
 
-    steered = RowEditedAgent(agent, args.hook, [AddVector(vector)])
+    plan = variants_plan(args.hook, hook_shapes(agent)[args.hook], [AddVector(vector)])
     dims = np.zeros(len(coefficients), np.int64)
     values = np.repeat(coefficients[:, None], len(levels), 1)
     near = _near(env, len(coefficients), len(levels), args.reach_gap)
-    outcomes = play(steered, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near)
+    outcomes = play(
+        Intervened(agent), plan, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near
+    )
     return _report(outcomes, near, env, levels, coefficients, args)
 
 
@@ -250,18 +252,20 @@ def _per_level(agent, coefficients, env, levels, entity, args, rt) -> dict:
     states = [env.level_state(int(lv)) for lv in levels]
     vectors, have = level_vectors(agent, args.hook, states, entity, lambda s: first_frames(env, s))
     variants = [AddLevelVector(vectors, float(c)) for c in coefficients]
-    steered = RowEditedAgent(agent, args.hook, variants)
+    plan = variants_plan(args.hook, hook_shapes(agent)[args.hook], variants)
     values = np.repeat(np.arange(len(levels), dtype=np.float64)[None], len(coefficients), 0)
     near = _near(env, len(coefficients), len(levels), args.reach_gap)
     dims = np.arange(len(coefficients))
-    outcomes = play(steered, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near)
+    outcomes = play(
+        Intervened(agent), plan, env, levels, dims, values, rt, greedy=args.greedy, seed=args.seed, watch=near
+    )
     out = _report(outcomes, near, env, levels, coefficients, args)
     return {"levels_with_entity": int(have.sum()), "coefficients": out}
 
 
 def _retarget(agent, frames, env, levels, args, rt) -> dict:
 
-    shape = sample_shapes(agent)[args.hook]
+    shape = hook_shapes(agent)[args.hook]
     if len(shape) != 3:
         raise ProclabError(f"--channels needs a conv map; {args.hook} has per-sample shape {shape}")
     others = np.setdiff1d(np.arange(shape[0]), args.channels)
@@ -278,9 +282,9 @@ def _retarget(agent, frames, env, levels, args, rt) -> dict:
     sites = map_sites(states, targets, shape).astype(np.float64)
     dims = np.array([-1, 0, 1])
     reach = Reach(lambda: env.env.get_state()["procgen"][0], targets, 3)
-    edited = RowEditedAgent(agent, args.hook, variants)
     play(
-        edited,
+        Intervened(agent),
+        variants_plan(args.hook, shape, variants),
         env,
         levels,
         dims,

@@ -18,8 +18,8 @@ from torch import Tensor
 
 from proclab.envs.state import glossary, parse_state, positions, remove_entities, serialize_state, to_pixels
 from proclab.errors import ProclabError
-from proclab.interpret.interventions.spec import sample_shapes
-from proclab.models.hooks import capture
+from proclab.models.hooks import capture, device_of
+from proclab.models.interventions import hook_shapes
 
 
 def first_frames(env, states: Sequence[bytes]) -> np.ndarray:
@@ -52,8 +52,8 @@ def _activations(agent, hook: str, frames: np.ndarray, batch: int = 64) -> Tenso
     """``(N, *shape)`` activation at ``hook`` on the first step (fresh state) on each frame, on the agent's
     device."""
 
-    shape = sample_shapes(agent)[hook]
-    device = next(agent.parameters()).device
+    shape = hook_shapes(agent)[hook]
+    device = device_of(agent)
     parts = []
     for lo in range(0, len(frames), batch):
         obs = torch.as_tensor(frames[lo : lo + batch], device=device)
@@ -87,7 +87,7 @@ def level_vectors(
     no ``kind``), and which levels have one; ``frames_of(states)`` renders first frames."""
 
     have = np.array([len(positions(parse_state(s), kind)) > 0 for s in states])
-    vectors = torch.zeros((len(states), *sample_shapes(agent)[hook]))
+    vectors = torch.zeros((len(states), *hook_shapes(agent)[hook]))
     if have.any():
         kept = [s for s, h in zip(states, have, strict=True) if h]
         removed = [serialize_state(remove_entities(parse_state(s), kind)) for s in kept]

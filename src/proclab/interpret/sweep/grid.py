@@ -33,6 +33,7 @@ import numpy as np
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.systems import check_system
@@ -47,15 +48,15 @@ from proclab.interpret.interventions.arms import (
 )
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import BasisArgs, PlayArgs
-from proclab.interpret.interventions.edited_agent import HOOK, held_agent
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.deaths import RADIUS, Deaths
-from proclab.interpret.sweep.landing import LandingAgent, landing
+from proclab.interpret.sweep.landing import Landing, landing
 from proclab.interpret.sweep.parts import Parts, Played, block_seed, blocks
+from proclab.interpret.sweep.plan import SweepPlan, planned, swap_code
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
-from proclab.interpret.sweep.timed import TimedAgent, planned, swap_code
+from proclab.models.interventions import Intervened
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"
@@ -251,11 +252,13 @@ def sweep(
                 tick(len(block) * len(variants.arm))
             continue
         if config.part is None or i == config.part - 1:
-            held = _player(
-                agent, coords, key, recorded, config, arms, bool(pairs), landed, block_seed(config.seed, i)
-            )
+            player = _player(agent, key, config, arms, bool(pairs), landed, block_seed(config.seed, i))
+            plan = SweepPlan(coords, key, recorded.values)
             store.save(
-                i, _play_block(held, env, levels[block], variants, block, config, runtime, tick, deaths)
+                i,
+                _play_block(
+                    *player, plan, env, levels[block], variants, block, config, runtime, tick, deaths
+                ),
             )
     if not store.complete():
         return None
@@ -299,14 +302,25 @@ def sweep(
 
 
 def _play_block(
-    held, env, levels, variants: Variants, block, config: SweepArgs, runtime, tick, deaths
+    player: Intervened,
+    lands: Landing | None,
+    plan: SweepPlan,
+    env,
+    levels,
+    variants: Variants,
+    block,
+    config: SweepArgs,
+    runtime,
+    tick,
+    deaths,
 ) -> Played:
     """Play every variant on the levels of one block (``block``: their indices among all levels)."""
     if deaths is not None:
         deaths.start(len(variants.arm), levels)
     start = time.perf_counter()
     out = play(
-        held,
+        player,
+        plan,
         env,
         levels,
         variants.planned,
@@ -316,38 +330,30 @@ def _play_block(
         seed=config.seed,
         tick=tick,
         watch=deaths,
+        observe=lands,
     )
     return Played(
         out,
         None if deaths is None else deaths.classify(out.complete, out.timed_out).copy(),
-        held.reservoirs if isinstance(held, LandingAgent) else None,
+        None if lands is None else lands.reservoirs,
         time.perf_counter() - start,
     )
 
 
 def _player(
-    agent,
-    coords,
-    key: str,
-    recorded: Recorded,
-    config: SweepArgs,
-    arms,
-    swapping: bool,
-    landed: bool,
-    seed: int,
-):
-    """The edited agent that plays the variants (keeping the states its edits land on when ``landed``: in a
-    carried state's space only), its draws seeded with ``seed``."""
+    agent, key: str, config: SweepArgs, arms, swapping: bool, landed: bool, seed: int
+) -> tuple[Intervened, Landing | None]:
+    """The agent wrapper that plays the variants (counting each row's steps for brief edits; its redraws
+    seeded with ``seed``) and, when ``landed``, what keeps the states its edits land on (in a carried
+    state's space only)."""
     if key.startswith(HOOK):
         _refuse_timed_arms(arms, key)
         if swapping:
             raise ProclabError(
                 f"--swaps needs a recurrent state; the basis at {key.removeprefix(HOOK)} takes holds only"
             )
-        return held_agent(agent, coords, key)
-    if landed:
-        return LandingAgent(agent, coords, key, recorded.values, config.landing, seed)
-    return TimedAgent(agent, coords, key, recorded.values, seed)
+    player = Intervened(agent, seed=seed, count_steps=True)
+    return player, (Landing(key, config.landing, seed) if landed else None)
 
 
 def _body(config: SweepArgs, out: Outcomes, names, results, swapped, claimed, arms) -> dict:

@@ -3,7 +3,7 @@
 An arm places one coordinate inside its recorded range, yet a coordinate at its 95th percentile for a
 whole episode, with the other coordinates going wherever the edited agent takes them, can put the
 *whole* state where the agent never goes. So the sweep keeps a sample of the states each variant's
-edits produce (:class:`LandingAgent`: a reservoir of at most ``--landing`` states per variant, drawn
+edits produce (:class:`Landing`: a reservoir of at most ``--landing`` states per variant, drawn
 uniformly from all its steps) and measures, in the full state space z-scored by the recorded states'
 per-unit spread, each one's distance to its nearest recorded state
 (:func:`proclab.interpret.stats.clustering.nearest_distance`). The reference is the baseline's own
@@ -15,14 +15,15 @@ states lie).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from torch import Tensor
 
 from proclab.interpret.stats.clustering import nearest_distance
-from proclab.interpret.sweep.timed import TimedAgent
 
 PER_CALL = 4
-"""Rows of one edit call offered to the reservoirs (a sample, so a long sweep stays cheap)."""
+"""Rows of one forward pass offered to the reservoirs (a sample, so a long sweep stays cheap)."""
 
 
 def _key(dim: int, value: float) -> tuple[int, float]:
@@ -102,28 +103,22 @@ class Reservoirs:
         return out
 
 
-class LandingAgent(TimedAgent):
-    """A :class:`~proclab.interpret.sweep.timed.TimedAgent` that offers, per edit call, a few of the edited
-    states it produced to :class:`Reservoirs` of at most ``cap`` per (planned coordinate, planned value)
-    (the baseline's rows under ``(-1, 0.0)``)."""
+class Landing:
+    """Watches the sweep's player: after every forward pass, a few of its rows' edited states ``key`` (the
+    state leaving the step, which the edits wrote) are offered to :class:`Reservoirs` of at most ``cap`` per
+    (planned code, planned value) (the baseline's rows under ``(-1, 0.0)``)."""
 
-    def __init__(self, agent, coords, key: str, recorded: np.ndarray, cap: int, seed: int):
-        super().__init__(agent, coords, key, recorded, seed)
+    def __init__(self, key: str, cap: int, seed: int):
+        self.key = key
         self.rng = np.random.default_rng([seed, 23])
         self.reservoirs = Reservoirs(cap, self.rng)
 
-    def edit(self, h: Tensor, prev: Tensor, first: Tensor) -> Tensor:
-        out = super().edit(h, prev, first)
-        n = len(h)
-        dims = (self.codes.expand(n) if self.codes.dim() == 0 else self.codes).cpu().numpy()  # as planned
-        values = (self.values.expand(n) if self.values.dim() == 0 else self.values).float().cpu().numpy()
+    def __call__(self, codes: Tensor, values: Tensor, state: Mapping[str, Tensor]) -> None:
+        out = state[self.key].reshape(len(codes), -1)
+        n = len(out)
+        dims, values = codes.cpu().numpy(), values.float().cpu().numpy()
         for r in self.rng.choice(n, min(PER_CALL, n), replace=False):
             self.reservoirs.offer(_key(dims[r], values[r]), out[r])
-        return out
-
-    def states(self, dim: int, values: np.ndarray) -> np.ndarray:
-        """The kept states of the variant holding ``dim`` at ``values`` (one per level)."""
-        return self.reservoirs.states(dim, values)
 
 
 def landing(

@@ -1,14 +1,17 @@
-"""The intervened agent: identity edits are bit-identical, collapse/move/exchange act on exactly the
-coordinates they name, step x T equals unroll with resets, and a planted agent reacts as predicted."""
+"""Direction edits played by the one agent wrapper: identity edits are bit-identical, collapse/move/exchange
+act on exactly the coordinates they name, step x T equals unroll with resets, and a planted agent reacts as
+predicted."""
 
 import numpy as np
 import pytest
 import torch
 
 from proclab.errors import ProclabError
+from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
-from proclab.interpret.interventions.edited_agent import IntervenedAgent, Intervention
-from proclab.models import AgentConfig, build_agent, capture
+from proclab.interpret.interventions.direction_edits import DirectionEdit
+from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import Intervened
 from support import TINY_AGENT
 
 T, B, D = 7, 3, 16
@@ -34,6 +37,10 @@ def inputs(seed=0):
     return obs, firsts
 
 
+def intervened(agent, basis, kind: str, edit: DirectionEdit, key: str) -> Intervened:
+    return Intervened(agent, [edit.intervention(LinearCoordinates(basis, kind), key)])
+
+
 def stepwise(agent, obs, firsts, state):
     outs = []
     for t in range(T):
@@ -46,7 +53,7 @@ def stepwise(agent, obs, firsts, state):
 @pytest.mark.parametrize("spec", [("move", "2:2"), ("exchange", "1:1")])
 def test_identity_edits_are_bit_identical(basis, core, key, spec):
     agent = make_agent(core)
-    wrapped = IntervenedAgent(agent, basis, "ica", Intervention.parse(*spec), key)
+    wrapped = intervened(agent, basis, "ica", DirectionEdit.parse(*spec), key)
     obs, firsts = inputs()
     state = agent.initial_state(B)
     with torch.no_grad():
@@ -59,15 +66,17 @@ def test_identity_edits_are_bit_identical(basis, core, key, spec):
     assert torch.equal(step_logits, ref_logits) and torch.equal(step_value, ref_value)
 
 
-def increments(agent, wrapped, obs, firsts, hook):
-    """Per step: the plain update the core proposed (from the edited history) and the edited one."""
+def increments(agent, wrapped, obs, firsts):
+    """Per step: the plain update the core proposed (the plain agent stepped from the edited history) and
+    the edited one."""
     state = agent.initial_state(B)
     proposed, edited, prev = [], [], state["core.0.h"]
-    with torch.no_grad(), capture(agent, [hook]) as acts:  # registered first: sees the value before the edit
+    with torch.no_grad():
         for t in range(T):
+            _, plain_next = agent.step(obs[t], state, firsts[t])
             _, state = wrapped.step(obs[t], state, firsts[t])
             prev = prev * (~firsts[t]).float()[:, None]
-            proposed.append(acts.calls(hook)[-1] - prev)
+            proposed.append(plain_next["core.0.h"] - prev)
             edited.append(state["core.0.h"] - prev)
             prev = state["core.0.h"]
     return torch.cat(proposed).double(), torch.cat(edited).double()
@@ -77,9 +86,9 @@ def increments(agent, wrapped, obs, firsts, hook):
 @pytest.mark.parametrize("spec", [("collapse", "1"), ("move", "1:3"), ("exchange", "0:2")])
 def test_edits_change_exactly_the_named_coordinates(basis, kind, spec):
     agent = make_agent()
-    iv = Intervention.parse(*spec)
-    wrapped = IntervenedAgent(agent, basis, kind, iv, "core.0.h")
-    delta, new = increments(agent, wrapped, *inputs(1), "core.0.hook_h")
+    iv = DirectionEdit.parse(*spec)
+    wrapped = intervened(agent, basis, kind, iv, "core.0.h")
+    delta, new = increments(agent, wrapped, *inputs(1))
     c, c_new = basis.increment_coords(delta, kind), basis.increment_coords(new, kind)
     expected = c.clone()
     if iv.op == "collapse":
@@ -98,7 +107,7 @@ def test_edits_change_exactly_the_named_coordinates(basis, kind, spec):
 
 def test_step_times_t_equals_unroll_with_resets(basis):
     agent = make_agent("lstm")
-    wrapped = IntervenedAgent(agent, basis, "ica", Intervention.parse("collapse", "0"), "core.0.h")
+    wrapped = intervened(agent, basis, "ica", DirectionEdit.parse("collapse", "0"), "core.0.h")
     obs, firsts = inputs(2)
     state = {
         k: torch.randn(v.shape, generator=torch.Generator().manual_seed(3))
@@ -128,8 +137,8 @@ def test_planted_agent_changes_actions_as_predicted(basis):
         agent.heads.policy.weight[2] = -1000 * proj
         agent.heads.policy.bias[1] = 0.05
     obs, firsts = inputs(4)
-    wrapped = IntervenedAgent(agent, basis, "ica", Intervention.parse("collapse", "1"), "core.0.h")
-    moved = IntervenedAgent(agent, basis, "ica", Intervention.parse("move", "0:1"), "core.0.h")
+    wrapped = intervened(agent, basis, "ica", DirectionEdit.parse("collapse", "1"), "core.0.h")
+    moved = intervened(agent, basis, "ica", DirectionEdit.parse("move", "0:1"), "core.0.h")
     with torch.no_grad():
         plain, _ = agent.unroll(obs, agent.initial_state(B), firsts)
         edited, _ = wrapped.unroll(obs, agent.initial_state(B), firsts)
@@ -143,8 +152,10 @@ def test_planted_agent_changes_actions_as_predicted(basis):
 
 def test_bad_interventions_are_one_line_errors(basis):
     with pytest.raises(ProclabError, match="I:J"):
-        Intervention.parse("move", "3")
+        DirectionEdit.parse("move", "3")
     with pytest.raises(ProclabError, match="outside"):
-        IntervenedAgent(make_agent(), basis, "ica", Intervention.parse("collapse", "9"), "core.0.h")
-    with pytest.raises(ProclabError, match="state tensor"):
-        IntervenedAgent(make_agent(), basis, "ica", Intervention.parse("collapse", "0"), "core.0.c")
+        intervened(make_agent(), basis, "ica", DirectionEdit.parse("collapse", "9"), "core.0.h")
+    with pytest.raises(ProclabError, match="hook point"):
+        intervened(make_agent(), basis, "ica", DirectionEdit.parse("collapse", "0"), "core.0.c")
+    with pytest.raises(ProclabError, match="carried state"):
+        intervened(make_agent(), basis, "ica", DirectionEdit.parse("collapse", "0"), "hook:torso.hook_fc")

@@ -1,4 +1,4 @@
-"""Edits at hook points: each kind against a slow element-by-element reference; identity edits are
+"""Interventions at hook points: each kind against a slow element-by-element reference; identity edits are
 bit-exact; a patch with a donor's activation gives the donor's outputs."""
 
 import numpy as np
@@ -6,15 +6,17 @@ import pytest
 import torch
 
 from proclab.errors import ProclabError
-from proclab.interpret.interventions.spec import (
-    Edit,
-    HookedAgent,
-    donor_activation,
-    parse_edit,
-    sample_shapes,
-)
 from proclab.models import AgentConfig, build_agent
-from proclab.models.hooks import capture
+from proclab.models.interventions import (
+    Channels,
+    Direction,
+    Intervened,
+    Intervention,
+    Sites,
+    Units,
+    hook_shapes,
+    parse_intervention,
+)
 from support import TINY_AGENT
 
 CONV = "torso.block1.hook_out"
@@ -34,7 +36,18 @@ def frames(n: int, seed: int) -> torch.Tensor:
     return torch.randint(0, 256, (n, 3, 64, 64), generator=g, dtype=torch.uint8)
 
 
-def reference(edit: Edit, act: np.ndarray, picks: np.ndarray | None = None) -> np.ndarray:
+def selected(edit: Intervention, idx: tuple[int, ...]) -> bool:
+    sel = edit.select
+    if isinstance(sel, Channels):
+        return idx[0] in sel.channels
+    if isinstance(sel, Sites):
+        return idx in sel.sites
+    if isinstance(sel, Units):
+        return idx[0] in sel.units
+    return True
+
+
+def reference(edit: Intervention, act: np.ndarray, picks: np.ndarray | None = None) -> np.ndarray:
     """Element by element, rows ``(N, ...)`` of a conv map or flat activation."""
     out = act.copy()
     src = None if edit.source is None else edit.source.numpy()
@@ -43,8 +56,8 @@ def reference(edit: Edit, act: np.ndarray, picks: np.ndarray | None = None) -> n
             row_src = src.reshape(-1, *act.shape[1:])[picks[r]]
         elif src is not None:
             row_src = src if src.shape == act.shape[1:] else src.reshape(act.shape)[r]
-        if edit.select == "direction":
-            d = edit.direction.numpy().astype(np.float64)
+        if isinstance(edit.select, Direction):
+            d = edit.select.vector.numpy().astype(np.float64)
             u = d / np.sqrt((d**2).sum())
             for pos in np.ndindex(*act.shape[2:]):
                 v = act[(r, slice(None), *pos)].astype(np.float64)
@@ -62,13 +75,7 @@ def reference(edit: Edit, act: np.ndarray, picks: np.ndarray | None = None) -> n
                 out[(r, slice(None), *pos)] = new
             continue
         for idx in np.ndindex(*act.shape[1:]):
-            chosen = (
-                edit.select == "all"
-                or (edit.select == "channel" and idx[0] == edit.channel)
-                or (edit.select == "site" and idx == (edit.channel, edit.y, edit.x))
-                or (edit.select == "units" and idx[0] in edit.units)
-            )
-            if not chosen:
+            if not selected(edit, idx):
                 continue
             a = act[(r, *idx)]
             if edit.kind == "set":
@@ -83,12 +90,12 @@ def reference(edit: Edit, act: np.ndarray, picks: np.ndarray | None = None) -> n
 
 
 CASES = [
-    dict(select="channel", kind="set", value=2.5, channel=3),
-    dict(select="site", kind="add", value=-1.0, channel=5, y=2, x=7),
+    dict(select="channel 3", kind="set", value=2.5),
+    dict(select="site 5@2,7", kind="add", value=-1.0),
     dict(select="all", kind="scale", value=0.5),
-    dict(select="channel", kind="mean", channel=1),
-    dict(select="channel", kind="resample", channel=2),
-    dict(select="site", kind="patch", channel=0, y=1, x=1),
+    dict(select="channel 1", kind="mean"),
+    dict(select="channel 2", kind="resample"),
+    dict(select="site 0@1,1", kind="patch"),
     dict(select="direction", kind="add", value=2.0),
     dict(select="direction", kind="set", value=0.3),
     dict(select="direction", kind="scale", value=-1.0),
@@ -97,25 +104,30 @@ CASES = [
 ]
 
 
+def hooked(agent, hook: str, obs: torch.Tensor, edits=(), seed: int = 0) -> torch.Tensor:
+    """The activation at ``hook`` (after the edits) on one fresh step on ``obs``: ``(B, *sample)``."""
+    with torch.no_grad():
+        return Intervened(agent, edits, seed=seed).run_with_cache(obs, None, [hook])[2][hook][0]
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['select']}-{c['kind']}")
 def test_conv_edits_match_reference(agents, case):
     agent = agents["gru"]
-    shape = sample_shapes(agent)[CONV]
+    shape = hook_shapes(agent)[CONV]
     assert shape == (8, 16, 16)
     obs = frames(4, 1)
-    with torch.no_grad(), capture(agent, CONV, detach=True) as acts:
-        agent.step(obs, agent.initial_state(4), torch.ones(4, dtype=torch.bool))
-    act = acts[CONV]
+    act = hooked(agent, CONV, obs)
     g = torch.Generator().manual_seed(5)
     source = {
         "mean": torch.rand(shape, generator=g),
         "resample": torch.rand((7, *shape), generator=g),
         "patch": torch.rand((4, *shape), generator=g),
     }.get(case["kind"])
-    direction = torch.randn(8, generator=g) if case["select"] == "direction" else None
-    edit = Edit(CONV, source=source, direction=direction, seed=3, **case)
+    if case["select"] == "direction":
+        case = case | {"select": Direction(torch.randn(8, generator=g))}
+    edit = Intervention(CONV, source=source, **case)
     picks = torch.randint(0, 7, (4,), generator=torch.Generator().manual_seed(3)).numpy()
-    got = edit.apply(act, shape).numpy()
+    got = hooked(agent, CONV, obs, [edit], seed=3).numpy()
     want = reference(edit, act.numpy(), picks)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert not np.array_equal(got, act.numpy())
@@ -125,11 +137,13 @@ def test_conv_edits_match_reference(agents, case):
 def test_flat_units_match_reference(agents, kind):
     agent = agents["none"]
     hook = "torso.hook_fc"
-    assert sample_shapes(agent)[hook] == (32,)
-    act = torch.rand(5, 32)
+    assert hook_shapes(agent)[hook] == (32,)
+    obs = frames(5, 6)
+    act = hooked(agent, hook, obs)
     source = torch.rand(32) if kind == "mean" else None
-    edit = Edit(hook, "units", kind, 4.0, units=(1, 30), source=source)
-    np.testing.assert_allclose(edit.apply(act, (32,)).numpy(), reference(edit, act.numpy()), rtol=1e-6)
+    edit = Intervention(hook, "units 1,30", kind, 4.0, source=source)
+    got = hooked(agent, hook, obs, [edit]).numpy()
+    np.testing.assert_allclose(got, reference(edit, act.numpy()), rtol=1e-6)
 
 
 def play(agent, obs, steps: int = 3):
@@ -149,11 +163,11 @@ def test_identity_edits_are_bit_exact(agents, core):
     hooks = [CONV, "torso.hook_fc"] + (["core.0.hook_h"] if core == "gru" else [])
     identities = []
     for hook in hooks:
-        identities += [Edit(hook, "all", "scale", 1.0), Edit(hook, "all", "add", 0.0)]
-    identities.append(Edit(CONV, "direction", "scale", 1.0, direction=torch.eye(8)[2]))
+        identities += [Intervention(hook, "all", "scale", 1.0), Intervention(hook, "all", "add", 0.0)]
+    identities.append(Intervention(CONV, Direction(torch.eye(8)[2]), "scale", 1.0))
     with torch.no_grad():
         plain, plain_state = play(agent, obs)
-        edited, edited_state = play(HookedAgent(agent, identities), obs)
+        edited, edited_state = play(Intervened(agent, identities), obs)
     assert torch.equal(plain, edited)
     for k in plain_state:
         assert torch.equal(plain_state[k], edited_state[k])
@@ -163,8 +177,8 @@ def test_identity_edits_are_bit_exact(agents, core):
 def test_patch_gives_the_donors_outputs(agents, hook):
     agent = agents["none"]
     obs, donor = frames(3, 3), frames(3, 4)
-    source = donor_activation(agent, hook, donor)
-    patched = HookedAgent(agent, [Edit(hook, "all", "patch", source=source)])
+    source = hooked(agent, hook, donor)  # the donor's activation, row for row
+    patched = Intervened(agent, [Intervention(hook, "all", "patch", source=source)])
     first = torch.ones(3, dtype=torch.bool)
     with torch.no_grad():
         want, _ = agent.step(donor, {}, first)
@@ -177,23 +191,23 @@ def test_patch_gives_the_donors_outputs(agents, hook):
 def test_edit_reaches_the_heads(agents):
     """Setting the whole fc layer makes every frame's logits the same."""
     agent = agents["none"]
-    hooked = HookedAgent(agent, [Edit("torso.hook_fc", "all", "set", 0.7)])
+    edited = Intervened(agent, [Intervention("torso.hook_fc", "all", "set", 0.7)])
     with torch.no_grad():
-        out, _ = hooked.step(frames(2, 5), {}, torch.ones(2, dtype=torch.bool))
+        out, _ = edited.step(frames(2, 5), {}, torch.ones(2, dtype=torch.bool))
     assert torch.allclose(out.logits[0], out.logits[1])
 
 
 def test_parse_and_errors(agents):
-    e = parse_edit(CONV, "site 7@4,5 add -3")
-    assert (e.select, e.channel, e.y, e.x, e.kind, e.value) == ("site", 7, 4, 5, "add", -3.0)
-    assert parse_edit("torso.hook_fc", "units 1,2 scale 2").units == (1, 2)
-    with pytest.raises(ProclabError, match="expected SELECTION"):
-        parse_edit(CONV, "channel seven set 0")
+    e = parse_intervention(CONV, "site 7@4,5 add -3")
+    assert (e.select, e.kind, e.value) == (Sites(((7, 4, 5),)), "add", -3.0)
+    assert parse_intervention("torso.hook_fc", "units 1,2 scale 2").select == Units((1, 2))
+    with pytest.raises(ProclabError, match="selection"):
+        parse_intervention(CONV, "channel seven set 0")
     with pytest.raises(ProclabError, match="take a VALUE"):
-        parse_edit(CONV, "channel 7 set")
+        parse_intervention(CONV, "channel 7 set")
     with pytest.raises(ProclabError, match="needs the activation"):
-        parse_edit(CONV, "channel 7 mean")
+        parse_intervention(CONV, "channel 7 mean")
     with pytest.raises(ProclabError, match="hook point"):
-        HookedAgent(agents["none"], [Edit("torso.nope")])
+        Intervened(agents["none"], [Intervention("torso.nope")])
     with pytest.raises(ProclabError, match="channel 9 is outside"):
-        Edit(CONV, "channel", channel=9).apply(torch.zeros(1, 8, 16, 16), (8, 16, 16))
+        Intervened(agents["none"], [Intervention(CONV, "channel 9")])
