@@ -41,7 +41,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.atlas.activation import describe
 from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
 from proclab.interpret.atlas.causes import direction_causes
-from proclab.interpret.atlas.looks_at import agent_device, saliency_images
+from proclab.interpret.atlas.looks_at import saliency_images
 from proclab.interpret.atlas.prediction import (
     PAIRINGS,
     head_gradients,
@@ -51,6 +51,7 @@ from proclab.interpret.atlas.prediction import (
 )
 from proclab.interpret.atlas.strips import strip_image, window, write_strip
 from proclab.interpret.atlas.tracking import step_quantities, tracking
+from proclab.interpret.bases.activations import agent_device
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.bases.systems import check_system, encode_all

@@ -20,6 +20,7 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from proclab.interpret.bases.activations import agent_device
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.saliency.pictures import overlay, process
 from proclab.interpret.saliency.real_frames import attribute
@@ -51,11 +52,6 @@ class CoordinateOfFrame(torch.nn.Module):
         h = acts.calls(self.hook)[0].reshape(len(frames), -1)
         codes = self.coords.encode(h)
         return codes.gather(1, self.dims.repeat_interleave(reps)[:, None])[:, 0]
-
-
-def agent_device(agent) -> torch.device:
-    """Where the agent's weights live (the CPU for an agent without any)."""
-    return next((p.device for p in agent.parameters()), torch.device("cpu"))
 
 
 def load_steps(store, rows: list[tuple[int, int]], codec: StateCodec, device) -> tuple[Tensor, dict, Tensor]:

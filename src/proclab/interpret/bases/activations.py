@@ -126,6 +126,11 @@ def read_activation(
     return Activations(x=x, episode=episode, step=step, source=source)
 
 
+def agent_device(agent) -> torch.device:
+    """Where the agent's weights live (the CPU for an agent without any)."""
+    return next((p.device for p in agent.parameters()), torch.device("cpu"))
+
+
 def replay_agent(
     store: EpisodeStore, hook: str, checkpoint: Path | None = None, runtime: Runtime | None = None
 ):
@@ -152,7 +157,7 @@ def _replay(
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     out: np.ndarray | None = None
     order = np.argsort(-lengths, kind="stable")  # similar lengths share a batch: little padding
-    dev = next(agent.parameters()).device
+    dev = agent_device(agent)
     done = 0
     for lo in range(0, len(order), batch):
         members = order[lo : lo + batch]

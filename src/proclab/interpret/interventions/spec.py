@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.interpret.bases.activations import agent_device
 from proclab.models.hooks import capture, hook_points, patch
 
 SELECTIONS = ("all", "channel", "site", "units", "direction")
@@ -190,12 +191,15 @@ def _check_index(v: int, n: int, what: str, hook: str) -> None:
 
 def sample_shapes(agent, obs_shape: Sequence[int] = (3, 64, 64)) -> dict[str, tuple[int, ...]]:
     """Per-sample shape of every hook point's activation, from one forward pass of 2 steps of 3 rows
-    (torso hooks see 6 rows, time-major hooks ``(2, 3, ...)``, per-step hooks ``(3, ...)`` twice)."""
-    obs = torch.zeros((2, 3, *obs_shape), dtype=torch.uint8)
-    firsts = torch.ones((2, 3), dtype=torch.bool)
-    prev = torch.zeros((2, 3)) if getattr(getattr(agent, "config", None), "prev_reward", False) else None
+    (torso hooks see 6 rows, time-major hooks ``(2, 3, ...)``, per-step hooks ``(3, ...)`` twice), on the
+    agent's device."""
+    dev = agent_device(agent)
+    obs = torch.zeros((2, 3, *obs_shape), dtype=torch.uint8, device=dev)
+    firsts = torch.ones((2, 3), dtype=torch.bool, device=dev)
+    with_prev = getattr(getattr(agent, "config", None), "prev_reward", False)
+    prev = torch.zeros((2, 3), device=dev) if with_prev else None
     with torch.no_grad(), capture(agent, detach=True) as acts:
-        agent.unroll(obs, agent.initial_state(3), firsts, prev)
+        agent.unroll(obs, agent.initial_state(3, device=dev), firsts, prev)
     out = {}
     for name in acts:
         shape = tuple(acts.calls(name)[0].shape)

@@ -35,6 +35,7 @@ import torch
 from proclab.envs import parse_split
 from proclab.envs.state import glossary
 from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import agent_device
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.interventions.spec import sample_shapes
@@ -309,11 +310,13 @@ def _retarget(agent, frames, env, levels, args, rt) -> dict:
 def _peaks(agent, hook, frames, shape) -> np.ndarray:
     """Each channel's largest activation over the vector's frames (the magnitude a target is written with)."""
 
-    obs = torch.as_tensor(frames[:256])
-    prev = torch.zeros(len(obs)) if agent.config.prev_reward else None
+    dev = agent_device(agent)
+    obs = torch.as_tensor(frames[:256], device=dev)
+    prev = torch.zeros(len(obs), device=dev) if agent.config.prev_reward else None
+    first = torch.ones(len(obs), dtype=torch.bool, device=dev)
     with torch.inference_mode(), capture(agent, hook, detach=True) as acts:
-        agent.step(obs, agent.initial_state(len(obs)), torch.ones(len(obs), dtype=torch.bool), prev)
-    return acts[hook].reshape(len(obs), *shape).amax((0, 2, 3)).float().numpy()
+        agent.step(obs, agent.initial_state(len(obs), device=dev), first, prev)
+    return acts[hook].reshape(len(obs), *shape).amax((0, 2, 3)).float().cpu().numpy()
 
 
 def _print(summary: dict) -> None:

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from proclab.envs.state import glossary, parse_state, positions, remove_entities, serialize_state, to_pixels
 from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import agent_device
 from proclab.interpret.interventions.spec import sample_shapes
 from proclab.models.hooks import capture
 
@@ -53,7 +54,7 @@ def _activations(agent, hook: str, frames: np.ndarray, batch: int = 64) -> Tenso
     device."""
 
     shape = sample_shapes(agent)[hook]
-    device = next(agent.parameters()).device
+    device = agent_device(agent)
     parts = []
     for lo in range(0, len(frames), batch):
         obs = torch.as_tensor(frames[lo : lo + batch], device=device)
