@@ -156,6 +156,7 @@ def test_bad_input_is_one_line_and_overwrites_nothing(analysis, gru_store, lstm_
         (["intervene", "--where=sim", "--collapse", "0"], "'analyze intervene --where sim' is now 'analyze intervene-sim'"),
         (["intervene", "--where", "real"], "'analyze intervene --where real' is now 'analyze intervene'"),
         (["intervene", "--where", "both"], "'analyze intervene --where both' is now 'analyze intervene, then analyze intervene-sim'"),
+        (["intervene", "--collapse", "0", "--n", "4"], "'analyze intervene --n' is now 'analyze intervene-sim --n'"),
         (["probe", "--checkpoint", "run"], "'--checkpoint' is now '--agent'"),
         (["atlas", "--checkpoint=run", "--help"], "'--checkpoint' is now '--agent'"),
     ],
