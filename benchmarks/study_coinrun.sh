@@ -57,7 +57,7 @@ record() {
 hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes"; }
 
 sweep() {  # in SWEEP_PARTS blocks of levels, SWEEP_PROCESSES at a time (one thread each); rerun to resume
-    local args=(analyze intervene --sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" --split "$HELD_OUT" --no-greedy
+    local args=(analyze sweep --out "$ANALYSIS" --levels "$SWEEP_LEVELS" --split "$HELD_OUT" --no-greedy
         --seed "$SEED" --arms "${SWEEP_ARMS:-mean,resample,p05,p95}" --random-directions "$RANDOM_DIRECTIONS"
         --parts "${SWEEP_PARTS:-20}")
     local processes=${SWEEP_PROCESSES:-$(getconf _NPROCESSORS_ONLN)} part

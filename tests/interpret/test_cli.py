@@ -1,12 +1,17 @@
 """One run of each `proclab analyze` command on tiny stores, and every bad input as one line, exit 2."""
 
 import json
+import typing
+from dataclasses import fields
 
 import numpy as np
 import pytest
 
 from proclab.cli import main
 from proclab.interpret.bases.pca_ica import Basis
+from proclab.interpret.cli import ANALYSES
+from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisArgs
+from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 
 SMALL = ["--n-ics", "4", "--clusters", "4", "--nmf", "3", "--perplexity", "10", "--fit-points", "150"]
@@ -139,3 +144,48 @@ def test_bad_input_is_one_line_and_overwrites_nothing(analysis, gru_store, lstm_
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and message in err and "\n" not in err, err
     assert _snapshot(analysis) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["intervene", "--sweep", "--levels", "5"], "'analyze intervene --sweep' is now 'analyze sweep'"),
+        (["intervene", "--hook", "torso.hook_fc", "--edit", "all set 0"], "'analyze intervene --hook' is now 'analyze edit'"),
+        (["intervene", "--edit", "all set 0"], "'analyze intervene --edit' is now 'analyze edit'"),
+        (["intervene", "--collapse", "0", "--where", "sim"], "'analyze intervene --where sim' is now 'analyze intervene-sim'"),
+        (["intervene", "--where=sim", "--collapse", "0"], "'analyze intervene --where sim' is now 'analyze intervene-sim'"),
+        (["intervene", "--where", "real"], "'analyze intervene --where real' is now 'analyze intervene'"),
+        (["intervene", "--where", "both"], "'analyze intervene --where both' is now 'analyze intervene, then analyze intervene-sim'"),
+        (["intervene", "--collapse", "0", "--n", "4"], "'analyze intervene --n' is now 'analyze intervene-sim --n'"),
+        (["probe", "--checkpoint", "run"], "'--checkpoint' is now '--agent'"),
+        (["atlas", "--checkpoint=run", "--help"], "'--checkpoint' is now '--agent'"),
+    ],
+)  # fmt: skip
+def test_a_renamed_spelling_answers_in_one_line(tmp_path, capsys, argv, line):
+    with pytest.raises(SystemExit) as exit_:
+        proclab(*argv, "--out", tmp_path / "A")
+    assert exit_.value.code == 2 and capsys.readouterr().err == f"proclab: error: {line}\n"
+    assert not (tmp_path / "A").exists()
+
+
+TAKES_AGENT = {"hidden", "saliency", "edit", "intervene", "sweep", "atlas", "probe", "steer"}
+"""Analyses that replay or play an agent given by --agent (the others' agent is the world model's own, or none)."""
+READS_STORE = {"hidden", "saliency", "edit", "atlas", "probe"}
+"""Analyses that read an episode store given by --data."""
+
+
+@pytest.mark.parametrize("name", sorted(ANALYSES))
+def test_every_analysis_spells_its_inputs_and_runtime_alike(name):
+    cls = ANALYSES[name][0]
+    hints = typing.get_type_hints(cls, include_extras=True)
+    found = {f.name: f for f in fields(cls)}
+    assert "checkpoint" not in found and "device" in found
+    for f in fields(RuntimeConfig):
+        assert found[f.name].default == f.default, f.name
+    assert ("agent" in found) == (name in TAKES_AGENT) and ("data" in found) == (name in READS_STORE)
+    for flag, spelled in (("agent", AGENT), ("data", DATA), ("wm", WM), ("samples", SAMPLES)):
+        assert flag not in found or hints[flag] == spelled, flag
+    # each analysis says what its seed drives (a redeclared seed), not AnalysisArgs' generic line
+    assert any(
+        "seed" in vars(c).get("__annotations__", {}) for c in cls.__mro__[: cls.__mro__.index(AnalysisArgs)]
+    )

@@ -75,6 +75,10 @@ RENAMED: dict[str, str] = {
     "analyze intervene --where real": "analyze intervene",
     "analyze intervene --where sim": "analyze intervene-sim",
     "analyze intervene --where both": "analyze intervene, then analyze intervene-sim",
+    "analyze intervene --samples": "analyze intervene-sim --samples",
+    "analyze intervene --wm": "analyze intervene-sim --wm",
+    "analyze intervene --n": "analyze intervene-sim --n",
+    "analyze intervene --batch-size": "analyze intervene-sim --batch-size",
     "--checkpoint": "--agent",
 }
 """Old spelling -> new spelling, as typed after ``proclab``. An entry that starts with a flag is that flag in

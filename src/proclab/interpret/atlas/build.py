@@ -41,7 +41,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.atlas.activation import describe
 from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
 from proclab.interpret.atlas.causes import direction_causes
-from proclab.interpret.atlas.looks_at import agent_device, saliency_images
+from proclab.interpret.atlas.looks_at import saliency_images
 from proclab.interpret.atlas.prediction import (
     PAIRINGS,
     head_gradients,
@@ -58,6 +58,7 @@ from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.io.files import pyplot
+from proclab.models.hooks import device_of
 
 if TYPE_CHECKING:
     import torch
@@ -250,7 +251,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     rng = np.random.default_rng([args.seed, 5])
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
-    gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, agent_device(inp.agent))
+    gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, device_of(inp.agent))
     perm = rng.permutation(gv.shape[1])  # the shuffled-gradient baseline: state units permuted
     dirs = inp.coords.directions()
     points = []

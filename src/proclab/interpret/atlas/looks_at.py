@@ -25,6 +25,7 @@ from proclab.interpret.saliency.pictures import overlay, process
 from proclab.interpret.saliency.real_frames import attribute
 from proclab.io.video import upscale
 from proclab.models import capture
+from proclab.models.hooks import device_of
 from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
 
@@ -51,11 +52,6 @@ class CoordinateOfFrame(torch.nn.Module):
         h = acts.calls(self.hook)[0].reshape(len(frames), -1)
         codes = self.coords.encode(h)
         return codes.gather(1, self.dims.repeat_interleave(reps)[:, None])[:, 0]
-
-
-def agent_device(agent) -> torch.device:
-    """Where the agent's weights live (the CPU for an agent without any)."""
-    return next((p.device for p in agent.parameters()), torch.device("cpu"))
 
 
 def load_steps(store, rows: list[tuple[int, int]], codec: StateCodec, device) -> tuple[Tensor, dict, Tensor]:
@@ -99,7 +95,7 @@ def moment_gradients(
     """For ``moments`` (direction, episode, step): each frame ``(R, 3, H, W)`` uint8 and the SmoothGrad
     of the direction's coordinate w.r.t. it ``(R, 3, H, W)``."""
     codec = StateCodec(agent.state_shapes())
-    device = agent_device(agent)
+    device = device_of(agent)
     frames, grads = [], []
     for lo in range(0, len(moments), BATCH):
         part = moments[lo : lo + BATCH]

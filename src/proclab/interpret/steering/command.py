@@ -54,7 +54,7 @@ from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
-from proclab.models.hooks import capture
+from proclab.models.hooks import capture, device_of
 from proclab.models.interventions import Intervened, hook_shapes
 from proclab.models.loading import load_agent
 
@@ -313,11 +313,13 @@ def _retarget(agent, frames, env, levels, args, rt) -> dict:
 def _peaks(agent, hook, frames, shape) -> np.ndarray:
     """Each channel's largest activation over the vector's frames (the magnitude a target is written with)."""
 
-    obs = torch.as_tensor(frames[:256])
-    prev = torch.zeros(len(obs)) if agent.config.prev_reward else None
+    dev = device_of(agent)
+    obs = torch.as_tensor(frames[:256], device=dev)
+    prev = torch.zeros(len(obs), device=dev) if agent.config.prev_reward else None
+    first = torch.ones(len(obs), dtype=torch.bool, device=dev)
     with torch.inference_mode(), capture(agent, hook, detach=True) as acts:
-        agent.step(obs, agent.initial_state(len(obs)), torch.ones(len(obs), dtype=torch.bool), prev)
-    return acts[hook].reshape(len(obs), *shape).amax((0, 2, 3)).float().numpy()
+        agent.step(obs, agent.initial_state(len(obs), device=dev), first, prev)
+    return acts[hook].reshape(len(obs), *shape).amax((0, 2, 3)).float().cpu().numpy()
 
 
 def _print(summary: dict) -> None:
