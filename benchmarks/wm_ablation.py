@@ -135,7 +135,7 @@ def main() -> None:
         )
         print(f"training {arm} for {args.updates} updates", file=sys.stderr)
         t0 = time.time()
-        run = train_world_model(cfg, progress=False)
+        run = train_world_model(cfg.data, cfg, progress=False).run_dir
         seconds = time.time() - t0
         result = evaluate(
             EvaluateArgs(

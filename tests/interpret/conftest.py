@@ -78,7 +78,7 @@ def world_models(tmp_path_factory):
             root = tmp_path_factory.mktemp(f"wm-{name}")
             store = record_coinrun(make_agent_checkpoint(root / "gru"), root / "coinrun.zarr")
             config = tiny_config(store, root / "runs", total_updates=2, **forms(name))
-            run = train_world_model(config, progress=False)
+            run = train_world_model(store, config, progress=False).run_dir
             samples = sample_rollouts(
                 SampleArgs(
                     checkpoint=run,

@@ -25,8 +25,8 @@ def trained_run(tmp_path_factory, store) -> Path:
     from proclab.worldmodel.train import train_world_model
 
     return train_world_model(
-        tiny_config(store, tmp_path_factory.mktemp("runs"), total_updates=3), progress=False
-    )
+        store, tiny_config(store, tmp_path_factory.mktemp("runs"), total_updates=3), progress=False
+    ).run_dir
 
 
 @pytest.fixture

@@ -187,7 +187,8 @@ def test_the_cpu_preset_trains_and_loads_back(make_config):
     cpu = wm_size("cpu")
     assert cpu.model.decoder_copy and cpu.model.camera_shift > 0 and cpu.loss.changed_pixels > 0
     assert wm_size("paper").model.decoder_copy is False and wm_size("paper").loss.changed_pixels == 0
-    run = train_world_model(make_config(model=COPY, loss=cpu.loss, total_updates=2), progress=False)
+    config = make_config(model=COPY, loss=cpu.loss, total_updates=2)
+    run = train_world_model(config.data, config, progress=False).run_dir
     wm, _, _ = load_world_model(run, make_runtime("cpu", "fp32"))
     assert wm.config == COPY and wm.shift is not None
 

@@ -43,5 +43,5 @@ def test_training_on_the_curriculum_simulates_the_scheduled_steps(make_config, m
 
     monkeypatch.setattr(train_module, "teacher_forced", watched)
     cfg = make_config(total_updates=4, curriculum="2:2")
-    train_module.train_world_model(cfg, progress=False)
+    train_module.train_world_model(cfg.data, cfg, progress=False)
     assert seen[:4] == [2, 2, cfg.model.num_sim_steps, cfg.model.num_sim_steps]

@@ -2,7 +2,6 @@
 references written from the spec's equations (interpreting_rl_behavior.md section 4); models saved
 before the seed forms existed still load as they were built."""
 
-import dataclasses
 import json
 import math
 import shutil
@@ -302,9 +301,8 @@ def test_the_seed_forms_train_and_reload(make_config, precision):
     model = WorldModelConfig(**{**base.model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"})
     loss = LossWeights(**{**base.loss.__dict__, "bottleneck_diagonal": True})
     run = train_world_model(
-        dataclasses.replace(base, model=model, loss=loss, total_updates=2, precision=precision),
-        progress=False,
-    )
+        base.data, base, model=model, loss=loss, total_updates=2, precision=precision, progress=False
+    ).run_dir
     assert all(math.isfinite(v) for v in read_metrics(run)["losses/total"])
     wm, _, _ = load_world_model(run, make_runtime("cpu", "fp32"))
     assert isinstance(wm.rssm.cell, NormGRUCell) and isinstance(wm.encoder[0], SeedResBlockDown)

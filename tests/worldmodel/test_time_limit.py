@@ -12,7 +12,9 @@ from proclab.worldmodel.train import WMTrainer, train_world_model
 
 
 def test_a_time_limit_stops_after_the_first_update_that_crosses_it(make_config):
-    run = train_world_model(make_config(total_updates=1000, time_limit=0.001), progress=False)
+    run = train_world_model(
+        make_config().data, make_config(), total_updates=1000, time_limit=0.001, progress=False
+    ).run_dir
     assert (
         [p.name for p in (run / "checkpoints").iterdir()] == [find_checkpoint(run).name] == ["step_00000001"]
     )

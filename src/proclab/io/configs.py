@@ -41,6 +41,19 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     return cls(**{k: _coerce(hints[k], v) for k, v in data.items()})
 
 
+def with_fields(config: Any, **fields: Any) -> Any:
+    """``config`` with ``fields`` replaced: the keyword arguments of a library call (``train_world_model(data,
+    "cpu", total_updates=300)``) are a config's fields; a name the config lacks is one line naming the valid
+    ones, not a TypeError from deep inside ``dataclasses``."""
+    names = [f.name for f in dataclasses.fields(config)]
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise ProclabError(
+            f"{type(config).__name__} has no field {', '.join(unknown)}; valid: {', '.join(names)}"
+        )
+    return dataclasses.replace(config, **fields)
+
+
 def _coerce(tp: Any, value: Any) -> Any:
     if value is None:
         return None

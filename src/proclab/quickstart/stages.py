@@ -245,7 +245,7 @@ def wm_train(ctx: Context) -> dict[str, Any]:
         device=s.device,
         precision=s.precision,
     )
-    run_dir = train_world_model(cfg)
+    run_dir = train_world_model(cfg.data, cfg).run_dir
     ctx.console.print(f"world model: {run_dir}")
     return {"run": ctx.rel(run_dir)}
 

@@ -5,10 +5,15 @@ moved or deleted later. So a world-model checkpoint (a :mod:`proclab.io.checkpoi
 written atomically) stores the agent too: the agent's weights sit in the same safetensors file
 under the prefix ``agent.``, its configs in ``meta.json`` beside the world model's, and
 ``meta["agent_source"]`` records where it came from (path and step).
+
+:class:`TrainedWorldModel` holds what a loaded checkpoint gives (the model, its agent, the checkpoint and
+the runtime they compute on) as one object, the one the library's functions take (``dream``,
+``evaluate_world_model``) and ``train_world_model`` returns.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into, save_checkpoint
@@ -16,7 +21,7 @@ from proclab.io.configs import from_dict, to_dict
 from proclab.models import Agent, AgentConfig, build_agent
 from proclab.models.loading import freeze
 from proclab.run.checkpoints import prune_checkpoints
-from proclab.run.runtime import Runtime
+from proclab.run.runtime import Runtime, make_runtime
 from proclab.worldmodel.config import saved_model_config
 from proclab.worldmodel.model import WorldModel
 
@@ -61,3 +66,64 @@ def load_world_model(
         wm, {k: v for k, v in ckpt.weights.items() if not k.startswith(AGENT_PREFIX)}, ckpt.path
     )
     return runtime.prepare(wm), freeze(runtime.prepare(agent)), ckpt
+
+
+@dataclass(frozen=True)
+class TrainedWorldModel:
+    """A world model with the agent it simulates, its checkpoint and its runtime: what a notebook holds.
+
+    The functions of the library take it (or a checkpoint or run directory, loaded with :meth:`load`), so
+    that the agent in the loop, the reward the model predicts and the store it learned from are never
+    passed separately and never mismatched.
+    """
+
+    model: WorldModel
+    agent: Agent
+    checkpoint: Checkpoint
+    runtime: Runtime
+
+    @classmethod
+    def load(
+        cls, path: str | Path, device: str = "auto", precision: str = "fp32", runtime: Runtime | None = None
+    ) -> TrainedWorldModel:
+        """The world model of a checkpoint or a run directory (its latest checkpoint), in eval mode, on
+        ``runtime`` (a command's, from its runtime flags) or else on ``device`` in ``precision``: fp32 by
+        default, as ``wm evaluate`` and ``wm sample`` compute, so that their numbers repeat here."""
+        runtime = runtime or make_runtime(device, precision)
+        wm, agent, ckpt = load_world_model(path, runtime)
+        return cls(wm.eval(), agent, ckpt, runtime)
+
+    @property
+    def path(self) -> Path:
+        """The checkpoint directory."""
+        return self.checkpoint.path
+
+    @property
+    def run_dir(self) -> Path:
+        """The training run's directory (config, metrics, checkpoints): the checkpoint's grandparent."""
+        return self.checkpoint.path.parents[1]
+
+    @property
+    def updates(self) -> int:
+        """Optimiser steps the model was trained for."""
+        return self.checkpoint.step
+
+    @property
+    def reward_field(self) -> str:
+        """The reward the model predicts: ``reward_norm`` (what the agent was trained on) or ``reward``."""
+        return self.checkpoint.meta["reward_field"]
+
+    @property
+    def data(self) -> Path:
+        """The episode store the model was trained on."""
+        return Path(self.checkpoint.meta["data"])
+
+    def __repr__(self) -> str:
+        return f"TrainedWorldModel({str(self.path)!r}, {self.updates} updates, {self.runtime.device})"
+
+
+def as_trained(world_model: TrainedWorldModel | str | Path) -> TrainedWorldModel:
+    """``world_model`` itself, or the one a checkpoint or run directory holds (fp32 on the default device)."""
+    if isinstance(world_model, TrainedWorldModel):
+        return world_model
+    return TrainedWorldModel.load(world_model)

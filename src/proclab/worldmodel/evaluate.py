@@ -31,6 +31,7 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -43,13 +44,14 @@ from torch.utils.data import default_collate
 
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
-from proclab.io.configs import from_dict
+from proclab.io.configs import from_dict, with_fields
 from proclab.io.files import pyplot, save_figure, write_json
+from proclab.io.results import Result
 from proclab.levels.export import has_first_states
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch
-from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
@@ -65,22 +67,12 @@ REWARD_MODES = ("teacher-forced", "open loop", "closed loop")
 DRIFT_MODES = ("closed loop", "dream")
 
 
-@dataclass(frozen=True)
-class EvaluateArgs(RuntimeConfig):
-    """Judge a world model on held-out episodes: frame error in three modes against two baselines, a
-    changed-pixel error, the dream's rewards against reality, and the drift of the agent's dreamed states."""
+@dataclass(frozen=True, kw_only=True)
+class EvaluationSettings:
+    """What :func:`evaluate_world_model` measures, and on how much of the store."""
 
-    precision: str = field(default="fp32", kw_only=True)
-    """fp32, bf16 or auto (bf16 where the hardware has it)."""
-
-    run: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
-    """World-model run directory (its latest checkpoint) or checkpoint."""
-    data: Annotated[Path, tyro.conf.arg(metavar="HELDOUT_STORE")]
-    """Episode store of held-out episodes (levels the model never trained on: proclab record --split)."""
     horizon: int = 16
     """Simulated steps judged after the last frame the model saw (k = 1 .. horizon)."""
-    out: Path = Path("wm_evaluation")
-    """Directory for evaluation.json and evaluation.png."""
     windows: int = 512
     """Start points (windows of the store, a seeded pick); aim for 500 or more levels."""
     within: int = 16
@@ -99,8 +91,6 @@ class EvaluateArgs(RuntimeConfig):
     real_game: bool = True
     """Also play the real game in the same closed loop from each window's true state: the error an exact
     simulator would have (needs the store's first game states and procgen)."""
-    overwrite: bool = False
-    """Replace an existing evaluation in --out."""
 
     def validate(self) -> None:
         for name in ("horizon", "windows", "within", "reference_states", "batch_size"):
@@ -112,10 +102,84 @@ class EvaluateArgs(RuntimeConfig):
             raise ProclabError(f"--closed-loop must be one of {', '.join(ACTING)}, got {self.closed_loop!r}")
         if not 0 <= self.change_threshold < 1:
             raise ProclabError(f"--change-threshold must be within [0, 1), got {self.change_threshold}")
+
+
+@dataclass(frozen=True)
+class EvaluateArgs(EvaluationSettings, RuntimeConfig):
+    """Judge a world model on held-out episodes: frame error in three modes against two baselines, a
+    changed-pixel error, the dream's rewards against reality, and the drift of the agent's dreamed states."""
+
+    precision: str = field(default="fp32", kw_only=True)
+    """fp32, bf16 or auto (bf16 where the hardware has it)."""
+
+    run: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
+    """World-model run directory (its latest checkpoint) or checkpoint."""
+    data: Annotated[Path, tyro.conf.arg(metavar="HELDOUT_STORE")]
+    """Episode store of held-out episodes (levels the model never trained on: proclab record --split)."""
+    out: Path = Path("wm_evaluation")
+    """Directory for evaluation.json and evaluation.png."""
+    overwrite: bool = False
+    """Replace an existing evaluation in --out."""
+
+    def validate(self) -> None:
+        super().validate()
         if (self.out / "evaluation.json").exists() and not self.overwrite:
             raise ProclabError(
                 f"{str(self.out / 'evaluation.json')!r} exists; choose another --out or --overwrite"
             )
+
+
+@dataclass(frozen=True)
+class WorldModelEvaluation(Result):
+    """How a world model holds up on held-out episodes (the module docstring says what each part measures):
+    ``mse`` and ``changed_pixels`` per step ``k`` and predictor (the three modes, the two baselines, the
+    real game), each with its episode-clustered interval and paired differences; ``reward`` (AUC and
+    return correlations); ``drift`` of the agent's dreamed states. ``wm evaluate`` writes
+    :meth:`summary` as ``evaluation.json`` and :meth:`plot` as ``evaluation.png``."""
+
+    checkpoint: str
+    updates: int
+    data: str
+    horizon: int
+    windows: int
+    episodes: int
+    levels: int
+    seed: int
+    change_threshold: float
+    closed_loop: str
+    real_game: str
+    """``played``, ``not asked``, or why the real game could not be played."""
+    mse: dict
+    changed_pixels: dict
+    closed_loop_same_actions: list | None
+    """Per step, the share of windows whose dream agent has acted as in the real game so far."""
+    reward: dict
+    drift: dict | None
+
+    def summary(self) -> dict:
+        """``evaluation.json``: every field as computed (non-finite numbers kept, as the command always
+        wrote them; :meth:`to_dict` writes them as null)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def table(self) -> list[dict]:
+        """Per predictor and baseline, the frame MSE and changed-pixel MSE at the first, a middle and the
+        last step judged (clustered means)."""
+        steps = self.mse["steps"]
+        shown = sorted({1, min(5, steps[-1]), steps[-1]})
+        rows = []
+        for name in self.mse["mean"]:
+            row = {"frames": name}
+            for metric, label in (("mse", "MSE"), ("changed_pixels", "changed-pixel MSE")):
+                cells = getattr(self, metric)["mean"][name]
+                row |= {f"{label} k={k}": cells[k - 1]["mean"] for k in shown}
+            rows.append(row)
+        return rows
+
+    def plot(self, ax=None):
+        """The two panels of ``evaluation.png`` (MSE and changed-pixel MSE against ``k``, 95 % bands)."""
+        if ax is not None:
+            raise ProclabError("WorldModelEvaluation.plot draws two panels of its own; call it without ax")
+        return evaluation_figure(self.summary())
 
 
 def _trajectories(wm: WorldModel, agent, batch: WindowBatch, greedy: bool) -> dict[str, Trajectory]:
@@ -159,7 +223,12 @@ def expected_returns(traj: Trajectory) -> np.ndarray:
 
 
 def _batch_rows(
-    wm, agent, batch: WindowBatch, level_mean: torch.Tensor, real: torch.Tensor | None, args: EvaluateArgs
+    wm,
+    agent,
+    batch: WindowBatch,
+    level_mean: torch.Tensor,
+    real: torch.Tensor | None,
+    args: EvaluationSettings,
 ) -> dict:
     """Everything the evaluation keeps of one batch, per window (first axis); ``real``: the real game's
     frames in the same closed loop (uint8), or None."""
@@ -191,7 +260,7 @@ def collect(
     store: EpisodeStore,
     reward_field: str,
     runtime,
-    args: EvaluateArgs,
+    args: EvaluationSettings,
     progress: bool = True,
     env_config: EnvConfig | None = None,
 ) -> dict:
@@ -294,7 +363,7 @@ def reward_table(rows: dict, within: int) -> dict:
     return out
 
 
-def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: EvaluateArgs) -> dict | None:
+def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: EvaluationSettings) -> dict | None:
     """Each drift mode's nearest-other-episode distances against the real states' (:mod:`.state_drift`);
     None for a stateless agent or a store of one episode."""
     names = wm.codec.store_fields(STATE_OUT)
@@ -318,7 +387,7 @@ def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: EvaluateA
     return out
 
 
-def plot_evaluation(result: dict, path: Path) -> Path:
+def evaluation_figure(result: dict):
     """Two panels (MSE, changed-pixel MSE) against k: each mode and baseline with its clustered 95 % band."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -341,45 +410,72 @@ def plot_evaluation(result: dict, path: Path) -> Path:
         f"{result['windows']} windows of {result['episodes']} held-out episodes ({result['levels']} levels)"
     )
     fig.tight_layout()
+    return fig
+
+
+def plot_evaluation(result: dict, path: Path) -> Path:
+    """:func:`evaluation_figure` written to ``path``."""
+    fig = evaluation_figure(result)
     save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
+
+
+def evaluate_world_model(
+    world_model: TrainedWorldModel | str | Path,
+    data: EpisodeStore | str | Path,
+    settings: EvaluationSettings | None = None,
+    *,
+    progress: bool = True,
+    **fields,
+) -> WorldModelEvaluation:
+    """Judge ``world_model`` on the held-out episodes of the store ``data`` (module docstring).
+
+    ``settings`` (default :class:`EvaluationSettings`), with ``fields`` replacing its fields
+    (``windows=64, horizon=8``), say what is measured on how many windows; the numbers are those
+    ``proclab wm evaluate`` writes for the same settings.
+    """
+    world = as_trained(world_model)
+    settings = with_fields(settings or EvaluationSettings(), **fields)
+    settings.validate()
+    store = data if isinstance(data, EpisodeStore) else EpisodeStore(data)
+    agent, ckpt = world.agent, world.checkpoint
+    store.check_agent(agent.config.num_actions, agent.state_shapes())
+    replayable = settings.real_game and has_first_states(store)
+    env_config = from_dict(EnvConfig, ckpt.meta["agent_env"]) if replayable else None
+    rows = collect(
+        world.model, agent, store, world.reward_field, world.runtime, settings, progress, env_config
+    )
+    episodes = rows["episode"]
+    return WorldModelEvaluation(
+        checkpoint=str(ckpt.path),
+        updates=ckpt.step,
+        data=str(data.path if isinstance(data, EpisodeStore) else data),
+        horizon=settings.horizon,
+        windows=len(episodes),
+        episodes=len(np.unique(episodes)),
+        levels=len(np.unique(rows["level"])),
+        seed=settings.seed,
+        change_threshold=settings.change_threshold,
+        closed_loop=settings.closed_loop,
+        real_game="played"
+        if replayable
+        else "not asked"
+        if not settings.real_game
+        else "the store holds no first game states",
+        mse=frame_table(rows, episodes, "mse"),
+        changed_pixels=frame_table(rows, episodes, "changed"),
+        closed_loop_same_actions=actions_table(rows, episodes),
+        reward=reward_table(rows, settings.within),
+        drift=drift_table(rows, store, world.model, settings),
+    )
 
 
 def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     """Run the evaluation; write ``out/evaluation.json`` and ``out/evaluation.png``; return the JSON data."""
     args.validate()
-    rt = args.runtime()
-    wm, agent, ckpt = load_world_model(args.run, rt)
-    store = EpisodeStore(args.data)
-    store.check_agent(agent.config.num_actions, agent.state_shapes())
-    field_name = ckpt.meta["reward_field"]
-    replayable = args.real_game and has_first_states(store)
-    env_config = from_dict(EnvConfig, ckpt.meta["agent_env"]) if replayable else None
-    rows = collect(wm, agent, store, field_name, rt, args, progress, env_config)
-    episodes = rows["episode"]
-    result = {
-        "checkpoint": str(ckpt.path),
-        "updates": ckpt.step,
-        "data": str(args.data),
-        "horizon": args.horizon,
-        "windows": len(episodes),
-        "episodes": len(np.unique(episodes)),
-        "levels": len(np.unique(rows["level"])),
-        "seed": args.seed,
-        "change_threshold": args.change_threshold,
-        "closed_loop": args.closed_loop,
-        "real_game": "played"
-        if replayable
-        else "not asked"
-        if not args.real_game
-        else "the store holds no first game states",
-        "mse": frame_table(rows, episodes, "mse"),
-        "changed_pixels": frame_table(rows, episodes, "changed"),
-        "closed_loop_same_actions": actions_table(rows, episodes),
-        "reward": reward_table(rows, args.within),
-        "drift": drift_table(rows, store, wm, args),
-    }
+    world = TrainedWorldModel.load(args.run, runtime=args.runtime())
+    result = evaluate_world_model(world, args.data, args, progress=progress).summary()
     write_json(args.out / "evaluation.json", result, "world-model evaluation", indent=1)
     plot_evaluation(result, args.out / "evaluation.png")
     return result

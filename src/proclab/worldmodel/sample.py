@@ -35,27 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import torch
 import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.video import write_video
-from proclab.models import build_agent
-from proclab.models.loading import freeze, load_agent
-from proclab.models.scripted import SCRIPTED, ScriptedAgent
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
-from proclab.store.schema import STATE_IN0, STATE_LAYOUT_ATTR, STATE_OUT
+from proclab.store.schema import STATE_LAYOUT_ATTR, STATE_OUT
 from proclab.store.state_codec import StateCodec
-from proclab.store.windows import WindowDataset
-from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.checkpoint import TrainedWorldModel
+from proclab.worldmodel.dream import INITS, Dream, DreamStarts, loop_agent, simulate_batch
 from proclab.worldmodel.model import Trajectory
-from proclab.worldmodel.simulate import dreamed, random_bottlenecks
-from proclab.worldmodel.videos import to_uint8
-
-INITS = ("informed", "random")
 
 
 @dataclass(frozen=True)
@@ -90,32 +82,6 @@ class SampleArgs(RuntimeConfig):
     """Rollouts simulated at once."""
     seed: int = 0
     """Seed of the initial frames' choice, random vectors and samples."""
-
-
-def loop_agent(name: str, trained, seed: int, runtime):
-    """The agent to put in the loop, and whether the converters' predicted initial state suits it."""
-    if name == "trained":
-        return trained, True
-    if name == "untrained":
-        torch.manual_seed(seed)
-        return freeze(runtime.prepare(build_agent(trained.config))), False
-    if name in SCRIPTED:
-        return ScriptedAgent(SCRIPTED[name], trained.config.num_actions), False
-    if not Path(name).exists():
-        raise unknown_choice("agent", name, ["trained", "untrained", *SCRIPTED, "a checkpoint path"])
-    agent, _, _ = load_agent(name, runtime)
-    if agent.config.num_actions != trained.config.num_actions:
-        raise ProclabError(
-            f"agent {name!r} has {agent.config.num_actions} actions; the model simulates "
-            f"{trained.config.num_actions}"
-        )
-    return agent, False
-
-
-def _informed(args: SampleArgs, data: Path, n_init: int) -> tuple[WindowDataset, np.ndarray]:
-    windows = WindowDataset(data, n_init, stride=1, fields=["obs"])
-    rng = np.random.default_rng(args.seed)
-    return windows, rng.choice(len(windows), args.n, replace=args.n > len(windows))
 
 
 def step_fields(reward_field: str, codec: StateCodec) -> list[str]:
@@ -156,17 +122,18 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
         if getattr(args, name) < 1:
             raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     rt = args.runtime()
-    wm, trained, ckpt = load_world_model(args.checkpoint, rt)
-    wm.eval()
-    agent, predicted_state = loop_agent(args.agent, trained, args.seed, rt)
+    world = TrainedWorldModel.load(args.checkpoint, runtime=rt)
+    wm, ckpt = world.model, world.checkpoint
+    agent, predicted_state = loop_agent(args.agent, world.agent, args.seed, rt)
     codec = StateCodec(agent.state_shapes())
     reward_field = ckpt.meta["reward_field"]
     games = ckpt.meta.get("games") or ["unknown"]
     if args.init == "informed":
-        windows, picks = _informed(args, args.data or Path(ckpt.meta["data"]), wm.config.num_init_steps)
-        store = windows.store
+        data = args.data or Path(ckpt.meta["data"])
+        starts = DreamStarts.informed(data, args.n, wm.config.num_init_steps, args.seed)
+        store = starts.windows.store
     else:
-        vectors = random_bottlenecks(args.n, wm.config.bottleneck, torch.Generator().manual_seed(args.seed))
+        starts = DreamStarts.random(args.n, wm.config.bottleneck, args.seed)
     torch.manual_seed(args.seed)
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
     settings = {
@@ -188,28 +155,25 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
         for lo in range(0, args.n, args.batch_size):
             hi = min(lo + args.batch_size, args.n)
             with rt.autocast():
+                bottleneck = starts.bottlenecks(wm, lo, hi, rt.device)
+            traj = simulate_batch(
+                world,
+                agent,
+                bottleneck,
+                args.steps,
+                modal=args.modal,
+                greedy=args.greedy,
+                predicted_agent_state=predicted_state,
+            )
+            dreams = Dream.of(traj, args.steps, reward_field)
+            for k in range(lo, hi):
+                steps, info = dreams.episode(k - lo, codec)
                 if args.init == "informed":
-                    bottleneck = wm.encode(
-                        torch.stack([windows[int(i)]["obs"] for i in picks[lo:hi]], 1).to(rt.device)
-                    )
-                else:
-                    bottleneck = vectors[lo:hi].to(rt.device)
-                traj = dreamed(
-                    wm,
-                    agent,
-                    bottleneck,
-                    args.steps + 1,
-                    modal=args.modal,
-                    greedy=args.greedy,
-                    predicted_agent_state=predicted_state,
-                )
-            for k, (steps, info) in enumerate(rollouts(traj, args.steps, reward_field, codec), start=lo):
-                if args.init == "informed":
-                    e = int(windows.episode_ids[picks[k]])
+                    e = int(starts.windows.episode_ids[starts.picks[k]])
                     game = str(store.episodes["game"][e]) if "game" in store.episodes else games[0]
                     info |= {
                         "source_episode": e,
-                        "source_offset": int(windows.offsets[picks[k]]),
+                        "source_offset": int(starts.windows.offsets[starts.picks[k]]),
                         "game": game,
                     }
                 else:
@@ -222,42 +186,11 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
 
 
 def rollouts(traj: Trajectory, steps: int, reward_field: str, codec: StateCodec) -> list[tuple[dict, dict]]:
-    """A closed-loop simulation of ``steps + 1`` steps as one (per-step, per-episode) pair of fields per row.
-
-    Row ``t`` holds frame ``t`` and the agent's outputs on it; the reward and done of its action
-    come from step ``t + 1``, whose frame is the episode's ``final_obs``.
-    """
-
-    def numpy(x: torch.Tensor) -> np.ndarray:
-        return x.float().cpu().numpy()
-
-    T = steps
-    frames, actions = to_uint8(traj.frame), traj.action.argmax(-1).cpu().numpy()
-    logits, value, reward = numpy(traj.logits), numpy(traj.value), numpy(traj.reward)
-    done = numpy(torch.sigmoid(traj.done_logit.float()))
-    env_h, states = numpy(traj.env_h), numpy(traj.agent_state)
-    state0, bottleneck = numpy(traj.start.agent_state), numpy(traj.start.bottleneck)
-    out = []
-    for b in range(frames.shape[1]):
-        row = {
-            "obs": frames[:T, b],
-            "action": actions[:T, b],
-            "logits": logits[:T, b],
-            "logits_clean": logits[:T, b],
-            "value": value[:T, b],
-            reward_field: reward[1:, b],
-            "terminated": done[1:, b] > 0.5,
-            "done_prob": done[1:, b],
-            "truncated": np.zeros(T, bool),
-            "step": np.arange(T, dtype=np.int32),
-            "env_h": env_h[:T, b],
-        }
-        info = {"bottleneck": bottleneck[b], "return": float(reward[1:, b].sum()), "final_obs": frames[T, b]}
-        for layer, part in codec.layer_slices().items():
-            row[STATE_OUT + layer] = states[:T, b, part]
-            info[STATE_IN0 + layer] = state0[b, part]
-        out.append((row, info))
-    return out
+    """A closed-loop simulation of ``steps + 1`` steps as one (per-step, per-episode) pair of fields per row
+    (:meth:`~.dream.Dream.episode`): row ``t`` holds frame ``t`` and the agent's outputs on it; the reward and
+    done of its action come from step ``t + 1``, whose frame is the episode's ``final_obs``."""
+    dreams = Dream.of(traj, steps, reward_field)
+    return [dreams.episode(b, codec) for b in range(len(dreams))]
 
 
 def sample_video(path: Path, steps: dict, reward_field: str) -> Path:

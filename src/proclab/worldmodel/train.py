@@ -34,8 +34,8 @@ import tyro
 from torch.utils.data import DataLoader, Sampler, default_collate
 
 from proclab.errors import ProclabError
-from proclab.io.checkpoint import find_checkpoint
-from proclab.io.configs import to_dict
+from proclab.io.checkpoint import find_checkpoint, load_checkpoint
+from proclab.io.configs import to_dict, with_fields
 from proclab.io.run_dirs import create_run_dir, game_label
 from proclab.models.loading import freeze, load_agent
 from proclab.run.args import RunArgs
@@ -53,7 +53,7 @@ from proclab.run.runtime import restore_rng_state, rng_state
 from proclab.store import EpisodeStore
 from proclab.store.windows import WindowDataset
 from proclab.worldmodel.batch import make_batch, window_dataset
-from proclab.worldmodel.checkpoint import load_world_model, save_world_model
+from proclab.worldmodel.checkpoint import KIND, TrainedWorldModel, load_world_model, save_world_model
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
 from proclab.worldmodel.losses import shift_labels, world_model_loss
 from proclab.worldmodel.model import WorldModel
@@ -307,13 +307,28 @@ class WMTrainer:
         restore_rng_state(state["ranks"][self.rank])
 
 
-def train_world_model(config: WMTrainConfig, progress: bool = True) -> Path:
-    """Train a world model as ``config`` says (in this process); returns its run directory.
+def train_world_model(
+    data: EpisodeStore | str | Path,
+    config: WMTrainConfig | str,
+    *,
+    progress: bool = True,
+    **fields,
+) -> TrainedWorldModel:
+    """Train a world model on the episode store ``data`` in this process; returns it, trained.
 
-    For scripts and ``proclab quickstart``: ``replace(wm_size("small"), data=store, total_updates=300,
-    run_root=out / "runs")``.
+    ``config`` is a size's name (``tiny``, ``small``, ``cpu``, ``paper``: :func:`~.config.wm_size`) or a
+    :class:`~.config.WMTrainConfig`; ``fields`` replace its fields (``total_updates=300, time_limit=60,
+    run_root=out``), and ``data`` its store. The agent in the loop is the one that recorded the store
+    (``agent=CHECKPOINT`` names another). The run directory (config, metrics, checkpoints) is the result's
+    :attr:`~.checkpoint.TrainedWorldModel.run_dir`; ``proclab wm train`` trains the same way, on as many
+    processes as torchrun starts.
     """
-    return WMTrainer(config).train(progress)
+    base = wm_size(config) if isinstance(config, str) else config
+    path = data.path if isinstance(data, EpisodeStore) else Path(data)
+    trainer = WMTrainer(with_fields(base, **fields, data=path))
+    run_dir = trainer.train(progress)
+    ckpt = load_checkpoint(find_checkpoint(run_dir), kind=KIND)
+    return TrainedWorldModel(trainer.wm.eval(), trainer.agent, ckpt, trainer.rt)
 
 
 # -- command line ------------------------------------------------------------------------------
