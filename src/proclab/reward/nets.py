@@ -11,12 +11,13 @@ frame stack, no action). Three architectures:
 
 Frames arrive as uint8 ``(N, 3, 64, 64)``. By default they are divided by 255; ``scale_input=False``
 keeps the seed's raw 0..255 values. A trained net is a checkpoint of kind ``reward_model``
-(safetensors weights, its config and training summary in ``meta.json``).
+(safetensors weights, its config and training summary in ``meta.json``); :class:`RewardModel` is such a
+checkpoint loaded, the object the library's functions take (``evaluate_trex``) and ``train_trex`` returns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,43 @@ def predict_rewards(net: RewardNet, frames, chunk: int = 1024) -> np.ndarray:
     frames = torch.as_tensor(frames)
     device = next(net.parameters()).device
     return torch.cat([net(c.to(device)).float().cpu() for c in frames.split(chunk)]).numpy()
+
+
+@dataclass(frozen=True)
+class RewardModel:
+    """A learned reward r(s) with its checkpoint: the net, and the training summary (the ``trex train``
+    summary row: correlations on held-out levels, pair accuracies, the length control)."""
+
+    net: RewardNet
+    checkpoint: Checkpoint = field(repr=False)
+
+    @classmethod
+    def load(cls, path: str | Path, device: torch.device | str = "cpu") -> RewardModel:
+        """The reward model of a ``trex train`` run directory or a reward-model checkpoint."""
+        return cls(*load_reward_model(path, device))
+
+    @property
+    def path(self) -> Path:
+        """The checkpoint directory."""
+        return self.checkpoint.path
+
+    @property
+    def summary(self) -> dict:
+        """The training run's summary row (``rm_infos.csv``'s columns), as the run saved it."""
+        return self.checkpoint.meta.get("summary", {})
+
+    @property
+    def game(self) -> str | None:
+        return self.checkpoint.meta.get("game")
+
+    def rewards(self, frames) -> np.ndarray:
+        """r(s) of uint8 frames ``(T, 3, 64, 64)``, one per frame."""
+        return predict_rewards(self.net, frames)
+
+    def __repr__(self) -> str:
+        return f"RewardModel({str(self.path)!r}, {self.net.config.arch} net, game {self.game})"
+
+
+def as_reward_model(reward_model: RewardModel | str | Path) -> RewardModel:
+    """``reward_model`` itself, or the one a ``trex train`` run or checkpoint directory holds."""
+    return reward_model if isinstance(reward_model, RewardModel) else RewardModel.load(reward_model)

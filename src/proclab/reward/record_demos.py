@@ -35,6 +35,7 @@ from proclab.errors import ProclabError
 from proclab.io.checkpoint import META, find_checkpoint
 from proclab.models.loading import load_agent
 from proclab.record import EpisodeRecorder
+from proclab.reward.demo_reader import open_store
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
 
@@ -228,6 +229,48 @@ def record_demos(
             finally:
                 env.close()
     return written
+
+
+def trex_demos(
+    agents,
+    game: str | None = None,
+    *,
+    out: str | Path,
+    train: int = 100,
+    test: int = 0,
+    max_len: int = 1000,
+    num_envs: int = 16,
+    use_backgrounds: bool | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    progress: bool = True,
+) -> EpisodeStore:
+    """Record ``train`` demos to learn from and ``test`` demos on held-out levels into the demo store ``out``
+    (created, or added to); returns the store.
+
+    ``agents``: checkpoints or run directories (a run: all its periodic checkpoints, whose skill varies),
+    one drawn at random per demo; ``game``: the game they play (default: theirs). Each split is what
+    ``proclab trex demos --split`` records (:func:`record_demos`), the test demos seeded ``seed + 1`` so
+    that their draws of checkpoint and actions are not the train demos' again.
+    """
+    if train < 0 or test < 0 or train + test == 0:
+        raise ProclabError(f"record at least one demo: train={train}, test={test}")
+    for split, num, split_seed in (("train", train, seed), ("test", test, seed + 1)):
+        if num:
+            record_demos(
+                list(agents),
+                Path(out),
+                num,
+                split,
+                game=game,
+                max_len=max_len,
+                num_envs=num_envs,
+                use_backgrounds=use_backgrounds,
+                seed=split_seed,
+                device=device,
+                progress=progress,
+            )
+    return open_store(out)
 
 
 def _levels_in_store(path: Path, game: str) -> set[int]:

@@ -37,17 +37,18 @@ from rich.progress import Progress
 
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
-from proclab.io.configs import from_dict, to_dict
+from proclab.io.configs import from_dict, to_dict, with_fields
 from proclab.io.files import disk_errors, replacing
 from proclab.io.run_dirs import create_run_dir
 from proclab.reward.control import CONTROL_STATS, length_control
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
 from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
-from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
+from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
 from proclab.run.args import RunArgs
 from proclab.run.runtime import Runtime, RuntimeConfig, restore_rng_state, rng_state, seed_everything
+from proclab.store import EpisodeStore
 
 PROGRESS = "progress"
 """``RUN/progress``: the checkpoint of the last finished epoch (weights, optimiser, RNGs, best so far)."""
@@ -582,6 +583,27 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
     return summary
 
 
+def train_trex(
+    demos: EpisodeStore | str | Path,
+    config: TrexConfig | None = None,
+    *,
+    resume: Path | None = None,
+    progress: bool = True,
+    **fields,
+) -> RewardModel:
+    """Learn a reward from the demos of the store ``demos`` (T-REX, module docstring); returns it trained.
+
+    ``config`` (default :class:`TrexConfig`: batched training) with ``fields`` replacing its fields
+    (``num_demos=40, time_limit=30, run_root=out``), and ``demos`` its store; ``resume`` continues a stopped
+    run. The result's ``summary`` is the run's summary row: the held-out-level correlations, the +1/step
+    baseline and the length control, as ``trex train`` appends it to ``--summary``.
+    """
+    path = demos.path if isinstance(demos, EpisodeStore) else Path(demos)
+    cfg = with_fields(config or TrexConfig(), **fields, demos=path)
+    row = train_reward(cfg, progress, resume)
+    return RewardModel.load(Path(row["run_dir"]) / "checkpoints" / "best", cfg.runtime().device)
+
+
 def append_summary(path: Path, rows: list[dict]) -> None:
     """Append rows to a summary CSV, writing the header if the file is new."""
     with disk_errors(path, "T-REX summary"):
@@ -633,7 +655,7 @@ def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
 
 def main(argv: list[str], prog: str = "proclab trex train") -> None:
     cfg, resume = parse_run(argv, prog)
-    row = train_reward(cfg, resume=resume)
+    row = train_trex(cfg.demos, cfg, resume=resume).summary
     summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
     append_summary(summary, [row])
     print(
