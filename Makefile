@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.proclab-installed-$(HASH)
 PYTEST_WORKERS ?= 2
 PIP_ARGS ?=
 
-.PHONY: setup demo test test-browser test-all lint docs readme bench clean
+.PHONY: setup demo test test-browser test-all lint docs notebooks readme bench clean
 
 setup: $(STAMP)
 
@@ -40,9 +40,20 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 
+# The notebooks' kernel: the venv's own "python3" kernelspec (ipykernel's), which runs the interpreter that starts
+# it; JUPYTER_PATH puts it before any other "python3" a user or the system installed.
+KERNELS := JUPYTER_PATH=$(abspath $(VENV))/share/jupyter
+
 # The documentation site (site/); --strict turns a broken link or a page missing from the nav into an error.
+# Every notebook in docs/notebooks runs top to bottom during the build (mkdocs.yml); one that raises fails it.
 docs: setup
-	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+	$(KERNELS) NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
+# The notebooks executed without building the site (nbclient), with each one's wall time;
+# make notebooks NOTEBOOKS=docs/notebooks/trex.ipynb runs one. Strip outputs before committing:
+# $(BIN)/python tools/notebooks.py strip
+notebooks: setup
+	$(KERNELS) $(BIN)/python tools/notebooks.py run $(NOTEBOOKS)
 
 # Regenerate the README's command table from the CLI (tests/test_readme.py checks it is current).
 readme: setup

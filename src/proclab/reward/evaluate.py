@@ -122,16 +122,16 @@ class TrexEvaluation(Result):
         left.set_ylabel("predicted return")
         left.set_title(f"{self.control_demos} {self.game} {self.split} demos")
         keys = list(STAT_LABELS)
-        values = [getattr(self, k) for k in keys]
-        errors = np.abs(
-            np.array([[getattr(self, f"{k}_lo"), getattr(self, f"{k}_hi")] for k in keys]).T - values
-        )
+        values = np.array([getattr(self, k) for k in keys])
+        bounds = np.array([[getattr(self, f"{k}_lo"), getattr(self, f"{k}_hi")] for k in keys])
+        errors = np.nan_to_num(np.abs(bounds.T - values))  # no interval without resamples
         colours = ["C1" if k.startswith("baseline") else "C0" for k in keys]
         right.barh(range(len(keys)), values, xerr=errors, color=colours, capsize=3)
         right.set_yticks(range(len(keys)), [STAT_LABELS[k] for k in keys], fontsize=8)
         right.invert_yaxis()
         right.axvline(0, color="black", lw=0.8)
-        right.set_xlim(-1, 1)
+        reach = np.nanmax(np.abs(np.concatenate([values, bounds.ravel()])), initial=1.0)
+        right.set_xlim(-reach, reach)  # a gain, a difference of correlations, may pass 1
         right.set_title("learned reward (blue), +1/step baseline (orange)")
         fig.tight_layout()
         return fig

@@ -76,7 +76,10 @@ class Dream(Result):
     source_offsets: np.ndarray
     """``(B,)``: the step of that episode its window started at (-1 for other starts)."""
     real_frames: np.ndarray | None = None
-    """``(B, 3, 64, 64)``: an informed dream's real frame at step 0 (the last one encoded), else None."""
+    """``(B, num_init_steps, 3, 64, 64)`` uint8: the real frames an informed dream's bottleneck encodes (the
+    last is the one its step 0 redraws), else None."""
+    copied_real_frame: bool = False
+    """Whether step 0 copied the real frame before it (``dream(..., copy_real_frame=True)``)."""
 
     @classmethod
     def of(
@@ -87,6 +90,7 @@ class Dream(Result):
         source_episodes: np.ndarray | None = None,
         source_offsets: np.ndarray | None = None,
         real_frames: np.ndarray | None = None,
+        copied_real_frame: bool = False,
     ) -> Dream:
         """The first ``steps`` rows of a closed-loop simulation of ``steps + 1`` steps."""
 
@@ -113,6 +117,7 @@ class Dream(Result):
             source_episodes=missing if source_episodes is None else np.asarray(source_episodes, np.int64),
             source_offsets=missing if source_offsets is None else np.asarray(source_offsets, np.int64),
             real_frames=real_frames,
+            copied_real_frame=copied_real_frame,
         )
 
     def __len__(self) -> int:
@@ -181,11 +186,11 @@ class Dream(Result):
         steps = list(range(0, self.steps, every))
         columns = ([("real", None)] if self.real_frames is not None else []) + [(f"t={t}", t) for t in steps]
         fig, axes = plt.subplots(
-            len(shown), len(columns), figsize=(1.1 * len(columns), 1.2 * len(shown)), squeeze=False
+            len(shown), len(columns), figsize=(1.1 * len(columns), 1.4 * len(shown)), squeeze=False
         )
         for b in shown:
             for c, (title, t) in enumerate(columns):
-                frame = self.real_frames[b] if t is None else self.frames[b, t]
+                frame = self.real_frames[b, -1] if t is None else self.frames[b, t]
                 cell = axes[b][c]
                 cell.imshow(frame.transpose(1, 2, 0))
                 cell.set_xticks([])
@@ -195,7 +200,7 @@ class Dream(Result):
                 if t is not None and t < self.steps:
                     cell.set_xlabel(ACTION_NAMES[self.actions[b, t]], fontsize=6)
             axes[b][0].set_ylabel(f"dream {b}", fontsize=8)
-        fig.tight_layout(pad=0.3)
+        fig.tight_layout(pad=0.3, h_pad=0.6)
         return fig
 
 
@@ -355,8 +360,8 @@ def dream(
             start_frame=real[-2].to(rt.device) if copy_real_frame else None,
         )
         episodes, offsets = starts.sources(lo, hi)
-        last = None if real is None else real[-1].numpy()
-        parts.append(Dream.of(traj, steps, world.reward_field, episodes, offsets, last))
+        encoded = None if real is None else real.transpose(0, 1).numpy()
+        parts.append(Dream.of(traj, steps, world.reward_field, episodes, offsets, encoded, copy_real_frame))
     return parts[0] if len(parts) == 1 else _joined(parts)
 
 
