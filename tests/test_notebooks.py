@@ -18,6 +18,10 @@ def test_a_notebook_has_no_outputs_and_no_execution_counts(path):
     notebook = json.loads(path.read_text())
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code, f"{path.name} has no code cell"
-    kept = [i for i, cell in enumerate(code) if cell.get("outputs") or cell.get("execution_count") is not None]
+    kept = [
+        i for i, cell in enumerate(code) if cell.get("outputs") or cell.get("execution_count") is not None
+    ]
     assert not kept, f"{path.name}: code cells {kept} keep outputs; run python tools/notebooks.py strip"
-    assert notebook["metadata"]["kernelspec"]["name"] == "python3"  # the kernel make docs and make notebooks run
+    assert (
+        notebook["metadata"]["kernelspec"]["name"] == "python3"
+    )  # the kernel make docs and make notebooks run
