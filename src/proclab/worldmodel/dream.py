@@ -163,7 +163,7 @@ class Dream(Result):
         rows = []
         for b in range(len(self)):
             ends = np.flatnonzero(self.done_prob[b] > 0.5)
-            actions = [ACTION_NAMES[a] if a < len(ACTION_NAMES) else str(a) for a in self.actions[b]]
+            actions = [ACTION_NAMES[a] for a in self.actions[b]]
             rows.append(
                 {
                     "dream": b,
