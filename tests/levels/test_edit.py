@@ -11,7 +11,7 @@ from proclab.envs.actions import ACTION_NAMES
 from proclab.envs.state import parse_state, positions
 from proclab.envs.state.glossary import SPACE
 from proclab.levels.file import read_level_states
-from proclab.levels.pick import generate_level
+from proclab.levels.level import generate_level
 from proclab.models.scripted import ScriptedAgent
 from proclab.rl.evaluate import evaluate
 from proclab.run.runtime import make_runtime

@@ -35,7 +35,8 @@ from proclab.envs.state import (
 )
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
-from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+from proclab.levels.level import Level, play_frames
+from proclab.levels.pick import LevelArgs, pick_level
 from proclab.levels.picture import save_level_picture
 
 

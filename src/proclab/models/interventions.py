@@ -790,13 +790,14 @@ def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev
     chosen = resolve_names(names, points)
     with capture(module, chosen, detach=True) as acts:
         out, new_state = agent.unroll(seq, state, firsts, prev_rewards)
-    cache = ActivationCache({name: _time_major(acts, name, points[name].layout, T, B) for name in acts})
+    cache = ActivationCache({name: time_major(acts, name, points[name].layout, T, B) for name in acts})
     if one_step:
         out = type(out)(*(x.squeeze(0) for x in out))
     return out, new_state, cache
 
 
-def _time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
+def time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
+    """Hook ``name``'s recorded calls over ``T`` steps of ``B`` rows as one ``(T, B, *sample)`` tensor."""
     calls = acts.calls(name)
     if layout == "step":
         return torch.stack(calls)
@@ -830,4 +831,5 @@ __all__ = [
     "run_with_cache",
     "run_with_hooks",
     "state_hook",
+    "time_major",
 ]

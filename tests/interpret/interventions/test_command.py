@@ -287,7 +287,7 @@ def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path)
     """--levels-from: the paired levels are the file's states, in order; a saved level plays exactly as the
     same level drawn from a split (the baseline's return and length on it are those of --split SEED:1)."""
     from proclab.levels.file import level_states, write_level_states
-    from proclab.levels.pick import generate_level
+    from proclab.levels.level import generate_level
 
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")  # trained without backgrounds
     path = write_level_states(
