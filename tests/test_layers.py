@@ -21,7 +21,7 @@ LAYERS = [
     {"worldmodel", "reward"},
     {"interpret"},
     {"panel"},
-    {"cli", "__main__", "quickstart"},
+    {"cli", "__main__", "quickstart", "analyze"},
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]

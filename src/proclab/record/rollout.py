@@ -42,7 +42,7 @@ from proclab.levels.level import Level, as_level_states
 from proclab.levels.play import LevelsEnv
 from proclab.models.cache import ActivationCache, resolve_names
 from proclab.models.hooks import hook_points
-from proclab.models.interventions import Intervened, Intervention
+from proclab.models.interventions import Intervened, Intervention, run_with_cache
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
@@ -69,8 +69,38 @@ class Rollout(Result):
     returns: np.ndarray  # (B,)
     level_complete: np.ndarray  # (B,) bool
     truth: dict[str, np.ndarray] = field(default_factory=dict)  # feature or event -> (T, B)
-    start_states: tuple[bytes, ...] = ()  # each episode's first game state (with truth=True)
+    start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
     cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
+    agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
+
+    def replay(
+        self, agent=None, names: Sequence[str] | str | None = None, batch: int = 16
+    ) -> ActivationCache:
+        """The activations ``names`` (patterns too; None: all) of ``agent`` (default: the one that played)
+        on these episodes' frames, each episode from a fresh state, as a ``(T, B, ...)`` cache with this
+        rollout's mask: the same numbers as a cache taken while playing, for any agent (a control)."""
+        agent = agent if agent is not None else self.agent
+        if agent is None:
+            raise ProclabError("this rollout does not know the agent that played it: pass agent=")
+        module = agent.agent if isinstance(agent, Intervened) else agent
+        names = resolve_names(names, hook_points(module))
+        device = next((p.device for p in module.parameters()), torch.device("cpu"))
+        T, B = self.mask.shape
+        prev = np.zeros((T, B), np.float32)
+        prev[1:] = self.rewards[:-1]
+        parts: dict[str, list[torch.Tensor]] = {n: [] for n in names}
+        with torch.inference_mode():
+            for lo in range(0, B, batch):
+                cols = slice(lo, min(B, lo + batch))
+                obs = torch.from_numpy(self.obs[:, cols]).to(device)
+                firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=device)
+                firsts[0] = True
+                rewards = torch.from_numpy(prev[:, cols]).to(device)
+                _, _, cache = run_with_cache(agent, obs, None, names, firsts, rewards)
+                for n in names:
+                    parts[n].append(cache[n].float().cpu())
+        mask = torch.from_numpy(self.mask)
+        return ActivationCache({n: torch.cat(v, 1) for n, v in parts.items()}, mask=mask, levels=self.levels)
 
     @property
     def lengths(self) -> np.ndarray:
@@ -164,7 +194,7 @@ def rollout(
         recorder.run(target, sink, stop=None if steps is None else (lambda: total[0] >= steps))
     finally:
         env.close()
-    return _assemble(_in_start_order(kept, env.num_envs), recorder, config, names, truth)
+    return _assemble(_in_start_order(kept, env.num_envs), recorder, config, names, truth, agent)
 
 
 def _in_start_order(kept: list[tuple[dict, dict]], slots: int) -> list[tuple[dict, dict]]:
@@ -224,7 +254,9 @@ def _setting(agent, game, mode, levels) -> tuple[EnvConfig, LevelStates | None]:
     return base, level_states
 
 
-def _assemble(kept, recorder: EpisodeRecorder, config: EnvConfig, names: list[str], truth: bool) -> Rollout:
+def _assemble(
+    kept, recorder: EpisodeRecorder, config: EnvConfig, names: list[str], truth: bool, agent
+) -> Rollout:
     game = config.games()[0]
     B = len(kept)
     T = max((len(rows["obs"]) for rows, _ in kept), default=0)
@@ -275,6 +307,7 @@ def _assemble(kept, recorder: EpisodeRecorder, config: EnvConfig, names: list[st
         truth=features,
         start_states=start_states,
         cache=cache,
+        agent=agent,
     )
 
 
