@@ -18,14 +18,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_states, write_level_states
 from proclab.store import EpisodeStore
-
-INITIAL_STATE = "initial_state"
-"""The store's per-episode blob holding the game's first state (written by ``proclab record``)."""
-
-
-def has_first_states(store: EpisodeStore) -> bool:
-    """Whether the store holds its episodes' first game states (recorded with ground truth)."""
-    return INITIAL_STATE in store.blob_fields
+from proclab.store.schema import INITIAL_STATE, has_first_states
 
 
 @dataclass(frozen=True)

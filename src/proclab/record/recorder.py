@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ from proclab.record.ground_truth import GroundTruth
 from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
 from proclab.run.runtime import Runtime
-from proclab.store.schema import STATE_IN0, STATE_OUT, flatten_state, state_layout
+from proclab.store.schema import INITIAL_STATE, STATE_IN0, STATE_OUT, flatten_state, state_layout
 
 BIG_ROW = 1024  # bytes per row from which a field is kept as per-slot row lists
 CACHE = "cache/"
@@ -161,7 +162,7 @@ class EpisodeRecorder:
         self.module = agent.agent if isinstance(agent, Intervened) else agent
         self.cache = cache or []
         self.with_slot = with_slot  # each episode's info names the env slot that played it
-        self.layouts = {name: hook_points(self.module)[name].layout for name in self.cache}
+        self.layouts = {name: hook_points(self.module)[name].layout for name in self.cache} if cache else {}
         self.layout = state_layout(agent.state_shapes())
         initial = {
             k: v.float().cpu().numpy() for k, v in agent.initial_state(1, device=runtime.device).items()
@@ -196,7 +197,7 @@ class EpisodeRecorder:
         while active.any():
             idx = np.flatnonzero(active)
             rows_t = None if len(idx) == N else torch.from_numpy(idx).to(rt.device)
-            with capture(self.module, self.cache, detach=True) as acts:
+            with capture(self.module, self.cache, detach=True) if self.cache else nullcontext() as acts:
                 out, state = actor.forward(rows_t)
             with torch.inference_mode():
                 clean = out.logits.float()
@@ -262,7 +263,7 @@ class EpisodeRecorder:
             "return": float(ep["return"][i]),
             "level_complete": bool(ep["level_complete"][i]),
             **self.state_in0,
-            **({"initial_state": truth.finished[i]} if truth is not None else {}),
+            **({INITIAL_STATE: truth.finished[i]} if truth is not None else {}),
         }
 
 

@@ -45,9 +45,9 @@ from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
 from proclab.io.files import pyplot, save_figure, write_json
-from proclab.levels.export import has_first_states
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
+from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations

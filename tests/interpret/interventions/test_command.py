@@ -326,7 +326,7 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     """--swaps saw:crate,0:1 on CoinRun: the kinds are the atlas's directions that track their proximity most
     strongly (picked here by hand from the same atlas), every swap is a variant on the same levels, and each
     variant's deaths by cause agree with its episodes (died: not completed, not timed out)."""
-    from proclab.interpret.bases.systems import file_digest
+    from proclab.interpret.workspace.systems import file_digest
 
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="coinrun")
     out = folder(tmp_path / "analysis", ckpt)

@@ -22,10 +22,9 @@ import numpy as np
 
 from proclab.envs.state import camera, move_agent, parse_state, to_pixels
 from proclab.errors import ProclabError, unknown_choice
-from proclab.levels.export import INITIAL_STATE, has_first_states
 from proclab.record.ground_truth import ground_truth_names as game_truth_names
 from proclab.store import EpisodeStore
-from proclab.store.schema import GROUND_TRUTH_ATTR
+from proclab.store.schema import GROUND_TRUTH_ATTR, INITIAL_STATE, has_first_states
 
 
 def ground_truth_names(store: EpisodeStore) -> dict[str, list[str]]:
