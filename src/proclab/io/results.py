@@ -117,6 +117,10 @@ class Result:
     def __str__(self) -> str:
         return f"{type(self).__name__}\n{_text(self.table())}"
 
+    def __repr__(self) -> str:  # (results with large arrays declare repr=False and get this short form)
+        rows = self.table()
+        return f"<{type(self).__name__}: {len(rows)} row{'s' * (len(rows) != 1)}; .table(), .to_dict(), .save()>"
+
     def _repr_html_(self) -> str:
         rows = self.table()
         heads = list(dict.fromkeys(k for r in rows for k in r))

@@ -50,7 +50,7 @@ from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import STATE_OUT, unflatten_state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Rollout(Result):
     """Complete episodes of an agent, time-major ``(T, B, ...)`` (module docstring)."""
 
