@@ -31,7 +31,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("approx. KL", ("losses/approx_kl",)),
 )
 LEARNED_REWARD_PANEL = ("learned-reward return", ("charts/proxy_episodic_return",))
-"""Drawn when a run trained on a learned reward (``proclab trex train-policy``): its return under
+"""Drawn when a run trained on a learned reward (``proclab train --reward-model``): its return under
 that reward, on its own axis since its scale is the reward model's, not the game's."""
 
 

@@ -1,4 +1,4 @@
-"""``proclab eval``: returns and normalised scores of a checkpoint on chosen level splits.
+"""``proclab eval``: returns and normalised scores of an agent on chosen level splits.
 
 Unbiased by construction: each env slot has a fixed quota of episodes decided before the run
 (``episodes`` split as evenly as possible over the slots of a game) and only its first
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from proclab.envs import (
 )
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
@@ -205,10 +206,10 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvalArgs(RuntimeConfig):
-    """Evaluate a checkpoint: mean/std return and normalised score per level split (and per game)."""
+    """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
 
-    checkpoint: tyro.conf.Positional[Path]
-    """Checkpoint directory, or a run directory (its latest checkpoint)."""
+    agent: Annotated[Path, AGENT]
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
     (or the protocol's)."""
@@ -267,7 +268,7 @@ def main(argv: list[str], prog: str = "proclab eval") -> None:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A checkpoint's results table, with the agent, env config and runtime it was played with, so that
+    """An agent's results table, with the agent, env config and runtime it was played with, so that
     a caller comparing another agent on the same levels (the quickstart's random agent) does not
     read the checkpoint again."""
 
@@ -287,7 +288,7 @@ def run(args: EvalArgs) -> dict:
 def run_evaluation(args: EvalArgs) -> Evaluation:
     """:func:`run`, handing back the whole :class:`Evaluation` instead of its table."""
     console = Console(stderr=args.json)
-    evaluation = evaluate_checkpoint(args, console)
+    evaluation = evaluate_agent(args, console)
     if args.out is not None:
         write_json(args.out, evaluation.table, "evaluation results")
     if args.json:
@@ -297,8 +298,8 @@ def run_evaluation(args: EvalArgs) -> Evaluation:
     return evaluation
 
 
-def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
-    """Load the checkpoint once, check the flags against it, and play every split (with a progress bar
+def evaluate_agent(args: EvalArgs, console) -> Evaluation:
+    """Load the agent once, check the flags against it, and play every split (with a progress bar
     on ``console``).
 
     The flags are checked before anything is played, so a mistake costs no evaluation time; the seed
@@ -307,7 +308,7 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
     episodes, greedy, split_names = protocol_settings(args)
     rt = args.runtime()
     torch.manual_seed(args.seed)
-    agent, env_config, ckpt = load_agent(args.checkpoint, rt)
+    agent, env_config, ckpt = load_agent(args.agent, rt)
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
     levels = None
     if args.levels_from is not None:

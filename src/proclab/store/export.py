@@ -27,6 +27,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA
 from proclab.io.files import replacing, write_json
 from proclab.store.store import EpisodeStore
 
@@ -143,7 +144,7 @@ def export_minari(
 class ExportArgs:
     """Export an episode store's episodes as plain .npz files or one HDF5 file in Minari's layout."""
 
-    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    data: Annotated[Path, DATA]
     """The episode store (the directory given to proclab record --out)."""
     out: Path
     """npz: the directory to write episode_<i>.npz and index.json into; minari: the HDF5 file to write."""
