@@ -14,7 +14,7 @@ import pytest
 import tyro
 
 from proclab.cli import COMMANDS, POSITIONAL, RENAMED, RENAMED_FLAGS, main
-from proclab.interpret.cli import ANALYSES, VARIANTS
+from proclab.interpret.cli import ANALYSES
 from proclab.run.runtime_flags import RuntimeFlags
 from support import proclab as _run
 
@@ -129,14 +129,13 @@ NO_RUNTIME = {
     "level export": "copies game states out of a store",
     "data info": "reads a store's index and chunks",
     "data export": "copies a store's arrays",
-    "panel export": "copies the analysis folder (a hook's activations are replayed by the analyses' reader)",
+    "panel export": "copies the analysis folder (a hook's activations: the analyses' reader, CPU, fp32)",
     "panel serve": "serves files",
     "games": "lists names",
 }
 """Commands that compute nothing with torch, so take no runtime flags; every other command inherits
 :class:`~proclab.run.runtime.RuntimeConfig`'s fields with their defaults."""
 ACTS_ON_A_WORLD_MODEL = {"wm sample", "wm loss-over-time", "wm evaluate"}
-ANALYSES_PENDING = pytest.mark.xfail(strict=True, reason="analyses converted on another branch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +209,9 @@ def convention_breaches(name: str, argv: list[str], monkeypatch) -> list[str]:
         if a.flag in ("agent", "agents") or (a.metavar or "").startswith("AGENT"):
             want = ("agents", "AGENT [AGENT ...]") if several else ("agent", "AGENT")
             if (a.flag, a.metavar, a.positional) != (*want, False):
-                bad.append(f"{a.path} is {a.flag} {a.metavar} (positional: {a.positional}), not --{' '.join(want)}")
+                bad.append(
+                    f"{a.path} is {a.flag} {a.metavar} (positional: {a.positional}), not --{' '.join(want)}"
+                )
         if a.flag == "data" and (a.metavar, a.positional) != ("DATA", False):
             bad.append(f"the store {a.path} is not --data DATA")
         if a.positional and a.metavar in ("DATA", "AGENT"):
@@ -226,7 +227,9 @@ def convention_breaches(name: str, argv: list[str], monkeypatch) -> list[str]:
         else:
             given = {k: getattr(default, k) if default is not None else getattr(cls(**_required(cls)), k)
                      for k in runtime}  # fmt: skip
-            bad += [f"--{k.replace('_', '-')} defaults to {given[k]!r}" for k in runtime if given[k] != runtime[k]]
+            bad += [
+                f"--{k.replace('_', '-')} defaults to {given[k]!r}" for k in runtime if given[k] != runtime[k]
+            ]
     text = help_text(argv)
     for a in args:
         if a.flag in ("agent", "agents") and not a.is_struct and f"--{a.flag} {a.metavar}" not in text:
@@ -243,21 +246,10 @@ def _required(cls: type) -> dict:
     }
 
 
-PENDING = {"hidden", "env", "bottleneck", "saliency", "behaviours", "xcorr", "consistency", "intervene",
-           "visualize", "atlas", "compare-bases", "probe", "steer", "intervene --sweep"}  # fmt: skip
-"""Analyses whose arguments the analyses engineer converts on their branch: remove a name once it passes."""
 CASES = [
     *(pytest.param(name, name.split(), id=name) for name in sorted(COMMANDS) if name != "analyze"),
     pytest.param("train", ["train", "--reward-model", "REWARD_MODEL"], id="train --reward-model"),
-    *(
-        pytest.param(
-            f"analyze {name}",
-            ["analyze", *name.split()],
-            id=f"analyze {name}",
-            marks=[ANALYSES_PENDING] if name in PENDING else [],
-        )
-        for name in [*ANALYSES, *(" ".join(key) for key in VARIANTS)]
-    ),
+    *(pytest.param(f"analyze {name}", ["analyze", name], id=f"analyze {name}") for name in ANALYSES),
 ]
 
 

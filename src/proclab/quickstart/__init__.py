@@ -36,7 +36,8 @@ class QuickstartArgs(RuntimeFlags):
     """Run the proclab pipeline end to end (about 9 minutes on 2 CPU cores by default) under --out. The
     runtime flags apply to training, evaluation, recording and the world model (the agent's video and the
     dreams are computed in fp32 whatever --precision says: saliency re-simulates the dreams in fp32); the
-    analyses run as their presets say (the sweep and the atlas on --device, the CPU for auto)."""
+    analyses compute as the quickstart has always run them (the sweep and the atlas on --device, the CPU
+    for auto)."""
 
     out: Path = Path("proclab-demo")
     """Output folder (created if missing; open OUT/index.html afterwards)."""
