@@ -26,7 +26,7 @@ from proclab.run.runtime import RuntimeConfig
 class DemoVideoArgs(RuntimeConfig):
     """Write one T-REX demo as an mp4 with action arrows and reward captions."""
 
-    demo_id: tyro.conf.Positional[str]
+    demo_id: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DEMO_ID")]
     """Demo id, e.g. 1_203_931_872 (see 'proclab data info' or the demo store's episodes)."""
     data: Annotated[Path, DATA] = Path("demos")
     """Demo store written by 'proclab trex demos'."""
@@ -34,7 +34,7 @@ class DemoVideoArgs(RuntimeConfig):
     """Game of the demo (needed only if the store holds several games)."""
     reward_model: Annotated[Path | None, REWARD_MODEL] = None
     """Also caption each frame with the reward of this reward model (a 'proclab trex train' run or checkpoint
-    directory), computed on the runtime below."""
+    directory), computed with the runtime flags."""
     out: Path | None = None
     """Output mp4 (default: demo_<ID>.mp4)."""
     fps: float = 15

@@ -32,7 +32,7 @@ from proclab.run.runtime import Runtime, RuntimeConfig
 @dataclass(frozen=True)
 class EvaluateArgs(RuntimeConfig):
     """Does a learned reward rank demos of equal length by their return? Partial and binned Spearman. The
-    predictions are computed on the runtime below: to measure again what a 'trex train' summary row says,
+    predictions are computed with the runtime flags: to measure again what a 'trex train' summary row says,
     give the run's --precision (its config.json holds it; --preset parity runs: fp32)."""
 
     reward_model: Annotated[tuple[Path, ...], REWARD_MODELS]

@@ -179,7 +179,7 @@ def plot_predictions(
 @dataclass(frozen=True)
 class PlotArgs(RuntimeConfig):
     """Plot T-REX results: correlation bars from a summary CSV, and/or a reward model's predictions (computed
-    on the runtime below)."""
+    with the runtime flags)."""
 
     summary: Path | None = None
     """Grid CSV or rm_infos.csv: bars of Spearman/Pearson per number of demos, baseline dashed."""

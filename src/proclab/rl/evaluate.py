@@ -230,7 +230,7 @@ class EvalArgs(RuntimeConfig):
     hard for every other mode; Procgen publishes constants for easy and hard only)."""
     seed: int = 0
     """Seed of the evaluation envs and action sampling."""
-    levels_from: Path | None = None
+    levels_from: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
     """Play the states of this level-state file instead of level splits (proclab level edit writes
     them): each episode starts from one, in order; --episodes defaults to one per state."""
     random_baseline: bool = False

@@ -35,7 +35,7 @@ class RenderArgs(RuntimeConfig):
     out: Path = Path("agent.mp4")
     """Output mp4."""
     episodes: int = 1
-    """Episodes to record (one after the other)."""
+    """Episodes in the video (played one after the other)."""
     split: str | None = None
     """Level split to play (default: the training split)."""
     game: str | None = None

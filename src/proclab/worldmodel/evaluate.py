@@ -84,7 +84,7 @@ class EvaluateArgs(RuntimeConfig):
     horizon: int = 16
     """Simulated steps judged after the last frame the model saw (k = 1 .. horizon)."""
     out: Path = Path("wm_evaluation")
-    """Directory for evaluation.json and evaluation.png."""
+    """Directory for evaluation.json and evaluation.png (and strip.png with --strip-windows)."""
     windows: int = 512
     """Start points (windows of the store, a seeded pick); aim for 500 or more levels."""
     within: int = 16
@@ -96,7 +96,8 @@ class EvaluateArgs(RuntimeConfig):
     batch_size: int = 32
     """Windows simulated at once."""
     seed: int = 0
-    """Seed of the window pick and of the reference subsample."""
+    """Seed of the window pick, the reference subsample, the strip's windows and the policy's draws in the
+    sampled closed loop."""
     closed_loop: str = "greedy"
     """How the agent acts in closed loop, in the dream and in the real game: greedy (its modal action, as
     the dream analyses act) or sampled (its policy, as it acted when the episodes were recorded)."""
