@@ -138,6 +138,9 @@ NO_RUNTIME = {
 ACTS_ON_A_WORLD_MODEL = {"wm sample", "wm loss-over-time", "wm evaluate"}
 
 
+ARG_CONFIG = type(tyro.conf.arg())
+
+
 @dataclasses.dataclass(frozen=True)
 class Field:
     """One command-line argument of an arguments class, as tyro builds it."""
@@ -163,7 +166,7 @@ def arguments(cls: type, prefix: str = "") -> list[Field]:
         base = typing.get_args(tp)[0] if meta else tp
         if any(m is tyro.conf.Suppress for m in meta):
             continue
-        configs = [m for m in meta if type(m).__name__ == "_ArgConfig"]
+        configs = [m for m in meta if isinstance(m, ARG_CONFIG)]
         name = next((c.name for c in configs if c.name), f.name)
         metavar = next((c.metavar for c in configs if c.metavar), None)
         struct = dataclasses.is_dataclass(base)
@@ -224,26 +227,15 @@ def convention_breaches(name: str, argv: list[str], monkeypatch) -> list[str]:
         runtime = {f.name: getattr(RuntimeFlags(), f.name) for f in dataclasses.fields(RuntimeFlags)}
         if not issubclass(cls, RuntimeFlags):
             bad.append("no runtime flags")
-        else:
-            given = {k: getattr(default, k) if default is not None else getattr(cls(**_required(cls)), k)
-                     for k in runtime}  # fmt: skip
-            bad += [
-                f"--{k.replace('_', '-')} defaults to {given[k]!r}" for k in runtime if given[k] != runtime[k]
-            ]
+        else:  # the defaults a user gets: those of the instance the command starts from, else the class's
+            fields = {f.name: f for f in dataclasses.fields(cls)}
+            given = {k: fields[k].default if default is None else getattr(default, k) for k in runtime}
+            bad += [f"--{k.replace('_', '-')} defaults to {v!r}" for k, v in given.items() if v != runtime[k]]
     text = help_text(argv)
     for a in args:
         if a.flag in ("agent", "agents") and not a.is_struct and f"--{a.flag} {a.metavar}" not in text:
             bad.append(f"--help does not show --{a.flag} {a.metavar}")
     return bad
-
-
-def _required(cls: type) -> dict:
-    """Placeholder values for the fields of ``cls`` without a default (to read the others' defaults)."""
-    return {
-        f.name: None
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
 
 
 CASES = [

@@ -101,7 +101,7 @@ POSITIONAL = "POSITIONAL"
 """Key of :data:`RENAMED_FLAGS` for a positional argument that became a flag."""
 
 RENAMED_FLAGS: dict[str, dict[str, str]] = {
-    "eval": {POSITIONAL: "--agent AGENT"},
+    "eval": {POSITIONAL: "--agent AGENT", "--protocol": "--preset"},
     "render": {POSITIONAL: "--agent AGENT"},
     "record": {POSITIONAL: "--agent AGENT"},
     "level edit": {"--agent": "--move-agent X,Y"},

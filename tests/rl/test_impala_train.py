@@ -241,22 +241,22 @@ def test_paper_table_has_a_row_per_game_and_the_mean_x100():
 
 
 def test_srwm_protocol_settings():
-    args = EvalArgs(agent=Path("x"), protocol="srwm")
+    args = EvalArgs(agent=Path("x"), preset="srwm")
     assert protocol_settings(args) == (200, True, ("train", "test1", "test2", "test3"))
-    assert protocol_settings(replace(args, protocol="srwm-sampled", episodes=5, split=("test2",))) == (
+    assert protocol_settings(replace(args, preset="srwm-sampled", episodes=5, split=("test2",))) == (
         5,
         False,
         ("test2",),
     )
     assert protocol_settings(EvalArgs(agent=Path("x"))) == (100, False, ("train", "test1"))
-    with pytest.raises(ProclabError, match="unknown protocol 'srvm'"):
-        protocol_settings(replace(args, protocol="srvm"))
+    with pytest.raises(ProclabError, match="unknown eval preset 'srvm'"):
+        protocol_settings(replace(args, preset="srvm"))
 
 
 def test_eval_protocol_covers_the_seeds_splits(impala_run, tmp_path):
     # the sampled variant: a barely trained greedy policy can idle until Procgen's 1000-step limit
     out = tmp_path / "eval.json"
-    args = ["--protocol", "srwm-sampled", "--episodes", "1", "--envs-per-game", "1", "--out", str(out)]
+    args = ["--preset", "srwm-sampled", "--episodes", "1", "--envs-per-game", "1", "--out", str(out)]
     proc = proclab("eval", "--agent", str(impala_run), *args, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = json.loads(out.read_text())

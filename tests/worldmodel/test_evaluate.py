@@ -266,6 +266,9 @@ def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys)
     with pytest.raises(SystemExit) as exc:
         main(["wm", "evaluate", str(trained_run), "--data", str(store), "--horizon", "3", "--within", "5"])
     assert exc.value.code == 2 and "--within" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["wm", "evaluate", str(trained_run), "--data", str(store), "--strip-near", "saw"])
+    assert exc.value.code == 2 and "give --strip-windows N too" in capsys.readouterr().err
 
 
 class _Replaying:

@@ -7,7 +7,7 @@ would over-sample short episodes, which are often failures (or successes) in Pro
 
 The agent keeps its memory across a slot's episodes and resets it on episode starts, as in
 training. ``--greedy`` takes the argmax action (the modern-srwm test protocol); the default
-samples, as during training. ``--protocol srwm`` is that seed's whole test protocol: greedy,
+samples, as during training. ``--preset srwm`` is that seed's whole test protocol: greedy,
 200 episodes per game on the training levels [0, 200) and the test splits starting at 1000,
 1200 and 1400, shown as the paper reports it (one row per game, normalised scores x 100, and
 their mean over games per split). ``--reset-every 50`` re-initialises the agent's memory every 50
@@ -212,14 +212,15 @@ class EvalArgs(RuntimeConfig):
     """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
-    (or the protocol's)."""
+    (or the preset's)."""
     episodes: int | None = None
-    """Complete episodes per split and game (default: 100, or the protocol's)."""
+    """Complete episodes per split and game (default: 100, or the preset's)."""
     greedy: bool = False
     """Take the most likely action instead of sampling."""
-    protocol: str | None = None
-    """A seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1 test2 test3,
-    scores x 100 per game as the paper) or srwm-sampled (the same, sampling actions)."""
+    preset: str | None = None
+    """Named defaults, a seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1
+    test2 test3, printed as the paper's table of scores x 100 per game) or srwm-sampled (the same,
+    sampling actions); --episodes and --split override them."""
     envs_per_game: int = 16
     """Parallel envs per game (each runs a fixed quota of episodes)."""
     reset_every: int = 0
@@ -243,17 +244,17 @@ class EvalArgs(RuntimeConfig):
 
 
 def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
-    """Episodes per game, greedy or not, and splits: the flags, with a protocol's values as defaults."""
-    if args.protocol is not None and args.protocol not in PROTOCOLS:
-        raise unknown_choice("protocol", args.protocol, PROTOCOLS)
-    protocol = PROTOCOLS.get(args.protocol, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
+    """Episodes per game, greedy or not, and splits: the flags, with a preset's protocol as defaults."""
+    if args.preset is not None and args.preset not in PROTOCOLS:
+        raise unknown_choice("eval preset", args.preset, PROTOCOLS)
+    protocol = PROTOCOLS.get(args.preset, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
     episodes = protocol.episodes if args.episodes is None else args.episodes
     if episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
     if args.reset_every < 0:
         raise ProclabError(f"--reset-every must be >= 0, got {args.reset_every}")
-    if args.levels_from is not None and (args.split or args.protocol is not None):
-        raise ProclabError("--levels-from plays a file's levels; it excludes --split and --protocol")
+    if args.levels_from is not None and (args.split or args.preset is not None):
+        raise ProclabError("--levels-from plays a file's levels; it excludes --split and --preset")
     return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
 
 
@@ -348,7 +349,7 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
         levels_from=None if args.levels_from is None else str(args.levels_from),
         step=ckpt.step,
         greedy=greedy,
-        protocol=args.protocol,
+        protocol=args.preset,
         reset_every=args.reset_every,
     )
     return Evaluation(table, agent, env_config, rt, episodes)
@@ -393,13 +394,13 @@ def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> No
 
 
 def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
-    """The results as a table: the paper's layout under ``--protocol``, else one row per split and game."""
+    """The results as a table: the paper's layout under ``--preset``, else one row per split and game."""
     table = evaluation.table
     actions = "greedy" if table["greedy"] else "sampled"
     title = (
         f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes)"
     )
-    if args.protocol is not None:
+    if args.preset is not None:
         console.print(paper_table(table, title))
         return
     console.print(rows_table(table, title, several_games=len(evaluation.env_config.games()) > 1))

@@ -13,7 +13,7 @@ and per-episode values as attributes; the file's attributes hold ``total_episode
 renders (:mod:`proclab.store.schema`): that frame is all zeros, and every episode group says
 so in its ``final_observation`` attribute.
 
-``proclab data export DATA --out PATH [--format npz|minari]`` runs either from the shell.
+``proclab data export --data DATA --out PATH [--format npz|minari]`` runs either from the shell.
 """
 
 from __future__ import annotations
