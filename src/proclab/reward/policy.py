@@ -10,7 +10,8 @@ of the training episodes (the seed's ``eprewmean``, its evaluation curve) and
 plays for the true reward. The reward model and ``--sigmoid`` are fields of the run's config
 (:class:`PolicyConfig`, saved in ``config.json``), so ``--resume`` uses them again. The trained
 agent is an ordinary checkpoint: test it with ``proclab eval`` and watch it with ``proclab render``.
-The command line is :mod:`proclab.train_command`'s (``rl`` may not import this layer).
+Its command line is ``proclab train``'s, in :mod:`proclab.train_command` (the top layer: ``rl``, which holds
+the rest of that command, may not import ``reward``).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def saved_config(data: dict, run_dir: Path) -> PolicyConfig:
     return config
 
 
-def report(trainer: LearnedRewardTrainer, out: Path) -> None:
+def _report(trainer: LearnedRewardTrainer, out: Path) -> None:
     true = trainer.train_log.summary().get("return_mean", float("nan"))
     proxy = trainer.proxy_log.summary().get("return_mean", float("nan"))
     print(
@@ -114,4 +115,4 @@ def train_on_learned_reward(config: PolicyConfig, resume_dir: Path | None) -> No
     config.validate()
     if resume_dir is None:  # the run's config.json names the model wherever it is run from
         config = replace(config, reward_model=config.reward_model.resolve())
-    run_ppo(LearnedRewardTrainer, config, resume_dir, report)
+    run_ppo(LearnedRewardTrainer, config, resume_dir, _report)
