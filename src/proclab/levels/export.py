@@ -16,6 +16,7 @@ from typing import Annotated
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA
 from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_states, write_level_states
 from proclab.store import EpisodeStore
 from proclab.store.schema import INITIAL_STATE, has_first_states
@@ -25,7 +26,7 @@ from proclab.store.schema import INITIAL_STATE, has_first_states
 class ExportArgs:
     """Write recorded episodes' first game states as a level-state file (to show, edit or replay them)."""
 
-    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    data: Annotated[Path, DATA]
     """The episode store (recorded with ground truth, proclab record's default)."""
     out: Annotated[Path, tyro.conf.arg(metavar="OUT")] = dataclasses.field(kw_only=True)
     """Level-state file to write (by convention NAME.levels.json)."""

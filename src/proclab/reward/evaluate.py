@@ -13,27 +13,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
-import torch
 import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA, REWARD_MODELS
 from proclab.io.files import write_json
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.control import length_control
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.nets import load_reward_model, predict_rewards
+from proclab.run.runtime import Runtime, RuntimeConfig
 
 
 @dataclass(frozen=True)
-class EvaluateArgs:
-    """Does a learned reward rank demos of equal length by their return? Partial and binned Spearman."""
+class EvaluateArgs(RuntimeConfig):
+    """Does a learned reward rank demos of equal length by their return? Partial and binned Spearman. The
+    predictions are computed with the runtime flags: to measure again what a 'trex train' summary row says,
+    give the run's --precision (its config.json holds it; --preset parity runs: fp32)."""
 
-    reward_model: tuple[Path, ...]
-    """'trex train' run directories (or reward-model checkpoints); several: one report each."""
-    demos: Path | None = None
+    reward_model: Annotated[tuple[Path, ...], REWARD_MODELS]
+    """Reward models: 'proclab trex train' run or checkpoint directories; several: one report each."""
+    data: Annotated[Path | None, DATA] = None
     """Demo store (default: the one the first reward model was trained on)."""
     split: str = "test"
     """Demos of this split: test (held-out levels) or train."""
@@ -45,27 +49,27 @@ class EvaluateArgs:
     """Bootstrap resamples of the demos for the 95% CIs (0: none)."""
     seed: int = 0
     """Seed of the bootstrap resamples."""
-    torch_threads: int = 1
-    """Torch intra-op threads."""
     out: Path | None = None
     """Also write the reports as JSON here."""
 
 
-def demo_predictions(net, store, rows: np.ndarray, label: str) -> np.ndarray:
-    """Predicted return of each demo at store ``rows``, reading one demo at a time."""
+def demo_predictions(net, store, rows: np.ndarray, label: str, runtime: Runtime) -> np.ndarray:
+    """Predicted return of each demo at store ``rows``, reading one demo at a time, computed on ``runtime``."""
     out = np.empty(len(rows))
     with Progress(transient=True) as bar:
         task = bar.add_task(label, total=len(rows))
         for i, row in enumerate(rows):
-            out[i] = predict_rewards(net, store.read(int(row), ["obs"])["obs"]).astype(np.float64).sum()
+            frames = store.read(int(row), ["obs"])["obs"]
+            out[i] = predict_rewards(net, frames, runtime).astype(np.float64).sum()
             bar.advance(task)
     return out
 
 
-def evaluate_model(args: EvaluateArgs, path: Path) -> dict:
+def evaluate_model(args: EvaluateArgs, path: Path, runtime: Runtime) -> dict:
     """The control report of one reward model on ``args``'s demos."""
     net, ckpt = load_reward_model(path)
-    demos_path = args.demos or Path(read_run_config(ckpt.path.parents[1])["demos"])
+    net = runtime.prepare(net)
+    demos_path = args.data or Path(read_run_config(ckpt.path.parents[1])["demos"])
     store = open_store(demos_path)
     game, table = demo_table(store, ckpt.meta.get("game"), ckpt.meta.get("mode"))
     rows = np.flatnonzero(table["split"] == args.split)
@@ -73,7 +77,7 @@ def evaluate_model(args: EvaluateArgs, path: Path) -> dict:
         raise ProclabError(
             f"{str(demos_path)!r} has {len(rows)} {game} {args.split} demos; the control needs at least 3"
         )
-    predicted = demo_predictions(net, store, table["index"][rows], f"scoring {len(rows)} demos")
+    predicted = demo_predictions(net, store, table["index"][rows], f"scoring {len(rows)} demos", runtime)
     report = length_control(
         predicted,
         table["return"][rows].astype(np.float64),
@@ -117,10 +121,10 @@ def main(argv: list[str], prog: str = "proclab trex evaluate") -> None:
         raise ProclabError("need --length-bins >= 1, --min-bin >= 2 and --bootstrap >= 0")
     if args.out is not None and args.out.exists():
         raise ProclabError(f"{str(args.out)!r} exists; give another --out (reports are never overwritten)")
-    torch.set_num_threads(max(1, args.torch_threads))
+    rt = args.runtime()
     reports = []
     for path in args.reward_model:
-        reports.append(evaluate_model(args, path))
+        reports.append(evaluate_model(args, path, rt))
         print(format_report(reports[-1]))
     if args.out is not None:
         print(f"reports: {write_json(args.out, reports, 'T-REX control report')}")

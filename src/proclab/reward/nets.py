@@ -28,6 +28,7 @@ from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into
 from proclab.io.configs import from_dict, to_dict
 from proclab.models.loading import freeze
 from proclab.models.torso import ImpalaTorso
+from proclab.run.runtime import Runtime
 
 ARCHS = ("seed", "atari", "impala")
 KIND = "reward_model"
@@ -118,8 +119,9 @@ def load_reward_model(path: str | Path, device: torch.device | str = "cpu") -> t
 
 
 @torch.inference_mode()
-def predict_rewards(net: RewardNet, frames, chunk: int = 1024) -> np.ndarray:
-    """r(s) of uint8 frames ``(T, 3, 64, 64)`` (NumPy or torch), ``chunk`` at a time, as a NumPy array."""
+def predict_rewards(net: RewardNet, frames, runtime: Runtime, chunk: int = 1024) -> np.ndarray:
+    """r(s) of uint8 frames ``(T, 3, 64, 64)`` (NumPy or torch), ``chunk`` at a time on ``runtime`` (``net``
+    prepared on it), as a NumPy array."""
     frames = torch.as_tensor(frames)
-    device = next(net.parameters()).device
-    return torch.cat([net(c.to(device)).float().cpu() for c in frames.split(chunk)]).numpy()
+    with runtime.autocast():
+        return torch.cat([net(c.to(runtime.device)).float().cpu() for c in frames.split(chunk)]).numpy()

@@ -23,7 +23,7 @@ readers such as ``proclab record`` need not open the training state.
 
 Subclasses change the training env (:meth:`Trainer.wrap_env`), see every step's episode
 information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extra_metrics`);
-``proclab trex train-policy`` does so for a learned reward.
+``proclab train --reward-model`` does so for a learned reward (:mod:`proclab.reward.policy`).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class Trainer:
                 self.run_dir, to_dict(self.config), changed, self.global_step, "retimed_at_step"
             )
 
-    # -- hooks for subclasses (trex train-policy: a learned reward in place of the env's) -----------
+    # -- hooks for subclasses (train --reward-model: a learned reward in place of the env's) ---------
     def wrap_env(self, env):
         """Wrap the training env below reward normalisation; the default keeps it as it is."""
         return env

@@ -23,7 +23,7 @@ The samples are episodes of an ordinary episode store, in proclab's timestep con
 
 The model predicts the reward and done flag of an action on the *next* frame, so a sample of
 ``T`` steps simulates ``T + 1``. ``--agent`` puts another agent in the loop (``untrained``: a
-fresh one of the same architecture; ``always-right`` etc.: a scripted one; or a checkpoint),
+fresh one of the same architecture; ``always-right`` etc.: a scripted one; or another agent),
 starting from its own initial state, to show that the environment model does not depend on
 the agent it was trained with.
 """
@@ -31,7 +31,7 @@ the agent it was trained with.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -41,6 +41,7 @@ import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT, DATA, WM
 from proclab.io.video import write_video
 from proclab.models import build_agent
 from proclab.models.loading import freeze, load_agent
@@ -60,13 +61,12 @@ INITS = ("informed", "random")
 
 @dataclass(frozen=True)
 class SampleArgs(RuntimeConfig):
-    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store."""
+    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store. Samples
+    for saliency through the simulator need --precision fp32 (analyze saliency re-simulates them in fp32 and
+    checks that it reproduces them)."""
 
-    precision: str = field(default="fp32", kw_only=True)
-    """fp32, bf16 or auto (bf16 where the hardware has it)."""
-
-    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
-    """World-model checkpoint, or its run directory (the latest checkpoint)."""
+    wm: Annotated[Path, tyro.conf.Positional, WM]
+    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
     out: Annotated[Path, tyro.conf.arg(metavar="SAMPLES")] = Path("samples")
     """Episode store to write (created if missing); videos go to SAMPLES/videos/."""
     n: int = 100
@@ -75,13 +75,13 @@ class SampleArgs(RuntimeConfig):
     """informed (encode real initial frames) or random (a random unit bottleneck vector)."""
     steps: int = 10
     """Steps per rollout (the seed's saliency samples: 10)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    data: Annotated[Path | None, DATA] = None
     """Store whose frames inform the initial states (default: the one the model was trained on)."""
     videos: int = 8
     """Write mp4s of the first K rollouts."""
-    agent: str = "trained"
-    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or a
-    checkpoint."""
+    agent: Annotated[str, AGENT] = "trained"
+    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or
+    another agent (a proclab run or checkpoint directory)."""
     modal: bool = True
     """Take the argmax of every categorical (deterministic rollouts); --no-modal samples them."""
     greedy: bool = True
@@ -102,7 +102,9 @@ def loop_agent(name: str, trained, seed: int, runtime):
     if name in SCRIPTED:
         return ScriptedAgent(SCRIPTED[name], trained.config.num_actions), False
     if not Path(name).exists():
-        raise unknown_choice("agent", name, ["trained", "untrained", *SCRIPTED, "a checkpoint path"])
+        raise unknown_choice(
+            "agent", name, ["trained", "untrained", *SCRIPTED, "a run or checkpoint directory"]
+        )
     agent, _, _ = load_agent(name, runtime)
     if agent.config.num_actions != trained.config.num_actions:
         raise ProclabError(
@@ -156,7 +158,7 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
         if getattr(args, name) < 1:
             raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     rt = args.runtime()
-    wm, trained, ckpt = load_world_model(args.checkpoint, rt)
+    wm, trained, ckpt = load_world_model(args.wm, rt)
     wm.eval()
     agent, predicted_state = loop_agent(args.agent, trained, args.seed, rt)
     codec = StateCodec(agent.state_shapes())
