@@ -20,7 +20,22 @@ def maze_store(tmp_path_factory):
     ckpt = agent_checkpoint(
         tmp / "run", AgentConfig(core="none", **TINY_AGENT), EnvConfig(game=("maze",), num_envs=3)
     )
-    main(["record", str(ckpt), "--episodes", "6", "--num-envs", "3", "--out", str(tmp / "DATA"), *THREADS])
+    main(
+        [
+            "record",
+            "--agent",
+            str(ckpt),
+            "--precision",
+            "fp32",
+            "--episodes",
+            "6",
+            "--num-envs",
+            "3",
+            "--out",
+            str(tmp / "DATA"),
+            *THREADS,
+        ]
+    )
     return tmp / "DATA"
 
 
