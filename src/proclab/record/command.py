@@ -43,6 +43,7 @@ from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import Intervened, parse_edits
 from proclab.models.loading import load_agent
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
@@ -99,6 +100,10 @@ class RecordArgs(RuntimeConfig):
     (--no-ground-truth: only what the agent saw and did)."""
     num_envs: int = 64
     """Parallel environments per worker."""
+    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Record the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
+    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale); repeatable; saved with the
+    recording."""
     action_noise: str = "none"
     """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
     scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.record.noise)."""
@@ -265,6 +270,7 @@ def _validate(args: RecordArgs) -> None:
     if args.state_dtype not in STATE_DTYPES:
         raise unknown_choice("state dtype", args.state_dtype, STATE_DTYPES)
     ActionNoise.parse(args.action_noise)
+    parse_edits(args.edit)
     if args.split is not None:
         parse_split(args.split)
     if args.levels_from is not None and args.split is not None:
@@ -432,6 +438,8 @@ def _load_recording_agent(
     """The recording's agent, its env config and its stored state layout, which must be the recording's:
     a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
     agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
+    if recording.args.edit:
+        agent = Intervened(agent, parse_edits(recording.args.edit))
     layout = _stored_layout(agent.state_shapes())
     if layout != recording.state_layout:
         raise ProclabError(

@@ -45,6 +45,7 @@ from proclab.io.arguments import AGENT
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
+from proclab.models.interventions import Intervened, parse_edits
 from proclab.models.loading import load_agent
 from proclab.models.scripted import ScriptedAgent
 from proclab.rl.rollout import Actor
@@ -234,6 +235,10 @@ class EvalArgs(RuntimeConfig):
     levels_from: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
     """Play the states of this level-state file instead of level splits (proclab level edit writes
     them): each episode starts from one, in order; --episodes defaults to one per state."""
+    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Evaluate the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
+    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale; see proclab analyze edit for
+    paired comparisons and recorded-distribution edits); repeatable."""
     random_baseline: bool = False
     """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
     return should be read against (rows under "random" in the JSON)."""
@@ -310,6 +315,8 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
     rt = args.runtime()
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.agent, rt)
+    if args.edit:
+        agent = Intervened(agent, parse_edits(args.edit))
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
     levels = None
     if args.levels_from is not None:
