@@ -136,6 +136,7 @@ def proclab_row(path: Path, episodes: int, seed: int, workdir: Path) -> dict:
         [
             *cmd,
             "eval",
+            "--agent",
             str(run),
             "--split",
             "all",

@@ -20,7 +20,7 @@ EVAL_EPISODES=${EVAL_EPISODES:-1000}
 SWEEP_LEVELS=${SWEEP_LEVELS:-1000}
 RANDOM_DIRECTIONS=${RANDOM_DIRECTIONS:-64}   # the sweep's and the atlas's baseline of directions no method chose
 WM_SECONDS=${WM_SECONDS:-3600}
-WM_SIZE=${WM_SIZE:-small}  # paper's 27.8M parameters take ~9 s per update on a 2-core CPU
+WM_PRESET=${WM_PRESET:-small}  # paper's 27.8M parameters take ~9 s per update on a 2-core CPU
 AGENT=$STUDY/agent
 ANALYSIS=$STUDY/analysis
 HELD_OUT=1000000:100000   # levels the agent never saw: it trained on [0, 1M)
@@ -40,18 +40,19 @@ stage() {  # stage NAME COMMAND...: run it under GNU time, print and keep its JS
 import_agent() { stage import "$PROCLAB" import "$CHECKPOINT" --out "$AGENT" --force; }
 
 evaluate() {  # held-out and training levels, sampled and greedy, beside a uniformly random agent
-    stage eval-sampled "$PROCLAB" eval "$AGENT" --split train-1m --split "$HELD_OUT" \
+    stage eval-sampled "$PROCLAB" eval --agent "$AGENT" --split train-1m --split "$HELD_OUT" \
         --episodes "$EVAL_EPISODES" --envs-per-game 64 --random-baseline --seed "$SEED" --out "$STUDY/eval-sampled.json"
-    stage eval-greedy "$PROCLAB" eval "$AGENT" --split train-1m --split "$HELD_OUT" --greedy \
+    stage eval-greedy "$PROCLAB" eval --agent "$AGENT" --split train-1m --split "$HELD_OUT" --greedy \
         --episodes "$EVAL_EPISODES" --envs-per-game 64 --seed "$SEED" --out "$STUDY/eval-greedy.json"
 }
 
 record() {
     rm -rf "$STUDY/episodes" "$STUDY/episodes-heldout"
-    stage record "$PROCLAB" record "$AGENT" --episodes "$RECORD_EPISODES" --seed "$SEED" --out "$STUDY/episodes" \
-        --torch-threads "$THREADS"
-    stage record-heldout "$PROCLAB" record "$AGENT" --episodes 256 --split "$HELD_OUT" --seed "$SEED" \
-        --out "$STUDY/episodes-heldout" --torch-threads "$THREADS"
+    # fp32: the agent's exact outputs, as the study recorded them
+    stage record "$PROCLAB" record --agent "$AGENT" --episodes "$RECORD_EPISODES" --seed "$SEED" \
+        --out "$STUDY/episodes" --precision fp32 --torch-threads "$THREADS"
+    stage record-heldout "$PROCLAB" record --agent "$AGENT" --episodes 256 --split "$HELD_OUT" --seed "$SEED" \
+        --out "$STUDY/episodes-heldout" --precision fp32 --torch-threads "$THREADS"
 }
 
 hidden() { stage hidden "$PROCLAB" analyze hidden --preset paper --out "$ANALYSIS" --data "$STUDY/episodes"; }
@@ -71,15 +72,16 @@ sweep() {  # in SWEEP_PARTS blocks of levels, SWEEP_PROCESSES at a time (one thr
 }
 
 wm() {
-    stage wm-train "$PROCLAB" wm train --size "$WM_SIZE" --data "$STUDY/episodes" --run-root "$STUDY/runs" \
+    stage wm-train "$PROCLAB" wm train --preset "$WM_PRESET" --data "$STUDY/episodes" --run-root "$STUDY/runs" \
         --name study --time-limit "$WM_SECONDS" --torch-threads "$THREADS"
     local run
     run=$(ls -d "$STUDY"/runs/wm/coinrun/study/* | tail -1)
     rm -rf "$STUDY/samples"
+    # fp32: saliency re-simulates the samples in fp32, and the study's dream numbers were measured so
     stage wm-sample "$PROCLAB" wm sample "$run" --n 1000 --out "$STUDY/samples" --seed "$SEED" \
-        --torch-threads "$THREADS"
-    stage dream-quality "$PROCLAB" wm frame-error "$run" --data "$STUDY/episodes-heldout" --windows 256 \
-        --out "$STUDY/dream.json" --plot "$STUDY/dream.png" --strip "$STUDY/dream-strip.png"
+        --precision fp32 --torch-threads "$THREADS"
+    stage dream-quality "$PROCLAB" wm evaluate "$run" --data "$STUDY/episodes-heldout" --windows 256 \
+        --horizon 5 --strip-windows 2 --out "$STUDY/dream" --overwrite --precision fp32 --torch-threads "$THREADS"
 }
 
 atlas() {  # one card per IC of the 1,000 first episodes, with what the sweep measured

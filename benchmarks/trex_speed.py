@@ -1,4 +1,4 @@
-"""T-REX reward learning: wall-clock to reach the same validation accuracy, batched vs ``--parity``.
+"""T-REX reward learning: wall-clock to reach the same validation accuracy, batched vs ``--preset parity``.
 
 Both runs train on the same demos, the same validation pairs (same seed) and the same torch
 threads, each for at most ``--budget`` seconds of training. Their clocks count optimisation
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     batched = parse_args([*args.common_args.split(), *args.batched_args.split()])
     batched = replace(batched, **common, epoch_pairs=args.batched_epoch_pairs)
-    parity = parse_args(["--parity", *args.common_args.split(), *args.parity_args.split()])
+    parity = parse_args(["--preset", "parity", *args.common_args.split(), *args.parity_args.split()])
     parity = replace(parity, **common, epoch_pairs=args.parity_epoch_pairs, epoch_test_metrics=False)
     runs = {}
     for mode, cfg in (("batched", batched), ("parity", parity)):

@@ -75,14 +75,14 @@ t = EpisodeStore(p).episodes
 print(int(((np.asarray(t['game']) == sys.argv[2]) & (np.asarray(t['split']) == sys.argv[3])).sum()) if len(t.get('game', [])) else 0)" "$@"
 }
 
-top_up() {  # top_up STORE GAME SPLIT NUM SEED CHECKPOINT...: record demos until the store has NUM
+top_up() {  # top_up STORE GAME SPLIT NUM SEED AGENT...: record demos until the store has NUM
     local store=$1 game=$2 split=$3 num=$4 seed=$5
     shift 5
     local n
     n=$(have "$store" "$game" "$split")
     if [ "$n" -lt "$num" ]; then  # a new seed per top-up, so that a second top-up draws new levels
-        stage "demos-$game-$split" "$PROCLAB" trex demos --checkpoints "$@" --game "$game" --out "$store" \
-            --num $((num - n)) --split "$split" --seed $((seed + n))
+        stage "demos-$game-$split" "$PROCLAB" trex demos --agents "$@" --game "$game" --out "$store" \
+            --num $((num - n)) --split "$split" --seed $((seed + n)) --precision fp32
     fi
 }
 
@@ -91,19 +91,20 @@ demos() {  # each demo on its own level, by a checkpoint drawn at random: 1,500 
     top_up "$TREX/demos" starpilot test "$NUM_TEST" 100000 "$(last_run "$EXPERTS")"
 }
 
-grid() {  # batched (the default), one row of num-demos at a time
+grid() {  # batched (the default), one row of num-demos at a time, one torch thread per run
     for n in $GRID_DEMOS; do
         # shellcheck disable=SC2086
-        stage "grid-n$n" "$PROCLAB" trex grid --demos "$TREX/demos" --num-demos "$n" --seeds "$SEEDS" \
-            --workers "$WORKERS" --out "$TREX/grid.csv" --train.run-root "$TREX/runs" $TRAIN_ARGS
+        stage "grid-n$n" "$PROCLAB" trex grid --data "$TREX/demos" --num-demos "$n" --seeds "$SEEDS" \
+            --workers "$WORKERS" --torch-threads 1 --out "$TREX/grid.csv" --train.run-root "$TREX/runs" $TRAIN_ARGS
     done
 }
 
 parity() {  # the seed's one pair per step, beside the batched rows
     for n in $PARITY_DEMOS; do
         # shellcheck disable=SC2086
-        stage "parity-n$n" "$PROCLAB" trex grid --train.parity --demos "$TREX/demos" --num-demos "$n" \
-            --seeds "$SEEDS" --workers "$WORKERS" --out "$TREX/parity.csv" --train.run-root "$TREX/runs" $TRAIN_ARGS
+        stage "parity-n$n" "$PROCLAB" trex grid --preset parity --data "$TREX/demos" --num-demos "$n" \
+            --seeds "$SEEDS" --workers "$WORKERS" --torch-threads 1 --out "$TREX/parity.csv" \
+            --train.run-root "$TREX/runs" $TRAIN_ARGS
     done
 }
 
@@ -111,7 +112,7 @@ control() {  # the table beside the published one, with the length control; the 
     local csvs=("$TREX/grid.csv")
     [ -f "$TREX/parity.csv" ] && csvs+=("$TREX/parity.csv")
     "$PYTHON" "$(dirname "$0")/trex_table.py" "${csvs[@]}" | tee "$TREX/table.md"
-    stage plot "$PROCLAB" trex plot --summary "$TREX/grid.csv" --out "$TREX/plots" \
+    stage plot "$PROCLAB" trex plot --summary "$TREX/grid.csv" --out "$TREX/plots" --precision fp32 \
         --reward-model "$(last_run "$TREX/runs/trex/starpilot/grid-n$POLICY_DEMOS")"
 }
 
@@ -121,10 +122,10 @@ policy() {  # PPO on the learned reward against PPO on the true reward, the same
     : "${rm:?no seed-0 reward model of the grid row $POLICY_DEMOS yet: run the grid stage first}"
     run=$(last_run "$TREX/runs/ppo/starpilot/trex")
     if [ -n "$run" ]; then
-        stage policy-learned "$PROCLAB" trex train-policy --resume "$run" --time-limit "$POLICY_SECONDS"
+        stage policy-learned "$PROCLAB" train --resume "$run" --time-limit "$POLICY_SECONDS"
     else
         # shellcheck disable=SC2086
-        stage policy-learned "$PROCLAB" trex train-policy --reward-model "$rm" --game starpilot \
+        stage policy-learned "$PROCLAB" train --reward-model "$rm" --game starpilot \
             --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
     fi
     run=$(last_run "$TREX/runs/ppo/starpilot/true-reward")
@@ -146,8 +147,9 @@ coinrun() {  # a game where length and return disagree: long coinrun episodes ar
     top_up "$TREX/coinrun-demos" coinrun test "$COINRUN_TEST" 100000 "$TREX/coinrun-agent"
     for n in $COINRUN_DEMOS; do
         # shellcheck disable=SC2086
-        stage "coinrun-grid-n$n" "$PROCLAB" trex grid --demos "$TREX/coinrun-demos" --num-demos "$n" --train.mode hard \
-            --seeds "$SEEDS" --workers "$WORKERS" --out "$TREX/coinrun-grid.csv" --train.run-root "$TREX/runs" $TRAIN_ARGS
+        stage "coinrun-grid-n$n" "$PROCLAB" trex grid --data "$TREX/coinrun-demos" --num-demos "$n" --train.mode hard \
+            --seeds "$SEEDS" --workers "$WORKERS" --torch-threads 1 --out "$TREX/coinrun-grid.csv" \
+            --train.run-root "$TREX/runs" $TRAIN_ARGS
     done
     "$PYTHON" "$(dirname "$0")/trex_table.py" "$TREX/coinrun-grid.csv" | tee "$TREX/coinrun-table.md"
 }

@@ -1,6 +1,6 @@
 """World-model ablations: train each arm for the same budget on the same store, judge it with ``wm evaluate``.
 
-Each arm is a size with some fields changed (so that every ablation is a flag of ``proclab wm train``);
+Each arm is a preset with some fields changed (so that every ablation is a flag of ``proclab wm train``);
 all arms see the same windows in the same order (same seed) and are evaluated on the same held-out
 windows. Prints one JSON line per arm (progress goes to stderr):
 
@@ -139,13 +139,14 @@ def main() -> None:
         seconds = time.time() - t0
         result = evaluate(
             EvaluateArgs(
-                run=run,
+                wm=run,
                 data=args.heldout,
                 horizon=args.horizon,
                 within=args.horizon,
                 windows=args.windows,
                 out=run / "evaluation",
                 seed=args.seed,
+                precision="fp32",  # the evaluations of docs/worldmodel.md
                 torch_threads=args.torch_threads,
             ),
             progress=False,

@@ -7,7 +7,7 @@ import pytest
 from proclab.envs.state import add_entity, glossary, move_entity, parse_state, positions, serialize_state
 from proclab.envs.state.model import agent_index
 from proclab.levels.file import LevelState, LevelStates, level_states, write_level_states
-from proclab.levels.pick import generate_level
+from proclab.levels.level import generate_level
 
 
 def goal_around_agent(game: str, level_seed: int, goal: str, mode: str = "easy") -> LevelState:

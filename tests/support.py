@@ -23,6 +23,7 @@ from proclab.rl.agent_checkpoints import save_agent_checkpoint
 from proclab.rl.config import PPOConfig, TrainConfig
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.rollout import Actor, Rollout
+from proclab.run.runtime import RuntimeConfig
 from proclab.store import ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.worldmodel.config import WMTrainConfig, wm_size
@@ -125,10 +126,10 @@ def make_agent_checkpoint(path: Path, agent: AgentConfig = TINY_GRU, game: str =
 
 def record(checkpoint: Path, out: Path, episodes: int = 2, seed: int = 0) -> Path:
     """``episodes`` episodes of the checkpoint's agent recorded by `proclab record`'s code into ``out``."""
-    recording = new_recording(
-        RecordArgs(checkpoint=checkpoint, out=out, episodes=episodes, num_envs=2, seed=seed)
+    recording = new_recording(RecordArgs(agent=checkpoint, out=out, episodes=episodes, num_envs=2, seed=seed))
+    record_shard(
+        recording, out, episodes, runtime=RuntimeConfig(device="cpu", precision="fp32", torch_threads=1)
     )
-    record_shard(recording, out, episodes, device="cpu", precision="fp32", torch_threads=1)
     return out
 
 

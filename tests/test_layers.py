@@ -21,11 +21,11 @@ LAYERS = [
     {"worldmodel", "reward"},
     {"interpret"},
     {"panel"},
-    {"cli", "__main__", "quickstart"},
+    {"cli", "__main__", "quickstart", "analyze", "train_command"},
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
-# the PPO trainer with its configs (trex train-policy trains PPO on a learned reward) and the actor (recording)
+# the PPO trainer with its configs (reward/policy.py trains PPO on a learned reward) and the actor (recording)
 RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout"}
 
 

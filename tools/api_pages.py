@@ -4,16 +4,22 @@ One page per top-level package of proclab (and one for the top-level modules), l
 public module found by walking ``src/proclab`` when the site is built. Nothing names a module by
 hand, so moving or adding modules never breaks the reference; mkdocstrings renders each module
 from its source (docstrings, signatures) without importing it.
+
+These are the internals. The public API has its own page, docs/api.md: what it renders (its ``:::``
+entries) is left out here, so every object has one home and one link target.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import mkdocs_gen_files
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 PACKAGE = SRC / "proclab"
+API_PAGE = ROOT / "docs" / "api.md"
 
 
 def module_name(path: Path) -> str:
@@ -40,14 +46,27 @@ def pages() -> dict[str, list[str]]:
     return dict(sorted(found.items(), key=lambda item: (item[0] != "proclab", item[0])))
 
 
+def on_api_page() -> set[str]:
+    """What docs/api.md renders: ``module`` or ``module.Name`` targets."""
+    return set(re.findall(r"^::: ([\w.]+)", API_PAGE.read_text(), flags=re.M))
+
+
 def write() -> None:
+    public = on_api_page()
     summary = []
     for page, modules in pages().items():
         title = "proclab (top-level modules)" if page == "proclab" else f"proclab.{page}"
         with mkdocs_gen_files.open(f"reference/{page}.md", "w") as f:
             f.write(f"# {title}\n\n")
             for module in modules:
-                f.write(f"::: {module}\n\n")
+                if module in public:
+                    f.write(f"`{module}`: see [the Python API](../api.md).\n\n")
+                    continue
+                names = sorted(t.rpartition(".")[2] for t in public if t.rpartition(".")[0] == module)
+                f.write(f"::: {module}\n")
+                if names:  # on the API page; listed there only
+                    f.write(f'    options:\n      filters: ["!^_", "!^({"|".join(names)})$"]\n')
+                f.write("\n")
         summary.append(f"* [{title}]({page}.md)\n")
     with mkdocs_gen_files.open("reference/SUMMARY.md", "w") as f:
         f.writelines(summary)

@@ -1,8 +1,70 @@
 """proclab: one toolkit for the whole life of an RL agent on OpenAI Procgen.
 
+The public API (docs/api.md) is what this package exports; everything else is internal and may change::
+
+    import proclab
+    agent = proclab.load("coinrun/interpreting-rl-behavior")      # a run, a foreign checkpoint, a name
+    ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"], truth=True)
+    edit = proclab.Intervention("torso.block1.hook_out", "channels 10,27", "set", 1.7)
+    ro2 = proclab.rollout(agent, levels="test1", episodes=32, interventions=[edit])
+    proclab.analyze.probe(ro, "core.0.hook_h", "coin_dx").table()
+
+Names are imported when first used (PEP 562), so ``import proclab`` and ``proclab --help`` stay instant.
 Layers (data flows left to right, lower layers never import higher ones; docs/architecture.md):
-``errors, envs, io, store, run`` on the ground floor, then ``models -> rl -> record ->
-worldmodel | reward -> interpret -> panel``.
+``errors, envs, io, store, levels, run`` on the ground floor, then ``models -> rl -> record ->
+worldmodel | reward -> interpret -> panel``, and this API, the CLI and the quickstart on top.
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    # agents
+    "load": "proclab.models.loading",
+    "train": "proclab.rl.ppo_train",
+    "Agent": "proclab.models.agent",
+    "AgentConfig": "proclab.models.config",
+    "build_agent": "proclab.models.agent",
+    # playing
+    "rollout": "proclab.record.rollout",
+    "Rollout": "proclab.record.rollout",
+    "Level": "proclab.levels.level",
+    # activations and edits
+    "ActivationCache": "proclab.models.cache",
+    "Intervention": "proclab.models.interventions",
+    "Intervened": "proclab.models.interventions",
+    "All": "proclab.models.interventions",
+    "Channels": "proclab.models.interventions",
+    "Sites": "proclab.models.interventions",
+    "Units": "proclab.models.interventions",
+    "Direction": "proclab.models.interventions",
+    "Mask": "proclab.models.interventions",
+    "Coordinates": "proclab.models.interventions",
+    "hook_shapes": "proclab.models.interventions",
+    "run_with_cache": "proclab.models.interventions",
+    "run_with_hooks": "proclab.models.interventions",
+    # results and errors
+    "Result": "proclab.io.results",
+    "ProclabError": "proclab.errors",
+}
+_MODULES = {"analyze": "proclab.analyze"}
+
+__all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    else:
+        raise AttributeError(f"module 'proclab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

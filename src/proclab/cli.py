@@ -5,6 +5,11 @@ when run, so ``proclab --help`` is instant and a command pays only for what it u
 command module exposes ``main(argv: list[str]) -> None`` and parses its own options with tyro
 (typed dataclasses whose field docstrings are the ``--help`` text).
 
+Every command names what it reads one way (docs/architecture.md, "Conventions of the command line"):
+an agent is ``--agent AGENT``, a world model the positional ``WM`` of the ``wm`` commands, an episode
+store ``--data DATA``. A command or flag that was renamed answers in one line with its new spelling
+(:data:`RENAMED`, :data:`RENAMED_FLAGS`) instead of a parser's generic error.
+
 A :class:`~proclab.errors.ProclabError` (a user mistake) is printed as one line without a
 traceback and exits with status 2, and so is a full disk that a writer did not name itself
 (:mod:`proclab.io.files` names the file wherever proclab writes one). ``NothingToDo`` (e.g.
@@ -24,8 +29,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.models.importers.command",
         "an agent trained elsewhere (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba) as a run",
     ),
-    "train": ("proclab.rl.train", "train an agent (PPO or IMPALA) on one or several Procgen games"),
-    "eval": ("proclab.rl.evaluate", "returns and normalised scores of a checkpoint per level split"),
+    "train": (
+        "proclab.train_command",
+        "train an agent (PPO or IMPALA) on one or several Procgen games, or PPO on a learned reward",
+    ),
+    "eval": ("proclab.rl.evaluate", "returns and normalised scores of an agent per level split"),
     "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
     "plot": ("proclab.rl.curves", "training curves of one or several runs (PNG)"),
     "record": ("proclab.record.command", "record episodes with the agent's internals into an episode store"),
@@ -45,14 +53,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data export": ("proclab.store.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
     "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
     "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
-    "wm frame-error": (
-        "proclab.worldmodel.frame_error",
-        "dream quality: frame error per step against repeat-last-frame and level-mean baselines",
-    ),
     "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
     "wm evaluate": (
         "proclab.worldmodel.evaluate",
-        "judge a world model on held-out episodes: frame error in 3 modes vs baselines, rewards, state drift",
+        "judge a world model on held-out episodes: frame error in 3 modes vs baselines, rewards, state drift, "
+        "a strip of predicted frames",
     ),
     "analyze": (
         "proclab.interpret.cli",
@@ -74,11 +79,71 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "does a learned reward know more than length? partial and binned Spearman, bootstrap CIs",
     ),
     "trex plot": ("proclab.reward.plots", "T-REX correlation bars and reward-prediction plots (PNG)"),
-    "trex train-policy": ("proclab.reward.policy", "PPO on a learned reward, true return logged beside it"),
     "trex demo-video": ("proclab.reward.demo_video", "one T-REX demo as an mp4 with rewards drawn on"),
     "quickstart": ("proclab.quickstart", "the whole pipeline, small, on a CPU"),
     "games": ("proclab.envs.cli", "list the Procgen games, their modes and the level splits"),
 }
+
+
+RENAMED: dict[str, tuple[str, str]] = {
+    "wm frame-error": (
+        "wm evaluate",
+        "frame error per step in 3 modes against both baselines; --strip-windows N draws the prediction strip",
+    ),
+    "trex train-policy": (
+        "train --reward-model REWARD_MODEL",
+        "PPO on a learned reward; --sigmoid as before",
+    ),
+}
+"""Removed command -> (the command that does its job now, what to know)."""
+
+POSITIONAL = "POSITIONAL"
+"""Key of :data:`RENAMED_FLAGS` for a positional argument that became a flag."""
+
+RENAMED_FLAGS: dict[str, dict[str, str]] = {
+    "eval": {POSITIONAL: "--agent AGENT", "--protocol": "--preset"},
+    "render": {POSITIONAL: "--agent AGENT"},
+    "record": {POSITIONAL: "--agent AGENT"},
+    "level edit": {"--agent": "--move-agent X,Y"},
+    "level export": {POSITIONAL: "--data DATA"},
+    "data info": {POSITIONAL: "--data DATA"},
+    "data export": {POSITIONAL: "--data DATA"},
+    "wm train": {"--size": "--preset"},
+    "trex demos": {"--checkpoints": "--agents AGENT [AGENT ...]"},
+    "trex train": {"--parity": "--preset parity", "--demos": "--data DATA"},
+    "trex grid": {
+        "--train.parity": "--preset parity",
+        "--threads": "--torch-threads",
+        "--demos": "--data DATA",
+    },
+    "trex evaluate": {"--demos": "--data DATA"},
+    "trex plot": {"--demos": "--data DATA"},
+    "trex demo-video": {"--demos": "--data DATA"},
+}
+"""Per command, a renamed flag (or :data:`POSITIONAL`: the old positional argument) -> its new spelling."""
+
+
+def _renamed_command(argv: list[str]) -> str | None:
+    """The one-line answer to a removed command at the start of ``argv``, if it is one."""
+    for n in range(min(2, len(argv)), 0, -1):
+        old = " ".join(argv[:n])
+        if old in RENAMED:
+            new, note = RENAMED[old]
+            return f"'{old}' is now '{new}' ({note})"
+    return None
+
+
+def _renamed_flag(name: str, rest: list[str]) -> str | None:
+    """The one-line answer to a renamed flag (or a positional argument that became a flag) of ``name``."""
+    renamed = RENAMED_FLAGS.get(name, {})
+    if POSITIONAL in renamed and rest and not rest[0].startswith("-"):
+        new = renamed[POSITIONAL]
+        return f"'{name} {rest[0]}' is now '{name} {new.split()[0]} {rest[0]}' (a flag: {new})"
+    for arg in rest:
+        flag = arg.split("=", 1)[0]
+        if flag in renamed and flag != POSITIONAL:
+            return f"'{name} {flag}' is now '{name} {renamed[flag]}'"
+    return None
 
 
 def _usage() -> str:
@@ -107,6 +172,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     name, rest = _resolve(argv)
     try:
+        if name is None and (answer := _renamed_command(argv)) is not None:
+            raise ProclabError(answer)
+        if name is not None and (answer := _renamed_flag(name, rest)) is not None:
+            raise ProclabError(answer)
         if name is None:
             group = [c for c in COMMANDS if c.split()[0] == argv[0]]
             if group:  # a group name alone, e.g. "proclab data"

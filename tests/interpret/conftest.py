@@ -29,7 +29,22 @@ def record(tmp: Path, core: str, episodes: int = 6, **agent) -> Path:
     config = AgentConfig(core=core, rnn_size=16, **TINY_AGENT, **agent)
     ckpt = agent_checkpoint(tmp / "run", config, EnvConfig(game=("bossfight",), num_envs=3))
     store = tmp / "DATA"
-    main(["record", str(ckpt), "--episodes", str(episodes), "--num-envs", "3", "--out", str(store), *THREADS])
+    main(
+        [
+            "record",
+            "--agent",
+            str(ckpt),
+            "--precision",
+            "fp32",
+            "--episodes",
+            str(episodes),
+            "--num-envs",
+            "3",
+            "--out",
+            str(store),
+            *THREADS,
+        ]
+    )
     return store
 
 
@@ -81,7 +96,8 @@ def world_models(tmp_path_factory):
             run = train_world_model(store, config, progress=False).run_dir
             samples = sample_rollouts(
                 SampleArgs(
-                    checkpoint=run,
+                    wm=run,
+                    precision="fp32",
                     out=root / "samples.zarr",
                     n=5,
                     steps=6,

@@ -48,9 +48,9 @@ def damage(path: Path, how: str) -> None:
     [
         ("config.json", "truncate", ["train", "--resume", "RUN"], "is corrupt or truncated"),
         ("config.json", "empty", ["train", "--resume", "RUN"], "is empty"),
-        (f"{CHECKPOINT}/meta.json", "truncate", ["eval", "RUN"], "unreadable meta.json"),
-        (f"{CHECKPOINT}/model.safetensors", "flip", ["eval", "RUN"], "checksum mismatch"),
-        (f"{CHECKPOINT}/model.safetensors", "truncate", ["eval", "RUN"], "are missing or corrupt"),
+        (f"{CHECKPOINT}/meta.json", "truncate", ["eval", "--agent", "RUN"], "unreadable meta.json"),
+        (f"{CHECKPOINT}/model.safetensors", "flip", ["eval", "--agent", "RUN"], "checksum mismatch"),
+        (f"{CHECKPOINT}/model.safetensors", "truncate", ["eval", "--agent", "RUN"], "are missing or corrupt"),
         (
             f"{CHECKPOINT}/train_state.pt",
             "flip",
@@ -86,7 +86,7 @@ def test_a_damaged_store_file_is_one_line_naming_it(store, tmp_path, capsys, fil
     damage(work / file, how)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
-        main(["data", "info", str(work)])
+        main(["data", "info", "--data", str(work)])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert expected in err and str(work) in err, err

@@ -11,7 +11,7 @@ from proclab.envs.actions import ACTION_NAMES
 from proclab.envs.state import parse_state, positions
 from proclab.envs.state.glossary import SPACE
 from proclab.levels.file import read_level_states
-from proclab.levels.pick import generate_level
+from proclab.levels.level import generate_level
 from proclab.models.scripted import ScriptedAgent
 from proclab.rl.evaluate import evaluate
 from proclab.run.runtime import make_runtime
@@ -85,7 +85,7 @@ def test_a_moved_cheese_pays_where_it_was_moved_to(tmp_path):
         "maze",
         "--level-seed",
         "1",
-        "--agent",
+        "--move-agent",
         f"{state.agent.x},{state.agent.y}",
         "--out",
         str(unmoved),
@@ -97,7 +97,7 @@ def test_eval_levels_from_plays_each_state_once(tmp_path, coin_file, capsys):
     """``proclab eval --levels-from``: levels whose coin surrounds the agent pay (10 a coin cell touched) and
     end in one step, whatever the policy."""
     ckpt = make_agent_checkpoint(tmp_path / "run", game="coinrun")
-    main(["eval", str(ckpt), "--levels-from", str(coin_file), "--json", "--device", "cpu"])
+    main(["eval", "--agent", str(ckpt), "--levels-from", str(coin_file), "--json", "--device", "cpu"])
     table = json.loads(capsys.readouterr().out)
     (row,) = table["rows"]
     assert row["split"] == f"levels:{coin_file}" and row["episodes"] == 4
@@ -110,7 +110,7 @@ def test_eval_levels_from_plays_each_state_once(tmp_path, coin_file, capsys):
     [
         (["--move", "cheese=1,1"], "unknown kind for coinrun 'cheese'. Valid: coin, crate,"),
         (["--remove", "sawz"], "Did you mean 'saw'?"),
-        (["--agent", "99,1"], "position (99, 1) is outside the coinrun level"),
+        (["--move-agent", "99,1"], "position (99, 1) is outside the coinrun level"),
         (["--add", "saw"], "--add: expected KIND=X,Y"),
         ([], "no edit given"),
     ],
@@ -126,5 +126,5 @@ def test_a_bad_edit_is_one_line_naming_what_is_valid(tmp_path, capsys, args, mes
 def test_eval_refuses_levels_of_another_game(tmp_path, coin_file, capsys):
     ckpt = make_agent_checkpoint(tmp_path / "run", game="maze")
     with pytest.raises(SystemExit):
-        main(["eval", str(ckpt), "--levels-from", str(coin_file), "--device", "cpu"])
+        main(["eval", "--agent", str(ckpt), "--levels-from", str(coin_file), "--device", "cpu"])
     assert "holds coinrun levels; the agent plays maze" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import pytest
 
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
-from proclab.levels.pick import generate_level
+from proclab.levels.level import generate_level
 
 
 def test_states_read_back_byte_for_byte_with_their_seeds_and_notes(tmp_path, coin_on_agent):

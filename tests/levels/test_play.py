@@ -7,7 +7,7 @@ import numpy as np
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.levels.file import level_states
-from proclab.levels.pick import generate_level
+from proclab.levels.level import generate_level
 from proclab.levels.play import LevelsEnv
 
 CONFIG = EnvConfig(game=("coinrun",), num_threads=1)

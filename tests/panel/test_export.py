@@ -213,7 +213,7 @@ def _with_ground_truth(analysis, tmp_path):
     of a BigFish-like agent wandering over a real level's first state, stored as ``proclab record`` does."""
     import shutil
 
-    from proclab.levels.pick import generate_level
+    from proclab.levels.level import generate_level
     from proclab.record.ground_truth import ground_truth_names
     from proclab.store import ShardWriter
     from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR

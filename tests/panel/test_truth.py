@@ -17,7 +17,7 @@ from support import make_agent_checkpoint
 def coinrun_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("truth")
     ckpt = make_agent_checkpoint(root / "run", game="coinrun")
-    main(["record", str(ckpt), "--episodes", "2", "--num-envs", "2", "--out", str(root / "D"),
+    main(["record", "--agent", str(ckpt), "--episodes", "2", "--num-envs", "2", "--out", str(root / "D"),
           "--device", "cpu", "--torch-threads", "1"])  # fmt: skip
     return EpisodeStore(root / "D")
 

@@ -24,6 +24,7 @@ def recorded(checkpoint, tmp_path_factory):
     main(
         [
             "record",
+            "--agent",
             str(checkpoint),
             "--episodes",
             "6",
@@ -69,7 +70,7 @@ def test_record_writes_a_complete_store(recorded, helpers):
 
 
 def test_data_info_json(recorded, capsys):
-    main(["data", "info", str(recorded), "--json", "--verify"])
+    main(["data", "info", "--data", str(recorded), "--json", "--verify"])
     info = json.loads(capsys.readouterr().out)
     assert (
         info["episodes"] == 6 and info["schema_version"] == 1 and info["games"]["bossfight"]["episodes"] == 6
@@ -88,6 +89,7 @@ def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
             "-m",
             "proclab",
             "record",
+            "--agent",
             str(checkpoint),
             "--episodes",
             "60",
@@ -139,7 +141,17 @@ def test_record_on_a_full_disk_keeps_its_committed_episodes_and_resumes(
     with tmpfs(tmp_path / "disk", "16m") as disk:
         store = disk / "DATA"
         filler = fill_disk(disk, leave=six)
-        args = ["record", str(checkpoint), "--episodes", "200", "--num-envs", "2", "--out", str(store)]
+        args = [
+            "record",
+            "--agent",
+            str(checkpoint),
+            "--episodes",
+            "200",
+            "--num-envs",
+            "2",
+            "--out",
+            str(store),
+        ]
         proc = helpers.proclab(*args, "--commit-seconds", "0", *THREADS)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert "cannot write episode store" in proc.stderr and "No space left on device" in proc.stderr
@@ -165,7 +177,7 @@ def test_workers_write_one_shard_each(checkpoint, tmp_path, extra, videos):
     if extra:
         pytest.importorskip("ray")
     store = tmp_path / "DATA"
-    args = ["record", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2"]
+    args = ["record", "--agent", str(checkpoint), "--episodes", "5", "--num-envs", "2", "--workers", "2"]
     main([*args, "--out", str(store), *extra, *THREADS])
     data = EpisodeStore(store, verify=True)
     assert data.num_episodes == 5 and sorted(s.episodes for s in data.shards) == [2, 3]
@@ -183,24 +195,24 @@ def one_line_error(capsys, argv) -> str:
 
 def test_user_errors_are_one_line(recorded, tmp_path, helpers, capsys):
     coinrun = helpers.make_checkpoint(tmp_path / "coinrun", game="coinrun")
-    err = one_line_error(capsys, ["record", str(coinrun), "--out", str(recorded)])
+    err = one_line_error(capsys, ["record", "--agent", str(coinrun), "--out", str(recorded)])
     assert "holds episodes of bossfight; the agent plays coinrun" in err
-    err = one_line_error(capsys, ["record", "--resume", str(recorded), str(coinrun)])
+    err = one_line_error(capsys, ["record", "--resume", str(recorded), "--agent", str(coinrun)])
     assert "plays coinrun with 15 actions; the recording" in err and "is of bossfight" in err
     four = helpers.make_checkpoint(tmp_path / "four", num_actions=4)
     assert "has an agent with 4 actions; Procgen has 15" in one_line_error(
-        capsys, ["record", str(four), "--out", str(tmp_path / "new")]
+        capsys, ["record", "--agent", str(four), "--out", str(tmp_path / "new")]
     )
     assert "drop --split" in one_line_error(capsys, ["record", "--resume", str(recorded), "--split", "test1"])
-    assert "--out DATA" in one_line_error(capsys, ["record", str(coinrun)])
+    assert "--out DATA" in one_line_error(capsys, ["record", "--agent", str(coinrun)])
     assert "action noise 'jitter'" in one_line_error(
-        capsys, ["record", str(coinrun), "--out", str(tmp_path / "x"), "--action-noise", "jitter"]
+        capsys, ["record", "--agent", str(coinrun), "--out", str(tmp_path / "x"), "--action-noise", "jitter"]
     )
-    assert "does not exist" in one_line_error(capsys, ["data", "info", str(tmp_path / "nothing")])
+    assert "does not exist" in one_line_error(capsys, ["data", "info", "--data", str(tmp_path / "nothing")])
     existing = tmp_path / "notes.txt"
     existing.write_text("keep me")
     assert "is a file, not an episode store" in one_line_error(
-        capsys, ["record", str(coinrun), "--out", str(existing)]
+        capsys, ["record", "--agent", str(coinrun), "--out", str(existing)]
     )
     assert existing.read_text() == "keep me"
 
@@ -211,8 +223,8 @@ def test_bad_stores_are_one_line_errors(tmp_path, helpers, capsys):
     root["attributes"]["proclab"]["schema_version"] = 2
     (bad / "zarr.json").write_text(json.dumps(root))
     assert "schema version 2; this proclab reads version 1" in one_line_error(
-        capsys, ["data", "info", str(bad)]
+        capsys, ["data", "info", "--data", str(bad)]
     )
     half = helpers.write_store(tmp_path / "h", [[3, 4]])
     (half / "shard-00000" / "steps" / "value" / "c" / "0").unlink()
-    assert "half-written" in one_line_error(capsys, ["data", "info", str(half), "--verify"])
+    assert "half-written" in one_line_error(capsys, ["data", "info", "--data", str(half), "--verify"])

@@ -47,7 +47,9 @@ def bigfish_store(helpers, tmp_path_factory):
     root = tmp_path_factory.mktemp("gt")
     ckpt = helpers.make_checkpoint(root / "ckpt", game="bigfish")
     store = root / "DATA"
-    main(["record", str(ckpt), "--episodes", "3", "--num-envs", "2", "--out", str(store), *THREADS])
+    main(
+        ["record", "--agent", str(ckpt), "--episodes", "3", "--num-envs", "2", "--out", str(store), *THREADS]
+    )
     return EpisodeStore(store)
 
 
@@ -86,6 +88,7 @@ def test_no_ground_truth_stores_none(helpers, tmp_path):
     main(
         [
             "record",
+            "--agent",
             str(ckpt),
             "--episodes",
             "1",
@@ -108,7 +111,7 @@ def test_record_levels_from_plays_the_files_levels(tmp_path, coin_file):
     from proclab.levels.file import read_level_states
 
     ckpt = make_agent_checkpoint(tmp_path / "run", game="coinrun")  # trained without backgrounds
-    main(["record", str(ckpt), "--episodes", "4", "--num-envs", "2", "--out", str(tmp_path / "D"),
+    main(["record", "--agent", str(ckpt), "--episodes", "4", "--num-envs", "2", "--out", str(tmp_path / "D"),
           "--levels-from", str(coin_file), *THREADS])  # fmt: skip
     store = EpisodeStore(tmp_path / "D")
     assert store.episodes["length"].tolist() == [1] * 4 and (store.episodes["return"] >= 10).all()
@@ -134,7 +137,20 @@ def test_level_export_gives_the_recorded_first_states_to_play_again(bigfish_stor
     from proclab.levels.play import LevelsEnv
 
     out = tmp_path / "ep.levels.json"
-    main(["level", "export", str(bigfish_store.path), "--episode", "2", "--episode", "0", "--out", str(out)])
+    main(
+        [
+            "level",
+            "export",
+            "--data",
+            str(bigfish_store.path),
+            "--episode",
+            "2",
+            "--episode",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     levels = read_level_states(out, game="bigfish", mode="easy")
     assert [s.data for s in levels.states] == [bigfish_store.read_blob("initial_state", i) for i in (2, 0)]
     with LevelsEnv(ProcgenVecEnv(EnvConfig(game=("bigfish",), num_envs=2, num_threads=1)), levels) as env:
@@ -144,7 +160,16 @@ def test_level_export_gives_the_recorded_first_states_to_play_again(bigfish_stor
     ).all()
     with pytest.raises(SystemExit):
         main(
-            ["level", "export", str(bigfish_store.path), "--episode", "7", "--out", str(tmp_path / "x.json")]
+            [
+                "level",
+                "export",
+                "--data",
+                str(bigfish_store.path),
+                "--episode",
+                "7",
+                "--out",
+                str(tmp_path / "x.json"),
+            ]
         )
     assert "episode 7 is not in" in capsys.readouterr().err
 

@@ -15,8 +15,11 @@ from proclab.reward.control import length_control
 from proclab.reward.nets import RewardNetConfig, predict_rewards
 from proclab.reward.record_demos import record_demos, write_synthetic_demos
 from proclab.reward.train import TrexConfig
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from support import make_agent_checkpoint
+
+CPU = make_runtime("cpu", "fp32")
 
 FAST = {"num_pairs": 400, "val_pairs": 100, "test_pairs": 100, "epoch_pairs": 64, "eval_pairs": 100,
         "max_epochs": 3, "batch_size": 32, "torch_threads": 1}  # fmt: skip
@@ -34,9 +37,9 @@ def store(tmp_path_factory):
 def test_trex_demos_records_each_split_as_trex_demos_does(tmp_path):
     run_dir = make_agent_checkpoint(tmp_path / "agent").parents[1]
     demos = trex_demos([run_dir], out=tmp_path / "lib", train=4, test=3, max_len=20, num_envs=2, seed=5,
-                       device="cpu", progress=False)  # fmt: skip
+                       runtime=CPU, progress=False)  # fmt: skip
     for split, num, seed in (("train", 4, 5), ("test", 3, 6)):
-        record_demos([run_dir], tmp_path / "cmd", num, split, max_len=20, num_envs=2, seed=seed, device="cpu",
+        record_demos([run_dir], tmp_path / "cmd", num, split, max_len=20, num_envs=2, seed=seed, runtime=CPU,
                      progress=False)  # fmt: skip
     assert isinstance(demos, EpisodeStore)
     by_command = EpisodeStore(tmp_path / "cmd")
@@ -63,7 +66,7 @@ def test_train_trex_is_trex_train(store, tmp_path):
             assert str(model.summary[key]) == value, key
     frames = EpisodeStore(store).read(0, ["obs"])["obs"]
     np.testing.assert_array_equal(
-        model.rewards(frames), predict_rewards(RewardModel.load(row["run_dir"]).net, frames)
+        model.rewards(frames), predict_rewards(RewardModel.load(row["run_dir"]).net, frames, model.runtime)
     )
     with pytest.raises(ProclabError, match="TrexConfig has no field num_demo"):
         train_trex(store, num_demo=8)
@@ -77,7 +80,8 @@ def test_evaluate_trex_is_the_length_control_of_each_demos_summed_reward(store, 
     data = EpisodeStore(store)
     test = np.flatnonzero(data.episodes["split"] == "test")
     predicted = [
-        predict_rewards(model.net, data.read(int(e), ["obs"])["obs"]).astype(np.float64).sum() for e in test
+        predict_rewards(model.net, data.read(int(e), ["obs"])["obs"], model.runtime).astype(np.float64).sum()
+        for e in test
     ]
     np.testing.assert_allclose(evaluation.predicted, predicted, rtol=1e-6)
     expected = length_control(

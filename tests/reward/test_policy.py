@@ -1,4 +1,4 @@
-"""`proclab trex train-policy`: PPO on a learned reward logs the true return beside the learned one."""
+"""`proclab train --reward-model`: PPO on a learned reward logs the true return beside the learned one."""
 
 import json
 
@@ -9,7 +9,7 @@ from proclab.cli import main as proclab
 from proclab.errors import ProclabError
 from proclab.io.run_dirs import read_metrics
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
-from proclab.reward.policy import parse_args
+from proclab.train_command import parse_learned_reward as parse_args
 from support import TINY_FLAGS, TINY_PPO
 
 TINY = [*TINY_PPO, "--val-num-envs", "2", "--total-steps", "512", *TINY_FLAGS]
@@ -26,8 +26,7 @@ def test_train_policy_logs_true_and_proxy_returns(tmp_path, capsys):
     rm = reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
     proclab(
         [
-            "trex",
-            "train-policy",
+            "train",
             "--reward-model",
             str(tmp_path / "rm"),
             "--sigmoid",
@@ -68,8 +67,7 @@ def test_reward_model_of_another_game_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         proclab(
             [
-                "trex",
-                "train-policy",
+                "train",
                 "--reward-model",
                 str(tmp_path / "rm"),
                 *TINY,
@@ -84,14 +82,27 @@ def test_reward_model_of_another_game_is_refused(tmp_path, capsys):
 def test_resume_of_a_finished_run_does_nothing_and_more_steps_are_recorded(tmp_path, capsys):
     reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
     args = ["--reward-model", str(tmp_path / "rm"), *TINY, "--total-steps", "256"]
-    proclab(["trex", "train-policy", *args, "--run-root", str(tmp_path / "runs")])
+    proclab(["train", *args, "--run-root", str(tmp_path / "runs")])
     (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
     capsys.readouterr()
-    proclab(["trex", "train-policy", "--resume", str(run)])
+    proclab(["train", "--resume", str(run)])  # a run on a learned reward, known by its config.json
     out = capsys.readouterr().out
     assert "already finished (last checkpoint at 256 of 256)" in out and out.count("\n") == 1, out
     assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_000000000256"]
-    proclab(["trex", "train-policy", "--resume", str(run), "--total-steps", "384"])
+    proclab(["train", "--resume", str(run), "--total-steps", "384"])
     assert read_metrics(run)["step"] == [128, 256, 384]
     (entry,) = [json.loads(line) for line in (run / "config_history.jsonl").read_text().splitlines()]
     assert entry["changed"] == {"ppo.total_steps": [256, 384]}
+
+
+def test_a_learned_reward_trains_ppo_only_and_sigmoid_needs_one(tmp_path, capsys):
+    reward_model(tmp_path / "rm" / "checkpoints" / "best", "dodgeball")
+    for argv, message in (
+        (["--reward-model", str(tmp_path / "rm"), "--algo", "impala"], "--reward-model trains with PPO"),
+        (["--sigmoid", *TINY], "give --reward-model REWARD_MODEL too"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            proclab(["train", *argv, "--run-root", str(tmp_path / "runs")])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "runs").exists()

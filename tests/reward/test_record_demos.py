@@ -9,8 +9,11 @@ from proclab.io.checkpoint import save_checkpoint
 from proclab.io.configs import to_dict
 from proclab.models import AgentConfig, build_agent
 from proclab.reward.record_demos import demo_id, record_demos
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from support import TINY_AGENT
+
+CPU = make_runtime("cpu", "fp32")
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +39,9 @@ def test_demo_ids_spell_the_level_seed():
 
 def test_demos_one_capped_episode_per_held_out_level(run_dir, tmp_path):
     out = tmp_path / "demos"
-    assert record_demos([run_dir], out, 5, "train", max_len=30, num_envs=2, progress=False, device="cpu") == 5
+    assert record_demos([run_dir], out, 5, "train", max_len=30, num_envs=2, progress=False, runtime=CPU) == 5
     assert (
-        record_demos([run_dir], out, 3, "test", max_len=30, num_envs=2, seed=1, progress=False, device="cpu")
+        record_demos([run_dir], out, 3, "test", max_len=30, num_envs=2, seed=1, progress=False, runtime=CPU)
         == 3
     )
     store = EpisodeStore(out)
@@ -59,12 +62,12 @@ def test_demos_one_capped_episode_per_held_out_level(run_dir, tmp_path):
 def test_levels_never_repeat_and_bad_requests_fail(run_dir, tmp_path):
     out = tmp_path / "demos"
     record_demos(
-        [run_dir], out, 4, "train", levels="10:4", max_len=5, num_envs=4, progress=False, device="cpu"
+        [run_dir], out, 4, "train", levels="10:4", max_len=5, num_envs=4, progress=False, runtime=CPU
     )
     assert sorted(EpisodeStore(out).episodes["level_seed"]) == [10, 11, 12, 13]
     with pytest.raises(ProclabError, match="only 0 unused levels"):  # a test demo may not reuse a train level
-        record_demos([run_dir], out, 1, "test", levels="10:4", max_len=5, progress=False, device="cpu")
+        record_demos([run_dir], out, 1, "test", levels="10:4", max_len=5, progress=False, runtime=CPU)
     with pytest.raises(ProclabError, match="plays bigfish, not coinrun"):
-        record_demos([run_dir], out, 1, "train", game="coinrun", progress=False, device="cpu")
+        record_demos([run_dir], out, 1, "train", game="coinrun", progress=False, runtime=CPU)
     with pytest.raises(ProclabError, match="does not exist"):
-        record_demos([tmp_path / "missing"], out, 1, "train", progress=False, device="cpu")
+        record_demos([tmp_path / "missing"], out, 1, "train", progress=False, runtime=CPU)

@@ -15,6 +15,7 @@ from proclab.reward.nets import load_reward_model
 from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
 from proclab.reward.record_demos import write_synthetic_demos
 from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 
 FAST = [
@@ -51,7 +52,7 @@ def rows_of(path):
 
 
 def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
-    proclab(["trex", "train", "--demos", str(store), "--num-demos", "10", "--run-root", str(tmp_path), *FAST])
+    proclab(["trex", "train", "--data", str(store), "--num-demos", "10", "--run-root", str(tmp_path), *FAST])
     out = capsys.readouterr().out
     assert "+1/step baseline" in out and "reward model:" in out
     (summary,) = rows_of(tmp_path / "trex" / "rm_infos.csv")
@@ -75,12 +76,12 @@ def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
     assert net.config.arch == "atari" and ckpt.meta["game"] == "starpilot"
     assert ckpt.step == int(summary["best_epoch"])
 
-    plot = plot_predictions(run_dir, tmp_path / "plots", min_length=40, panels=4)
+    plot = plot_predictions(run_dir, tmp_path / "plots", make_runtime("cpu", "fp32"), min_length=40, panels=4)
     assert plot.stat().st_size > 10_000
 
 
-def test_parity_switches_to_the_seed_defaults():
-    cfg = parse_args(["--parity"])
+def test_the_parity_preset_switches_to_the_seed_defaults():
+    cfg = parse_args(["--preset", "parity"])
     assert (cfg.batch_size, cfg.lr, cfg.net.scale_input, cfg.precision, cfg.epoch_test_metrics) == (
         1,
         5e-5,
@@ -97,7 +98,7 @@ def test_parity_switches_to_the_seed_defaults():
         50_000,
     )
     assert (cfg.min_clip_len, cfg.max_clip_len, cfg.stride, cfg.net.arch) == (20, 100, 1, "seed")
-    assert parse_args(["--parity", "--lr", "1e-4"]).lr == 1e-4 and parse_args([]).batch_size > 1
+    assert parse_args(["--preset", "parity", "--lr", "1e-4"]).lr == 1e-4 and parse_args([]).batch_size > 1
 
 
 @pytest.mark.parametrize(
@@ -105,8 +106,8 @@ def test_parity_switches_to_the_seed_defaults():
     [
         (["--num-demos", "13"], "asked for 13 demos but only 12"),
         (["--game", "coinrun"], "holds no coinrun demos"),
-        (["--demos", "CONSTANT"], "same return"),
-        (["--demos", "MISSING"], "does not exist"),
+        (["--data", "CONSTANT"], "same return"),
+        (["--data", "MISSING"], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
@@ -119,14 +120,14 @@ def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
         str(constant) if a == "CONSTANT" else str(tmp_path / "nope") if a == "MISSING" else a for a in args
     ]
     with pytest.raises(SystemExit) as exc:
-        proclab(["trex", "train", "--demos", str(store), "--run-root", str(tmp_path), *FAST, *args])
+        proclab(["trex", "train", "--data", str(store), "--run-root", str(tmp_path), *FAST, *args])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and message in err, err
 
 
 def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     args = GridArgs(
-        demos=store,
+        data=store,
         num_demos=(6, 8),
         seeds=2,
         out=tmp_path / "grid.csv",
@@ -149,12 +150,12 @@ def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     assert png.name == "correlations_starpilot.png" and png.stat().st_size > 10_000
 
     with pytest.raises(Exception, match="needs that many starpilot training demos"):
-        run_grid(GridArgs(demos=store, num_demos=(6, 40), out=tmp_path / "never.csv"))
+        run_grid(GridArgs(data=store, num_demos=(6, 40), out=tmp_path / "never.csv"))
     assert not (tmp_path / "never.csv").exists()
 
 
 def test_grid_keeps_parity_runs_apart_from_batched_ones(store):
-    args = GridArgs(demos=store, num_demos=(6, 8), seeds=2)
+    args = GridArgs(data=store, num_demos=(6, 8), seeds=2)
     assert {c.name for c in grid_configs(args)} == {"grid-n6", "grid-n8"}
     parity = replace(args, train=replace(args.train, parity=True))
     assert {c.name for c in grid_configs(parity)} == {"grid-n6-parity", "grid-n8-parity"}
@@ -164,14 +165,14 @@ def test_grid_keeps_parity_runs_apart_from_batched_ones(store):
 def test_grid_runs_in_local_processes(store, tmp_path):
     train = TrexConfig(**{**FAST_CONFIG.__dict__, "run_root": tmp_path})
     rows = run_grid(
-        GridArgs(demos=store, num_demos=(6,), seeds=2, workers=2, out=tmp_path / "g.csv", train=train)
+        GridArgs(data=store, num_demos=(6,), seeds=2, workers=2, out=tmp_path / "g.csv", train=train)
     )
     assert sorted(int(r["seed"]) for r in rows) == [0, 1]
 
 
 def test_demo_video(store, tmp_path, capsys):
     out = tmp_path / "demo.mp4"
-    proclab(["trex", "demo-video", "0_000_000_003", "--demos", str(store), "--out", str(out), "--scale", "2"])
+    proclab(["trex", "demo-video", "0_000_000_003", "--data", str(store), "--out", str(out), "--scale", "2"])
     assert "return" in capsys.readouterr().out
     frames = read_video(out)
     assert len(frames) == EpisodeStore(store).episodes["length"][3] and frames.shape[1:] == (128, 128, 3)
@@ -188,7 +189,7 @@ def test_resume_continues_exactly_and_a_finished_run_stays_finished(store, tmp_p
         (run,) = (root / "trex" / "starpilot" / "default").iterdir()
         return run
 
-    base = ["trex", "train", "--demos", str(store), "--num-demos", "10", *FAST]
+    base = ["trex", "train", "--data", str(store), "--num-demos", "10", *FAST]
     proclab([*base, "--run-root", str(tmp_path / "a")])
     proclab([*base, "--run-root", str(tmp_path / "b"), "--max-epochs", "4"])
     a, b = run_dir(tmp_path / "a"), run_dir(tmp_path / "b")
@@ -230,7 +231,7 @@ def test_resume_continues_exactly_and_a_finished_run_stays_finished(store, tmp_p
 def test_a_full_disk_at_an_epoch_checkpoint_is_one_line_and_resume_continues(store, tmp_path, capsys):
     from support import disk_full
 
-    base = ["trex", "train", "--demos", str(store), "--num-demos", "10", *FAST, "--run-root", str(tmp_path)]
+    base = ["trex", "train", "--data", str(store), "--num-demos", "10", *FAST, "--run-root", str(tmp_path)]
     proclab([*base, "--max-epochs", "1"])
     (run,) = (tmp_path / "trex" / "starpilot" / "default").iterdir()
     capsys.readouterr()
@@ -244,7 +245,7 @@ def test_a_full_disk_at_an_epoch_checkpoint_is_one_line_and_resume_continues(sto
 
 
 def test_summary_and_evaluate_report_the_length_control(store, tmp_path, capsys):
-    proclab(["trex", "train", "--demos", str(store), "--num-demos", "8", "--run-root", str(tmp_path), *FAST])
+    proclab(["trex", "train", "--data", str(store), "--num-demos", "8", "--run-root", str(tmp_path), *FAST])
     (summary,) = rows_of(tmp_path / "trex" / "rm_infos.csv")
     assert float(summary["wall_seconds"]) >= float(summary["train_seconds"]) > 0
     for key in ("spearman", "partial_spearman", "binned_spearman", "baseline_spearman", "spearman_gain"):
@@ -282,7 +283,7 @@ def test_summary_and_evaluate_report_the_length_control(store, tmp_path, capsys)
             [
                 "trex",
                 "train",
-                "--demos",
+                "--data",
                 str(store),
                 "--num-demos",
                 "8",

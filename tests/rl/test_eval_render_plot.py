@@ -119,6 +119,7 @@ def test_eval_json_per_split(tiny_run, tmp_path):
             "-m",
             "proclab",
             "eval",
+            "--agent",
             str(tiny_run[0]),
             "--split",
             "train",
@@ -152,6 +153,7 @@ def test_render_writes_video_with_overlays(tiny_run, tmp_path):
             "-m",
             "proclab",
             "render",
+            "--agent",
             str(tiny_run[0]),
             "--out",
             str(out),
@@ -207,7 +209,9 @@ def test_plot_adds_the_learned_reward_panel_only_for_runs_that_logged_it(tmp_pat
 def test_eval_of_non_checkpoint_is_one_line(tmp_path):
     (tmp_path / "x").mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "proclab", "eval", str(tmp_path / "x")], capture_output=True, text=True
+        [sys.executable, "-m", "proclab", "eval", "--agent", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2 and "not a proclab checkpoint" in proc.stderr and proc.stderr.count("\n") == 1
 
@@ -230,7 +234,7 @@ def test_random_baseline_is_a_uniform_agent_on_the_same_levels(tmp_path):
     from support import TINY_GRU, make_agent_checkpoint
 
     ckpt = make_agent_checkpoint(tmp_path / "run", TINY_GRU, game="bigfish")
-    args = EvalArgs(checkpoint=ckpt, split=("train", "test1"), episodes=3, seed=5, random_baseline=True)
+    args = EvalArgs(agent=ckpt, split=("train", "test1"), episodes=3, seed=5, random_baseline=True)
     table = run_evaluation(args).table
     rt = make_runtime("cpu", "fp32")
     env_config = EnvConfig(game=("bigfish",), num_envs=2, use_backgrounds=False)

@@ -183,7 +183,7 @@ def test_checkpoint_of_another_core_is_one_line(impala_run, tmp_path):
     meta = json.loads((ckpt / "meta.json").read_text())
     meta["agent"]["core"] = "srwm"
     (ckpt / "meta.json").write_text(json.dumps(meta))
-    proc = proclab("eval", str(ckpt))
+    proc = proclab("eval", "--agent", str(ckpt))
     assert (
         proc.returncode == 2
         and proc.stderr.count("\n") == 1
@@ -241,23 +241,23 @@ def test_paper_table_has_a_row_per_game_and_the_mean_x100():
 
 
 def test_srwm_protocol_settings():
-    args = EvalArgs(checkpoint=Path("x"), protocol="srwm")
+    args = EvalArgs(agent=Path("x"), preset="srwm")
     assert protocol_settings(args) == (200, True, ("train", "test1", "test2", "test3"))
-    assert protocol_settings(replace(args, protocol="srwm-sampled", episodes=5, split=("test2",))) == (
+    assert protocol_settings(replace(args, preset="srwm-sampled", episodes=5, split=("test2",))) == (
         5,
         False,
         ("test2",),
     )
-    assert protocol_settings(EvalArgs(checkpoint=Path("x"))) == (100, False, ("train", "test1"))
-    with pytest.raises(ProclabError, match="unknown protocol 'srvm'"):
-        protocol_settings(replace(args, protocol="srvm"))
+    assert protocol_settings(EvalArgs(agent=Path("x"))) == (100, False, ("train", "test1"))
+    with pytest.raises(ProclabError, match="unknown eval preset 'srvm'"):
+        protocol_settings(replace(args, preset="srvm"))
 
 
 def test_eval_protocol_covers_the_seeds_splits(impala_run, tmp_path):
     # the sampled variant: a barely trained greedy policy can idle until Procgen's 1000-step limit
     out = tmp_path / "eval.json"
-    args = ["--protocol", "srwm-sampled", "--episodes", "1", "--envs-per-game", "1", "--out", str(out)]
-    proc = proclab("eval", str(impala_run), *args, env={**os.environ, "COLUMNS": "200"})
+    args = ["--preset", "srwm-sampled", "--episodes", "1", "--envs-per-game", "1", "--out", str(out)]
+    proc = proclab("eval", "--agent", str(impala_run), *args, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = json.loads(out.read_text())
     assert table["protocol"] == "srwm-sampled" and not table["greedy"]

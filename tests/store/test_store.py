@@ -258,14 +258,25 @@ def test_export_minari_layout(tmp_path, helpers):
 
 def test_data_export_command(tmp_path, helpers, capsys):
     store = minari_ready_store(tmp_path / "t", helpers)
-    argv = ["data", "export", str(store.path), "--out", str(tmp_path / "npz"), "--episodes", "1"]
+    argv = ["data", "export", "--data", str(store.path), "--out", str(tmp_path / "npz"), "--episodes", "1"]
     main([*argv, "--fields", "obs", "state_in/core.0"])  # a derived field is exported too
     assert "exported 1 episode(s)" in capsys.readouterr().out
     with np.load(tmp_path / "npz" / "episode_000001.npz") as z:
         assert "value" not in z and z["obs"].shape == (5, 3, 64, 64)
         np.testing.assert_array_equal(z["state_in/core.0"], store.episode(1)["state_in/core.0"])
     if importlib.util.find_spec("h5py"):
-        main(["data", "export", str(store.path), "--out", str(tmp_path / "m.hdf5"), "--format", "minari"])
+        main(
+            [
+                "data",
+                "export",
+                "--data",
+                str(store.path),
+                "--out",
+                str(tmp_path / "m.hdf5"),
+                "--format",
+                "minari",
+            ]
+        )
         assert (tmp_path / "m.hdf5").is_file()
 
 
@@ -280,7 +291,7 @@ def test_data_export_command(tmp_path, helpers, capsys):
 def test_data_export_bad_input_is_one_line(tmp_path, helpers, capsys, extra, message):
     store = minari_ready_store(tmp_path / "t", helpers)
     with pytest.raises(SystemExit) as exit_:
-        main(["data", "export", str(store.path), "--out", str(tmp_path / "out"), *extra])
+        main(["data", "export", "--data", str(store.path), "--out", str(tmp_path / "out"), *extra])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and message in err and "\n" not in err
     assert not (tmp_path / "out").exists()
@@ -370,7 +381,7 @@ def test_a_flipped_byte_names_the_shard_chunk_and_episodes_and_the_rest_still_re
         reader.read_steps("obs")
 
     with pytest.raises(SystemExit) as exit_:
-        main(["data", "info", str(store), "--verify"])
+        main(["data", "info", "--data", str(store), "--verify"])
     out = capsys.readouterr()
     assert exit_.value.code == 2 and out.err.count("\n") == 1, out.err
     assert (

@@ -7,14 +7,18 @@ import json
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 from scipy import stats
 
 from proclab.errors import ProclabError
+from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import synthetic_batch
+from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.evaluate import EvaluateArgs, evaluate, expected_returns, frame_rows, frame_table
+from proclab.worldmodel.frame_error import prediction_strip
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.state_drift import nearest_other_episode
 from support import benchmark
@@ -185,11 +189,29 @@ def test_nearest_state_of_another_episode_ignores_the_querys_own_episode():
 
 def test_evaluate_end_to_end(trained_run, store, tmp_path):
     args = EvaluateArgs(
-        run=trained_run, data=store, out=tmp_path / "ev", horizon=3, within=2, windows=10_000, device="cpu"
+        wm=trained_run,
+        data=store,
+        out=tmp_path / "ev",
+        horizon=3,
+        within=2,
+        windows=10_000,
+        strip_windows=2,
+        device="cpu",
+        precision="fp32",
     )
     result = evaluate(args)
     assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["windows"] == result["windows"]
     assert (tmp_path / "ev" / "evaluation.png").stat().st_size > 5000
+    # the strip is what the quickstart's prediction_strip draws for the same windows (once wm frame-error's)
+    rt = make_runtime("cpu", "fp32")
+    wm, agent, ckpt = load_world_model(trained_run, rt)
+    field = ckpt.meta["reward_field"]
+    direct = prediction_strip(
+        wm, agent, EpisodeStore(store), field, rt, tmp_path / "s.png", steps=3, windows=2
+    )
+    assert np.array_equal(
+        np.asarray(Image.open(tmp_path / "ev" / "strip.png")), np.asarray(Image.open(direct))
+    )
     # repeat-last at k = 1, from the store with plain numpy, over every picked window
     data = EpisodeStore(store)
     n = 2  # the tiny model's initial frames
@@ -227,6 +249,15 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     assert line["closed_k1"] == result["mse"]["mean"]["closed loop"][0]["mean"] and "closed_k4" not in line
     diffs = result["mse"]["minus_better_baseline"]["closed loop"]
     assert line["beats_better_baseline_at"] == [k + 1 for k, d in enumerate(diffs) if d["ci95"][1] < 0]
+    # each mode's paired difference to repeating the last frame (what wm frame-error reported), whichever
+    # baseline is the better one: every window has every mode, so its mean is the difference of the means
+    means = result["mse"]["mean"]
+    for mode in ("teacher-forced", "open loop", "closed loop"):
+        to_repeat = [d["mean"] for d in result["mse"]["minus_repeat_last_frame"][mode]]
+        expected = [
+            m["mean"] - r["mean"] for m, r in zip(means[mode], means["repeat last frame"], strict=True)
+        ]
+        np.testing.assert_allclose(to_repeat, expected, rtol=1e-6, atol=1e-12)
 
 
 def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys):
@@ -235,6 +266,9 @@ def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys)
     with pytest.raises(SystemExit) as exc:
         main(["wm", "evaluate", str(trained_run), "--data", str(store), "--horizon", "3", "--within", "5"])
     assert exc.value.code == 2 and "--within" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["wm", "evaluate", str(trained_run), "--data", str(store), "--strip-near", "saw"])
+    assert exc.value.code == 2 and "give --strip-windows N too" in capsys.readouterr().err
 
 
 class _Replaying:

@@ -1,6 +1,5 @@
-"""Dream quality: per-step frame errors of the model and of the two baselines, against a slow reference."""
-
-import json
+"""Dream quality (the quickstart's stage, wm evaluate's strip): per-step frame errors of the model and of the
+two baselines, against a slow reference."""
 
 import numpy as np
 import pytest
@@ -80,45 +79,6 @@ def test_baselines_match_a_window_by_window_reference_and_the_model_errors_are_f
     assert plot_frame_errors(result, tmp_path / "q.png").stat().st_size > 5000
     strip = prediction_strip(wm, agent, data, ckpt.meta["reward_field"], rt, tmp_path / "s.png", steps=STEPS)
     assert Image.open(strip).size[1] == 2 * 4 * 64 * 2  # 2 windows x (true + 3 predictors) rows, 2x scale
-
-
-def test_wm_frame_error_command_writes_what_the_function_computes(trained_run, store, tmp_path):
-    from proclab.cli import main
-
-    out = tmp_path / "dream.json"
-    main(
-        [
-            "wm",
-            "frame-error",
-            str(trained_run),
-            "--data",
-            str(store),
-            "--out",
-            str(out),
-            "--steps",
-            "3",
-            "--windows",
-            "5",
-            "--seed",
-            "3",
-            "--plot",
-            str(tmp_path / "d.png"),
-            "--strip",
-            str(tmp_path / "s.png"),
-            "--strip-windows",
-            "3",
-            "--device",
-            "cpu",
-        ]
-    )
-    rt = make_runtime("cpu", "fp32")
-    wm, agent, ckpt = load_world_model(trained_run, rt)
-    expected = frame_errors(
-        wm, agent, EpisodeStore(store), ckpt.meta["reward_field"], rt, steps=3, windows=5, seed=3
-    )
-    assert json.loads(out.read_text()) == expected
-    assert (tmp_path / "d.png").stat().st_size > 5000
-    assert Image.open(tmp_path / "s.png").size[1] == 3 * 4 * 64 * 2  # --strip-windows 3
 
 
 def test_windows_near_a_kind_are_the_first_in_order_with_it_within_the_radius(trained_run, store):

@@ -56,8 +56,8 @@ def test_train_world_model_takes_a_store_and_a_size_and_returns_the_trained_mode
 @pytest.mark.parametrize("init", ["informed", "random"])
 def test_dream_gives_the_rows_wm_sample_writes(world, trained_run, tmp_path, init):
     out = sample_rollouts(
-        SampleArgs(checkpoint=trained_run, out=tmp_path / "s", n=5, steps=4, init=init, seed=3, batch_size=2,
-                   videos=0, device="cpu"),
+        SampleArgs(wm=trained_run, out=tmp_path / "s", n=5, steps=4, init=init, seed=3, batch_size=2,
+                   videos=0, device="cpu", precision="fp32"),
         progress=False,
     )  # fmt: skip
     stored = EpisodeStore(out)
@@ -117,7 +117,9 @@ def test_a_dream_is_a_result_to_read_plot_and_save(world, tmp_path):
 def test_evaluate_world_model_is_what_wm_evaluate_writes(world, trained_run, store, tmp_path):
     settings = {"horizon": 3, "within": 2, "windows": 12, "reference_states": 50, "seed": 2}
     written = evaluate(
-        EvaluateArgs(run=trained_run, data=store, out=tmp_path / "ev", device="cpu", **settings)
+        EvaluateArgs(
+            wm=trained_run, data=store, out=tmp_path / "ev", device="cpu", precision="fp32", **settings
+        )
     )
     result = evaluate_world_model(world, store, progress=False, **settings)
     assert isinstance(result, WorldModelEvaluation)
@@ -137,7 +139,7 @@ def test_evaluate_world_model_is_what_wm_evaluate_writes(world, trained_run, sto
 
 
 def test_the_evaluation_settings_are_the_commands_flags(trained_run, store, tmp_path):
-    args = EvaluateArgs(run=trained_run, data=store, out=tmp_path / "x", horizon=3, within=2)
+    args = EvaluateArgs(wm=trained_run, data=store, out=tmp_path / "x", horizon=3, within=2)
     assert replace(args, windows=7).windows == 7
     with pytest.raises(ProclabError, match="--horizon must be >= 1"):
-        EvaluateArgs(run=trained_run, data=store, horizon=0).validate()
+        EvaluateArgs(wm=trained_run, data=store, horizon=0).validate()

@@ -24,7 +24,7 @@ def steps_of(path: Path) -> list[dict[str, np.ndarray]]:
 
 def test_sampling_is_deterministic_given_a_seed(trained_run, tmp_path):
     base = SampleArgs(
-        checkpoint=trained_run, n=3, steps=4, videos=0, modal=False, greedy=False, device="cpu", batch_size=2
+        wm=trained_run, n=3, steps=4, videos=0, modal=False, greedy=False, device="cpu", batch_size=2
     )
     for init in ("informed", "random"):
         a = steps_of(sample_rollouts(replace(base, init=init, out=tmp_path / f"a-{init}"), progress=False))
@@ -55,6 +55,8 @@ def test_samples_follow_the_timestep_convention(trained_run, tmp_path, capsys):
             "2",
             "--device",
             "cpu",
+            "--precision",
+            "fp32",
         ]
     )
     assert "episode store" in capsys.readouterr().out
@@ -86,7 +88,7 @@ def test_samples_follow_the_timestep_convention(trained_run, tmp_path, capsys):
 
 
 def test_other_agents_in_the_loop(trained_run, tmp_path):
-    args = SampleArgs(checkpoint=trained_run, n=2, steps=3, init="random", videos=0, device="cpu")
+    args = SampleArgs(wm=trained_run, n=2, steps=3, init="random", videos=0, device="cpu")
     right = EpisodeStore(
         sample_rollouts(replace(args, agent="always-right", out=tmp_path / "right"), progress=False)
     )

@@ -87,7 +87,7 @@ def cpu_run_flags(run_root: Path) -> list[str]:
 def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, capsys):
     agent = shutil.copytree(agent_checkpoint, tmp_path / "agent")
     flags = ["--data", str(store), "--agent", str(agent), *cpu_run_flags(tmp_path / "runs")]
-    cli(["wm", "train", "--size", "tiny", "--total-updates", "2", "--video-samples", "2", *flags])
+    cli(["wm", "train", "--preset", "tiny", "--total-updates", "2", "--video-samples", "2", *flags])
     run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
     assert json.loads((run / "config.json").read_text())["size"] == "tiny"
     assert (run / "videos" / "step_00000002.mp4").stat().st_size > 0
@@ -103,10 +103,10 @@ def test_command_line_run_is_self_contained(store, agent_checkpoint, tmp_path, c
     assert read_metrics(run)["step"] == [1, 2, 3]
 
     for argv, message in [
-        (["--size", "tinyy"], "unknown world model size 'tinyy'. Did you mean 'tiny'"),
+        (["--preset", "tinyy"], "unknown world-model preset 'tinyy'. Did you mean 'tiny'"),
         (["--resume", str(run), "--learning-rate", "1"], "only --total-updates may change"),
-        (["--size", "tiny", "--batch-size", "100000", *flags[:2], *flags[4:]], "fewer than one batch"),
-        (["--size", "tiny", *flags], "agent' does not exist"),
+        (["--preset", "tiny", "--batch-size", "100000", *flags[:2], *flags[4:]], "fewer than one batch"),
+        (["--preset", "tiny", *flags], "agent' does not exist"),
     ]:
         with pytest.raises(SystemExit) as exit_:
             cli(["wm", "train", *argv])
@@ -120,7 +120,7 @@ def test_torchrun_two_cpu_processes(store, tmp_path):
     proc = torchrun_proclab(
         "wm",
         "train",
-        "--size",
+        "--preset",
         "tiny",
         "--data",
         str(store),
@@ -165,11 +165,11 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     run = WMTrainer(cfg).train(progress=False)
     assert read_metrics(run)["losses/agent_state"] == [0.0, 0.0]
     samples = sample_rollouts(
-        SampleArgs(checkpoint=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"), progress=False
+        SampleArgs(wm=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"), progress=False
     )
     assert not any(f.startswith("state_") for f in EpisodeStore(samples).fields)
     lot = loss_over_time(
-        LossOverTimeArgs(checkpoint=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
+        LossOverTimeArgs(wm=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
         progress=False,
     )
     assert "agent_state" not in lot["quantities"] and "value" in lot["quantities"]
@@ -181,7 +181,7 @@ def test_kill_9_then_resume_is_bit_identical(make_config, store, tmp_path):
     from support import proclab_killed_when
 
     full = WMTrainer(make_config(window_stride=64, checkpoint_every=2, total_updates=6)).train(progress=False)
-    flags = ["--size", "tiny", "--data", str(store), "--window-stride", "64", "--checkpoint-every", "2"]
+    flags = ["--preset", "tiny", "--data", str(store), "--window-stride", "64", "--checkpoint-every", "2"]
     flags += ["--total-updates", "6", "--num-workers", "0", "--video-every", "0", "--video-samples", "0"]
     step_2 = "killed/wm/*/*/*/checkpoints/step_00000002"
     proclab_killed_when(step_2, tmp_path, "wm", "train", *flags, *cpu_run_flags(tmp_path / "killed"))
@@ -194,7 +194,7 @@ def test_kill_9_then_resume_is_bit_identical(make_config, store, tmp_path):
 
 
 def test_resume_of_a_finished_run_does_nothing_and_more_updates_are_recorded(store, tmp_path, capsys):
-    flags = ["--size", "tiny", "--data", str(store), "--video-samples", "0", *cpu_run_flags(tmp_path)]
+    flags = ["--preset", "tiny", "--data", str(store), "--video-samples", "0", *cpu_run_flags(tmp_path)]
     cli(["wm", "train", "--total-updates", "2", *flags])
     run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
     cli(["wm", "train", "--resume", str(run)])
@@ -213,7 +213,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_resume_continues(store, tmp
     space is back, --resume continues from the first checkpoint to the end."""
     from support import disk_full
 
-    flags = ["--size", "tiny", "--data", str(store), "--video-samples", "0", "--checkpoint-every", "2"]
+    flags = ["--preset", "tiny", "--data", str(store), "--video-samples", "0", "--checkpoint-every", "2"]
     cli(["wm", "train", *flags, "--total-updates", "2", *cpu_run_flags(tmp_path)])
     run = Path(capsys.readouterr().out.strip().splitlines()[-1].removeprefix("run directory: "))
     with disk_full(run / "checkpoints"), pytest.raises(SystemExit) as exit_:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,17 @@ ARRAYS = "arrays.npz"
 
 
 def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str = "") -> Any:
-    """``value`` as JSON: dataclasses as dicts, tuples as lists, numpy scalars as numbers, non-finite floats
-    as None; numpy arrays go to ``arrays`` under their dotted path (or into lists when ``arrays`` is None)."""
+    """``value`` as JSON: dataclasses as dicts (without the fields marked ``metadata={"saved": False}``, such
+    as a live agent), mappings as dicts, tuples as lists, tensors and numpy arrays alike, numpy scalars as
+    numbers, non-finite floats as None; arrays go to ``arrays`` under their dotted path (or into lists when
+    ``arrays`` is None)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        kept = [f for f in dataclasses.fields(value) if f.metadata.get("saved", True)]
+        value = {f.name: getattr(value, f.name) for f in kept}
+    if isinstance(value, Mapping):
+        value = dict(value)
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor, without importing torch
+        value = value.detach().cpu().numpy()
     if isinstance(value, dict):
         return {str(k): jsonable(v, arrays, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -108,6 +116,12 @@ class Result:
 
     def __str__(self) -> str:
         return f"{type(self).__name__}\n{_text(self.table())}"
+
+    def __repr__(self) -> str:  # (results with large arrays declare repr=False and get this short form)
+        rows = self.table()
+        return (
+            f"<{type(self).__name__}: {len(rows)} row{'s' * (len(rows) != 1)}; .table(), .to_dict(), .save()>"
+        )
 
     def _repr_html_(self) -> str:
         rows = self.table()

@@ -1,6 +1,6 @@
 """``proclab level edit``: remove, move or add entities of a kind, move the agent; write a level-state file.
 
-Edits apply in this order: every ``--remove``, every ``--move``, every ``--add``, then ``--agent``
+Edits apply in this order: every ``--remove``, every ``--move``, every ``--add``, then ``--move-agent``
 (each flag may repeat). A *kind* is a name of the game's glossary (``proclab level show`` lists a
 level's entities and cells; docs/ground-truth.md every game's names); a kind the game does not have
 is refused with the valid ones. Positions are world units (x right, y up, one unit per cell; see
@@ -35,7 +35,8 @@ from proclab.envs.state import (
 )
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
-from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+from proclab.levels.level import Level, play_frames
+from proclab.levels.pick import LevelArgs, pick_level
 from proclab.levels.picture import save_level_picture
 
 
@@ -52,8 +53,8 @@ class EditArgs(LevelArgs):
     KIND@X0,Y0=X,Y (the one nearest to X0,Y0); repeatable."""
     add: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """KIND=X,Y: one more of that kind centred at X,Y (a cell kind fills the cell under it); repeatable."""
-    agent: str | None = None
-    """X,Y: move the agent's centre there."""
+    move_agent: Annotated[str | None, tyro.conf.arg(metavar="X,Y")] = None
+    """Move the agent's centre to X,Y."""
     append: bool = False
     """Add the edited level to the file OUT (same game and mode) instead of writing a new one."""
     overwrite: bool = False
@@ -123,11 +124,11 @@ def edit_state(state: GameState, args: EditArgs) -> tuple[GameState, str]:
         for spec in specs:
             state = apply(state, spec)
             done.append(f"{flag} {spec}")
-    if args.agent is not None:
-        state = move_agent(state, _xy(args.agent, "--agent"))
-        done.append(f"agent to {args.agent}")
+    if args.move_agent is not None:
+        state = move_agent(state, _xy(args.move_agent, "--move-agent"))
+        done.append(f"agent to {args.move_agent}")
     if not done:
-        raise ProclabError("no edit given: use --remove, --move, --add or --agent (see --help)")
+        raise ProclabError("no edit given: use --remove, --move, --add or --move-agent (see --help)")
     return state, "; ".join(done)
 
 

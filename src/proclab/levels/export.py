@@ -16,23 +16,17 @@ from typing import Annotated
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA
 from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_states, write_level_states
 from proclab.store import EpisodeStore
-
-INITIAL_STATE = "initial_state"
-"""The store's per-episode blob holding the game's first state (written by ``proclab record``)."""
-
-
-def has_first_states(store: EpisodeStore) -> bool:
-    """Whether the store holds its episodes' first game states (recorded with ground truth)."""
-    return INITIAL_STATE in store.blob_fields
+from proclab.store.schema import INITIAL_STATE, has_first_states
 
 
 @dataclass(frozen=True)
 class ExportArgs:
     """Write recorded episodes' first game states as a level-state file (to show, edit or replay them)."""
 
-    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    data: Annotated[Path, DATA]
     """The episode store (recorded with ground truth, proclab record's default)."""
     out: Annotated[Path, tyro.conf.arg(metavar="OUT")] = dataclasses.field(kw_only=True)
     """Level-state file to write (by convention NAME.levels.json)."""

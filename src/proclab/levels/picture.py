@@ -69,14 +69,21 @@ def _draw_map(ax, state: GameState) -> None:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def save_level_picture(path: str | Path, state: GameState, human: np.ndarray, title: str) -> Path:
-    """The two panels of the module docstring as a PNG at ``path`` (written atomically)."""
+def level_figure(state: GameState, human: np.ndarray, title: str):
+    """The two panels of the module docstring as a matplotlib figure."""
     plt = pyplot()
     fig, (view, level) = plt.subplots(1, 2, figsize=(13, 6.2))
     _draw_view(view, state, human)
     _draw_map(level, state)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def save_level_picture(path: str | Path, state: GameState, human: np.ndarray, title: str) -> Path:
+    """The two panels of the module docstring as a PNG at ``path`` (written atomically)."""
+    plt = pyplot()
+    fig = level_figure(state, human, title)
     try:
         return save_figure(fig, path, dpi=100)
     finally:

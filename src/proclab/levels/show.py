@@ -19,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from proclab.envs.state import GameState, glossary, parse_state
-from proclab.levels.pick import Level, LevelArgs, pick_level, play_frames
+from proclab.levels.level import Level, play_frames
+from proclab.levels.pick import LevelArgs, pick_level
 from proclab.levels.picture import save_level_picture
 
 

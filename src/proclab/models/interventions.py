@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -349,6 +349,26 @@ def parse_intervention(hook: str, text: str, source: Tensor | None = None) -> In
     return Intervention(
         hook, parse_selection(m.group("select")), kind, float(m.group("value") or 0.0), source
     )
+
+
+def parse_edits(texts: Sequence[str]) -> list[Intervention]:
+    """``--edit`` options of the commands that play an agent (``eval``, ``record``): each ``"HOOK SELECTION
+    KIND VALUE"``, e.g. ``"torso.block1.hook_out channel 7 set 0"``; kinds that need recorded activations
+    (mean, resample) are ``analyze edit``'s, which records them."""
+    edits = []
+    for text in texts:
+        hook, _, rest = text.strip().partition(" ")
+        if not rest:
+            raise ProclabError(
+                f"--edit {text!r}: expected HOOK SELECTION KIND VALUE, e.g. 'torso.hook_fc units 3 set 0'"
+            )
+        edit = parse_intervention(hook, rest, source=torch.zeros(0))
+        if edit.kind in NEEDS_SOURCE:
+            raise ProclabError(
+                f"--edit {text!r}: a {edit.kind} edit needs recorded activations; use analyze edit"
+            )
+        edits.append(replace(edit, source=None))
+    return edits
 
 
 # -- shapes ----------------------------------------------------------------------------------------
@@ -790,13 +810,14 @@ def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev
     chosen = resolve_names(names, points)
     with capture(module, chosen, detach=True) as acts:
         out, new_state = agent.unroll(seq, state, firsts, prev_rewards)
-    cache = ActivationCache({name: _time_major(acts, name, points[name].layout, T, B) for name in acts})
+    cache = ActivationCache({name: time_major(acts, name, points[name].layout, T, B) for name in acts})
     if one_step:
         out = type(out)(*(x.squeeze(0) for x in out))
     return out, new_state, cache
 
 
-def _time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
+def time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
+    """Hook ``name``'s recorded calls over ``T`` steps of ``B`` rows as one ``(T, B, *sample)`` tensor."""
     calls = acts.calls(name)
     if layout == "step":
         return torch.stack(calls)
@@ -825,9 +846,11 @@ __all__ = [
     "Units",
     "edit_coordinates",
     "hook_shapes",
+    "parse_edits",
     "parse_intervention",
     "parse_selection",
     "run_with_cache",
     "run_with_hooks",
     "state_hook",
+    "time_major",
 ]

@@ -15,7 +15,9 @@ import tyro
 
 @dataclass(frozen=True)
 class ExportArgs:
-    """Export an analysis folder as a self-contained panel folder (open it with proclab panel serve)."""
+    """Export an analysis folder as a self-contained panel folder (open it with proclab panel serve). It
+    computes nothing but a feed-forward agent's hook activations, replayed on the CPU in fp32 (the analyses'
+    reader), so it takes no runtime flags."""
 
     analysis: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="ANALYSIS")]
     """The analysis folder (proclab analyze ... --out ANALYSIS); needs analyze hidden's basis."""

@@ -20,8 +20,7 @@ import numpy as np
 
 from proclab.envs.state import GameState, parse_state, to_pixels
 from proclab.envs.state.model import agent_index
-from proclab.levels.export import INITIAL_STATE, has_first_states
-from proclab.store.schema import GROUND_TRUTH_ATTR
+from proclab.store.schema import GROUND_TRUTH_ATTR, INITIAL_STATE, has_first_states
 
 FRAME = 64
 

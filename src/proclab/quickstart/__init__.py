@@ -23,15 +23,21 @@ from rich.console import Console
 
 from proclab.envs import check_game
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT
 from proclab.io.run_dirs import write_json_atomic
 from proclab.quickstart.budgets import budget
 from proclab.quickstart.ledger import Ledger
 from proclab.quickstart.report import write_report
+from proclab.run.runtime_flags import RuntimeFlags
 
 
 @dataclass(frozen=True)
-class QuickstartArgs:
-    """Run the proclab pipeline end to end (about 9 minutes on 2 CPU cores by default) under --out."""
+class QuickstartArgs(RuntimeFlags):
+    """Run the proclab pipeline end to end (about 9 minutes on 2 CPU cores by default) under --out. The
+    runtime flags apply to training, evaluation, recording and the world model (the agent's video and the
+    dreams are computed in fp32 whatever --precision says: saliency re-simulates the dreams in fp32); the
+    analyses compute as the quickstart has always run them (the sweep and the atlas on --device, the CPU
+    for auto)."""
 
     out: Path = Path("proclab-demo")
     """Output folder (created if missing; open OUT/index.html afterwards)."""
@@ -42,10 +48,10 @@ class QuickstartArgs:
     """Rerun from this stage (train, eval, render, plot, record, wm-train, wm-sample, hidden, env,
     saliency, behaviours, intervene, atlas, panel), reusing the finished ones before it; default: continue after the last
     finished stage of a run with the same settings, or start over."""
-    agent: Path | None = None
-    """Study this agent instead of training one: a proclab run or checkpoint, or any checkpoint that
-    proclab import takes (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba). Its game, mode
-    and levels are its own."""
+    agent: Annotated[Path | None, AGENT] = None
+    """Study this agent instead of training one: a proclab run or checkpoint directory, or any checkpoint
+    that proclab import takes (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba). Its game,
+    mode and levels are its own."""
     game: str | None = None
     """Procgen game (easy mode) to train on; default coinrun, the one interpreting-rl-behavior studies. With
     --agent: the game the agent must play (refused if it plays another)."""
@@ -53,10 +59,6 @@ class QuickstartArgs:
     """With --agent: the mode the agent must have been trained in (refused if not)."""
     seed: int = 1
     """Seed of levels, weights, actions and analyses."""
-    device: str = "auto"
-    """Torch device: auto (CUDA when present), cpu, cuda, cuda:1, ..."""
-    precision: str = "auto"
-    """Arithmetic: auto (bf16 where the hardware has it, else fp32), fp32 or bf16."""
 
 
 def machine(device: str, precision: str) -> dict[str, str | int | bool]:
@@ -96,6 +98,8 @@ def run(args: QuickstartArgs) -> Path:
         seed=args.seed,
         device=args.device,
         precision=args.precision,
+        channels_last=args.channels_last,
+        torch_threads=args.torch_threads,
         agent=None if args.agent is None else str(args.agent.resolve()),
         mode=args.mode,
     )

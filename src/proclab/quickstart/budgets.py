@@ -32,7 +32,7 @@ class Budget:
     heldout_episodes: int
     """Episodes recorded on held-out levels (the dream-quality measurement)."""
     wm_size: str
-    """World-model size (``proclab wm train --size``)."""
+    """World-model preset (``proclab wm train --preset``)."""
     wm_seconds: float | None
     """Wall-clock budget of world-model training (None: exactly ``wm_updates``)."""
     wm_updates: int | None

@@ -41,7 +41,7 @@ from proclab.rl.evaluate import EvalArgs, run_evaluation
 from proclab.rl.ppo_train import Trainer
 from proclab.rl.render import RenderArgs
 from proclab.rl.render import render as render_video
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 from proclab.worldmodel import SampleArgs, sample_rollouts, train_world_model, wm_size
 from proclab.worldmodel.checkpoint import load_world_model
@@ -57,6 +57,8 @@ class Settings:
     seed: int
     device: str
     precision: str
+    channels_last: bool
+    torch_threads: int
     agent: str | None = None
     """A trained agent to study instead of training one: a proclab run or checkpoint, or any file
     ``proclab import`` takes."""
@@ -91,8 +93,18 @@ class Context:
                 p.unlink()
         return paths
 
+    def runtime_flags(self) -> dict[str, Any]:
+        """The runtime fields of every command a stage runs (the analyses' excepted): the user's."""
+        s = self.settings
+        return {
+            "device": s.device,
+            "precision": s.precision,
+            "channels_last": s.channels_last,
+            "torch_threads": s.torch_threads,
+        }
+
     def runtime(self):
-        return make_runtime(self.settings.device, self.settings.precision)
+        return RuntimeConfig(**self.runtime_flags()).runtime()
 
     def agent_meta(self) -> dict:
         return load_checkpoint(self.path("run", "train"), kind="agent").meta
@@ -132,9 +144,8 @@ def train(ctx: Context) -> dict[str, Any]:
         run_root=runs.parent,
         seed=s.seed,
         name="quickstart",
-        device=s.device,
-        precision=s.precision,
         time_limit=b.train_seconds or 0,
+        **ctx.runtime_flags(),
     )
     trainer = Trainer(cfg)
     run_dir = trainer.train()
@@ -169,13 +180,12 @@ def evaluate(ctx: Context) -> dict[str, Any]:
     roles = ctx.splits()
     evaluation = run_evaluation(
         EvalArgs(
-            checkpoint=ctx.path("run", "train"),
+            agent=ctx.path("run", "train"),
             split=tuple(roles),
             episodes=b.eval_episodes,
             seed=s.seed,
             random_baseline=True,
-            device=s.device,
-            precision=s.precision,
+            **ctx.runtime_flags(),
         )
     )
     table = {**evaluation.table, "roles": roles}
@@ -184,16 +194,17 @@ def evaluate(ctx: Context) -> dict[str, Any]:
 
 
 def render(ctx: Context) -> dict[str, Any]:
+    """The agent's video, its outputs in fp32 (the video the quickstart has always made)."""
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("agent.mp4")
     video, returns = render_video(
         RenderArgs(
-            checkpoint=ctx.path("run", "train"),
+            agent=ctx.path("run", "train"),
             out=path,
             episodes=2,
             max_steps=b.render_steps,
             seed=s.seed,
-            device=s.device,
+            **{**ctx.runtime_flags(), "precision": "fp32"},
         )
     )
     ctx.console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
@@ -216,7 +227,7 @@ def record(ctx: Context) -> dict[str, Any]:
     train_store, heldout_store = ctx.fresh("episodes", "episodes-heldout")
     run_dir = ctx.path("run", "train")
     held_out = list(ctx.splits())[-1]  # the held-out levels, or every level when there are none
-    common = {"checkpoint": run_dir, "seed": s.seed, "device": s.device, "precision": s.precision}
+    common = {"agent": run_dir, "seed": s.seed, **ctx.runtime_flags()}
     store, _ = run_record(RecordArgs(out=train_store, episodes=b.record_episodes, **common))
     heldout, _ = run_record(
         RecordArgs(out=heldout_store, episodes=b.heldout_episodes, split=held_out, **common)
@@ -242,8 +253,7 @@ def wm_train(ctx: Context) -> dict[str, Any]:
         seed=s.seed,
         num_workers=0,
         video_every=0,
-        device=s.device,
-        precision=s.precision,
+        **ctx.runtime_flags(),
     )
     run_dir = train_world_model(cfg.data, cfg).run_dir
     ctx.console.print(f"world model: {run_dir}")
@@ -251,14 +261,16 @@ def wm_train(ctx: Context) -> dict[str, Any]:
 
 
 def wm_sample(ctx: Context) -> dict[str, Any]:
-    """Dreams for the analyses, then how good the dreams are on held-out levels (frame error per step)."""
+    """Dreams for the analyses (simulated in fp32: saliency re-simulates them in fp32), then how good the
+    dreams are on held-out levels (frame error per step)."""
     b, s = ctx.budget, ctx.settings
     samples_dir, dream_json, dream_png, strip_png = ctx.fresh(
         "samples", "dream.json", "dream.png", "dream-strip.png"
     )
     wm_run = ctx.path("run", "wm-train")
+    runtime = {**ctx.runtime_flags(), "precision": "fp32"}
     samples = sample_rollouts(
-        SampleArgs(checkpoint=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed, device=s.device)
+        SampleArgs(wm=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed, **runtime)
     )
     rt = ctx.runtime()
     wm, agent, ckpt = load_world_model(wm_run, rt)

@@ -4,8 +4,8 @@ It sits above ``rl`` (it plays episodes with the actor of :mod:`proclab.rl.rollo
 :mod:`proclab.store`, which lies below every model::
 
     EpisodeRecorder(env, agent, runtime, noise=ActionNoise.parse("seed"), ...).run(episodes, sink)
-    recording, ckpt = prepare_recording(RecordArgs(checkpoint=..., out=path, episodes=N, ...))  # a Recording
-    record_shard(recording, path, episodes, checkpoint=ckpt, ...)  # one shard of a `proclab record` run (Ray-friendly)
+    recording, ckpt = prepare_recording(RecordArgs(agent=..., out=path, episodes=N, ...))  # a Recording
+    record_shard(recording, path, episodes, runtime=RuntimeConfig(...), checkpoint=ckpt)  # one shard of a `proclab record` run (Ray-friendly)
 
 Command: ``proclab record`` (:mod:`.command`).
 """

@@ -1,7 +1,7 @@
-"""``proclab record``: complete episodes of a checkpoint's agent, with its internals, into an episode store.
+"""``proclab record``: complete episodes of an agent, with its internals, into an episode store.
 
 One *recording* is one invocation: a target number of episodes and the settings that define
-the data (checkpoint, split, envs, action noise, seed, ...), saved in the attributes of every
+the data (agent checkpoint, split, envs, action noise, seed, ...), saved in the attributes of every
 shard it writes. It runs in this process, or in ``--workers N`` processes that each write
 their own shard. ``--resume DATA`` finds the recordings of a store that have fewer committed
 episodes than requested and records the rest into new shards, with new seeds (shard ``k``
@@ -36,18 +36,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT, DATA
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
 from proclab.io.configs import from_dict
 from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
+from proclab.models.interventions import Intervened, parse_edits
 from proclab.models.loading import load_agent
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
 from proclab.run.distributed import connect_ray
-from proclab.run.runtime import Runtime, make_runtime
+from proclab.run.runtime import Runtime, RuntimeConfig
 from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
 from proclab.store.store import EpisodeStore
 from proclab.store.writer import ShardWriter, check_root, ensure_store
@@ -61,33 +63,35 @@ FINAL_OBS_NOTE = (
 )
 STATE_DTYPES = ("float32", "float16")
 RUNTIME_FIELDS = (
-    "checkpoint",
+    "agent",
     "out",
     "resume",
     "workers",
     "ray_address",
     "commit_seconds",
-    "device",
-    "precision",
-    "torch_threads",
+    *(f.name for f in dataclasses.fields(RuntimeConfig)),
 )
+"""Settings that do not define the data (where it goes, how fast): left out of a recording's saved settings."""
 
 
 @dataclass(frozen=True)
-class RecordArgs:
-    """Record complete episodes of a checkpoint's agent (frames, actions, both policies' logits, values,
-    raw and normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable)."""
+class RecordArgs(RuntimeConfig):
+    """Record complete episodes of an agent (frames, actions, both policies' logits, values, raw and
+    normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable). The stored
+    outputs are the agent's as computed at --precision: give --precision fp32 for its exact fp32 outputs
+    (auto computes in bf16 where the hardware has it)."""
 
-    checkpoint: Annotated[Path | None, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")] = None
-    """Checkpoint directory, or a run directory (its latest checkpoint). Optional with --resume."""
+    agent: Annotated[Path | None, AGENT] = None
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint). With --resume: only
+    if the recording's checkpoint has moved (the same kind of agent)."""
     episodes: int = 100
     """Complete episodes to record (over all env slots and workers)."""
-    out: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    out: Annotated[Path | None, DATA] = None
     """The episode store to write (created if missing; a compatible store gets new shards)."""
-    resume: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    resume: Annotated[Path | None, DATA] = None
     """Continue the unfinished recordings of this store up to their requested episode counts."""
     split: Annotated[str | None, tyro.conf.arg(metavar="SPLIT")] = None
-    """Level split to play (named or START:NUM); default: the checkpoint's training split."""
+    """Level split to play (named or START:NUM); default: the agent's training split."""
     levels_from: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Play the states of this level-state file instead of a split (proclab level edit writes them): each
     episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
@@ -96,6 +100,10 @@ class RecordArgs:
     (--no-ground-truth: only what the agent saw and did)."""
     num_envs: int = 64
     """Parallel environments per worker."""
+    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Record the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
+    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale); repeatable; saved with the
+    recording."""
     action_noise: str = "none"
     """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
     scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.record.noise)."""
@@ -108,18 +116,13 @@ class RecordArgs:
     seed: int = 0
     """Seed of levels and action sampling (each shard derives its own from it)."""
     workers: int = 1
-    """Recorder processes (or Ray tasks with --ray-address), each writing its own shard."""
+    """Recorder processes (or Ray tasks with --ray-address), each writing its own shard; with
+    --torch-threads 0 each computes on cores / workers threads (a Ray task: 1)."""
     ray_address: str | None = None
     """Record as --workers Ray tasks on this cluster (auto, ray://HOST:10001, or local) instead of local
     processes; every node must see DATA at the same path."""
     commit_seconds: float = 1.0
     """Commit finished episodes at least this often; a killed recorder loses at most this much."""
-    device: str = "auto"
-    """Torch device."""
-    precision: str = "fp32"
-    """fp32 (the agent's exact outputs), bf16 or auto."""
-    torch_threads: int = 0
-    """Torch threads per recorder process (0: torch's default, or cores / workers)."""
 
 
 # -- recordings -----------------------------------------------------------------------------------
@@ -267,6 +270,7 @@ def _validate(args: RecordArgs) -> None:
     if args.state_dtype not in STATE_DTYPES:
         raise unknown_choice("state dtype", args.state_dtype, STATE_DTYPES)
     ActionNoise.parse(args.action_noise)
+    parse_edits(args.edit)
     if args.split is not None:
         parse_split(args.split)
     if args.levels_from is not None and args.split is not None:
@@ -325,12 +329,12 @@ def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
 
 def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
     """Check ``args``, create the store if needed, and describe the recording; also the checkpoint, loaded once."""
-    if args.checkpoint is None or args.out is None:
+    if args.agent is None or args.out is None:
         raise ProclabError(
-            "give a CHECKPOINT and --out DATA to record, or --resume DATA to continue a recording"
+            "give --agent AGENT and --out DATA to record, or --resume DATA to continue a recording"
         )
     _validate(args)
-    ckpt, facts = open_checkpoint(args.checkpoint)
+    ckpt, facts = open_checkpoint(args.agent)
     if facts.num_actions != NUM_ACTIONS:
         raise ProclabError(
             f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
@@ -379,10 +383,8 @@ def record_shard(
     store: str | Path,
     episodes: int,
     *,
+    runtime: RuntimeConfig,
     checkpoint: Checkpoint | None = None,
-    device: str = "auto",
-    precision: str = "fp32",
-    torch_threads: int = 0,
     commit_seconds: float = 1.0,
     videos: int = 0,
     on_commit: Callable[[int, int], None] | None = None,
@@ -391,10 +393,10 @@ def record_shard(
     """Record ``episodes`` episodes of ``recording`` into a new shard of ``store``; returns the shard name.
 
     The unit of work of ``--workers`` processes and of Ray tasks: everything it needs is in its
-    arguments (plain data), and it writes nothing outside its own shard and ``videos/``. A caller
+    arguments (plain data: ``runtime`` says where and how the agent computes), and it writes nothing outside its own shard and ``videos/``. A caller
     that has already loaded the recording's ``checkpoint`` passes it, so that it is read once.
     """
-    rt = make_runtime(device, precision, torch_threads)
+    rt = runtime.runtime()
     agent, env_config, layout = _load_recording_agent(recording, checkpoint, rt)
     attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
     if recording.args.ground_truth:
@@ -436,6 +438,8 @@ def _load_recording_agent(
     """The recording's agent, its env config and its stored state layout, which must be the recording's:
     a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
     agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
+    if recording.args.edit:
+        agent = Intervened(agent, parse_edits(recording.args.edit))
     layout = _stored_layout(agent.state_shapes())
     if layout != recording.state_layout:
         raise ProclabError(
@@ -505,23 +509,24 @@ def _worker(
         raise SystemExit(2) from None
 
 
+def _runtime(args: RecordArgs, threads: int) -> RuntimeConfig:
+    """The runtime of one recorder (plain data for a process or a Ray task): ``args``' with ``threads`` threads."""
+    return RuntimeConfig(
+        device=args.device, precision=args.precision, channels_last=args.channels_last, torch_threads=threads
+    )
+
+
 def _record_workers(
     recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
 ) -> None:
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
-    threads = args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers)
+    runtime = _runtime(args, args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers))
     procs, done = [], {}
     for w, n in enumerate(quotas(episodes, args.workers)):
         if n == 0:
             continue
-        options = dict(
-            device=args.device,
-            precision=args.precision,
-            torch_threads=threads,
-            commit_seconds=args.commit_seconds,
-            videos=videos if w == 0 else 0,
-        )
+        options = dict(runtime=runtime, commit_seconds=args.commit_seconds, videos=videos if w == 0 else 0)
         p = ctx.Process(
             target=_worker, args=(recording, str(store), int(n), options, w, messages, os.getpid())
         )
@@ -555,12 +560,7 @@ def _record_ray(
     ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
     try:
         task = ray.remote(num_cpus=threads)(record_shard)
-        options = dict(
-            device=args.device,
-            precision=args.precision,
-            torch_threads=threads,
-            commit_seconds=args.commit_seconds,
-        )
+        options = dict(runtime=_runtime(args, threads), commit_seconds=args.commit_seconds)
         pending = {
             task.remote(
                 recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
@@ -609,8 +609,8 @@ def _resume(args: RecordArgs) -> list[_Plan]:
         if changed:
             flags = ", ".join("--" + k.replace("_", "-") for k in changed)
             raise ProclabError(f"--resume continues a recording with its saved settings; drop {flags}")
-        if args.checkpoint is not None:  # the checkpoint moved: it must be the same kind of agent
-            moved = moved or open_checkpoint(args.checkpoint)
+        if args.agent is not None:  # the checkpoint moved: it must be the same kind of agent
+            moved = moved or open_checkpoint(args.agent)
             facts = moved[1]
             if facts.games != rec.games or facts.num_actions != rec.num_actions:
                 raise ProclabError(
@@ -661,9 +661,7 @@ def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
             store,
             missing,
             checkpoint=plan.checkpoint,
-            device=args.device,
-            precision=args.precision,
-            torch_threads=args.torch_threads,
+            runtime=_runtime(args, args.torch_threads),
             commit_seconds=args.commit_seconds,
             videos=videos,
             on_commit=lambda episodes, _: bar.update(task, completed=episodes),

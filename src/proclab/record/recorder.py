@@ -17,6 +17,9 @@ nothing at all for the throughput benchmark).
 * Ground truth (``ground_truth=True``): per step the game's ``features`` of the state the agent
   saw and the ``events`` its action caused, per episode its first game state (``initial_state``,
   procgen's bytes, a blob of the store), all from :mod:`proclab.record.ground_truth`.
+* Activations (``cache``: hook names): per step, each named hook point of the agent, as
+  ``cache/NAME`` rows of the hook's per-sample shape (what :func:`proclab.rollout` returns as its
+  cache; the store does not keep them).
 * Episodes in progress are kept per env slot: small fields in a time-major buffer written
   with one vectorised assignment per step, frames and other large rows as per-slot lists
   (memory grows with the episodes in progress, not with the longest one times the slots).
@@ -26,19 +29,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import numpy as np
 import torch
 
 from proclab.envs import NOOP
 from proclab.envs.episodes import quotas
+from proclab.models.hooks import capture, hook_points
+from proclab.models.interventions import Intervened, time_major
 from proclab.record.ground_truth import GroundTruth
 from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
 from proclab.run.runtime import Runtime
-from proclab.store.schema import STATE_IN0, STATE_OUT, flatten_state, state_layout
+from proclab.store.schema import INITIAL_STATE, STATE_IN0, STATE_OUT, flatten_state, state_layout
 
 BIG_ROW = 1024  # bytes per row from which a field is kept as per-slot row lists
+CACHE = "cache/"
+"""Prefix of the per-step activation fields of a recording with ``cache``."""
 
 Sink = Callable[[dict[str, np.ndarray], dict], object]
 
@@ -139,6 +147,8 @@ class EpisodeRecorder:
         split: str = "",
         greedy: bool = False,
         ground_truth: bool = False,
+        cache: list[str] | None = None,
+        with_slot: bool = False,
     ):
         self.env, self.agent, self.rt = env, agent, runtime
         self.noise = noise or ActionNoise()
@@ -149,6 +159,10 @@ class EpisodeRecorder:
         self.split = split
         self.greedy = greedy  # argmax of the (noised) logits instead of a sample
         self.ground_truth = ground_truth
+        self.module = agent.agent if isinstance(agent, Intervened) else agent
+        self.cache = cache or []
+        self.with_slot = with_slot  # each episode's info names the env slot that played it
+        self.layouts = {name: hook_points(self.module)[name].layout for name in self.cache} if cache else {}
         self.layout = state_layout(agent.state_shapes())
         initial = {
             k: v.float().cpu().numpy() for k, v in agent.initial_state(1, device=runtime.device).items()
@@ -158,8 +172,15 @@ class EpisodeRecorder:
             for layer, v in flatten_state(initial, self.layout).items()
         }
 
-    def run(self, episodes: int, sink: Sink, tick: Callable[[], None] | None = None) -> int:
-        """Record ``episodes`` complete episodes (split over the env slots); returns how many."""
+    def run(
+        self,
+        episodes: int,
+        sink: Sink,
+        tick: Callable[[], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> int:
+        """Record ``episodes`` complete episodes (split over the env slots); returns how many. Once ``stop()``
+        says so, no slot starts another episode (each finishes the one it is in)."""
         env, rt = _FlagsEnv(self.env), self.rt
         N = env.num_envs
         quota = quotas(episodes, N)
@@ -176,7 +197,8 @@ class EpisodeRecorder:
         while active.any():
             idx = np.flatnonzero(active)
             rows_t = None if len(idx) == N else torch.from_numpy(idx).to(rt.device)
-            out, state = actor.forward(rows_t)
+            with capture(self.module, self.cache, detach=True) if self.cache else nullcontext() as acts:
+                out, state = actor.forward(rows_t)
             with torch.inference_mode():
                 clean = out.logits.float()
                 logits = self.noise(clean) if self.noise else clean
@@ -194,6 +216,9 @@ class EpisodeRecorder:
                 rows["obs_human"] = human.transpose(0, 3, 1, 2)
             if truth is not None:
                 rows["features"] = truth.features()
+            for name in self.cache:
+                act = time_major(acts, name, self.layouts[name], 1, len(idx))[0]
+                rows[CACHE + name] = _full(N, idx, act.float())
             flat = flatten_state({k: v.float().cpu().numpy() for k, v in state.items()}, self.layout)
             rows |= {STATE_OUT + layer: v.astype(self.state_dtype, copy=False) for layer, v in flat.items()}
             act = torch.from_numpy(rows["action"]).to(rt.device)
@@ -218,7 +243,7 @@ class EpisodeRecorder:
                     )
                 sink(steps, self._episode_info(ep, i, truth))
                 counts[i] += 1
-                if counts[i] == quota[i]:
+                if counts[i] == quota[i] or (stop is not None and stop()):
                     active[i] = False
                     lanes.retire(i)
             ep_step[done] = 0
@@ -230,14 +255,15 @@ class EpisodeRecorder:
 
     def _episode_info(self, ep: dict, i: int, truth: GroundTruth | None) -> dict:
         """The per-episode values of slot ``i``'s episode that just ended (``ep``: the env's ``info["episode"]``)."""
-        return {
+        slot = {"slot": int(i)} if self.with_slot else {}
+        return slot | {
             "game": self.env.games[self.env.game_index[i]],
             "split": self.split,
             "level_seed": int(ep["level_seed"][i]),
             "return": float(ep["return"][i]),
             "level_complete": bool(ep["level_complete"][i]),
             **self.state_in0,
-            **({"initial_state": truth.finished[i]} if truth is not None else {}),
+            **({INITIAL_STATE: truth.finished[i]} if truth is not None else {}),
         }
 
 

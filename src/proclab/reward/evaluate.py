@@ -13,29 +13,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
-import torch
 import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA, REWARD_MODELS
 from proclab.io.files import pyplot, write_json
 from proclab.io.results import Result
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.control import length_control
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.nets import RewardModel, as_reward_model, predict_rewards
+from proclab.run.runtime import Runtime, RuntimeConfig
 from proclab.store import EpisodeStore
 
 
 @dataclass(frozen=True)
-class EvaluateArgs:
-    """Does a learned reward rank demos of equal length by their return? Partial and binned Spearman."""
+class EvaluateArgs(RuntimeConfig):
+    """Does a learned reward rank demos of equal length by their return? Partial and binned Spearman. The
+    predictions are computed with the runtime flags: to measure again what a 'trex train' summary row says,
+    give the run's --precision (its config.json holds it; --preset parity runs: fp32)."""
 
-    reward_model: tuple[Path, ...]
-    """'trex train' run directories (or reward-model checkpoints); several: one report each."""
-    demos: Path | None = None
+    reward_model: Annotated[tuple[Path, ...], REWARD_MODELS]
+    """Reward models: 'proclab trex train' run or checkpoint directories; several: one report each."""
+    data: Annotated[Path | None, DATA] = None
     """Demo store (default: the one the first reward model was trained on)."""
     split: str = "test"
     """Demos of this split: test (held-out levels) or train."""
@@ -47,8 +51,6 @@ class EvaluateArgs:
     """Bootstrap resamples of the demos for the 95% CIs (0: none)."""
     seed: int = 0
     """Seed of the bootstrap resamples."""
-    torch_threads: int = 1
-    """Torch intra-op threads."""
     out: Path | None = None
     """Also write the reports as JSON here."""
 
@@ -149,13 +151,16 @@ STAT_LABELS = {
 """The statistics of :meth:`TrexEvaluation.table`, in reading order."""
 
 
-def demo_predictions(net, store, rows: np.ndarray, label: str, progress: bool = True) -> np.ndarray:
-    """Predicted return of each demo at store ``rows``, reading one demo at a time."""
+def demo_predictions(
+    net, store, rows: np.ndarray, label: str, runtime: Runtime, progress: bool = True
+) -> np.ndarray:
+    """Predicted return of each demo at store ``rows``, reading one demo at a time, computed on ``runtime``."""
     out = np.empty(len(rows))
     with Progress(transient=True, disable=not progress) as bar:
         task = bar.add_task(label, total=len(rows))
         for i, row in enumerate(rows):
-            out[i] = predict_rewards(net, store.read(int(row), ["obs"])["obs"]).astype(np.float64).sum()
+            frames = store.read(int(row), ["obs"])["obs"]
+            out[i] = predict_rewards(net, frames, runtime).astype(np.float64).sum()
             bar.advance(task)
     return out
 
@@ -172,7 +177,8 @@ def evaluate_trex(
     progress: bool = True,
 ) -> TrexEvaluation:
     """The length control of ``reward_model`` on the ``split`` demos of ``demos`` (default: the store it was
-    trained on): each demo's predicted return against its true return and its length (module docstring)."""
+    trained on): each demo's predicted return against its true return and its length (module docstring),
+    computed on the reward model's runtime."""
     if split not in ("train", "test"):
         raise ProclabError(f"--split must be train or test, not {split!r}")
     if length_bins < 1 or min_bin < 2 or bootstrap < 0:
@@ -189,7 +195,7 @@ def evaluate_trex(
             f"{str(demos_path)!r} has {len(rows)} {game} {split} demos; the control needs at least 3"
         )
     predicted = demo_predictions(
-        model.net, store, table["index"][rows], f"scoring {len(rows)} demos", progress
+        model.net, store, table["index"][rows], f"scoring {len(rows)} demos", model.runtime, progress
     )
     true, length = table["return"][rows].astype(np.float64), table["length"][rows].astype(np.float64)
     report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed)
@@ -226,12 +232,12 @@ def main(argv: list[str], prog: str = "proclab trex evaluate") -> None:
     args = tyro.cli(EvaluateArgs, args=argv, prog=prog)
     if args.out is not None and args.out.exists():
         raise ProclabError(f"{str(args.out)!r} exists; give another --out (reports are never overwritten)")
-    torch.set_num_threads(max(1, args.torch_threads))
+    rt = args.runtime()
     reports = []
     for path in args.reward_model:
         evaluation = evaluate_trex(
-            path,
-            args.demos,
+            RewardModel.load(path, runtime=rt),
+            args.data,
             split=args.split,
             length_bins=args.length_bins,
             min_bin=args.min_bin,

@@ -29,6 +29,7 @@ from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_weights_into
 from proclab.io.configs import from_dict, to_dict
 from proclab.models.loading import freeze
 from proclab.models.torso import ImpalaTorso
+from proclab.run.runtime import Runtime, make_runtime
 
 ARCHS = ("seed", "atari", "impala")
 KIND = "reward_model"
@@ -119,25 +120,34 @@ def load_reward_model(path: str | Path, device: torch.device | str = "cpu") -> t
 
 
 @torch.inference_mode()
-def predict_rewards(net: RewardNet, frames, chunk: int = 1024) -> np.ndarray:
-    """r(s) of uint8 frames ``(T, 3, 64, 64)`` (NumPy or torch), ``chunk`` at a time, as a NumPy array."""
+def predict_rewards(net: RewardNet, frames, runtime: Runtime, chunk: int = 1024) -> np.ndarray:
+    """r(s) of uint8 frames ``(T, 3, 64, 64)`` (NumPy or torch), ``chunk`` at a time on ``runtime`` (``net``
+    prepared on it), as a NumPy array."""
     frames = torch.as_tensor(frames)
-    device = next(net.parameters()).device
-    return torch.cat([net(c.to(device)).float().cpu() for c in frames.split(chunk)]).numpy()
+    with runtime.autocast():
+        return torch.cat([net(c.to(runtime.device)).float().cpu() for c in frames.split(chunk)]).numpy()
 
 
 @dataclass(frozen=True)
 class RewardModel:
-    """A learned reward r(s) with its checkpoint: the net, and the training summary (the ``trex train``
-    summary row: correlations on held-out levels, pair accuracies, the length control)."""
+    """A learned reward r(s) with its checkpoint and the runtime it computes on: the net, and the training
+    summary (the ``trex train`` summary row: correlations on held-out levels, pair accuracies, the length
+    control)."""
 
     net: RewardNet
     checkpoint: Checkpoint = field(repr=False)
+    runtime: Runtime = field(repr=False)
 
     @classmethod
-    def load(cls, path: str | Path, device: torch.device | str = "cpu") -> RewardModel:
-        """The reward model of a ``trex train`` run directory or a reward-model checkpoint."""
-        return cls(*load_reward_model(path, device))
+    def load(
+        cls, path: str | Path, device: str = "auto", precision: str = "auto", runtime: Runtime | None = None
+    ) -> RewardModel:
+        """The reward model of a ``trex train`` run directory or a reward-model checkpoint, on ``runtime`` (a
+        command's) or else on ``device`` in ``precision``: the defaults of ``trex evaluate``'s runtime flags,
+        so that its numbers repeat here."""
+        runtime = runtime or make_runtime(device, precision)
+        net, ckpt = load_reward_model(path)
+        return cls(runtime.prepare(net), ckpt, runtime)
 
     @property
     def path(self) -> Path:
@@ -155,7 +165,7 @@ class RewardModel:
 
     def rewards(self, frames) -> np.ndarray:
         """r(s) of uint8 frames ``(T, 3, 64, 64)``, one per frame."""
-        return predict_rewards(self.net, frames)
+        return predict_rewards(self.net, frames, self.runtime)
 
     def __repr__(self) -> str:
         return f"RewardModel({str(self.path)!r}, {self.net.config.arch} net, game {self.game})"

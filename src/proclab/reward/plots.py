@@ -18,15 +18,18 @@ import csv
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA, REWARD_MODEL
 from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.demo_reader import demo_table, open_store, read_demos
 from proclab.reward.nets import load_reward_model, predict_rewards
+from proclab.run.runtime import Runtime, RuntimeConfig
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -123,15 +126,18 @@ def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
 def plot_predictions(
     reward_model: Path,
     out_dir: Path,
+    runtime: Runtime,
     demos_path: Path | None = None,
     panels: int = 6,
     min_length: int = 100,
     seed: int = 0,
 ) -> Path:
-    """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game."""
+    """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game, the
+    predictions computed on ``runtime``."""
     plt = pyplot()
 
     net, ckpt = load_reward_model(reward_model)
+    net = runtime.prepare(net)
     if demos_path is None:  # the store the model was trained on, from its run's config.json
         demos_path = Path(read_run_config(ckpt.path.parents[1])["demos"])
     store = open_store(demos_path)
@@ -142,7 +148,7 @@ def plot_predictions(
     rng = np.random.default_rng(seed)
     pick = rng.choice(eligible, min(panels, len(eligible)), replace=False)
     demos = read_demos(store, table["index"][pick])
-    pred = predict_rewards(net, demos.frames)
+    pred = predict_rewards(net, demos.frames, runtime)
     true = demos.rewards.astype(np.float64)
     scale = abs(true.sum() / pred.sum()) if pred.sum() != 0 else 1.0
     cols = min(3, len(pick))
@@ -171,14 +177,16 @@ def plot_predictions(
 
 
 @dataclass(frozen=True)
-class PlotArgs:
-    """Plot T-REX results: correlation bars from a summary CSV, and/or a reward model's predictions."""
+class PlotArgs(RuntimeConfig):
+    """Plot T-REX results: correlation bars from a summary CSV, and/or a reward model's predictions (computed
+    with the runtime flags)."""
 
     summary: Path | None = None
     """Grid CSV or rm_infos.csv: bars of Spearman/Pearson per number of demos, baseline dashed."""
-    reward_model: Path | None = None
-    """A 'trex train' run directory: cumulative true vs predicted reward on sampled test demos."""
-    demos: Path | None = None
+    reward_model: Annotated[Path | None, REWARD_MODEL] = None
+    """A 'proclab trex train' run or checkpoint directory: cumulative true vs predicted reward on sampled
+    test demos."""
+    data: Annotated[Path | None, DATA] = None
     """Demo store for the predictions (default: the one the reward model was trained on)."""
     panels: int = 6
     """Test demos in the prediction plot."""
@@ -192,12 +200,16 @@ def main(argv: list[str], prog: str = "proclab trex plot") -> None:
     args = tyro.cli(PlotArgs, args=argv, prog=prog)
     if args.summary is None and args.reward_model is None:
         raise ProclabError(
-            "give --summary CSV (correlation bars) and/or --reward-model RUN_DIR (reward predictions)"
+            "give --summary CSV (correlation bars) and/or --reward-model REWARD_MODEL (reward predictions)"
         )
     paths = []
     if args.summary is not None:
         paths += plot_correlations(read_rows(args.summary), args.out)
     if args.reward_model is not None:
-        paths.append(plot_predictions(args.reward_model, args.out, args.demos, args.panels, seed=args.seed))
+        paths.append(
+            plot_predictions(
+                args.reward_model, args.out, args.runtime(), args.data, args.panels, seed=args.seed
+            )
+        )
     for p in paths:
         print(f"plot: {p}")

@@ -1,4 +1,4 @@
-"""``proclab trex train-policy``: PPO on a learned reward instead of the game's.
+"""PPO on a learned reward instead of the game's: ``proclab train --reward-model REWARD_MODEL``.
 
 The PPO run of ``proclab train`` (same flags, presets, run directory, checkpoints and resume;
 ``--preset trex-policy``, the seed's settings, unless another is given) with one change: the
@@ -10,23 +10,24 @@ of the training episodes (the seed's ``eprewmean``, its evaluation curve) and
 plays for the true reward. The reward model and ``--sigmoid`` are fields of the run's config
 (:class:`PolicyConfig`, saved in ``config.json``), so ``--resume`` uses them again. The trained
 agent is an ordinary checkpoint: test it with ``proclab eval`` and watch it with ``proclab render``.
+Its command line is ``proclab train``'s, in :mod:`proclab.train_command` (the top layer: ``rl``, which holds
+the rest of that command, may not import ``reward``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-import tyro
+from typing import Annotated
 
 from proclab.envs import EpisodeLog
 from proclab.errors import ProclabError
+from proclab.io.arguments import REWARD_MODEL
 from proclab.io.configs import from_dict
 from proclab.reward.nets import load_reward_model
 from proclab.reward.wrapper import LearnedRewardEnv
-from proclab.rl.config import ALGOS, ImpalaConfig, TrainConfig, algo_flags, preset
+from proclab.rl.config import TrainConfig, preset
 from proclab.rl.ppo_train import Trainer, run_ppo
-from proclab.run.args import RunArgs
 
 PRESET = "trex-policy"  # default settings: procedural-generalization's train_policy.py
 
@@ -35,17 +36,19 @@ PRESET = "trex-policy"  # default settings: procedural-generalization's train_po
 class PolicyConfig(TrainConfig):
     """A PPO run on a learned reward: ``proclab train``'s settings plus where the reward comes from."""
 
-    reward_model: Path | None = None
-    """Reward model: a 'proclab trex train' run directory or its checkpoint (required)."""
+    reward_model: Annotated[Path | None, REWARD_MODEL] = None
+    """The learned reward: a 'proclab trex train' run or checkpoint directory (required)."""
     sigmoid: bool = False
     """Squash the learned reward through a sigmoid before normalisation."""
 
     def validate(self, world: int = 1) -> None:
         if self.algo != "ppo":
-            raise ProclabError(f"trex train-policy trains with PPO; --algo {self.algo} is not supported here")
+            raise ProclabError(
+                f"--reward-model trains with PPO; --algo {self.algo} takes the game's reward only"
+            )
         if self.reward_model is None:
             raise ProclabError(
-                "give the learned reward with --reward-model RM (a 'proclab trex train' run directory)"
+                "give the learned reward with --reward-model REWARD_MODEL (a 'proclab trex train' run directory)"
             )
         super().validate(world)
 
@@ -77,51 +80,24 @@ class LearnedRewardTrainer(Trainer):
         return {} if proxy is None else {"charts/proxy_episodic_return": proxy}
 
 
-# -- command line ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _PolicyArgs(PolicyConfig):
-    impala: tyro.conf.Suppress[ImpalaConfig] = field(default_factory=ImpalaConfig)
-    algo: tyro.conf.Suppress[str] = "ppo"
-
-
-DESCRIPTION = """PPO with a learned (T-REX) reward in place of the game's: 'proclab train''s options plus
---reward-model and --sigmoid, starting from --preset trex-policy (the seed's PPO settings, reward
-normaliser discount 0.99); charts/episodic_return is the true return, charts/proxy_episodic_return
-the learned one.
-
---preset NAME      start from a named setting (flags below override it)
---resume RUN_DIR   continue a stopped run exactly, with its reward model (only --total-steps may change;
-                   a finished run is left as it is unless --total-steps asks for more); --time-limit
-                   SECONDS bounds this session alone"""
-
-
-def _start(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
+def start_config(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
+    """The defaults of a new run from ``--preset`` (default: trex-policy, the seed's) and ``--algo``, named
+    ``trex`` (:class:`~proclab.run.args.RunArgs`' ``start``)."""
     base = preset(chosen["--preset"] or PRESET)
+    if chosen.get("--algo") is not None:
+        base = replace(base, algo=chosen["--algo"])
     return PolicyConfig(**{**vars(base), "name": "trex"})
 
 
-def _saved(data: dict, run_dir: Path) -> PolicyConfig:
+def saved_config(data: dict, run_dir: Path) -> PolicyConfig:
+    """The config of a run to resume, from its ``config.json`` (with its reward model)."""
     config = from_dict(PolicyConfig, data)
     if config.reward_model is None:
         raise ProclabError(
-            f"{str(run_dir)!r} has no reward_model in its config.json: not a 'trex train-policy' run, "
+            f"{str(run_dir)!r} has no reward_model in its config.json: not a run on a learned reward, "
             "or one written before its reward settings were config fields (start a new run)"
         )
     return config
-
-
-def parse_args(argv: list[str], prog: str = "proclab trex train-policy") -> tuple[PolicyConfig, Path | None]:
-    """``proclab train``'s command line over :class:`PolicyConfig` (every algo parses PPO's flags;
-    :meth:`PolicyConfig.validate` refuses all but PPO)."""
-    return RunArgs(
-        prog=prog,
-        flags=algo_flags(dict.fromkeys(ALGOS, _PolicyArgs), PolicyConfig),
-        start=_start,
-        saved=_saved,
-        session_flags=("--time-limit",),
-        end_step=TrainConfig.end_step,
-        description=DESCRIPTION,
-    ).parse(argv)
 
 
 def _report(trainer: LearnedRewardTrainer, out: Path) -> None:
@@ -134,8 +110,8 @@ def _report(trainer: LearnedRewardTrainer, out: Path) -> None:
     print(f"run directory: {out}")
 
 
-def main(argv: list[str], prog: str = "proclab trex train-policy") -> None:
-    config, resume_dir = parse_args(argv, prog)
+def train_on_learned_reward(config: PolicyConfig, resume_dir: Path | None) -> None:
+    """Train (or resume) PPO on ``config``'s learned reward, in this process or as one rank of torchrun."""
     config.validate()
     if resume_dir is None:  # the run's config.json names the model wherever it is run from
         config = replace(config, reward_model=config.reward_model.resolve())

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import torch
@@ -32,11 +32,12 @@ from rich.progress import Progress
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
+from proclab.io.arguments import AGENTS
 from proclab.io.checkpoint import META, find_checkpoint
 from proclab.models.loading import load_agent
 from proclab.record import EpisodeRecorder
 from proclab.reward.demo_reader import open_store
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import Runtime, RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
 
 DEFAULT_LEVELS = {"train": LevelSplit(0, 10**9, "trex-train"), "test": LevelSplit(10**9, 10**9, "trex-test")}
@@ -49,7 +50,8 @@ def demo_id(level_seed: int) -> str:
 
 
 def list_checkpoints(paths) -> list[Path]:
-    """Checkpoint directories, a run directory standing for all of its checkpoints (oldest first)."""
+    """The agents' checkpoints: a checkpoint directory for itself, a run directory for all of its checkpoints
+    (oldest first)."""
     found: list[Path] = []
     for path in map(Path, paths):
         ckpt_dir = path / "checkpoints"
@@ -61,7 +63,7 @@ def list_checkpoints(paths) -> list[Path]:
             raise ProclabError(f"run directory {str(path)!r} has no checkpoints (nothing in {ckpt_dir})")
         found.extend(inside)
     if not found:
-        raise ProclabError("give at least one checkpoint or run directory with --checkpoints")
+        raise ProclabError("give at least one agent (a run or checkpoint directory) with --agents")
     return found
 
 
@@ -153,34 +155,34 @@ class LevelQueueEnv:
 
 
 def record_demos(
-    checkpoints: list[Path],
+    agents: list[Path],
     out: Path,
     num: int,
     split: str,
     *,
+    runtime: Runtime,
     game: str | None = None,
     levels: str | None = None,
     max_len: int = 1000,
     num_envs: int = 16,
     use_backgrounds: bool | None = None,
     seed: int = 0,
-    device: str = "auto",
     progress: bool = True,
 ) -> int:
-    """Record ``num`` demos into the store ``out``; returns how many were written."""
+    """Record ``num`` demos into the store ``out`` by ``agents`` (run or checkpoint directories, computing on
+    ``runtime``); returns how many were written."""
     if num < 1 or max_len < 1 or num_envs < 1:
         raise ProclabError(f"--num ({num}), --max-len ({max_len}) and --num-envs ({num_envs}) must be >= 1")
-    rt = make_runtime(device, "fp32")
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    ckpts = list_checkpoints(checkpoints)
+    ckpts = list_checkpoints(agents)
     level_range = parse_split(levels) if levels else DEFAULT_LEVELS[split]
     if not level_range.bounded:
         raise ProclabError("--levels must be a bounded range START:NUM")
     which = rng.integers(0, len(ckpts), num)  # a uniformly random checkpoint per demo
     agents: dict[int, tuple] = {}
     for c in np.unique(which):
-        agent, env_config, ckpt = load_agent(ckpts[c], rt)
+        agent, env_config, ckpt = load_agent(ckpts[c], runtime)
         games = env_config.games()
         game = game or games[0]
         if game not in games:
@@ -205,7 +207,7 @@ def record_demos(
             cuts = np.cumsum(quotas(len(todo), slots))[:-1]
             queues = [q.tolist() for q in np.split(np.asarray(todo), cuts)]
             env = LevelQueueEnv(env_config, queues, max_len, seed=seed)
-            recorder = EpisodeRecorder(env, agent, rt, split=split)
+            recorder = EpisodeRecorder(env, agent, runtime, split=split)
 
             def sink(steps, info, ckpt=ckpt):
                 writer.append(
@@ -242,7 +244,7 @@ def trex_demos(
     num_envs: int = 16,
     use_backgrounds: bool | None = None,
     seed: int = 0,
-    device: str = "auto",
+    runtime: Runtime | None = None,
     progress: bool = True,
 ) -> EpisodeStore:
     """Record ``train`` demos to learn from and ``test`` demos on held-out levels into the demo store ``out``
@@ -251,8 +253,10 @@ def trex_demos(
     ``agents``: checkpoints or run directories (a run: all its periodic checkpoints, whose skill varies),
     one drawn at random per demo; ``game``: the game they play (default: theirs). Each split is what
     ``proclab trex demos --split`` records (:func:`record_demos`), the test demos seeded ``seed + 1`` so
-    that their draws of checkpoint and actions are not the train demos' again.
+    that their draws of checkpoint and actions are not the train demos' again. ``runtime``: where the agents
+    compute (default: the command's defaults, ``--device auto --precision auto``).
     """
+    runtime = runtime or RuntimeConfig().runtime()
     if train < 0 or test < 0 or train + test == 0:
         raise ProclabError(f"record at least one demo: train={train}, test={test}")
     for split, num, split_seed in (("train", train, seed), ("test", test, seed + 1)):
@@ -266,8 +270,8 @@ def trex_demos(
                 max_len=max_len,
                 num_envs=num_envs,
                 use_backgrounds=use_backgrounds,
+                runtime=runtime,
                 seed=split_seed,
-                device=device,
                 progress=progress,
             )
     return open_store(out)
@@ -334,11 +338,13 @@ def write_synthetic_demos(
 
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class DemosArgs:
-    """Record T-REX demos: one sampled episode per demo, each on its own level, by a random checkpoint."""
+class DemosArgs(RuntimeConfig):
+    """Record T-REX demos: one sampled episode per demo, each on its own level, by a checkpoint drawn at
+    random from the agents'."""
 
-    checkpoints: tuple[Path, ...]
-    """Checkpoint directories, or run directories (all of their periodic checkpoints: varied skill)."""
+    agents: Annotated[tuple[Path, ...], AGENTS]
+    """The agents: proclab run or checkpoint directories (a run: all of its periodic checkpoints, which
+    vary in skill)."""
     out: Path = Path("demos")
     """Demo store to add to (created if missing)."""
     num: int = 100
@@ -346,36 +352,34 @@ class DemosArgs:
     split: Literal["train", "test"] = "train"
     """train: demos to learn from; test: held-out-level demos to measure the learned reward on."""
     game: str | None = None
-    """Game to play (default: the checkpoints' game)."""
+    """Game to play (default: the agents' game)."""
     levels: str | None = None
     """Level range START:NUM to draw from (default: [0, 1e9) for train, [1e9, 2e9) for test)."""
     max_len: int = 1000
     """Cut an episode after this many steps (the seed's max_ep_len)."""
     use_backgrounds: bool | None = None
     """Draw the game backgrounds (the seed's --use_backgrounds; they may leak time cues); default: as the
-    first checkpoint's agent was trained (an agent trained without them plays worse with them)."""
+    first agent was trained (an agent trained without them plays worse with them)."""
     num_envs: int = 16
     """Demos played at once per checkpoint."""
     seed: int = 0
     """Seed of the level draw, the checkpoint draw and action sampling."""
-    device: str = "auto"
-    """Torch device."""
 
 
 def main(argv: list[str], prog: str = "proclab trex demos") -> None:
     args = tyro.cli(DemosArgs, args=argv, prog=prog)
     n = record_demos(
-        list(args.checkpoints),
+        list(args.agents),
         args.out,
         args.num,
         args.split,
+        runtime=args.runtime(),
         game=args.game,
         levels=args.levels,
         max_len=args.max_len,
         num_envs=args.num_envs,
         use_backgrounds=args.use_backgrounds,
         seed=args.seed,
-        device=args.device,
     )
     print(f"recorded {n} {args.split} demos")
     print(f"demo store: {args.out}")

@@ -9,14 +9,14 @@ best weights are then measured on demos from held-out levels: Pearson/Spearman o
 vs true return on **all** test demos, always next to the +1-per-step baseline, and accuracy
 on test pairs.
 
-**Batched vs parity.** By default each Adam step scores ``--batch-size`` (256) fresh pairs drawn
+**Presets: batched and parity.** By default (``--preset batched``) each Adam step scores ``--batch-size`` (256) fresh pairs drawn
 among ``--demos-per-step`` (8) random training demos, so that their clips share frames and each
 distinct frame goes through the net once: a step costs about one pass over 8 demos however many
 pairs it scores. Over steps the pairs follow the seed's distribution (uniform demo pairs with
 different returns, the same clip sampling). Inputs are /255, Adam lr 3e-4, bf16 where the
-hardware has it. ``--parity`` reproduces the seed: a fixed set of ``--num-pairs`` pairs, one pair
-per step, lr 5e-5, raw 0..255 pixels, fp32, epochs of 1000 pairs and the seed's per-epoch test
-metrics on its first 100 test demos (flags after ``--parity`` still override).
+hardware has it. ``--preset parity`` reproduces the seed: a fixed set of ``--num-pairs`` pairs, one
+pair per step, lr 5e-5, raw 0..255 pixels, fp32, epochs of 1000 pairs and the seed's per-epoch test
+metrics on its first 100 test demos (flags still override single fields).
 
 Outputs in ``RUN_ROOT/trex/GAME/NAME/SEED-TIME/``: ``config.json``, ``train_log.csv`` (one
 row per epoch, the seed's columns plus timings), ``checkpoints/best`` (the reward model), and
@@ -29,13 +29,14 @@ import csv
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 import tyro
 from rich.progress import Progress
 
-from proclab.errors import ProclabError
+from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from proclab.io.configs import from_dict, to_dict, with_fields
 from proclab.io.files import disk_errors, replacing
@@ -54,6 +55,7 @@ PROGRESS = "progress"
 """``RUN/progress``: the checkpoint of the last finished epoch (weights, optimiser, RNGs, best so far)."""
 DESCRIPTION = """Learn a reward from demos ranked by return (T-REX) and measure it on demos from held-out levels.
 
+--preset NAME      start from named defaults: {presets} (flags below override them; default batched)
 --resume RUN_DIR   continue a stopped run exactly from its last epoch (only --max-epochs may change;
                    a finished run is left as it is unless --max-epochs asks for more)"""
 
@@ -120,7 +122,7 @@ SUMMARY_COLUMNS = (
 class TrexConfig(RuntimeConfig):
     """Learn a reward model from ranked demos (T-REX) and measure it on demos from held-out levels."""
 
-    demos: Path = Path("demos")
+    demos: Annotated[Path, tyro.conf.arg(name="data", metavar="DATA")] = Path("demos")
     """Demo store written by 'proclab trex demos' (train and test demos)."""
     game: str | None = None
     """Game whose demos to use (default: the store's only game)."""
@@ -172,8 +174,9 @@ class TrexConfig(RuntimeConfig):
     """Fresh training pairs that the per-epoch train accuracy is measured on."""
     epoch_test_metrics: bool = False
     """Also log test accuracy and correlations (first --test-pair-demos test demos) every epoch, as the seed."""
-    parity: bool = False
-    """Start from the seed's settings: 1 pair per step, lr 5e-5, raw pixels, fp32, per-epoch test metrics."""
+    parity: tyro.conf.Suppress[bool] = False
+    """Whether these defaults are the seed's (--preset parity; recorded in the run, and trex grid names its
+    runs after it)."""
     seed: int = 0
     """Seed of demo selection, pairs, initial weights and batches."""
     name: str = "default"
@@ -188,16 +191,28 @@ class TrexConfig(RuntimeConfig):
     """Bootstrap resamples of the test demos for the control's 95% CIs (0: no CIs)."""
 
 
-PARITY = TrexConfig(
-    parity=True,
-    batch_size=1,
-    demos_per_step=0,
-    lr=5e-5,
-    epoch_pairs=1000,
-    net=RewardNetConfig(scale_input=False),
-    epoch_test_metrics=True,
-    precision="fp32",
-)
+TREX_PRESETS: dict[str, TrexConfig] = {
+    # proclab's: many pairs per Adam step that share frames (module docstring)
+    "batched": TrexConfig(),
+    # procedural-generalization's train_reward.py: one pair per step, raw pixels, fp32
+    "parity": TrexConfig(
+        parity=True,
+        batch_size=1,
+        demos_per_step=0,
+        lr=5e-5,
+        epoch_pairs=1000,
+        net=RewardNetConfig(scale_input=False),
+        epoch_test_metrics=True,
+        precision="fp32",
+    ),
+}
+
+
+def trex_preset(name: str) -> TrexConfig:
+    """The defaults of preset ``name``; a :class:`ProclabError` naming the valid ones otherwise."""
+    if name not in TREX_PRESETS:
+        raise unknown_choice("T-REX preset", name, TREX_PRESETS)
+    return TREX_PRESETS[name]
 
 
 @dataclass
@@ -601,7 +616,7 @@ def train_trex(
     path = demos.path if isinstance(demos, EpisodeStore) else Path(demos)
     cfg = with_fields(config or TrexConfig(), **fields, demos=path)
     row = train_reward(cfg, progress, resume)
-    return RewardModel.load(Path(row["run_dir"]) / "checkpoints" / "best", cfg.runtime().device)
+    return RewardModel.load(Path(row["run_dir"]) / "checkpoints" / "best", runtime=cfg.runtime())
 
 
 def append_summary(path: Path, rows: list[dict]) -> None:
@@ -626,7 +641,7 @@ def append_summary(path: Path, rows: list[dict]) -> None:
 
 # -- command line --------------------------------------------------------------------------------
 def parse_run(argv: list[str], prog: str = "proclab trex train") -> tuple[TrexConfig, Path | None]:
-    """``--parity`` switches the defaults to the seed's; any other flag overrides a field;
+    """``--preset NAME`` picks the defaults (batched, or parity: the seed's); any other flag overrides a field;
     ``--resume RUN_DIR`` continues a stopped run (only ``--max-epochs`` may change)."""
     return RunArgs(
         prog=prog,
@@ -638,13 +653,12 @@ def parse_run(argv: list[str], prog: str = "proclab trex train") -> tuple[TrexCo
             description=description,
             config=(tyro.conf.OmitArgPrefixes,),
         ),
-        start=lambda chosen, rest: PARITY if "--parity" in rest else TrexConfig(),
-        choosers=(),
+        start=lambda chosen, rest: trex_preset(chosen["--preset"] or "batched"),
         saved=lambda data, run_dir: from_dict(TrexConfig, data),
         may_change="--max-epochs",
         end_step=lambda config: config.max_epochs,
         checkpoint=lambda run_dir: run_dir / PROGRESS,
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(presets=", ".join(TREX_PRESETS)),
     ).parse(argv)
 
 

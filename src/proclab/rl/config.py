@@ -367,7 +367,7 @@ PRESETS: dict[str, TrainConfig] = {
     ),
     # procedural-generalization's train_policy.py (trex_procgen.md section 6): the Procgen paper's easy
     # PPO on unbounded levels, 64 envs, 25M steps, VecNormalize discount 0.99, no validation env,
-    # a checkpoint every 20 updates. 'proclab trex train-policy' starts from it.
+    # a checkpoint every 20 updates. 'proclab train --reward-model' starts from it.
     "trex-policy": TrainConfig(
         env=EnvConfig(game=("coinrun",), mode="easy", num_envs=64, split="all"),
         agent=agent_preset("procgen"),

@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import tyro
@@ -31,7 +32,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("approx. KL", ("losses/approx_kl",)),
 )
 LEARNED_REWARD_PANEL = ("learned-reward return", ("charts/proxy_episodic_return",))
-"""Drawn when a run trained on a learned reward (``proclab trex train-policy``): its return under
+"""Drawn when a run trained on a learned reward (``proclab train --reward-model``): its return under
 that reward, on its own axis since its scale is the reward model's, not the game's."""
 
 
@@ -115,7 +116,7 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
 class PlotArgs:
     """Plot training curves (return train vs validation, length, score, losses, SPS) of runs."""
 
-    runs: tyro.conf.Positional[tuple[Path, ...]]
+    runs: Annotated[tuple[Path, ...], tyro.conf.Positional, tyro.conf.arg(metavar="RUN [RUN ...]")]
     """Run directories; seeds of the same experiment are drawn as mean +- std."""
     out: Path | None = None
     """Output PNG (default: curves.png in the run directory, or in the current one for several runs)."""

@@ -1,4 +1,4 @@
-"""``proclab eval``: returns and normalised scores of a checkpoint on chosen level splits.
+"""``proclab eval``: returns and normalised scores of an agent on chosen level splits.
 
 Unbiased by construction: each env slot has a fixed quota of episodes decided before the run
 (``episodes`` split as evenly as possible over the slots of a game) and only its first
@@ -7,7 +7,7 @@ would over-sample short episodes, which are often failures (or successes) in Pro
 
 The agent keeps its memory across a slot's episodes and resets it on episode starts, as in
 training. ``--greedy`` takes the argmax action (the modern-srwm test protocol); the default
-samples, as during training. ``--protocol srwm`` is that seed's whole test protocol: greedy,
+samples, as during training. ``--preset srwm`` is that seed's whole test protocol: greedy,
 200 episodes per game on the training levels [0, 200) and the test splits starting at 1000,
 1200 and 1400, shown as the paper reports it (one row per game, normalised scores x 100, and
 their mean over games per split). ``--reset-every 50`` re-initialises the agent's memory every 50
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import torch
@@ -41,9 +41,11 @@ from proclab.envs import (
 )
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
+from proclab.models.interventions import Intervened, parse_edits
 from proclab.models.loading import load_agent
 from proclab.models.scripted import ScriptedAgent
 from proclab.rl.rollout import Actor
@@ -205,20 +207,21 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvalArgs(RuntimeConfig):
-    """Evaluate a checkpoint: mean/std return and normalised score per level split (and per game)."""
+    """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
 
-    checkpoint: tyro.conf.Positional[Path]
-    """Checkpoint directory, or a run directory (its latest checkpoint)."""
+    agent: Annotated[Path, AGENT]
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
-    (or the protocol's)."""
+    (or the preset's)."""
     episodes: int | None = None
-    """Complete episodes per split and game (default: 100, or the protocol's)."""
+    """Complete episodes per split and game (default: 100, or the preset's)."""
     greedy: bool = False
     """Take the most likely action instead of sampling."""
-    protocol: str | None = None
-    """A seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1 test2 test3,
-    scores x 100 per game as the paper) or srwm-sampled (the same, sampling actions)."""
+    preset: str | None = None
+    """Named defaults, a seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1
+    test2 test3, printed as the paper's table of scores x 100 per game) or srwm-sampled (the same,
+    sampling actions); --episodes and --split override them."""
     envs_per_game: int = 16
     """Parallel envs per game (each runs a fixed quota of episodes)."""
     reset_every: int = 0
@@ -229,9 +232,13 @@ class EvalArgs(RuntimeConfig):
     hard for every other mode; Procgen publishes constants for easy and hard only)."""
     seed: int = 0
     """Seed of the evaluation envs and action sampling."""
-    levels_from: Path | None = None
+    levels_from: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
     """Play the states of this level-state file instead of level splits (proclab level edit writes
     them): each episode starts from one, in order; --episodes defaults to one per state."""
+    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Evaluate the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
+    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale; see proclab analyze edit for
+    paired comparisons and recorded-distribution edits); repeatable."""
     random_baseline: bool = False
     """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
     return should be read against (rows under "random" in the JSON)."""
@@ -242,17 +249,17 @@ class EvalArgs(RuntimeConfig):
 
 
 def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
-    """Episodes per game, greedy or not, and splits: the flags, with a protocol's values as defaults."""
-    if args.protocol is not None and args.protocol not in PROTOCOLS:
-        raise unknown_choice("protocol", args.protocol, PROTOCOLS)
-    protocol = PROTOCOLS.get(args.protocol, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
+    """Episodes per game, greedy or not, and splits: the flags, with a preset's protocol as defaults."""
+    if args.preset is not None and args.preset not in PROTOCOLS:
+        raise unknown_choice("eval preset", args.preset, PROTOCOLS)
+    protocol = PROTOCOLS.get(args.preset, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
     episodes = protocol.episodes if args.episodes is None else args.episodes
     if episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
     if args.reset_every < 0:
         raise ProclabError(f"--reset-every must be >= 0, got {args.reset_every}")
-    if args.levels_from is not None and (args.split or args.protocol is not None):
-        raise ProclabError("--levels-from plays a file's levels; it excludes --split and --protocol")
+    if args.levels_from is not None and (args.split or args.preset is not None):
+        raise ProclabError("--levels-from plays a file's levels; it excludes --split and --preset")
     return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
 
 
@@ -267,7 +274,7 @@ def main(argv: list[str], prog: str = "proclab eval") -> None:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A checkpoint's results table, with the agent, env config and runtime it was played with, so that
+    """An agent's results table, with the agent, env config and runtime it was played with, so that
     a caller comparing another agent on the same levels (the quickstart's random agent) does not
     read the checkpoint again."""
 
@@ -287,7 +294,7 @@ def run(args: EvalArgs) -> dict:
 def run_evaluation(args: EvalArgs) -> Evaluation:
     """:func:`run`, handing back the whole :class:`Evaluation` instead of its table."""
     console = Console(stderr=args.json)
-    evaluation = evaluate_checkpoint(args, console)
+    evaluation = evaluate_agent(args, console)
     if args.out is not None:
         write_json(args.out, evaluation.table, "evaluation results")
     if args.json:
@@ -297,8 +304,8 @@ def run_evaluation(args: EvalArgs) -> Evaluation:
     return evaluation
 
 
-def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
-    """Load the checkpoint once, check the flags against it, and play every split (with a progress bar
+def evaluate_agent(args: EvalArgs, console) -> Evaluation:
+    """Load the agent once, check the flags against it, and play every split (with a progress bar
     on ``console``).
 
     The flags are checked before anything is played, so a mistake costs no evaluation time; the seed
@@ -307,7 +314,9 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
     episodes, greedy, split_names = protocol_settings(args)
     rt = args.runtime()
     torch.manual_seed(args.seed)
-    agent, env_config, ckpt = load_agent(args.checkpoint, rt)
+    agent, env_config, ckpt = load_agent(args.agent, rt)
+    if args.edit:
+        agent = Intervened(agent, parse_edits(args.edit))
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
     levels = None
     if args.levels_from is not None:
@@ -347,7 +356,7 @@ def evaluate_checkpoint(args: EvalArgs, console) -> Evaluation:
         levels_from=None if args.levels_from is None else str(args.levels_from),
         step=ckpt.step,
         greedy=greedy,
-        protocol=args.protocol,
+        protocol=args.preset,
         reset_every=args.reset_every,
     )
     return Evaluation(table, agent, env_config, rt, episodes)
@@ -392,13 +401,13 @@ def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> No
 
 
 def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
-    """The results as a table: the paper's layout under ``--protocol``, else one row per split and game."""
+    """The results as a table: the paper's layout under ``--preset``, else one row per split and game."""
     table = evaluation.table
     actions = "greedy" if table["greedy"] else "sampled"
     title = (
         f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes)"
     )
-    if args.protocol is not None:
+    if args.preset is not None:
         console.print(paper_table(table, title))
         return
     console.print(rows_table(table, title, several_games=len(evaluation.env_config.games()) > 1))

@@ -23,7 +23,7 @@ readers such as ``proclab record`` need not open the training state.
 
 Subclasses change the training env (:meth:`Trainer.wrap_env`), see every step's episode
 information (:meth:`Trainer.on_train_info`) and add metrics (:meth:`Trainer.extra_metrics`);
-``proclab trex train-policy`` does so for a learned reward.
+``proclab train --reward-model`` does so for a learned reward (:mod:`proclab.reward.policy`).
 """
 
 from __future__ import annotations
@@ -42,13 +42,14 @@ from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
 from proclab.io.run_dirs import record_config_change
 from proclab.models import build_agent
+from proclab.models.loading import load
 from proclab.rl.agent_checkpoints import (
     load_agent_checkpoint,
     new_run_dir,
     recent_return,
     save_agent_checkpoint,
 )
-from proclab.rl.config import TrainConfig
+from proclab.rl.config import TrainConfig, preset
 from proclab.rl.overlap import GroupedActor
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.ppo_layout import ppo_layout, retime_layout
@@ -191,7 +192,7 @@ class Trainer:
                 self.run_dir, to_dict(self.config), changed, self.global_step, "retimed_at_step"
             )
 
-    # -- hooks for subclasses (trex train-policy: a learned reward in place of the env's) -----------
+    # -- hooks for subclasses (train --reward-model: a learned reward in place of the env's) ---------
     def wrap_env(self, env):
         """Wrap the training env below reward normalisation; the default keeps it as it is."""
         return env
@@ -284,3 +285,35 @@ def _restore_actor(actor: Actor, carried: dict, device) -> None:
 def run_ppo(trainer_class: type[Trainer], config: TrainConfig, resume_dir: Path | None, report) -> None:
     """Run a PPO trainer in this process, or as one rank of a torchrun job (rank 0 reports)."""
     train_on_ranks(trainer_class, config, resume_dir, new_run_dir, report)
+
+
+def train(
+    game: str = "coinrun",
+    preset_name: str = "quickstart",
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    runs: str | Path = "runs",
+    name: str | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+):
+    """Train a PPO agent from a preset (``proclab train --preset``) on ``game`` for ``steps`` environment
+    steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``;
+    returns the trained agent, loaded (:func:`proclab.models.loading.load`; ``agent.source`` is the run).
+    For a notebook: an agent to study in a minute (``train("coinrun", seconds=60)``)."""
+    config = preset(preset_name)
+    config = replace(
+        config,
+        env=replace(config.env, game=(game,)),
+        ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
+        run_root=Path(runs),
+        seed=seed,
+        name=name or preset_name,
+        device=device,
+        precision=precision,
+        time_limit=seconds or 0,
+    )
+    run_dir = Trainer(config).train()
+    return load(run_dir, device=device, precision=precision)

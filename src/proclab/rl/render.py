@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
@@ -18,22 +19,23 @@ from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES, ProcgenVecEnv
 from proclab.errors import ProclabError
+from proclab.io.arguments import AGENT
 from proclab.io.video import annotate, upscale, write_video
 from proclab.models.loading import load_agent
 from proclab.rl.rollout import Actor
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig
 
 
 @dataclass(frozen=True)
-class RenderArgs:
-    """Render a checkpoint's agent playing: what it sees, with action, value and reward overlays."""
+class RenderArgs(RuntimeConfig):
+    """Render an agent playing: what it sees, with action, value and reward overlays."""
 
-    checkpoint: tyro.conf.Positional[Path]
-    """Checkpoint directory, or a run directory (its latest checkpoint)."""
+    agent: Annotated[Path, AGENT]
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
     out: Path = Path("agent.mp4")
     """Output mp4."""
     episodes: int = 1
-    """Episodes to record (one after the other)."""
+    """Episodes in the video (played one after the other)."""
     split: str | None = None
     """Level split to play (default: the training split)."""
     game: str | None = None
@@ -50,16 +52,14 @@ class RenderArgs:
     """Stop after this many steps even if the episodes have not ended."""
     seed: int = 0
     """Seed of the level sequence and action sampling."""
-    device: str = "auto"
-    """Torch device."""
 
 
 def render(args: RenderArgs) -> tuple[Path, list[float]]:
     if args.episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")
-    rt = make_runtime(args.device, "fp32")
+    rt = args.runtime()
     torch.manual_seed(args.seed)
-    agent, env_config, _ = load_agent(args.checkpoint, rt)
+    agent, env_config, _ = load_agent(args.agent, rt)
     games = env_config.games()
     game = args.game or games[0]
     if game not in games:

@@ -1,8 +1,10 @@
-"""``proclab train``: the command line of both algorithms (PPO by default, ``--algo impala``).
+"""``proclab train``'s command line for both algorithms (PPO by default, ``--algo impala``).
 
 It parses ``--preset`` / ``--algo`` / flags / ``--resume`` (:class:`~proclab.run.args.RunArgs`),
 joins torchrun when launched by it, and runs :class:`~proclab.rl.ppo_train.Trainer` or
-:class:`~proclab.rl.impala_train.ImpalaTrainer`; both write the same run directories.
+:class:`~proclab.rl.impala_train.ImpalaTrainer`; both write the same run directories. The command
+itself is :mod:`proclab.train_command`, above every layer: it also trains PPO on a learned reward
+(``--reward-model``, :mod:`proclab.reward.policy`) with this parser, which ``rl`` may not import.
 
 Several processes: ``torchrun --nproc_per_node N -m proclab train ...`` (PPO only).
 """
@@ -55,8 +57,9 @@ def _start(chosen: dict[str, str | None], rest: list[str]) -> TrainConfig:
     return base if algo is None else replace(base, algo=algo)
 
 
-def parse_args(argv: list[str], prog: str = "proclab train") -> tuple[TrainConfig, Path | None]:
-    """``--preset NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
+def run_args(prog: str = "proclab train", more_help: str = "") -> RunArgs[TrainConfig]:
+    """``--preset NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues;
+    ``more_help`` is added to the help's description."""
     return RunArgs(
         prog=prog,
         flags=algo_flags({"ppo": _PPOArgs, "impala": _ImpalaArgs}),
@@ -66,8 +69,15 @@ def parse_args(argv: list[str], prog: str = "proclab train") -> tuple[TrainConfi
         may_change="--total-steps",
         session_flags=("--time-limit",),
         end_step=TrainConfig.end_step,
-        description=DESCRIPTION.format(presets=", ".join(PRESETS)),
-    ).parse(argv)
+        description=DESCRIPTION.format(presets=", ".join(PRESETS)) + more_help,
+    )
+
+
+def parse_args(
+    argv: list[str], prog: str = "proclab train", more_help: str = ""
+) -> tuple[TrainConfig, Path | None]:
+    """The config of a run and the run directory to resume, if any (see :func:`run_args`)."""
+    return run_args(prog, more_help).parse(argv)
 
 
 def _report(trainer, out: Path) -> None:
@@ -76,8 +86,8 @@ def _report(trainer, out: Path) -> None:
     print(f"run directory: {out}")
 
 
-def main(argv: list[str], prog: str = "proclab train") -> None:
-    config, resume_dir = parse_args(argv, prog)
+def train(config: TrainConfig, resume_dir: Path | None) -> None:
+    """Train (or resume) with ``config``'s algorithm in this process, or as one rank of a torchrun job."""
     if config.algo == "impala":
         if "LOCAL_RANK" in os.environ:
             raise ProclabError(

@@ -1,9 +1,9 @@
 """One command line for every trainer: start from a preset, override fields with flags, or ``--resume``.
 
-``proclab train`` (``--preset``, ``--algo``), ``proclab wm train`` (``--size``), ``proclab trex
-train`` (``--parity``) and ``proclab trex train-policy`` all parse with :class:`RunArgs`:
+``proclab train`` (``--preset``, ``--algo``; also on a learned reward, ``--reward-model``), ``proclab wm
+train`` and ``proclab trex train`` all parse with :class:`RunArgs`:
 
-* ``--preset NAME`` (or the command's own choosers) picks the defaults; flags override fields;
+* ``--preset NAME`` (and ``train``'s ``--algo``) picks the defaults; flags override fields;
 * ``--resume RUN_DIR`` reads the run's ``config.json`` instead and accepts one flag only
   (``--total-steps``, ``--total-updates`` or ``--max-epochs``: train further), because anything
   else would not be the run that was stopped.

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.run.runtime_flags import RuntimeFlags
 
 PRECISIONS = ("auto", "bf16", "fp32")
 
@@ -183,22 +184,9 @@ def keep_freed_memory() -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RuntimeConfig:
-    """Where and how a command computes: the fields every training and simulation command shares.
-
-    Commands' argument dataclasses inherit it, so the flags stay flat (``--device``, ``--precision``,
-    ``--channels-last``, ``--torch-threads``) and saved configs keep their keys. A command whose
-    results are compared in fp32 redeclares ``precision: str = field(default="fp32", kw_only=True)``.
-    """
-
-    device: str = "auto"
-    """Torch device: auto (cuda if available), cpu, cuda, cuda:1, ..."""
-    precision: str = "auto"
-    """Arithmetic: bf16 (autocast), fp32, or auto (bf16 where the hardware has it)."""
-    channels_last: bool = True
-    """NHWC convolutions (about twice as fast as NCHW on CPU; also the tensor-core layout on GPUs)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0 = torch's default)."""
+class RuntimeConfig(RuntimeFlags):
+    """The runtime fields of a command (:class:`~proclab.run.runtime_flags.RuntimeFlags`: ``--device``,
+    ``--precision``, ``--channels-last``, ``--torch-threads``) and the :class:`Runtime` they describe."""
 
     def runtime(self) -> Runtime:
         """The :class:`Runtime` these settings describe (sets the thread count as a side effect)."""

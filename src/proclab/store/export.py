@@ -13,7 +13,7 @@ and per-episode values as attributes; the file's attributes hold ``total_episode
 renders (:mod:`proclab.store.schema`): that frame is all zeros, and every episode group says
 so in its ``final_observation`` attribute.
 
-``proclab data export DATA --out PATH [--format npz|minari]`` runs either from the shell.
+``proclab data export --data DATA --out PATH [--format npz|minari]`` runs either from the shell.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA
 from proclab.io.files import replacing, write_json
 from proclab.store.store import EpisodeStore
 
@@ -143,7 +144,7 @@ def export_minari(
 class ExportArgs:
     """Export an episode store's episodes as plain .npz files or one HDF5 file in Minari's layout."""
 
-    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    data: Annotated[Path, DATA]
     """The episode store (the directory given to proclab record --out)."""
     out: Path
     """npz: the directory to write episode_<i>.npz and index.json into; minari: the HDF5 file to write."""

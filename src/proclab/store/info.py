@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA
 from proclab.store.schema import SCHEMA_VERSION
 from proclab.store.store import EpisodeStore, describe_damage
 
@@ -27,7 +28,7 @@ from proclab.store.store import EpisodeStore, describe_damage
 class InfoArgs:
     """Show what an episode store holds: episodes, steps, games, returns, fields, schema, size on disk."""
 
-    data: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="DATA")]
+    data: Annotated[Path, DATA]
     """The episode store (the directory given to proclab record --out)."""
     json: bool = False
     """Print the summary as JSON."""

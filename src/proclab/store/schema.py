@@ -125,3 +125,13 @@ def unflatten_state(layers: Mapping[str, np.ndarray], layout: Layout) -> dict[st
             out[key] = flat[..., offset : offset + size].reshape(*flat.shape[:-1], *shape)
             offset += size
     return out
+
+
+INITIAL_STATE = "initial_state"
+"""The store's per-episode blob holding the game's first state (written by ``proclab record``)."""
+
+
+def has_first_states(store) -> bool:
+    """Whether ``store`` (an :class:`~proclab.store.store.EpisodeStore`) holds its episodes' first game
+    states (recorded with ground truth)."""
+    return INITIAL_STATE in store.blob_fields

@@ -22,9 +22,9 @@ for a tour)::
     traj.frame, traj.agent_state, traj.env_h, traj.logits, traj.value, traj.reward, traj.done_logit
     traj.per_step["frame"][k]          # the exact tensor the agent saw at step k (closed loop)
 
-    # sample (proclab wm sample) and the error over time (proclab wm loss-over-time)
-    store = sample_rollouts(SampleArgs(checkpoint=run_dir, n=100, init="informed", steps=10, out=path))
-    result = loss_over_time(LossOverTimeArgs(checkpoint=run_dir, data=held_out_store, out=path))
+    # sample (proclab wm sample) and measure the drift from the data (proclab wm loss-over-time)
+    store = sample_rollouts(SampleArgs(wm=run_dir, n=100, init="informed", steps=10, out=path))
+    result = loss_over_time(LossOverTimeArgs(wm=run_dir, data=held_out_store, out=path))
 
 The window alignment (which recorded row labels which simulated step) is in :mod:`.batch`;
 the loss table in :mod:`.losses`; the architecture in :mod:`.model`.

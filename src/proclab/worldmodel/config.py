@@ -1,11 +1,11 @@
-"""What a world model is made of and how it is trained: frozen dataclasses and named sizes.
+"""What a world model is made of and how it is trained: frozen dataclasses and named presets (sizes).
 
-:class:`WorldModelConfig` fixes the architecture (docs/worldmodel.md has a table per size),
+:class:`WorldModelConfig` fixes the architecture (docs/worldmodel.md has a table per preset),
 :class:`LossWeights` the weights of the loss table of the interpreting-rl-behavior spec (§4.2),
 and :class:`WMTrainConfig` a training run. ``paper`` is the seed's Gen-2 model; ``small``
 trains on a laptop CPU in minutes; ``cpu`` is ``small`` built for short-horizon fidelity (a decoder that
 copies the previous frame, shifted with the camera, and a loss on the pixels that change); ``tiny``
-exists for the tests. A size is a complete
+exists for the tests. A preset (``proclab wm train --preset``) is a complete
 :class:`WMTrainConfig` (the batch size goes with the model); flags override single fields.
 """
 
@@ -18,6 +18,7 @@ from typing import Annotated
 import tyro
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT, DATA
 from proclab.io.configs import from_dict
 from proclab.run.runtime import RuntimeConfig
 
@@ -200,14 +201,15 @@ class LossWeights:
 class WMTrainConfig(RuntimeConfig):
     """Train the generative agent-environment model on an episode store (teacher forcing)."""
 
-    data: Path = Path("episodes")
+    data: Annotated[Path, DATA] = Path("episodes")
     """Episode store recorded with 'proclab record' (frames, actions, rewards, agent states)."""
-    agent: Path | None = None
-    """Agent checkpoint in the loop (default: the checkpoint that recorded the store)."""
+    agent: Annotated[Path | None, AGENT] = None
+    """The agent in the loop: a proclab run or checkpoint directory (default: the checkpoint that recorded
+    the store)."""
     model: Annotated[WorldModelConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WorldModelConfig)
     loss: LossWeights = field(default_factory=LossWeights)
     size: tyro.conf.Suppress[str] = "paper"
-    """Name of the size these defaults came from (recorded in the run; set by --size)."""
+    """Name of the preset these defaults came from (recorded in the run; set by --preset)."""
     reward_field: str = "reward_norm"
     """Reward the model predicts: reward_norm (what the agent was trained on, as the seed) or reward (raw)."""
     batch_size: int = 32
@@ -371,9 +373,9 @@ WM_SIZES: dict[str, WMTrainConfig] = {
 
 
 def wm_size(name: str) -> WMTrainConfig:
-    """The training defaults of size ``name``; a :class:`ProclabError` naming the valid ones otherwise."""
+    """The training defaults of preset ``name``; a :class:`ProclabError` naming the valid ones otherwise."""
     if name not in WM_SIZES:
-        raise unknown_choice("world model size", name, WM_SIZES)
+        raise unknown_choice("world-model preset", name, WM_SIZES)
     return WM_SIZES[name]
 
 

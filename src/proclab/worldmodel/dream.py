@@ -218,7 +218,7 @@ def loop_agent(agent: str | Agent | None, trained: Agent, seed: int, runtime) ->
     if isinstance(agent, str | Path):
         if not Path(agent).exists():
             raise unknown_choice(
-                "agent", str(agent), ["trained", "untrained", *SCRIPTED, "a checkpoint path"]
+                "agent", str(agent), ["trained", "untrained", *SCRIPTED, "a run or checkpoint directory"]
             )
         agent = load_agent(agent, runtime)[0]
     if agent.config.num_actions != trained.config.num_actions:

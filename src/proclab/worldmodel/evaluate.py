@@ -12,7 +12,8 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
   (:mod:`.real_game`), the error an exact simulator would have, since the recorded future followed
   the recorded draws and the closed loop's actions differ from them. Each mean has a 95 % interval **clustered by episode** (:mod:`.clustered`), and each
   mode's *paired* difference to the better of the two baselines at that ``k`` has one too, and the
-  closed loop's paired difference to the real game (how far the model is from an exact simulator).
+  closed loop's paired difference to the real game (how far the model is from an exact simulator);
+  each mode's paired difference to ``repeat last frame`` alone is kept too.
 * **Changed-pixel error**: the same MSE over only the pixels where the true frame ``k`` differs
   from the true frame ``k - 1`` (by more than ``--change-threshold`` in some channel). Pixel MSE is
   dominated by the sky and the walls, which a blur gets right; in CoinRun the camera follows the
@@ -27,12 +28,16 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
   started from the recorded state; ``dream``: from the state the converters predict, as ``wm
   sample`` and the dream analyses do) against real states of *other* held-out episodes, beside
   the real states at the same positions against the same reference.
+* **Prediction strip** (``--strip-windows N``): ``OUT/strip.png``, N windows as rows of true,
+  teacher-forced, imagined (open loop) and closed-loop (greedy) frames, steps ``0 .. horizon``; with
+  ``--strip-near KIND`` only windows where that kind is near the agent at the start (rare objects drawn
+  on purpose, not by luck).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -44,16 +49,17 @@ from torch.utils.data import default_collate
 
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
+from proclab.io.arguments import DATA, WM
 from proclab.io.configs import from_dict, with_fields
 from proclab.io.files import pyplot, save_figure, write_json
 from proclab.io.results import Result
-from proclab.levels.export import has_first_states
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import STATE_OUT, EpisodeStore
+from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
-from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
+from proclab.worldmodel.frame_error import level_mean_frames, pick_windows, prediction_strip
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
@@ -84,7 +90,8 @@ class EvaluationSettings:
     batch_size: int = 32
     """Windows simulated at once."""
     seed: int = 0
-    """Seed of the window pick and of the reference subsample."""
+    """Seed of the window pick, the reference subsample, the strip's windows and the policy's draws in the
+    sampled closed loop."""
     closed_loop: str = "greedy"
     """How the agent acts in closed loop, in the dream and in the real game: greedy (its modal action, as
     the dream analyses act) or sampled (its policy, as it acted when the episodes were recorded)."""
@@ -106,23 +113,33 @@ class EvaluationSettings:
 
 @dataclass(frozen=True)
 class EvaluateArgs(EvaluationSettings, RuntimeConfig):
-    """Judge a world model on held-out episodes: frame error in three modes against two baselines, a
-    changed-pixel error, the dream's rewards against reality, and the drift of the agent's dreamed states."""
+    """Judge a world model on held-out episodes: frame error per step in three modes against two baselines, a
+    changed-pixel error, the dream's rewards against reality, the drift of the agent's dreamed states, and a
+    strip of predicted frames. The numbers of docs/worldmodel.md were measured with --precision fp32."""
 
-    precision: str = field(default="fp32", kw_only=True)
-    """fp32, bf16 or auto (bf16 where the hardware has it)."""
-
-    run: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
-    """World-model run directory (its latest checkpoint) or checkpoint."""
-    data: Annotated[Path, tyro.conf.arg(metavar="HELDOUT_STORE")]
+    wm: Annotated[Path, tyro.conf.Positional, WM]
+    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
+    data: Annotated[Path, DATA]
     """Episode store of held-out episodes (levels the model never trained on: proclab record --split)."""
     out: Path = Path("wm_evaluation")
-    """Directory for evaluation.json and evaluation.png."""
+    """Directory for evaluation.json and evaluation.png (and strip.png with --strip-windows)."""
+    strip_windows: int = 0
+    """Also draw this many windows (a seeded pick) as rows of true | teacher-forced | imagined (open loop) |
+    closed-loop (greedy) frames, steps 0 .. --horizon, into OUT/strip.png (0: no strip)."""
+    strip_near: str | None = None
+    """Draw only windows with this kind within --near-radius of the agent at their start (coinrun: saw,
+    coin, crate, enemy, lava; read from the replayed game state: needs the store's first game states)."""
+    near_radius: float = 3.0
+    """World units (on both axes, box to box) within which --strip-near's kind counts as near."""
     overwrite: bool = False
     """Replace an existing evaluation in --out."""
 
     def validate(self) -> None:
         super().validate()
+        if self.strip_windows < 0:
+            raise ProclabError(f"--strip-windows must be >= 0, got {self.strip_windows}")
+        if self.strip_near is not None and self.strip_windows == 0:
+            raise ProclabError("--strip-near picks the windows of the strip; give --strip-windows N too")
         if (self.out / "evaluation.json").exists() and not self.overwrite:
             raise ProclabError(
                 f"{str(self.out / 'evaluation.json')!r} exists; choose another --out or --overwrite"
@@ -303,12 +320,14 @@ def collect(
 def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
     """Per step ``1 .. H``: every mode's and baseline's (and the real game's) clustered mean, each mode's
     (and the real game's: where an exact simulator could pass at all) paired difference to the better
-    baseline (lower mean) at that step, and the closed loop's to the real game."""
+    baseline (lower mean) at that step and to repeating the last frame, and the closed loop's to the real
+    game."""
     names = MODES + BASELINES + ((REAL_GAME,) if f"{metric}/{REAL_GAME}" in rows else ())
     horizon = rows[f"{metric}/{names[0]}"].shape[1] - 1
     table: dict = {name: [] for name in names}
     judged = MODES + ((REAL_GAME,) if REAL_GAME in names else ())
     paired: dict = {name: [] for name in judged}
+    to_repeat: dict = {name: [] for name in judged}
     from_real = [] if REAL_GAME in names else None
     for k in range(1, horizon + 1):
         at = {name: rows[f"{metric}/{name}"][:, k] for name in names}
@@ -316,6 +335,8 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
             table[name].append(clustered_mean(at[name], episodes))
         if from_real is not None:
             from_real.append(clustered_mean(at["closed loop"] - at[REAL_GAME], episodes))
+        for name in judged:
+            to_repeat[name].append(clustered_mean(at[name] - at["repeat last frame"], episodes))
         means = {b: table[b][-1]["mean"] for b in BASELINES}
         known = [b for b in BASELINES if means[b] is not None]
         if not known:
@@ -329,6 +350,7 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
         "steps": list(range(1, horizon + 1)),
         "mean": table,
         "minus_better_baseline": paired,
+        "minus_repeat_last_frame": to_repeat,
         "closed_loop_minus_real_game": from_real,
     }
 
@@ -472,12 +494,28 @@ def evaluate_world_model(
 
 
 def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
-    """Run the evaluation; write ``out/evaluation.json`` and ``out/evaluation.png``; return the JSON data."""
+    """Run the evaluation; write ``out/evaluation.json``, ``out/evaluation.png`` (and with ``strip_windows``,
+    ``out/strip.png``); return the JSON data."""
     args.validate()
-    world = TrainedWorldModel.load(args.run, runtime=args.runtime())
+    world = TrainedWorldModel.load(args.wm, runtime=args.runtime())
     result = evaluate_world_model(world, args.data, args, progress=progress).summary()
     write_json(args.out / "evaluation.json", result, "world-model evaluation", indent=1)
     plot_evaluation(result, args.out / "evaluation.png")
+    if args.strip_windows:
+        near = None if args.strip_near is None else (args.strip_near, args.near_radius)
+        prediction_strip(
+            world.model,
+            world.agent,
+            EpisodeStore(args.data),
+            world.reward_field,
+            world.runtime,
+            args.out / "strip.png",
+            steps=args.horizon,
+            windows=args.strip_windows,
+            seed=args.seed,
+            near=near,
+            env_config=from_dict(EnvConfig, world.checkpoint.meta["agent_env"]),
+        )
     return result
 
 
@@ -522,6 +560,8 @@ def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
     if result["drift"] is not None:
         for name in DRIFT_MODES:
             print(f"agent-state drift ({name}): median ratio {result['drift'][name]['median_ratio']:.2f}")
+    if args.strip_windows:
+        print(f"prediction strip: {args.out / 'strip.png'}")
     print(
         f"evaluation of {result['windows']} windows ({result['levels']} levels): {args.out / 'evaluation.json'}"
     )

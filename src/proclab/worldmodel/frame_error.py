@@ -1,4 +1,5 @@
-"""How well the simulator predicts frames, step by step, against two baselines that know no dynamics.
+"""How well the simulator predicts frames, step by step, against two baselines that know no dynamics: the
+functions of the quickstart's dream-quality stage, and the prediction strip of ``proclab wm evaluate``.
 
 A blurred dream can still have a low loss; what a user needs to know is whether the model
 predicts the *next* frames better than something trivial. On windows of an episode store
@@ -21,13 +22,11 @@ is the claim a reader checks and window-to-window variation mostly cancels in it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import tyro
 from PIL import Image, ImageDraw
 from torch import Tensor
 from torch.utils.data import default_collate
@@ -35,13 +34,10 @@ from torch.utils.data import default_collate
 from proclab.envs import EnvConfig
 from proclab.envs.state import glossary
 from proclab.errors import ProclabError
-from proclab.io.configs import from_dict
-from proclab.io.files import pyplot, save_figure, write_json
+from proclab.io.files import pyplot, save_figure
 from proclab.record.ground_truth import kind_gaps
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
-from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.model import WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import imagined, teacher_forced
@@ -247,73 +243,3 @@ def windows_near(
             f"no window of the {min(len(order), scanned)} looked at has a {kind} within {radius} of the agent"
         )
     return np.sort(np.array(found))
-
-
-@dataclass(frozen=True)
-class FrameErrorArgs:
-    """Dream quality of a world model: frame error per simulated step of its teacher-forced, imagined and
-    closed-loop predictions against repeating the last frame and the level's mean frame."""
-
-    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")]
-    """World-model checkpoint, or its run directory (the latest checkpoint)."""
-    data: Path
-    """Episode store to measure on; held-out episodes the model never trained on (proclab record --split)."""
-    out: Path
-    """JSON file of the errors (steps, windows, mse and its 95 % CI per predictor and baseline, paired
-    differences to repeat-last-frame)."""
-    plot: Path | None = None
-    """Also draw the errors per step (PNG)."""
-    strip: Path | None = None
-    """Also draw --strip-windows windows as true | teacher-forced | imagined | closed loop frames (PNG)."""
-    strip_windows: int = 2
-    """Windows drawn in the strip (a seeded pick of the store's windows: draw more to find rare objects)."""
-    strip_near: str | None = None
-    """Draw only windows with this kind within --near-radius of the agent at their start (coinrun: saw,
-    coin, crate, enemy, lava; read from the replayed game state: needs the store's first game states)."""
-    near_radius: float = 3.0
-    """World units (on both axes, box to box) within which --strip-near's kind counts as near."""
-    steps: int = 5
-    """Simulated steps measured after the last frame the model saw."""
-    windows: int = 64
-    """Windows of the store measured (a seeded pick)."""
-    seed: int = 0
-    """Seed of the window pick."""
-    device: str = "auto"
-    """Torch device."""
-
-
-def main(argv: list[str], prog: str = "proclab wm frame-error") -> None:
-    args = tyro.cli(FrameErrorArgs, args=argv, prog=prog)
-    if min(args.steps, args.windows, args.strip_windows) < 1:
-        raise ProclabError(
-            f"--steps, --windows and --strip-windows must be >= 1, got {args.steps}, {args.windows} and "
-            f"{args.strip_windows}"
-        )
-    rt = make_runtime(args.device, "fp32")
-    wm, agent, ckpt = load_world_model(args.checkpoint, rt)
-    store = EpisodeStore(args.data)
-    field = ckpt.meta["reward_field"]
-    result = frame_errors(wm, agent, store, field, rt, steps=args.steps, windows=args.windows, seed=args.seed)
-    write_json(args.out, result, "frame errors")
-    for name, values in result["mse"].items():
-        print(f"{name:>18}: " + "  ".join("-" if v is None else f"{v:.4f}" for v in values))
-    for name, diffs in result["minus_repeat_last"].items():
-        cells = ("-" if d["ci95"] is None else "[{:+.4f}, {:+.4f}]".format(*d["ci95"]) for d in diffs)
-        print(f"{name + ' - repeat':>27}: " + "  ".join(cells))
-    if args.plot is not None:
-        plot_frame_errors(result, args.plot)
-    if args.strip is not None:
-        prediction_strip(
-            wm,
-            agent,
-            store,
-            field,
-            rt,
-            args.strip,
-            steps=args.steps,
-            windows=args.strip_windows,
-            seed=args.seed,
-            near=None if args.strip_near is None else (args.strip_near, args.near_radius),
-            env_config=from_dict(EnvConfig, ckpt.meta["agent_env"]),
-        )
-    print(f"frame errors on {result['windows']} windows -> {args.out}")

@@ -18,7 +18,7 @@ band as mean - min to mean + max, far wider than the data; here the band is [min
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +29,7 @@ from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import DATA, WM
 from proclab.io.files import pyplot, save_figure, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
@@ -42,12 +43,9 @@ from proclab.worldmodel.simulate import ACTION_SOURCES, imagined
 class LossOverTimeArgs(RuntimeConfig):
     """Per-simulation-step error of each predicted quantity, imagination vs data (JSON + plot)."""
 
-    precision: str = field(default="fp32", kw_only=True)
-    """fp32, bf16 or auto (bf16 where the hardware has it)."""
-
-    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
-    """World-model checkpoint, or its run directory (the latest checkpoint)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    wm: Annotated[Path, tyro.conf.Positional, WM]
+    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
+    data: Annotated[Path | None, DATA] = None
     """Episode store to compare with (default: the one the model was trained on; a held-out one is better)."""
     out: Path = Path("loss_over_time")
     """Directory for loss_over_time.json and loss_over_time.png."""
@@ -72,7 +70,7 @@ def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
     if args.batches < 1 or args.batch_size < 1 or (args.steps is not None and args.steps < 1):
         raise ProclabError("--batches, --batch-size and --steps must be >= 1")
     rt = args.runtime()
-    wm, agent, ckpt = load_world_model(args.checkpoint, rt)
+    wm, agent, ckpt = load_world_model(args.wm, rt)
     wm.eval()
     config = replace(wm.config, num_sim_steps=args.steps or wm.config.num_sim_steps)
     data = args.data or Path(ckpt.meta["data"])

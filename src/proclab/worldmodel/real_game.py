@@ -26,8 +26,8 @@ import torch
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.errors import ProclabError
-from proclab.levels.export import INITIAL_STATE, has_first_states
 from proclab.store import EpisodeStore
+from proclab.store.schema import INITIAL_STATE, has_first_states
 
 
 class RealGame:

@@ -23,7 +23,7 @@ The samples are episodes of an ordinary episode store, in proclab's timestep con
 
 The model predicts the reward and done flag of an action on the *next* frame, so a sample of
 ``T`` steps simulates ``T + 1``. ``--agent`` puts another agent in the loop (``untrained``: a
-fresh one of the same architecture; ``always-right`` etc.: a scripted one; or a checkpoint),
+fresh one of the same architecture; ``always-right`` etc.: a scripted one; or another agent),
 starting from its own initial state, to show that the environment model does not depend on
 the agent it was trained with.
 """
@@ -31,7 +31,7 @@ the agent it was trained with.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -40,6 +40,7 @@ import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.arguments import AGENT, DATA, WM
 from proclab.io.video import write_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
@@ -52,13 +53,12 @@ from proclab.worldmodel.model import Trajectory
 
 @dataclass(frozen=True)
 class SampleArgs(RuntimeConfig):
-    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store."""
+    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store. Samples
+    for saliency through the simulator need --precision fp32 (analyze saliency re-simulates them in fp32 and
+    checks that it reproduces them)."""
 
-    precision: str = field(default="fp32", kw_only=True)
-    """fp32, bf16 or auto (bf16 where the hardware has it)."""
-
-    checkpoint: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="WM_CHECKPOINT")]
-    """World-model checkpoint, or its run directory (the latest checkpoint)."""
+    wm: Annotated[Path, tyro.conf.Positional, WM]
+    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
     out: Annotated[Path, tyro.conf.arg(metavar="SAMPLES")] = Path("samples")
     """Episode store to write (created if missing); videos go to SAMPLES/videos/."""
     n: int = 100
@@ -67,13 +67,13 @@ class SampleArgs(RuntimeConfig):
     """informed (encode real initial frames) or random (a random unit bottleneck vector)."""
     steps: int = 10
     """Steps per rollout (the seed's saliency samples: 10)."""
-    data: Annotated[Path | None, tyro.conf.arg(metavar="DATA")] = None
+    data: Annotated[Path | None, DATA] = None
     """Store whose frames inform the initial states (default: the one the model was trained on)."""
     videos: int = 8
     """Write mp4s of the first K rollouts."""
-    agent: str = "trained"
-    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or a
-    checkpoint."""
+    agent: Annotated[str, AGENT] = "trained"
+    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or
+    another agent (a proclab run or checkpoint directory)."""
     modal: bool = True
     """Take the argmax of every categorical (deterministic rollouts); --no-modal samples them."""
     greedy: bool = True
@@ -122,7 +122,7 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
         if getattr(args, name) < 1:
             raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     rt = args.runtime()
-    world = TrainedWorldModel.load(args.checkpoint, runtime=rt)
+    world = TrainedWorldModel.load(args.wm, runtime=rt)
     wm, ckpt = world.model, world.checkpoint
     agent, predicted_state = loop_agent(args.agent, world.agent, args.seed, rt)
     codec = StateCodec(agent.state_shapes())

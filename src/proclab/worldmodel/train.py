@@ -105,7 +105,7 @@ def recorded_agent(store: EpisodeStore) -> Path:
     if len(found) != 1:
         raise ProclabError(
             f"episode store {str(store.path)!r} was recorded by {len(found) or 'no'} known checkpoint(s); "
-            "name the agent with --agent CHECKPOINT"
+            "name the agent with --agent AGENT"
         )
     return found[0]
 
@@ -335,7 +335,7 @@ def train_world_model(
 DESCRIPTION = """Train the generative agent-environment model (interpreting-rl-behavior's Gen-2) on an episode
 store.
 
---size NAME        start from a named size: {sizes} (flags below override it)
+--preset NAME      start from a named preset: {presets} (flags below override it; default paper)
 --resume RUN_DIR   continue a stopped run exactly (only --total-updates and --time-limit may change; a
                    finished run is left as it is unless --total-updates asks for more)
 --time-limit S     stop after S seconds of this session with a checkpoint; --resume continues it and
@@ -344,19 +344,18 @@ store.
 
 
 def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
-    """``--size NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
+    """``--preset NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
     return RunArgs(
         prog=prog,
         flags=lambda rest, default, prog, description: tyro.cli(
             WMTrainConfig, args=rest, default=default, prog=prog, description=description
         ),
-        start=lambda chosen, rest: wm_size(chosen["--size"]) if chosen["--size"] else WMTrainConfig(),
-        choosers=("--size",),
+        start=lambda chosen, rest: wm_size(chosen["--preset"]) if chosen["--preset"] else WMTrainConfig(),
         saved=lambda data, run_dir: saved_train_config(data),
         may_change="--total-updates",
         session_flags=("--time-limit",),
         end_step=lambda config: config.total_updates,
-        description=DESCRIPTION.format(sizes=", ".join(WM_SIZES)),
+        description=DESCRIPTION.format(presets=", ".join(WM_SIZES)),
     ).parse(argv)
 
 

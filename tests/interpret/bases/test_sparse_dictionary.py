@@ -6,11 +6,10 @@ import pytest
 import torch
 from scipy.optimize import nnls
 
-from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.coordinates import LinearCoordinates, variance_explained
 from proclab.interpret.bases.nmf import NmfCoordinates, nnls_fista
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.sparse_dictionary import DictionaryConfig, SparseDictionary, topk_codes
-from proclab.interpret.bases.systems import variance_explained
 from proclab.models import AgentConfig, build_agent
 from support import TINY_AGENT, held_agent, hold
 

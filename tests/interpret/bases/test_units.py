@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import torch
 
+from proclab.interpret.bases.coordinates import variance_explained
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
-from proclab.interpret.bases.systems import open_coordinates, system_file, variance_explained
 from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.interventions.edit_target import recorded
 from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.systems import open_coordinates, system_file
 from proclab.models import AgentConfig, build_agent
 from support import TINY_AGENT, held_agent, hold
 

@@ -287,7 +287,7 @@ def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path)
     """--levels-from: the paired levels are the file's states, in order; a saved level plays exactly as the
     same level drawn from a split (the baseline's return and length on it are those of --split SEED:1)."""
     from proclab.levels.file import level_states, write_level_states
-    from proclab.levels.pick import generate_level
+    from proclab.levels.level import generate_level
 
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="chaser")  # trained without backgrounds
     path = write_level_states(
@@ -326,7 +326,7 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     """--swaps saw:crate,0:1 on CoinRun: the kinds are the atlas's directions that track their proximity most
     strongly (picked here by hand from the same atlas), every swap is a variant on the same levels, and each
     variant's deaths by cause agree with its episodes (died: not completed, not timed out)."""
-    from proclab.interpret.bases.systems import file_digest
+    from proclab.interpret.workspace.systems import file_digest
 
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="coinrun")
     out = folder(tmp_path / "analysis", ckpt)

@@ -93,7 +93,7 @@ def test_steer_levels_from_plays_the_files_states_as_the_held_out_levels(tmp_pat
     """``--levels-from``: the file's states are the held-out levels (one each per coefficient, --levels
     unused), the vector still comes from --vector-levels, and the summary names the file."""
     from proclab.levels.file import level_states, write_level_states
-    from proclab.levels.pick import generate_level
+    from proclab.levels.level import generate_level
 
     file = write_level_states(
         tmp_path / "mazes.json",

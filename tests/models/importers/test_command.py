@@ -168,7 +168,9 @@ def test_command_line_imports_and_eval_plays_it(tmp_path):
     done = proclab("import", str(src), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "format: cleanba" in done.stdout and "assumed: split" in done.stdout and str(out) in done.stdout
-    done = proclab("eval", str(out), "--episodes", "2", "--split", "test1", "--out", str(tmp_path / "e.json"))
+    done = proclab(
+        "eval", "--agent", str(out), "--episodes", "2", "--split", "test1", "--out", str(tmp_path / "e.json")
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "e.json").read_text())["rows"][0]["episodes"] == 2
     again = proclab("import", str(src), "--out", str(out))

@@ -1,7 +1,7 @@
 """``proclab analyze atlas``: one card per direction of a basis, every entry measured.
 
 Per direction ``m`` of the chosen coordinates (``--basis ica|pca|nmf|sparse|units``,
-:mod:`proclab.interpret.bases.systems`), over the states of the first ``--episodes`` recorded
+:mod:`proclab.interpret.workspace.systems`), over the states of the first ``--episodes`` recorded
 episodes:
 
 1. **what activates it** (:mod:`~proclab.interpret.atlas.activation`): its top and bottom moments,
@@ -51,12 +51,13 @@ from proclab.interpret.atlas.prediction import (
 )
 from proclab.interpret.atlas.strips import strip_image, window, write_strip
 from proclab.interpret.atlas.tracking import step_quantities, tracking
+from proclab.interpret.bases.coordinates import encode_all
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
-from proclab.interpret.bases.systems import check_system, encode_all
 from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
+from proclab.interpret.workspace.systems import check_system
 from proclab.io.files import pyplot
 from proclab.models.hooks import device_of
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from proclab.interpret.bases.systems import file_digest
+from proclab.interpret.workspace.systems import file_digest
 
 METRICS = ("level_complete", "return", "length", "tv_distance")
 NAMES = {"level_complete": "completion", "return": "return", "length": "length", "tv_distance": "action TV"}

@@ -21,18 +21,13 @@ from proclab.errors import ProclabError
 from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
 from proclab.interpret.atlas.causes import load_sweep
 from proclab.interpret.bases.activations import read_activation
+from proclab.interpret.bases.coordinates import variance_explained
 from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
-from proclab.interpret.bases.systems import (
-    file_digest,
-    open_coordinates,
-    suffix,
-    system_file,
-    variance_explained,
-)
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.interpret.workspace.systems import file_digest, open_coordinates, suffix, system_file
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
 from proclab.store import EpisodeStore

@@ -17,10 +17,10 @@ import numpy as np
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.causes import load_sweep
 from proclab.interpret.atlas.comparison import against, measure
-from proclab.interpret.bases.systems import SYSTEMS, check_system, file_digest, suffix, system_file
 from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
+from proclab.interpret.workspace.systems import SYSTEMS, check_system, file_digest, suffix, system_file
 from proclab.io.files import pyplot, read_json, write_json, write_text
 
 NAME = "compare-bases"

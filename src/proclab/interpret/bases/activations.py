@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.models.hooks import capture, device_of
+from proclab.models.hooks import capture, device_of, hook_points
 from proclab.models.loading import load_agent
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width, unflatten_state
@@ -117,18 +117,22 @@ def read_activation(
     episodes: Sequence[int] | None = None,
     *,
     checkpoint: Path | None = None,
+    agent=None,
     runtime: Runtime | None = None,
     progress=None,
 ) -> Activations:
     """Activation ``source`` (a state name or ``hook:NAME``) at every step of ``episodes`` (default all).
 
-    ``checkpoint`` is the agent replayed for a hook (default: the one that recorded the store), on
-    ``runtime``'s device (default: the CPU); ``progress(done, total)`` is called as replay advances."""
+    The agent replayed for a hook is ``agent`` (any agent in memory), else ``checkpoint``'s (default: the
+    one that recorded the store) on ``runtime``'s device (default: the CPU); ``progress(done, total)`` is
+    called as replay advances."""
     idx = np.arange(store.num_episodes) if episodes is None else np.asarray(episodes, np.int64)
     source = canonical_source(store, source)
     episode, step = step_index(store, idx)
     if source.startswith(HOOK):
-        x = _replay(store, source.removeprefix(HOOK), idx, checkpoint, runtime, progress)
+        hook = source.removeprefix(HOOK)
+        replayed = agent if agent is not None else replay_agent(store, hook, checkpoint, runtime)
+        x = _replay(store, hook, idx, replayed, progress)
     else:
         field, cols = state_sources(store)[source]
         x = np.ascontiguousarray(store.read_steps(field, idx)[:, cols], dtype=np.float32)
@@ -144,17 +148,21 @@ def replay_agent(
     agent, env_config, _ = load_agent(
         checkpoint or store.recording_checkpoint(), runtime or make_runtime("cpu", "fp32")
     )
-    if hook not in agent.hook_names():
-        raise unknown_choice("hook point", hook, agent.hook_names())
-    store.check_agent(agent.config.num_actions, agent.state_shapes(), env_config.games())
+    return check_replay(store, hook, agent, env_config.games())
+
+
+def check_replay(store: EpisodeStore, hook: str, agent, games=None):
+    """``agent``, refused (one line) if it lacks ``hook`` or cannot have produced the store's episodes
+    (actions, state layout, and ``games`` when known)."""
+    points = hook_points(agent)
+    if hook not in points:
+        raise unknown_choice("hook point", hook, points)
+    store.check_agent(agent.config.num_actions, agent.state_shapes(), games)
     return agent
 
 
-def _replay(
-    store, hook, episodes, checkpoint, runtime, progress, batch: int = 16, chunk: int = 256
-) -> np.ndarray:
+def _replay(store, hook, episodes, agent, progress, batch: int = 16, chunk: int = 256) -> np.ndarray:
     """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
-    agent = replay_agent(store, hook, checkpoint, runtime)
     layout = store.state_layout
     stored_state = bool(layout) and all(STATE_OUT + layer in store.step_fields for layer in layout)
     lengths = store.episodes["length"][episodes]

@@ -32,10 +32,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from proclab.errors import ProclabError
-from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.coordinates import LinearCoordinates, encode_all
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.interpret.bases.sparse_dictionary import SparseDictionary
-from proclab.interpret.bases.systems import encode_all
 
 STABLE = 0.95
 """Least quality index (on seed and bootstrap refits) of a stable direction. A convention, like

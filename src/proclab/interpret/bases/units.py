@@ -3,7 +3,7 @@
 The seed's write-up says single units of the hidden state are hard to interpret and IC directions
 are better. To measure that, the units must be described and edited exactly as the ICs are: the
 atlas's cards and the sweep's arms take any :class:`~proclab.interpret.bases.coordinates.Coordinates`,
-so the units are one more system (``--basis units``, :mod:`proclab.interpret.bases.systems`).
+so the units are one more system (``--basis units``, :mod:`proclab.interpret.workspace.systems`).
 
 Coordinate ``m`` is unit ``m`` of the edited state in the z-scored space the folder's basis uses,
 ``c_m = (h_m - mu_m) / sigma_m`` (the basis's per-unit mean and std over the recorded states; a unit

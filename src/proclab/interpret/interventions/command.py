@@ -193,7 +193,7 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
     recording, ckpt = prepare_recording(
         RecordArgs(
-            checkpoint=checkpoint,
+            agent=checkpoint,
             out=path,
             episodes=args.episodes,
             split=args.split,

@@ -12,8 +12,7 @@ import torch
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK
-from proclab.interpret.bases.coordinates import Coordinates
-from proclab.interpret.bases.systems import encode_all
+from proclab.interpret.bases.coordinates import Coordinates, encode_all
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.args import AGENT, AnalysisArgs

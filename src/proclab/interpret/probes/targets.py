@@ -1,8 +1,10 @@
-"""What probes predict: the ground truth ``proclab record`` stored with every step.
+"""What probes predict: the game's ground truth at every step, from a store or a rollout.
 
 A store recorded with ground truth holds per-step ``features`` (names in the shard attribute
 ``ground_truth``; :mod:`proclab.envs.state.features` defines them), ``events``, and each episode's
-first game state. A *target* is one feature or event column by name. An *entity position* for
+first game state; a :class:`~proclab.record.rollout.Rollout` played with ``truth=True`` holds the same.
+:class:`Truth` reads either as rows of chosen episodes, episode after episode (:class:`StoreTruth`,
+:class:`RolloutTruth`), so a probe is the same computation on a recording and on a notebook's rollout. A *target* is one feature or event column by name. An *entity position* for
 the spatial probes is ``agent`` (``agent_x, agent_y``), ``goal`` (``goal_x, goal_y``) or any kind with
 offsets (``agent + <kind>_dx, <kind>_dy``, the nearest one), in world units, turned into pixels of
 the agent's observation with :func:`proclab.envs.state.to_pixels`.
@@ -20,9 +22,9 @@ import numpy as np
 
 from proclab.envs.state import camera, move_agent, parse_state, to_pixels
 from proclab.errors import ProclabError, unknown_choice
-from proclab.levels.export import INITIAL_STATE, has_first_states
+from proclab.record.ground_truth import ground_truth_names as game_truth_names
 from proclab.store import EpisodeStore
-from proclab.store.schema import GROUND_TRUTH_ATTR
+from proclab.store.schema import GROUND_TRUTH_ATTR, INITIAL_STATE, has_first_states
 
 
 def ground_truth_names(store: EpisodeStore) -> dict[str, list[str]]:
@@ -37,52 +39,95 @@ def ground_truth_names(store: EpisodeStore) -> dict[str, list[str]]:
     )
 
 
-def target_values(store: EpisodeStore, name: str, episodes: np.ndarray) -> np.ndarray:
-    """The feature or event column ``name`` at every step of ``episodes`` (float64; NaN where absent)."""
-    names = ground_truth_names(store)
-    for field in ("features", "events"):
-        if name in names.get(field, []):
-            col = names[field].index(name)
-            return store.read_steps(field, episodes)[:, col].astype(np.float64)
-    raise unknown_choice("target", name, names.get("features", []) + names.get("events", []))
+class Truth:
+    """The ground truth of some episodes, as rows (episode after episode): subclasses give ``names``,
+    ``lengths`` and each row's value of a column, and each episode's first game state."""
+
+    names: dict[str, list[str]]
+    lengths: np.ndarray
+
+    def _column(self, field: str, col: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def first_state(self, j: int) -> bytes:
+        """The first game state of the ``j``-th of these episodes."""
+        raise NotImplementedError
+
+    def values(self, name: str) -> np.ndarray:
+        """The feature or event column ``name`` at every row (float64; NaN where absent)."""
+        for field in ("features", "events"):
+            if name in self.names.get(field, []):
+                return self._column(field, self.names[field].index(name)).astype(np.float64)
+        raise unknown_choice("target", name, self.names.get("features", []) + self.names.get("events", []))
+
+    def entities(self) -> list[str]:
+        """The entity positions the features give: agent, goal (if any) and every kind with offsets."""
+        feats = self.names["features"]
+        kinds = [n.removesuffix("_dx") for n in feats if n.endswith("_dx")]
+        return ["agent", *(["goal"] if "goal_x" in feats else []), *kinds]
+
+    def world_positions(self, entity: str) -> tuple[np.ndarray, np.ndarray]:
+        """World ``(x, y)`` of ``entity`` at every row."""
+        if entity not in self.entities():
+            raise unknown_choice("entity", entity, self.entities())
+        ax, ay = self.values("agent_x"), self.values("agent_y")
+        if entity == "agent":
+            return ax, ay
+        if entity == "goal":
+            return self.values("goal_x"), self.values("goal_y")
+        return ax + self.values(f"{entity}_dx"), ay + self.values(f"{entity}_dy")
+
+    def pixel_positions(self, entity: str) -> np.ndarray:
+        """``(N, 2)`` pixel ``(px, py)`` of ``entity`` in each row's observation (NaN where there is none)."""
+        x, y = self.world_positions(entity)
+        ax, ay = self.world_positions("agent")
+        out = np.full((len(x), 2), np.nan)
+        start = 0
+        for j, n in enumerate(self.lengths):
+            rows = slice(start, start + int(n))
+            start += int(n)
+            origin = move_agent(parse_state(self.first_state(j)), (0.0, 0.0))
+            c0, c1 = camera(origin), camera(move_agent(origin, (1.0, 1.0)))
+            kx, ky = c1[0] - c0[0], c1[1] - c0[1]  # 1 where the camera follows the agent, 0 where it is fixed
+            out[rows, 0], out[rows, 1] = to_pixels(origin, x[rows] - kx * ax[rows], y[rows] - ky * ay[rows])
+        return out
 
 
-def entity_names(store: EpisodeStore) -> list[str]:
-    """The entity positions a store's features give: agent, goal (if any) and every kind with offsets."""
-    feats = ground_truth_names(store)["features"]
-    kinds = [n.removesuffix("_dx") for n in feats if n.endswith("_dx")]
-    return ["agent", *(["goal"] if "goal_x" in feats else []), *kinds]
+class StoreTruth(Truth):
+    """Episodes ``episodes`` of a store recorded with ground truth."""
+
+    def __init__(self, store: EpisodeStore, episodes: np.ndarray):
+        self.store, self.episodes = store, np.asarray(episodes)
+        self.names = ground_truth_names(store)
+        self.lengths = np.asarray(store.episodes["length"])[self.episodes]
+
+    def _column(self, field: str, col: int) -> np.ndarray:
+        return self.store.read_steps(field, self.episodes)[:, col]
+
+    def first_state(self, j: int) -> bytes:
+        if not has_first_states(self.store):
+            raise ProclabError(
+                f"episode store {str(self.store.path)!r} has no episodes' first states; record it again with "
+                "ground truth"
+            )
+        return self.store.read_blob(INITIAL_STATE, int(self.episodes[j]))
 
 
-def world_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """World ``(x, y)`` of ``entity`` at every step of ``episodes``."""
-    if entity not in entity_names(store):
-        raise unknown_choice("entity", entity, entity_names(store))
-    col = {n: target_values(store, n, episodes) for n in ("agent_x", "agent_y")}
-    if entity == "agent":
-        return col["agent_x"], col["agent_y"]
-    if entity == "goal":
-        return target_values(store, "goal_x", episodes), target_values(store, "goal_y", episodes)
-    dx, dy = (target_values(store, f"{entity}_{a}", episodes) for a in ("dx", "dy"))
-    return col["agent_x"] + dx, col["agent_y"] + dy
+class RolloutTruth(Truth):
+    """Every episode of a rollout played with ``truth=True``, its played steps only."""
 
+    def __init__(self, rollout):
+        if not rollout.truth:
+            raise ProclabError("this rollout holds no ground truth: roll out with truth=True")
+        self.rollout = rollout
+        self.names = game_truth_names([rollout.game])
+        self.lengths = rollout.lengths
+        self._order = np.nonzero(rollout.mask.T)  # (episode, step) of every row, episode after episode
 
-def pixel_positions(store: EpisodeStore, entity: str, episodes: np.ndarray) -> np.ndarray:
-    """``(N, 2)`` pixel ``(px, py)`` of ``entity`` in each step's observation (NaN where there is none)."""
-    if not has_first_states(store):
-        raise ProclabError(
-            f"episode store {str(store.path)!r} has no episodes' first states; record it again with ground truth"
-        )
-    x, y = world_positions(store, entity, episodes)
-    ax, ay = world_positions(store, "agent", episodes)
-    lengths = np.asarray(store.episodes["length"])[episodes]
-    out = np.full((len(x), 2), np.nan)
-    start = 0
-    for e, n in zip(episodes, lengths, strict=True):
-        rows = slice(start, start + int(n))
-        start += int(n)
-        origin = move_agent(parse_state(store.read_blob(INITIAL_STATE, int(e))), (0.0, 0.0))
-        c0, c1 = camera(origin), camera(move_agent(origin, (1.0, 1.0)))
-        kx, ky = c1[0] - c0[0], c1[1] - c0[1]  # 1 where the camera follows the agent, 0 where it is fixed
-        out[rows, 0], out[rows, 1] = to_pixels(origin, x[rows] - kx * ax[rows], y[rows] - ky * ay[rows])
-    return out
+    def _column(self, field: str, col: int) -> np.ndarray:
+        name = self.names[field][col]
+        b, t = self._order
+        return self.rollout.truth[name][t, b]
+
+    def first_state(self, j: int) -> bytes:
+        return self.rollout.start_states[j]

@@ -4,7 +4,7 @@ Reads the folder's basis and the coordinates ``analyze hidden`` recorded (the re
 distribution every arm is placed in), loads the agent, draws the paired levels from the split,
 plays every (direction, arm) in a Procgen env of ``rows`` slots (:mod:`proclab.interpret.sweep.grid`)
 and writes ``ANALYSIS/sweep/`` (see that module; ``ANALYSIS/sweep-<basis>/`` for a basis other than
-ica, :mod:`proclab.interpret.bases.systems`). The table is printed; an edit that holds its
+ica, :mod:`proclab.interpret.workspace.systems`). The table is printed; an edit that holds its
 coordinate outside the recorded 0.5-99.5 % range is named in a one-line warning.
 """
 
@@ -22,7 +22,6 @@ import torch
 from proclab.envs import parse_split
 from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
-from proclab.interpret.bases.systems import file_digest, open_coordinates, suffix, system_file
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
@@ -34,6 +33,7 @@ from proclab.interpret.sweep.swaps import parse_swaps, read_atlas, resolve
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
+from proclab.interpret.workspace.systems import file_digest, open_coordinates, suffix, system_file
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent

@@ -36,7 +36,6 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import Coordinates
 from proclab.interpret.bases.random_directions import WithRandom
-from proclab.interpret.bases.systems import check_system
 from proclab.interpret.interventions.arms import (
     DEFAULT_ARMS,
     ON_DATA_RANGE,
@@ -56,6 +55,7 @@ from proclab.interpret.sweep.parts import Parts, Played, block_seed, blocks
 from proclab.interpret.sweep.plan import SweepPlan, planned, swap_code
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
+from proclab.interpret.workspace.systems import check_system
 from proclab.models.interventions import Intervened
 
 NAME = "sweep"

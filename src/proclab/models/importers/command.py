@@ -158,7 +158,7 @@ def main(argv: list[str], prog: str = "proclab import") -> None:
         + (f"; assumed: {', '.join(assumed)} (override with --{' --'.join(assumed)})" if assumed else "")
     )
     step = f" at step {record['step']:,} ({record['step_from']})" if record["step"] is not None else ""
-    print(f"imported{step} -> {out} (check it: proclab eval {out})")
+    print(f"imported{step} -> {out} (check it: proclab eval --agent {out})")
 
 
 def _core_size(agent: dict) -> str:

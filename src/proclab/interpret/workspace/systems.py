@@ -12,9 +12,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates
 from proclab.interpret.bases.nmf import FILE as NMF
@@ -73,30 +70,3 @@ def open_coordinates(ws: Workspace, name: str) -> Coordinates:
             "`proclab analyze atlas --basis sparse`"
         )
     return SparseDictionary.load(ws.path / DICTIONARY)
-
-
-def encode_all(coords: Coordinates, x: np.ndarray, chunk: int = 65_536) -> np.ndarray:
-    """``(N, D)`` states -> ``(N, k)`` float32 coordinates, in chunks (computed in float64)."""
-    out = np.empty((len(x), coords.k), np.float32)
-    with torch.no_grad():
-        for lo in range(0, len(x), chunk):
-            out[lo : lo + chunk] = coords.encode(torch.as_tensor(x[lo : lo + chunk], dtype=torch.float64))
-    return out
-
-
-def variance_explained(
-    coords: Coordinates, x: np.ndarray, mean: np.ndarray, std: np.ndarray, chunk: int = 16_384
-) -> float:
-    """Share of the z-scored variance of states ``x`` that ``decode(encode(x))`` keeps: ``1 - FVU``
-    with ``z = (x - mean) / std`` (for PCA and ICA, the explained-variance ratio of the first k PCs);
-    computed in chunks of states."""
-    z_mean = ((np.asarray(x, np.float64).mean(0)) - mean) / std
-    err = total = 0.0
-    with torch.no_grad():
-        for lo in range(0, len(x), chunk):
-            part = np.asarray(x[lo : lo + chunk], np.float64)
-            back = coords.decode(coords.encode(torch.as_tensor(part))).numpy()
-            z = (part - mean) / std
-            err += float(((z - (back - mean) / std) ** 2).sum())
-            total += float(((z - z_mean) ** 2).sum())
-    return 1.0 - err / total if total > 0 else float("nan")

@@ -1,0 +1,111 @@
+"""The sweep on objects: any agent in memory, a basis of one of its state tensors, the states it was fitted on.
+
+``proclab analyze sweep`` reads all of these from an analysis folder; :func:`sweep_agent` takes them as
+objects, so a notebook can sweep an agent whose weights it just edited::
+
+    basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=8)
+    res = proclab.analyze.sweep(agent, basis, ro, "core.0.h", levels=50, arms="mean,p05,p95")
+    res.table()
+
+The numbers are those of :func:`proclab.interpret.sweep.grid.sweep` (paired levels, batched play, corrected
+paired tests; docs/analyses.md): the recorded distribution every arm is placed in is the basis's
+coordinates of the rollout's states, the start coordinates those of the agent's initial state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from proclab.envs import parse_split
+from proclab.errors import ProclabError
+from proclab.interpret.bases.coordinates import LinearCoordinates
+from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.interventions.arms import Recorded, parse_arms
+from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.results import Result
+from proclab.run.runtime import make_runtime
+
+
+@dataclass(frozen=True)
+class Sweep(Result):
+    """Every (direction, arm) against the plain agent on paired levels: the sweep's summary (``results`` one
+    row per variant, ``claims`` per direction, the correction, the levels) and the raw outcomes."""
+
+    summary: dict
+    outcomes: dict = field(repr=False)
+
+    def table(self) -> list[dict]:
+        rows = []
+        for r in self.summary["results"]:
+            rows.append({
+                "direction": r["direction"],
+                "arm": r["arm"],
+                "return change": r["return"]["change"],
+                "ci": tuple(r["return"]["ci95"]),
+                "p (adjusted)": r["return"]["p_adjusted"],
+                "significant": r["return"]["significant"],
+                "off data": r["edit"].get("off_data"),
+            })  # fmt: skip
+        return rows
+
+
+def state_rows(rollout, key: str) -> np.ndarray:
+    """``(N, D)`` float64: state tensor ``key`` leaving every played step of ``rollout``."""
+    if key not in rollout.states:
+        raise ProclabError(
+            f"the rollout holds no state {key!r}; its states: {', '.join(rollout.states) or 'none'}"
+        )
+    x = rollout.states[key]
+    return x[rollout.mask].reshape(int(rollout.mask.sum()), -1).astype(np.float64)
+
+
+def fit_basis(rollout, key: str = "core.0.h", n_ics: int = 16, seed: int = 0) -> Basis:
+    """The PCA/ICA basis of state tensor ``key`` over the rollout's played steps (``analyze hidden``'s fit,
+    without its outlier removal: fit on the states you mean)."""
+    return Basis.fit(
+        state_rows(rollout, key), BasisConfig(n_ics=n_ics, seed=seed), {"activation": f"state_out/{key}"}
+    )
+
+
+def sweep_agent(
+    agent,
+    basis: Basis,
+    rollout,
+    key: str = "core.0.h",
+    *,
+    kind: str = "ica",
+    directions: str | None = None,
+    runtime=None,
+    **options,
+) -> Sweep:
+    """Sweep ``agent`` (any agent in memory) along the ``kind`` coordinates of ``basis`` (fitted on state
+    ``key``); ``rollout``'s states of ``key`` are the recorded distribution. ``options`` are the sweep's
+    (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``, ...,
+    as ``proclab analyze sweep`` names them)."""
+    config = SweepArgs(out=Path("."), **options)
+    config.check()
+    if config.parts != 1:
+        raise ProclabError(
+            "a sweep in memory plays in one part (parts=1); use analyze sweep to play in parts"
+        )
+    coords = LinearCoordinates(basis, kind)
+    states = state_rows(rollout, key)
+    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
+    rec = Recorded(coords.encode(states), coords.encode(start)[0])
+    every = list(range(coords.k))
+    chosen = every if directions is None else parse_ids(directions, coords.k, "direction")
+    levels = paired_levels(parse_split(config.split), config.levels, config.seed)
+    rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
+    episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
+    env = ProcgenLevels(agent.env_config, min(config.rows, episodes), config.seed)
+    try:
+        summary, out, _ = sweep(agent, coords, key, rec, env, levels, chosen, config, rt, states=states)
+    finally:
+        env.close()
+    outcomes = {"ret": out.ret, "level_complete": out.complete, "length": out.length, "actions": out.actions}
+    return Sweep(summary, outcomes)

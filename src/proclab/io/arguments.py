@@ -1,0 +1,23 @@
+"""The names the command line gives to what commands read, one each (docs/architecture.md, "Conventions of
+the command line"):
+
+* ``AGENT``: an agent, a proclab run or checkpoint directory, always given as ``--agent AGENT`` (several:
+  ``--agents AGENT [AGENT ...]``) and loaded by :func:`proclab.models.loading.load_agent`;
+* ``WM``: a world model, a ``proclab wm train`` run or checkpoint directory, the positional argument of the
+  ``wm`` commands that act on one;
+* ``DATA``: an episode store that a command reads, always ``--data DATA`` (what a command writes is ``--out``).
+
+A field spells one with ``Annotated[Path, AGENT]`` (``tyro.conf.Positional`` added for ``WM``);
+``tests/test_cli.py`` checks every command against these rules.
+"""
+
+from __future__ import annotations
+
+import tyro
+
+AGENT = tyro.conf.arg(metavar="AGENT")
+WM = tyro.conf.arg(metavar="WM")
+DATA = tyro.conf.arg(metavar="DATA")
+REWARD_MODEL = tyro.conf.arg(metavar="REWARD_MODEL")
+AGENTS = tyro.conf.arg(metavar="AGENT [AGENT ...]")
+REWARD_MODELS = tyro.conf.arg(metavar="REWARD_MODEL [REWARD_MODEL ...]")

@@ -1,0 +1,314 @@
+"""``proclab.rollout``: play an agent on chosen levels and get back every step, its ground truth and activations.
+
+The notebook counterpart of ``proclab record``: the same recorder (:class:`~proclab.record.recorder.EpisodeRecorder`)
+plays the same levels with the same seeds, so for one agent, levels and seed a rollout and a recording
+hold the same numbers (tested), but the episodes come back as arrays in memory instead of a store::
+
+    ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"], truth=True, seed=0)
+    ro.obs.shape                     # (T, B, 3, 64, 64): T the longest episode, B the episodes
+    ro.cache["core.0.hook_h"]        # (T, B, 256), ro.mask (T, B) marks the steps that were played
+    ro.truth["coin_dx"]              # the game's ground truth at every step (NaN: none that step)
+
+Every per-step array is time-major ``(T, B, ...)`` and follows the store's timestep convention
+(:mod:`proclab.store.schema`): row ``t`` holds ``obs_t``, the action taken, the policy's logits and value
+for ``obs_t``, the reward that action earned, ``terminated``/``truncated`` after it, and the agent state
+leaving step ``t``. Rows past an episode's end are zero (``mask`` false). Episodes are in the order they
+started: of ``N`` env slots, episode ``i + k N`` is slot ``i``'s ``k``-th (a store keeps them in the order
+they ended).
+
+**Levels.** ``levels`` is a split (``"test1"``, ``"1000:200"``; default the agent's training levels), a
+level-state file, or a list of :class:`~proclab.levels.level.Level` objects (edited counterfactuals):
+with files and levels, episode ``k`` of slot ``i`` of ``N`` slots starts from level ``(i + k N) mod n``,
+so ``episodes=len(levels)`` with ``num_envs=len(levels)`` plays each once, in order.
+
+**Edits.** ``interventions`` are applied on every forward pass (:class:`~proclab.models.interventions.Intervened`),
+and the cache records the edited values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from proclab.envs import EnvConfig, ProcgenVecEnv, parse_split
+from proclab.errors import ProclabError
+from proclab.io.results import Result
+from proclab.levels.file import LevelState, LevelStates, read_level_states
+from proclab.levels.level import Level, as_level_states
+from proclab.levels.play import LevelsEnv
+from proclab.models.cache import ActivationCache, resolve_names
+from proclab.models.hooks import hook_points
+from proclab.models.interventions import Intervened, Intervention, run_with_cache
+from proclab.record.ground_truth import ground_truth_names
+from proclab.record.noise import ActionNoise
+from proclab.record.recorder import CACHE, EpisodeRecorder
+from proclab.run.runtime import Runtime, make_runtime
+from proclab.store.schema import STATE_OUT, unflatten_state
+
+
+@dataclass(frozen=True, repr=False)
+class Rollout(Result):
+    """Complete episodes of an agent, time-major ``(T, B, ...)`` (module docstring)."""
+
+    game: str
+    mode: str
+    obs: np.ndarray  # (T, B, 3, 64, 64) uint8
+    actions: np.ndarray  # (T, B) int64
+    rewards: np.ndarray  # (T, B) float32, the env's raw reward
+    terminated: np.ndarray  # (T, B) bool
+    truncated: np.ndarray  # (T, B) bool
+    values: np.ndarray  # (T, B) float32
+    logits: np.ndarray  # (T, B, A) the agent's policy logits (before any action noise)
+    states: dict[str, np.ndarray]  # state tensor -> (T, B, ...) the state leaving each step
+    mask: np.ndarray  # (T, B) bool: the step was played
+    levels: np.ndarray  # (B,) each episode's level seed
+    returns: np.ndarray  # (B,)
+    level_complete: np.ndarray  # (B,) bool
+    truth: dict[str, np.ndarray] = field(default_factory=dict)  # feature or event -> (T, B)
+    start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
+    cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
+    agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
+
+    def replay(
+        self, agent=None, names: Sequence[str] | str | None = None, batch: int = 16
+    ) -> ActivationCache:
+        """The activations ``names`` (patterns too; None: all) of ``agent`` (default: the one that played)
+        on these episodes' frames, each episode from a fresh state, as a ``(T, B, ...)`` cache with this
+        rollout's mask: the same numbers as a cache taken while playing, for any agent (a control)."""
+        agent = agent if agent is not None else self.agent
+        if agent is None:
+            raise ProclabError("this rollout does not know the agent that played it: pass agent=")
+        module = agent.agent if isinstance(agent, Intervened) else agent
+        names = resolve_names(names, hook_points(module))
+        device = next((p.device for p in module.parameters()), torch.device("cpu"))
+        T, B = self.mask.shape
+        prev = np.zeros((T, B), np.float32)
+        prev[1:] = self.rewards[:-1]
+        parts: dict[str, list[torch.Tensor]] = {n: [] for n in names}
+        with torch.inference_mode():
+            for lo in range(0, B, batch):
+                cols = slice(lo, min(B, lo + batch))
+                obs = torch.from_numpy(self.obs[:, cols]).to(device)
+                firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=device)
+                firsts[0] = True
+                rewards = torch.from_numpy(prev[:, cols]).to(device)
+                _, _, cache = run_with_cache(agent, obs, None, names, firsts, rewards)
+                for n in names:
+                    parts[n].append(cache[n].float().cpu())
+        mask = torch.from_numpy(self.mask)
+        return ActivationCache({n: torch.cat(v, 1) for n, v in parts.items()}, mask=mask, levels=self.levels)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(B,)`` steps of each episode."""
+        return self.mask.sum(0)
+
+    @property
+    def num_episodes(self) -> int:
+        return self.mask.shape[1]
+
+    def start_levels(self) -> list[Level]:
+        """Each episode's first game state as a :class:`Level` to edit and play again (``truth=True`` only)."""
+        if not self.start_states:
+            raise ProclabError("this rollout kept no start states: roll out with truth=True")
+        return [
+            Level(LevelState(data, int(seed)), self.game, self.mode, f"rollout episode {b}")
+            for b, (data, seed) in enumerate(zip(self.start_states, self.levels, strict=True))
+        ]
+
+    def table(self) -> list[dict]:
+        return [
+            {
+                "episode": b,
+                "level": int(self.levels[b]),
+                "length": int(self.lengths[b]),
+                "return": float(self.returns[b]),
+                "completed": bool(self.level_complete[b]),
+            }
+            for b in range(self.num_episodes)
+        ]
+
+
+def rollout(
+    agent,
+    game: str | None = None,
+    levels: str | Path | Level | Sequence[Level] | LevelStates | None = None,
+    *,
+    episodes: int | None = None,
+    steps: int | None = None,
+    interventions: Sequence[Intervention] = (),
+    cache: Sequence[str] | str | None = None,
+    truth: bool = True,
+    greedy: bool = False,
+    seed: int = 0,
+    num_envs: int = 64,
+    noise: str = "none",
+    mode: str | None = None,
+    runtime: Runtime | None = None,
+) -> Rollout:
+    """Play ``agent`` and return its episodes (module docstring).
+
+    ``episodes``: complete episodes (split over ``num_envs`` slots, a fixed quota each, as ``proclab record``);
+    or ``steps``: complete episodes until they hold at least this many steps (each slot finishes the
+    episode it is in). ``game``/``mode`` default to what the agent plays (``agent.env_config``, set by
+    :func:`proclab.load`). ``cache``: hook names or glob patterns to record (``"core.*"``); ``truth``: the
+    game's features and events per step; ``greedy``: argmax actions instead of sampled ones; ``noise``:
+    action noise as ``proclab record --action-noise`` takes it. ``runtime`` defaults to the agent's.
+    """
+    if (episodes is None) == (steps is None):
+        raise ProclabError(
+            "give episodes= (complete episodes) or steps= (complete episodes of at least so many steps)"
+        )
+    budget = episodes if episodes is not None else steps
+    if budget < 1:
+        raise ProclabError(f"{'episodes' if episodes is not None else 'steps'} must be >= 1, got {budget}")
+    rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
+    config, level_states = _setting(agent, game, mode, levels)
+    module = agent.agent if isinstance(agent, Intervened) else agent
+    names = resolve_names(cache, hook_points(module)) if cache is not None else []
+    played = Intervened(agent, interventions) if interventions else agent
+    env = play_env(config, seed, num_envs if episodes is None else min(num_envs, episodes), level_states)
+    recorder = EpisodeRecorder(
+        env,
+        played,
+        rt,
+        noise=ActionNoise.parse(noise),
+        greedy=greedy,
+        ground_truth=truth,
+        cache=names,
+        with_slot=True,
+    )
+    kept: list[tuple[dict, dict]] = []
+    total = [0]
+
+    def sink(rows: dict, episode: dict) -> None:
+        kept.append((rows, episode))
+        total[0] += len(rows["obs"])
+
+    try:
+        target = episodes if episodes is not None else env.num_envs * 2**20
+        recorder.run(target, sink, stop=None if steps is None else (lambda: total[0] >= steps))
+    finally:
+        env.close()
+    return _assemble(_in_start_order(kept, env.num_envs), recorder, config, names, truth, agent)
+
+
+def _in_start_order(kept: list[tuple[dict, dict]], slots: int) -> list[tuple[dict, dict]]:
+    """Episodes as they started: slot ``i``'s ``k``-th is number ``i + k * slots``."""
+    seen: dict[int, int] = {}
+    jobs = []
+    for _, episode in kept:
+        slot = episode["slot"]
+        jobs.append(slot + seen.get(slot, 0) * slots)
+        seen[slot] = seen.get(slot, 0) + 1
+    return [kept[j] for j in np.argsort(jobs, kind="stable")]
+
+
+def play_env(config: EnvConfig, seed: int, num_envs: int, levels: LevelStates | None = None):
+    """The envs a recording with ``seed`` plays in its first shard: levels and action sampling seeded from
+    ``(seed, 0)`` exactly as ``proclab record`` seeds them (torch's sampler too); with ``levels``, every
+    episode starts from one of their states."""
+    env_seed, torch_seed = np.random.SeedSequence([seed, 0]).generate_state(2)
+    torch.manual_seed(int(torch_seed))
+    n = max(len(config.games()), num_envs)
+    env = ProcgenVecEnv(replace(config, num_envs=n), seed=int(env_seed % 2**31), split=config.split)
+    return env if levels is None else LevelsEnv(env, levels, "the levels given")
+
+
+def _setting(agent, game, mode, levels) -> tuple[EnvConfig, LevelStates | None]:
+    """The env the agent plays (its own, with ``game``/``mode``/the split of ``levels`` put in) and the level
+    states to start from, if any."""
+    base = getattr(agent, "env_config", None)
+    if base is None:
+        if game is None:
+            raise ProclabError("this agent does not say which game it plays: pass game= (and mode=)")
+        base = EnvConfig(game=(game,), mode=mode or "easy")
+    if game is not None and (game,) != tuple(base.games()):
+        base = replace(base, game=(game,))
+    if mode is not None:
+        base = replace(base, mode=mode)
+    if len(base.games()) != 1:
+        raise ProclabError(f"the agent plays {', '.join(base.games())}: pass game= to roll out one of them")
+    level_states = None
+    if isinstance(levels, Level):
+        levels = [levels]
+    if isinstance(levels, LevelStates):
+        level_states = levels
+    elif isinstance(levels, (list, tuple)):
+        level_states = as_level_states(list(levels))
+    elif isinstance(levels, Path) or (isinstance(levels, str) and Path(levels).is_file()):
+        level_states = read_level_states(levels)
+    elif isinstance(levels, str):
+        parse_split(levels)
+        base = replace(base, split=levels)
+    elif levels is not None:
+        raise ProclabError(
+            f"levels: a split, a level-state file or Level objects, not {type(levels).__name__}"
+        )
+    if level_states is not None:
+        base = replace(base, game=(level_states.game,), mode=level_states.mode)
+    return base, level_states
+
+
+def _assemble(
+    kept, recorder: EpisodeRecorder, config: EnvConfig, names: list[str], truth: bool, agent
+) -> Rollout:
+    game = config.games()[0]
+    B = len(kept)
+    T = max((len(rows["obs"]) for rows, _ in kept), default=0)
+    lengths = np.array([len(rows["obs"]) for rows, _ in kept], np.int64)
+    mask = np.arange(T)[:, None] < lengths[None, :]
+
+    def stack(key: str) -> np.ndarray:
+        first = kept[0][0][key]
+        out = np.zeros((T, B, *first.shape[1:]), first.dtype)
+        for b, (rows, _) in enumerate(kept):
+            out[: lengths[b], b] = rows[key]
+        return out
+
+    if B == 0:
+        raise ProclabError("the rollout played no complete episode")
+    layout = recorder.layout
+    flat = {layer: stack(STATE_OUT + layer) for layer in layout}
+    states = unflatten_state(flat, layout) if layout else {}
+    features = {}
+    start_states: tuple[bytes, ...] = ()
+    if truth:
+        columns = ground_truth_names([game])
+        values = stack("features")
+        events = stack("events")
+        features = {n: values[..., i] for i, n in enumerate(columns["features"])}
+        features |= {n: events[..., i] for i, n in enumerate(columns["events"])}
+        start_states = tuple(ep["initial_state"] for _, ep in kept)
+    cache = ActivationCache(
+        {n: torch.from_numpy(stack(CACHE + n)) for n in names},
+        mask=torch.from_numpy(mask),
+        levels=np.array([ep["level_seed"] for _, ep in kept], np.int64),
+    )
+    return Rollout(
+        game=game,
+        mode=config.mode,
+        obs=stack("obs"),
+        actions=stack("action"),
+        rewards=stack("reward"),
+        terminated=stack("terminated"),
+        truncated=stack("truncated"),
+        values=stack("value"),
+        logits=stack("logits_clean"),
+        states=states,
+        mask=mask,
+        levels=np.array([ep["level_seed"] for _, ep in kept], np.int64),
+        returns=np.array([ep["return"] for _, ep in kept], np.float64),
+        level_complete=np.array([ep["level_complete"] for _, ep in kept], bool),
+        truth=features,
+        start_states=start_states,
+        cache=cache,
+        agent=agent,
+    )
+
+
+__all__ = ["Rollout", "play_env", "rollout"]

@@ -1,0 +1,122 @@
+"""proclab.rollout: the numbers proclab record stores for the same agent, levels and seed; a cache equal to
+the agent replayed on the same frames; edits; level objects; a step budget."""
+
+import numpy as np
+import pytest
+import torch
+
+from proclab.errors import ProclabError
+from proclab.levels.level import Level
+from proclab.models.interventions import Intervention
+from proclab.models.loading import load
+from proclab.record.ground_truth import ground_truth_names
+from proclab.record.rollout import rollout
+from proclab.store import EpisodeStore
+from proclab.store.schema import STATE_OUT
+from support import make_agent_checkpoint, record
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory):
+    checkpoint = make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run")
+    return load(checkpoint, device="cpu", precision="fp32"), checkpoint
+
+
+def test_a_rollout_holds_what_record_stores(agent, tmp_path):
+    agent, checkpoint = agent
+    store = EpisodeStore(record(checkpoint, tmp_path / "data", episodes=3, seed=5))  # 2 env slots
+    ro = rollout(agent, episodes=3, num_envs=2, seed=5, truth=True)
+    assert sorted(ro.levels) == sorted(store.episodes["level_seed"]) and len(set(ro.levels)) == 3
+    # a store keeps episodes as they ended, a rollout as they started: match them by level
+    ro = _reordered(ro, [int(np.flatnonzero(ro.levels == lv)[0]) for lv in store.episodes["level_seed"]])
+    assert ro.num_episodes == store.num_episodes == 3
+    assert list(ro.lengths) == list(store.episodes["length"])
+    assert list(ro.levels) == list(store.episodes["level_seed"])
+    for b in range(3):
+        n = int(ro.lengths[b])
+        for field, got in (
+            ("obs", ro.obs),
+            ("action", ro.actions),
+            ("logits_clean", ro.logits),
+            ("value", ro.values),
+            ("reward", ro.rewards),
+            ("terminated", ro.terminated),
+            ("features", np.stack([ro.truth[k] for k in ground_truth_names(["coinrun"])["features"]], -1)),
+        ):
+            np.testing.assert_array_equal(got[:n, b], store.read_steps(field, [b]), err_msg=field)
+        stored_h = store.read_steps(STATE_OUT + "core.0", [b])
+        np.testing.assert_array_equal(ro.states["core.0.h"][:n, b], stored_h)
+        assert not ro.mask[n:, b].any() and not ro.obs[n:, b].any()
+    np.testing.assert_allclose(ro.returns, store.episodes["return"])
+
+
+def _reordered(ro, order):
+    """The rollout's episodes in ``order`` (its per-episode and time-major arrays permuted alike)."""
+    import dataclasses
+
+    per_step = {f: getattr(ro, f)[:, order] for f in ("obs", "actions", "rewards", "terminated", "truncated",
+                                                       "values", "logits", "mask")}  # fmt: skip
+    return dataclasses.replace(
+        ro, **per_step, states={k: v[:, order] for k, v in ro.states.items()},
+        truth={k: v[:, order] for k, v in ro.truth.items()}, levels=ro.levels[order], returns=ro.returns[order],
+        level_complete=ro.level_complete[order],
+    )  # fmt: skip
+
+
+def test_the_cache_is_the_agent_replayed_on_the_frames(agent):
+    agent, _ = agent
+    ro = rollout(
+        agent, levels="test1", episodes=2, num_envs=2, seed=1, cache=["torso.block1.*", "core.0.hook_h"]
+    )
+    assert list(ro.cache) == ["torso.block1.hook_conv", "torso.block1.hook_pool", "torso.block1.res0.hook_hidden",
+                              "torso.block1.res0.hook_out", "torso.block1.res1.hook_hidden",
+                              "torso.block1.res1.hook_out", "torso.block1.hook_out", "core.0.hook_h"]  # fmt: skip
+    for b in range(2):
+        n = int(ro.lengths[b])
+        obs = torch.from_numpy(ro.obs[:n, b : b + 1])
+        firsts = torch.zeros(n, 1, dtype=torch.bool)
+        firsts[0] = True
+        with torch.no_grad():
+            _, _, cache = agent.run_with_cache(obs, agent.initial_state(1), list(ro.cache), firsts)
+        for name in ro.cache:
+            torch.testing.assert_close(ro.cache[name][:n, b], cache[name][:, 0], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            ro.states["core.0.h"][:n, b], cache["core.0.hook_h"][:, 0].numpy(), atol=1e-5
+        )
+    x, row, step = ro.cache.rows("core.0.hook_h")
+    assert len(x) == ro.mask.sum() and list(np.bincount(row)) == list(ro.lengths) and step[0] == 0
+
+
+def test_edits_reach_play_and_the_cache(agent):
+    agent, _ = agent
+    edit = Intervention("torso.hook_fc", "all", "set", 0.0)
+    ro = rollout(agent, levels="test1", episodes=2, num_envs=2, seed=2, greedy=True, interventions=[edit],
+                 cache=["torso.hook_fc"])  # fmt: skip
+    assert not ro.cache["torso.hook_fc"].any()
+    # with every frame's features zeroed the greedy policy sees the same input at every step of an episode
+    # after the first (the GRU's state still moves), so at least the logits differ from the plain agent's
+    plain = rollout(agent, levels="test1", episodes=2, num_envs=2, seed=2, greedy=True)
+    assert not np.array_equal(ro.logits[0], plain.logits[0])
+
+
+def test_levels_as_objects_play_each_in_order(agent):
+    agent, _ = agent
+    base = Level.generate("coinrun", 11, mode="easy")
+    levels = [base, base.remove("coin"), Level.generate("coinrun", 12, mode="easy")]
+    ro = rollout(agent, levels=levels, episodes=3, num_envs=3, seed=0, truth=True)
+    assert list(ro.levels) == [11, 11, 12]
+    assert np.isnan(ro.truth["coin_dx"][0, 1]) and not np.isnan(ro.truth["coin_dx"][0, 0])
+    starts = ro.start_levels()
+    assert [lv.level_seed for lv in starts] == [11, 11, 12] and len(starts[1].positions("coin")) == 0
+
+
+def test_a_step_budget_and_bad_input(agent):
+    agent, _ = agent
+    ro = rollout(agent, levels="test1", steps=50, num_envs=2, seed=3)
+    assert ro.mask.sum() >= 50
+    with pytest.raises(ProclabError, match="episodes= "):
+        rollout(agent, episodes=2, steps=10)
+    with pytest.raises(ProclabError, match="split"):
+        rollout(agent, levels="no-such-split", episodes=1)
+    with pytest.raises(ProclabError, match="hook point"):
+        rollout(agent, episodes=1, cache=["core.9.*"])

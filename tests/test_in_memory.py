@@ -1,0 +1,88 @@
+"""The probe, the steering and the sweep run on an agent whose weights were edited in memory and never saved,
+and what they report is that edited agent's behaviour (each check fails if the plain agent were used)."""
+
+import copy
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import proclab
+from proclab.envs import EnvConfig
+from proclab.run.runtime import make_runtime
+from support import TINY_GRU
+
+SMALL = dict(bootstrap=20)
+
+
+@pytest.fixture(scope="module")
+def agents():
+    torch.manual_seed(3)
+    plain = proclab.build_agent(TINY_GRU).eval()
+    plain.env_config = EnvConfig(game=("coinrun",), mode="easy", split="train")
+    plain.runtime = make_runtime("cpu", "fp32")
+    return plain
+
+
+def edited(plain, edit, game: str | None = None):
+    agent = copy.deepcopy(plain)
+    agent.env_config, agent.runtime = plain.env_config, plain.runtime
+    if game is not None:
+        agent.env_config = EnvConfig(game=(game,), mode="easy", split="train")
+    with torch.no_grad():
+        edit(agent)
+    return agent
+
+
+def test_the_probe_reads_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blind = edited(
+        agents, lambda a: (a.torso.fc.weight.zero_(), a.torso.fc.bias.zero_())
+    )  # fc output all zero
+    ro = proclab.rollout(blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"])
+    assert not ro.cache["torso.hook_fc"].any()
+    settings = proclab.analyze.ProbeSettings(folds=2, **SMALL)
+    res = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], settings=settings).probes["agent_x"]
+    # constant features: the probe predicts each fold's mean, exactly what the constant control predicts
+    assert res["probe"]["score"] == pytest.approx(res["constant"]["score"], abs=1e-9)
+    plain = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], agent=agents, settings=settings)
+    assert plain.probes["agent_x"]["probe"]["score"] > res["probe"]["score"] + 0.05  # the plain agent's fc
+    assert os.listdir(tmp_path) == []  # nothing saved: no checkpoint, no random agent on disk
+
+
+def test_steering_builds_its_vector_from_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def zero_block1(a):
+        for p in a.torso.block1.parameters():
+            p.zero_()
+
+    settings = proclab.analyze.SteerSettings(
+        levels=4, vector_levels="0:4", coefficients=(0.0, 1.0), rows=8, **SMALL
+    )
+    res = proclab.analyze.steer(edited(agents, zero_block1, "maze"), settings)  # the cheese is in view
+    plain = proclab.analyze.steer(edited(agents, lambda a: None, "maze"), settings)
+    assert res.vector_info["norm"] == 0 and not res.vector.any()  # the edited map is zero on every frame
+    assert plain.vector_info["norm"] > 0
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_sweep_plays_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ro = proclab.rollout(agents, levels="0:20", episodes=4, num_envs=4, seed=1)
+    basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=3)
+
+    def constant_policy(a):
+        a.heads.policy.weight.zero_()
+        a.heads.policy.bias.copy_(torch.arange(15, dtype=torch.float32))  # always action 14
+
+    options = dict(levels=3, arms="p05,p95", permutations=50, rows=16, directions="0:2", **SMALL)
+    res = proclab.analyze.sweep(edited(agents, constant_policy), basis, ro, "core.0.h", **options)
+    plain = proclab.analyze.sweep(agents, basis, ro, "core.0.h", **options)
+    assert len(res.summary["results"]) == 4
+    for r in res.summary["results"]:  # no edit of the state can change a policy that ignores it
+        assert r["tv_distance"]["value"] == 0 and r["return"]["change"] == 0
+    assert (np.asarray(res.outcomes["actions"])[..., 14] == np.asarray(res.outcomes["length"])).all()
+    assert any(r["tv_distance"]["value"] > 0 for r in plain.summary["results"])
+    assert os.listdir(tmp_path) == []
