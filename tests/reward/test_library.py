@@ -55,7 +55,7 @@ def test_trex_demos_records_each_split_as_trex_demos_does(tmp_path):
 def test_train_trex_is_trex_train(store, tmp_path):
     cli_root, lib_root = tmp_path / "cli", tmp_path / "lib"
     proclab(
-        ["trex", "train", "--demos", str(store), "--num-demos", "8", "--run-root", str(cli_root), *FAST_FLAGS]
+        ["trex", "train", "--data", str(store), "--num-demos", "8", "--run-root", str(cli_root), *FAST_FLAGS]
     )
     with open(cli_root / "trex" / "rm_infos.csv", newline="") as f:
         (row,) = csv.DictReader(f)

@@ -49,7 +49,7 @@ def test_train_world_model_takes_a_store_and_a_size_and_returns_the_trained_mode
         ProclabError, match=r"WMTrainConfig has no field total_update; valid: .*total_updates"
     ):
         train_world_model(store, config, total_update=2)
-    with pytest.raises(ProclabError, match="world model size"):
+    with pytest.raises(ProclabError, match="world-model preset"):
         train_world_model(store, "huge")
 
 

@@ -3,7 +3,7 @@
 API summary (details in each module; docs/worldmodel.md for the whole picture, docs/notebooks/world_model.ipynb
 for a tour)::
 
-    # train (proclab wm train): a size's name or a WMTrainConfig, fields replaced by keywords
+    # train (proclab wm train): a preset's name or a WMTrainConfig, fields replaced by keywords
     world = train_world_model(store_path, "cpu", total_updates=300, run_root=out / "runs")
     world.model, world.agent, world.run_dir         # the WorldModel, its frozen agent, the run directory
     world = TrainedWorldModel.load(run_dir_or_checkpoint)   # fp32, as the commands compute

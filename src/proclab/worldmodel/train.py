@@ -316,7 +316,7 @@ def train_world_model(
 ) -> TrainedWorldModel:
     """Train a world model on the episode store ``data`` in this process; returns it, trained.
 
-    ``config`` is a size's name (``tiny``, ``small``, ``cpu``, ``paper``: :func:`~.config.wm_size`) or a
+    ``config`` is a preset's name (``tiny``, ``small``, ``cpu``, ``paper``: :func:`~.config.wm_size`) or a
     :class:`~.config.WMTrainConfig`; ``fields`` replace its fields (``total_updates=300, time_limit=60,
     run_root=out``), and ``data`` its store. The agent in the loop is the one that recorded the store
     (``agent=CHECKPOINT`` names another). The run directory (config, metrics, checkpoints) is the result's
