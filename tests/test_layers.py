@@ -132,3 +132,50 @@ def test_no_import_circles_between_modules():
         m: {t for t in ts if not (m.startswith(t + ".") and t.count(".") == 1)} for m, ts in graph.items()
     }
     assert cycles(graph) == []
+
+
+def rooms(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """Which sub-packages of ``package`` (``proclab.interpret``) import which others."""
+    depth = package.count(".") + 1
+    found: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        parts = m.split(".")
+        if not m.startswith(package + ".") or len(parts) <= depth + 1:
+            continue
+        for t in targets:
+            other = t.split(".")
+            if t.startswith(package + ".") and len(other) > depth + 1 and other[depth] != parts[depth]:
+                found.setdefault(parts[depth], set()).add(other[depth])
+    return {room: found.get(room, set()) for room in set(found) | {r for v in found.values() for r in v}}
+
+
+def test_the_rooms_of_interpret_import_each_other_in_one_direction():
+    """interpret's sub-packages (bases, stats, probes, sweep, atlas, ...) form no circle: each room can be read,
+    tested and replaced knowing only the rooms below it."""
+    assert cycles(rooms(modules(), "proclab.interpret")) == []
+    assert cycles(rooms({"proclab.interpret.a.x": {"proclab.interpret.b.y"},
+                         "proclab.interpret.b.y": {"proclab.interpret.a.z"}}, "proclab.interpret")) == [["a", "b"]]  # fmt: skip
+
+
+def command_modules() -> set[str]:
+    """The modules that are a command line: registered as a command or an analysis' run function, or named
+    ``command``, ``*_command`` or ``cli``."""
+    from proclab.cli import COMMANDS  # lazy: the registries are read only by these tests
+    from proclab.interpret.cli import ANALYSES
+
+    registered = {module for module, _ in COMMANDS.values()} | {run.__module__ for _, run in ANALYSES.values()}
+    named = {m for m in modules() if m.rsplit(".", 1)[-1] in ("command", "cli") or m.endswith("_command")}
+    return registered | named
+
+
+def test_no_library_module_imports_a_command_module():
+    """Library code never reaches into a command line (parse -> call -> write: commands call the library);
+    only the top layer (the CLI, the quickstart, proclab.analyze) and other commands import commands."""
+    commands = command_modules()
+    leaks = [
+        f"{m} -> {t}"
+        for m, targets in modules().items()
+        for t in targets
+        if t in commands and m not in commands and package(m) not in TOP
+    ]
+    assert not leaks

@@ -33,8 +33,8 @@ from proclab.panel.command import ExportArgs
 from proclab.panel.export import export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
-from proclab.record.command import RecordArgs
 from proclab.record.command import run as run_record
+from proclab.record.recording import RecordArgs
 from proclab.rl.config import preset
 from proclab.rl.curves import plot_runs
 from proclab.rl.evaluate import EvalArgs, run_evaluation

@@ -7,12 +7,12 @@ It sits above ``rl`` (it plays episodes with the actor of :mod:`proclab.rl.rollo
     recording, ckpt = prepare_recording(RecordArgs(agent=..., out=path, episodes=N, ...))  # a Recording
     record_shard(recording, path, episodes, runtime=RuntimeConfig(...), checkpoint=ckpt)  # one shard of a `proclab record` run (Ray-friendly)
 
-Command: ``proclab record`` (:mod:`.command`).
+Recordings: :mod:`.recording`; the command ``proclab record``: :mod:`.command`.
 """
 
-from proclab.record.command import RecordArgs, Recording, new_recording, prepare_recording, record_shard
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
+from proclab.record.recording import RecordArgs, Recording, new_recording, prepare_recording, record_shard
 
 __all__ = [
     "ActionNoise",

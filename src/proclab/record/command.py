@@ -1,584 +1,35 @@
 """``proclab record``: complete episodes of an agent, with its internals, into an episode store.
 
-One *recording* is one invocation: a target number of episodes and the settings that define
-the data (agent checkpoint, split, envs, action noise, seed, ...), saved in the attributes of every
-shard it writes. It runs in this process, or in ``--workers N`` processes that each write
-their own shard. ``--resume DATA`` finds the recordings of a store that have fewer committed
-episodes than requested and records the rest into new shards, with new seeds (shard ``k``
-seeds its levels and actions from ``(seed, k)``), so a killed recording never repeats levels
-it already has. Several recordings (e.g. from several machines) may write into one store
-when they are compatible: same games, action count, agent state layout and fields.
-
-**Ray.** With ``--ray-address`` the ``--workers`` shards are Ray tasks instead of processes: a
-task records a shard exactly as a worker process does (``pip install 'proclab[distributed]'``,
-a file system every node mounts at the same path). Progress then advances as tasks finish.
+Parse -> call -> write: the recordings themselves (what one is, its shards, its worker processes and Ray
+tasks, ``--resume``) are :mod:`proclab.record.recording`; this module plans what is still to record, runs
+it with a progress bar and prints where the store is.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import multiprocessing as mp
-import os
-import queue
-import time
-import uuid
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import torch
 import tyro
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
-from proclab.envs.episodes import quotas
-from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT, DATA
-from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
-from proclab.io.configs import from_dict
-from proclab.io.video import write_video
-from proclab.levels.file import read_level_states
-from proclab.levels.play import LevelsEnv, check_levels_fit
-from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Intervened, parse_edits
-from proclab.models.loading import load_agent
-from proclab.record.ground_truth import ground_truth_names
-from proclab.record.noise import ActionNoise
-from proclab.record.recorder import EpisodeRecorder
-from proclab.run.distributed import connect_ray
-from proclab.run.runtime import Runtime, RuntimeConfig
-from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
+from proclab.errors import ProclabError
+from proclab.io.checkpoint import Checkpoint
+from proclab.record.recording import (
+    AgentFacts,
+    RecordArgs,
+    Recording,
+    check_runtime,
+    data_args,
+    open_checkpoint,
+    prepare_recording,
+    record_ray,
+    record_shard,
+    record_workers,
+    worker_runtime,
+)
 from proclab.store.store import EpisodeStore
-from proclab.store.writer import ShardWriter, check_root, ensure_store
-
-if TYPE_CHECKING:
-    from proclab.models.agent import Agent
-
-FINAL_OBS_NOTE = (
-    "not recorded: Procgen resets inside the step that ends an episode, so the frame after the last action "
-    "is never rendered (see proclab.store.schema)"
-)
-STATE_DTYPES = ("float32", "float16")
-RUNTIME_FIELDS = (
-    "agent",
-    "out",
-    "resume",
-    "workers",
-    "ray_address",
-    "commit_seconds",
-    *(f.name for f in dataclasses.fields(RuntimeConfig)),
-)
-"""Settings that do not define the data (where it goes, how fast): left out of a recording's saved settings."""
-
-
-@dataclass(frozen=True)
-class RecordArgs(RuntimeConfig):
-    """Record complete episodes of an agent (frames, actions, both policies' logits, values, raw and
-    normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable). The stored
-    outputs are the agent's as computed at --precision: give --precision fp32 for its exact fp32 outputs
-    (auto computes in bf16 where the hardware has it)."""
-
-    agent: Annotated[Path | None, AGENT] = None
-    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint). With --resume: only
-    if the recording's checkpoint has moved (the same kind of agent)."""
-    episodes: int = 100
-    """Complete episodes to record (over all env slots and workers)."""
-    out: Annotated[Path | None, DATA] = None
-    """The episode store to write (created if missing; a compatible store gets new shards)."""
-    resume: Annotated[Path | None, DATA] = None
-    """Continue the unfinished recordings of this store up to their requested episode counts."""
-    split: Annotated[str | None, tyro.conf.arg(metavar="SPLIT")] = None
-    """Level split to play (named or START:NUM); default: the agent's training split."""
-    levels_from: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
-    """Play the states of this level-state file instead of a split (proclab level edit writes them): each
-    episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
-    ground_truth: bool = True
-    """Also store the game's ground truth: per-step features and events, each episode's first game state
-    (--no-ground-truth: only what the agent saw and did)."""
-    num_envs: int = 64
-    """Parallel environments per worker."""
-    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Record the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
-    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale); repeatable; saved with the
-    recording."""
-    action_noise: str = "none"
-    """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
-    scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.record.noise)."""
-    videos: int = 0
-    """Also write mp4s (agent view, action arrows) of the first K episodes to DATA/videos/."""
-    human: bool = False
-    """Also store Procgen's 512x512 view of every step as obs_human (64x more frame data)."""
-    state_dtype: str = "float32"
-    """Storage type of agent states: float32 (exact replay) or float16 (half the bytes)."""
-    seed: int = 0
-    """Seed of levels and action sampling (each shard derives its own from it)."""
-    workers: int = 1
-    """Recorder processes (or Ray tasks with --ray-address), each writing its own shard; with
-    --torch-threads 0 each computes on cores / workers threads (a Ray task: 1)."""
-    ray_address: str | None = None
-    """Record as --workers Ray tasks on this cluster (auto, ray://HOST:10001, or local) instead of local
-    processes; every node must see DATA at the same path."""
-    commit_seconds: float = 1.0
-    """Commit finished episodes at least this often; a killed recorder loses at most this much."""
-
-
-# -- recordings -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RewardNorm:
-    """How the checkpoint's training transformed rewards: ``reward_norm = clip(reward / scale, -clip, clip)``."""
-
-    scale: float
-    clip: float | None
-    source: str
-
-
-@dataclass(frozen=True)
-class AgentFacts:
-    """What a checkpoint's agent plays and remembers, read from one opening of the checkpoint."""
-
-    path: str
-    step: int
-    games: tuple[str, ...]
-    mode: str
-    train_split: str
-    num_actions: int
-    state_layout: dict[str, list]  # as stored: layer -> [[name, shape], ...]
-    state_shapes: dict[str, tuple[int, ...]]
-    reward_norm: RewardNorm
-
-    @classmethod
-    def of(cls, ckpt: Checkpoint) -> AgentFacts:
-        agent_config = from_dict(AgentConfig, ckpt.meta["agent"])
-        env_config = from_dict(EnvConfig, ckpt.meta["env"])
-        shapes = build_agent(agent_config).state_shapes()
-        return cls(
-            path=str(ckpt.path),
-            step=ckpt.step,
-            games=tuple(env_config.games()),
-            mode=env_config.mode,
-            train_split=env_config.split,
-            num_actions=agent_config.num_actions,
-            state_layout=_stored_layout(shapes),
-            state_shapes={k: tuple(v) for k, v in shapes.items()},
-            reward_norm=reward_normalisation(ckpt),
-        )
-
-
-@dataclass(frozen=True)
-class Recording:
-    """One ``proclab record`` invocation: what it records and with which agent.
-
-    Saved (as :meth:`attrs`) in the ``recording`` attribute of every shard it writes, which is
-    how ``--resume`` finds it again (:meth:`from_attrs`).
-    """
-
-    id: str
-    episodes: int
-    args: RecordArgs  # the data-defining settings; runtime fields keep their defaults
-    checkpoint: str
-    checkpoint_step: int
-    games: tuple[str, ...]
-    mode: str
-    split: str
-    num_actions: int
-    action_noise: str
-    reward_norm: RewardNorm
-    created: float
-    state_layout: dict[str, list]
-
-    def attrs(self) -> dict:
-        """The JSON form stored with every shard."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {
-            **fields,
-            "args": _data_args(self.args),
-            "games": list(self.games),
-            "reward_norm": dataclasses.asdict(self.reward_norm),
-            STATE_LAYOUT_ATTR: self.state_layout,
-        }
-
-    @classmethod
-    def from_attrs(cls, attrs: dict) -> Recording:
-        return cls(
-            **{
-                **attrs,
-                # recordings made before ground truth existed have none: their resumed shards neither
-                "args": RecordArgs(**{"ground_truth": False, **attrs["args"]}),
-                "games": tuple(attrs["games"]),
-                "reward_norm": RewardNorm(**attrs["reward_norm"]),
-            }
-        )
-
-
-def _stored_layout(shapes: dict) -> dict[str, list]:
-    return {k: [[n, list(s)] for n, s in v] for k, v in state_layout(shapes).items()}
-
-
-def reward_normalisation(ckpt: Checkpoint) -> RewardNorm:
-    """How the checkpoint's training transformed rewards (see :class:`RewardNorm`).
-
-    PPO checkpoints carry it in their metadata; older ones have it only in the trainer's state.
-    """
-    meta = ckpt.meta
-    if "reward_normalisation" in meta:
-        return RewardNorm(**meta["reward_normalisation"])
-    train = meta.get("train", {})
-    if meta.get("algo", train.get("algo")) == "impala":
-        clipping = train.get("impala", {}).get("reward_clipping", "none")
-        return RewardNorm(1.0, 1.0 if clipping == "abs_one" else None, f"impala {clipping}")
-    ppo = train.get("ppo", {})
-    if not ppo.get("normalize_reward"):
-        return RewardNorm(1.0, None, "training did not normalise rewards")
-    try:
-        state = load_train_state(ckpt.path)
-        var = float(state["ranks"][0]["actor"]["env"]["reward_rms"]["var"])
-    except (ProclabError, KeyError, TypeError, IndexError):
-        return RewardNorm(1.0, None, "no reward statistics in the checkpoint: reward_norm = reward")
-    return RewardNorm(
-        float(np.sqrt(var + 1e-8)),
-        ppo.get("reward_clip"),
-        f"running return std of rank 0 at step {meta.get('step')}",
-    )
-
-
-def open_checkpoint(path: str | Path) -> tuple[Checkpoint, AgentFacts]:
-    """The agent checkpoint (or a run directory's latest), loaded once, and what it plays."""
-    ckpt = load_checkpoint(path, kind="agent")
-    return ckpt, AgentFacts.of(ckpt)
-
-
-def _data_args(args: RecordArgs) -> dict:
-    return {k: v for k, v in dataclasses.asdict(args).items() if k not in RUNTIME_FIELDS}
-
-
-def _check_runtime(args: RecordArgs) -> None:
-    if args.workers < 1:
-        raise ProclabError(f"--workers must be >= 1, got {args.workers}")
-    if args.commit_seconds < 0:
-        raise ProclabError(f"--commit-seconds must be >= 0, got {args.commit_seconds}")
-
-
-def _validate(args: RecordArgs) -> None:
-    for name in ("episodes", "num_envs"):
-        if getattr(args, name) < 1:
-            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.videos < 0:
-        raise ProclabError(f"--videos must be >= 0, got {args.videos}")
-    if args.state_dtype not in STATE_DTYPES:
-        raise unknown_choice("state dtype", args.state_dtype, STATE_DTYPES)
-    ActionNoise.parse(args.action_noise)
-    parse_edits(args.edit)
-    if args.split is not None:
-        parse_split(args.split)
-    if args.levels_from is not None and args.split is not None:
-        raise ProclabError("--levels-from plays a file's levels; it excludes --split")
-
-
-def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
-    """Per-step fields (dtype, shape) a recording with these settings writes."""
-    A = facts.num_actions
-    fields = {
-        "obs": ("uint8", [3, 64, 64]),
-        "action": ("int64", []),
-        "logits": ("float32", [A]),
-        "logits_clean": ("float32", [A]),
-        "value": ("float32", []),
-        "reward": ("float32", []),
-        "reward_norm": ("float32", []),
-        "terminated": ("bool", []),
-        "truncated": ("bool", []),
-        "step": ("int32", []),
-        "level_seed": ("int64", []),
-    }
-    assert set(fields) == set(STEP_FIELDS)
-    if args.human:
-        fields["obs_human"] = ("uint8", [3, 512, 512])
-    for layer, parts in facts.state_layout.items():
-        fields[STATE_OUT + layer] = (args.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
-    if args.ground_truth:
-        names = ground_truth_names(facts.games)
-        fields["features"] = ("float32", [len(names["features"])])
-        fields["events"] = ("bool", [len(names["events"])])
-    return {k: {"dtype": dt, "shape": s} for k, (dt, s) in fields.items()}
-
-
-def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
-    """A recording may join an existing store only if readers can treat all its episodes alike."""
-    existing = EpisodeStore(store)
-    if not existing.shards:
-        return
-    existing.check_agent(facts.num_actions, facts.state_shapes, list(facts.games))
-    ours = expected_fields(facts, args)
-    if existing.step_fields != ours:
-        diff = sorted(set(existing.step_fields) ^ set(ours)) or sorted(
-            k for k in ours if existing.step_fields[k] != ours[k]
-        )
-        raise ProclabError(
-            f"episode store {str(store)!r} holds other per-step fields than this recording would write "
-            f"(differing: {', '.join(diff)}); record into a new --out"
-            + (
-                " (or pass --no-ground-truth)"
-                if {"features", "events"} & set(diff) and args.ground_truth
-                else ""
-            )
-        )
-
-
-def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
-    """Check ``args``, create the store if needed, and describe the recording; also the checkpoint, loaded once."""
-    if args.agent is None or args.out is None:
-        raise ProclabError(
-            "give --agent AGENT and --out DATA to record, or --resume DATA to continue a recording"
-        )
-    _validate(args)
-    ckpt, facts = open_checkpoint(args.agent)
-    if facts.num_actions != NUM_ACTIONS:
-        raise ProclabError(
-            f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
-        )
-    split = args.split if args.split is not None else facts.train_split
-    args = replace(args, split=split)
-    label = str(parse_split(split))
-    if args.levels_from is not None:
-        where = f"level-state file {args.levels_from!r}"
-        check_levels_fit(read_level_states(args.levels_from), facts.games, facts.mode, where)
-        label = f"levels:{args.levels_from}"
-    if args.out.exists() and (args.out / "zarr.json").is_file():
-        _check_compatible(args.out, facts, args)
-    ensure_store(args.out)
-    recording = Recording(
-        id=uuid.uuid4().hex[:12],
-        episodes=args.episodes,
-        args=replace(RecordArgs(), **_data_args(args)),
-        checkpoint=facts.path,
-        checkpoint_step=facts.step,
-        games=facts.games,
-        mode=facts.mode,
-        split=label,
-        num_actions=facts.num_actions,
-        action_noise=ActionNoise.parse(args.action_noise).spec(),
-        reward_norm=facts.reward_norm,
-        created=time.time(),
-        state_layout=facts.state_layout,
-    )
-    return recording, ckpt
-
-
-def new_recording(args: RecordArgs) -> Recording:
-    """:func:`prepare_recording` without the loaded checkpoint."""
-    return prepare_recording(args)[0]
-
-
-# -- recording one shard --------------------------------------------------------------------------
-def _shard_number(name: str) -> int:
-    digits = name.rsplit("-", 1)[-1]
-    return int(digits) if digits.isdigit() else zlib.crc32(name.encode())
-
-
-def record_shard(
-    recording: Recording,
-    store: str | Path,
-    episodes: int,
-    *,
-    runtime: RuntimeConfig,
-    checkpoint: Checkpoint | None = None,
-    commit_seconds: float = 1.0,
-    videos: int = 0,
-    on_commit: Callable[[int, int], None] | None = None,
-    tick: Callable[[], None] | None = None,
-) -> str:
-    """Record ``episodes`` episodes of ``recording`` into a new shard of ``store``; returns the shard name.
-
-    The unit of work of ``--workers`` processes and of Ray tasks: everything it needs is in its
-    arguments (plain data: ``runtime`` says where and how the agent computes), and it writes nothing outside its own shard and ``videos/``. A caller
-    that has already loaded the recording's ``checkpoint`` passes it, so that it is read once.
-    """
-    rt = runtime.runtime()
-    agent, env_config, layout = _load_recording_agent(recording, checkpoint, rt)
-    attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
-    if recording.args.ground_truth:
-        attrs[GROUND_TRUTH_ATTR] = ground_truth_names(recording.games)
-    writer = ShardWriter(
-        store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
-    )
-    env = _shard_env(recording, env_config, episodes, writer.name)
-    args, norm = recording.args, recording.reward_norm
-    recorder = EpisodeRecorder(
-        env,
-        agent,
-        rt,
-        noise=ActionNoise.parse(args.action_noise),
-        reward_scale=norm.scale,
-        reward_clip=norm.clip,
-        state_dtype=args.state_dtype,
-        human=args.human,
-        split=recording.split,
-        ground_truth=args.ground_truth,
-    )
-
-    def on_tick() -> None:
-        writer.maybe_commit()
-        if tick is not None:
-            tick()
-
-    try:
-        recorder.run(episodes, _writing_sink(writer, Path(store) / "videos", videos), tick=on_tick)
-    finally:
-        env.close()
-        writer.close()
-    return writer.name
-
-
-def _load_recording_agent(
-    recording: Recording, checkpoint: Checkpoint | None, rt: Runtime
-) -> tuple[Agent, EnvConfig, dict[str, list]]:
-    """The recording's agent, its env config and its stored state layout, which must be the recording's:
-    a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
-    agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
-    if recording.args.edit:
-        agent = Intervened(agent, parse_edits(recording.args.edit))
-    layout = _stored_layout(agent.state_shapes())
-    if layout != recording.state_layout:
-        raise ProclabError(
-            f"checkpoint {recording.checkpoint!r} has agent state layout {layout}; the recording was made "
-            f"with {recording.state_layout}"
-        )
-    return agent, env_config, layout
-
-
-def _shard_env(
-    recording: Recording, env_config: EnvConfig, episodes: int, shard: str
-) -> ProcgenVecEnv | LevelsEnv:
-    """The shard's envs; levels and action sampling are seeded from ``(seed, shard number)``, so the new
-    shards of a resumed recording never replay the levels of its earlier ones."""
-    args = recording.args
-    env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(shard)]).generate_state(2)
-    torch.manual_seed(int(torch_seed))
-    n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
-    env = ProcgenVecEnv(
-        replace(env_config, num_envs=n_envs),
-        seed=int(env_seed % 2**31),
-        split=args.split if args.levels_from is None else env_config.split,
-        render_human=args.human,
-    )
-    if args.levels_from is None:
-        return env
-    levels = read_level_states(args.levels_from)
-    return LevelsEnv(env, levels, f"level-state file {args.levels_from!r}")
-
-
-def _writing_sink(writer: ShardWriter, video_dir: Path, videos: int) -> Callable[[dict, dict], None]:
-    """Appends each finished episode to the shard, and writes a video of the shard's first ``videos``."""
-
-    def sink(steps: dict, episode: dict) -> None:
-        k = writer.append(steps, episode)
-        if k < videos:
-            write_video(
-                video_dir / f"{writer.name}-{k:05d}.mp4",
-                steps["obs"],
-                fps=15,
-                scale=4,
-                actions=steps["action"],
-            )
-
-    return sink
-
-
-# -- several processes ---------------------------------------------------------------------------
-def _worker(
-    recording: Recording, store: str, episodes: int, options: dict, index: int, messages, parent: int
-) -> None:
-    def tick() -> None:
-        if os.getppid() != parent:  # the parent died (e.g. kill -9): stop, keeping what is committed
-            raise SystemExit(1)
-
-    try:
-        record_shard(
-            recording,
-            store,
-            episodes,
-            tick=tick,
-            on_commit=lambda e, s: messages.put(("commit", index, e)),
-            **options,
-        )
-    except ProclabError as err:
-        messages.put(("error", index, str(err)))
-        raise SystemExit(2) from None
-
-
-def _runtime(args: RecordArgs, threads: int) -> RuntimeConfig:
-    """The runtime of one recorder (plain data for a process or a Ray task): ``args``' with ``threads`` threads."""
-    return RuntimeConfig(
-        device=args.device, precision=args.precision, channels_last=args.channels_last, torch_threads=threads
-    )
-
-
-def _record_workers(
-    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
-) -> None:
-    ctx = mp.get_context("spawn")
-    messages = ctx.Queue()
-    runtime = _runtime(args, args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers))
-    procs, done = [], {}
-    for w, n in enumerate(quotas(episodes, args.workers)):
-        if n == 0:
-            continue
-        options = dict(runtime=runtime, commit_seconds=args.commit_seconds, videos=videos if w == 0 else 0)
-        p = ctx.Process(
-            target=_worker, args=(recording, str(store), int(n), options, w, messages, os.getpid())
-        )
-        p.start()
-        procs.append(p)
-    try:
-        while any(p.is_alive() for p in procs) or not messages.empty():
-            try:
-                kind, w, payload = messages.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            if kind == "error":
-                raise ProclabError(payload)
-            advance(payload - done.get(w, 0))
-            done[w] = payload
-        failed = [p.exitcode for p in procs if p.exitcode != 0]
-        if failed:
-            raise RuntimeError(f"{len(failed)} recorder process(es) failed (exit codes {failed}); see above")
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join()
-
-
-def _record_ray(
-    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
-) -> None:
-    """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
-    threads = args.torch_threads or 1
-    ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
-    try:
-        task = ray.remote(num_cpus=threads)(record_shard)
-        options = dict(runtime=_runtime(args, threads), commit_seconds=args.commit_seconds)
-        pending = {
-            task.remote(
-                recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
-            ): int(n)
-            for w, n in enumerate(quotas(episodes, args.workers))
-            if n > 0
-        }
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            try:
-                ray.get(ready[0])
-            except ray.exceptions.RayTaskError as err:
-                if isinstance(err.cause, ProclabError):
-                    raise ProclabError(str(err.cause)) from None
-                raise
-            advance(pending.pop(ready[0]))
-    finally:
-        ray.shutdown()
+from proclab.store.writer import check_root
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -604,7 +55,7 @@ def _resume(args: RecordArgs) -> list[_Plan]:
     for entry in found.values():
         rec = Recording.from_attrs(entry["recording"])
         changed = [
-            k for k, v in _data_args(args).items() if v != getattr(defaults, k) and v != getattr(rec.args, k)
+            k for k, v in data_args(args).items() if v != getattr(defaults, k) and v != getattr(rec.args, k)
         ]
         if changed:
             flags = ", ".join("--" + k.replace("_", "-") for k in changed)
@@ -631,7 +82,7 @@ def _resume(args: RecordArgs) -> list[_Plan]:
 
 def run(args: RecordArgs) -> tuple[Path, list[str]]:
     """Record (or resume); returns the store and the ids of the recordings that ran."""
-    _check_runtime(args)
+    check_runtime(args)
     if args.resume is not None:
         if args.out is not None:
             raise ProclabError("give either --out DATA (a new recording) or --resume DATA, not both")
@@ -651,17 +102,17 @@ def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task("record", total=missing)
         if args.ray_address is not None:
-            _record_ray(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
+            record_ray(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
             return
         if args.workers > 1:
-            _record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
+            record_workers(recording, store, missing, args, videos, lambda n: bar.advance(task, n))
             return
         record_shard(
             recording,
             store,
             missing,
             checkpoint=plan.checkpoint,
-            runtime=_runtime(args, args.torch_threads),
+            runtime=worker_runtime(args, args.torch_threads),
             commit_seconds=args.commit_seconds,
             videos=videos,
             on_commit=lambda episodes, _: bar.update(task, completed=episodes),

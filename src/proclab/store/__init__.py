@@ -38,7 +38,7 @@ imported from their modules, not from here, so that reading a store (``proclab d
 does not load torch.
 """
 
-from proclab.store.export import export_minari, export_npz
+from proclab.store.formats import export_minari, export_npz
 from proclab.store.schema import (
     SCHEMA_VERSION,
     STATE_IN,

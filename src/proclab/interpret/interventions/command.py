@@ -65,8 +65,8 @@ from proclab.io.video import write_video
 from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze, load_agent
 from proclab.record import RecordArgs
-from proclab.record.command import FINAL_OBS_NOTE, prepare_recording
 from proclab.record.recorder import EpisodeRecorder
+from proclab.record.recording import FINAL_OBS_NOTE, prepare_recording
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec
