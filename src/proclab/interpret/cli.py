@@ -41,7 +41,7 @@ from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
-from proclab.interpret.states.hidden import HiddenArgs, run_hidden
+from proclab.interpret.states.hidden_command import HiddenArgs, run_hidden
 from proclab.interpret.states.simulated_env import EnvArgs, run_env
 from proclab.interpret.steering.command import SteerArgs, run_steer
 from proclab.interpret.sweep.command import run_sweep
