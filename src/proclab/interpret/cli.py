@@ -27,8 +27,8 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.build import AtlasArgs
 from proclab.interpret.atlas.command import run_atlas
 from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_compare_bases
+from proclab.interpret.behaviours.command import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
-from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
 from proclab.interpret.interventions.at_hook import HookEditArgs, run_edit
 from proclab.interpret.interventions.command import (

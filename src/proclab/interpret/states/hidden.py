@@ -30,8 +30,8 @@ from proclab.interpret.bases.activations import (
     HOOK,
     Activations,
     canonical_source,
-    check_replay,
     read_activation,
+    replaying,
 )
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.stats.clustering import (
@@ -174,11 +174,7 @@ def hidden(
     acts, attributes, agent = _points(states, key, attributes, agent)
     settings.check(len(acts))
     gen_source = None if samples is None else canonical_source(samples, acts.source)
-    if gen_source is not None and gen_source.startswith(HOOK):
-        if agent is None:
-            raise ProclabError(f"{gen_source} of the samples is replayed by the agent: pass agent=")
-        env = getattr(agent, "env_config", None)
-        check_replay(samples, gen_source.removeprefix(HOOK), agent, env.games() if env else None)
+    replayer = None if samples is None else replaying(samples, gen_source, agent)
     x = acts.x
     with phase("outliers"):
         cloud = _Cloud.of(x, settings)
@@ -198,7 +194,7 @@ def hidden(
     generated = None
     if samples is not None:
         with phase("generated states"):
-            gen = read_activation(samples, gen_source, agent=agent if gen_source.startswith(HOOK) else None)
+            gen = read_activation(samples, gen_source, agent=replayer)
             generated = _generated(gen, basis, cloud, settings)
     arrays = {
         "episode": acts.episode,
