@@ -147,5 +147,5 @@ def test_the_function_gives_what_the_command_wrote(tmp_path, sample_store):
     assert sum(r["size"] for r in res.table()) == 30 and len(res.plot().axes) >= 1
     saved = res.save(tmp_path / "saved")
     assert (saved / "transform.npz").is_file()
-    with pytest.raises(ProclabError, match="hook:torso.hook_fc of .* is replayed by an agent: pass agent="):
+    with pytest.raises(ProclabError, match=r"hook:torso.hook_fc of .* is replayed by an agent: pass agent="):
         proclab.analyze.behaviours(EpisodeStore(sample_store), settings, source="hook:torso.hook_fc")

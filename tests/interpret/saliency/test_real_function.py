@@ -45,7 +45,9 @@ def test_the_function_gives_the_gradients_the_command_wrote(played):
     res = saliency(agent, ro, TARGETS, SETTINGS, episodes=order)
     assert res.episodes == order and res.frames.shape == (3, 4, 3, 64, 64)
     for j in range(3):
-        steps = written.read(j, ["obs", "action", *(f"grad/{k}/frame" for k in ("value", "action", "group_right"))])
+        steps = written.read(
+            j, ["obs", "action", *(f"grad/{k}/frame" for k in ("value", "action", "group_right"))]
+        )
         np.testing.assert_array_equal(res.frames[j], steps["obs"])
         np.testing.assert_array_equal(res.actions[j], steps["action"])
         for spec in TARGETS:

@@ -29,8 +29,8 @@ SUMMARY_ONLY = {"data", "samples", "episodes", "seconds", "wall_seconds"}  # the
 @pytest.fixture(scope="module")
 def command(gru_store, sample_store, tmp_path_factory):
     out = tmp_path_factory.mktemp("hidden") / "A"
-    main(["analyze", "hidden", "--data", str(gru_store), "--samples", str(sample_store), "--out", str(out)]
-         + SMALL + ["--no-plots"])  # fmt: skip
+    data = ["--data", str(gru_store), "--samples", str(sample_store)]
+    main(["analyze", "hidden", *data, "--out", str(out), *SMALL, "--no-plots"])
     return out
 
 
@@ -63,7 +63,9 @@ def played():
     agent = proclab.build_agent(TINY_GRU).eval()
     agent.env_config = EnvConfig(game=("coinrun",), mode="easy", split="train")
     agent.runtime = make_runtime("cpu", "fp32")
-    return agent, proclab.rollout(agent, levels="0:20", episodes=4, num_envs=4, seed=1, cache=["torso.hook_fc"])
+    return agent, proclab.rollout(
+        agent, levels="0:20", episodes=4, num_envs=4, seed=1, cache=["torso.hook_fc"]
+    )
 
 
 def test_a_rollout_is_read_episode_by_episode_and_its_basis_is_the_sweeps(played, tmp_path, monkeypatch):
