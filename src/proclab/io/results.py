@@ -119,9 +119,7 @@ class Result:
 
     def __repr__(self) -> str:  # (results with large arrays declare repr=False and get this short form)
         rows = self.table()
-        return (
-            f"<{type(self).__name__}: {len(rows)} row{'s' * (len(rows) != 1)}; .table(), .to_dict(), .save()>"
-        )
+        return f"<{type(self).__name__}: {len(rows)} row{'s' * (len(rows) != 1)}; .table(), .to_dict(), .save()>"
 
     def _repr_html_(self) -> str:
         rows = self.table()
