@@ -5,11 +5,9 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 import proclab
 from proclab.cli import main
-from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.bases.coordinates import LinearCoordinates
@@ -17,9 +15,8 @@ from proclab.interpret.bases.pca_ica import Basis
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
 from proclab.interpret.states.hidden_command import _step_attributes
 from proclab.io.results import ARRAYS, RESULT_JSON, jsonable
-from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
-from support import TINY_GRU
+from support import make_agent_checkpoint
 
 SMALL = ["--n-ics", "4", "--clusters", "4", "--nmf", "3", "--perplexity", "10", "--fit-points", "150"]
 SETTINGS = HiddenSettings(n_ics=4, clusters=4, nmf=3, perplexity=10.0, fit_points=150)
@@ -58,11 +55,8 @@ def test_the_function_gives_the_numbers_the_command_wrote(command, gru_store, sa
 
 
 @pytest.fixture(scope="module")
-def played():
-    torch.manual_seed(3)
-    agent = proclab.build_agent(TINY_GRU).eval()
-    agent.env_config = EnvConfig(game=("coinrun",), mode="easy", split="train")
-    agent.runtime = make_runtime("cpu", "fp32")
+def played(tmp_path_factory):
+    agent = proclab.load(make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run"), "cpu", "fp32")
     return agent, proclab.rollout(
         agent, levels="0:20", episodes=4, num_envs=4, seed=1, cache=["torso.hook_fc"]
     )
