@@ -1,4 +1,4 @@
-"""The probe, the steering, the sweep, the hidden-state analysis, saliency and behaviours run on an agent whose
+"""The probe, the steering, the sweep, the hidden-state analysis, saliency, the atlas and behaviours run on an agent whose
 weights were edited in memory and never saved, and what they report is that edited agent's behaviour (each
 check fails if the plain agent were used)."""
 
@@ -134,4 +134,24 @@ def test_behaviours_replay_the_edited_agent_on_the_samples(agents, tmp_path, tmp
         res = proclab.analyze.behaviours(samples, settings, source="hook:torso.hook_fc", agent=agent)
         means[name] = res.model.a["mean"][:8]  # the features' mean over the replayed torso output's units
     assert not means["blind"].any() and means["plain"].any()
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_atlas_looks_through_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def blind(a):  # the core sees no frame: its state follows the step alone
+        a.torso.fc.weight.zero_()
+        a.torso.fc.bias.zero_()
+
+    settings = proclab.analyze.AtlasSettings(
+        bootstrap=20, moments=1, saliency_moments=2, noise=0, stability_seeds=0, stability_bootstraps=0
+    )
+    gradients = {}
+    for name, agent in (("blind", edited(agents, blind)), ("plain", agents)):
+        ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
+        basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=2)
+        res = proclab.analyze.atlas(agent, basis, ro, "core.0.h", settings)
+        gradients[name] = np.stack(list(res.gradients.values()))
+    assert not gradients["blind"].any() and gradients["plain"].any()  # saliency of the agent given
     assert os.listdir(tmp_path) == []

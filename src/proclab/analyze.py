@@ -9,11 +9,13 @@ folders::
     proclab.analyze.probe(ro, "core.0.hook_h", ["coin_dx", "agent_x"]).table()
     proclab.analyze.steer(agent, proclab.analyze.SteerSettings(levels=50)).table()
     states = proclab.analyze.hidden(ro, "core.0.h", proclab.analyze.HiddenSettings(n_ics=8))
-    proclab.analyze.sweep(agent, states.basis, ro, "core.0.h", levels=50).table()
+    swept = proclab.analyze.sweep(agent, states.basis, ro, "core.0.h", levels=50)
     proclab.analyze.saliency(agent, ro, ["value", "ic:0"], basis=states.basis).plot()
+    proclab.analyze.atlas(agent, states.basis, ro, "core.0.h", sweep=swept).table()
     proclab.analyze.behaviours(samples, proclab.analyze.BehaviourSettings(clusters=8)).table()
 """
 
+from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
 from proclab.interpret.behaviours.grouping import Behaviours, BehaviourSettings, behaviours
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
@@ -23,6 +25,8 @@ from proclab.interpret.sweep.run import Sweep, fit_basis
 from proclab.interpret.sweep.run import sweep_agent as sweep
 
 __all__ = [
+    "Atlas",
+    "AtlasSettings",
     "BehaviourSettings",
     "Behaviours",
     "Hidden",
@@ -34,6 +38,7 @@ __all__ = [
     "SteerSettings",
     "Steering",
     "Sweep",
+    "atlas",
     "behaviours",
     "fit_basis",
     "hidden",

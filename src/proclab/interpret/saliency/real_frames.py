@@ -251,25 +251,26 @@ def rollout_windows(agent, rollout, episodes: list[int], settings: SaliencySetti
 
 
 def _entering(agent, rollout, episodes: list[int], offset: int) -> dict[str, Tensor]:
-    """The state each of ``episodes`` entered step ``offset`` with, ``(E, ...)`` per state tensor: the
-    initial state at 0; the recorded one when ``agent`` played the rollout; else ``agent`` replayed on the
-    frames before it."""
+    """The state each of ``episodes`` entered step ``offset`` with, ``(E, ...)`` per state tensor (the
+    initial state at 0)."""
     device = device_of(agent)
-    start = agent.initial_state(len(episodes), device=device)
     if offset == 0:
-        return {k: v.float() for k, v in start.items()}
-    if agent is rollout.agent and set(start) <= set(rollout.states):
-        return {
-            k: torch.as_tensor(rollout.states[k][offset - 1, episodes], device=device).float() for k in start
-        }
-    obs = torch.as_tensor(rollout.obs[:offset, episodes], device=device)
-    firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=device)
-    firsts[0] = True
-    prev = torch.zeros(obs.shape[:2], device=device)
-    prev[1:] = torch.as_tensor(rollout.rewards[: offset - 1, episodes], device=device)
-    with torch.no_grad():
-        _, state = agent.unroll(obs, start, firsts, prev if agent.config.prev_reward else None)
-    return {k: v.float() for k, v in state.items()}
+        return {k: v.float() for k, v in agent.initial_state(len(episodes), device=device).items()}
+    states = agent_states(agent, rollout)
+    return {k: torch.as_tensor(v[offset - 1, episodes], device=device).float() for k, v in states.items()}
+
+
+def agent_states(agent, rollout) -> dict[str, np.ndarray]:
+    """The state tensors ``agent`` leaves every step of ``rollout`` with, ``(T, B, ...)``: those recorded
+    while playing when it is the agent that played, else its own, replayed on the rollout's frames (the
+    per-step hook point each state tensor passes)."""
+    shapes = agent.state_shapes()
+    if agent is rollout.agent and set(shapes) <= set(rollout.states):
+        return {k: rollout.states[k] for k in shapes}
+    hooks = StateCodec(shapes).hook_names()
+    cache = rollout.replay(agent, list(hooks.values()))
+    T, B = rollout.mask.shape
+    return {k: cache[h].numpy().reshape(T, B, *shapes[k]) for k, h in hooks.items()}
 
 
 def _fits(episode: int, length: int, offset: int, window: int) -> None:
@@ -357,4 +358,13 @@ def _attribute_window(agent, target: Target, window: Window, s: SaliencySettings
     return g.detach().cpu().numpy(), value
 
 
-__all__ = ["Saliency", "SaliencySettings", "Window", "attribute", "explain", "load_window", "saliency"]
+__all__ = [
+    "Saliency",
+    "SaliencySettings",
+    "Window",
+    "agent_states",
+    "attribute",
+    "explain",
+    "load_window",
+    "saliency",
+]
