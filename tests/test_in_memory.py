@@ -1,6 +1,6 @@
-"""The probe, the steering, the sweep, the hidden-state analysis, saliency, the atlas and behaviours run on an agent whose
-weights were edited in memory and never saved, and what they report is that edited agent's behaviour (each
-check fails if the plain agent were used)."""
+"""The probe, the steering, the sweep, the hidden-state analysis, saliency, the atlas and behaviours run on an
+agent whose weights were edited in memory and never saved, and what they report is that edited agent's
+behaviour (each check fails if the plain agent were used)."""
 
 import copy
 import os

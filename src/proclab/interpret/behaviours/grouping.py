@@ -268,7 +268,8 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
 
 @dataclass(frozen=True)
 class BehaviourSettings:
-    """How :func:`behaviours` fits (the options of ``proclab analyze behaviours``, same names and meanings)."""
+    """How :func:`behaviours` fits (the options of ``proclab analyze behaviours``, same names and
+    meanings)."""
 
     clusters: int = 32  # behaviours (Ward clusters)
     pcs: int = 64  # PCA components of the standardised features before t-SNE

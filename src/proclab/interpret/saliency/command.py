@@ -3,8 +3,8 @@
 Through the world model (default): the selected samples of the folder's sample store are
 re-simulated and every target back-propagated (:mod:`proclab.interpret.saliency.world_model`). On real
 frames (``--real``): the agent alone, replayed on windows of a real store, attributed with
-captum (:func:`proclab.interpret.saliency.real_frames.explain`, what :func:`~proclab.interpret.saliency.real_frames.saliency`
-computes on a rollout in memory).
+captum (:func:`proclab.interpret.saliency.real_frames.explain`, what
+:func:`~proclab.interpret.saliency.real_frames.saliency` computes on a rollout in memory).
 
 Outputs in ``ANALYSIS/<name>/``:
 
