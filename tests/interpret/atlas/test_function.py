@@ -30,7 +30,8 @@ def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("atlas-function")
     checkpoint = make_agent_checkpoint(root / "run")
     data, out = root / "DATA", root / "A"
-    main(["record", str(checkpoint), "--episodes", "3", "--num-envs", "1", "--out", str(data), *THREADS])
+    main(["record", "--agent", str(checkpoint), "--precision", "fp32", "--episodes", "3", "--num-envs", "1",
+          "--out", str(data), *THREADS])  # fmt: skip
     main(["analyze", "hidden", "--data", str(data), "--out", str(out), *HIDDEN, "--no-plots"])
     sweep = [
         "--levels",

@@ -265,7 +265,7 @@ def rollout_points(rollout, key: str) -> tuple[Activations, dict[str, np.ndarray
     episode, step = np.nonzero(rollout.mask.T)
     if key in rollout.states:
         x, source = rollout.states[key][step, episode].reshape(len(step), -1), STATE_OUT + key
-    elif key in set(rollout.cache):  # (a cache refuses to be asked for a name it lacks)
+    elif key in rollout.cache:
         x, source = rollout.cache.rows(key)[0].reshape(len(step), -1).float().numpy(), HOOK + key
     else:
         raise ProclabError(
