@@ -1,5 +1,6 @@
-"""The probe, the steering and the sweep run on an agent whose weights were edited in memory and never saved,
-and what they report is that edited agent's behaviour (each check fails if the plain agent were used)."""
+"""The probe, the steering, the sweep, the hidden-state analysis, saliency, the atlas and behaviours run on an
+agent whose weights were edited in memory and never saved, and what they report is that edited agent's
+behaviour (each check fails if the plain agent were used)."""
 
 import copy
 import os
@@ -11,7 +12,8 @@ import torch
 import proclab
 from proclab.envs import EnvConfig
 from proclab.run.runtime import make_runtime
-from support import TINY_GRU
+from proclab.store import EpisodeStore
+from support import TINY_GRU, write_samples
 
 SMALL = dict(bootstrap=20)
 
@@ -85,4 +87,71 @@ def test_the_sweep_plays_the_edited_agent(agents, tmp_path, monkeypatch):
         assert r["tv_distance"]["value"] == 0 and r["return"]["change"] == 0
     assert (np.asarray(res.outcomes["actions"])[..., 14] == np.asarray(res.outcomes["length"])).all()
     assert any(r["tv_distance"]["value"] > 0 for r in plain.summary["results"])
+    assert os.listdir(tmp_path) == []
+
+
+def blind_units(agent):
+    """The first 8 units of the torso's output always zero."""
+    agent.torso.fc.weight[:8].zero_()
+    agent.torso.fc.bias[:8].zero_()
+
+
+def test_the_hidden_states_are_the_edited_agents(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    settings = proclab.analyze.HiddenSettings(n_ics=3, clusters=3, nmf=2, perplexity=5.0, fit_points=300)
+    std = {}
+    for name, agent in (("blind", edited(agents, blind_units)), ("plain", agents)):
+        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0, cache=["torso.hook_fc"])
+        std[name] = proclab.analyze.hidden(ro, "torso.hook_fc", settings).basis.std
+    assert (std["blind"][:8] == 1).all()  # units that never vary keep a std of 1
+    assert (std["plain"][:8] != 1).any()
+    assert os.listdir(tmp_path) == []
+
+
+def test_saliency_differentiates_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def no_value(a):
+        a.heads.value.weight.zero_()
+
+    settings = proclab.analyze.SaliencySettings(window=3, step=2)
+    grads = {}
+    for name, agent in (("edited", edited(agents, no_value)), ("plain", agents)):
+        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0)
+        grads[name] = proclab.analyze.saliency(agent, ro, ["value", "action"], settings).grads
+    assert not grads["edited"]["value"].any() and grads["edited"]["action"].any()  # a constant value
+    assert grads["plain"]["value"].any()
+    assert os.listdir(tmp_path) == []
+
+
+def test_behaviours_replay_the_edited_agent_on_the_samples(agents, tmp_path, tmp_path_factory, monkeypatch):
+    samples = EpisodeStore(write_samples(tmp_path_factory.mktemp("samples") / "SAMPLES"))  # bossfight
+    monkeypatch.chdir(tmp_path)
+    settings = proclab.analyze.BehaviourSettings(clusters=3, pcs=8, perplexity=5.0, stability=False)
+    means = {}
+    for name, edit in (("blind", blind_units), ("plain", lambda a: None)):
+        agent = edited(agents, edit, "bossfight")
+        res = proclab.analyze.behaviours(samples, settings, source="hook:torso.hook_fc", agent=agent)
+        means[name] = res.model.a["mean"][:8]  # the features' mean over the replayed torso output's units
+    assert not means["blind"].any() and means["plain"].any()
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_atlas_looks_through_the_edited_agent(agents, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def blind(a):  # the core sees no frame: its state follows the step alone
+        a.torso.fc.weight.zero_()
+        a.torso.fc.bias.zero_()
+
+    settings = proclab.analyze.AtlasSettings(
+        bootstrap=20, moments=1, saliency_moments=2, noise=0, stability_seeds=0, stability_bootstraps=0
+    )
+    gradients = {}
+    for name, agent in (("blind", edited(agents, blind)), ("plain", agents)):
+        ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
+        basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=2)
+        res = proclab.analyze.atlas(agent, basis, ro, "core.0.h", settings)
+        gradients[name] = np.stack(list(res.gradients.values()))
+    assert not gradients["blind"].any() and gradients["plain"].any()  # saliency of the agent given
     assert os.listdir(tmp_path) == []

@@ -163,7 +163,9 @@ def command_modules() -> set[str]:
     from proclab.cli import COMMANDS  # lazy: the registries are read only by these tests
     from proclab.interpret.cli import ANALYSES
 
-    registered = {module for module, _ in COMMANDS.values()} | {run.__module__ for _, run in ANALYSES.values()}
+    registered = {module for module, _ in COMMANDS.values()} | {
+        run.__module__ for _, run in ANALYSES.values()
+    }
     named = {m for m in modules() if m.rsplit(".", 1)[-1] in ("command", "cli") or m.endswith("_command")}
     return registered | named
 

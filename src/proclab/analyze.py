@@ -1,30 +1,50 @@
 """``proclab.analyze``: the analyses as functions on objects, each returning a typed result.
 
-Every function takes what a notebook holds (an agent, a :class:`~proclab.record.rollout.Rollout`, a basis)
-and returns a :class:`~proclab.io.results.Result` (``.table()``, ``.plot()``, ``.save(folder)``); the
-``proclab analyze`` commands call the same code on recorded stores and analysis folders::
+Every function takes what a notebook holds (an agent, a :class:`~proclab.record.rollout.Rollout`, a basis, a
+world model's sample store) and returns a :class:`~proclab.io.results.Result` (``.table()``, ``.plot()``,
+``.save(folder)``); the ``proclab analyze`` commands call the same code on recorded stores and analysis
+folders::
 
     ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"])
     proclab.analyze.probe(ro, "core.0.hook_h", ["coin_dx", "agent_x"]).table()
     proclab.analyze.steer(agent, proclab.analyze.SteerSettings(levels=50)).table()
-    basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=8)
-    proclab.analyze.sweep(agent, basis, ro, "core.0.h", levels=50).table()
+    states = proclab.analyze.hidden(ro, "core.0.h", proclab.analyze.HiddenSettings(n_ics=8))
+    swept = proclab.analyze.sweep(agent, states.basis, ro, "core.0.h", levels=50)
+    proclab.analyze.saliency(agent, ro, ["value", "ic:0"], basis=states.basis).plot()
+    proclab.analyze.atlas(agent, states.basis, ro, "core.0.h", sweep=swept).table()
+    proclab.analyze.behaviours(samples, proclab.analyze.BehaviourSettings(clusters=8)).table()
 """
 
+from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
+from proclab.interpret.behaviours.grouping import Behaviours, BehaviourSettings, behaviours
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
+from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
+from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
 from proclab.interpret.steering.steer import Steering, SteerSettings, steer
 from proclab.interpret.sweep.run import Sweep, fit_basis
 from proclab.interpret.sweep.run import sweep_agent as sweep
 
 __all__ = [
+    "Atlas",
+    "AtlasSettings",
+    "BehaviourSettings",
+    "Behaviours",
+    "Hidden",
+    "HiddenSettings",
     "ProbeSettings",
     "Probes",
+    "Saliency",
+    "SaliencySettings",
     "SteerSettings",
     "Steering",
     "Sweep",
+    "atlas",
+    "behaviours",
     "fit_basis",
+    "hidden",
     "probe",
     "random_agent",
+    "saliency",
     "steer",
     "sweep",
 ]

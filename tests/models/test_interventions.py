@@ -310,3 +310,10 @@ def test_text_and_bad_input_give_one_line(agent):
         Intervention(CONV, "all", "mean")
     with pytest.raises(ProclabError, match="coordinates"):
         Intervention(CONV, "all", "swap")
+
+
+def test_a_cache_answers_membership_and_refuses_unknown_names(agent, episode):
+    cache = plain(agent, episode, [FC])
+    assert FC in cache and "core.0.hook_h" not in cache
+    with pytest.raises(ProclabError, match="cached hook point"):
+        cache["core.0.hook_h"]

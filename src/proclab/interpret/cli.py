@@ -27,8 +27,8 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.build import AtlasArgs
 from proclab.interpret.atlas.command import run_atlas
 from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_compare_bases
+from proclab.interpret.behaviours.command import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
-from proclab.interpret.behaviours.grouping import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
 from proclab.interpret.interventions.at_hook import HookEditArgs, run_edit
 from proclab.interpret.interventions.command import (
@@ -41,7 +41,7 @@ from proclab.interpret.probes.command import ProbeArgs, run_probe
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
 from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
-from proclab.interpret.states.hidden import HiddenArgs, run_hidden
+from proclab.interpret.states.hidden_command import HiddenArgs, run_hidden
 from proclab.interpret.states.simulated_env import EnvArgs, run_env
 from proclab.interpret.steering.command import SteerArgs, run_steer
 from proclab.interpret.sweep.command import run_sweep

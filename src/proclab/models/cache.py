@@ -55,6 +55,9 @@ class ActivationCache(Mapping[str, Tensor]):
             raise unknown_choice("cached hook point", name, self._values)
         return self._values[name]
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 

@@ -35,10 +35,9 @@ from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
 from proclab.record.command import run as run_record
 from proclab.record.recording import RecordArgs
-from proclab.rl.config import preset
 from proclab.rl.curves import plot_runs
 from proclab.rl.evaluate import EvalArgs, run_evaluation
-from proclab.rl.ppo_train import Trainer
+from proclab.rl.ppo_train import Trainer, preset_config
 from proclab.rl.render import RenderArgs
 from proclab.rl.render import render as render_video
 from proclab.run.runtime import RuntimeConfig
@@ -136,17 +135,10 @@ def train(ctx: Context) -> dict[str, Any]:
         return adopt(ctx)
     b, s = ctx.budget, ctx.settings
     (runs,) = ctx.fresh("runs/ppo")
-    cfg = preset(b.preset)
-    cfg = replace(
-        cfg,
-        env=replace(cfg.env, game=(s.game,)),
-        ppo=replace(cfg.ppo, total_steps=b.train_steps or cfg.ppo.total_steps),
-        run_root=runs.parent,
-        seed=s.seed,
-        name="quickstart",
-        time_limit=b.train_seconds or 0,
-        **ctx.runtime_flags(),
-    )
+    cfg = preset_config(
+        s.game, b.preset, steps=b.train_steps, seconds=b.train_seconds, seed=s.seed, runs=runs.parent,
+        name="quickstart", **ctx.runtime_flags(),
+    )  # fmt: skip
     trainer = Trainer(cfg)
     run_dir = trainer.train()
     ctx.console.print(f"run directory: {run_dir} ({trainer.global_step:,} steps)")

@@ -287,6 +287,33 @@ def run_ppo(trainer_class: type[Trainer], config: TrainConfig, resume_dir: Path 
     train_on_ranks(trainer_class, config, resume_dir, new_run_dir, report)
 
 
+def preset_config(
+    game: str,
+    preset_name: str,
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    runs: str | Path = "runs",
+    name: str | None = None,
+    **runtime,
+) -> TrainConfig:
+    """The PPO run of preset ``preset_name`` (``proclab train --preset``) on ``game``: ``steps`` environment
+    steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, with
+    the runtime fields given (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
+    config = preset(preset_name)
+    return replace(
+        config,
+        env=replace(config.env, game=(game,)),
+        ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
+        run_root=Path(runs),
+        seed=seed,
+        name=name or preset_name,
+        time_limit=seconds or 0,
+        **runtime,
+    )
+
+
 def train(
     game: str = "coinrun",
     preset_name: str = "quickstart",
@@ -299,21 +326,13 @@ def train(
     device: str = "auto",
     precision: str = "auto",
 ):
-    """Train a PPO agent from a preset (``proclab train --preset``) on ``game`` for ``steps`` environment
-    steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``;
-    returns the trained agent, loaded (:func:`proclab.models.loading.load`; ``agent.source`` is the run).
-    For a notebook: an agent to study in a minute (``train("coinrun", seconds=60)``)."""
-    config = preset(preset_name)
-    config = replace(
-        config,
-        env=replace(config.env, game=(game,)),
-        ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
-        run_root=Path(runs),
-        seed=seed,
-        name=name or preset_name,
-        device=device,
+    """Train a PPO agent (:func:`preset_config`) and return it, loaded (:func:`proclab.models.loading.load`;
+    ``agent.source`` is the run directory). For a notebook: an agent to study in a minute
+    (``train("coinrun", steps=10_240)``; ``seconds=`` caps the time instead, at the cost of an agent that
+    depends on the machine's speed)."""
+    config = preset_config(
+        game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, device=device,
         precision=precision,
-        time_limit=seconds or 0,
-    )
+    )  # fmt: skip
     run_dir = Trainer(config).train()
     return load(run_dir, device=device, precision=precision)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from planted import ATLAS_UNITS, KEY, AtlasAgent, Corridor, record_store, unit_basis
-from proclab.interpret.atlas.build import AtlasArgs, AtlasInputs, build_atlas
+from proclab.interpret.atlas.build import AtlasInputs, AtlasSettings, build_atlas
+from proclab.interpret.atlas.episodes import StoreEpisodes
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.sweep.grid import SweepArgs, sweep
@@ -30,14 +31,13 @@ def planted(tmp_path_factory):
     summary, _, _ = sweep(
         agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt
     )
-    atlas_args = AtlasArgs(
-        out=root, bootstrap=300, saliency_moments=6, noise=0, predict_steps=600, random_directions=8
+    settings = AtlasSettings(
+        bootstrap=300, saliency_moments=6, noise=0, predict_steps=600, random_directions=8
     )
-    inp = AtlasInputs(
-        store, np.arange(store.num_episodes), x, coords, agent, "core.0.hook_h", summary, "sweep"
-    )
+    recorded = StoreEpisodes(store, np.arange(store.num_episodes))
+    inp = AtlasInputs(recorded, x, coords, agent, "core.0.hook_h", summary, "sweep")
     with phases(7, "atlas") as ph:
-        doc = build_atlas(inp, atlas_args, root / "atlas", ph)
+        doc = vars(build_atlas(inp, settings, ph.phase, ph.fraction))  # the result's fields
     return doc, store, x
 
 

@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
+import proclab
 from proclab.cli import main as cli
+from proclab.errors import ProclabError
+from proclab.interpret.bases.pca_ica import Basis
 from proclab.interpret.behaviours.grouping import BehaviourConfig, BehaviourModel, lagged_features, modal
-from proclab.store import ShardWriter
+from proclab.io.results import jsonable
+from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 
 CLASSES = 3
@@ -116,3 +120,32 @@ def test_behaviours_command(tmp_path):
     assert adjusted_rand_score(new_truth, assigned["labels"]) > 0.9
     with pytest.raises(SystemExit):
         cli(["analyze", "behaviours", "--out", str(out), "--lags", "20"])
+
+
+def test_the_function_gives_what_the_command_wrote(tmp_path, sample_store):
+    """``analyze behaviours`` on a folder with a basis (distinctive ICs) against the function on the same
+    sample store object: the same summary, labels, t-SNE and transform."""
+    out = tmp_path / "A"
+    SMALL = ["--n-ics", "3", "--clusters", "3", "--nmf", "2", "--perplexity", "10", "--fit-points", "150"]
+    cli(["analyze", "hidden", "--data", str(sample_store), "--out", str(out), *SMALL, "--no-plots"])
+    cli(["analyze", "behaviours", "--out", str(out), "--samples", str(sample_store), "--clusters", "3",
+         "--pcs", "8", "--perplexity", "5", "--ids", "0:30", "--videos", "0"])  # fmt: skip
+    settings = proclab.analyze.BehaviourSettings(clusters=3, pcs=8, perplexity=5.0)
+    basis = Basis.load(out / "basis.npz")
+    res = proclab.analyze.behaviours(EpisodeStore(sample_store), settings, ids="0:30", basis=basis)
+    summary = json.loads((out / "behaviours" / "summary.json").read_text())
+    summary.pop("seconds")
+    assert jsonable(summary) == jsonable(res.summary())  # (NaN as None on both sides: no return recorded)
+    assert all("distinctive_ics" in b for b in res.behaviours if b["size"])
+    labels = np.load(out / "behaviours" / "labels.npz")
+    for k in ("ids", "labels", "step_labels", "tsne"):
+        np.testing.assert_array_equal(labels[k], getattr(res, k), err_msg=k)
+    written = BehaviourModel.load(out / "behaviours" / "transform.npz")
+    assert written.config == res.model.config and set(written.a) == set(res.model.a)
+    for k, v in written.a.items():
+        np.testing.assert_array_equal(v, res.model.a[k], err_msg=k)
+    assert sum(r["size"] for r in res.table()) == 30 and len(res.plot().axes) >= 1
+    saved = res.save(tmp_path / "saved")
+    assert (saved / "transform.npz").is_file()
+    with pytest.raises(ProclabError, match=r"hook:torso.hook_fc of .* is replayed by an agent: pass agent="):
+        proclab.analyze.behaviours(EpisodeStore(sample_store), settings, source="hook:torso.hook_fc")

@@ -26,21 +26,25 @@ episodes:
 when it has none (or with ``--refit``). Outputs in ``ANALYSIS/atlas[-<basis>]/``: ``atlas.json``
 (every number; the panel's front page reads it), ``atlas.txt`` (one line per card), ``strips/`` and
 ``saliency/`` (PNGs), ``prediction.png``.
+
+:func:`build_atlas` measures the cards of any episodes (:mod:`proclab.interpret.atlas.episodes`) and
+returns them with their pictures; :func:`atlas` builds them on a rollout in memory and returns an
+:class:`Atlas` (``proclab.analyze.atlas``), the command on the episodes of a recorded store.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from proclab.envs.actions import ACTION_NAMES
-from proclab.errors import ProclabError
+from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.activation import describe
 from proclab.interpret.atlas.cards import sort_keys, summary_line, tracked
-from proclab.interpret.atlas.causes import direction_causes
+from proclab.interpret.atlas.causes import direction_causes, sweep_note
+from proclab.interpret.atlas.episodes import RolloutEpisodes, StoreEpisodes
 from proclab.interpret.atlas.looks_at import saliency_images
 from proclab.interpret.atlas.prediction import (
     PAIRINGS,
@@ -49,23 +53,26 @@ from proclab.interpret.atlas.prediction import (
     predicted_changes,
     verdict,
 )
-from proclab.interpret.atlas.strips import strip_image, window, write_strip
+from proclab.interpret.atlas.strips import strip_image, window
 from proclab.interpret.atlas.tracking import step_quantities, tracking
-from proclab.interpret.bases.coordinates import encode_all
+from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates, encode_all, variance_explained
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
+from proclab.interpret.saliency.real_frames import agent_states
+from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
-from proclab.interpret.workspace.figures import save_tight
+from proclab.interpret.workspace.progress import no_phase
 from proclab.interpret.workspace.systems import check_system
 from proclab.io.files import pyplot
+from proclab.io.results import Result
 from proclab.models.hooks import device_of
+from proclab.store.schema import STATE_OUT
+from proclab.store.state_codec import StateCodec
 
 if TYPE_CHECKING:
     import torch
 
-    from proclab.interpret.bases.coordinates import Coordinates
-    from proclab.store.store import EpisodeStore
 
 NAME = "atlas"
 FORMAT = "proclab-atlas"
@@ -140,25 +147,46 @@ class AtlasArgs(AnalysisArgs):
 
     def check(self) -> None:
         check_system(self.basis)
-        self.require_positive("episodes", "bootstrap", "lags")
-        for name in (
-            "moments",
-            "saliency_moments",
-            "noise",
-            "predict_steps",
-            "stability_seeds",
-            "stability_bootstraps",
-        ):
-            if getattr(self, name) < 0:
-                raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        self.require_positive("episodes")
+        settings_of(self).check()
+
+
+@dataclass(frozen=True)
+class AtlasSettings:
+    """How :func:`atlas` measures the cards (the options of ``proclab analyze atlas``, same names and
+    meanings)."""
+
+    moments: int = 4  # top and bottom moments shown per direction (one per episode)
+    bootstrap: int = 1000  # resamples of episodes (correlations) and of directions (the Spearman interval)
+    lags: int = 8  # lead/lag: correlations at -lags .. lags steps
+    saliency_moments: int = 8  # most active moments whose saliency maps are averaged per direction (0: none)
+    noise: int = 8  # SmoothGrad: noised copies of each frame (0: the plain gradient)
+    sigma: float = 0.05  # SmoothGrad: noise std on frames in [0, 1]
+    predict_steps: int = 2000  # recorded states at which gradients predict each edit's effect
+    random_directions: int = 0  # random unit directions of the span, whose tracking is the baseline
+    stability_seeds: int = 5  # refits of the basis with new seeds (0: none)
+    stability_bootstraps: int = 5  # refits on resampled episodes (0 and no seeds: stability not measured)
+    seed: int = 0  # the bootstraps, the states sampled for the gradient prediction, the random directions
+
+    def check(self) -> None:
+        for name in ("bootstrap", "lags"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
+        for f in fields(self):
+            if f.name not in ("sigma", "seed") and getattr(self, f.name) < 0:
+                raise ProclabError(f"--{f.name.replace('_', '-')} must be >= 0, got {getattr(self, f.name)}")
+
+
+def settings_of(args: AtlasArgs) -> AtlasSettings:
+    return AtlasSettings(**{f.name: getattr(args, f.name) for f in fields(AtlasSettings)})
 
 
 @dataclass(frozen=True)
 class AtlasInputs:
-    """What an atlas is built from (the command resolves them from a folder; tests pass their own)."""
+    """What an atlas is built from (the command resolves them from a folder, :func:`atlas` from a rollout;
+    tests pass their own)."""
 
-    store: EpisodeStore  # the real episodes
-    episodes: np.ndarray
+    recorded: StoreEpisodes | RolloutEpisodes  # the real episodes
     x: np.ndarray  # (N, D) states of those episodes, rows in episode order
     coords: Coordinates
     agent: torch.nn.Module
@@ -167,50 +195,155 @@ class AtlasInputs:
     sweep_note: str
 
 
-def episode_rows(store, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lengths, and per row of the concatenated episodes its store episode and step."""
-    lengths = np.asarray(store.episodes["length"][episodes], np.int64)
-    episode = np.repeat(episodes, lengths)
+@dataclass(frozen=True, repr=False)
+class Atlas(Result):
+    """One card per direction (``cards``: what activates it, what it tracks, causes and looks at, how
+    stable it is, a one-line summary) and the atlas-wide numbers: what the command's ``atlas.json`` holds
+    beside the folder's facts; ``gradients`` (direction -> its mean saliency map, ``saliency.npz``) and
+    ``images`` (the strips and saliency pictures the cards name, relative path -> RGB) beside them."""
+
+    label: str
+    nonnegative: bool
+    k: int
+    dim: int
+    variance_explained: float
+    basis_fit: dict | None
+    sweep_note: str
+    cards: list[dict]
+    counts: dict
+    prediction: dict
+    stability: dict
+    random_baseline: dict | None
+    steps: int
+    quantities: list[str]
+    lags: list[int]
+    gradients: dict = field(repr=False)
+    images: dict = field(repr=False)
+
+    def summary(self) -> dict:
+        """Every field but the gradients and the pictures (what ``atlas.json`` holds of the result)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("gradients", "images")}
+
+    def table(self) -> list[dict]:
+        return [
+            {
+                "direction": c["label"],
+                "active": c["activation"]["active"],
+                "kurtosis": c["activation"]["kurtosis"],
+                "summary": c["summary"],
+            }
+            for c in self.cards
+        ]
+
+    def plot(self, ax=None):
+        """Predicted against measured effect of the sweep's on-data edits (as ``prediction.png``)."""
+        if "points" not in self.prediction:
+            raise ProclabError(f"no prediction to draw: {self.prediction['note']}")
+        if ax is not None:
+            raise ProclabError("the prediction has one panel per pairing: call plot() without ax")
+        return prediction_figure(self.prediction["points"], self.prediction["pairings"])
+
+
+def atlas(
+    agent,
+    basis,
+    rollout,
+    key: str = "core.0.h",
+    settings: AtlasSettings = AtlasSettings(),
+    *,
+    kind: str = "ica",
+    sweep=None,
+    phase=None,
+) -> Atlas:
+    """The atlas of ``basis`` (a :class:`~proclab.interpret.bases.pca_ica.Basis`, described by its ``kind``
+    coordinates, ica or pca, or any :class:`~proclab.interpret.bases.coordinates.Coordinates`: NMF, sparse,
+    units) of state tensor ``key``, on the episodes of ``rollout``: ``agent`` (any agent in memory; its
+    states are the rollout's when it played it, else replayed on its frames) is replayed for saliency and
+    gradients; ``sweep`` (a :class:`~proclab.interpret.sweep.run.Sweep` of the same basis, or its summary)
+    says what each direction causes."""
+    settings.check()
+    coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, kind)
+    states = agent_states(agent, rollout)
+    if key not in states:
+        raise unknown_choice("state tensor", key, states)
+    recorded = RolloutEpisodes(
+        rollout, states, {k: v[0].float().cpu().numpy() for k, v in agent.initial_state(1).items()}
+    )
+    x = recorded.rows(states[key]).reshape(int(recorded.lengths.sum()), -1).astype(np.float32)
+    if coords.dim != x.shape[1]:
+        raise ProclabError(f"the basis describes {coords.dim}-d states; {key} has {x.shape[1]}")
+    summary = getattr(sweep, "summary", sweep)
+    note = "sweep not run (none given)" if summary is None else sweep_note(summary)
+    hook = basis_hook(STATE_OUT + key, StateCodec(agent.state_shapes()))
+    return build_atlas(AtlasInputs(recorded, x, coords, agent, hook, summary, note), settings, phase)
+
+
+def episode_rows(recorded) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lengths, and per row of the concatenated episodes its episode (id) and step."""
+    lengths = recorded.lengths
+    episode = np.repeat(recorded.ids, lengths)
     step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     return lengths, episode, step
 
 
-def build_atlas(inp: AtlasInputs, args: AtlasArgs, out: Path, ph) -> dict:
-    """Every card and the atlas-wide numbers; writes strips and saliency images under ``out``."""
-    coords = inp.coords
-    with ph.phase("encoding"):
+def build_atlas(inp: AtlasInputs, settings: AtlasSettings, phase=None, progress=None) -> Atlas:
+    """Every card, the atlas-wide numbers and the pictures the cards name; ``phase(name)`` (a context
+    manager) and ``progress(done, total)`` report progress."""
+    phase = phase or no_phase
+    coords, args, images = inp.coords, settings, {}
+    with phase("encoding"):
         c = encode_all(coords, inp.x)
-        lengths, episode, step = episode_rows(inp.store, inp.episodes)
-        steps = step_quantities(inp.store, inp.episodes, list(ACTION_NAMES))
-    with ph.phase("activity"):
+        lengths, episode, step = episode_rows(inp.recorded)
+        steps = step_quantities(inp.recorded, list(ACTION_NAMES))
+    with phase("activity"):
         most = max(args.moments, args.saliency_moments)
         acts = [describe(c[:, m], lengths, coords.nonnegative, most) for m in range(coords.k)]
-        for a in acts:  # rows -> (store episode, step)
+        for a in acts:  # rows -> (episode, step)
             for side in ("top", "bottom"):
                 a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
-    with ph.phase("tracking"):
-        track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=ph.fraction)
+    with phase("tracking"):
+        track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=progress)
         baseline = _random_baseline(inp, track, steps, args)
-    with ph.phase("moments"):
-        moments = _moment_strips(inp, c, acts, lengths, args.moments, out / "strips")
-    with ph.phase("saliency"):
-        looks = _saliency(inp, acts, args, out / "saliency")
-    with ph.phase("prediction"):
-        prediction = _prediction(inp, c, episode, step, args, out)
-    with ph.phase("stability"):
-        stable = _stability(inp, lengths, args, ph)
-    return _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable) | {
-        "random_baseline": baseline,
-        "steps": len(c),
-        "quantities": steps.names,
-        "lags": track["lags"].tolist(),
-    }
+    with phase("moments"):
+        moments = _moment_strips(inp, c, acts, lengths, args.moments, images)
+    with phase("saliency"):
+        looks = _saliency(inp, acts, args, images)
+    with phase("prediction"):
+        prediction = _prediction(inp, c, episode, step, args)
+    with phase("stability"):
+        stable = _stability(inp, lengths, args, progress)
+    doc = _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable)
+    fit = getattr(coords, "fit_info", None)
+    return Atlas(
+        label=coords.label,
+        nonnegative=coords.nonnegative,
+        k=coords.k,
+        dim=coords.dim,
+        variance_explained=variance_explained(coords, inp.x, *zscoring(coords)),
+        basis_fit=None if fit is None else {k: v for k, v in fit.items() if k != "active_share"},
+        sweep_note=inp.sweep_note,
+        **doc,
+        random_baseline=baseline,
+        steps=len(c),
+        quantities=steps.names,
+        lags=track["lags"].tolist(),
+        images=images,
+    )
 
 
-def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, out: Path) -> list[dict]:
-    """Per direction, its top and bottom moments (episode, step, value), each with its strip written."""
+def zscoring(coords: Coordinates) -> tuple[np.ndarray, np.ndarray]:
+    """The z-scoring variance is measured in: the basis's for its PCA/ICA coordinates, else the system's
+    own (the NMF's and the units' are the basis's, the sparse dictionary's its own)."""
+    basis = getattr(coords, "basis", None)
+    z = coords if basis is None else basis
+    return z.mean, z.std
+
+
+def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, images: dict) -> list[dict]:
+    """Per direction, its top and bottom moments (episode, step, value), each with its strip (put in
+    ``images``)."""
     starts = np.cumsum(lengths) - lengths
-    of_episode = {int(e): j for j, e in enumerate(inp.episodes)}
+    of_episode = {int(e): j for j, e in enumerate(inp.recorded.ids)}
     result = []
     for m, a in enumerate(acts):
         scale = tuple(np.percentile(c[:, m], [0.5, 99.5]).tolist())
@@ -220,18 +353,19 @@ def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, out: Path) ->
             for i, (e, t) in enumerate(a[f"{side}_moments"][:count]):
                 j = of_episode[e]
                 lo, hi = window(int(lengths[j]), t)
-                frames = inp.store.read(e, ["obs"], lo, hi)["obs"]
+                frames = inp.recorded.frames(e, lo, hi)
                 trace = c[starts[j] + lo : starts[j] + hi, m]
-                name = f"{inp.coords.label.lower()}{m:03d}_{side}{i}.png"
-                write_strip(out / name, strip_image(frames, lo, t, trace, scale))
+                name = f"strips/{inp.coords.label.lower()}{m:03d}_{side}{i}.png"
+                images[name] = strip_image(frames, lo, t, trace, scale)
                 value = float(c[starts[j] + t, m])
-                found[side].append({"episode": e, "step": t, "value": value, "strip": f"strips/{name}"})
+                found[side].append({"episode": e, "step": t, "value": value, "strip": name})
         result.append(found)
     return result
 
 
-def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) -> dict[int, dict]:
-    """The mean saliency map of every direction that is ever active, on its most active moments."""
+def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasSettings, images: dict) -> dict[int, dict]:
+    """The mean saliency map of every direction that is ever active, on its most active moments (its
+    picture put in ``images``)."""
     if args.saliency_moments == 0:
         return {}
     moments = {
@@ -239,12 +373,15 @@ def _saliency(inp: AtlasInputs, acts: list[dict], args: AtlasArgs, out: Path) ->
         for m, a in enumerate(acts)
         if not (inp.coords.nonnegative and a["active"] == 0)
     }
-    return saliency_images(
-        inp.agent, inp.coords, inp.hook, inp.store, moments, out, noise=args.noise, sigma=args.sigma
+    looks = saliency_images(
+        inp.agent, inp.coords, inp.hook, inp.recorded, moments, noise=args.noise, sigma=args.sigma
     )
+    for look in looks.values():
+        images[f"saliency/{look['image']}"] = look.pop("picture")
+    return looks
 
 
-def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs, out: Path) -> dict:
+def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasSettings) -> dict:
     """Gradient x edit size against the sweep's measured change for every on-data edit, and per pairing
     the Spearman correlation across directions (:mod:`proclab.interpret.atlas.prediction`)."""
     if inp.sweep is None or args.predict_steps == 0:
@@ -252,7 +389,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     rng = np.random.default_rng([args.seed, 5])
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
-    gv, gpi = head_gradients(inp.agent, inp.hook, inp.store, rows, device_of(inp.agent))
+    gv, gpi = head_gradients(inp.agent, inp.hook, inp.recorded, rows, device_of(inp.agent))
     perm = rng.permutation(gv.shape[1])  # the shuffled-gradient baseline: state units permuted
     dirs = inp.coords.directions()
     points = []
@@ -277,11 +414,14 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasArgs,
     for key, (metric, text) in PAIRINGS.items():
         res = pairing(points, key, args.bootstrap, args.seed)
         pairings[key] = {**res, "measured": metric, "what": text, "verdict": verdict(res, text)}
-    figure = _prediction_figure(points, pairings, out / "prediction.png")
-    return {"states": len(pick), "pairings": pairings, "points": points, "figure": figure.name}
+    return {"states": len(pick), "pairings": pairings, "points": points, "figure": PREDICTION}
 
 
-def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
+PREDICTION = "prediction.png"
+
+
+def prediction_figure(points: list[dict], pairings: dict):
+    """Predicted against measured effect of every on-data edit, one panel per pairing."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
     for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
@@ -295,10 +435,10 @@ def _prediction_figure(points: list[dict], pairings: dict, path: Path) -> Path:
         lo, hi = res["ci95"]
         ax.set_title(f"Spearman {res['rho']:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {res['points']}", fontsize=9)
     fig.suptitle("predicted against measured, on-data edits (label: direction, arm initial)", fontsize=9)
-    return save_tight(fig, path)
+    return fig
 
 
-def _random_baseline(inp: AtlasInputs, track: dict, steps, args: AtlasArgs) -> dict | None:
+def _random_baseline(inp: AtlasInputs, track: dict, steps, args: AtlasSettings) -> dict | None:
     """The share of the basis's directions that track some quantity (Holm over the quantities, at lag 0)
     beside the share of ``--random-directions`` random unit directions of its span; and the sweep's share
     that matter beside its random directions', when it ran with them."""
@@ -321,7 +461,7 @@ def _random_baseline(inp: AtlasInputs, track: dict, steps, args: AtlasArgs) -> d
     return out or None
 
 
-def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasArgs, ph) -> dict:
+def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasSettings, progress) -> dict:
     """Each direction's stability under refits (:mod:`proclab.interpret.bases.stability`), on the atlas's
     states; ``{"note": ...}`` when not measured."""
     refit = refitter(inp.coords)
@@ -337,7 +477,7 @@ def _stability(inp: AtlasInputs, lengths: np.ndarray, args: AtlasArgs, ph) -> di
         seeds=args.stability_seeds,
         bootstraps=args.stability_bootstraps,
         seed=args.seed,
-        progress=ph.fraction,
+        progress=progress,
     )
 
 
@@ -364,7 +504,7 @@ def _cards(inp: AtlasInputs, c, acts, track, names, moments, looks, prediction, 
             else {"image": f"saliency/{look['image']}", "moments": look["moments"]},
             "predicted": [p for p in points if p["direction"] == m],
             "stability": steady,
-            "summary": summary_line(causes, tracks, len(inp.episodes)),
+            "summary": summary_line(causes, tracks, len(inp.recorded.ids)),
         }
         if steady is not None and not steady["stable"]:
             card["summary"] += f"; unstable under refits (index {steady['index']:.2f})"

@@ -38,7 +38,12 @@ def load_sweep(folder: Path, basis_file: Path) -> tuple[dict | None, str]:
     digest = summary.get("basis_digest")
     if digest is not None and digest != file_digest(basis_file):
         return None, "sweep not run on this fit of the basis (it was refitted after the sweep)"
-    return summary, f"sweep of {len(summary['levels'])} paired levels"
+    return summary, sweep_note(summary)
+
+
+def sweep_note(summary: dict) -> str:
+    """What the cards say of the sweep their causes come from."""
+    return f"sweep of {len(summary['levels'])} paired levels"
 
 
 def _metric(m: dict) -> dict:

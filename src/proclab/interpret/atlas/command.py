@@ -3,7 +3,8 @@
 Resolves what :func:`~proclab.interpret.atlas.build.build_atlas` needs from the folder (the real store and
 the activation ``analyze hidden`` analysed, the agent, the coordinates, fitting the sparse dictionary
 when asked, and the sweep of the same basis when one was run on its current fit), builds the cards
-and writes ``ANALYSIS/atlas[-<basis>]/``. The wall time of each phase and the process' peak resident
+(the :class:`~proclab.interpret.atlas.build.Atlas` that ``proclab.analyze.atlas`` returns for a rollout)
+and writes ``ANALYSIS/atlas[-<basis>]/`` from it. The wall time of each phase and the process' peak resident
 memory are recorded in ``atlas.json``.
 """
 
@@ -16,15 +17,28 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from proclab.errors import ProclabError
-from proclab.interpret.atlas.build import FORMAT, NAME, AtlasArgs, AtlasInputs, build_atlas
+from proclab.interpret.atlas.build import (
+    FORMAT,
+    NAME,
+    PREDICTION,
+    Atlas,
+    AtlasArgs,
+    AtlasInputs,
+    build_atlas,
+    prediction_figure,
+    settings_of,
+)
 from proclab.interpret.atlas.causes import load_sweep
+from proclab.interpret.atlas.episodes import StoreEpisodes
+from proclab.interpret.atlas.strips import write_strip
 from proclab.interpret.bases.activations import read_activation
-from proclab.interpret.bases.coordinates import variance_explained
 from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.saliency.world_model import basis_hook
+from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.systems import file_digest, open_coordinates, suffix, system_file
@@ -88,40 +102,25 @@ def run_atlas(args: AtlasArgs) -> Path:
         coords = _coordinates(ws, args, x, ph)
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
         hook = basis_hook(source, StateCodec(agent.state_shapes()))
-        inp = AtlasInputs(store, episodes, x, coords, agent, hook, sweep, note)
-        doc = build_atlas(inp, args, out, ph)
+        inp = AtlasInputs(StoreEpisodes(store, episodes), x, coords, agent, hook, sweep, note)
+        res = build_atlas(inp, settings_of(args), ph.phase, ph.fraction)
         with ph.phase("writing"):
-            explained = variance_explained(coords, x, *_zscoring(ws, coords))
-            head = _head(ws, args, coords, source, checkpoint, len(episodes), explained, sweep, note)
-            files = _write(out, {**head, **doc}, ph.seconds, start)
+            head = _head(ws, args, source, checkpoint, len(episodes), sweep)
+            files = _write(out, res, head, ph.seconds, start)
     ws.record_command(
         out.name, asdict(args), [str(f.relative_to(ws.path)) for f in files], time.perf_counter() - start
     )
     return ws.final(out)
 
 
-def _zscoring(ws: Workspace, coords) -> tuple[np.ndarray, np.ndarray]:
-    """The z-scoring variance is measured in: the folder basis' (the sparse dictionary's own for sparse)."""
-    if coords.name == "sparse":
-        return coords.mean, coords.std
-    basis = ws.basis()
-    return basis.mean, basis.std
-
-
-def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note) -> dict:
-    fit = getattr(coords, "fit_info", None)
+def _head(ws, args, source, checkpoint, episodes, sweep) -> dict:
+    """What ``atlas.json`` says of the folder the atlas was built on."""
     return {
         "format": FORMAT,
         "version": 1,
         "basis": args.basis,
-        "label": coords.label,
-        "nonnegative": coords.nonnegative,
-        "k": coords.k,
-        "dim": coords.dim,
         "basis_file": str(system_file(ws, args.basis)),
         "basis_digest": file_digest(system_file(ws, args.basis)),
-        "variance_explained": explained,
-        "basis_fit": None if fit is None else {k: v for k, v in fit.items() if k != "active_share"},
         "data": str(Path(ws.inputs["data"])),
         "activation": source,
         "checkpoint": str(checkpoint),
@@ -135,12 +134,19 @@ def _head(ws, args, coords, source, checkpoint, episodes, explained, sweep, note
             "arms": list(sweep["arms"]),
             "correction": sweep["correction"],
         },
-        "sweep_note": note,
     }
 
 
-def _write(out: Path, doc: dict, seconds: dict, start: float) -> list[Path]:
-    gradients = doc.pop("gradients")
+def _write(out: Path, res: Atlas, head: dict, seconds: dict, start: float) -> list[Path]:
+    for name, image in res.images.items():
+        if name.startswith("strips/"):
+            write_strip(out / name, image)
+        else:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(image).save(out / name)
+    if "points" in res.prediction:
+        save_tight(prediction_figure(res.prediction["points"], res.prediction["pairings"]), out / PREDICTION)
+    gradients = res.gradients
     arrays = out / "saliency.npz"
     tmp = out / ".saliency.tmp.npz"
     np.savez(
@@ -151,10 +157,11 @@ def _write(out: Path, doc: dict, seconds: dict, start: float) -> list[Path]:
     tmp.replace(arrays)
     lines = [
         f"{c['label']:<10} active {100 * c['activation']['active']:5.1f} %  kurtosis {c['activation']['kurtosis']:7.2f}  {c['summary']}"
-        for c in doc["cards"]
+        for c in res.cards
     ]
     (out / "atlas.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    doc = {**head, **res.summary()}
     doc["seconds"] = dict(seconds)
     doc["wall_seconds"] = round(time.perf_counter() - start, 3)
     doc["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -2,7 +2,8 @@
 is most active.
 
 For a moment ``(episode, t)`` the agent is replayed for the one step ``t`` from the state it entered
-that step with (read from the store, :func:`~proclab.interpret.saliency.real_frames.load_window`), and the
+that step with (:mod:`proclab.interpret.atlas.episodes`: the stored one, or the one a rollout's agent
+left the step before with), and the
 coordinate of the state it leaves with is differentiated w.r.t. the frame ``obs_t`` (captum's
 SmoothGrad, :func:`~proclab.interpret.saliency.real_frames.attribute`). Each moment's map is processed as
 every saliency map of proclab (channel mean, divided by its mean ``|g|`` so every moment counts
@@ -13,11 +14,8 @@ Rows of all directions go through the agent together, in batches.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 
 from proclab.interpret.bases.coordinates import Coordinates
@@ -26,7 +24,6 @@ from proclab.interpret.saliency.real_frames import attribute
 from proclab.io.video import upscale
 from proclab.models import capture
 from proclab.models.hooks import device_of
-from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
 
 BATCH = 32
@@ -54,40 +51,11 @@ class CoordinateOfFrame(torch.nn.Module):
         return codes.gather(1, self.dims.repeat_interleave(reps)[:, None])[:, 0]
 
 
-def load_steps(store, rows: list[tuple[int, int]], codec: StateCodec, device) -> tuple[Tensor, dict, Tensor]:
-    """For steps (episode, t): the frames ``(R, 3, H, W)`` as floats in [0, 1], the agent state entering
-    each step and the raw reward of the step before (0 at an episode's first step), as
-    :func:`~proclab.interpret.saliency.real_frames.load_window` gives them for one step, but reading each
-    episode once (one span covering all of its rows)."""
-    layers = [STATE_IN + layer for layer in codec.layout]
-    obs, states, prev = [None] * len(rows), [None] * len(rows), np.zeros(len(rows), np.float32)
-    by_episode: dict[int, list[int]] = {}
-    for i, (e, _) in enumerate(rows):
-        by_episode.setdefault(e, []).append(i)
-    for e, members in by_episode.items():
-        lo, hi = min(rows[i][1] for i in members), max(rows[i][1] for i in members) + 1
-        got = store.read(e, ["obs", "reward", *layers], max(lo - 1, 0), hi)
-        shift = 1 if lo > 0 else 0  # row 0 of the span is the step before lo, for its reward
-        for i in members:
-            j = rows[i][1] - lo + shift
-            obs[i] = got["obs"][j]
-            states[i] = {k.removeprefix(STATE_IN): got[k][j] for k in layers}
-            prev[i] = got["reward"][j - 1] if j > 0 else 0.0
-    flat = {k: np.stack([s[k] for s in states]) for k in states[0]}
-    state = unflatten_state(flat, store.state_layout)
-    as_t = lambda x: torch.as_tensor(np.asarray(x), device=device)  # noqa: E731
-    return (
-        as_t(np.stack(obs)).float() / 255,
-        {k: as_t(v).float() for k, v in state.items()},
-        as_t(prev).float(),
-    )
-
-
 def moment_gradients(
     agent,
     coords: Coordinates,
     hook: str,
-    store,
+    recorded,
     moments: list[tuple[int, int, int]],
     noise: int,
     sigma: float,
@@ -99,7 +67,7 @@ def moment_gradients(
     frames, grads = [], []
     for lo in range(0, len(moments), BATCH):
         part = moments[lo : lo + BATCH]
-        obs, state, prev = load_steps(store, [(e, t) for _, e, t in part], codec, device)
+        obs, state, prev = recorded.step_inputs([(e, t) for _, e, t in part], codec, device)
         prev = prev if agent.config.prev_reward else None
         dims = torch.tensor([m for m, _, _ in part], device=device)
         model = CoordinateOfFrame(agent, coords, hook, state, prev, dims)
@@ -122,14 +90,13 @@ def mean_map(frames: np.ndarray, grads: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def saliency_images(
-    agent, coords: Coordinates, hook: str, store, moments: dict[int, list[tuple[int, int]]], out: Path, **kw
+    agent, coords: Coordinates, hook: str, recorded, moments: dict[int, list[tuple[int, int]]], **kw
 ) -> dict[int, dict]:
-    """Per direction with moments: its mean map written to ``out/<label><m>.png``; returns per direction
-    the image's name, the moments used and the raw mean channel-mean gradient ``(H, W)``."""
+    """Per direction with moments: the name of its picture (``<label><m>.png``), the picture (its mean map
+    over the mean frame, RGB), the moments used and the raw mean channel-mean gradient ``(H, W)``."""
     rows = [(m, e, t) for m, pairs in moments.items() for e, t in pairs]
-    frames, grads = moment_gradients(agent, coords, hook, store, rows, **kw)
+    frames, grads = moment_gradients(agent, coords, hook, recorded, rows, **kw)
     owner = np.array([m for m, _, _ in rows])
-    out.mkdir(parents=True, exist_ok=True)
     result = {}
     for m in moments:
         sel = owner == m
@@ -137,6 +104,10 @@ def saliency_images(
             continue
         _, picture = mean_map(frames[sel], grads[sel])
         name = f"{coords.label.lower()}{m:03d}.png"
-        Image.fromarray(picture).save(out / name)
-        result[m] = {"image": name, "moments": int(sel.sum()), "gradient": grads[sel].mean((0, 1))}
+        result[m] = {
+            "image": name,
+            "picture": picture,
+            "moments": int(sel.sum()),
+            "gradient": grads[sel].mean((0, 1)),
+        }
     return result

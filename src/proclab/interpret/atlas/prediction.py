@@ -42,7 +42,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from proclab.interpret.atlas.looks_at import load_steps
 from proclab.interpret.stats.paired import interval, resamples
 from proclab.models.hooks import patch
 from proclab.store.state_codec import StateCodec
@@ -55,14 +54,15 @@ PAIRINGS = {
 
 
 def head_gradients(
-    agent, hook: str, store, rows: list[tuple[int, int]], device
+    agent, hook: str, recorded, rows: list[tuple[int, int]], device
 ) -> tuple[np.ndarray, np.ndarray]:
-    """At states (episode, step): ``dV/dh`` ``(R, D)`` and ``dpi/dh`` ``(R, A, D)`` of the state that
-    leaves the step (its per-step hook point ``hook``), replaying the step from the stored state."""
+    """At states (episode, step) of the episodes ``recorded``: ``dV/dh`` ``(R, D)`` and ``dpi/dh``
+    ``(R, A, D)`` of the state that leaves the step (its per-step hook point ``hook``), replaying the step
+    from the state it entered with."""
     codec = StateCodec(agent.state_shapes())
     gv, gpi = [], []
     for lo in range(0, len(rows), BATCH):
-        obs, state, prev = load_steps(store, rows[lo : lo + BATCH], codec, device)
+        obs, state, prev = recorded.step_inputs(rows[lo : lo + BATCH], codec, device)
         prev = prev[None] if agent.config.prev_reward else None
         v, pi = _batch_gradients(agent, hook, obs[None], state, prev)
         gv.append(v)

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.interpret.stats.paired import percentile_interval, resamples, weights
-from proclab.store.schema import GROUND_TRUTH_ATTR
 
 LAGS = 8
 """Lags ``-LAGS .. LAGS`` (steps)."""
@@ -66,49 +65,48 @@ class Steps:
     lengths: np.ndarray  # (E,) int64
 
 
-def step_quantities(store, episodes: np.ndarray, action_names: list[str]) -> Steps:
-    """The quantities of the module docstring for ``episodes`` of ``store`` (actions that never occur
-    and events that never happen are left out: a constant has no correlation)."""
-    lengths = np.asarray(store.episodes["length"][episodes], np.int64)
+def step_quantities(recorded, action_names: list[str]) -> Steps:
+    """The quantities of the module docstring for the episodes ``recorded`` (a
+    :class:`~proclab.interpret.atlas.episodes.StoreEpisodes` or ``RolloutEpisodes``; actions that never
+    occur and events that never happen are left out: a constant has no correlation)."""
+    lengths = recorded.lengths
     n = int(lengths.sum())
     ends = np.cumsum(lengths)
     step = np.arange(n) - np.repeat(ends - lengths, lengths)
     last = step == np.repeat(lengths - 1, lengths)
     cols: dict[str, np.ndarray] = {}
-    fields = store.step_fields
     for name in ("value", "reward"):
-        if name in fields:
-            cols[name] = store.read_steps(name, episodes).astype(np.float64)
+        values = recorded.steps(name)
+        if values is not None:
+            cols[name] = values.astype(np.float64)
     cols["progress"] = step / np.maximum(np.repeat(lengths - 1, lengths), 1)
     cols["last step"] = last.astype(np.float64)
-    if "level_complete" in store.episode_fields or "level_complete" in store.episodes:
-        complete = np.repeat(store.read_episode_field("level_complete", episodes).astype(bool), lengths)
+    complete = recorded.level_complete()
+    if complete is not None:
+        complete = np.repeat(complete, lengths)
         cols["level completed"] = (last & complete).astype(np.float64)
         cols["ended without completion"] = (last & ~complete).astype(np.float64)
-    if "action" in fields:
-        action = store.read_steps("action", episodes)
+    action = recorded.steps("action")
+    if action is not None:
         for a in np.unique(action):
             name = action_names[a] if a < len(action_names) else str(a)
             cols[f"action {name}"] = (action == a).astype(np.float64)
-    cols |= ground_truth_columns(store, episodes)
+    cols |= ground_truth_columns(recorded)
     kept = {k: v for k, v in cols.items() if np.ptp(v) > 0}
     return Steps(list(kept), np.stack(list(kept.values()), 1), lengths)
 
 
-def ground_truth_columns(store, episodes: np.ndarray) -> dict[str, np.ndarray]:
-    """The store's ground-truth features (``proclab record`` stores them by default) that are defined at
-    every step of ``episodes`` (agent position and velocity; goal position where it never disappears), as
-    quantities a direction may track, named ``gt <feature>``; none for a store without ground truth.
-    Features with a missing step (the nearest saw when none is on screen) are left to ``analyze probe``,
-    which handles them."""
-    if "features" not in store.step_fields:
+def ground_truth_columns(recorded) -> dict[str, np.ndarray]:
+    """The ground-truth features of the episodes (``proclab record`` stores them by default, a rollout holds
+    them with ``truth=True``) that are defined at every step (agent position and velocity; goal position
+    where it never disappears), as quantities a direction may track, named ``gt <feature>``; none without
+    ground truth. Features with a missing step (the nearest saw when none is on screen) are left to
+    ``analyze probe``, which handles them."""
+    found = recorded.features()
+    if found is None:
         return {}
-    names = next(
-        (s.attrs[GROUND_TRUTH_ATTR]["features"] for s in store.shards if GROUND_TRUTH_ATTR in s.attrs), None
-    )
-    if not names:
-        return {}
-    values = store.read_steps("features", episodes).astype(np.float64)
+    names, values = found
+    values = values.astype(np.float64)
     cols = {f"gt {n}": values[:, i] for i, n in enumerate(names) if np.isfinite(values[:, i]).all()}
     return cols | proximity_columns(values, list(names))
 

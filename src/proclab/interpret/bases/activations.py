@@ -161,6 +161,18 @@ def check_replay(store: EpisodeStore, hook: str, agent, games=None):
     return agent
 
 
+def replaying(store: EpisodeStore, source: str, agent):
+    """The agent that replays activation ``source`` of ``store`` (None for a recorded state): ``agent`` (any
+    agent in memory), refused (one line) when missing, lacking the hook or unable to have produced the
+    store's episodes."""
+    if not source.startswith(HOOK):
+        return None
+    if agent is None:
+        raise ProclabError(f"{source} of {str(store.path)!r} is replayed by an agent: pass agent=")
+    env = getattr(agent, "env_config", None)
+    return check_replay(store, source.removeprefix(HOOK), agent, env.games() if env is not None else None)
+
+
 def _replay(store, hook, episodes, agent, progress, batch: int = 16, chunk: int = 256) -> np.ndarray:
     """The hook's activation at every step of ``episodes``, replaying the agent on the stored frames."""
     layout = store.state_layout

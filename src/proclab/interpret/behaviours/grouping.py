@@ -13,31 +13,31 @@ their clusters. :meth:`BehaviourModel.assign` puts new rollouts into behaviours:
 takes the majority cluster of its nearest fitted steps in PCA space (t-SNE has no out-of-sample
 map; the neighbours are what it preserves), each sample the modal cluster of its steps.
 ``--assign SAMPLES`` runs it on another store (the intervention analyses do this).
+
+:func:`behaviours` fits and describes the behaviours of a sample store object and returns a
+:class:`Behaviours` result; ``proclab analyze behaviours`` (:mod:`proclab.interpret.behaviours.command`)
+calls it and writes its files.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar
 
 import numpy as np
-import tyro
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
-from proclab.interpret.bases.activations import default_source, read_activation
+from proclab.interpret.bases.activations import canonical_source, default_source, read_activation, replaying
 from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
-from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
-from proclab.interpret.workspace.figures import Colouring, scatter_grid
+from proclab.interpret.workspace.figures import Colouring, scatter_figure, scatter_panel
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
+from proclab.interpret.workspace.progress import no_phase
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
-from proclab.io.run_dirs import write_json_atomic
-from proclab.io.video import annotate, to_hwc, upscale, write_video
+from proclab.io.results import Result
 from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
 
@@ -55,39 +55,6 @@ class BehaviourConfig:
     perplexity: float = 30.0
     neighbours: int = 15
     """Fitted steps that vote when a new step is assigned."""
-
-
-@dataclass(frozen=True)
-class BehavioursArgs(AnalysisArgs):
-    """Behaviours: clusters of agent+env state sequences of the samples, their videos, stats and transform.
-
-    The runtime options matter only where the folder's activation is a hook point: the agent is then
-    replayed on the samples' frames, on --device."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 8, "videos": 8}}
-
-    seed: int = 0
-    """Seed of the fit's PCAs and t-SNE (the stability refit uses seed + 1)."""
-    samples: SAMPLES = None
-    """Sample store (proclab wm sample; default: the folder's)."""
-    ids: str = "0:"
-    """Samples to cluster: ids and lo:hi ranges (default all; the seed used 4000)."""
-    clusters: int = 32
-    """Behaviours (Ward clusters)."""
-    pcs: int = 64
-    """PCA components of the standardised features before t-SNE."""
-    env_pcs: int = 16
-    """Top PCs of the env state (env_h) in the features."""
-    lags: tuple[int, ...] = (2, 4, 6)
-    """Lags of the feature differences (a sample of T steps gives T - max(lags) steps of features)."""
-    perplexity: float = 30.0
-    """t-SNE perplexity."""
-    stability: bool = True
-    """Refit with seed + 1 and report the adjusted Rand index between the two labelings."""
-    videos: int = 32
-    """Grid videos (up to 9 members each) for the K largest behaviours."""
-    assign: Annotated[Path | None, tyro.conf.arg(metavar="NEW_SAMPLES")] = None
-    """Instead of fitting: assign NEW_SAMPLES (same agent and world model) to the saved behaviours."""
 
 
 def lagged_features(state: np.ndarray, env: np.ndarray, lags: tuple[int, ...]) -> np.ndarray:
@@ -229,16 +196,17 @@ class SampleSet:
         source: str,
         checkpoint: Path | None = None,
         runtime: Runtime | None = None,
+        agent=None,
     ) -> SampleSet:
-        """The samples' activations of ``source``; a hook source replays ``checkpoint`` on their frames (on
-        ``runtime``, default the CPU)."""
+        """The samples' activations of ``source``; a hook source replays ``agent`` (any agent in memory), else
+        ``checkpoint``'s, on their frames (on ``runtime``, default the CPU)."""
         lengths = store.episodes["length"][ids]
         if len(set(lengths.tolist())) != 1:
             raise ProclabError(
                 f"samples of {str(store.path)!r} have different lengths; use one `wm sample` run"
             )
         n, T = len(ids), int(lengths[0])
-        acts = read_activation(store, source, ids, checkpoint=checkpoint, runtime=runtime)
+        acts = read_activation(store, source, ids, checkpoint=checkpoint, agent=agent, runtime=runtime)
 
         def steps(name: str) -> np.ndarray:
             v = store.read_steps(name, ids)
@@ -271,73 +239,6 @@ def source_of(ws: Workspace, store: EpisodeStore) -> str:
     return ws.inputs.get("activation") or default_source(store)
 
 
-def run_behaviours(args: BehavioursArgs) -> Path:
-    start = time.time()
-    ws = Workspace.open(args.out)
-    store, _ = open_samples(args, ws)
-    if args.assign is not None:
-        return _run_assign(args, ws, ws.path / NAME, start)
-    out = ws.command_dir(NAME)
-    config = BehaviourConfig(args.lags, args.env_pcs, args.pcs, args.clusters, args.perplexity)
-    ids = parse_ids(args.ids, store.num_episodes)
-    with phases(4 + int(args.stability), "behaviours") as ph:
-        with ph.phase("reading samples"):
-            s = SampleSet.read(store, ids, source_of(ws, store), ws.agent_checkpoint(), args.runtime())
-        with ph.phase("fitting"):
-            model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, args.seed)
-            labels = modal(steps, args.clusters)
-        stability = None
-        if args.stability:
-            with ph.phase("stability refit"):
-                # lazy: scikit-learn is slow to import, only the fits need it
-                from sklearn.metrics import adjusted_rand_score
-
-                _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, args.seed + 1)
-                stability = float(adjusted_rand_score(labels, modal(steps2, args.clusters)))
-        with ph.phase("statistics"):
-            model.save(out / "transform.npz")
-            save_npz(
-                out / "labels.npz",
-                "behaviour labels",
-                ids=s.ids,
-                labels=labels,
-                step_labels=steps,
-                tsne=tsne,
-                clusters=args.clusters,
-            )
-            basis, _ = ws.optional_basis(needed=False)
-            summary = behaviour_summary(s, labels, args.clusters, basis)
-            summary |= {
-                "samples": len(ids),
-                "stability_ari": stability,
-                "config": asdict(config),
-                "source": s.source,
-                "seconds": ph.seconds,
-            }
-            write_json_atomic(out / "summary.json", summary)
-        with ph.phase("plots and videos"):
-            outputs = _plots(out, tsne, steps) + _videos(out, store, s, labels, args.videos)
-    ws.record_command(
-        NAME,
-        asdict(args),
-        [str(out / f) for f in ("transform.npz", "labels.npz", "summary.json")] + [str(p) for p in outputs],
-        time.time() - start,
-    )
-    return ws.final(out)
-
-
-def _run_assign(args: BehavioursArgs, ws: Workspace, out: Path, start: float) -> Path:
-    model = BehaviourModel.load(out / "transform.npz")
-    new = EpisodeStore(args.assign)
-    ids = parse_ids("0:", new.num_episodes)
-    s = SampleSet.read(new, ids, source_of(ws, new), ws.agent_checkpoint(), args.runtime())
-    labels, steps = model.assign(s.state, s.env_h)
-    path = out / f"assigned_{Path(args.assign).name.removesuffix('.zarr')}.npz"
-    save_npz(path, "behaviour assignments", ids=s.ids, labels=labels, step_labels=steps)
-    ws.record_command(f"{NAME}-assign", asdict(args), [str(path)], time.time() - start)
-    return out
-
-
 def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=None) -> dict:
     """Per behaviour: members, mean value, return, done rate, action histogram, most distinctive ICs."""
     ics = None
@@ -365,40 +266,123 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
     return {"behaviours": out}
 
 
-def _plots(out: Path, tsne: np.ndarray, steps: np.ndarray) -> list[Path]:
-    xyz = tsne.reshape(-1, 3)
-    labels = steps.reshape(-1)
-    names = [str(c) for c in range(int(labels.max()) + 1)]
-    paths = []
-    for a, b in ((0, 1), (0, 2), (1, 2)):
-        paths.append(
-            scatter_grid(
-                xyz[:, [a, b]],
-                [Colouring("behaviour (step cluster)", labels, names)],
-                out / f"tsne_{a}{b}.png",
-                "behaviours: 3-D t-SNE",
-                (f"t-SNE {a}", f"t-SNE {b}"),
-            )
-        )
-    return paths
+@dataclass(frozen=True)
+class BehaviourSettings:
+    """How :func:`behaviours` fits (the options of ``proclab analyze behaviours``, same names and
+    meanings)."""
+
+    clusters: int = 32  # behaviours (Ward clusters)
+    pcs: int = 64  # PCA components of the standardised features before t-SNE
+    env_pcs: int = 16  # top PCs of the env state (env_h) in the features
+    lags: tuple[int, ...] = (2, 4, 6)  # lags of the feature differences
+    perplexity: float = 30.0  # t-SNE
+    stability: bool = True  # refit with seed + 1 and report the adjusted Rand index of the two labelings
+    seed: int = 0  # the fit's PCAs and t-SNE
+
+    @property
+    def config(self) -> BehaviourConfig:
+        return BehaviourConfig(self.lags, self.env_pcs, self.pcs, self.clusters, self.perplexity)
 
 
-def _videos(out: Path, store: EpisodeStore, s: SampleSet, labels: np.ndarray, k: int) -> list[Path]:
-    """A 3x3 grid video of up to 9 members per behaviour, with the agent's action drawn on each tile."""
-    sizes = np.bincount(labels)
-    paths = []
-    for c in np.argsort(-sizes, kind="stable")[:k]:
-        members = np.flatnonzero(labels == c)[:9]
-        if not len(members):
-            continue
-        tiles = []
-        for m in members:
-            frames = upscale(to_hwc(store.read(int(s.ids[m]), ["obs"])["obs"]), 2)
-            tiles.append(np.stack([annotate(f, int(a)) for f, a in zip(frames, s.action[m], strict=True)]))
-        while len(tiles) < 9:
-            tiles.append(np.zeros_like(tiles[0]))
-        rows = [np.concatenate(tiles[r * 3 : r * 3 + 3], 2) for r in range(3)]
-        paths.append(
-            write_video(out / "videos" / f"behaviour_{int(c):02d}.mp4", np.concatenate(rows, 1), fps=4)
-        )
-    return paths
+@dataclass(frozen=True, repr=False)
+class Behaviours(Result):
+    """The behaviours of the samples: per behaviour its members and statistics (``behaviours``, what the
+    command's ``summary.json`` holds with the fit's facts), each sample's behaviour (``labels``), each of its
+    steps' cluster and 3-D t-SNE point, and the fitted transform (``model``, to assign new samples)."""
+
+    behaviours: list[dict]
+    samples: int
+    stability_ari: float | None
+    config: dict
+    source: str
+    ids: np.ndarray = field(repr=False)
+    labels: np.ndarray = field(repr=False)
+    step_labels: np.ndarray = field(repr=False)
+    tsne: np.ndarray = field(repr=False)
+    model: BehaviourModel = field(repr=False, compare=False, metadata={"saved": False})  # transform.npz
+
+    def summary(self) -> dict:
+        """What ``summary.json`` holds (every field but the arrays and the model)."""
+        return {"behaviours": self.behaviours} | {
+            k: getattr(self, k) for k in ("samples", "stability_ari", "config", "source")
+        }
+
+    def table(self) -> list[dict]:
+        rows = []
+        for b in self.behaviours:
+            row = {"behaviour": b["behaviour"], "size": b["size"]}
+            if b["size"]:
+                hist = b["action_histogram"]
+                row |= {
+                    "mean value": b["mean_value"],
+                    "mean return": b["mean_return"],
+                    "done rate": b["done_rate"],
+                    "top action": max(hist, key=hist.get),
+                }
+            rows.append(row)
+        return rows
+
+    def plot(self, ax=None, dims: tuple[int, int] = (0, 1)):
+        """The steps on two of the three t-SNE dimensions, coloured by their cluster (as ``tsne_01.png``)."""
+        xy = self.tsne.reshape(-1, 3)[:, list(dims)]
+        axes = (f"t-SNE {dims[0]}", f"t-SNE {dims[1]}")
+        if ax is not None:
+            scatter_panel(ax, xy, step_colouring(self.step_labels), axes)
+            return ax.figure
+        return scatter_figure(xy, [step_colouring(self.step_labels)], "behaviours: 3-D t-SNE", axes)
+
+    def save(self, folder: str | Path, overwrite: bool = False) -> Path:
+        """The result (:meth:`Result.save`) and its transform beside it, ``folder/transform.npz``."""
+        folder = super().save(folder, overwrite)
+        self.model.save(folder / TRANSFORM)
+        return folder
+
+
+TRANSFORM = "transform.npz"
+
+
+def step_colouring(step_labels: np.ndarray) -> Colouring:
+    """Every step coloured by its cluster (the t-SNE maps' one panel)."""
+    labels = step_labels.reshape(-1)
+    return Colouring("behaviour (step cluster)", labels, [str(c) for c in range(int(labels.max()) + 1)])
+
+
+def behaviours(
+    samples: EpisodeStore,
+    settings: BehaviourSettings = BehaviourSettings(),
+    *,
+    ids: Sequence[int] | str | None = None,
+    source: str | None = None,
+    agent=None,
+    basis=None,
+    phase=None,
+) -> Behaviours:
+    """The behaviours of the samples ``ids`` (default all; a selection such as ``"0:100"``) of a world model's
+    sample store (module docstring): their states ``source`` (default the first state tensor; a hook point
+    is replayed by ``agent``, any agent in memory) with the env states; ``basis`` adds each behaviour's most
+    distinctive ICs. ``phase(name)`` (a context manager) reports progress."""
+    phase = phase or no_phase
+    source = canonical_source(samples, source or default_source(samples))
+    agent = replaying(samples, source, agent)
+    chosen = (
+        parse_ids(ids or "0:", samples.num_episodes) if ids is None or isinstance(ids, str) else list(ids)
+    )
+    with phase("reading samples"):
+        s = SampleSet.read(samples, chosen, source, agent=agent)
+    config = settings.config
+    with phase("fitting"):
+        model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, settings.seed)
+        labels = modal(steps, settings.clusters)
+    stability = None
+    if settings.stability:
+        with phase("stability refit"):
+            # lazy: scikit-learn is slow to import, only the fits need it
+            from sklearn.metrics import adjusted_rand_score
+
+            _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, settings.seed + 1)
+            stability = float(adjusted_rand_score(labels, modal(steps2, settings.clusters)))
+    with phase("statistics"):
+        described = behaviour_summary(s, labels, settings.clusters, basis)["behaviours"]
+    return Behaviours(
+        described, len(chosen), stability, asdict(config), s.source, s.ids, labels, steps, tsne, model
+    )

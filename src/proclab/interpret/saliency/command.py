@@ -3,7 +3,8 @@
 Through the world model (default): the selected samples of the folder's sample store are
 re-simulated and every target back-propagated (:mod:`proclab.interpret.saliency.world_model`). On real
 frames (``--real``): the agent alone, replayed on windows of a real store, attributed with
-captum (:mod:`proclab.interpret.saliency.real_frames`).
+captum (:func:`proclab.interpret.saliency.real_frames.explain`, what
+:func:`~proclab.interpret.saliency.real_frames.saliency` computes on a rollout in memory).
 
 Outputs in ``ANALYSIS/<name>/``:
 
@@ -33,7 +34,7 @@ from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
-from proclab.interpret.saliency.real_frames import run_real
+from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, explain, load_window
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, Target, parse_targets
 from proclab.interpret.saliency.world_model import (
     SaliencyBatch,
@@ -47,8 +48,9 @@ from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisA
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
-from proclab.models.loading import freeze
-from proclab.store import ShardWriter
+from proclab.models.loading import freeze, load_agent
+from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.checkpoint import load_world_model
 
 ENV_GRADS = {"on": (True,), "off": (False,), "both": (True, False)}
@@ -130,11 +132,81 @@ def run_saliency(args: SaliencyArgs, progress: bool = True) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
     if args.real:
-        out, outputs = run_real(args, ws, progress)
+        out, outputs = _run_real(args, ws, progress)
     else:
         out, outputs = _run_simulated(args, ws, progress)
     ws.record_command(args.name, asdict(args), outputs, time.time() - start)
     return ws.final(out)
+
+
+def real_settings(args: SaliencyArgs) -> SaliencySettings:
+    return SaliencySettings(args.method, args.step, args.window, args.offset, args.noise, args.real_sigma)
+
+
+def _run_real(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:
+    """``--real``: one window per selected episode of the real store, one saliency-store episode each."""
+    settings = real_settings(args)
+    settings.check()
+    store, data, checkpoint = _real_inputs(args, ws)
+    rt = args.runtime()
+    agent, _, _ = load_agent(checkpoint, rt)
+    freeze(agent)
+    codec = StateCodec(agent.state_shapes())
+    targets = parse_targets(args.target or DEFAULT_TARGETS, agent.config.num_actions)
+    basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
+    episodes = parse_ids(args.episodes, store.num_episodes, "episode")
+    out = ws.command_dir(args.name)
+    with Progress(transient=True, disable=not progress) as bar:
+        task = bar.add_task("saliency --real", total=len(episodes))
+        windows = (load_window(store, e, args.offset, args.window, codec, rt.device) for e in episodes)
+        res = explain(agent, windows, episodes, targets, settings, basis, source, lambda: bar.advance(task))
+    attrs = {
+        "saliency": {
+            "data": str(Path(data).resolve()),
+            "checkpoint": str(checkpoint),
+            "method": args.method,
+            "targets": [t.spec for t in targets],
+            "step": args.step,
+            "window": args.window,
+        }
+    }
+    with ShardWriter(out / "store.zarr", attrs=attrs) as writer:
+        for j, e in enumerate(res.episodes):
+            steps = {"obs": res.frames[j], "action": res.actions[j]}
+            steps |= {f"grad/{t.key}/frame": res.grads[t.spec][j] for t in targets}
+            info = {"episode": e, "offset": res.offset, "target_step": res.target_step}
+            writer.append(steps, info | {f"target/{t.key}": float(res.values[t.spec][j]) for t in targets})
+            _real_pictures(out, res, j, targets, args)
+    write_json_atomic(out / "summary.json", res.summary())
+    return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
+
+
+def _real_inputs(args: SaliencyArgs, ws: Workspace) -> tuple[EpisodeStore, Path, Path]:
+    """The real store, its path and the agent checkpoint (given, the folder's, else the one that
+    recorded the store), checked against the folder before any work."""
+    data = args.data or ws.inputs.get("data")
+    if data is None:
+        raise ProclabError("--real needs a store of real episodes: pass --data DATA")
+    store = EpisodeStore(data)
+    checkpoint = ws.agent_checkpoint(args.agent, store)
+    ws.require_inputs(data=Path(data), checkpoint=checkpoint)
+    return store, data, checkpoint
+
+
+def _real_pictures(out: Path, res: Saliency, j: int, targets: list[Target], args: SaliencyArgs) -> None:
+    """Strips (every target) for the first ``--strips`` windows, a video (four targets) for the first
+    ``--videos``."""
+    episode, frames = res.episodes[j], res.frames[j]
+    if j < args.strips:
+        for t in targets:
+            write_strip(
+                out / "strips" / f"episode_{episode:05d}_{t.key}.png", frames, res.grads[t.spec][j], args.step
+            )
+    if j < args.videos:
+        grads = {t.spec: res.grads[t.spec][j] for t in targets[:4]}
+        write_side_by_side(
+            out / "videos" / f"episode_{episode:05d}.mp4", frames, grads, res.actions[j], args.step
+        )
 
 
 def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, list[str]]:

@@ -55,13 +55,17 @@ def overlay(frames: np.ndarray, maps: np.ndarray, target_step: int | None = None
     return out
 
 
-def write_strip(path: Path, frames: np.ndarray, grad: np.ndarray, target_step: int, scale: int = 2) -> Path:
-    """Two rows, one column per step: the frames, and their saliency overlay."""
+def strip(frames: np.ndarray, grad: np.ndarray, target_step: int, scale: int = 2) -> np.ndarray:
+    """Two rows, one column per step: the frames, and their saliency overlay (RGB uint8)."""
     top = upscale(to_hwc(frames), scale)
     bottom = upscale(overlay(frames, process(grad), target_step), scale)
-    strip = np.concatenate([np.concatenate(list(top), 1), np.concatenate(list(bottom), 1)], 0)
+    return np.concatenate([np.concatenate(list(top), 1), np.concatenate(list(bottom), 1)], 0)
+
+
+def write_strip(path: Path, frames: np.ndarray, grad: np.ndarray, target_step: int, scale: int = 2) -> Path:
+    """:func:`strip` as a PNG."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(strip).save(path)
+    Image.fromarray(strip(frames, grad, target_step, scale)).save(path)
     return path
 
 

@@ -1,33 +1,132 @@
-"""Saliency on real frames, agent alone: ``proclab analyze saliency --real``.
+"""Saliency on real frames, agent alone: what ``proclab analyze saliency --real`` computes, as a function.
 
-No world model: the agent is replayed on a window of recorded frames from the state it had
-at the window's start (read from the store), the frames as floats that gradients reach, and a
-target (the same grammar as through the world model) is attributed to them with captum:
-``gradient`` (``Saliency``, signed), ``smoothgrad`` (``NoiseTunnel`` over it, ``--noise``
-samples of std ``--real-sigma``) or ``integrated-gradients`` (from black frames). The action
-target reads the action the agent actually took (the stored ``action``).
+No world model: the agent is replayed on a window of real frames from the state it had at the window's
+start, the frames as floats that gradients reach, and each target (the same grammar as through the world
+model, :mod:`proclab.interpret.saliency.targets`) is attributed to them with captum: ``gradient``
+(``Saliency``, signed), ``smoothgrad`` (``NoiseTunnel`` over it, ``noise`` samples of std ``sigma``) or
+``integrated-gradients`` (from black frames). The action target reads the action the agent actually took.
+
+:func:`saliency` takes the windows from a :class:`~proclab.record.rollout.Rollout` (the state entering a
+window is the one recorded while playing when the agent is the rollout's own, else the agent's own state,
+replayed on the frames before the window)::
+
+    res = proclab.analyze.saliency(agent, ro, ["value", "action"], proclab.analyze.SaliencySettings(step=4))
+    res.plot()           # frames over their saliency, one row per target
+
+``proclab analyze saliency --real`` reads them from a recorded store (:func:`load_window`) and calls
+:func:`explain`, as :func:`saliency` does.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
-from rich.progress import Progress
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
+from proclab.interpret.saliency.pictures import strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.run_dirs import write_json_atomic
+from proclab.io.files import pyplot
+from proclab.io.results import Result
 from proclab.models import capture
-from proclab.models.loading import freeze, load_agent
-from proclab.store import EpisodeStore, ShardWriter
+from proclab.models.hooks import device_of
+from proclab.store import EpisodeStore
 from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
+
+METHODS = ("gradient", "smoothgrad", "integrated-gradients")
+
+
+@dataclass(frozen=True)
+class SaliencySettings:
+    """How the frames of a window are attributed (the ``--real`` options of ``proclab analyze saliency``:
+    ``sigma`` is its ``--real-sigma``)."""
+
+    method: str = "gradient"  # gradient, smoothgrad or integrated-gradients
+    step: int = 4  # the target step, within the window
+    window: int = 10  # steps per window
+    offset: int = 0  # first step of each episode's window
+    noise: int = 8  # smoothgrad: noised copies of each window
+    sigma: float = 0.05  # smoothgrad: noise std on frames in [0, 1]
+
+    def check(self) -> None:
+        if self.method not in METHODS:
+            raise unknown_choice("--method", self.method, METHODS)
+        if self.window < 1 or self.offset < 0 or self.noise < 0:
+            raise ProclabError(
+                f"window must be >= 1, offset and noise >= 0; got {self.window}, {self.offset}, {self.noise}"
+            )
+        if not 0 <= self.step < self.window:
+            raise ProclabError(f"--step {self.step} is outside the window's steps 0-{self.window - 1}")
+
+
+class Window(NamedTuple):
+    """One window of an episode, on the agent's device: frames ``(W, 3, 64, 64)`` as floats in [0, 1], the
+    agent state entering its first step, the actions taken and the raw reward of each step's previous
+    action (0 before an episode's first step)."""
+
+    frames: Tensor
+    state: dict[str, Tensor]
+    taken: Tensor
+    prev: Tensor
+
+
+@dataclass(frozen=True, repr=False)
+class Saliency(Result):
+    """Per window (one per episode) and target, the frame attribution ``grads[spec]`` ``(E, W, 3, 64, 64)``
+    and the target's value, with the frames and actions; ``mean_abs_grad`` per target is what the command's
+    ``summary.json`` holds (the mean over windows of each window's mean ``|grad|``)."""
+
+    method: str
+    target_step: int
+    mean_abs_grad: dict[str, float]
+    episodes: list[int]
+    offset: int
+    values: dict[str, np.ndarray] = field(repr=False)
+    frames: np.ndarray = field(repr=False)
+    actions: np.ndarray = field(repr=False)
+    grads: dict[str, np.ndarray] = field(repr=False)
+
+    def summary(self) -> dict:
+        """What ``summary.json`` holds."""
+        return {"method": self.method, "target_step": self.target_step, "mean_abs_grad": self.mean_abs_grad}
+
+    def table(self) -> list[dict]:
+        rows = []
+        for spec, g in self.grads.items():
+            mass = np.abs(g).reshape(*g.shape[:2], -1).sum(-1)  # (E, W)
+            before = mass[:, : self.target_step].sum(1) / np.maximum(mass.sum(1), 1e-30)
+            rows.append({
+                "target": spec,
+                "mean |grad|": self.mean_abs_grad[spec],
+                "mean value": float(self.values[spec].mean()),
+                "mass before the target step": float(before.mean()),
+            })  # fmt: skip
+        return rows
+
+    def plot(self, ax=None, window: int = 0):
+        """Window ``window``'s frames and, per target, their saliency over them (blue raises the target, red
+        lowers it; the target step marked green), as the command's strips."""
+        plt = pyplot()
+        specs = list(self.grads)
+        if not 0 <= window < len(self.episodes):
+            raise ProclabError(f"window {window} of {len(self.episodes)} (0-{len(self.episodes) - 1})")
+        if ax is not None and len(specs) != 1:
+            raise ProclabError(f"{len(specs)} targets need a figure of their own: call plot() without ax")
+        fig, axes = (ax.figure, [ax]) if ax is not None else plt.subplots(len(specs), 1, squeeze=False)
+        for a, spec in zip(np.ravel(axes), specs, strict=True):
+            a.imshow(strip(self.frames[window], self.grads[spec][window], self.target_step))
+            a.set_title(f"{spec}, episode {self.episodes[window]}", fontsize=9)
+            a.axis("off")
+        if ax is None:
+            fig.set_size_inches(1.2 * self.frames.shape[1], 2.6 * len(specs))
+        return fig
 
 
 class WindowTarget(torch.nn.Module):
@@ -88,17 +187,105 @@ def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigm
         )
     if method == "integrated-gradients":
         return IntegratedGradients(model).attribute(frames, baselines=torch.zeros_like(frames))
-    raise unknown_choice("--method", method, ("gradient", "smoothgrad", "integrated-gradients"))
+    raise unknown_choice("--method", method, METHODS)
 
 
-def load_window(store: EpisodeStore, episode: int, offset: int, window: int, codec: StateCodec, device):
-    """Frames, the state entering the window, actions and previous rewards of one window."""
-    length = int(store.episodes["length"][episode])
+def saliency(
+    agent,
+    rollout,
+    targets: Sequence[str] | str = DEFAULT_TARGETS,
+    settings: SaliencySettings = SaliencySettings(),
+    *,
+    episodes: Sequence[int] | str | None = None,
+    basis=None,
+) -> Saliency:
+    """Attribute ``targets`` (module docstring; ``ic:K``/``pc:K`` need ``basis``, e.g. a
+    :func:`~proclab.interpret.states.hidden.hidden` result's) to the frames of one window per episode of
+    ``rollout`` (``episodes``: ids or a selection such as ``"0:4"``; default every episode long enough for
+    the window), ``agent`` (any agent in memory) replayed over each window."""
+    settings.check()
+    targets = parse_targets(
+        [targets] if isinstance(targets, str) else list(targets), agent.config.num_actions
+    )
+    needs = [t.spec for t in targets if t.needs_basis]
+    if needs and basis is None:
+        raise ProclabError(
+            f"target {needs[0]} needs a basis: pass basis= (a hidden() result's, or fit_basis)"
+        )
+    source = None if basis is None else basis.provenance.get("activation")
+    if needs and source is None:
+        raise ProclabError("the basis does not say which activation it was fitted on (its provenance)")
+    end = settings.offset + settings.window
+    if episodes is None:
+        episodes = [b for b in range(rollout.num_episodes) if rollout.lengths[b] >= end]
+        if not episodes:
+            raise ProclabError(
+                f"no episode of the rollout has the {end} steps a window at offset {settings.offset} needs"
+            )
+    elif isinstance(episodes, str):
+        episodes = parse_ids(episodes, rollout.num_episodes, "episode")
+    windows = rollout_windows(agent, rollout, list(episodes), settings)
+    return explain(agent, windows, list(episodes), targets, settings, basis, source)
+
+
+def rollout_windows(agent, rollout, episodes: list[int], settings: SaliencySettings) -> list[Window]:
+    """The window of each of ``episodes`` of ``rollout`` (:class:`Window`), refused (one line) where an
+    episode is too short for it."""
+    lo, W = settings.offset, settings.window
+    for b in episodes:
+        _fits(b, int(rollout.lengths[b]), lo, W)
+    device = device_of(agent)
+    t = lambda x: torch.as_tensor(np.ascontiguousarray(x), device=device)  # noqa: E731
+    state = _entering(agent, rollout, episodes, lo)
+    prev = np.zeros((lo + W, rollout.num_episodes), np.float32)
+    prev[1:] = rollout.rewards[: lo + W - 1]
+    return [
+        Window(
+            t(rollout.obs[lo : lo + W, b]).float() / 255,
+            {k: v[j] for k, v in state.items()},
+            t(rollout.actions[lo : lo + W, b]).long(),
+            t(prev[lo:, b]).float(),
+        )
+        for j, b in enumerate(episodes)
+    ]
+
+
+def _entering(agent, rollout, episodes: list[int], offset: int) -> dict[str, Tensor]:
+    """The state each of ``episodes`` entered step ``offset`` with, ``(E, ...)`` per state tensor (the
+    initial state at 0)."""
+    device = device_of(agent)
+    if offset == 0:
+        return {k: v.float() for k, v in agent.initial_state(len(episodes), device=device).items()}
+    states = agent_states(agent, rollout)
+    return {k: torch.as_tensor(v[offset - 1, episodes], device=device).float() for k, v in states.items()}
+
+
+def agent_states(agent, rollout) -> dict[str, np.ndarray]:
+    """The state tensors ``agent`` leaves every step of ``rollout`` with, ``(T, B, ...)``: those recorded
+    while playing when it is the agent that played, else its own, replayed on the rollout's frames (the
+    per-step hook point each state tensor passes)."""
+    shapes = agent.state_shapes()
+    if agent is rollout.agent and set(shapes) <= set(rollout.states):
+        return {k: rollout.states[k] for k in shapes}
+    hooks = StateCodec(shapes).hook_names()
+    cache = rollout.replay(agent, list(hooks.values()))
+    T, B = rollout.mask.shape
+    return {k: cache[h].numpy().reshape(T, B, *shapes[k]) for k, h in hooks.items()}
+
+
+def _fits(episode: int, length: int, offset: int, window: int) -> None:
     if offset + window > length:
         raise ProclabError(
             f"episode {episode} has {length} steps; a window of {window} at offset {offset} "
             "does not fit (lower --window or --offset)"
         )
+
+
+def load_window(
+    store: EpisodeStore, episode: int, offset: int, window: int, codec: StateCodec, device
+) -> Window:
+    """Episode ``episode``'s window of a recorded store (its stored state entering the window)."""
+    _fits(episode, int(store.episodes["length"][episode]), offset, window)
     layers = [STATE_IN + layer for layer in codec.layout]
     rows = store.read(episode, ["obs", "action", "reward", *layers], offset, offset + window)
     state = unflatten_state({k.removeprefix(STATE_IN): rows[k][0] for k in layers}, store.state_layout)
@@ -107,7 +294,7 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
     else:
         prev = np.concatenate([[0.0], rows["reward"][:-1]])
     t = lambda x: torch.as_tensor(np.asarray(x), device=device)  # noqa: E731
-    return (
+    return Window(
         t(rows["obs"]).float() / 255,
         {k: t(v).float() for k, v in state.items()},
         t(rows["action"]).long(),
@@ -115,105 +302,69 @@ def load_window(store: EpisodeStore, episode: int, offset: int, window: int, cod
     )
 
 
-def run_real(args, ws, progress: bool = True) -> tuple[Path, list[str]]:
-    """``--real``: one saliency-store episode per selected episode's window."""
-    store, data, checkpoint = _real_inputs(args, ws)
-    rt = args.runtime()
-    agent, _, _ = load_agent(checkpoint, rt)
-    freeze(agent)
-    codec = StateCodec(agent.state_shapes())
-    targets = parse_targets(args.target or DEFAULT_TARGETS, agent.config.num_actions)
-    basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
-    episodes = parse_ids(args.episodes, store.num_episodes, "episode")
-    out = ws.command_dir(args.name)
-    summary: dict[str, list[float]] = {t.spec: [] for t in targets}
-    attrs = {
-        "saliency": {
-            "data": str(Path(data).resolve()),
-            "checkpoint": str(checkpoint),
-            "method": args.method,
-            "targets": [t.spec for t in targets],
-            "step": args.step,
-            "window": args.window,
-        }
-    }
-    with (
-        Progress(transient=True, disable=not progress) as bar,
-        ShardWriter(out / "store.zarr", attrs=attrs) as writer,
-    ):
-        task = bar.add_task("saliency --real", total=len(episodes))
-        for rank, e in enumerate(episodes):
-            window = load_window(store, e, args.offset, args.window, codec, rt.device)
-            steps, info, grads = _explain_window(agent, targets, window, args, basis, source)
-            info = {"episode": e, "offset": args.offset, "target_step": args.step, **info}
-            for t in targets:
-                summary[t.spec].append(float(np.abs(grads[t.spec]).mean()))
-            writer.append(steps, info)
-            _pictures(out, e, rank, steps, grads, targets, args)
-            bar.advance(task)
-    write_json_atomic(
-        out / "summary.json",
-        {
-            "method": args.method,
-            "target_step": args.step,
-            "mean_abs_grad": {k: float(np.mean(v)) for k, v in summary.items()},
-        },
-    )
-    return out, [str(out / name) for name in ("store.zarr", "strips", "videos", "summary.json")]
-
-
-def _real_inputs(args, ws) -> tuple[EpisodeStore, Path, Path]:
-    """The real store, its path and the agent checkpoint (given, the folder's, else the one that
-    recorded the store), checked against the folder before any work."""
-    data = args.data or ws.inputs.get("data")
-    if data is None:
-        raise ProclabError("--real needs a store of real episodes: pass --data DATA")
-    store = EpisodeStore(data)
-    checkpoint = ws.agent_checkpoint(args.agent, store)
-    ws.require_inputs(data=Path(data), checkpoint=checkpoint)
-    if not 0 <= args.step < args.window:
-        raise ProclabError(f"--step {args.step} is outside the window's steps 0-{args.window - 1}")
-    return store, data, checkpoint
-
-
-def _explain_window(agent, targets: list[Target], window, args, basis, source) -> tuple[dict, dict, dict]:
-    """One window attributed for every target: the store's per-step fields (frames, actions, frame
-    gradients), its per-episode target values and each target's frame gradient (by spec)."""
-    frames, state, taken, prev = window
-    steps = {"obs": (frames * 255).round().byte().cpu().numpy(), "action": taken.cpu().numpy()}
-    info, grads = {}, {}
-    for t in targets:
-        model = WindowTarget(
-            agent,
-            t,
-            args.step,
-            {k: v[None] for k, v in state.items()},
-            taken[None],
-            prev[None] if agent.config.prev_reward else None,
-            basis,
-            source,
-        )
-        g = attribute(model, frames[None].clone(), args.method, args.noise, args.real_sigma)[0]
-        grads[t.spec] = g.detach().cpu().numpy()
-        steps[f"grad/{t.key}/frame"] = grads[t.spec]
-        with torch.no_grad():
-            info[f"target/{t.key}"] = float(model(frames[None]))
-    return steps, info, grads
-
-
-def _pictures(out: Path, episode: int, rank: int, steps: dict, grads: dict, targets: list[Target], args):
-    """Strips (every target) for the first ``--strips`` windows, a video (four targets) for the first
-    ``--videos``."""
-    if rank < args.strips:
+def explain(
+    agent,
+    windows: Iterable[Window],
+    episodes: list[int],
+    targets: list[Target],
+    settings: SaliencySettings,
+    basis=None,
+    basis_source: str | None = None,
+    tick: Callable[[], None] | None = None,
+) -> Saliency:
+    """Every target attributed on every window (of ``episodes``, in order); ``tick()`` after each window."""
+    frames, actions = [], []
+    values: dict[str, list[float]] = {t.spec: [] for t in targets}
+    grads: dict[str, list[np.ndarray]] = {t.spec: [] for t in targets}
+    for window in windows:
+        frames.append((window.frames * 255).round().byte().cpu().numpy())
+        actions.append(window.taken.cpu().numpy())
         for t in targets:
-            write_strip(
-                out / "strips" / f"episode_{episode:05d}_{t.key}.png", steps["obs"], grads[t.spec], args.step
-            )
-    if rank < args.videos:
-        write_side_by_side(
-            out / "videos" / f"episode_{episode:05d}.mp4",
-            steps["obs"],
-            dict(list(grads.items())[:4]),
-            steps["action"],
-            args.step,
-        )
+            g, value = _attribute_window(agent, t, window, settings, basis, basis_source)
+            grads[t.spec].append(g)
+            values[t.spec].append(value)
+        if tick is not None:
+            tick()
+    mean = {spec: float(np.mean([float(np.abs(g).mean()) for g in gs])) for spec, gs in grads.items()}
+    return Saliency(
+        settings.method,
+        settings.step,
+        mean,
+        list(episodes),
+        settings.offset,
+        {spec: np.array(v) for spec, v in values.items()},
+        np.stack(frames),
+        np.stack(actions),
+        {spec: np.stack(gs) for spec, gs in grads.items()},
+    )
+
+
+def _attribute_window(agent, target: Target, window: Window, s: SaliencySettings, basis, source) -> tuple:
+    """One target on one window: its frame attribution ``(W, 3, 64, 64)`` and its value."""
+    frames, state, taken, prev = window
+    model = WindowTarget(
+        agent,
+        target,
+        s.step,
+        {k: v[None] for k, v in state.items()},
+        taken[None],
+        prev[None] if agent.config.prev_reward else None,
+        basis,
+        source,
+    )
+    g = attribute(model, frames[None].clone(), s.method, s.noise, s.sigma)[0]
+    with torch.no_grad():
+        value = float(model(frames[None]))
+    return g.detach().cpu().numpy(), value
+
+
+__all__ = [
+    "Saliency",
+    "SaliencySettings",
+    "Window",
+    "agent_states",
+    "attribute",
+    "explain",
+    "load_window",
+    "saliency",
+]

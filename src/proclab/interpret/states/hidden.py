@@ -1,23 +1,26 @@
-"""``proclab analyze hidden``: the agent's hidden states, their basis, clusters and maps.
+"""The hidden-state analysis as a function: outliers, the PCA/ICA basis, Ward clusters, NMF and t-SNE of
+one activation per step, on states in memory.
 
 Pipeline (the interpretation seed's ``hidden_analysis_precompute``, fitted on a subsample and
-assigned to all points, see :mod:`proclab.interpret.stats.clustering`): read one activation per
-step of the first ``--episodes`` real episodes; z-score with their mean and std; drop kNN
-outliers; fit the basis (:mod:`proclab.interpret.bases.pca_ica`) on the inliers; Ward clusters on
-the PCs that explain 95 % of the variance; NMF of the min-shifted z-scored states; a 2-D
-t-SNE; generated states of ``--samples`` projected onto the same basis and tested for lying
-inside the real cloud. Outputs in ``ANALYSIS/hidden/``: ``hidden.npz`` (per point:
-episode, step, outlier, fit, pcs, ics, clusters, nmf, tsne, entropy), ``generated.npz``,
-``summary.json`` and the PNGs; the basis in ``ANALYSIS/basis.npz``, the NMF components in
-``ANALYSIS/nmf.npz`` (:mod:`proclab.interpret.bases.nmf`).
+assigned to all points, see :mod:`proclab.interpret.stats.clustering`): z-score the states with their
+mean and std; drop kNN outliers; fit the basis (:mod:`proclab.interpret.bases.pca_ica`) on the
+inliers; Ward clusters on the PCs that explain 95 % of the variance; NMF of the min-shifted z-scored
+states; a 2-D t-SNE; generated states of a world model's sample store projected onto the same basis
+and tested for lying inside the real cloud. :func:`hidden` runs it on a
+:class:`~proclab.record.rollout.Rollout` (or any ``(N, D)`` states) and returns a :class:`Hidden`, whose
+``basis`` the sweep takes as it is::
+
+    res = proclab.analyze.hidden(ro, "core.0.h", proclab.analyze.HiddenSettings(n_ics=8))
+    proclab.analyze.sweep(agent, res.basis, ro, "core.0.h", levels=50)
+
+``proclab analyze hidden`` (:mod:`proclab.interpret.states.hidden_command`) reads the states of a
+recorded store and calls the same function.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
@@ -25,13 +28,11 @@ from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import (
     HOOK,
+    Activations,
     canonical_source,
-    default_source,
     read_activation,
-    replay_agent,
+    replaying,
 )
-from proclab.interpret.bases.nmf import FILE as NMF_FILE
-from proclab.interpret.bases.nmf import save_nmf
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.stats.clustering import (
     Outliers,
@@ -50,59 +51,237 @@ from proclab.interpret.stats.clustering import (
     ward_fit,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, MapArgs
-from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
-from proclab.io.files import save_npz
-from proclab.run.runtime import Runtime
-from proclab.store.store import EpisodeStore
+from proclab.interpret.workspace.folder import BASIS_FILE
+from proclab.interpret.workspace.progress import no_phase
+from proclab.io.results import Result
+from proclab.store.schema import STATE_OUT
+
+REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
 
 
 @dataclass(frozen=True)
-class HiddenArgs(MapArgs):
-    """Hidden-state analysis: outliers, the PCA/ICA basis, Ward clusters, NMF, t-SNE and their plots."""
+class HiddenSettings:
+    """How :func:`hidden` fits (the options of ``proclab analyze hidden``, same names and meanings)."""
 
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "paper": {},
-        "small": {"episodes": 100, "clusters": 8, "nmf": 8, "fit_points": 4000, "plot_points": 5000},
+    n_ics: int = 16  # k: independent components, FastICA on the first k standardised PCs
+    clusters: int = 32  # Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance
+    nmf: int = 16  # NMF components of the min-shifted z-scored states
+    outlier_k: int = 5  # neighbours of the kNN outlier distance
+    outlier_sigma: float = 2.0  # outlier: median kNN distance above mean + sigma * std of that distance
+    fit_points: int = 20_000  # every fit is on a seeded subsample of this many points, the rest assigned
+    perplexity: float = 30.0  # t-SNE
+    seed: int = 0  # the subsample, FastICA, NMF, t-SNE and the silhouette's and the drift's samples
+
+    def check(self, points: int) -> None:
+        """Refuse (one line) more clusters or NMF components than the fits will have points."""
+        check_clusters(self.clusters, min(points, self.fit_points))
+        check_clusters(self.nmf, min(points, self.fit_points), "NMF components")
+
+
+NOT_SUMMARY = ("arrays", "generated_arrays", "nmf_components", "nmf_shift", "basis", "seed")
+"""The fields of :class:`Hidden` that ``summary.json`` does not hold."""
+
+
+@dataclass(frozen=True, repr=False)
+class Hidden(Result):
+    """The fits of :func:`hidden`: the numbers of ``analyze hidden``'s ``summary.json``, the per-point arrays
+    of its ``hidden.npz`` (``arrays``: episode, step, outlier, fit, knn_distance, pcs, ics, clusters, nmf,
+    tsne and what the plots colour by) and ``generated.npz``, the NMF components and the basis."""
+
+    activation: str
+    points: int
+    dim: int
+    fit_points: int
+    outliers: int
+    outlier_share: float
+    outlier_threshold: float
+    variance_explained: dict
+    pcs_to_95: int
+    ica: dict
+    clusters: dict
+    nmf: dict
+    tsne: dict
+    generated: dict | None
+    arrays: dict = field(repr=False)
+    generated_arrays: dict | None = field(repr=False)
+    nmf_components: np.ndarray = field(repr=False)
+    nmf_shift: np.ndarray = field(repr=False)
+    basis: Basis = field(repr=False, compare=False, metadata={"saved": False})  # saved as basis.npz
+    seed: int = 0  # the settings' seed (the plotted points are drawn with it, as the command draws them)
+
+    def summary(self) -> dict:
+        """The numbers (every field but the arrays, the basis and the seed): what ``summary.json`` holds."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_SUMMARY}
+
+    def table(self) -> list[dict]:
+        rows = [
+            ("points", self.points),
+            ("outliers", self.outliers),
+            ("PCs to 95 % of the variance", self.pcs_to_95),
+            *((f"variance explained by {n} PCs", v) for n, v in self.variance_explained.items()),
+            ("cluster silhouette", self.clusters["silhouette"]),
+            ("NMF reconstruction error", self.nmf["reconstruction_error"]),
+            *((f"IC {m} kurtosis", k) for m, k in enumerate(self.ica["kurtosis"])),
+        ]
+        if self.generated is not None:
+            rows.append(("generated states inside the real cloud", self.generated["inside_real_cloud"]))
+        return [{"quantity": q, "value": v} for q, v in rows]
+
+    def plot(self, ax=None, points: int = 20_000):
+        """The inliers on PC 0 vs PC 1 (a seeded subsample of ``points``), one panel per colouring (action,
+        value, cluster, IC argmax, ...; as ``pca_scatter.png``); on ``ax``, the Ward clusters alone."""
+        shown = shown_points(self.arrays, points, self.seed)
+        xy = self.arrays["pcs"][shown, :2]
+        panels = colourings(self.arrays, shown, self.clusters["n"])
+        if ax is not None:
+            clusters = next(p for p in panels if p.title == CLUSTERS)
+            figures.scatter_panel(ax, xy, clusters, ("PC 0", "PC 1"))
+            return ax.figure
+        return figures.scatter_figure(xy, panels, "hidden states: PC 0 vs PC 1", ("PC 0", "PC 1"))
+
+    def save(self, folder: str | Path, overwrite: bool = False) -> Path:
+        """The result (:meth:`Result.save`) and its basis beside it, ``folder/basis.npz``."""
+        folder = super().save(folder, overwrite)
+        self.basis.save(folder / BASIS_FILE)
+        return folder
+
+
+def hidden(
+    states,
+    key: str = "core.0.h",
+    settings: HiddenSettings = HiddenSettings(),
+    *,
+    attributes: dict[str, np.ndarray] | None = None,
+    samples=None,
+    agent=None,
+    provenance: dict | None = None,
+    phase=None,
+) -> Hidden:
+    """Outliers, basis, clusters, NMF and t-SNE of ``states`` (module docstring).
+
+    ``states``: a :class:`~proclab.record.rollout.Rollout` (state tensor ``key`` leaving every played step,
+    or hook ``key`` of its cache; the plots colour by its actions, values, rewards, policy entropy and
+    episode ends), :class:`~proclab.interpret.bases.activations.Activations` (what ``analyze hidden`` reads
+    from a store; ``attributes`` what the plots colour by) or an ``(N, D)`` array (one episode, named
+    ``key``). ``samples``: a world model's sample store whose states of the same activation are drawn
+    over the real cloud (a hook is replayed by ``agent``, default the rollout's). ``provenance``: facts
+    the basis records beside its activation and points (it outlives a notebook once saved).
+    ``phase(name)`` (a context manager) reports progress."""
+    # lazy: scipy is slow to import, only this step needs it
+    from scipy.stats import kurtosis
+
+    phase = phase or no_phase
+    acts, attributes, agent = _points(states, key, attributes, agent)
+    settings.check(len(acts))
+    gen_source = None if samples is None else canonical_source(samples, acts.source)
+    replayer = None if samples is None else replaying(samples, gen_source, agent)
+    x = acts.x
+    with phase("outliers"):
+        cloud = _Cloud.of(x, settings)
+        fit_in = cloud.fit_in
+    with phase("basis"):
+        facts = {"activation": acts.source, "points": len(fit_in), **(provenance or {})}
+        basis = Basis.fit(x[fit_in], BasisConfig(n_ics=settings.n_ics, seed=settings.seed), facts)
+        pcs, ics = _project(basis, x)
+        n95 = pcs_to(basis.explained_variance_ratio, 0.95)
+    space = pcs[:, :n95]
+    clusters = _ward_clusters(space, fit_in, settings, phase)
+    nmf, nmf_model, nmf_shift = _nmf_codes(x, basis, fit_in, settings, phase)
+    tsne = _tsne(space, fit_in, settings, phase)
+    with phase("statistics"):
+        sil = silhouette(space[fit_in], clusters[fit_in], settings.seed)
+        kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
+    generated = None
+    if samples is not None:
+        with phase("generated states"):
+            gen = read_activation(samples, gen_source, agent=replayer)
+            generated = _generated(gen, basis, cloud, settings)
+    arrays = {
+        "episode": acts.episode,
+        "step": acts.step,
+        "outlier": cloud.outliers.mask,
+        "fit": cloud.fit_mask,
+        "knn_distance": cloud.outliers.distance.astype(np.float32),
+        "pcs": pcs,
+        "ics": ics,
+        "clusters": clusters,
+        "nmf": nmf,
+        "tsne": tsne,
+        **attributes,
     }
+    ratio, k, outliers = basis.explained_variance_ratio, basis.n_ics, cloud.outliers
+    return Hidden(
+        activation=acts.source,
+        points=len(pcs),
+        dim=basis.dim,
+        fit_points=len(cloud.fit),
+        outliers=int(outliers.mask.sum()),
+        outlier_share=float(outliers.mask.mean()),
+        outlier_threshold=outliers.threshold,
+        variance_explained={str(n): float(ratio[:n].sum()) for n in (*REPORTED_PCS, k) if n <= len(ratio)},
+        pcs_to_95=n95,
+        ica={"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in kurt]},
+        clusters={
+            "n": settings.clusters,
+            "space_pcs": n95,
+            "sizes": np.bincount(clusters, minlength=settings.clusters).tolist(),
+            "silhouette": sil,
+        },
+        nmf={"n": settings.nmf, "reconstruction_error": float(nmf_model.reconstruction_err_)},
+        tsne={"perplexity": settings.perplexity, "fit_points": len(cloud.fit_in)},
+        generated=None
+        if generated is None
+        else {
+            "points": len(generated["inside"]),
+            "inside_real_cloud": float(generated["inside"].mean()),
+            "drift": drift_summary(generated),
+        },
+        arrays=arrays,
+        generated_arrays=generated,
+        nmf_components=nmf_model.components_,
+        nmf_shift=nmf_shift,
+        basis=basis,
+        seed=settings.seed,
+    )
 
-    seed: int = 0
-    """Seed of the fitting subsample, FastICA, NMF, t-SNE, the silhouette's and the drift's samples and the
-    plotted points."""
-    data: DATA = None
-    """Episode store of real episodes (default: the one the analysis folder was made with)."""
-    samples: SAMPLES = None
-    """Sample store of the world model (proclab wm sample); its states are drawn over the real cloud."""
-    state: str | None = None
-    """Recorded state to analyse: core.L.NAME (e.g. core.0.h), [state_in/|state_out/]core.L[.NAME]
-    (default: the first recorded state tensor, leaving each step)."""
-    hook: str | None = None
-    """Analyse a hook point instead (e.g. torso.hook_fc), by replaying the agent on the stored frames
-    (on --device, in fp32)."""
-    agent: AGENT = None
-    """Agent replayed for --hook: a proclab run or checkpoint directory (default: the folder's agent, else
-    the one that recorded the store)."""
-    episodes: int = 4000
-    """Real episodes to analyse (the store's first N; all if it has fewer)."""
-    n_ics: int = 16
-    """k: independent components, FastICA on the first k standardised PCs."""
-    clusters: int = 32
-    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
-    nmf: int = 16
-    """NMF components of the min-shifted z-scored states."""
-    outlier_k: int = 5
-    """Neighbours for outlier removal: a point whose median distance to its k nearest is above
-    mean + outlier_sigma * std of that distance is an outlier."""
-    outlier_sigma: float = 2.0
-    """Outlier threshold in standard deviations (see outlier_k)."""
-    fit_points: int = 20_000
-    """Outlier removal, basis, Ward, NMF and t-SNE are fitted on a seeded subsample of this many
-    points; every other point is assigned (kNN distance, nearest centroid, openTSNE transform)."""
+
+def _points(states, key: str, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
+    """The rows analysed, what the plots colour them by and the agent that replays a hook of the samples."""
+    if isinstance(states, Activations):
+        return states, dict(attributes or {}), agent
+    if isinstance(states, np.ndarray):
+        if states.ndim != 2:
+            raise ProclabError(f"states: an (N, D) array, one row per step, not shape {states.shape}")
+        steps = np.arange(len(states), dtype=np.int64)
+        x = np.ascontiguousarray(states, dtype=np.float32)
+        return Activations(x, np.zeros_like(steps), steps, key), dict(attributes or {}), agent
+    return *rollout_points(states, key), agent if agent is not None else states.agent
 
 
-NAME = "hidden"
-REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
+def rollout_points(rollout, key: str) -> tuple[Activations, dict[str, np.ndarray]]:
+    """One row per played step of ``rollout``, episode by episode (as a store is read): state tensor ``key``
+    leaving the step (``state_out/KEY``) or hook ``key`` of its cache (``hook:KEY``), and what the plots
+    colour by (action, value, reward, policy entropy, last step)."""
+    episode, step = np.nonzero(rollout.mask.T)
+    if key in rollout.states:
+        x, source = rollout.states[key][step, episode].reshape(len(step), -1), STATE_OUT + key
+    elif key in rollout.cache:
+        x, source = rollout.cache.rows(key)[0].reshape(len(step), -1).float().numpy(), HOOK + key
+    else:
+        raise ProclabError(
+            f"the rollout holds no state or cached hook {key!r}; its states: "
+            f"{', '.join(rollout.states) or 'none'}; its cache: {', '.join(rollout.cache) or 'none'}"
+        )
+    at = lambda a: a[step, episode]  # noqa: E731
+    attributes = {
+        "action": at(rollout.actions),
+        "value": at(rollout.values),
+        "reward": at(rollout.rewards),
+        "entropy": entropy(at(rollout.logits).astype(np.float64)),
+        "last": at(rollout.terminated) | at(rollout.truncated),
+    }
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return Activations(x, episode.astype(np.int64), step.astype(np.int64), source), attributes
 
 
 def entropy(logits: np.ndarray) -> np.ndarray:
@@ -130,63 +309,6 @@ def _nmf(xf: np.ndarray, n: int, seed: int):
     return NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4).fit(xf)
 
 
-def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.ndarray]:
-    """What the plots colour by, per analysed step (state_out row t pairs with row t's outputs)."""
-    fields = store.step_fields
-    logits = "logits_clean" if "logits_clean" in fields else "logits"
-    out = {}
-    for name in ("action", "value", "reward"):
-        if name in fields:
-            out[name] = store.read_steps(name, episodes)
-    if logits in fields:
-        out["entropy"] = entropy(store.read_steps(logits, episodes).astype(np.float64))
-    if "terminated" in fields:
-        last = store.read_steps("terminated", episodes)
-        out["last"] = last | store.read_steps("truncated", episodes) if "truncated" in fields else last
-    return out
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    """What an analysis reads, resolved from the arguments and the analysis folder's inputs."""
-
-    data: Path
-    store: EpisodeStore
-    source: str  # the activation analysed (a store field or HOOK + hook name)
-    checkpoint: Path | None
-    runtime: Runtime | None  # where a hook is replayed (None: a recorded state)
-    samples: Path | None
-    sample_store: EpisodeStore | None
-    gen_source: str | None
-    episodes: np.ndarray
-
-
-def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
-    """Resolve and check the inputs before any long work (a bad hook or agent stops here)."""
-    data = ws.input_path("data", args.data, "--data DATA")
-    store = EpisodeStore(data)
-    if args.hook and args.state:
-        raise ProclabError("give --state NAME or --hook NAME, not both")
-    source = canonical_source(store, HOOK + args.hook if args.hook else args.state or default_source(store))
-    checkpoint = ws.agent_checkpoint(args.agent, store if source.startswith(HOOK) else None)
-    runtime = args.runtime() if source.startswith(HOOK) else None
-    if runtime is not None:
-        replay_agent(store, source.removeprefix(HOOK), checkpoint, runtime)
-    samples = args.samples or (ws.inputs.get("samples") and Path(ws.inputs["samples"]))
-    sample_store = EpisodeStore(samples) if samples else None
-    gen_source = canonical_source(sample_store, source) if sample_store else None
-    ws.require_inputs(data=data, samples=samples, activation=source, checkpoint=checkpoint)
-    if args.episodes < 1 or store.num_episodes == 0:
-        raise ProclabError(
-            f"--episodes {args.episodes} of a store of {store.num_episodes}: need at least one"
-        )
-    episodes = np.arange(min(args.episodes, store.num_episodes))
-    points = int(store.episodes["length"][episodes].sum())
-    check_clusters(args.clusters, min(points, args.fit_points))
-    check_clusters(args.nmf, min(points, args.fit_points), "NMF components")
-    return _Inputs(data, store, source, checkpoint, runtime, samples, sample_store, gen_source, episodes)
-
-
 @dataclass(frozen=True)
 class _Cloud:
     """The z-scored points, the fitting subsample and which points are kNN outliers."""
@@ -199,14 +321,14 @@ class _Cloud:
     fit_in: np.ndarray  # the subsample's inliers: every fit is on these rows
 
     @classmethod
-    def of(cls, x: np.ndarray, args: HiddenArgs) -> _Cloud:
+    def of(cls, x: np.ndarray, settings: HiddenSettings) -> _Cloud:
         mu, sd = x.mean(0), x.std(0)
         sd[sd == 0] = 1.0
         z = (x - mu) / sd
-        fit = subsample(len(x), args.fit_points, args.seed)
-        outliers = knn_outliers(z, fit, args.outlier_k, args.outlier_sigma)
+        fit = subsample(len(x), settings.fit_points, settings.seed)
+        outliers = knn_outliers(z, fit, settings.outlier_k, settings.outlier_sigma)
         fit_in = fit[~outliers.mask[fit]]
-        check_clusters(args.clusters, len(fit_in))
+        check_clusters(settings.clusters, len(fit_in))
         return cls(mu, sd, z, fit, outliers, fit_in)
 
     @property
@@ -217,64 +339,52 @@ class _Cloud:
         return mask
 
 
-def _fit_basis(x: np.ndarray, inp: _Inputs, args: HiddenArgs) -> Basis:
-    """The basis fitted on the inlier rows ``x``, recording what they are (the basis outlives this run:
-    later commands of the folder project onto it)."""
-    provenance = {
-        "data": str(inp.data.resolve()),
-        "activation": inp.source,
-        "episodes": len(inp.episodes),
-        "points": len(x),
-        "checkpoint": str(inp.checkpoint) if inp.checkpoint else None,
-    }
-    return Basis.fit(x, BasisConfig(n_ics=args.n_ics, seed=args.seed), provenance)
-
-
-def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
+def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, phase) -> np.ndarray:
     """Ward clusters fitted on the inliers of ``space`` (the PCs to 95 %), every other point given its
     nearest centroid's (two progress phases)."""
-    with ph.phase("ward fit"):
-        fitted, centroids = ward_fit(space[fit_in], args.clusters)
-    with ph.phase("ward assign"):
+    with phase("ward fit"):
+        fitted, centroids = ward_fit(space[fit_in], settings.clusters)
+    with phase("ward assign"):
         return assign_rest(space, fit_in, fitted, lambda rows: nearest_centroid(rows, centroids))
 
 
-def _tsne(space: np.ndarray, fit_in: np.ndarray, args: HiddenArgs, ph) -> np.ndarray:
+def _tsne(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, phase) -> np.ndarray:
     """A t-SNE map fitted on the inliers of ``space``, every other point placed on it (two progress
     phases)."""
-    with ph.phase("t-sne fit"):
-        embedding = tsne_fit(space[fit_in], args.perplexity, args.seed)
-    with ph.phase("t-sne assign"):
+    with phase("t-sne fit"):
+        embedding = tsne_fit(space[fit_in], settings.perplexity, settings.seed)
+    with phase("t-sne assign"):
         return assign_rest(
             space, fit_in, np.asarray(embedding, np.float32), lambda rows: tsne_place(embedding, rows)
         )
 
 
 def _nmf_codes(
-    x: np.ndarray, basis: Basis, fit_in: np.ndarray, args: HiddenArgs, ph
+    x: np.ndarray, basis: Basis, fit_in: np.ndarray, settings: HiddenSettings, phase
 ) -> tuple[np.ndarray, object, np.ndarray]:
     """NMF fitted on the min-shifted z-scored inliers, every point's codes and the shift (two progress
     phases)."""
-    with ph.phase("nmf fit"):
+    with phase("nmf fit"):
         zs = ((x - basis.mean) / basis.std).astype(np.float32)
         shift = zs[fit_in].min(0)
-        model = _nmf(zs[fit_in] - shift, args.nmf, args.seed)
-    with ph.phase("nmf assign"):
-        codes = np.empty((len(x), args.nmf), np.float32)
+        model = _nmf(zs[fit_in] - shift, settings.nmf, settings.seed)
+    with phase("nmf assign"):
+        codes = np.empty((len(x), settings.nmf), np.float32)
         for sl in chunks(len(x)):
             codes[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
     return codes, model, shift
 
 
-def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> dict[str, np.ndarray]:
+def _generated(
+    gen: Activations, basis: Basis, cloud: _Cloud, settings: HiddenSettings
+) -> dict[str, np.ndarray]:
     """The world model's states on the real basis, whether each lies inside the real cloud, and how
     far each is from its nearest real state (``nearest_real``), beside the same distance of real states
     the fits did not use (``real_to_real``): the drift of dreamed states, in the z-scored units."""
-    gen = read_activation(inp.sample_store, inp.gen_source, checkpoint=inp.checkpoint, runtime=inp.runtime)
     gen_pcs, gen_ics = _project(basis, gen.x)
     gen_z = (gen.x - cloud.mu) / cloud.sd
     reference = cloud.z[cloud.fit_in]
-    inside = inside_fraction(reference, cloud.outliers.threshold, gen_z, args.outlier_k)
+    inside = inside_fraction(reference, cloud.outliers.threshold, gen_z, settings.outlier_k)
     return {
         "episode": gen.episode,
         "step": gen.step,
@@ -282,7 +392,7 @@ def _generated(inp: _Inputs, basis: Basis, cloud: _Cloud, args: HiddenArgs) -> d
         "ics": gen_ics,
         "inside": inside,
         "nearest_real": nearest_distance(reference, gen_z).astype(np.float32),
-        "real_to_real": _real_to_real(cloud, args.seed).astype(np.float32),
+        "real_to_real": _real_to_real(cloud, settings.seed).astype(np.float32),
     }
 
 
@@ -318,133 +428,25 @@ def drift_summary(generated: dict[str, np.ndarray]) -> dict:
     }
 
 
-def _write(ws: Workspace, arrays: dict, generated: dict | None, basis: Basis, args: HiddenArgs) -> list[Path]:
-    out = ws.command_dir(NAME)
-    save_npz(out / "hidden.npz", "hidden-state arrays", **arrays)
-    files = [out / "hidden.npz"]
-    if generated is not None:
-        save_npz(out / "generated.npz", "generated-state arrays", **generated)
-        files.append(out / "generated.npz")
-    basis.save(ws.stage(ws.basis_path.name))  # published with the command's folder
-    files.append(ws.basis_path)
-    if args.plots:
-        files += _plots(out, arrays, basis, generated, args)
-    return files
+CLUSTERS = "Ward cluster"
 
 
-def run_hidden(args: HiddenArgs) -> Path:
-    # lazy: scipy is slow to import, only this step needs it
-    from scipy.stats import kurtosis
-
-    start = time.perf_counter()
-    ws = Workspace.open(args.out)
-    inp = _inputs(args, ws)
-    with phases(12 if inp.sample_store else 11, "analyze hidden") as ph:
-        with ph.phase("reading states"):
-            acts = read_activation(
-                inp.store,
-                inp.source,
-                inp.episodes,
-                checkpoint=inp.checkpoint,
-                runtime=inp.runtime,
-                progress=ph.fraction,
-            )
-            x = acts.x
-            attrs = _step_attributes(inp.store, inp.episodes)
-        with ph.phase("outliers"):
-            cloud = _Cloud.of(x, args)
-            fit_in = cloud.fit_in
-        with ph.phase("basis"):
-            basis = _fit_basis(x[fit_in], inp, args)
-            pcs, ics = _project(basis, x)
-            n95 = pcs_to(basis.explained_variance_ratio, 0.95)
-        space = pcs[:, :n95]
-        clusters = _ward_clusters(space, fit_in, args, ph)
-        nmf, nmf_model, nmf_shift = _nmf_codes(x, basis, fit_in, args, ph)
-        tsne = _tsne(space, fit_in, args, ph)
-        with ph.phase("statistics"):
-            sil = silhouette(space[fit_in], clusters[fit_in], args.seed)
-            kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
-        generated = None
-        if inp.sample_store is not None:
-            with ph.phase("generated states"):
-                generated = _generated(inp, basis, cloud, args)
-        with ph.phase("writing"):
-            arrays = {
-                "episode": acts.episode,
-                "step": acts.step,
-                "outlier": cloud.outliers.mask,
-                "fit": cloud.fit_mask,
-                "knn_distance": cloud.outliers.distance.astype(np.float32),
-                "pcs": pcs,
-                "ics": ics,
-                "clusters": clusters,
-                "nmf": nmf,
-                "tsne": tsne,
-                **attrs,
-            }
-            files = _write(ws, arrays, generated, basis, args)
-            files.append(save_nmf(ws.path / NMF_FILE, nmf_model.components_, nmf_shift))
-    fits = {"sil": sil, "kurt": kurt, "nmf_error": float(nmf_model.reconstruction_err_), "n95": n95}
-    summary = _summary(args, inp, arrays, basis, cloud, fits, generated, ph.seconds)
-    return ws.finish(NAME, args, files, summary, start)
+def shown_points(arrays: dict, points: int, seed: int) -> np.ndarray:
+    """The inliers among a seeded subsample of ``points`` points: what the scatter plots draw."""
+    shown = subsample(len(arrays["pcs"]), points, seed + 1)
+    return shown[~arrays["outlier"][shown]]
 
 
-def _summary(
-    args: HiddenArgs,
-    inp: _Inputs,
-    arrays: dict,
-    basis: Basis,
-    cloud: _Cloud,
-    fits: dict,
-    generated: dict | None,
-    seconds,
-) -> dict:
-    ratio, k, n95, outliers = basis.explained_variance_ratio, basis.n_ics, fits["n95"], cloud.outliers
-    return {
-        "activation": inp.source,
-        "data": str(inp.data.resolve()),
-        "samples": str(inp.samples) if inp.samples else None,
-        "episodes": len(inp.episodes),
-        "points": len(arrays["pcs"]),
-        "dim": basis.dim,
-        "fit_points": len(cloud.fit),
-        "outliers": int(outliers.mask.sum()),
-        "outlier_share": float(outliers.mask.mean()),
-        "outlier_threshold": outliers.threshold,
-        "variance_explained": {str(n): float(ratio[:n].sum()) for n in (*REPORTED_PCS, k) if n <= len(ratio)},
-        "pcs_to_95": n95,
-        "ica": {"n_ics": k, **basis.fit_info, "kurtosis": [float(v) for v in fits["kurt"]]},
-        "clusters": {
-            "n": args.clusters,
-            "space_pcs": n95,
-            "sizes": np.bincount(arrays["clusters"], minlength=args.clusters).tolist(),
-            "silhouette": fits["sil"],
-        },
-        "nmf": {"n": args.nmf, "reconstruction_error": fits["nmf_error"]},
-        "tsne": {"perplexity": args.perplexity, "fit_points": len(cloud.fit_in)},
-        "generated": None
-        if generated is None
-        else {
-            "points": len(generated["inside"]),
-            "inside_real_cloud": float(generated["inside"].mean()),
-            "drift": drift_summary(generated),
-        },
-        "seconds": seconds,
-    }
-
-
-def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: HiddenArgs) -> list[Path]:
-    shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
-    shown = shown[~a["outlier"][shown]]
+def colourings(a: dict, shown: np.ndarray, clusters: int) -> list[figures.Colouring]:
+    """The panels of the scatter plots: the points ``shown`` coloured by each per-point quantity there is."""
     progress = a["step"] / np.maximum(1, _episode_lengths(a["episode"]))
-    k, n_nmf = basis.n_ics, a["nmf"].shape[1]
+    k, n_nmf = a["ics"].shape[1], a["nmf"].shape[1]
     panels = [
         figures.Colouring("action", a["action"][shown], ACTION_NAMES) if "action" in a else None,
         figures.Colouring("value", a["value"][shown]) if "value" in a else None,
         figures.Colouring("policy entropy (clean logits)", a["entropy"][shown]) if "entropy" in a else None,
         figures.Colouring("reward", a["reward"][shown]) if "reward" in a else None,
-        figures.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),
+        figures.Colouring(CLUSTERS, a["clusters"][shown], [f"c{c}" for c in range(clusters)]),
         figures.Colouring("episode progress", progress[shown]),
         figures.Colouring("last step", a["last"][shown].astype(int), ["no", "last step"])
         if "last" in a
@@ -452,56 +454,13 @@ def _plots(out: Path, a: dict, basis: Basis, generated: dict | None, args: Hidde
         figures.Colouring("IC argmax", np.abs(a["ics"][shown]).argmax(1), [f"IC{m}" for m in range(k)]),
         figures.Colouring("NMF argmax", a["nmf"][shown].argmax(1), [f"NMF{m}" for m in range(n_nmf)]),
     ]
-    panels = [p for p in panels if p is not None]
-    files = [
-        figures.scatter_grid(
-            a["pcs"][shown, :2],
-            panels,
-            out / "pca_scatter.png",
-            "hidden states: PC 0 vs PC 1",
-            ("PC 0", "PC 1"),
-        ),
-        figures.scatter_grid(
-            a["tsne"][shown], panels, out / "tsne_scatter.png", "hidden states: t-SNE", ("t-SNE 1", "t-SNE 2")
-        ),
-        figures.variance_explained(
-            basis.explained_variance_ratio,
-            k,
-            out / "variance_explained.png",
-            "variance explained by the PCs of the z-scored states",
-        ),
-    ]
-    firsts = np.unique(a["episode"])[:12]
-    paths = [a["pcs"][a["episode"] == e, :2] for e in firsts]
-    files.append(
-        figures.trajectories(
-            a["pcs"][shown, :2],
-            paths,
-            out / "trajectories_pca.png",
-            "episodes in PC space (green: start, red: end)",
-            ("PC 0", "PC 1"),
-        )
-    )
-    extra = None if generated is None else {"generated": generated["ics"]}
-    inl = ~a["outlier"]
-    files.append(figures.histograms(a["ics"][inl], out / "ic_histograms.png", "IC coordinates", "IC", extra))
-    if generated is not None:
-        pairs = [("PC 0", "PC 1", 0, 1, "pcs"), ("PC 2", "PC 3", 2, 3, "pcs"), ("IC 0", "IC 1", 0, 1, "ics")]
-        files.append(
-            figures.overlays(
-                a,
-                generated,
-                shown,
-                pairs,
-                out / "generated_over_real.png",
-                "generated states (black) over the real states (grey)",
-            )
-        )
-        files.append(figures.drift(generated, drift_summary(generated), out / "generated_drift.png"))
-    return files
+    return [p for p in panels if p is not None]
 
 
 def _episode_lengths(episode: np.ndarray) -> np.ndarray:
     """Length of each point's episode (the number of its points)."""
     _, inverse, counts = np.unique(episode, return_inverse=True, return_counts=True)
     return counts[inverse]
+
+
+__all__ = ["Hidden", "HiddenSettings", "drift_summary", "entropy", "hidden", "rollout_points"]

@@ -49,6 +49,7 @@ from proclab.interpret.steering.vectors import (
     target_cells,
     without,
 )
+from proclab.interpret.workspace.progress import no_phase
 from proclab.io.results import Result
 from proclab.levels.file import LevelStates
 from proclab.models.hooks import capture, device_of
@@ -137,7 +138,7 @@ def steer(
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
         levels = paired_levels(parse_split(s.split), s.levels, s.seed)
-    phase = phase or _no_phase
+    phase = phase or no_phase
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
     try:
@@ -159,17 +160,6 @@ def steer(
     return Steering(
         s.hook, entity, game, len(levels), info, by_coefficient, vector.numpy(), per_level, retarget
     )
-
-
-class _no_phase:
-    def __init__(self, name: str):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def check_coefficients(values: Sequence[float]) -> np.ndarray:

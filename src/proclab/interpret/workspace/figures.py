@@ -47,46 +47,57 @@ def scatter_grid(
     xy: np.ndarray, panels: list[Colouring], path: Path, title: str, axes: tuple[str, str]
 ) -> Path:
     """One panel per colouring of the same 2-D points (dreamed states have their own figure,
-    :func:`overlays`, so that they hide none of the colourings)."""
+    :func:`overlays`, so that they hide none of the colourings), written to ``path``."""
+    return _save(scatter_figure(xy, panels, title, axes), path)
+
+
+def scatter_figure(xy: np.ndarray, panels: list[Colouring], title: str, axes: tuple[str, str]):
+    """The figure of :func:`scatter_grid` (a result's ``plot()`` shows it without writing it)."""
     plt = pyplot()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
     fig, grid = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.4 * rows), squeeze=False)
-    size = max(0.5, min(6.0, 3000 / max(1, len(xy))))
     for ax, panel in zip(grid.flat, panels, strict=False):
-        if panel.categorical:
-            present = np.unique(panel.values)
-            cmap = plt.get_cmap("tab20", max(len(present), 1))
-            for j, v in enumerate(present):
-                sel = panel.values == v
-                name = panel.names[int(v)] if int(v) < len(panel.names) else str(v)
-                ax.scatter(
-                    xy[sel, 0], xy[sel, 1], s=size, color=cmap(j), label=name, rasterized=True, linewidths=0
-                )
-            if len(present) <= 20:
-                ax.legend(
-                    fontsize=6, markerscale=max(1.0, 8 / size), loc="best", ncol=2 if len(present) > 8 else 1
-                )
-        else:
-            order = np.argsort(panel.values, kind="stable")  # high values on top
-            sc = ax.scatter(
-                xy[order, 0],
-                xy[order, 1],
-                c=panel.values[order],
-                s=size,
-                cmap="viridis",
-                rasterized=True,
-                linewidths=0,
-            )
-            fig.colorbar(sc, ax=ax, fraction=0.046)
-        ax.set_title(panel.title, fontsize=10)
-        ax.set_xlabel(axes[0], fontsize=8)
-        ax.set_ylabel(axes[1], fontsize=8)
-        ax.tick_params(labelsize=7)
+        scatter_panel(ax, xy, panel, axes)
     for ax in list(grid.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(title)
-    return _save(fig, path)
+    return fig
+
+
+def scatter_panel(ax, xy: np.ndarray, panel: Colouring, axes: tuple[str, str]) -> None:
+    """The points ``xy`` on ``ax``, coloured by ``panel`` (a legend for categories, a colour bar else)."""
+    plt = pyplot()
+    size = max(0.5, min(6.0, 3000 / max(1, len(xy))))
+    if panel.categorical:
+        present = np.unique(panel.values)
+        cmap = plt.get_cmap("tab20", max(len(present), 1))
+        for j, v in enumerate(present):
+            sel = panel.values == v
+            name = panel.names[int(v)] if int(v) < len(panel.names) else str(v)
+            ax.scatter(
+                xy[sel, 0], xy[sel, 1], s=size, color=cmap(j), label=name, rasterized=True, linewidths=0
+            )
+        if len(present) <= 20:
+            ax.legend(
+                fontsize=6, markerscale=max(1.0, 8 / size), loc="best", ncol=2 if len(present) > 8 else 1
+            )
+    else:
+        order = np.argsort(panel.values, kind="stable")  # high values on top
+        sc = ax.scatter(
+            xy[order, 0],
+            xy[order, 1],
+            c=panel.values[order],
+            s=size,
+            cmap="viridis",
+            rasterized=True,
+            linewidths=0,
+        )
+        ax.figure.colorbar(sc, ax=ax, fraction=0.046)
+    ax.set_title(panel.title, fontsize=10)
+    ax.set_xlabel(axes[0], fontsize=8)
+    ax.set_ylabel(axes[1], fontsize=8)
+    ax.tick_params(labelsize=7)
 
 
 def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Path:

@@ -40,6 +40,13 @@ class Phases:
 
 
 @contextmanager
+def no_phase(name: str) -> Iterator[None]:
+    """A phase that shows and times nothing: what an analysis function runs its phases under when the
+    caller (a notebook) passes no progress bar's ``phase``."""
+    yield
+
+
+@contextmanager
 def phases(total: int, title: str) -> Iterator[Phases]:
     columns = (
         SpinnerColumn(),
