@@ -27,7 +27,7 @@ from pathlib import Path
 
 from proclab.worldmodel.config import WMTrainConfig, wm_size
 from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
-from proclab.worldmodel.train import train_world_model
+from proclab.worldmodel.trainer import train_world_model
 
 NAMED = {
     "cpu-no-shift": "cpu+camera_shift=0",

@@ -17,7 +17,7 @@ from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size
 from proclab.worldmodel.sample import SampleArgs, sample_rollouts
-from proclab.worldmodel.train import train_world_model
+from proclab.worldmodel.trainer import train_world_model
 from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples
 from support import record as record_coinrun
 

@@ -10,11 +10,11 @@ import pytest
 from proclab.cli import main as proclab
 from proclab.errors import ProclabError
 from proclab.io.results import Result
-from proclab.reward import RewardModel, TrexEvaluation, evaluate_trex, train_trex, trex_demos
+from proclab.reward import RewardModel, TrexEvaluation, evaluate_trex
 from proclab.reward.control import length_control
 from proclab.reward.nets import RewardNetConfig, predict_rewards
-from proclab.reward.record_demos import record_demos, write_synthetic_demos
-from proclab.reward.train import TrexConfig
+from proclab.reward.record_demos import record_demos, trex_demos, write_synthetic_demos
+from proclab.reward.train import TrexConfig, train_trex
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 from support import make_agent_checkpoint

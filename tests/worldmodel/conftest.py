@@ -22,7 +22,7 @@ def store(tmp_path_factory, agent_checkpoint) -> Path:
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, store) -> Path:
     """A tiny world model trained for a few updates (enough to sample from and evaluate)."""
-    from proclab.worldmodel.train import train_world_model
+    from proclab.worldmodel.trainer import train_world_model
 
     return train_world_model(
         store, tiny_config(store, tmp_path_factory.mktemp("runs"), total_updates=3), progress=False

@@ -182,7 +182,7 @@ def test_gradients_reach_the_copied_frame_and_every_parameter(config):
 def test_the_cpu_preset_trains_and_loads_back(make_config):
     from proclab.run.runtime import make_runtime
     from proclab.worldmodel.checkpoint import load_world_model
-    from proclab.worldmodel.train import train_world_model
+    from proclab.worldmodel.trainer import train_world_model
 
     cpu = wm_size("cpu")
     assert cpu.model.decoder_copy and cpu.model.camera_shift > 0 and cpu.loss.changed_pixels > 0

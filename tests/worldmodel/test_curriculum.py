@@ -32,7 +32,7 @@ def test_a_batch_cut_to_its_first_steps_keeps_everything_else():
 
 
 def test_training_on_the_curriculum_simulates_the_scheduled_steps(make_config, monkeypatch):
-    import proclab.worldmodel.train as train_module
+    import proclab.worldmodel.trainer as train_module
 
     seen = []
     real = train_module.teacher_forced

@@ -17,7 +17,8 @@ from proclab.worldmodel.batch import synthetic_batch
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.clustered import auc, clustered_mean, correlations
 from proclab.worldmodel.config import WorldModelConfig
-from proclab.worldmodel.evaluate import EvaluateArgs, evaluate, expected_returns, frame_rows, frame_table
+from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
+from proclab.worldmodel.evaluation import expected_returns, frame_rows, frame_table
 from proclab.worldmodel.frame_error import prediction_strip
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.state_drift import nearest_other_episode
@@ -328,7 +329,7 @@ def test_the_real_game_replays_recorded_windows_exactly_and_plays_the_agent_as_a
 
 
 def test_same_actions_so_far_is_one_until_the_first_difference_and_nan_past_the_end():
-    from proclab.worldmodel.evaluate import same_so_far
+    from proclab.worldmodel.evaluation import same_so_far
 
     rng = np.random.default_rng(6)
     B, H = 30, 6

@@ -295,7 +295,7 @@ def test_world_models_saved_before_the_seed_forms_load_as_built(trained_run, tmp
 def test_the_seed_forms_train_and_reload(make_config, precision):
     """The tiny size with the seed's cell, blocks and uniformity loss: trains (channels-last, bf16 too),
     its losses are finite, and its checkpoint rebuilds the same model."""
-    from proclab.worldmodel.train import train_world_model
+    from proclab.worldmodel.trainer import train_world_model
 
     base = make_config()
     model = WorldModelConfig(**{**base.model.__dict__, "rssm_cell": "norm_gru", "encoder_block": "seed"})

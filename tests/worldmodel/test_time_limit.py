@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 from proclab.cli import main as cli
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.run_dirs import read_metrics
-from proclab.worldmodel.train import WMTrainer, train_world_model
+from proclab.worldmodel.trainer import WMTrainer, train_world_model
 
 
 def test_a_time_limit_stops_after_the_first_update_that_crosses_it(make_config):

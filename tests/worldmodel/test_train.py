@@ -16,7 +16,7 @@ from proclab.io.run_dirs import read_metrics
 from proclab.run.runtime import make_runtime
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size
-from proclab.worldmodel.train import WMTrainer
+from proclab.worldmodel.trainer import WMTrainer
 from support import torchrun_proclab
 
 
@@ -139,7 +139,8 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     """A feed-forward agent (quickstart's): no agent state anywhere, train -> sample -> loss over time."""
     from proclab.models import AgentConfig
     from proclab.store import EpisodeStore, ShardWriter
-    from proclab.worldmodel import LossOverTimeArgs, SampleArgs, loss_over_time, sample_rollouts
+    from proclab.worldmodel.loss_over_time import LossOverTimeArgs, loss_over_time
+    from proclab.worldmodel.sample import SampleArgs, sample_rollouts
     from support import TINY_AGENT
 
     agent = helpers.make_agent_checkpoint(

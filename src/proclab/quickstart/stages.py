@@ -42,9 +42,10 @@ from proclab.rl.render import RenderArgs
 from proclab.rl.render import render as render_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
-from proclab.worldmodel import SampleArgs, sample_rollouts, train_world_model, wm_size
+from proclab.worldmodel import train_world_model, wm_size
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
+from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 
 
 @dataclass(frozen=True)

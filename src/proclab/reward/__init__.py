@@ -7,18 +7,19 @@ builds clip pairs; ``loss`` is the Bradley-Terry objective; ``nets`` the reward 
 (``metrics``); ``grid`` and ``plots`` the study; ``wrapper`` and ``policy`` PPO on the learned
 reward. docs/trex.md has the whole workflow, docs/notebooks/trex.ipynb a small one in Python::
 
+    from proclab.reward.record_demos import trex_demos   # the commands' modules: the package exports
+    from proclab.reward.train import train_trex           # none of them (a library never imports a command)
+
     demos = trex_demos([ppo_run], "coinrun", out=path, train=60, test=30)   # an episode store of demos
     reward_model = train_trex(demos, num_demos=40, time_limit=30)             # a RewardModel
     evaluation = evaluate_trex(reward_model, demos)                           # a TrexEvaluation
     evaluation.table(); evaluation.plot()
 """
 
-from proclab.reward.evaluate import TrexEvaluation, evaluate_trex
+from proclab.reward.evaluation import TrexEvaluation, evaluate_trex
 from proclab.reward.metrics import correlations, pair_accuracy, pearson, spearman
 from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, load_reward_model, predict_rewards
 from proclab.reward.pairs import ClipPairs, make_pairs, stratified_pick
-from proclab.reward.record_demos import trex_demos
-from proclab.reward.train import TrexConfig, train_reward, train_trex
 from proclab.reward.wrapper import LearnedRewardEnv
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "RewardModel",
     "RewardNet",
     "RewardNetConfig",
-    "TrexConfig",
     "TrexEvaluation",
     "correlations",
     "evaluate_trex",
@@ -38,7 +38,4 @@ __all__ = [
     "predict_rewards",
     "spearman",
     "stratified_pick",
-    "train_reward",
-    "train_trex",
-    "trex_demos",
 ]

@@ -22,9 +22,9 @@ for a tour)::
     traj.frame, traj.agent_state, traj.env_h, traj.logits, traj.value, traj.reward, traj.done_logit
     traj.per_step["frame"][k]          # the exact tensor the agent saw at step k (closed loop)
 
-    # sample (proclab wm sample) and measure the drift from the data (proclab wm loss-over-time)
+    # the commands' modules (a library module never imports them): wm sample into a store, wm loss-over-time
+    from proclab.worldmodel.sample import SampleArgs, sample_rollouts
     store = sample_rollouts(SampleArgs(wm=run_dir, n=100, init="informed", steps=10, out=path))
-    result = loss_over_time(LossOverTimeArgs(wm=run_dir, data=held_out_store, out=path))
 
 The window alignment (which recorded row labels which simulated step) is in :mod:`.batch`;
 the loss table in :mod:`.losses`; the architecture in :mod:`.model`.
@@ -33,20 +33,16 @@ the loss table in :mod:`.losses`; the architecture in :mod:`.model`.
 from proclab.worldmodel.checkpoint import TrainedWorldModel, load_world_model
 from proclab.worldmodel.config import WM_SIZES, LossWeights, WMTrainConfig, WorldModelConfig, wm_size
 from proclab.worldmodel.dream import Dream, dream
-from proclab.worldmodel.evaluate import EvaluationSettings, WorldModelEvaluation, evaluate_world_model
-from proclab.worldmodel.loss_over_time import LossOverTimeArgs, loss_over_time
+from proclab.worldmodel.evaluation import EvaluationSettings, WorldModelEvaluation, evaluate_world_model
 from proclab.worldmodel.model import Start, Trajectory, WorldModel
-from proclab.worldmodel.sample import SampleArgs, sample_rollouts
 from proclab.worldmodel.simulate import dreamed, imagined, random_bottlenecks, teacher_forced
-from proclab.worldmodel.train import train_world_model
+from proclab.worldmodel.trainer import train_world_model
 
 __all__ = [
     "WM_SIZES",
     "Dream",
     "EvaluationSettings",
-    "LossOverTimeArgs",
     "LossWeights",
-    "SampleArgs",
     "Start",
     "TrainedWorldModel",
     "Trajectory",
@@ -59,9 +55,7 @@ __all__ = [
     "evaluate_world_model",
     "imagined",
     "load_world_model",
-    "loss_over_time",
     "random_bottlenecks",
-    "sample_rollouts",
     "teacher_forced",
     "train_world_model",
     "wm_size",
