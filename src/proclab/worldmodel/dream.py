@@ -232,7 +232,6 @@ def loop_agent(agent: str | Agent | None, trained: Agent, seed: int, runtime) ->
 class DreamStarts:
     """Where ``n`` dreams start: windows of a store (informed) or vectors, handed out batch by batch."""
 
-    init: str
     vectors: Tensor | None = None
     windows: WindowDataset | None = None
     picks: np.ndarray | None = None
@@ -243,12 +242,12 @@ class DreamStarts:
         replacement only where the store has fewer windows than ``n``)."""
         windows = WindowDataset(data, num_init_steps, stride=1, fields=["obs"])
         rng = np.random.default_rng(seed)
-        return cls("informed", windows=windows, picks=rng.choice(len(windows), n, replace=n > len(windows)))
+        return cls(windows=windows, picks=rng.choice(len(windows), n, replace=n > len(windows)))
 
     @classmethod
     def random(cls, n: int, size: int, seed: int) -> DreamStarts:
         """``n`` vectors uniformly distributed on the unit sphere (the seed's "random init")."""
-        return cls("random", vectors=random_bottlenecks(n, size, torch.Generator().manual_seed(seed)))
+        return cls(vectors=random_bottlenecks(n, size, torch.Generator().manual_seed(seed)))
 
     def window_frames(self, lo: int, hi: int) -> Tensor:
         """The real frames of informed starts ``lo .. hi - 1``, time-major ``(num_init_steps, B, 3, 64, 64)``."""
@@ -336,7 +335,7 @@ def dream(
             raise ProclabError(
                 f"start vectors must be (n, {wm.config.bottleneck}), got {tuple(vectors.shape)}"
             )
-        starts, n = DreamStarts("given", vectors=vectors.float()), len(vectors)
+        starts, n = DreamStarts(vectors=vectors.float()), len(vectors)
     if copy_real_frame and (starts.windows is None or wm.config.num_init_steps < 2):
         raise ProclabError("copy_real_frame needs informed starts of two or more real frames (one to copy)")
     if min(n, steps, batch_size) < 1:
