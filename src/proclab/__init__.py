@@ -46,6 +46,14 @@ _EXPORTS = {
     "hook_shapes": "proclab.models.interventions",
     "run_with_cache": "proclab.models.interventions",
     "run_with_hooks": "proclab.models.interventions",
+    # the world model and T-REX
+    "train_world_model": "proclab.worldmodel.trainer",
+    "TrainedWorldModel": "proclab.worldmodel.checkpoint",
+    "dream": "proclab.worldmodel.dream",
+    "Dream": "proclab.worldmodel.dream",
+    "trex_demos": "proclab.reward.record_demos",
+    "train_trex": "proclab.reward.train",
+    "RewardModel": "proclab.reward.nets",
     # results and errors
     "Result": "proclab.io.results",
     "ProclabError": "proclab.errors",

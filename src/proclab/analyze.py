@@ -23,8 +23,15 @@ from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
 from proclab.interpret.steering.steer import Steering, SteerSettings, steer
 from proclab.interpret.sweep.run import Sweep, fit_basis
 from proclab.interpret.sweep.run import sweep_agent as sweep
+from proclab.reward.evaluation import TrexEvaluation, evaluate_trex
+from proclab.worldmodel.evaluation import EvaluationSettings, WorldModelEvaluation, evaluate_world_model
 
 __all__ = [
+    "EvaluationSettings",
+    "TrexEvaluation",
+    "WorldModelEvaluation",
+    "evaluate_trex",
+    "evaluate_world_model",
     "Atlas",
     "AtlasSettings",
     "BehaviourSettings",
