@@ -22,7 +22,8 @@ SMALL = dict(bootstrap=20)
 def agents():
     torch.manual_seed(3)
     plain = proclab.build_agent(TINY_GRU).eval()
-    plain.env_config = EnvConfig(game=("coinrun",), mode="easy", split="train")
+    # bigfish: an untrained agent's episodes last about 80 steps there (about 700 in CoinRun)
+    plain.env_config = EnvConfig(game=("bigfish",), mode="easy", split="train")
     plain.runtime = make_runtime("cpu", "fp32")
     return plain
 
@@ -40,15 +41,17 @@ def edited(plain, edit, game: str | None = None):
 def test_the_probe_reads_the_edited_agent(agents, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blind = edited(
-        agents, lambda a: (a.torso.fc.weight.zero_(), a.torso.fc.bias.zero_())
-    )  # fc output all zero
+        agents, lambda a: (a.torso.fc.weight.zero_(), a.torso.fc.bias.zero_()), "coinrun"
+    )  # fc output all zero; CoinRun, whose agent_x the plain agent's fc encodes even untrained
     ro = proclab.rollout(blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"])
     assert not ro.cache["torso.hook_fc"].any()
     settings = proclab.analyze.ProbeSettings(folds=2, **SMALL)
     res = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], settings=settings).probes["agent_x"]
     # constant features: the probe predicts each fold's mean, exactly what the constant control predicts
     assert res["probe"]["score"] == pytest.approx(res["constant"]["score"], abs=1e-9)
-    plain = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], agent=agents, settings=settings)
+    plain = proclab.analyze.probe(
+        ro, "torso.hook_fc", ["agent_x"], agent=edited(agents, lambda a: None, "coinrun"), settings=settings
+    )
     assert plain.probes["agent_x"]["probe"]["score"] > res["probe"]["score"] + 0.05  # the plain agent's fc
     assert os.listdir(tmp_path) == []  # nothing saved: no checkpoint, no random agent on disk
 

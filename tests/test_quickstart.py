@@ -13,7 +13,6 @@ from proclab.quickstart.stages import STAGES
 from proclab.store import EpisodeStore
 from support import disk_full
 
-
 # Bigfish rather than the default CoinRun: an untrained agent's episodes end after about 80 steps there
 # against about 700 in CoinRun, which made this fixture the suite's longest; no stage depends on the game.
 TINY = ["quickstart", "--budget", "tiny", "--precision", "fp32", "--game", "bigfish"]
