@@ -28,7 +28,7 @@ FLAGS = ["--bootstrap", "40", "--moments", "2", "--saliency-moments", "2", "--no
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("atlas-function")
-    checkpoint = make_agent_checkpoint(root / "run")
+    checkpoint = make_agent_checkpoint(root / "run", game="bigfish")  # short episodes
     data, out = root / "DATA", root / "A"
     main(["record", "--agent", str(checkpoint), "--precision", "fp32", "--episodes", "3", "--num-envs", "1",
           "--out", str(data), *THREADS])  # fmt: skip

@@ -24,7 +24,7 @@ TARGETS = ["value", "action", "group:right"]
 @pytest.fixture(scope="module")
 def played(tmp_path_factory):
     root = tmp_path_factory.mktemp("real")
-    checkpoint = make_agent_checkpoint(root / "run")
+    checkpoint = make_agent_checkpoint(root / "run", game="bigfish")  # short episodes
     agent = load(checkpoint, device="cpu", precision="fp32")
     store = record(checkpoint, root / "data", episodes=3, seed=5)
     ro = proclab.rollout(agent, episodes=3, num_envs=2, seed=5)

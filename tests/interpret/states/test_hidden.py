@@ -56,7 +56,9 @@ def test_the_function_gives_the_numbers_the_command_wrote(command, gru_store, sa
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory):
-    agent = proclab.load(make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run"), "cpu", "fp32")
+    agent = proclab.load(
+        make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run", game="bigfish"), "cpu", "fp32"
+    )
     return agent, proclab.rollout(
         agent, levels="0:20", episodes=4, num_envs=4, seed=1, cache=["torso.hook_fc"]
     )
