@@ -22,7 +22,8 @@ FAST = [
     "--torch-threads",
     "1",
 ]
-SPARSE = [*FAST, "--moments", "1", "--saliency-moments", "1"]  # 64 atoms: one strip each keeps it quick
+# 2 atoms per unit of the 16-unit state (the default is 4): 32 cards of one strip each keep it quick
+SPARSE = [*FAST, "--moments", "1", "--saliency-moments", "1", "--expansion", "2"]
 SWEEP = ["--levels", "2", "--rows", "8", "--split", "0:50", "--bootstrap", "50", "--permutations", "50"]
 
 
@@ -74,7 +75,7 @@ def test_ica_atlas_reads_the_sweep_and_writes_every_card(folder, capsys):
 def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, capsys):
     proclab("atlas", "--out", folder, "--basis", "sparse", "--dictionary-steps", "100", *SPARSE)
     first = strict_json(folder / "atlas-sparse" / "atlas.json")
-    assert first["k"] == 64 and first["nonnegative"] and first["basis_fit"]["atoms"] == 64
+    assert first["k"] == 32 and first["nonnegative"] and first["basis_fit"]["atoms"] == 32
     assert all(not c["causes"]["swept"] and c["summary"].startswith("sweep not run") for c in first["cards"])
     assert all(
         c["activation"]["bottom"] == [] for c in first["cards"]
