@@ -165,10 +165,8 @@ def test_torchrun_two_cpu_processes(tmp_path):
         ([*TINY, "--learner-layout", "64:threads"], "invalid learner layout '64:threads'"),
     ],
 )
-def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
-    proc = proclab("train", *args, "--run-root", str(tmp_path / "runs"))
-    assert proc.returncode == 2
-    assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+def test_bad_input_is_one_line_and_creates_nothing(tmp_path, capsys, args, message):
+    assert message in one_line_error(capsys, ["train", *args, "--run-root", str(tmp_path / "runs")])
     assert not (tmp_path / "runs").exists()
 
 
@@ -186,16 +184,16 @@ def test_minibatches_split_evenly_and_modes_are_checked():
         replace(tiny, ppo=replace(tiny.ppo, replay_reset="last")).validate()
 
 
-def test_resume_errors(tmp_path):
-    proc = proclab("train", "--resume", str(tmp_path / "missing"))
-    assert proc.returncode == 2 and "is not a run directory" in proc.stderr
+def test_resume_errors(tmp_path, capsys):
+    assert "is not a run directory" in one_line_error(
+        capsys, ["train", "--resume", str(tmp_path / "missing")]
+    )
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
-    (run / "config.json").write_text(__import__("json").dumps(to_dict(PRESETS["tiny"])))
-    proc = proclab("train", "--resume", str(run))
-    assert proc.returncode == 2 and "has no checkpoint yet" in proc.stderr
-    proc = proclab("train", "--resume", str(run), "--learning-rate", "1")
-    assert proc.returncode == 2 and "only --total-steps may change" in proc.stderr
+    (run / "config.json").write_text(json.dumps(to_dict(PRESETS["tiny"])))
+    assert "has no checkpoint yet" in one_line_error(capsys, ["train", "--resume", str(run)])
+    err = one_line_error(capsys, ["train", "--resume", str(run), "--learning-rate", "1"])
+    assert "only --total-steps may change" in err
 
 
 def test_resume_of_a_finished_run_does_nothing_and_more_steps_are_recorded(tmp_path, capsys):
