@@ -17,7 +17,7 @@ from proclab.io.run_dirs import read_metrics
 from proclab.rl.config import PRESETS, ImpalaConfig
 from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
 from proclab.rl.train import parse_args
-from support import TINY_FLAGS, proclab, with_game
+from support import TINY_FLAGS, one_line_error, proclab, with_game
 
 GAMES = "bossfight,chaser"  # short random episodes
 TINY = [
@@ -113,17 +113,15 @@ def test_bad_impala_settings_are_refused(args, message):
         cfg.validate()
 
 
-def test_bad_input_is_one_line_and_creates_nothing(tmp_path):
-    proc = proclab(
-        "train",
+def test_bad_input_is_one_line_and_creates_nothing(tmp_path, capsys):
+    args = [
         *with_game(TINY, "bigfish,maze,leaper"),
         "--val-num-envs",
         "3",
         "--run-root",
         str(tmp_path / "runs"),
-    )
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "does not divide num_envs=4" in proc.stderr
+    ]
+    assert "does not divide num_envs=4" in one_line_error(capsys, ["train", *args])
     assert not (tmp_path / "runs").exists()
 
 
@@ -168,27 +166,21 @@ def test_resume_restores_counters_and_schedule(impala_run, tmp_path):
     assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == "step_000000000960"
 
 
-def test_checkpoint_of_another_core_is_one_line(impala_run, tmp_path):
+def test_checkpoint_of_another_core_is_one_line(impala_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(impala_run, run)
     config = json.loads((run / "config.json").read_text())
     config["agent"]["core"] = "gru"
     (run / "config.json").write_text(json.dumps(config))
-    proc = proclab("train", "--resume", str(run), "--total-steps", "960")
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "does not match this architecture" in proc.stderr
-    assert "core.0.weight_ih (64, 33) vs (48, 33)" in proc.stderr  # names the mismatched keys
+    err = one_line_error(capsys, ["train", "--resume", str(run), "--total-steps", "960"])
+    assert "does not match this architecture" in err
+    assert "core.0.weight_ih (64, 33) vs (48, 33)" in err  # names the mismatched keys
 
     ckpt = run / "checkpoints" / "step_000000000640"
     meta = json.loads((ckpt / "meta.json").read_text())
     meta["agent"]["core"] = "srwm"
     (ckpt / "meta.json").write_text(json.dumps(meta))
-    proc = proclab("eval", "--agent", str(ckpt))
-    assert (
-        proc.returncode == 2
-        and proc.stderr.count("\n") == 1
-        and "does not match this architecture" in proc.stderr
-    )
+    assert "does not match this architecture" in one_line_error(capsys, ["eval", "--agent", str(ckpt)])
 
 
 def test_killed_actor_is_restarted_and_training_continues(tmp_path, capsys):
