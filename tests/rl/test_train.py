@@ -120,15 +120,15 @@ def test_checkpoints_carry_the_reward_normalisation(tmp_path):
 
 def test_killed_run_resumes_to_identical_weights(tmp_path):
     """A run killed with SIGKILL and resumed ends with exactly the weights of an uninterrupted run."""
-    args = [*TINY, "--total-steps", str(4 * 32 * 14), "--checkpoint-every", "128"]
+    args = [*TINY, "--total-steps", str(4 * 32 * 8), "--checkpoint-every", "128"]
     full = proclab("train", *args, "--run-root", str(tmp_path / "a"))
     assert full.returncode == 0, full.stderr
 
-    step = "b/ppo/*/*/*/checkpoints/step_000000000640"
+    step = "b/ppo/*/*/*/checkpoints/step_000000000384"
     proc = proclab_killed_when(step, tmp_path, "train", *args, "--run-root", str(tmp_path / "b"))
     assert proc.returncode == -signal.SIGKILL
     run = only_run(tmp_path / "b")
-    assert not (run / "checkpoints" / f"step_{4 * 32 * 14:012d}").exists(), "run finished before the kill"
+    assert not (run / "checkpoints" / f"step_{4 * 32 * 8:012d}").exists(), "run finished before the kill"
 
     resumed = proclab("train", "--resume", str(run))
     assert resumed.returncode == 0, resumed.stderr
@@ -137,7 +137,7 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     for k in a:
         assert torch.equal(a[k], b[k]), k
     steps = read_metrics(run)["step"]
-    assert steps == sorted(set(steps)) and steps[-1] == 4 * 32 * 14  # each update logged exactly once
+    assert steps == sorted(set(steps)) and steps[-1] == 4 * 32 * 8  # each update logged exactly once
     assert (
         read_metrics(run)["charts/episodic_return"][-1]
         == read_metrics(only_run(tmp_path / "a"))["charts/episodic_return"][-1]
