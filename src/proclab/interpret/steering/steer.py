@@ -375,7 +375,7 @@ def _reach(near: Near, outcomes, base: int, arm: int, env, levels) -> dict:
     return out
 
 
-def _rank(vector_change: float, draw_changes: np.ndarray) -> dict:
+def rank_among_draws(vector_change: float, draw_changes: np.ndarray) -> dict:
     """Where the vector's change falls among the random draws': the share of draws that change the
     outcome at least as much in the same direction, ``(1 + k) / (1 + draws)`` (1 for no change)."""
     sign = np.sign(vector_change)
@@ -406,7 +406,7 @@ def _controls(binary: dict, layout: dict, c: float, draws: int, have: np.ndarray
             entry["random"] = {
                 "draws": draws,
                 "changes": [float(x) for x in changes],
-                **_rank(entry["vector_vs_plain_change"], changes),
+                **rank_among_draws(entry["vector_vs_plain_change"], changes),
                 "random_vs_plain": mean_change(plain, share, idx),
                 "vector_vs_random": mean_change(share, vec, idx),
             }
@@ -448,32 +448,45 @@ def _walks(paths: Paths, blind: Paths, layout, steered, draws: int, have: np.nda
     """Per arm, the share of steps at which its walk on the level with the entity stood where the plain
     agent's walk without the entity stood (per level, then the mean over the levels that hold the
     entity); the vector against the plain agent, the random draws' mean and the instance control
-    (paired bootstrap over levels)."""
+    (paired bootstrap over levels). A level whose episode ended on its first step (no cell seen) is
+    left out of the comparisons it has no walk for."""
 
     rows = np.flatnonzero(have)
-    idx = resamples(max(len(rows), 1), s.bootstrap, s.seed)
 
     def agree(v):
         return np.array([agreement(paths.cells[v][lv], blind.cells[0][lv]) for lv in rows])
 
+    def change(a, b):
+        keep = np.isfinite(a) & np.isfinite(b)
+        if not keep.any():
+            return None
+        idx = resamples(int(keep.sum()), s.bootstrap, s.seed)
+        return {"levels": int(keep.sum()), **mean_change(a[keep], b[keep], idx)}
+
     plain = agree(0)
-    out = {"levels": len(rows), "plain_with_entity": float(np.nanmean(plain)) if len(rows) else None}
-    if not len(rows):
-        return out
+    out = {"levels": len(rows), "plain_with_entity": _nanmean(plain)}
     for c in steered:
         vec, inst = agree(layout["vector", c]), agree(layout["instance", c])
         row = {
-            "vector": float(vec.mean()),
-            "instance": float(inst.mean()),
-            "vector_vs_plain": mean_change(plain, vec, idx),
-            "vector_vs_instance": mean_change(inst, vec, idx),
+            "vector": _nanmean(vec),
+            "instance": _nanmean(inst),
+            "vector_vs_plain": change(plain, vec),
+            "vector_vs_instance": change(inst, vec),
         }
         if draws:
-            rand = np.mean([agree(layout[f"random {d}", c]) for d in range(draws)], axis=0)
-            row["random"] = float(rand.mean())
-            row["vector_vs_random"] = mean_change(rand, vec, idx)
+            each = np.array([agree(layout[f"random {d}", c]) for d in range(draws)])
+            seen = np.isfinite(each)
+            total = np.where(seen, each, 0.0).sum(0)
+            rand = np.where(seen.any(0), total / np.maximum(seen.sum(0), 1), np.nan)  # per level, over draws
+            row["random"] = _nanmean(rand)
+            row["vector_vs_random"] = change(rand, vec)
         out[f"{c:g}"] = row
     return out
+
+
+def _nanmean(x: np.ndarray) -> float | None:
+    finite = x[np.isfinite(x)]
+    return float(finite.mean()) if len(finite) else None
 
 
 def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | None) -> list[dict]:
@@ -530,7 +543,7 @@ def _retarget(agent, frames, env, levels, s, rt) -> dict:
         out["reached"]["random"] = float(share.mean())
         out["random_sets"] = {
             "changes": [float(x) for x in changes],
-            **_rank(out["tracking_vs_plain"]["change"], changes),
+            **rank_among_draws(out["tracking_vs_plain"]["change"], changes),
             "random_vs_plain": mean_change(hit[0], share, idx),
             "tracking_vs_random": mean_change(share, hit[1], idx),
         }
