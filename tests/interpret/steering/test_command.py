@@ -204,3 +204,15 @@ def test_retargeting_is_refused_where_the_camera_follows_the_agent(tmp_path, cap
         and "coinrun's camera follows the agent" in err
         and len(err.strip().splitlines()) == 1
     )
+
+
+def test_the_mean_vector_is_played_only_when_asked_and_says_why(tmp_path, maze_agent, capsys):
+    out = tmp_path / "M"
+    steer_cli(
+        out, maze_agent, "--levels", "1", "--vector-levels", "0:2", "--coefficients", "0", "--no-per-level",
+        "--rows", "2", "--bootstrap", "20",
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "vector: the mean over levels" in printed and "smeared" in printed
+    summary = json.loads((out / "steer" / "summary.json").read_text())
+    assert summary["vector"]["kind"] == "mean" and "controls" not in summary
