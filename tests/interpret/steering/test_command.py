@@ -46,10 +46,12 @@ def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agen
     assert zero["level_complete"]["lost"] == zero["level_complete"]["gained"] == 0
     assert set(summary["coefficients"]) == {"0", "3"}
     three = summary["coefficients"]["3"]
-    tests = [three["level_complete"], *three["reach"].values(), summary["retarget"]["tracking_vs_plain"]]
+    r = summary["retarget"]
+    tests = [three["level_complete"], *three["reach"].values(), r["tracking_vs_plain"]]
+    tests.append(r["random_sets"]["tracking_vs_random"])
     for by_outcome in summary["controls"].values():
         for e in by_outcome.values():
-            tests += [e["instance_vs_plain"], e["vector_vs_instance"]]
+            tests += [e["instance_vs_plain"], e["vector_vs_instance"], e["random"]["vector_vs_random"]]
             assert e["random"]["draws"] == 1 and len(e["random"]["changes"]) == 1
     assert all(t["correction"] == f"holm over {len(tests)}" for t in tests)  # one family: all of them
     assert {"levels", "plain_with_entity", "3"} <= set(summary["paths"])

@@ -180,12 +180,23 @@ def binary_change(base: np.ndarray, inter: np.ndarray) -> dict:
     }
 
 
+def against_share(base_share: np.ndarray, inter: np.ndarray, idx: np.ndarray, reps: int, seed: int) -> dict:
+    """A binary outcome ``inter`` against the per-unit share ``base_share`` of several control arms that
+    reached it (e.g. 20 random channel sets): the bootstrap interval of the difference for its size, and
+    for the decision the paired permutation p (each unit's two values swapped at random,
+    :func:`mean_p`), which, as McNemar's test does, draws its evidence from the units where the two
+    differ; the bootstrap's percentile interval is too sure when those are few."""
+    out = mean_change(base_share, inter, idx)
+    out.pop("significant")
+    return {**out, "p_permutation": mean_p(base_share, inter, swaps(len(inter), reps, seed))}
+
+
 def correct(tests: list[dict], method: str = "holm", alpha: float = 0.05) -> None:
-    """Adjust the ``p_exact`` of every test in ``tests`` (one family: what is reported together) by
-    ``method`` (:mod:`proclab.interpret.stats.corrections`), in place: ``p_adjusted``, ``correction``
-    and ``significant`` (adjusted p at most ``alpha``)."""
+    """Adjust the p-value of every test in ``tests`` (``p_exact``, else ``p_permutation``; one family: what
+    is reported together) by ``method`` (:mod:`proclab.interpret.stats.corrections`), in place:
+    ``p_adjusted``, ``correction`` and ``significant`` (adjusted p at most ``alpha``)."""
     if not tests:
         return
-    adjusted = adjust([t["p_exact"] for t in tests], method)
+    adjusted = adjust([t["p_exact"] if "p_exact" in t else t["p_permutation"] for t in tests], method)
     for t, p in zip(tests, adjusted, strict=True):
         t.update(p_adjusted=float(p), correction=f"{method} over {len(tests)}", significant=bool(p <= alpha))

@@ -59,7 +59,7 @@ from proclab.envs import parse_split
 from proclab.envs.state import glossary, parse_state, remove_entities, serialize_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
-from proclab.interpret.stats.paired import binary_change, correct, mean_change, resamples
+from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change, resamples
 from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import (
@@ -408,7 +408,7 @@ def _controls(binary: dict, layout: dict, c: float, draws: int, have: np.ndarray
                 "changes": [float(x) for x in changes],
                 **rank_among_draws(entry["vector_vs_plain_change"], changes),
                 "random_vs_plain": mean_change(plain, share, idx),
-                "vector_vs_random": mean_change(share, vec, idx),
+                "vector_vs_random": against_share(share, vec, idx, s.bootstrap, s.seed),
             }
         out[name] = entry
     return out
@@ -490,7 +490,8 @@ def _nanmean(x: np.ndarray) -> float | None:
 
 
 def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | None) -> list[dict]:
-    """Every exact test the result reports (one family for the correction); coefficient 0 is the
+    """Every test of a binary outcome the result reports (one family for the correction): the exact
+    McNemar tests and the permutation tests against the random draws' share; coefficient 0 is the
     baseline and tests nothing."""
 
     tests = []
@@ -501,8 +502,12 @@ def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | 
     for by_outcome in (controls or {}).values():
         for entry in by_outcome.values():
             tests.extend([entry["instance_vs_plain"], entry["vector_vs_instance"]])
+            if "random" in entry:
+                tests.append(entry["random"]["vector_vs_random"])
     if retarget is not None:
         tests.append(retarget["tracking_vs_plain"])
+        if "random_sets" in retarget:
+            tests.append(retarget["random_sets"]["tracking_vs_random"])
     return tests
 
 
@@ -545,7 +550,7 @@ def _retarget(agent, frames, env, levels, s, rt) -> dict:
             "changes": [float(x) for x in changes],
             **rank_among_draws(out["tracking_vs_plain"]["change"], changes),
             "random_vs_plain": mean_change(hit[0], share, idx),
-            "tracking_vs_random": mean_change(share, hit[1], idx),
+            "tracking_vs_random": against_share(share, hit[1], idx, s.bootstrap, s.seed),
         }
     return out
 
