@@ -64,7 +64,7 @@ def test_steering_builds_its_vector_from_the_edited_agent(agents, tmp_path, monk
             p.zero_()
 
     settings = proclab.analyze.SteerSettings(
-        levels=4, vector_levels="0:4", coefficients=(0.0, 1.0), rows=8, **SMALL
+        levels=4, vector_levels="0:4", coefficients=(0.0,), rows=8, **SMALL
     )
     res = proclab.analyze.steer(edited(agents, zero_block1, "maze"), settings)  # the cheese is in view
     plain = proclab.analyze.steer(edited(agents, lambda a: None, "maze"), settings)

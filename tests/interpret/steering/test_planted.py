@@ -9,7 +9,7 @@ import torch
 from planted_grid import SIZE, GoalSeeker, Grid
 from proclab.interpret.interventions.batched_play import play
 from proclab.interpret.probes.spatial import centres_of_mass, track_channels
-from proclab.interpret.steering.variants import AddVector, WriteSites, variants_plan
+from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import contrast_vector
 from proclab.models.hooks import capture
 from proclab.models.interventions import Intervened, hook_shapes
@@ -119,8 +119,8 @@ def test_the_null_agent_is_not_moved():
 
 
 def test_a_contrastive_vector_subtracts_the_goal():
-    """With minus without the goal: channel 0 on the goal cells only (1 / levels each). Added at
-    coefficient 0 the agent completes every level; at -levels the goal no longer stands out in the
+    """With minus without the goal: channel 0 on the goal cells only (1 / levels each). Unedited
+    the agent completes every level; at -levels the goal no longer stands out in the
     channel and the agent stops reaching it."""
     agent = GoalSeeker()
     levels = LEVELS[:8]
@@ -132,9 +132,9 @@ def test_a_contrastive_vector_subtracts_the_goal():
     without_goal[:, 1] = 0
     vector = contrast_vector(agent, HOOK, with_goal, without_goal)
     assert vector[1].abs().max() == 0 and vector[0].sum().item() == pytest.approx(1.0)
-    plan = variants_plan(HOOK, hook_shapes(agent)[HOOK], [AddVector(vector)])
-    values = np.stack([np.zeros(8), np.full(8, -8.0)])
-    out = play(
-        Intervened(agent), plan, env, levels, np.zeros(2, np.int64), values, make_runtime("cpu", "fp32")
+    plan = variants_plan(
+        HOOK, hook_shapes(agent)[HOOK], [AddLevelVector(vector.expand(8, *vector.shape), -8.0)]
     )
+    values = np.repeat(np.arange(8, dtype=np.float64)[None], 2, 0)
+    out = play(Intervened(agent), plan, env, levels, np.array([-1, 0]), values, make_runtime("cpu", "fp32"))
     assert out.complete[0].mean() == 1.0 and out.complete[1].mean() < 0.5

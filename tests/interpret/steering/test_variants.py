@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from proclab.interpret.steering.variants import AddLevelVector, AddVector, WriteSites, variants_plan
+from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.models import AgentConfig, build_agent
 from proclab.models.interventions import Intervened
 from support import TINY_AGENT
@@ -26,23 +26,6 @@ def setup(seed=0):
         0, 256, (4, 3, 64, 64), generator=torch.Generator().manual_seed(seed), dtype=torch.uint8
     )
     return agent, obs, activation(agent, obs).numpy()
-
-
-def test_add_vector_per_row_coefficient_and_plain_rows():
-    agent, obs, plain = setup()
-    g = torch.Generator().manual_seed(1)
-    vector = torch.randn(SHAPE, generator=g)
-    codes, values = torch.tensor([0, -1, 0, 0]), torch.tensor([1.0, 5.0, -2.0, 0.0])
-    got = activation(agent, obs, variants_plan(HOOK, SHAPE, [AddVector(vector)]), codes, values).numpy()
-    for r in range(4):
-        want = plain[r] if codes[r] < 0 else plain[r] + values[r].item() * vector.numpy()
-        np.testing.assert_allclose(got[r], want, rtol=1e-5, atol=1e-6)
-    assert np.array_equal(got[3], plain[3])  # coefficient 0: exactly the input
-    across = torch.randn(8, generator=g)
-    got = activation(agent, obs, variants_plan(HOOK, SHAPE, [AddVector(across)]), codes, values).numpy()
-    for r, c, y, x in np.ndindex(4, 8, 2, 3):
-        bump = 0.0 if codes[r] < 0 else values[r].item() * across[c].item()
-        assert np.isclose(got[r, c, y, x], plain[r, c, y, x] + bump, atol=1e-5)
 
 
 def test_write_sites_per_row_position_and_variant():

@@ -1,28 +1,14 @@
-"""``proclab analyze steer``: add a contrastive vector at a hook during real play; retarget by channels.
+"""``proclab analyze steer``: add a contrastive vector at a hook during real play, against same-norm
+controls; retarget by channels, against random channel sets.
 
 Parse -> call -> write: :func:`proclab.interpret.steering.steer.steer` plays the agent (any agent in memory
-there); this command loads ``--agent`` and writes ``ANALYSIS/steer/summary.json`` and ``vector.pt``.
+there; its module docstring says what is played and how it is judged); this command loads ``--agent`` and
+writes ``ANALYSIS/steer/summary.json`` and ``vector.pt`` (the mean vector over ``--vector-levels``).
 
-1. **Vector.** On ``--vector-levels`` (default: training levels) each level's first state with the
-   ``--entity`` and without it (:mod:`proclab.interpret.steering.vectors`) give the steering vector at
-   ``--hook``: the mean activation difference, with minus without.
-2. **Coefficients.** On ``--levels`` held-out levels of ``--split``, the agent plays once per
-   coefficient (``--coefficients``, default ``-2,-1,0,1,2``) with ``coefficient * vector`` added at the
-   hook at every step (coefficient 0 is the plain agent: adding zero is exact). All variants of a
-   level start from the same game state (:mod:`proclab.interpret.interventions.batched_play`), so every
-   outcome is compared with coefficient 0 *paired by level*: return, level completed (in games whose
-   goal ends the level, e.g. maze's cheese: reaching the goal), steps; episode-bootstrap intervals.
-3. **Retargeting** (``--channels``, e.g. the channels ``analyze probe --entity`` found tracking the
-   entity): per held-out level a target cell (a random ``--target-cell`` cell at least 2 cells from the
-   agent's start) is written into those channels at its position in the map, at each channel's largest
-   activation on the vector's frames times ``--magnitude``; the control writes the same into as many
-   random other channels. Outcome: how often the agent's centre reaches the target cell, each arm against the plain agent and
-   the tracking channels against the random ones, paired by level.
-
-Per coefficient, ``reach`` says for each kind of the game's glossary present at the start of some
-held-out level how often the agent reached it on those levels (its box within ``--reach-gap`` of one,
-:class:`~proclab.interpret.steering.reach.Near`; the goal also by completing the level), paired with
-coefficient 0 over the same levels.
+By default every held-out level is steered by its own with-minus-without vector (Mini et al.'s);
+``--no-per-level`` plays the mean vector instead and says so in the output. ``--controls`` (default 20)
+same-norm random directions and an instance control play at every non-zero coefficient; binary
+outcomes are judged by exact McNemar tests, Holm-corrected over all of them.
 """
 
 from __future__ import annotations
@@ -79,11 +65,18 @@ class SteerArgs(AnalysisArgs):
     is still built from --vector-levels."""
     coefficients: str = "-2,-1,0,1,2"
     """Coefficients of the vector (0 is the plain agent, the baseline of the paired comparisons)."""
-    per_level: bool = False
-    """Also steer each held-out level with its own vector (that level with minus without the entity, as
-    Mini et al. did; levels without the entity get none)."""
+    per_level: bool = True
+    """Steer each held-out level with its own vector (that level with minus without the entity, as Mini et
+    al. did; levels without the entity get none). --no-per-level: one mean vector over --vector-levels,
+    which is smeared over where their entities lie (the output says it was asked for)."""
+    controls: int = 20
+    """Same-norm controls at every non-zero coefficient: this many random Gaussian directions of the vector's
+    norm (per level), plus the with-minus-without difference of one random instance of another kind (0: only
+    the instance control)."""
     channels: tuple[int, ...] = ()
     """Retargeting: channels of the hook's map that track the entity (none: no retargeting)."""
+    channel_controls: int = 20
+    """Retargeting's null: this many random sets of as many other channels, each written the same way."""
     magnitude: float = 1.0
     """Retargeting: the value written, as a multiple of each channel's largest activation on the vector's
     frames (Mini et al. wrote values far above a channel's range)."""
@@ -98,7 +91,7 @@ class SteerArgs(AnalysisArgs):
     rows: int = 64
     """Episodes stepped together."""
     bootstrap: int = 2000
-    """Bootstrap resamples of the paired CIs."""
+    """Bootstrap resamples of the paired CIs of continuous outcomes (return, steps, walks, shares of draws)."""
 
 
 def parse_coefficients(text: str) -> tuple[float, ...]:
@@ -126,7 +119,7 @@ def run_steer(args: SteerArgs) -> Path:
     agent, _, _ = load_agent(checkpoint, rt)
     files = read_level_states(args.levels_from) if args.levels_from is not None else None
     out = ws.command_dir(NAME)
-    with phases(2 + bool(args.channels) + args.per_level, NAME) as ph:
+    with phases(2 + bool(args.channels), NAME) as ph:
         result = steer(agent, settings, level_states=files, runtime=rt, phase=ph.phase)
     torch.save(torch.from_numpy(result.vector), out / "vector.pt")
     summary: dict = {
@@ -139,10 +132,9 @@ def run_steer(args: SteerArgs) -> Path:
     summary["levels_from"] = None if files is None else str(args.levels_from)
     summary["vector"] = result.vector_info
     summary["coefficients"] = result.coefficients
-    if result.per_level is not None:
-        summary["per_level"] = result.per_level
-    if result.retarget is not None:
-        summary["retarget"] = result.retarget
+    for name in ("controls", "paths", "retarget"):
+        if getattr(result, name) is not None:
+            summary[name] = getattr(result, name)
     summary["seconds"] = round(time.time() - start, 3)
     write_json_atomic(out / "summary.json", summary)
     _print(summary)
@@ -152,27 +144,61 @@ def run_steer(args: SteerArgs) -> Path:
     return ws.final(out)
 
 
+def _binary(t: dict) -> str:
+    return (
+        f"{t['intervened']:.3f} (change {t['change']:+.3f}: {t['gained']} levels gained, {t['lost']} lost; "
+        f"McNemar p {t['p_exact']:.3g}, {t['correction']} {t['p_adjusted']:.3g})"
+        if "p_adjusted" in t
+        else f"{t['intervened']:.3f}"
+    )
+
+
 def _print(summary: dict) -> None:
-    rows = [("mean vector", summary["coefficients"])]
-    if "per_level" in summary:
-        rows.append(("per-level vectors", summary["per_level"]["coefficients"]))
-    for label, by_coefficient in rows:
-        for c, r in by_coefficient.items():
-            lc = r["level_complete"]
-            print(
-                f"{label}, coefficient {c:>5}: level completed {lc['intervened']:.3f} (change {lc['change']:+.3f} "
-                f"[{lc['ci95'][0]:+.3f}, {lc['ci95'][1]:+.3f}]), return change {r['return']['change']:+.3f}"
-            )
-            for kind, k in r.get("reach", {}).items():
-                print(
-                    f"    reached {kind} on {k['intervened']:.3f} of {k['levels']} levels (change "
-                    f"{k['change']:+.3f} [{k['ci95'][0]:+.3f}, {k['ci95'][1]:+.3f}])"
+    v = summary["vector"]
+    if v["kind"] == "mean":
+        print(f"vector: the mean over levels {v['levels']}, as --no-per-level asked: {v['why']}")
+    else:
+        print(
+            f"vector: each held-out level's own ({v['levels_with_entity']} of {summary['levels']} hold the entity)"
+        )
+    for c, r in summary["coefficients"].items():
+        print(
+            f"coefficient {c:>5}: level completed {_binary(r['level_complete'])}, return change {r['return']['change']:+.3f}"
+        )
+        for kind, k in r.get("reach", {}).items():
+            print(f"    reached {kind} on {k['levels']} levels: {_binary(k)}")
+    for c, by_outcome in summary.get("controls", {}).items():
+        for name, e in by_outcome.items():
+            line = f"controls at {c}, {name}: vector {e['vector_vs_plain_change']:+.3f} vs plain"
+            if "random" in e:
+                rnd = e["random"]
+                d = rnd["vector_vs_random"]
+                line += (
+                    f"; {rnd['draws_as_extreme']} of {rnd['draws']} random same-norm directions change it as much "
+                    f"(p {rnd['p_rank']:.3f}); vector minus random {d['change']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
+                    f"(permutation p {d['p_permutation']:.3g}, {d['correction']} {d['p_adjusted']:.3g})"
                 )
+            print(line + f"; vector vs instance control {_binary(e['vector_vs_instance'])}")
+    for c, w in summary.get("paths", {}).items():
+        if isinstance(w, dict):
+            print(
+                f"walk at {c} on the level with the entity vs the plain agent without it: same cell on "
+                f"{w['vector']:.3f} of steps (plain {summary['paths']['plain_with_entity']:.3f}, "
+                f"random {w.get('random', float('nan')):.3f}, instance {w['instance']:.3f})"
+            )
     if "retarget" in summary:
         r = summary["retarget"]
-        d = r["tracking_vs_random"]
-        print(
+        line = (
             f"retargeting: reached the target {r['reached']['tracking']:.3f} (tracking channels) vs "
-            f"{r['reached']['random']:.3f} (random) vs {r['reached']['plain']:.3f} (plain); "
-            f"difference {d['change']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
+            f"{r['reached']['plain']:.3f} (plain): {_binary(r['tracking_vs_plain'])}"
         )
+        if "random_sets" in r:
+            rs = r["random_sets"]
+            d = rs["tracking_vs_random"]
+            line += (
+                f"; random channel sets {r['reached']['random']:.3f}, tracking minus random {d['change']:+.3f} "
+                f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] (permutation p {d['p_permutation']:.3g}, {d['correction']} "
+                f"{d['p_adjusted']:.3g}), {rs['draws_as_extreme']} of {len(rs['changes'])} "
+                f"sets as extreme (p {rs['p_rank']:.3f})"
+            )
+        print(line)

@@ -64,3 +64,30 @@ class Near:
         for r, job in zip(rows[~ended], jobs[~ended], strict=True):
             level, v = divmod(int(job), self.V)
             self.reached[v, level] |= near_kinds(states[r], self.types, self.is_cell, self.gap)
+
+
+class Paths:
+    """``cells[v][l]``: the grid cell ``(col, row)`` of the agent's centre after each step of variant ``v``'s
+    episode on level ``l`` (steps seen before the episode ended), to compare where two variants went."""
+
+    def __init__(self, states, variants: int, levels: int):
+        self.states, self.V = states, variants
+        self.cells: list[list[list[tuple[int, int]]]] = [[[] for _ in range(levels)] for _ in range(variants)]
+
+    def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
+        states = self.states()
+        for r, job in zip(rows[~ended], jobs[~ended], strict=True):
+            level, v = divmod(int(job), self.V)
+            _, entities, _ = scan(states[r])
+            agent = entities[entities["type"] == PLAYER]
+            if len(agent):
+                self.cells[v][level].append((int(np.floor(agent["x"][0])), int(np.floor(agent["y"][0]))))
+
+
+def agreement(a: list, b: list) -> float:
+    """Share of the steps both paths saw (the first ``min(len(a), len(b))``) at which they stood in the
+    same cell; NaN when either saw none. 1 means the same walk for as long as both lasted."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return float("nan")
+    return float(np.mean(np.all(np.asarray(a[:n]) == np.asarray(b[:n]), axis=1)))

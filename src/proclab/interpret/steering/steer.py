@@ -1,20 +1,42 @@
-"""Steering as a function: add a contrastive vector at a hook during real play; retarget by channels.
+"""Steering as a function: add a contrastive vector at a hook during real play, against same-norm
+controls; retarget by channels, against random channel sets.
 
-1. **Vector.** On the vector's levels (default: training levels) each level's first state with the
-   the entity and without it (:mod:`proclab.interpret.steering.vectors`) give the steering vector at
-   the hook: the mean activation difference, with minus without.
-2. **Coefficients.** On the held-out levels held-out levels of the split, the agent plays once per
-   coefficient (default ``-2,-1,0,1,2``) with ``coefficient * vector`` added at the
-   hook at every step (coefficient 0 is the plain agent: adding zero is exact). All variants of a
-   level start from the same game state (:mod:`proclab.interpret.interventions.batched_play`), so every
-   outcome is compared with coefficient 0 *paired by level*: return, level completed (in games whose
-   goal ends the level, e.g. maze's cheese: reaching the goal), steps; episode-bootstrap intervals.
-3. **Retargeting** (``channels``, e.g. the channels ``analyze probe --entity`` found tracking the
-   entity): per held-out level a target cell (a random target-cell kind cell at least 2 cells from the
+1. **Vector.** By default each held-out level is steered by its own vector: its first state's
+   activation at the hook *with* the entity minus *without* it (Mini et al. 2023's cheese vector;
+   levels without the entity get none). With ``per_level=False`` one vector for all levels: the mean of
+   that difference over the vector's levels (default: training levels). A mean over other levels is
+   smeared over where their entities lie, which is why it is not the default; the mean vector is built
+   in both cases (its info is reported, its frames set the retargeting's magnitudes).
+2. **Coefficients.** On the held-out levels of the split, the agent plays once per coefficient (default
+   ``-2,-1,0,1,2``) with ``coefficient * vector`` added at the hook at every step (0 is the plain agent).
+   All variants of a level start from the same game state
+   (:mod:`proclab.interpret.interventions.batched_play`), so every outcome is compared with coefficient 0
+   *paired by level*: return and steps with level-bootstrap intervals; the binary outcomes (level
+   completed, each kind reached) with the exact McNemar test, Holm-corrected over every binary test the
+   result reports (:func:`~proclab.interpret.stats.paired.correct`).
+3. **Controls** (``controls`` draws, default 20), at every non-zero coefficient: the vector replaced by a
+   random Gaussian direction of the same norm (per level, for per-level vectors), and by the
+   with-minus-without difference of one random instance of another kind (a wall cell of a maze) rescaled
+   to the same norm. A vector that changes behaviour only as much as these do shows that an input of
+   that size perturbs the agent, not that it carries the entity. Reported: each outcome's change under
+   the vector, under every random draw (and where the vector falls among them: the share of draws
+   changing it at least as much in the same direction, ``(1 + k) / (1 + draws)``), the paired difference
+   between the vector and the draws' mean (bootstrap), and the vector against the instance control
+   (McNemar).
+4. **Cheese-blind or broken.** The plain agent also plays each level with the entity removed; the cells
+   the agent stood on after each step are compared (:func:`~proclab.interpret.steering.reach.agreement`)
+   between that walk and the walk of each arm on the level with the entity. An agent the vector makes
+   blind to the entity walks as the plain agent does without it; a broken one walks elsewhere, as the
+   random-direction arms do.
+5. **Retargeting** (``channels``, e.g. the channels ``analyze probe --entity`` found tracking the
+   entity): per held-out level a target cell (a random ``target_cell`` cell at least 2 cells from the
    agent's start) is written into those channels at its position in the map, at each channel's largest
-   activation on the vector's frames times ``magnitude``; the control writes the same into as many
-   random other channels. Outcome: how often the agent's centre reaches the target cell, each arm against the plain agent and
-   the tracking channels against the random ones, paired by level.
+   activation on the vector's frames times ``magnitude``. The write is at one map position for the whole
+   episode, so games whose camera follows the agent (CoinRun, ...) are refused: there the target would
+   move with the view. The null: the same write into ``channel_controls`` (default 20) random sets of as
+   many other channels. Outcome: whether the agent's centre reached the target cell; the channels
+   against the plain agent (McNemar), against the random sets' mean (bootstrap), and where they fall
+   among the sets.
 
 Per coefficient, ``reach`` says for each kind of the game's glossary present at the start of some
 held-out level how often the agent reached it on those levels (its box within ``reach_gap`` of one,
@@ -34,18 +56,21 @@ import numpy as np
 import torch
 
 from proclab.envs import parse_split
-from proclab.envs.state import glossary
-from proclab.errors import ProclabError
+from proclab.envs.state import glossary, parse_state, remove_entities, serialize_state
+from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
-from proclab.interpret.stats.paired import mean_change, resamples
-from proclab.interpret.steering.reach import Near, Reach
-from proclab.interpret.steering.variants import AddLevelVector, AddVector, WriteSites, variants_plan
+from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change, resamples
+from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
+from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import (
     contrast_vector,
     first_frames,
+    instance_vectors,
     kinds_present,
     level_vectors,
     map_sites,
+    random_directions,
+    same_norm,
     target_cells,
     without,
 )
@@ -55,6 +80,11 @@ from proclab.levels.file import LevelStates
 from proclab.models.hooks import capture, device_of
 from proclab.models.interventions import Intervened, hook_shapes
 from proclab.run.runtime import Runtime, make_runtime
+
+MEAN_VECTOR_NOTE = (
+    "one mean vector over the vector's levels (per_level off): a mean over other levels is smeared over "
+    "where their entities lie; the per-level vector is the one that tests the entity's effect"
+)
 
 
 @dataclass(frozen=True)
@@ -67,8 +97,10 @@ class SteerSettings:
     split: str = "test1"
     levels: int = 200
     coefficients: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
-    per_level: bool = False
+    per_level: bool = True
+    controls: int = 20
     channels: tuple[int, ...] = ()
+    channel_controls: int = 20
     magnitude: float = 1.0
     reach_gap: float = 0.5
     target_cell: str = "space"
@@ -81,7 +113,8 @@ class SteerSettings:
 @dataclass(frozen=True)
 class Steering(Result):
     """The steering vector and, per coefficient (and per retargeting arm), the paired outcomes against the
-    plain agent (module docstring)."""
+    plain agent, the same-norm controls and the walks against the plain agent's without the entity
+    (module docstring)."""
 
     hook: str
     entity: str
@@ -90,25 +123,23 @@ class Steering(Result):
     vector_info: dict
     coefficients: dict
     vector: np.ndarray = field(repr=False)
-    per_level: dict | None = None
+    controls: dict | None = None
+    paths: dict | None = None
     retarget: dict | None = None
 
     def table(self) -> list[dict]:
         rows = []
-        for label, by in (
-            ("mean vector", self.coefficients),
-            ("per-level vectors", (self.per_level or {}).get("coefficients", {})),
-        ):
-            for c, r in by.items():
-                lc = r["level_complete"]
-                rows.append({
-                    "vector": label,
-                    "coefficient": float(c),
-                    "completed": lc["intervened"],
-                    "change": lc["change"],
-                    "ci": tuple(lc["ci95"]),
-                    "return change": r["return"]["change"],
-                })  # fmt: skip
+        for c, r in self.coefficients.items():
+            lc = r["level_complete"]
+            rows.append({
+                "vector": self.vector_info["kind"],
+                "coefficient": float(c),
+                "completed": lc["intervened"],
+                "change": lc["change"],
+                "p (McNemar)": lc.get("p_exact"),
+                "p adjusted": lc.get("p_adjusted"),
+                "return change": r["return"]["change"],
+            })  # fmt: skip
         return rows
 
 
@@ -120,13 +151,17 @@ def steer(
     runtime: Runtime | None = None,
     phase=None,
 ) -> Steering:
-    """Build the vector on ``settings.vector_levels`` and play ``agent`` steered on held-out levels (or on
+    """Build the vectors and play ``agent`` steered, with its controls, on held-out levels (or on
     ``level_states``, each once per variant); ``phase(name)`` (a context manager) reports progress."""
     s = settings
     for name in ("levels", "rows", "bootstrap"):
         if getattr(s, name) < 1:
             raise ProclabError(f"--{name} must be >= 1, got {getattr(s, name)}")
+    for name in ("controls", "channel_controls"):
+        if getattr(s, name) < 0:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(s, name)}")
     coefficients = check_coefficients(s.coefficients)
+    _check_hook(agent, s)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     env_config = agent.env_config
     game = env_config.games()[0]
@@ -142,14 +177,16 @@ def steer(
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
     try:
+        states = [env.level_state(int(lv)) for lv in levels]
+        if s.channels:
+            _check_fixed_camera(states[0], game)
         with phase(f"vector from {vector_split.label()}"):
             vector, frames, info = _vector(agent, s.hook, seeds, vector_split, entity)
-        with phase(f"coefficients on {len(levels)} levels"):
-            by_coefficient = _coefficients(agent, vector, coefficients, env, levels, s, rt)
-        per_level = retarget = None
-        if s.per_level:
-            with phase(f"per-level vectors on {len(levels)} levels"):
-                per_level = _per_level(agent, coefficients, env, levels, entity, s, rt)
+        with phase(f"{'per-level' if s.per_level else 'mean'} vectors and controls on {len(levels)} levels"):
+            arms, info = _arms(agent, vector, states, seeds, vector_split, entity, info, s)
+            played = _play_arms(agent, arms, coefficients, env, levels, entity, s, rt)
+        by_coefficient, controls, paths = played
+        retarget = None
         if s.channels:
             with phase(f"retargeting on {len(levels)} levels"):
                 retarget = _retarget(agent, frames, env, levels, s, rt)
@@ -157,8 +194,9 @@ def steer(
         env.close()
         if seeds is not env:
             seeds.close()
+    correct(_binary_tests(by_coefficient, controls, retarget))
     return Steering(
-        s.hook, entity, game, len(levels), info, by_coefficient, vector.numpy(), per_level, retarget
+        s.hook, entity, game, len(levels), info, by_coefficient, vector.numpy(), controls, paths, retarget
     )
 
 
@@ -171,12 +209,38 @@ def check_coefficients(values: Sequence[float]) -> np.ndarray:
 
 
 def paired_outcomes(out, base: int, arm: int, idx: np.ndarray) -> dict:
-    """Return, level completed and steps of variant ``arm`` against variant ``base``, paired by level."""
+    """Return and steps of variant ``arm`` against variant ``base`` (bootstrap), level completed (McNemar),
+    paired by level."""
     return {
         "return": mean_change(out.ret[base], out.ret[arm], idx),
-        "level_complete": mean_change(out.complete[base], out.complete[arm], idx),
+        "level_complete": binary_change(out.complete[base] > 0, out.complete[arm] > 0),
         "length": mean_change(out.length[base], out.length[arm], idx),
     }
+
+
+def _check_hook(agent, s) -> None:
+    """One-line errors for a hook the agent lacks and channels its map lacks, before anything is played."""
+    shapes = hook_shapes(agent)
+    if s.hook not in shapes:
+        raise unknown_choice("hook", s.hook, shapes)
+    if not s.channels:
+        return
+    shape = shapes[s.hook]
+    if len(shape) != 3:
+        raise ProclabError(f"--channels needs a conv map; {s.hook} has per-sample shape {shape}")
+    bad = [c for c in s.channels if not 0 <= c < shape[0]]
+    if bad:
+        raise ProclabError(f"--channels {' '.join(map(str, bad))}: {s.hook} has channels 0-{shape[0] - 1}")
+    if shape[0] - len(set(s.channels)) < len(s.channels) and s.channel_controls:
+        raise ProclabError(f"--channels: too few other channels at {s.hook} for the random control")
+
+
+def _check_fixed_camera(state: bytes, game: str) -> None:
+    if parse_state(state).header.center_agent:
+        raise ProclabError(
+            f"--channels writes one fixed map position for the whole episode, but {game}'s camera follows the "
+            "agent (the written target would move with the view): retargeting needs a fixed view (maze, heist, ...)"
+        )
 
 
 def _goal(game: str) -> str:
@@ -197,104 +261,298 @@ def _vector(agent, hook, env, split, entity):
     return vector, frames, info
 
 
-def _coefficients(agent, vector, coefficients, env, levels, s, rt) -> dict:
+@dataclass(frozen=True)
+class _Arms:
+    """Per-level vectors ``(L, *shape)`` of the steering vector, its random draws ``(D, L, *shape)`` and its
+    instance control."""
 
-    plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], [AddVector(vector)])
-    dims = np.zeros(len(coefficients), np.int64)
-    values = np.repeat(coefficients[:, None], len(levels), 1)
-    near = _near(env, len(coefficients), len(levels), s.reach_gap)
+    vector: torch.Tensor
+    random: torch.Tensor
+    instance: torch.Tensor
+    have: np.ndarray  # levels that hold the entity
+
+
+def _arms(agent, mean, states, seeds, vector_split, entity, info, s) -> tuple[_Arms, dict]:
+    """The steering vector of every held-out level (its own, or the mean) and its same-norm controls."""
+
+    shape = hook_shapes(agent)[s.hook]
+
+    def frames_of(x):
+        return first_frames(seeds, x)
+
+    if s.per_level:
+        vectors, have = level_vectors(agent, s.hook, states, entity, frames_of)
+        instance = instance_vectors(agent, s.hook, states, entity, frames_of, s.seed)
+        info = {**info, "kind": "per-level", "levels_with_entity": int(have.sum())}
+    else:
+        have = np.ones(len(states), bool)
+        vectors = mean.expand(len(states), *shape).clone()
+        source = [
+            seeds.level_state(int(lv))
+            for lv in range(vector_split.start, vector_split.start + vector_split.num)
+        ]
+        pooled = instance_vectors(agent, s.hook, source, entity, frames_of, s.seed).mean(0)
+        instance = pooled.expand(len(states), *shape).clone()
+        info = {**info, "kind": "mean", "why": MEAN_VECTOR_NOTE}
+    norms = vectors.flatten(1).norm(dim=1)
+    instance = same_norm(instance, norms)
+    random = random_directions(shape, norms, s.controls, s.seed, shared=not s.per_level)
+    info["mean_norm_played"] = float(norms[torch.as_tensor(have)].mean()) if have.any() else 0.0
+    return _Arms(vectors, random, instance, have), info
+
+
+def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
+    """Every arm on every level, and the plain agent on each level without the entity; the report."""
+
+    steered = [c for c in coefficients if c != 0]
+    variants, layout = [], {}  # layout[(label, c)] = variant index in the outcomes (0: the plain agent)
+    for c in steered:
+        for label, vectors in (
+            ("vector", arms.vector),
+            ("instance", arms.instance),
+            *((f"random {d}", arms.random[d]) for d in range(len(arms.random))),
+        ):
+            layout[label, c] = len(variants) + 1
+            variants.append(AddLevelVector(vectors, float(c)))
+    V, L = len(variants) + 1, len(levels)
+    plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], variants) if variants else None
+    dims = np.arange(-1, len(variants))
+    values = np.repeat(np.arange(L, dtype=np.float64)[None], V, 0)
+    near = _near(env, V, L, s.reach_gap)
+    paths = Paths(_states_of(env), V, L)
     outcomes = play(
-        Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed, watch=near
-    )
-    return _report(outcomes, near, env, levels, coefficients, s)
+        Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed,
+        watch=lambda *a: (near(*a), paths(*a)),
+    )  # fmt: skip
+    reached_goal = _reached(outcomes, near, env, entity)
+    idx = resamples(L, s.bootstrap, s.seed)
+    by_coefficient = {"0": paired_outcomes(outcomes, 0, 0, idx)}
+    by_coefficient["0"]["reach"] = _reach(near, outcomes, 0, 0, env, levels)
+    for c in steered:
+        v = layout["vector", c]
+        by_coefficient[f"{c:g}"] = paired_outcomes(outcomes, 0, v, idx)
+        by_coefficient[f"{c:g}"]["reach"] = _reach(near, outcomes, 0, v, env, levels)
+    order = sorted(by_coefficient, key=float)
+    by_coefficient = {k: by_coefficient[k] for k in order}
+    if not steered:
+        return by_coefficient, None, None
+    binary = {"level_complete": outcomes.complete > 0, f"reached {entity}": reached_goal}
+    controls = {f"{c:g}": _controls(binary, layout, c, len(arms.random), arms.have, s) for c in steered}
+    blind = _without_entity(agent, env, levels, entity, s, rt)
+    walks = _walks(paths, blind, layout, steered, len(arms.random), arms.have, s)
+    return by_coefficient, controls, walks
+
+
+def _states_of(env):
+    return lambda: env.env.get_state()["procgen"][0]
 
 
 def _near(env, variants: int, levels: int, gap: float) -> Near:
-    return Near(lambda: env.env.get_state()["procgen"][0], env.config.games()[0], variants, levels, gap)
+    return Near(_states_of(env), env.config.games()[0], variants, levels, gap)
 
 
-def _report(outcomes, near: Near, env, levels, coefficients, s) -> dict:
-    """Per coefficient: the paired outcomes against coefficient 0, and ``reach``: per kind present at
-    the start of some level, the share of those levels on which the agent reached it (paired over them)."""
+def _reached(outcomes, near: Near, env, entity) -> np.ndarray:
+    """``(V, L)``: the agent reached the entity (came near it, or completed the level when it is the goal)."""
+    k = near.kinds.index(entity) if entity in near.kinds else None
+    near_entity = near.reached[:, :, k] if k is not None else np.zeros(outcomes.complete.shape, bool)
+    goal = glossary(env.config.games()[0]).goal
+    return near_entity | ((outcomes.complete > 0) if entity == goal else False)
 
-    idx = resamples(len(levels), s.bootstrap, s.seed)
-    base = int(np.flatnonzero(coefficients == 0)[0])
-    out = {f"{c:g}": paired_outcomes(outcomes, base, v, idx) for v, c in enumerate(coefficients)}
+
+def _reach(near: Near, outcomes, base: int, arm: int, env, levels) -> dict:
+    """Per kind present at the start of some level: the share of those levels on which the agent reached
+    it (the goal also by completing the level), arm against base over the same levels (McNemar)."""
+
     present = kinds_present([env.level_state(int(lv)) for lv in levels], near.kinds)
     goal = glossary(env.config.games()[0]).goal
+    out = {}
     for k, kind in enumerate(near.kinds):
         have = np.flatnonzero(present[:, k])
         if not len(have):
             continue  # the game's kind appears on none of these levels
         reached = near.reached[:, :, k] | ((outcomes.complete > 0) if kind == goal else False)
-        sub = reached[:, have].astype(np.float64)
-        sub_idx = resamples(len(have), s.bootstrap, s.seed)
-        for v, c in enumerate(coefficients):
-            row = out[f"{c:g}"].setdefault("reach", {})
-            row[kind] = {"levels": len(have), **mean_change(sub[base], sub[v], sub_idx)}
+        out[kind] = {"levels": len(have), **binary_change(reached[base, have], reached[arm, have])}
     return out
 
 
-def _per_level(agent, coefficients, env, levels, entity, s, rt) -> dict:
-    """Each level steered by its own with-minus-without vector, one variant per coefficient."""
+def rank_among_draws(vector_change: float, draw_changes: np.ndarray) -> dict:
+    """Where the vector's change falls among the random draws': the share of draws that change the
+    outcome at least as much in the same direction, ``(1 + k) / (1 + draws)`` (1 for no change)."""
+    sign = np.sign(vector_change)
+    k = int((sign * draw_changes >= sign * vector_change - 1e-12).sum()) if sign else len(draw_changes)
+    return {"draws_as_extreme": k, "p_rank": (1 + k) / (1 + len(draw_changes))}
 
-    states = [env.level_state(int(lv)) for lv in levels]
-    vectors, have = level_vectors(agent, s.hook, states, entity, lambda s: first_frames(env, s))
-    variants = [AddLevelVector(vectors, float(c)) for c in coefficients]
-    plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], variants)
-    values = np.repeat(np.arange(len(levels), dtype=np.float64)[None], len(coefficients), 0)
-    near = _near(env, len(coefficients), len(levels), s.reach_gap)
-    dims = np.arange(len(coefficients))
-    outcomes = play(
-        Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed, watch=near
-    )
-    out = _report(outcomes, near, env, levels, coefficients, s)
-    return {"levels_with_entity": int(have.sum()), "coefficients": out}
+
+def _controls(binary: dict, layout: dict, c: float, draws: int, have: np.ndarray, s) -> dict:
+    """At coefficient ``c``, per binary outcome (on levels that hold the entity): the vector, the random
+    draws and the instance control, each against the plain agent, and the vector against them."""
+
+    out = {}
+    rows = np.flatnonzero(have)
+    idx = resamples(len(rows), s.bootstrap, s.seed)
+    for name, hit in binary.items():
+        h = hit[:, rows]
+        plain, vec, inst = h[0], h[layout["vector", c]], h[layout["instance", c]]
+        entry = {
+            "levels": len(rows),
+            "vector_vs_plain_change": float(vec.mean() - plain.mean()),
+            "instance_vs_plain": binary_change(plain, inst),
+            "vector_vs_instance": binary_change(inst, vec),
+        }
+        if draws:
+            drawn = np.stack([h[layout[f"random {d}", c]] for d in range(draws)])
+            changes = drawn.mean(1) - plain.mean()
+            share = drawn.mean(0)  # per level: the share of draws that got there (a continuous outcome)
+            entry["random"] = {
+                "draws": draws,
+                "changes": [float(x) for x in changes],
+                **rank_among_draws(entry["vector_vs_plain_change"], changes),
+                "random_vs_plain": mean_change(plain, share, idx),
+                "vector_vs_random": against_share(share, vec, idx, s.bootstrap, s.seed),
+            }
+        out[name] = entry
+    return out
+
+
+class _Without:
+    """The held-out levels with every ``kind`` removed (the plain agent's walk when it cannot see it)."""
+
+    def __init__(self, env, kind: str):
+        self.env, self.kind, self.num_envs = env, kind, env.num_envs
+
+    def level_state(self, level: int) -> bytes:
+        state = parse_state(self.env.level_state(level))
+        return serialize_state(remove_entities(state, self.kind))
+
+    def load(self, slot, state):
+        self.env.load(slot, state)
+
+    def observe(self):
+        return self.env.observe()
+
+    def step(self, actions):
+        return self.env.step(actions)
+
+
+def _without_entity(agent, env, levels, entity, s, rt) -> Paths:
+    paths = Paths(_states_of(env), 1, len(levels))
+    values = np.zeros((1, len(levels)))
+    play(
+        agent, None, _Without(env, entity), levels, np.array([-1]), values, rt,
+        greedy=s.greedy, seed=s.seed, watch=paths,
+    )  # fmt: skip
+    return paths
+
+
+def _walks(paths: Paths, blind: Paths, layout, steered, draws: int, have: np.ndarray, s) -> dict:
+    """Per arm, the share of steps at which its walk on the level with the entity stood where the plain
+    agent's walk without the entity stood (per level, then the mean over the levels that hold the
+    entity); the vector against the plain agent, the random draws' mean and the instance control
+    (paired bootstrap over levels). A level whose episode ended on its first step (no cell seen) is
+    left out of the comparisons it has no walk for."""
+
+    rows = np.flatnonzero(have)
+
+    def agree(v):
+        return np.array([agreement(paths.cells[v][lv], blind.cells[0][lv]) for lv in rows])
+
+    def change(a, b):
+        keep = np.isfinite(a) & np.isfinite(b)
+        if not keep.any():
+            return None
+        idx = resamples(int(keep.sum()), s.bootstrap, s.seed)
+        return {"levels": int(keep.sum()), **mean_change(a[keep], b[keep], idx)}
+
+    plain = agree(0)
+    out = {"levels": len(rows), "plain_with_entity": _nanmean(plain)}
+    for c in steered:
+        vec, inst = agree(layout["vector", c]), agree(layout["instance", c])
+        row = {
+            "vector": _nanmean(vec),
+            "instance": _nanmean(inst),
+            "vector_vs_plain": change(plain, vec),
+            "vector_vs_instance": change(inst, vec),
+        }
+        if draws:
+            each = np.array([agree(layout[f"random {d}", c]) for d in range(draws)])
+            seen = np.isfinite(each)
+            total = np.where(seen, each, 0.0).sum(0)
+            rand = np.where(seen.any(0), total / np.maximum(seen.sum(0), 1), np.nan)  # per level, over draws
+            row["random"] = _nanmean(rand)
+            row["vector_vs_random"] = change(rand, vec)
+        out[f"{c:g}"] = row
+    return out
+
+
+def _nanmean(x: np.ndarray) -> float | None:
+    finite = x[np.isfinite(x)]
+    return float(finite.mean()) if len(finite) else None
+
+
+def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | None) -> list[dict]:
+    """Every test of a binary outcome the result reports (one family for the correction): the exact
+    McNemar tests and the permutation tests against the random draws' share; coefficient 0 is the
+    baseline and tests nothing."""
+
+    tests = []
+    for c, row in by_coefficient.items():
+        if float(c) != 0:
+            tests.append(row["level_complete"])
+            tests.extend(row.get("reach", {}).values())
+    for by_outcome in (controls or {}).values():
+        for entry in by_outcome.values():
+            tests.extend([entry["instance_vs_plain"], entry["vector_vs_instance"]])
+            if "random" in entry:
+                tests.append(entry["random"]["vector_vs_random"])
+    if retarget is not None:
+        tests.append(retarget["tracking_vs_plain"])
+        if "random_sets" in retarget:
+            tests.append(retarget["random_sets"]["tracking_vs_random"])
+    return tests
 
 
 def _retarget(agent, frames, env, levels, s, rt) -> dict:
+    """The tracking channels and ``channel_controls`` random sets of as many other channels, each written
+    with the target's map position on every level; whether the agent reached the target (module
+    docstring)."""
 
     shape = hook_shapes(agent)[s.hook]
-    if len(shape) != 3:
-        raise ProclabError(f"--channels needs a conv map; {s.hook} has per-sample shape {shape}")
     others = np.setdiff1d(np.arange(shape[0]), s.channels)
-    if len(others) < len(s.channels):
-        raise ProclabError(f"--channels: too few other channels at {s.hook} for the random control")
-    control = tuple(int(c) for c in np.random.default_rng([s.seed, 5]).choice(others, len(s.channels), False))
+    rng = np.random.default_rng([s.seed, 5])
+    sets = [
+        tuple(int(c) for c in rng.choice(others, len(s.channels), False)) for _ in range(s.channel_controls)
+    ]
     peak = s.magnitude * _peaks(agent, s.hook, frames, shape)
-    arms = {"tracking": tuple(s.channels), "random": control}
-    variants = [WriteSites(ch, tuple(float(peak[c]) for c in ch)) for ch in arms.values()]
+    arms = [tuple(s.channels), *sets]
+    variants = [WriteSites(ch, tuple(float(peak[c]) for c in ch)) for ch in arms]
     states = [env.level_state(int(lv)) for lv in levels]
     targets = target_cells(states, s.target_cell, s.seed)
     sites = map_sites(states, targets, shape).astype(np.float64)
-    dims = np.array([-1, 0, 1])
-    reach = Reach(lambda: env.env.get_state()["procgen"][0], targets, 3)
+    V = len(arms) + 1
+    reach = Reach(_states_of(env), targets, V)
     play(
-        Intervened(agent),
-        variants_plan(s.hook, shape, variants),
-        env,
-        levels,
-        dims,
-        np.repeat(sites[None], 3, 0),
-        rt,
-        greedy=s.greedy,
-        seed=s.seed,
-        watch=reach,
-    )
-    hit = reach.hit.astype(np.float64)
-    idx = resamples(len(levels), s.bootstrap, s.seed)
-    return {
-        "channels": arms,
-        "magnitudes": {c: float(peak[c]) for ch in arms.values() for c in ch},
-        "reached": {
-            "plain": float(hit[0].mean()),
-            "tracking": float(hit[1].mean()),
-            "random": float(hit[2].mean()),
-        },
-        "tracking_vs_plain": mean_change(hit[0], hit[1], idx),
-        "random_vs_plain": mean_change(hit[0], hit[2], idx),
-        "tracking_vs_random": mean_change(hit[2], hit[1], idx),
+        Intervened(agent), variants_plan(s.hook, shape, variants), env, levels, np.arange(-1, len(arms)),
+        np.repeat(sites[None], V, 0), rt, greedy=s.greedy, seed=s.seed, watch=reach,
+    )  # fmt: skip
+    hit = reach.hit
+    out = {
+        "channels": {"tracking": arms[0], "random_sets": sets},
+        "magnitudes": {c: float(peak[c]) for ch in arms for c in ch},
+        "reached": {"plain": float(hit[0].mean()), "tracking": float(hit[1].mean())},
+        "tracking_vs_plain": binary_change(hit[0], hit[1]),
     }
+    if sets:
+        idx = resamples(len(levels), s.bootstrap, s.seed)
+        share = hit[2:].mean(0)  # per level: the share of random sets whose write got the agent there
+        changes = hit[2:].mean(1) - hit[0].mean()
+        out["reached"]["random"] = float(share.mean())
+        out["random_sets"] = {
+            "changes": [float(x) for x in changes],
+            **rank_among_draws(out["tracking_vs_plain"]["change"], changes),
+            "random_vs_plain": mean_change(hit[0], share, idx),
+            "tracking_vs_random": against_share(share, hit[1], idx, s.bootstrap, s.seed),
+        }
+    return out
 
 
 def _peaks(agent, hook, frames, shape) -> np.ndarray:

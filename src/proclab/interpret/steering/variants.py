@@ -4,10 +4,10 @@ r"""Steering variants played side by side: each row of a batch gets its own edit
 and, before each forward pass, asks a plan for the interventions of its rows: row ``r`` plays variant
 ``codes[r]`` (``-1``: the plain agent) with parameter ``values[r]``. :func:`variants_plan` makes that
 plan from a list of variants, each a function from (hook, the rows that play it, their values) to one
-:class:`~proclab.models.interventions.Intervention`\ : :class:`AddVector` adds ``value`` times a steering
-vector (a coefficient), :class:`AddLevelVector` each level's own vector at a fixed coefficient,
-:class:`WriteSites` writes a magnitude into some channels at one position per row (``value`` is the
-flat index of the position in the map, so each level can have its own target).
+:class:`~proclab.models.interventions.Intervention`\ : :class:`AddLevelVector` adds a row's own vector
+(one per level, the value its index; a vector shared by all levels is the same vector at every index)
+at a fixed coefficient, :class:`WriteSites` writes a magnitude into some channels at one position per
+row (``value`` is the flat index of the position in the map, so each level can have its own target).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError
-from proclab.models.interventions import Direction, Intervention, Mask
+from proclab.models.interventions import Intervention, Mask
 
 Variant = Callable[[str, Tensor, Tensor, tuple[int, ...]], Intervention]
 
@@ -38,21 +38,6 @@ def variants_plan(hook: str, shape: tuple[int, ...], variants: Sequence[Variant]
         return out
 
     return plan
-
-
-@dataclass(frozen=True, eq=False)
-class AddVector:
-    """``act + value * vector`` (``vector`` of the hook's per-sample shape, or one entry per channel: a
-    direction added at every position)."""
-
-    vector: Tensor
-
-    def __call__(self, hook: str, rows: Tensor, values: Tensor, shape) -> Intervention:
-        v = self.vector.to(values.device)
-        if v.dim() == 1 and len(shape) > 1:
-            return Intervention(hook, Direction(v), "add", values, per_row=True, rows=rows)
-        coefficient = values.view(-1, *([1] * v.dim())).to(v.dtype)
-        return Intervention(hook, "all", "add", coefficient * v, per_row=True, rows=rows)
 
 
 @dataclass(frozen=True, eq=False)

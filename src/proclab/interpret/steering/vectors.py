@@ -133,3 +133,53 @@ def kinds_present(states: Sequence[bytes], kinds: Sequence[str]) -> np.ndarray:
         state = parse_state(s)
         out[i] = [len(positions(state, kind)) > 0 for kind in kinds]
     return out
+
+
+def instance_vectors(agent, hook: str, states: Sequence[bytes], goal: str, frames_of, seed: int) -> Tensor:
+    """Per level, the with-minus-without difference at ``hook`` of one instance of a kind other than the
+    goal (an entity or a grid cell, drawn at random among every such instance of the level: a wall cell
+    in a maze), zero where a level has none: the control that asks whether removing *anything* of the
+    level moves the activation the way removing the goal does. ``frames_of(states)`` renders first
+    frames."""
+
+    rng = np.random.default_rng([seed, 13])
+    kinds = [k for k in glossary(parse_state(states[0]).game).feature_kinds() if k != goal]
+    kept, removed, have = [], [], np.zeros(len(states), bool)
+    for i, s in enumerate(states):
+        state = parse_state(s)
+        found = [(kind, xy) for kind in kinds for xy in positions(state, kind)]
+        if not found:
+            continue
+        kind, (cx, cy) = found[rng.integers(len(found))]
+        kept.append(s)
+
+        def here(x, y, cx=cx, cy=cy):
+            return abs(x - cx) < 1e-6 and abs(y - cy) < 1e-6
+
+        removed.append(serialize_state(remove_entities(state, kind, here)))
+        have[i] = True
+    vectors = torch.zeros((len(states), *hook_shapes(agent)[hook]))
+    if have.any():
+        a, b = (_activations(agent, hook, frames_of(x)) for x in (kept, removed))
+        vectors[torch.as_tensor(have)] = a - b
+    return vectors
+
+
+def same_norm(directions: Tensor, norms: Tensor) -> Tensor:
+    """``directions`` ``(L, ...)`` rescaled so that row ``l`` has norm ``norms[l]`` (zero rows stay zero)."""
+    flat = directions.flatten(1)
+    scale = norms / flat.norm(dim=1).clamp_min(1e-12)
+    return (flat * scale[:, None]).view_as(directions)
+
+
+def random_directions(shape: Sequence[int], norms: Tensor, draws: int, seed: int, shared: bool) -> Tensor:
+    """``(draws, L, *shape)``: per draw a Gaussian direction per level (``shared``: one for every level, as a
+    mean vector is) of norm ``norms[l]`` on level ``l``: the same-norm random control of a steering vector."""
+
+    levels = len(norms)
+    out = torch.empty((draws, levels, *shape))
+    for d in range(draws):
+        g = torch.Generator().manual_seed(int(np.random.default_rng([seed, 11, d]).integers(2**62)))
+        raw = torch.randn((1 if shared else levels, *shape), generator=g).expand(levels, *shape)
+        out[d] = same_norm(raw, norms)
+    return out
