@@ -35,8 +35,10 @@ class TrexEvaluation(Result):
     Each statistic has its 95 % bootstrap interval (``_lo``, ``_hi``; NaN without resamples):
     ``spearman`` (predicted vs true return), ``partial_spearman`` (given length), ``binned_spearman``
     (within ``length_bins`` equal-count length bins), the +1/step baseline's ``baseline_spearman`` and
-    ``baseline_binned_spearman``, and ``spearman_gain`` (the model's Spearman minus the baseline's, paired).
-    ``predicted``, ``true`` and ``length`` are the per-demo numbers they come from."""
+    ``baseline_binned_spearman``, ``spearman_gain`` and ``binned_gain`` (the model's Spearman and binned
+    Spearman minus the baseline's, paired), and ``checkpoint_partial_spearman`` (partial Spearman given
+    length within the checkpoint that played each demo). ``predicted``, ``true``, ``length`` and
+    ``checkpoint`` are the per-demo numbers they come from."""
 
     reward_model: str
     demos: str
@@ -60,6 +62,12 @@ class TrexEvaluation(Result):
     spearman_gain: float
     spearman_gain_lo: float
     spearman_gain_hi: float
+    binned_gain: float
+    binned_gain_lo: float
+    binned_gain_hi: float
+    checkpoint_partial_spearman: float
+    checkpoint_partial_spearman_lo: float
+    checkpoint_partial_spearman_hi: float
     length_bins: int
     control_demos: int
     predicted: np.ndarray
@@ -68,6 +76,8 @@ class TrexEvaluation(Result):
     """``(N,)``: its true return."""
     length: np.ndarray
     """``(N,)``: its length (the +1/step baseline's predicted return)."""
+    checkpoint: np.ndarray
+    """``(N,)``: the checkpoint that played it."""
 
     def report(self) -> dict:
         """The numbers without the per-demo arrays, as ``trex evaluate --out`` writes them (NaN kept)."""
@@ -112,7 +122,7 @@ class TrexEvaluation(Result):
         return fig
 
 
-PER_DEMO = ("predicted", "true", "length")
+PER_DEMO = ("predicted", "true", "length", "checkpoint")
 STAT_LABELS = {
     "spearman": "Spearman",
     "baseline_spearman": "baseline Spearman",
@@ -120,6 +130,8 @@ STAT_LABELS = {
     "binned_spearman": "Spearman within length bins",
     "baseline_binned_spearman": "baseline within length bins",
     "spearman_gain": "Spearman minus baseline",
+    "binned_gain": "within bins minus baseline",
+    "checkpoint_partial_spearman": "partial given length within checkpoint",
 }
 """The statistics of :meth:`TrexEvaluation.table`, in reading order."""
 
@@ -171,7 +183,8 @@ def evaluate_trex(
         model.net, store, table["index"][rows], f"scoring {len(rows)} demos", model.runtime, progress
     )
     true, length = table["return"][rows].astype(np.float64), table["length"][rows].astype(np.float64)
-    report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed)
+    checkpoint = table["checkpoint"][rows]
+    report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed, checkpoint)
     return TrexEvaluation(
         reward_model=str(model.path),
         demos=str(demos_path),
@@ -181,4 +194,5 @@ def evaluate_trex(
         predicted=predicted,
         true=true,
         length=length,
+        checkpoint=checkpoint,
     )
