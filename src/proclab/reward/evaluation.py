@@ -2,8 +2,9 @@
 
 For each reward model, the predicted return (the summed per-frame reward) of every demo of one
 split (default: the held-out-level test demos) is set against the true return and the length:
-Spearman, partial Spearman given length and Spearman within length bins, each with a bootstrap
-CI over demos, beside the +1/step baseline on the same demos (:mod:`proclab.reward.control`).
+Spearman, partial Spearman given length (also within the checkpoint that played each demo) and
+Spearman within length bins, each with a bootstrap CI over demos, beside the +1/step baseline on the
+same demos, with paired intervals of the differences (:mod:`proclab.reward.control`).
 Demos are read and scored one at a time, so a store of any size fits in memory. The same
 statistics are columns of every ``trex train``/``trex grid`` summary row; :func:`evaluate_trex` measures
 them again on other demos (another game, another split), with other bins or more resamples.
