@@ -7,7 +7,9 @@ decay (:mod:`proclab.reward.loss`); after each epoch measure train and validatio
 accuracy and stop when validation accuracy has not improved for ``--patience`` epochs. The
 best weights are then measured on demos from held-out levels: Pearson/Spearman of predicted
 vs true return on **all** test demos, always next to the +1-per-step baseline, and accuracy
-on test pairs.
+on test pairs: pairs built as the training ones (progress heuristic) and pairs whose clips start
+anywhere in their demos, each beside the accuracy of the step index as a reward (which wins
+heuristic pairs knowing nothing of the return) and of the clips' true returns.
 
 **Presets: batched and parity.** By default (``--preset batched``) each Adam step scores ``--batch-size`` (256) fresh pairs drawn
 among ``--demos-per-step`` (8) random training demos, so that their clips share frames and each
@@ -141,7 +143,7 @@ class TrexConfig(RuntimeConfig):
     val_pairs: int = 1000
     """Validation clip pairs."""
     test_pairs: int = 1000
-    """Test clip pairs, from the first --test-pair-demos test demos."""
+    """Test clip pairs, from the first --test-pair-demos test demos (as many again with uniform clip starts)."""
     test_pair_demos: int = 100
     """Test demos that test pairs (and the seed's per-epoch correlations) are drawn from."""
     min_clip_len: int = 20
