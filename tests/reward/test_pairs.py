@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from proclab.errors import ProclabError
+from proclab.reward.metrics import pair_accuracy
 from proclab.reward.pairs import NUM_BINS, clip_frames, make_pairs, stratified_pick, train_val_split
 
 
@@ -71,3 +72,20 @@ def test_stratified_pick_spreads_over_bins_and_terminates():
     assert returns[capped].max() <= 2
     train, val = train_val_split(np.arange(12))
     assert train.tolist() == list(range(9)) and val.tolist() == [9, 10, 11]
+
+
+def test_a_reward_growing_with_time_wins_heuristic_pairs_but_not_uniform_start_ones():
+    """Planted: lengths independent of who won, and r(s_t) = t, a reward that knows nothing of the return.
+    On progress-heuristic pairs (the better clip never starts earlier) it still ranks most pairs right;
+    on pairs whose clips start anywhere in their demos it is at chance. Clip returns summed by a loop."""
+    rng = np.random.default_rng(3)
+    lengths, returns = rng.integers(60, 400, 200), rng.integers(0, 20, 200).astype(float)
+    accuracy = {}
+    for progress in (True, False):
+        p = make_pairs(lengths, returns, 6000, np.random.default_rng(4), progress=progress)
+        clip_returns = np.array(
+            [[sum(range(s, s + n)) for s in starts] for starts, n in zip(p.start, p.length, strict=True)]
+        )
+        accuracy[progress] = pair_accuracy(clip_returns)
+    assert accuracy[True] > 0.75
+    assert abs(accuracy[False] - 0.5) < 0.025

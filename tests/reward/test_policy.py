@@ -106,3 +106,14 @@ def test_a_learned_reward_trains_ppo_only_and_sigmoid_needs_one(tmp_path, capsys
         err = capsys.readouterr().err
         assert exc.value.code == 2 and err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_per_step_reward_pays_one_per_step_and_resumes(tmp_path, capsys):
+    proclab(["train", "--reward-model", "per-step", *TINY, "--run-root", str(tmp_path / "runs")])
+    (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()
+    metrics = read_metrics(run)
+    proxy, length = metrics["charts/proxy_episodic_return"], metrics["charts/episodic_length"]
+    finished = [i for i, v in enumerate(proxy) if v == v]
+    assert finished and all(proxy[i] == pytest.approx(length[i]) for i in finished)  # return = length
+    proclab(["train", "--resume", str(run), "--total-steps", "1024"])  # resumes on the same reward
+    assert read_metrics(run)["step"][-1] == 1024 and "learned-reward return" in capsys.readouterr().out

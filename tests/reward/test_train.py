@@ -63,8 +63,13 @@ def test_train_writes_log_model_and_summary(store, tmp_path, capsys):
         "10",
         "8",
     )
-    for key in ("val_acc", "test_acc", "gt_test_acc"):
+    for key in ("val_acc", "test_acc", "gt_test_acc", "test_acc_uniform", "gt_test_acc_uniform"):
         assert 0 <= float(summary[key]) <= 1
+    # the step index as a reward: on progress-heuristic pairs it never loses a pair (the better clip never
+    # starts earlier), on uniform-start pairs it does
+    assert float(summary["progress_test_acc"]) >= 0.5
+    assert 0 <= float(summary["progress_test_acc_uniform"]) < float(summary["progress_test_acc"])
+    assert "own ceiling" not in out and "uniform-start pairs" in out
     for key in ("spearman", "pearson", "baseline_spearman", "baseline_pearson"):
         assert -1 <= float(summary[key]) <= 1
     run = tmp_path / "trex" / "starpilot" / "default"
@@ -268,7 +273,14 @@ def test_summary_and_evaluate_report_the_length_control(store, tmp_path, capsys)
     assert "partial Spearman given length" in capsys.readouterr().out
     (report,) = json.loads((tmp_path / "c.json").read_text())
     # the same model on the same held-out demos, scored demo by demo instead of in one batch
-    for key in ("spearman", "baseline_spearman", "partial_spearman", "binned_spearman"):
+    for key in (
+        "spearman",
+        "baseline_spearman",
+        "partial_spearman",
+        "binned_spearman",
+        "binned_gain",
+        "checkpoint_partial_spearman",
+    ):
         assert report[key] == pytest.approx(float(summary[key]), abs=1e-4, nan_ok=True), key
     assert report["control_demos"] == int(summary["test_demos"])
 

@@ -22,7 +22,19 @@ statistics ask that question directly, each with a percentile bootstrap CI over 
 Lengths still vary a little inside a bin, so a length-only predictor keeps a small binned
 Spearman of its own: the +1/step baseline's binned Spearman (length vs return within the same
 bins) is reported beside it as the reference, with the baseline's plain Spearman. Its partial
-Spearman is 0 by construction and is not reported.
+Spearman is 0 by construction and is not reported. ``binned_gain`` is the model's binned
+Spearman minus the baseline's, with a **paired** interval: both come from the same resampled
+demos (each demo is its own level), so "ranks better than length within length bins" is read
+from one interval of the difference, not from two overlapping ones.
+
+* **partial Spearman given length within checkpoint** (``checkpoint_partial_spearman``): demos
+  recorded by several checkpoints of one training run differ in skill by checkpoint, so a reward
+  that only recognises *which checkpoint played* (its style, say) ranks demos by return beyond
+  length without knowing anything of the return inside one checkpoint's demos. Within each
+  checkpoint the ranks of predicted and true return (ranked inside the checkpoint) are
+  residualised on the ranks of length by least squares with the checkpoint's own intercept and
+  slope; the residuals of all checkpoints are pooled and correlated. Checkpoints with fewer than
+  3 demos (in a resample too) are left out; with a single checkpoint it is the partial Spearman.
 """
 
 from __future__ import annotations
@@ -40,6 +52,8 @@ CONTROL_STATS = (
     "baseline_spearman",
     "baseline_binned_spearman",
     "spearman_gain",
+    "binned_gain",
+    "checkpoint_partial_spearman",
 )
 """What :func:`length_control` reports, each with ``_lo``/``_hi`` CI bounds."""
 
@@ -50,6 +64,35 @@ def partial_spearman(predicted, true, length) -> float:
     r_xy, r_xz, r_yz = pearson(x, y), pearson(x, z), pearson(y, z)
     denom = np.sqrt((1 - r_xz**2) * (1 - r_yz**2))
     return float((r_xy - r_xz * r_yz) / denom) if denom > 1e-12 else float("nan")
+
+
+def within_group_partial(predicted, true, length, group, min_group: int = 3) -> float:
+    """Partial Spearman of ``predicted`` and ``true`` given ``length`` inside each ``group`` (a checkpoint),
+    residuals pooled (module docstring). Groups of fewer than ``min_group`` rows are left out."""
+    group = np.unique(np.asarray(group), return_inverse=True)[1].reshape(-1)
+    counts = np.bincount(group)
+    keep = counts[group] >= min_group
+    group = np.unique(group[keep], return_inverse=True)[1].reshape(-1)
+    counts = np.bincount(group)
+    residuals = []
+    z = _ranks_within(np.asarray(length, np.float64)[keep], group)
+    z = z - (np.bincount(group, z) / counts)[group]
+    zz = np.bincount(group, z * z)
+    for values in (predicted, true):
+        x = _ranks_within(np.asarray(values, np.float64)[keep], group)
+        x = x - (np.bincount(group, x) / counts)[group]
+        slope = np.divide(np.bincount(group, x * z), zz, out=np.zeros_like(zz), where=zz > 0)
+        residuals.append(x - slope[group] * z)
+    return pearson(*residuals) if len(residuals[0]) > 2 else float("nan")
+
+
+def _ranks_within(x: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Average ranks of ``x`` inside each group (ties share their mean rank)."""
+    out = np.empty(len(x))
+    for g in np.unique(group):
+        inside = group == g
+        out[inside] = average_ranks(x[inside])
+    return out
 
 
 def length_bins(length, num_bins: int) -> np.ndarray:
@@ -95,26 +138,43 @@ def bootstrap_ci(
 
 
 def length_control(
-    predicted, true, length, num_bins: int = 10, min_bin: int = 5, bootstrap: int = 1000, seed: int = 0
+    predicted,
+    true,
+    length,
+    num_bins: int = 10,
+    min_bin: int = 5,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    checkpoint=None,
 ) -> dict[str, float]:
     """Spearman, partial Spearman given length and binned Spearman of a reward model's predicted
     returns, and the +1/step baseline's Spearman and binned Spearman on the same demos, each with
     ``_lo``/``_hi`` bounds of a 95% bootstrap CI (``bootstrap`` resamples; 0: no CI, NaN bounds).
-    ``spearman_gain`` is the model's Spearman minus the baseline's, its CI from the same resamples."""
+    ``spearman_gain`` and ``binned_gain`` are the model's Spearman and binned Spearman minus the
+    baseline's, their CIs from the same resamples (paired). ``checkpoint`` (per demo, any labels;
+    default: one checkpoint) gives ``checkpoint_partial_spearman``, the partial given length within
+    checkpoint."""
     arrays = tuple(np.asarray(a, np.float64) for a in (predicted, true, length))
-    if not len(arrays[0]) == len(arrays[1]) == len(arrays[2]):
-        raise ValueError(f"predicted, true and length differ in length: {[len(a) for a in arrays]}")
+    group = np.zeros(len(arrays[0]), np.int64) if checkpoint is None else np.asarray(checkpoint)
+    group = np.unique(group, return_inverse=True)[1].reshape(-1).astype(np.float64)
+    if not len(arrays[0]) == len(arrays[1]) == len(arrays[2]) == len(group):
+        raise ValueError(
+            f"predicted, true, length and checkpoint differ in length: {[len(a) for a in (*arrays, group)]}"
+        )
+    arrays = (*arrays, group)
 
     def binned(p, t, n):
         return binned_spearman(p, t, n, num_bins, min_bin)
 
     stats = {
-        "spearman": lambda p, t, n: spearman(p, t),
-        "partial_spearman": partial_spearman,
-        "binned_spearman": binned,
-        "baseline_spearman": lambda p, t, n: spearman(n, t),
-        "baseline_binned_spearman": lambda p, t, n: binned(n, t, n),
-        "spearman_gain": lambda p, t, n: spearman(p, t) - spearman(n, t),
+        "spearman": lambda p, t, n, g: spearman(p, t),
+        "partial_spearman": lambda p, t, n, g: partial_spearman(p, t, n),
+        "binned_spearman": lambda p, t, n, g: binned(p, t, n),
+        "baseline_spearman": lambda p, t, n, g: spearman(n, t),
+        "baseline_binned_spearman": lambda p, t, n, g: binned(n, t, n),
+        "spearman_gain": lambda p, t, n, g: spearman(p, t) - spearman(n, t),
+        "binned_gain": lambda p, t, n, g: binned(p, t, n) - binned(n, t, n),
+        "checkpoint_partial_spearman": within_group_partial,
     }
     assert tuple(stats) == CONTROL_STATS
     out: dict[str, float] = {}

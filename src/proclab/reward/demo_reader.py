@@ -25,13 +25,15 @@ DEMO_COLUMNS = ("demo_id", "game", "mode", "split", "level_seed", "checkpoint", 
 @dataclass(frozen=True)
 class Demos:
     """``D`` demos: ``frames`` ``(F, 3, 64, 64)`` uint8 and ``rewards`` ``(F,)`` concatenated, demo
-    ``i`` being rows ``offsets[i] : offsets[i] + lengths[i]``; per demo its length, return and id."""
+    ``i`` being rows ``offsets[i] : offsets[i] + lengths[i]``; per demo its length, return, id and the
+    checkpoint that played it (``None``: unknown, taken as one)."""
 
     frames: np.ndarray
     rewards: np.ndarray
     lengths: np.ndarray
     returns: np.ndarray
     ids: np.ndarray
+    checkpoints: np.ndarray | None = None
 
     @property
     def offsets(self) -> np.ndarray:
@@ -91,4 +93,5 @@ def read_demos(store: EpisodeStore, rows) -> Demos:
         rewards[at : at + n] = steps["reward"]
         at += n
     table = store.episodes
-    return Demos(frames, rewards, lengths, table["return"][rows].astype(np.float64), table["demo_id"][rows])
+    returns = table["return"][rows].astype(np.float64)
+    return Demos(frames, rewards, lengths, returns, table["demo_id"][rows], table["checkpoint"][rows])

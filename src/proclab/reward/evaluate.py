@@ -55,6 +55,8 @@ def format_report(r: dict) -> str:
             f"  partial Spearman given length            {ci('partial_spearman')}",
             f"  Spearman within {r['length_bins']} length bins          {ci('binned_spearman')}",
             f"  baseline within the same bins            {ci('baseline_binned_spearman')}",
+            f"  within bins minus baseline (paired)      {ci('binned_gain')}",
+            f"  partial given length within checkpoint   {ci('checkpoint_partial_spearman')}",
         ]
     )
 

@@ -2,8 +2,9 @@
 
 For each reward model, the predicted return (the summed per-frame reward) of every demo of one
 split (default: the held-out-level test demos) is set against the true return and the length:
-Spearman, partial Spearman given length and Spearman within length bins, each with a bootstrap
-CI over demos, beside the +1/step baseline on the same demos (:mod:`proclab.reward.control`).
+Spearman, partial Spearman given length (also within the checkpoint that played each demo) and
+Spearman within length bins, each with a bootstrap CI over demos, beside the +1/step baseline on the
+same demos, with paired intervals of the differences (:mod:`proclab.reward.control`).
 Demos are read and scored one at a time, so a store of any size fits in memory. The same
 statistics are columns of every ``trex train``/``trex grid`` summary row; :func:`evaluate_trex` measures
 them again on other demos (another game, another split), with other bins or more resamples.
@@ -35,8 +36,10 @@ class TrexEvaluation(Result):
     Each statistic has its 95 % bootstrap interval (``_lo``, ``_hi``; NaN without resamples):
     ``spearman`` (predicted vs true return), ``partial_spearman`` (given length), ``binned_spearman``
     (within ``length_bins`` equal-count length bins), the +1/step baseline's ``baseline_spearman`` and
-    ``baseline_binned_spearman``, and ``spearman_gain`` (the model's Spearman minus the baseline's, paired).
-    ``predicted``, ``true`` and ``length`` are the per-demo numbers they come from."""
+    ``baseline_binned_spearman``, ``spearman_gain`` and ``binned_gain`` (the model's Spearman and binned
+    Spearman minus the baseline's, paired), and ``checkpoint_partial_spearman`` (partial Spearman given
+    length within the checkpoint that played each demo). ``predicted``, ``true``, ``length`` and
+    ``checkpoint`` are the per-demo numbers they come from."""
 
     reward_model: str
     demos: str
@@ -60,6 +63,12 @@ class TrexEvaluation(Result):
     spearman_gain: float
     spearman_gain_lo: float
     spearman_gain_hi: float
+    binned_gain: float
+    binned_gain_lo: float
+    binned_gain_hi: float
+    checkpoint_partial_spearman: float
+    checkpoint_partial_spearman_lo: float
+    checkpoint_partial_spearman_hi: float
     length_bins: int
     control_demos: int
     predicted: np.ndarray
@@ -68,6 +77,8 @@ class TrexEvaluation(Result):
     """``(N,)``: its true return."""
     length: np.ndarray
     """``(N,)``: its length (the +1/step baseline's predicted return)."""
+    checkpoint: np.ndarray
+    """``(N,)``: the checkpoint that played it."""
 
     def report(self) -> dict:
         """The numbers without the per-demo arrays, as ``trex evaluate --out`` writes them (NaN kept)."""
@@ -112,7 +123,7 @@ class TrexEvaluation(Result):
         return fig
 
 
-PER_DEMO = ("predicted", "true", "length")
+PER_DEMO = ("predicted", "true", "length", "checkpoint")
 STAT_LABELS = {
     "spearman": "Spearman",
     "baseline_spearman": "baseline Spearman",
@@ -120,6 +131,8 @@ STAT_LABELS = {
     "binned_spearman": "Spearman within length bins",
     "baseline_binned_spearman": "baseline within length bins",
     "spearman_gain": "Spearman minus baseline",
+    "binned_gain": "within bins minus baseline",
+    "checkpoint_partial_spearman": "partial given length within checkpoint",
 }
 """The statistics of :meth:`TrexEvaluation.table`, in reading order."""
 
@@ -171,7 +184,8 @@ def evaluate_trex(
         model.net, store, table["index"][rows], f"scoring {len(rows)} demos", model.runtime, progress
     )
     true, length = table["return"][rows].astype(np.float64), table["length"][rows].astype(np.float64)
-    report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed)
+    checkpoint = table["checkpoint"][rows]
+    report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed, checkpoint)
     return TrexEvaluation(
         reward_model=str(model.path),
         demos=str(demos_path),
@@ -181,4 +195,5 @@ def evaluate_trex(
         predicted=predicted,
         true=true,
         length=length,
+        checkpoint=checkpoint,
     )

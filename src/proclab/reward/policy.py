@@ -10,6 +10,8 @@ of the training episodes (the seed's ``eprewmean``, its evaluation curve) and
 plays for the true reward. The reward model and ``--sigmoid`` are fields of the run's config
 (:class:`PolicyConfig`, saved in ``config.json``), so ``--resume`` uses them again. The trained
 agent is an ordinary checkpoint: test it with ``proclab eval`` and watch it with ``proclab render``.
+``--reward-model per-step`` pays +1 for every step instead (:class:`~proclab.reward.wrapper.PerStepReward`):
+the policy a reward that only says "survive" trains, beside which a learned reward's policy is read.
 Its command line is ``proclab train``'s, in :mod:`proclab.train_command` (the top layer: ``rl``, which holds
 the rest of that command, may not import ``reward``).
 """
@@ -25,11 +27,21 @@ from proclab.errors import ProclabError
 from proclab.io.arguments import REWARD_MODEL
 from proclab.io.configs import from_dict
 from proclab.reward.nets import load_reward_model
-from proclab.reward.wrapper import LearnedRewardEnv
+from proclab.reward.wrapper import LearnedRewardEnv, PerStepReward
 from proclab.rl.config import TrainConfig, preset
 from proclab.rl.ppo_train import Trainer, run_ppo
 
 PRESET = "trex-policy"  # default settings: procedural-generalization's train_policy.py
+PER_STEP = "per-step"
+"""``--reward-model per-step``: +1 for every step, no reward model."""
+
+
+def is_per_step(reward_model: Path | None) -> bool:
+    """``--reward-model per-step`` (a run's config.json saves it as an absolute path: its name is kept), unless
+    a reward model directory of that name exists."""
+    return (
+        reward_model is not None and Path(reward_model).name == PER_STEP and not Path(reward_model).exists()
+    )
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,8 @@ class PolicyConfig(TrainConfig):
     """A PPO run on a learned reward: ``proclab train``'s settings plus where the reward comes from."""
 
     reward_model: Annotated[Path | None, REWARD_MODEL] = None
-    """The learned reward: a 'proclab trex train' run or checkpoint directory (required)."""
+    """The learned reward: a 'proclab trex train' run or checkpoint directory (required), or per-step:
+    +1 for every step (the +1/step baseline as a reward)."""
     sigmoid: bool = False
     """Squash the learned reward through a sigmoid before normalisation."""
 
@@ -58,13 +71,16 @@ class LearnedRewardTrainer(Trainer):
 
     def __init__(self, config: PolicyConfig, **kw):
         config.validate()
-        self.reward_net, ckpt = load_reward_model(config.reward_model)
         games = config.env.games()
-        if games != (ckpt.meta.get("game"),):
-            raise ProclabError(
-                f"reward model {str(ckpt.path)!r} was learned on {ckpt.meta.get('game')}; "
-                f"this run plays {', '.join(games)}"
-            )
+        if is_per_step(config.reward_model):
+            self.reward_net = PerStepReward()
+        else:
+            self.reward_net, ckpt = load_reward_model(config.reward_model)
+            if games != (ckpt.meta.get("game"),):
+                raise ProclabError(
+                    f"reward model {str(ckpt.path)!r} was learned on {ckpt.meta.get('game')}; "
+                    f"this run plays {', '.join(games)}"
+                )
         self.proxy_log = EpisodeLog(games, config.env.mode)
         super().__init__(config, **kw)
 
@@ -113,6 +129,8 @@ def _report(trainer: LearnedRewardTrainer, out: Path) -> None:
 def train_on_learned_reward(config: PolicyConfig, resume_dir: Path | None) -> None:
     """Train (or resume) PPO on ``config``'s learned reward, in this process or as one rank of torchrun."""
     config.validate()
-    if resume_dir is None:  # the run's config.json names the model wherever it is run from
+    if resume_dir is None and not is_per_step(
+        config.reward_model
+    ):  # config.json names the model from anywhere
         config = replace(config, reward_model=config.reward_model.resolve())
     run_ppo(LearnedRewardTrainer, config, resume_dir, _report)

@@ -7,7 +7,9 @@ decay (:mod:`proclab.reward.loss`); after each epoch measure train and validatio
 accuracy and stop when validation accuracy has not improved for ``--patience`` epochs. The
 best weights are then measured on demos from held-out levels: Pearson/Spearman of predicted
 vs true return on **all** test demos, always next to the +1-per-step baseline, and accuracy
-on test pairs.
+on test pairs: pairs built as the training ones (progress heuristic) and pairs whose clips start
+anywhere in their demos, each beside the accuracy of the step index as a reward (which wins
+heuristic pairs knowing nothing of the return) and of the clips' true returns.
 
 **Presets: batched and parity.** By default (``--preset batched``) each Adam step scores ``--batch-size`` (256) fresh pairs drawn
 among ``--demos-per-step`` (8) random training demos, so that their clips share frames and each
@@ -105,6 +107,10 @@ SUMMARY_COLUMNS = (
     *CONTROL_COLUMNS,
     "test_loss",
     "gt_test_acc",
+    "progress_test_acc",
+    "test_acc_uniform",
+    "gt_test_acc_uniform",
+    "progress_test_acc_uniform",
     "test_demos",
     "seed",
     "net",
@@ -137,7 +143,7 @@ class TrexConfig(RuntimeConfig):
     val_pairs: int = 1000
     """Validation clip pairs."""
     test_pairs: int = 1000
-    """Test clip pairs, from the first --test-pair-demos test demos."""
+    """Test clip pairs, from the first --test-pair-demos test demos (as many again with uniform clip starts)."""
     test_pair_demos: int = 100
     """Test demos that test pairs (and the seed's per-epoch correlations) are drawn from."""
     min_clip_len: int = 20
@@ -231,7 +237,8 @@ class PairSet:
         return PairSet(self.first[rows], self.length[rows])
 
     def true_returns(self, rewards: np.ndarray, stride: int) -> np.ndarray:
-        """``(P, 2)`` clip returns under the true reward: their pair accuracy is the labels' own ceiling."""
+        """``(P, 2)`` clip returns under a per-frame reward given for every frame row (the true reward, or
+        the step index): how often the clips' own returns agree with the demos' ranking."""
         index, mask = clip_frames(self.first.cpu(), self.length.cpu(), stride)
         return (torch.from_numpy(rewards)[index] * mask).sum(-1).numpy()
 
@@ -350,17 +357,21 @@ class _PairMaker:
     def __init__(self, cfg: TrexConfig, split: _DemoSplit, rng: np.random.Generator, device):
         self.cfg, self.split, self.rng, self.device = cfg, split, rng, device
 
-    def __call__(self, demo_rows: np.ndarray, num: int, what: str) -> PairSet:
+    def __call__(
+        self, demo_rows: np.ndarray, num: int, what: str, progress: bool | None = None, rng=None
+    ) -> PairSet:
+        """``num`` pairs among ``demo_rows``; ``progress`` (default: the config's) and ``rng`` (default: the
+        run's stream) may be changed for pairs made only to measure."""
         cfg, demos = self.cfg, self.split.demos
         made = make_pairs(
             demos.lengths[demo_rows],
             demos.returns[demo_rows],
             num,
-            self.rng,
+            self.rng if rng is None else rng,
             min_len=cfg.min_clip_len,
             max_len=cfg.max_clip_len,
             stride=cfg.stride,
-            progress=cfg.progress_heuristic,
+            progress=cfg.progress_heuristic if progress is None else progress,
             what=what,
         )
         return PairSet.build(made, demo_rows, demos, self.device)
@@ -553,14 +564,27 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
     # -- the best weights on held-out levels ----------------------------------------------------
     learner.net.load_state_dict(best.state)
     test_acc, test_loss = learner.evaluate(test_pairs)
+    # The training pairs' progress heuristic makes the better clip start no earlier, so on such pairs any
+    # reward that grows with time beats 0.5 knowing nothing of who won; pairs whose clips start anywhere
+    # in their demos (drawn from a stream of their own: the run's training draws stay as they were) are
+    # scored too, with the accuracy of such a time-only reward (the step index) beside each.
+    uniform = make(split.test_pair_demos, cfg.test_pairs, "test", False, np.random.default_rng((cfg.seed, 1)))
+    step_index = np.arange(len(demos.rewards)) - np.repeat(demos.offsets, demos.lengths)
     predicted, true, lengths = (
         learner.predict_returns(demos, test_d),
         demos.returns[test_d],
         demos.lengths[test_d],
     )
     corr = correlations(predicted, true, lengths)
+    checkpoints = None if demos.checkpoints is None else demos.checkpoints[test_d]
     control = length_control(
-        predicted, true, lengths, cfg.length_bins, bootstrap=cfg.control_bootstrap, seed=cfg.seed
+        predicted,
+        true,
+        lengths,
+        cfg.length_bins,
+        bootstrap=cfg.control_bootstrap,
+        seed=cfg.seed,
+        checkpoint=checkpoints,
     )
     picked = np.concatenate([train_d, split.val])
     summary = {
@@ -579,6 +603,10 @@ def train_reward(cfg: TrexConfig, progress: bool = True, resume: Path | None = N
         **{k: control[k] for k in CONTROL_COLUMNS},
         "test_loss": test_loss,
         "gt_test_acc": pair_accuracy(test_pairs.true_returns(demos.rewards, cfg.stride)),
+        "progress_test_acc": pair_accuracy(test_pairs.true_returns(step_index, cfg.stride)),
+        "test_acc_uniform": learner.evaluate(uniform)[0],
+        "gt_test_acc_uniform": pair_accuracy(uniform.true_returns(demos.rewards, cfg.stride)),
+        "progress_test_acc_uniform": pair_accuracy(uniform.true_returns(step_index, cfg.stride)),
         "test_demos": len(test_d),
         "seed": cfg.seed,
         "net": cfg.net.arch,
@@ -673,8 +701,13 @@ def main(argv: list[str], prog: str = "proclab trex train") -> None:
     summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
     append_summary(summary, [row])
     print(
-        f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}, test acc {row['test_acc']:.3f} "
-        f"(labels' own ceiling {row['gt_test_acc']:.3f})"
+        f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}; test pair accuracy "
+        f"{row['test_acc']:.3f} on progress-heuristic pairs, {row['test_acc_uniform']:.3f} on uniform-start pairs"
+    )
+    print(
+        f"  on the same pairs, the clips' true returns: {row['gt_test_acc']:.3f} / {row['gt_test_acc_uniform']:.3f} "
+        f"(not a ceiling: clip returns tie or disagree with their demos' ranking); a reward growing with "
+        f"time alone: {row['progress_test_acc']:.3f} / {row['progress_test_acc_uniform']:.3f}"
     )
     print(
         f"held-out levels ({row['test_demos']} demos): Spearman {row['spearman']:.3f}, Pearson {row['pearson']:.3f}; "

@@ -19,6 +19,14 @@ import numpy as np
 import torch
 
 
+class PerStepReward(torch.nn.Module):
+    """+1 for every frame: the +1/step baseline as a reward, the policy control for a learned reward that
+    is mostly "survive longer" (``proclab train --reward-model per-step``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ones(x.shape[0], device=x.device)
+
+
 class LearnedRewardEnv:
     """Wraps a vector env (:class:`~proclab.envs.ProcgenVecEnv` interface); rewards become ``net(obs_t)``."""
 
