@@ -96,12 +96,16 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
     for name in ("teacher-forced", "open loop", "closed loop"):
         rows[f"mse/{name}"] = rng.random((W, S))
     rows["mse/repeat last frame"] = np.linspace(0, 1, S)[None] + 0.1 * rng.random((W, S))  # grows with k
-    rows["mse/level mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    rows["mse/past mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    # the oracle (it saw the frames it predicts) is the best at every step, and must never be the bar
+    rows["mse/level mean frame (oracle)"] = np.full((W, S), 0.01) + 0.01 * rng.random((W, S))
     rows["mse/closed loop"][5, 2] = np.nan  # a window past its episode's end at one step
     table = frame_table(rows, episodes, "mse")
     assert table["steps"] == [1, 2, 3]
+    oracle = table["mean"]["level mean frame (oracle)"]
+    assert [c["mean"] for c in oracle] == pytest.approx(rows["mse/level mean frame (oracle)"][:, 1:].mean(0))
     for k in (1, 2, 3):
-        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in ("repeat last frame", "level mean frame")}
+        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in ("repeat last frame", "past mean frame")}
         best = min(base, key=base.get)
         cell = table["minus_better_baseline"]["closed loop"][k - 1]
         diff = [rows["mse/closed loop"][w, k] - rows[f"mse/{best}"][w, k] for w in range(W)]
@@ -113,8 +117,8 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
         )
     assert [c["baseline"] for c in table["minus_better_baseline"]["open loop"]] == [
         "repeat last frame",
-        "level mean frame",
-        "level mean frame",
+        "past mean frame",
+        "past mean frame",
     ]
     assert table["closed_loop_minus_real_game"] is None and "real game (closed loop)" not in table["mean"]
     rows["mse/real game (closed loop)"] = rng.random(

@@ -11,7 +11,11 @@ the encoder saw), the mean squared pixel error (frames in [0, 1]) per simulated 
 * ``closed loop``: the prior alone with the agent choosing its own actions (greedy), the way
   ``wm sample`` dreams; it drifts from the data also where the agent acts differently;
 * ``repeat last frame``: the last initial frame, repeated (exact at step 0, hence steps ``>= 1``);
-* ``level mean frame``: the mean of every frame of the window's level in the store.
+* ``past mean frame``: the mean of the episode's frames from its first up to the last one the model saw
+  (:func:`past_mean_frames`): a mean frame that, like the model, knows nothing of the future;
+* ``level mean frame``: the mean of every frame of the window's level in the store. With about one
+  episode per level this mean contains the very frames it is asked to predict: an **oracle**, shown
+  for scale, never the bar a model is judged against.
 
 Only real rows count (``frame_mask``: none past an episode's end). Everything is modal, so the
 numbers depend only on the windows picked (``seed``). Each mean comes with a 95 % interval over
@@ -43,7 +47,7 @@ from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import imagined, teacher_forced
 
 PREDICTORS = ("teacher-forced", "imagined", "closed loop")
-BASELINES = ("repeat last frame", "level mean frame")
+BASELINES = ("repeat last frame", "past mean frame", "level mean frame")
 
 
 def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
@@ -56,6 +60,20 @@ def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
         sums[level] = sums.get(level, 0) + obs.astype(np.float64).sum(0)
         counts[level] = counts.get(level, 0) + len(obs)
     return {level: (sums[level] / counts[level] / 255).astype(np.float32) for level in sums}
+
+
+def past_mean_frames(store: EpisodeStore, episodes: np.ndarray, last_rows: np.ndarray) -> np.ndarray:
+    """``(B, 3, 64, 64)`` float32 in [0, 1]: per window, the mean of its episode's frames ``0 .. last_row``
+    (the last frame the model saw). The fair "level mean frame": it sees the level as far as the model
+    has, and none of the frames it is asked to predict. Each episode is read once per call."""
+    sums: dict[int, np.ndarray] = {}
+    out = np.empty((len(episodes), 3, 64, 64), np.float32)
+    for i, (e, last) in enumerate(zip(np.asarray(episodes).tolist(), np.asarray(last_rows).tolist(), strict=True)):
+        if e not in sums:
+            obs = store.read(e, ["obs"])["obs"]
+            sums[e] = np.cumsum(obs, 0, dtype=np.float64)
+        out[i] = sums[e][last] / (last + 1) / 255
+    return out
 
 
 def pick_windows(wm: WorldModel, store: EpisodeStore, reward_field: str, steps: int, windows: int, seed: int):
@@ -103,11 +121,13 @@ def frame_errors(
         items = default_collate([dataset[int(i)] for i in chunk])
         batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
         level_mean = torch.from_numpy(np.stack([means[int(levels[int(e)])] for e in items["episode"]]))
+        past = past_mean_frames(store, items["episode"].numpy(), items["offset"].numpy() + config.num_init_steps - 1)
         true = batch.frames.float() / 255
         mask = batch.frame_mask.double().cpu()
         with runtime.autocast():
             predicted = _predicted(wm, agent, batch)
         predicted["repeat last frame"] = true[:1].expand_as(true)
+        predicted["past mean frame"] = torch.from_numpy(past).to(runtime.device).unsqueeze(0).expand_as(true)
         predicted["level mean frame"] = level_mean.to(runtime.device).unsqueeze(0).expand_as(true)
         for name, frames in predicted.items():
             errors[name].append((frames.float() - true).square().mean((2, 3, 4)).double().cpu())

@@ -46,7 +46,11 @@ def teacher_forced(
     wm: WorldModel, agent, batch: WindowBatch, modal: bool = False
 ) -> tuple[Start, Trajectory]:
     """The training forward pass; returns the *predicted* start (for the initialisation losses) too.
-    ``modal`` takes the argmax of each categorical instead of sampling (evaluation)."""
+    ``modal`` takes the argmax of each categorical instead of sampling (evaluation).
+
+    Where a frame label is padding (past the episode's end: the step after the episode's last action, whose
+    reward and done still count) the prior's state is taken, not the posterior of the black padding: the
+    reward and done heads must read the end from the dynamics, as in a dream, not from a black frame."""
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
@@ -55,6 +59,7 @@ def teacher_forced(
         actions=batch.prev_action_one_hot(wm.num_actions),
         frames=batch.frames,
         observe=True,
+        seen=batch.frame_mask.bool(),
         modal=modal,
     )
     if wm.config.decoder_copy:
@@ -84,14 +89,23 @@ def open_loop_pass(wm: WorldModel, start: Start, batch: WindowBatch) -> OpenLoop
 
 
 def imagined(
-    wm: WorldModel, agent, batch: WindowBatch, actions: str = "true", modal: bool = True, greedy: bool = True
+    wm: WorldModel,
+    agent,
+    batch: WindowBatch,
+    actions: str | Tensor = "true",
+    modal: bool = True,
+    greedy: bool = True,
 ) -> Trajectory:
     """Prior-driven simulation from the encoded initial frames, compared step by step with the data;
     in closed loop (``actions="agent"``) the agent takes its modal action, or with ``greedy=False`` a draw
-    of its policy."""
-    if actions not in ACTION_SOURCES:
-        raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
-    one_hot = batch.prev_action_one_hot(wm.num_actions)
+    of its policy. ``actions`` may also be the actions themselves, ``(S, B)`` indices ``a_{k-1}`` (other
+    than the recorded ones: what controllability compares)."""
+    if isinstance(actions, Tensor):
+        one_hot = torch.nn.functional.one_hot(actions.long(), wm.num_actions).float()
+    elif actions in ACTION_SOURCES:
+        one_hot = batch.prev_action_one_hot(wm.num_actions)
+    else:
+        raise ValueError(f"actions must be one of {ACTION_SOURCES} or a tensor, got {actions!r}")
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     start = replace(
         start,
@@ -104,7 +118,7 @@ def imagined(
         agent,
         start,
         batch.frames.shape[0],
-        actions=one_hot if actions == "true" else None,
+        actions=None if isinstance(actions, str) and actions == "agent" else one_hot,
         frames=batch.frames,
         modal=modal,
         greedy=greedy,
