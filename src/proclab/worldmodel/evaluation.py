@@ -63,7 +63,7 @@ from proclab.store import STATE_OUT, EpisodeStore
 from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
-from proclab.worldmodel.clustered import auc, clustered_auc, clustered_mean, correlations
+from proclab.worldmodel.clustered import clustered_auc, clustered_mean, correlations
 from proclab.worldmodel.frame_error import level_mean_frames, past_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
@@ -371,7 +371,9 @@ def psnr_table(rows: dict, episodes: np.ndarray) -> dict:
     control = rows["psnr/open loop"] - rows[f"psnr/{RANDOM_ACTIONS}"]
     return {
         "steps": list(steps),
-        "mean": {name: [clustered_mean(rows[f"psnr/{name}"][:, k], episodes) for k in steps] for name in names},
+        "mean": {
+            name: [clustered_mean(rows[f"psnr/{name}"][:, k], episodes) for k in steps] for name in names
+        },
         "controllability": [clustered_mean(control[:, k], episodes) for k in steps],
     }
 
@@ -459,7 +461,9 @@ def evaluation_figure(result: dict):
         for name, cells in table["mean"].items():
             ys = [np.nan if c["mean"] is None else c["mean"] for c in cells]
             bands = np.array([(np.nan, np.nan) if c["ci95"] is None else c["ci95"] for c in cells], float)
-            style = "--" if name in BASELINES else "-." if name == ORACLE else ":" if name == REAL_GAME else "-"
+            style = (
+                "--" if name in BASELINES else "-." if name == ORACLE else ":" if name == REAL_GAME else "-"
+            )
             (line,) = ax.plot(table["steps"], ys, style, marker="o", ms=3, label=name)
             ax.fill_between(table["steps"], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.2, lw=0)
         ax.set_xlabel("k (frames after the last one the model saw)")

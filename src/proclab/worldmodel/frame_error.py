@@ -68,7 +68,9 @@ def past_mean_frames(store: EpisodeStore, episodes: np.ndarray, last_rows: np.nd
     has, and none of the frames it is asked to predict. Each episode is read once per call."""
     sums: dict[int, np.ndarray] = {}
     out = np.empty((len(episodes), 3, 64, 64), np.float32)
-    for i, (e, last) in enumerate(zip(np.asarray(episodes).tolist(), np.asarray(last_rows).tolist(), strict=True)):
+    for i, (e, last) in enumerate(
+        zip(np.asarray(episodes).tolist(), np.asarray(last_rows).tolist(), strict=True)
+    ):
         if e not in sums:
             obs = store.read(e, ["obs"])["obs"]
             sums[e] = np.cumsum(obs, 0, dtype=np.float64)
@@ -121,7 +123,9 @@ def frame_errors(
         items = default_collate([dataset[int(i)] for i in chunk])
         batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
         level_mean = torch.from_numpy(np.stack([means[int(levels[int(e)])] for e in items["episode"]]))
-        past = past_mean_frames(store, items["episode"].numpy(), items["offset"].numpy() + config.num_init_steps - 1)
+        past = past_mean_frames(
+            store, items["episode"].numpy(), items["offset"].numpy() + config.num_init_steps - 1
+        )
         true = batch.frames.float() / 255
         mask = batch.frame_mask.double().cpu()
         with runtime.autocast():

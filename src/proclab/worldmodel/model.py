@@ -347,16 +347,10 @@ class WorldModel(nn.Module):
             priors.append(prior)
         return torch.stack(feats), torch.stack(priors)
 
-    def _env_step(self, h, z, a, embed, observe: bool, modal: bool, seen: Tensor | None = None):
-        """One RSSM step. With ``observe`` the posterior's sample is taken where ``seen`` (``(B,)`` bool, or
-        None: everywhere) and the prior's elsewhere: a padded row past an episode's end has no frame, and a
-        posterior of its zero padding would tell the reward and done heads "the episode ended here"."""
+    def _env_step(self, h, z, a, embed, observe: bool, modal: bool):
         h, prior = self.rssm.step(h, z, a)
         post = None if embed is None else self.rssm.posterior(h, embed)
-        logits = post if observe else prior
-        if observe and seen is not None:
-            logits = torch.where(seen.view(-1, *[1] * (prior.dim() - 1)), post, prior)
-        z = sample_st(logits, modal).flatten(1)
+        z = sample_st(post if observe else prior, modal).flatten(1)
         return h, z, prior, post
 
     def simulate(
@@ -368,7 +362,6 @@ class WorldModel(nn.Module):
         actions: Tensor | None = None,
         frames: Tensor | None = None,
         observe: bool = False,
-        seen: Tensor | None = None,
         modal: bool = False,
         env_grads: bool = True,
         greedy: bool = True,
@@ -378,8 +371,7 @@ class WorldModel(nn.Module):
         ``actions`` ``(S, B, A)``: one-hot actions ``a_{k-1}`` driving the environment (teacher
         forcing); None closes the loop with the agent's own actions (``start.prev_action`` at
         step 0). ``frames`` ``(S, B, 3, 64, 64)``: the true frames; the posterior is then computed
-        (``post_logits``) and, with ``observe``, sampled instead of the prior where ``seen`` ``(S, B)``
-        (bool; None: everywhere) says the frame is real, not padding. ``modal`` takes the
+        (``post_logits``) and, with ``observe``, sampled instead of the prior. ``modal`` takes the
         argmax of each categorical instead of sampling; ``greedy`` the agent's modal action
         (else a sample of its policy); ``env_grads=False`` detaches the actions fed back.
         """
@@ -395,17 +387,17 @@ class WorldModel(nn.Module):
             S, B = frames.shape[:2]
             embed = self.rssm.post_embed(self.embed(self._images_in(frames.flatten(0, 1)))).view(S, B, -1)
         if actions is not None and isinstance(agent, Agent):
-            return self._open_loop(agent, codec, start, steps, actions, embed, observe, seen, modal, greedy)
+            return self._open_loop(agent, codec, start, steps, actions, embed, observe, modal, greedy)
         return self._closed_loop(
-            agent, codec, start, steps, actions, embed, observe, seen, modal, env_grads, greedy
+            agent, codec, start, steps, actions, embed, observe, modal, env_grads, greedy
         )
 
-    def _open_loop(self, agent, codec, start, S, actions, embed, observe, seen, modal, greedy) -> Trajectory:
+    def _open_loop(self, agent, codec, start, S, actions, embed, observe, modal, greedy) -> Trajectory:
         h, z = start.env_h, start.env_z
         steps = []
         for k in range(S):
             h, z, prior, post = self._env_step(
-                h, z, actions[k], None if embed is None else embed[k], observe, modal, _at(seen, k)
+                h, z, actions[k], None if embed is None else embed[k], observe, modal
             )
             steps.append((h, z, prior, post))
         hs, zs, priors, posts = zip(*steps, strict=True)
@@ -442,7 +434,7 @@ class WorldModel(nn.Module):
         )
 
     def _closed_loop(
-        self, agent, codec, start, S, actions, embed, observe, seen, modal, env_grads, greedy
+        self, agent, codec, start, S, actions, embed, observe, modal, env_grads, greedy
     ) -> Trajectory:
         h, z, s = start.env_h, start.env_z, start.agent_state
         a = start.prev_action if actions is None else actions[0]
@@ -450,9 +442,7 @@ class WorldModel(nn.Module):
         rows: dict[str, list[Tensor]] = {}
         frame, moved = start.frame, start.shift
         for k in range(S):
-            h, z, prior, post = self._env_step(
-                h, z, a, None if embed is None else embed[k], observe, modal, _at(seen, k)
-            )
+            h, z, prior, post = self._env_step(h, z, a, None if embed is None else embed[k], observe, modal)
             feat = torch.cat([h, z], -1)
             image, shift = self._decode_with_shift(feat, frame, a, moved)
             moved = shift
@@ -485,8 +475,3 @@ class WorldModel(nn.Module):
         stacked = {k: None if v[0] is None else torch.stack(v) for k, v in rows.items()}
         per_step = {k: rows[k] for k in ("frame", "agent_state", "env_h")}
         return Trajectory(start, **stacked, per_step=per_step)
-
-
-def _at(seen: Tensor | None, k: int) -> Tensor | None:
-    """Step ``k``'s row of an ``(S, B)`` mask, or None."""
-    return None if seen is None else seen[k]

@@ -22,6 +22,7 @@ from torch import Tensor
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import WindowBatch
 from proclab.worldmodel.camera import measured_shift
+from proclab.worldmodel.distributions import sample_st
 from proclab.worldmodel.model import Start, Trajectory, WorldModel, as_float_frames
 
 ACTION_SOURCES = ("true", "agent")
@@ -48,9 +49,12 @@ def teacher_forced(
     """The training forward pass; returns the *predicted* start (for the initialisation losses) too.
     ``modal`` takes the argmax of each categorical instead of sampling (evaluation).
 
-    Where a frame label is padding (past the episode's end: the step after the episode's last action, whose
-    reward and done still count) the prior's state is taken, not the posterior of the black padding: the
-    reward and done heads must read the end from the dynamics, as in a dream, not from a black frame."""
+    The reward and done of step ``k`` (caused by ``a_{k-1}``) are read from the *prior's* state at ``k``
+    (``h_k`` and the prior's sample), which knows the history and the action but not frame ``k``. Read from
+    the posterior, they would see frame ``k``, and the step whose reward ends an episode (the coin) has no
+    frame: its label is zero padding, so the heads learned "black frame = coin, end" (and, with the prior
+    taken at padded steps only, "prior state = end"). A dream's states are all the prior's, so this is
+    also the input the heads meet in a dream."""
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
@@ -59,9 +63,12 @@ def teacher_forced(
         actions=batch.prev_action_one_hot(wm.num_actions),
         frames=batch.frames,
         observe=True,
-        seen=batch.frame_mask.bool(),
         modal=modal,
     )
+    S, B = traj.env_h.shape[:2]
+    prior = torch.cat([traj.env_h, sample_st(traj.prior_logits, modal).flatten(2)], -1)
+    reward, done = wm.reward_done(prior.flatten(0, 1))
+    traj.reward, traj.done_logit = reward.view(S, B), done.view(S, B)
     if wm.config.decoder_copy:
         traj.image_alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
     return start, traj
