@@ -98,6 +98,7 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
         rows[f"mse/{name}"] = rng.random((W, S))
     rows["mse/repeat last frame"] = np.linspace(0, 1, S)[None] + 0.1 * rng.random((W, S))  # grows with k
     rows["mse/past mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    rows["mse/other episodes' mean frame"] = np.full((W, S), 0.6) + 0.1 * rng.random((W, S))
     # the oracle (it saw the frames it predicts) is the best at every step, and must never be the bar
     rows["mse/level mean frame (oracle)"] = np.full((W, S), 0.01) + 0.01 * rng.random((W, S))
     rows["mse/closed loop"][5, 2] = np.nan  # a window past its episode's end at one step
@@ -106,7 +107,8 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
     oracle = table["mean"]["level mean frame (oracle)"]
     assert [c["mean"] for c in oracle] == pytest.approx(rows["mse/level mean frame (oracle)"][:, 1:].mean(0))
     for k in (1, 2, 3):
-        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in ("repeat last frame", "past mean frame")}
+        fair = ("repeat last frame", "past mean frame", "other episodes' mean frame")
+        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in fair}
         best = min(base, key=base.get)
         cell = table["minus_better_baseline"]["closed loop"][k - 1]
         diff = [rows["mse/closed loop"][w, k] - rows[f"mse/{best}"][w, k] for w in range(W)]
@@ -242,7 +244,9 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
         lv: np.concatenate([frames[e] for e in frames if levels[e] == lv]).mean(0)
         for lv in set(levels.tolist())
     }
-    errs = {name: [[] for _ in range(H)] for name in ("repeat last frame", "past mean frame", "oracle")}
+    names = ("repeat last frame", "past mean frame", "other episodes' mean frame", "oracle")
+    errs = {name: [[] for _ in range(H)] for name in names}
+    others = {e: np.concatenate([frames[o] for o in frames if o != e]).mean(0) for e in frames}
     forced, opened = [[] for _ in range(H)], [[] for _ in range(H)]
     eps = [[] for _ in range(H)]
     labels, values, window_eps = [], [], []
@@ -261,6 +265,7 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
             eps[k - 1].append(e)
             errs["repeat last frame"][k - 1].append(((obs[last] - true) ** 2).mean())
             errs["past mean frame"][k - 1].append((((obs[: last + 1].mean(0)) - true) ** 2).mean())
+            errs["other episodes' mean frame"][k - 1].append(((others[e] - true) ** 2).mean())
             errs["oracle"][k - 1].append(((level_mean[levels[e]] - true) ** 2).mean())
             forced[k - 1].append(float(((tf[k] - torch.from_numpy(true)) ** 2).mean()))
             opened[k - 1].append(float(((ol[k] - torch.from_numpy(true)) ** 2).mean()))
@@ -272,6 +277,7 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
         for name, got in (
             ("repeat last frame", errs["repeat last frame"]),
             ("past mean frame", errs["past mean frame"]),
+            ("other episodes' mean frame", errs["other episodes' mean frame"]),
             ("level mean frame (oracle)", errs["oracle"]),
             ("teacher-forced", forced),
             ("open loop", opened),
@@ -308,7 +314,8 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
         float(next(r for r in rows if int(r["step"]) == at)["wall_time"]) / 3600, abs=1e-3
     )
     assert line["closed_k1"] == result["mse"]["mean"]["closed loop"][0]["mean"] and "closed_k4" not in line
-    assert line["mean_frame_k1"] == result["mse"]["mean"]["past mean frame"][0]["mean"]
+    fair = ("past mean frame", "other episodes' mean frame")
+    assert line["mean_frame_k1"] == min(result["mse"]["mean"][n][0]["mean"] for n in fair)
     diffs = result["mse"]["minus_better_baseline"]["closed loop"]
     assert line["beats_better_baseline_at"] == [k + 1 for k, d in enumerate(diffs) if d["ci95"][1] < 0]
 
@@ -395,16 +402,16 @@ def test_same_actions_so_far_is_one_until_the_first_difference_and_nan_past_the_
             assert (np.isnan(got[b, k]) and not mask[b, k + 1]) or (mask[b, k + 1] and got[b, k] == expected)
 
 
-def _planted_future_store(path, episodes: int = 6, length: int = 12, seen: int = 4):
-    """One episode per level: its first ``seen`` frames dark grey, every later frame one bright colour of its
-    own. Only a mean that has seen the future knows that colour."""
+def _planted_future_store(path, episodes: int = 10, length: int = 80, seen: int = 4):
+    """One episode per level: its first ``seen`` frames dark grey, every later frame one colour of its own
+    (each channel 150 or 255). Only a mean that has seen the episode's future knows that colour."""
     from proclab.store import ShardWriter
 
     rng = np.random.default_rng(8)
     with ShardWriter(path, commit_seconds=0) as w:
         for e in range(episodes):
             obs = np.full((length, 3, 64, 64), 40, np.uint8)
-            obs[seen:] = rng.integers(150, 256, 3, dtype=np.uint8)[:, None, None]
+            obs[seen:] = rng.choice(np.array([150, 255], np.uint8), 3)[:, None, None]
             w.append(
                 {
                     "obs": obs,
@@ -420,35 +427,45 @@ def _planted_future_store(path, episodes: int = 6, length: int = 12, seen: int =
 def test_the_oracle_mean_frame_wins_only_by_seeing_the_future_and_is_never_the_bar(tmp_path):
     """Planted: after the frames the model saw, each level turns a colour of its own. The level mean of the
     whole store (the old baseline) has seen it and beats every fair predictor; the past mean frame (the mean
-    of the frames up to the last one seen) has not, and equals a frame-by-frame reference. A model that
-    predicts a plain mid-grey beats both fair baselines, and is judged so; against the oracle it would lose."""
-    from proclab.worldmodel.frame_error import level_mean_frames, past_mean_frames
+    of the frames up to the last one seen) and the other episodes' mean frame have not, and each equals a
+    frame-by-frame reference. A model that predicts the colour with some error beats the fair baselines, and
+    is judged so; against the oracle it would lose."""
+    from proclab.worldmodel.frame_error import fair_mean_frames, frame_total, level_mean_frames
 
     seen, H = 4, 5
     store = EpisodeStore(_planted_future_store(tmp_path / "planted.zarr", seen=seen))
     episodes = np.arange(store.num_episodes)
     last = np.full(len(episodes), seen - 1)  # windows whose last seen frame is row seen - 1
-    past = past_mean_frames(store, episodes, last)
+    fair = fair_mean_frames(store, episodes, last, frame_total(store))
     oracle = level_mean_frames(store)
+    everything = {e: store.read(int(e), ["obs"])["obs"].astype(np.float64) / 255 for e in episodes}
+    noise = np.random.default_rng(11)
     rows = {}
     for e in episodes:
-        obs = store.read(int(e), ["obs"])["obs"].astype(np.float64) / 255
-        reference = sum(obs[t] for t in range(seen)) / seen  # only what the model saw
-        np.testing.assert_allclose(past[e], reference, rtol=1e-6)
+        obs = everything[e]
+        past = sum(obs[t] for t in range(seen)) / seen  # only what the model saw
+        others = np.concatenate([everything[o] for o in episodes if o != e]).mean(0)
+        np.testing.assert_allclose(fair["past mean frame"][e], past, rtol=1e-6)
+        np.testing.assert_allclose(fair["other episodes' mean frame"][e], others, rtol=1e-6)
         future = obs[seen - 1 : seen + H]  # step 0 .. H
         level = int(store.episodes["level_seed"][e])
+        model = future + noise.uniform(-0.12, 0.12, future.shape)
         for name, guess in (
             ("repeat last frame", obs[seen - 1]),
-            ("past mean frame", past[e]),
+            ("past mean frame", past),
+            ("other episodes' mean frame", others),
             ("level mean frame (oracle)", oracle[level]),
-            *((mode, np.full_like(obs[0], 0.5)) for mode in ("teacher-forced", "open loop", "closed loop")),
+            *((mode, model) for mode in ("teacher-forced", "open loop", "closed loop")),
         ):
             rows.setdefault(f"mse/{name}", []).append(((future - guess) ** 2).mean((1, 2, 3)))
     rows = {k: np.array(v) for k, v in rows.items()}
     table = frame_table(rows, episodes, "mse")
     means = {name: [c["mean"] for c in cells] for name, cells in table["mean"].items()}
     for k in range(H):
-        assert means["level mean frame (oracle)"][k] < means["closed loop"][k] < means["past mean frame"][k]
+        fair_best = min(
+            means[name][k] for name in ("repeat last frame", "past mean frame", "other episodes' mean frame")
+        )
+        assert means["level mean frame (oracle)"][k] < means["closed loop"][k] < fair_best
         cell = table["minus_better_baseline"]["closed loop"][k]
         assert cell["baseline"] != "level mean frame (oracle)" and cell["ci95"][1] < 0
 

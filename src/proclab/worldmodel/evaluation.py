@@ -6,9 +6,10 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
 * **Frame error** at ``k = 1 .. horizon`` (MSE, pixels in [0, 1]) in three modes:
   ``teacher-forced`` (the posterior sees each true frame), ``open loop`` (the prior, driven by the
   recorded actions) and ``closed loop`` (the prior, the agent choosing its own actions: greedy, or
-  sampled with ``--closed-loop sampled``, the default), beside two baselines that know no dynamics:
-  ``repeat last frame`` and ``past mean frame`` (the mean of the episode's frames up to the last one
-  the model saw); ``level mean frame (oracle)`` (the mean of every frame of that level in the store,
+  sampled with ``--closed-loop sampled``, the default), beside three baselines that know no dynamics
+  and see no frame after the last one the model saw: ``repeat last frame``, ``past mean frame`` (the
+  mean of the episode's frames up to that one) and ``other episodes' mean frame`` (the mean of every
+  other episode's frames); ``level mean frame (oracle)`` (the mean of every frame of that level in the store,
   which with about one episode per level holds the very frames it predicts) is reported apart, for
   scale, and never judged against; and ``real game (closed loop)``: the real
   game played again from each window's true state with the agent acting the same way
@@ -64,14 +65,14 @@ from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
 from proclab.worldmodel.clustered import clustered_auc, clustered_mean, correlations
-from proclab.worldmodel.frame_error import level_mean_frames, past_mean_frames, pick_windows
+from proclab.worldmodel.frame_error import fair_mean_frames, frame_total, level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
 from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
 
 MODES = ("teacher-forced", "open loop", "closed loop")
-BASELINES = ("repeat last frame", "past mean frame")
+BASELINES = ("repeat last frame", "past mean frame", "other episodes' mean frame")
 """The baselines a mode is judged against: neither sees a frame after the last one the model saw."""
 ORACLE = "level mean frame (oracle)"
 """The mean of every frame of the window's level in the store, the predicted frames included: reported apart."""
@@ -236,8 +237,8 @@ def _batch_rows(
     real: torch.Tensor | None,
     args: EvaluationSettings,
 ) -> dict:
-    """Everything the evaluation keeps of one batch, per window (first axis); ``means``: the ``past mean
-    frame`` and the oracle's ``(B, 3, 64, 64)``; ``random_actions``: the controllability's ``(S, B)``;
+    """Everything the evaluation keeps of one batch, per window (first axis); ``means``: the fair mean
+    frames and the oracle's ``(B, 3, 64, 64)``; ``random_actions``: the controllability's ``(S, B)``;
     ``real``: the real game's frames in the same closed loop (uint8), or None."""
     trajs = _trajectories(wm, agent, batch, args.closed_loop == "greedy", random_actions)
     true = batch.frames.float() / 255
@@ -278,7 +279,7 @@ def collect(
     """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``;
     with ``env_config`` (the agent's environment) the real game's closed loop too."""
     config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
-    means = level_mean_frames(store)
+    means, total = level_mean_frames(store), frame_total(store)
     game = RealGame(store, env_config, args.seed) if env_config is not None else None
     draws = torch.Generator().manual_seed(args.seed)
     random_draws = torch.Generator().manual_seed(args.seed + 1)
@@ -292,12 +293,9 @@ def collect(
             items = default_collate([dataset[int(i)] for i in chunk])
             batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
             episodes = items["episode"].numpy()
-            known = {
-                "past mean frame": past_mean_frames(
-                    store, episodes, items["offset"].numpy() + config.num_init_steps - 1
-                ),
-                ORACLE: np.stack([means[int(levels[e])] for e in episodes]),
-            }
+            last = items["offset"].numpy() + config.num_init_steps - 1
+            known = fair_mean_frames(store, episodes, last, total)
+            known[ORACLE] = np.stack([means[int(levels[e])] for e in episodes])
             known = {name: torch.from_numpy(m).to(runtime.device) for name, m in known.items()}
             # a_{-1} made the frame the model saw last: kept; every later action drawn uniformly
             random_actions = batch.prev_actions.clone()
