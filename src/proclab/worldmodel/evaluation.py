@@ -287,7 +287,9 @@ def collect(
     parts: dict[str, list[np.ndarray]] = {}
     wm.eval()
     chunks = np.array_split(picks, max(1, -(-len(picks) // args.batch_size)))
-    with Progress(transient=True, disable=not progress) as bar:
+    # the sampled closed loop draws the agent's actions from torch's generator: seeded, and given back after
+    with torch.random.fork_rng(devices=[]), Progress(transient=True, disable=not progress) as bar:
+        torch.manual_seed(args.seed)
         task = bar.add_task("wm evaluate", total=len(picks))
         for chunk in chunks:
             items = default_collate([dataset[int(i)] for i in chunk])
