@@ -85,16 +85,16 @@ def fair_mean_frames(
       (``total``: :func:`frame_total`): the game's look, none of this episode's future. At long horizons it
       is the stronger of the two.
 
-    Each episode is read once per call."""
-    sums: dict[int, np.ndarray] = {}
+    Each episode is read once per call, and only its sums are kept."""
+    episodes, last_rows = np.asarray(episodes), np.asarray(last_rows)
     past = np.empty((len(episodes), 3, 64, 64), np.float32)
     others = np.empty_like(past)
-    pairs = zip(np.asarray(episodes).tolist(), np.asarray(last_rows).tolist(), strict=True)
-    for i, (e, last) in enumerate(pairs):
-        if e not in sums:
-            sums[e] = np.cumsum(store.read(e, ["obs"])["obs"], 0, dtype=np.float64)
-        past[i] = sums[e][last] / (last + 1) / 255
-        others[i] = (total[0] - sums[e][-1]) / (total[1] - len(sums[e])) / 255
+    for e in np.unique(episodes).tolist():
+        obs = store.read(e, ["obs"])["obs"]
+        other = (total[0] - obs.sum(0, dtype=np.float64)) / (total[1] - len(obs)) / 255
+        for i in np.flatnonzero(episodes == e):
+            past[i] = obs[: last_rows[i] + 1].sum(0, dtype=np.float64) / (last_rows[i] + 1) / 255
+            others[i] = other
     return {"past mean frame": past, "other episodes' mean frame": others}
 
 
