@@ -73,7 +73,7 @@ from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode,
 
 MODES = ("teacher-forced", "open loop", "closed loop")
 BASELINES = ("repeat last frame", "past mean frame", "other episodes' mean frame")
-"""The baselines a mode is judged against: neither sees a frame after the last one the model saw."""
+"""The baselines a mode is judged against: none sees a frame after the last one the model saw."""
 ORACLE = "level mean frame (oracle)"
 """The mean of every frame of the window's level in the store, the predicted frames included: reported apart."""
 RANDOM_ACTIONS = "open loop, random actions"
