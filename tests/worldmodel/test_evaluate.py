@@ -9,13 +9,14 @@ import pytest
 import torch
 from PIL import Image
 from scipy import stats
+from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
-from proclab.worldmodel.batch import synthetic_batch
+from proclab.worldmodel.batch import make_batch, synthetic_batch
 from proclab.worldmodel.checkpoint import load_world_model
-from proclab.worldmodel.clustered import auc, clustered_mean, correlations
+from proclab.worldmodel.clustered import auc, clustered_auc, clustered_mean, correlations
 from proclab.worldmodel.config import WorldModelConfig
 from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
 from proclab.worldmodel.evaluation import expected_returns, frame_rows, frame_table
@@ -96,12 +97,18 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
     for name in ("teacher-forced", "open loop", "closed loop"):
         rows[f"mse/{name}"] = rng.random((W, S))
     rows["mse/repeat last frame"] = np.linspace(0, 1, S)[None] + 0.1 * rng.random((W, S))  # grows with k
-    rows["mse/level mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    rows["mse/past mean frame"] = np.full((W, S), 0.5) + 0.1 * rng.random((W, S))
+    rows["mse/other episodes' mean frame"] = np.full((W, S), 0.6) + 0.1 * rng.random((W, S))
+    # the oracle (it saw the frames it predicts) is the best at every step, and must never be the bar
+    rows["mse/level mean frame (oracle)"] = np.full((W, S), 0.01) + 0.01 * rng.random((W, S))
     rows["mse/closed loop"][5, 2] = np.nan  # a window past its episode's end at one step
     table = frame_table(rows, episodes, "mse")
     assert table["steps"] == [1, 2, 3]
+    oracle = table["mean"]["level mean frame (oracle)"]
+    assert [c["mean"] for c in oracle] == pytest.approx(rows["mse/level mean frame (oracle)"][:, 1:].mean(0))
     for k in (1, 2, 3):
-        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in ("repeat last frame", "level mean frame")}
+        fair = ("repeat last frame", "past mean frame", "other episodes' mean frame")
+        base = {b: np.nanmean(rows[f"mse/{b}"][:, k]) for b in fair}
         best = min(base, key=base.get)
         cell = table["minus_better_baseline"]["closed loop"][k - 1]
         diff = [rows["mse/closed loop"][w, k] - rows[f"mse/{best}"][w, k] for w in range(W)]
@@ -113,8 +120,8 @@ def test_paired_difference_is_against_the_better_baseline_at_each_step():
         )
     assert [c["baseline"] for c in table["minus_better_baseline"]["open loop"]] == [
         "repeat last frame",
-        "level mean frame",
-        "level mean frame",
+        "past mean frame",
+        "past mean frame",
     ]
     assert table["closed_loop_minus_real_game"] is None and "real game (closed loop)" not in table["mean"]
     rows["mse/real game (closed loop)"] = rng.random(
@@ -189,56 +196,115 @@ def test_nearest_state_of_another_episode_ignores_the_querys_own_episode():
 
 
 def test_evaluate_end_to_end(trained_run, store, tmp_path):
+    """The command on a seeded pick of windows, each number checked against a computation of its own: the
+    baselines and the oracle from the store with numpy, the teacher-forced and open-loop errors window by
+    window, the reward labels and the no-dynamics baseline from the recorded rows, controllability as 0
+    for a model whose frames ignore the actions (and not 0 for the trained one)."""
+    from proclab.worldmodel.checkpoint import TrainedWorldModel
+    from proclab.worldmodel.evaluation import evaluate_world_model
+    from proclab.worldmodel.frame_error import pick_windows
+    from proclab.worldmodel.simulate import imagined, teacher_forced
+
+    H, within, picked = 3, 2, 24
     args = EvaluateArgs(
         wm=trained_run,
         data=store,
         out=tmp_path / "ev",
-        horizon=3,
-        within=2,
-        windows=10_000,
+        horizon=H,
+        within=within,
+        windows=picked,
         strip_windows=2,
         device="cpu",
         precision="fp32",
+        resamples=50,
     )
     result = evaluate(args)
     assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["windows"] == result["windows"]
     assert (tmp_path / "ev" / "evaluation.png").stat().st_size > 5000
+    assert result["closed_loop"] == "sampled"  # the default
     # the strip is what the quickstart's prediction_strip draws for the same windows (once wm frame-error's)
     rt = make_runtime("cpu", "fp32")
     wm, agent, ckpt = load_world_model(trained_run, rt)
     field = ckpt.meta["reward_field"]
     direct = prediction_strip(
-        wm, agent, EpisodeStore(store), field, rt, tmp_path / "s.png", steps=3, windows=2
+        wm, agent, EpisodeStore(store), field, rt, tmp_path / "s.png", steps=H, windows=2
     )
     assert np.array_equal(
         np.asarray(Image.open(tmp_path / "ev" / "strip.png")), np.asarray(Image.open(direct))
     )
-    # repeat-last at k = 1, from the store with plain numpy, over every picked window
+    # the picked windows, one at a time, from the store with plain numpy
     data = EpisodeStore(store)
-    n = 2  # the tiny model's initial frames
-    windows = [
-        (e, o) for e in range(data.num_episodes) for o in range(int(data.episodes["length"][e]) - n + 1)
-    ]
-    assert result["windows"] == len(windows)  # more asked than exist: all of them
-    errs, eps = [], []
-    for e, o in windows:
-        obs = data.read(e, ["obs"])["obs"].astype(np.float64) / 255
-        if o + n < len(obs):
-            errs.append(((obs[o + n] - obs[o + n - 1]) ** 2).mean())
-            eps.append(e)
-    mean, ci = _clustered_reference(np.array(errs), np.array(eps))
-    cell = result["mse"]["mean"]["repeat last frame"][0]
-    assert cell["mean"] == pytest.approx(mean) and cell["ci95"] == pytest.approx(ci)
-    for mode in ("teacher-forced", "open loop", "closed loop", "real game (closed loop)"):
-        assert all(0 <= c["mean"] <= 1 for c in result["mse"]["mean"][mode])
-    assert result["real_game"] == "played" and len(result["mse"]["closed_loop_minus_real_game"]) == 3
+    n = wm.config.num_init_steps
+    config, dataset, picks = pick_windows(wm, data, field, H, picked, 0)
+    assert result["windows"] == len(picks) == picked
+    levels = data.episodes["level_seed"]
+    frames = {e: data.read(e, ["obs"])["obs"].astype(np.float64) / 255 for e in range(data.num_episodes)}
+    recorded = {e: data.read(e, [field, "value"]) for e in range(data.num_episodes)}
+    level_mean = {
+        lv: np.concatenate([frames[e] for e in frames if levels[e] == lv]).mean(0)
+        for lv in set(levels.tolist())
+    }
+    names = ("repeat last frame", "past mean frame", "other episodes' mean frame", "oracle")
+    errs = {name: [[] for _ in range(H)] for name in names}
+    others = {e: np.concatenate([frames[o] for o in frames if o != e]).mean(0) for e in frames}
+    forced, opened = [[] for _ in range(H)], [[] for _ in range(H)]
+    eps = [[] for _ in range(H)]
+    labels, values, window_eps = [], [], []
+    for i in picks:
+        e, o = int(dataset.episode_ids[i]), int(dataset.offsets[i])
+        obs, last = frames[e], o + n - 1
+        item = default_collate([dataset[int(i)]])
+        one = make_batch(item, config, wm.codec, field)
+        with torch.no_grad():
+            tf = teacher_forced(wm, agent, one, modal=True)[1].frame[:, 0].double()
+            ol = imagined(wm, agent, one, "true", modal=True).frame[:, 0].double()
+        for k in range(1, H + 1):
+            if last + k >= len(obs):
+                continue
+            true = obs[last + k]
+            eps[k - 1].append(e)
+            errs["repeat last frame"][k - 1].append(((obs[last] - true) ** 2).mean())
+            errs["past mean frame"][k - 1].append((((obs[: last + 1].mean(0)) - true) ** 2).mean())
+            errs["other episodes' mean frame"][k - 1].append(((others[e] - true) ** 2).mean())
+            errs["oracle"][k - 1].append(((level_mean[levels[e]] - true) ** 2).mean())
+            forced[k - 1].append(float(((tf[k] - torch.from_numpy(true)) ** 2).mean()))
+            opened[k - 1].append(float(((ol[k] - torch.from_numpy(true)) ** 2).mean()))
+        rewards = recorded[e][field][last : last + within]  # the rewards of a_0 .. a_{within-1}
+        labels.append(bool((rewards > 0).any()))
+        values.append(float(recorded[e]["value"][last]))
+        window_eps.append(e)
+    for k in range(H):
+        for name, got in (
+            ("repeat last frame", errs["repeat last frame"]),
+            ("past mean frame", errs["past mean frame"]),
+            ("other episodes' mean frame", errs["other episodes' mean frame"]),
+            ("level mean frame (oracle)", errs["oracle"]),
+            ("teacher-forced", forced),
+            ("open loop", opened),
+        ):
+            mean, ci = _clustered_reference(np.array(got[k]), np.array(eps[k]))
+            cell = result["mse"]["mean"][name][k]
+            assert cell["mean"] == pytest.approx(mean, rel=1e-5), (name, k)
+            assert cell["ci95"] == pytest.approx(ci, rel=1e-4), (name, k)
+    reward = result["reward"]
+    assert reward["positives"] == sum(labels) and reward["windows"] == picked
+    expected = auc(np.array(values), np.array(labels))
+    assert reward["value at start"]["auc"] == (None if expected is None else pytest.approx(expected))
+    assert result["real_game"] == "played" and len(result["mse"]["closed_loop_minus_real_game"]) == H
     same = [c["mean"] for c in result["closed_loop_same_actions"]]
-    assert len(same) == 3 and all(0 <= a <= 1 for a in same) and same == sorted(same, reverse=True)
-    assert set(result["reward"]) >= {"open loop", "closed loop", "positives"}
-    drift = result["drift"]["closed loop"]
-    assert drift["median_ratio"] > 0 and drift["states"] > 0
+    assert len(same) == H and same == sorted(same, reverse=True)
     with pytest.raises(ProclabError, match="exists"):
         evaluate(args)
+    # controllability: the trained model's frames follow its actions somewhere; with the action's input to
+    # the dynamics zeroed they cannot, and the delta-PSNR is exactly 0 at every step
+    assert any(abs(c["mean"]) > 1e-6 for c in result["psnr"]["controllability"])
+    deaf = TrainedWorldModel.load(trained_run, runtime=rt)
+    with torch.no_grad():
+        deaf.model.rssm.a_in.weight.zero_()
+    blind = evaluate_world_model(
+        deaf, data, windows=8, horizon=H, within=within, real_game=False, resamples=10
+    )
+    assert [c["mean"] for c in blind.psnr["controllability"]] == [0.0] * H
     # benchmarks/wm_hours.py reads the evaluation as written, at the hours of training its checkpoint had
     hours = benchmark("wm_hours")
     line = hours.point(result, hours.hours_at(trained_run / "metrics.csv"))
@@ -248,17 +314,10 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
         float(next(r for r in rows if int(r["step"]) == at)["wall_time"]) / 3600, abs=1e-3
     )
     assert line["closed_k1"] == result["mse"]["mean"]["closed loop"][0]["mean"] and "closed_k4" not in line
+    fair = ("past mean frame", "other episodes' mean frame")
+    assert line["mean_frame_k1"] == min(result["mse"]["mean"][n][0]["mean"] for n in fair)
     diffs = result["mse"]["minus_better_baseline"]["closed loop"]
     assert line["beats_better_baseline_at"] == [k + 1 for k, d in enumerate(diffs) if d["ci95"][1] < 0]
-    # each mode's paired difference to repeating the last frame (what wm frame-error reported), whichever
-    # baseline is the better one: every window has every mode, so its mean is the difference of the means
-    means = result["mse"]["mean"]
-    for mode in ("teacher-forced", "open loop", "closed loop"):
-        to_repeat = [d["mean"] for d in result["mse"]["minus_repeat_last_frame"][mode]]
-        expected = [
-            m["mean"] - r["mean"] for m, r in zip(means[mode], means["repeat last frame"], strict=True)
-        ]
-        np.testing.assert_allclose(to_repeat, expected, rtol=1e-6, atol=1e-12)
 
 
 def test_bad_arguments_are_one_line_errors(trained_run, store, tmp_path, capsys):
@@ -341,3 +400,148 @@ def test_same_actions_so_far_is_one_until_the_first_difference_and_nan_past_the_
         for k in range(H):
             expected = float(all(dreamt[b, j] == real[b, j] for j in range(k + 1)))
             assert (np.isnan(got[b, k]) and not mask[b, k + 1]) or (mask[b, k + 1] and got[b, k] == expected)
+
+
+def _planted_future_store(path, episodes: int = 10, length: int = 80, seen: int = 4):
+    """One episode per level: its first ``seen`` frames dark grey, every later frame one colour of its own
+    (each channel 150 or 255). Only a mean that has seen the episode's future knows that colour."""
+    from proclab.store import ShardWriter
+
+    rng = np.random.default_rng(8)
+    with ShardWriter(path, commit_seconds=0) as w:
+        for e in range(episodes):
+            obs = np.full((length, 3, 64, 64), 40, np.uint8)
+            obs[seen:] = rng.choice(np.array([150, 255], np.uint8), 3)[:, None, None]
+            w.append(
+                {
+                    "obs": obs,
+                    "action": np.zeros(length, np.int64),
+                    "reward": np.zeros(length, np.float32),
+                    "terminated": np.zeros(length, bool),
+                },
+                {"level_seed": np.int64(100 + e)},
+            )
+    return path
+
+
+def test_the_oracle_mean_frame_wins_only_by_seeing_the_future_and_is_never_the_bar(tmp_path):
+    """Planted: after the frames the model saw, each level turns a colour of its own. The level mean of the
+    whole store (the old baseline) has seen it and beats every fair predictor; the past mean frame (the mean
+    of the frames up to the last one seen) and the other episodes' mean frame have not, and each equals a
+    frame-by-frame reference. A model that predicts the colour with some error beats the fair baselines, and
+    is judged so; against the oracle it would lose."""
+    from proclab.worldmodel.frame_error import fair_mean_frames, frame_total, level_mean_frames
+
+    seen, H = 4, 5
+    store = EpisodeStore(_planted_future_store(tmp_path / "planted.zarr", seen=seen))
+    episodes = np.arange(store.num_episodes)
+    last = np.full(len(episodes), seen - 1)  # windows whose last seen frame is row seen - 1
+    fair = fair_mean_frames(store, episodes, last, frame_total(store))
+    oracle = level_mean_frames(store)
+    everything = {e: store.read(int(e), ["obs"])["obs"].astype(np.float64) / 255 for e in episodes}
+    noise = np.random.default_rng(11)
+    rows = {}
+    for e in episodes:
+        obs = everything[e]
+        past = sum(obs[t] for t in range(seen)) / seen  # only what the model saw
+        others = np.concatenate([everything[o] for o in episodes if o != e]).mean(0)
+        np.testing.assert_allclose(fair["past mean frame"][e], past, rtol=1e-6)
+        np.testing.assert_allclose(fair["other episodes' mean frame"][e], others, rtol=1e-6)
+        future = obs[seen - 1 : seen + H]  # step 0 .. H
+        level = int(store.episodes["level_seed"][e])
+        model = future + noise.uniform(-0.12, 0.12, future.shape)
+        for name, guess in (
+            ("repeat last frame", obs[seen - 1]),
+            ("past mean frame", past),
+            ("other episodes' mean frame", others),
+            ("level mean frame (oracle)", oracle[level]),
+            *((mode, model) for mode in ("teacher-forced", "open loop", "closed loop")),
+        ):
+            rows.setdefault(f"mse/{name}", []).append(((future - guess) ** 2).mean((1, 2, 3)))
+    rows = {k: np.array(v) for k, v in rows.items()}
+    table = frame_table(rows, episodes, "mse")
+    means = {name: [c["mean"] for c in cells] for name, cells in table["mean"].items()}
+    for k in range(H):
+        fair_best = min(
+            means[name][k] for name in ("repeat last frame", "past mean frame", "other episodes' mean frame")
+        )
+        assert means["level mean frame (oracle)"][k] < means["closed loop"][k] < fair_best
+        cell = table["minus_better_baseline"]["closed loop"][k]
+        assert cell["baseline"] != "level mean frame (oracle)" and cell["ci95"][1] < 0
+
+
+def test_psnr_is_ten_log_of_one_over_each_windows_mse():
+    batch = synthetic_batch(WorldModelConfig(num_init_steps=2, num_sim_steps=3), 0, 2)
+    batch.frame_mask[2, 1] = False
+    pred = torch.rand(3, 2, 3, 64, 64)
+    pred[1, 0] = batch.frames[1, 0].float() / 255  # an exact frame: capped, not infinite
+    rows = frame_rows({"m": pred}, batch, threshold=0.05)
+    true = batch.frames.double() / 255
+    for s, b in itertools.product(range(3), range(2)):
+        if not batch.frame_mask[s, b]:
+            assert np.isnan(rows["psnr/m"][b, s])
+            continue
+        mse = float(((pred[s, b].double() - true[s, b]) ** 2).sum()) / (3 * 64 * 64)
+        expected = 10 * np.log10(1 / max(mse, 1e-10))
+        assert rows["psnr/m"][b, s] == pytest.approx(expected, rel=1e-5)
+    assert rows["psnr/m"][0, 1] == pytest.approx(100)
+
+
+def test_clustered_auc_interval_resamples_whole_episodes():
+    """Against a written-out episode bootstrap (same draws), and planted: copying every episode's windows
+    five times leaves the clustered interval as wide, where resampling windows would narrow it."""
+    rng = np.random.default_rng(9)
+    G = 30
+    per = rng.integers(1, 5, G)
+    episodes = np.repeat(np.arange(G), per)
+    label = np.repeat(rng.random(G) < 0.4, per)  # an episode's windows share its outcome
+    scores = label * 0.6 + rng.random(len(label))
+    got = clustered_auc(scores, label, episodes, resamples=200, seed=4)
+    draws = np.random.default_rng(4)
+    values = []
+    for _ in range(200):
+        picked = draws.integers(0, G, G)
+        rows = [i for g in picked for i in range(len(episodes)) if episodes[i] == g]
+        s, lab = scores[rows], label[rows]
+        if lab.all() or not lab.any():
+            continue
+        pairs = [1.0 if p > q else 0.5 if p == q else 0.0 for p in s[lab] for q in s[~lab]]
+        values.append(sum(pairs) / len(pairs))
+    assert got["auc"] == pytest.approx(auc(scores, label))
+    assert got["ci95"] == pytest.approx([np.percentile(values, 2.5), np.percentile(values, 97.5)])
+    assert got["clusters"] == G and got["positives"] == int(label.sum())
+    copies = clustered_auc(np.tile(scores, 5), np.tile(label, 5), np.tile(episodes, 5), 200, 4)
+    width, copied = got["ci95"][1] - got["ci95"][0], copies["ci95"][1] - copies["ci95"][0]
+    assert copied == pytest.approx(width, rel=0.35)
+    rows = np.random.default_rng(5).integers(0, 5 * len(scores), (200, 5 * len(scores)))
+    by_window = [auc(np.tile(scores, 5)[r], np.tile(label, 5)[r]) for r in rows]  # the wrong resampling
+    assert np.diff(np.percentile(by_window, [2.5, 97.5]))[0] < 0.7 * copied
+    assert clustered_auc(scores, np.zeros(len(scores), bool), episodes)["ci95"] is None
+
+
+def test_reward_table_baseline_magnitude_and_windows_without_an_end():
+    from proclab.worldmodel.evaluation import reward_table
+
+    rng = np.random.default_rng(10)
+    W, S = 60, 4
+    episodes = rng.integers(0, 15, W)
+    real = np.cumsum(np.where(rng.random((W, S)) < 0.1, 10.0, 0.0), 1)
+    rows = {"episode": episodes, "return/real": real}
+    for name in ("teacher-forced", "open loop", "closed loop"):
+        rows[f"return/{name}"] = np.cumsum(rng.normal(size=(W, S)), 1) + real * 0.05
+    rows["reward/value at start"] = rng.normal(size=W) + (real[:, 2] > 0)
+    rows["reward/no end within"] = rng.random(W) < 0.6
+    table = reward_table(rows, within=3, resamples=50)
+    label = real[:, 2] > 0
+    assert table["positives"] == int(label.sum())
+    assert table["value at start"]["auc"] == pytest.approx(auc(rows["reward/value at start"], label))
+    keep = rows["reward/no end within"]
+    got = table["teacher-forced, no end within"]
+    assert got["auc"] == pytest.approx(auc(rows["return/teacher-forced"][keep, 2], label[keep]))
+    assert got["positives"] == int(label[keep].sum())
+    closed = table["closed loop"]
+    mean, ci = _clustered_reference(np.where(label, rows["return/closed loop"][:, 2], np.nan), episodes)
+    assert closed["mean_in_positives"]["mean"] == pytest.approx(mean)
+    assert closed["mean_in_positives"]["ci95"] == pytest.approx(ci)
+    assert table["real_reward_in_positives"]["mean"] == pytest.approx(real[label, 2].mean())
+    assert closed["auc"] == pytest.approx(auc(rows["return/closed loop"][:, 2], label))

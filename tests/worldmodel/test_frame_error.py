@@ -25,16 +25,22 @@ def _reference(
         level_mean[level] = np.concatenate(
             [frames_of[e] for e in range(len(levels)) if levels[e] == level]
         ).mean(0)
-    errs = {"repeat last frame": [[] for _ in range(STEPS)], "level mean frame": [[] for _ in range(STEPS)]}
+    running = {e: np.cumsum(f, 0) for e, f in frames_of.items()}
+    others = {e: np.concatenate([frames_of[o] for o in frames_of if o != e]).mean(0) for e in frames_of}
+    names = ("repeat last frame", "past mean frame", "other episodes' mean frame", "level mean frame")
+    errs = {name: [[] for _ in range(STEPS)] for name in names}
     for e, offset in episode_window:
         frames = frames_of[e]
         last_seen = frames[offset + n_init - 1]
+        past = running[e][offset + n_init - 1] / (offset + n_init)  # only the frames the model saw
         for k in range(1, STEPS + 1):
             row = offset + n_init - 1 + k
             if row >= len(frames):
                 continue
             errs["repeat last frame"][k - 1].append(((last_seen - frames[row]) ** 2).mean())
             errs["level mean frame"][k - 1].append(((level_mean[levels[e]] - frames[row]) ** 2).mean())
+            errs["past mean frame"][k - 1].append(((past - frames[row]) ** 2).mean())
+            errs["other episodes' mean frame"][k - 1].append(((others[e] - frames[row]) ** 2).mean())
 
     def mean_ci(v):
         half = 1.96 * np.std(v, ddof=1) / np.sqrt(len(v))

@@ -76,7 +76,7 @@ def test_dream_gives_the_rows_wm_sample_writes(world, trained_run, tmp_path, ini
             assert dreams.source_episodes[b] == episode.info["source_episode"]
             assert dreams.source_offsets[b] == episode.info["source_offset"]
     if init == "random":  # the same vectors given back dream the same dreams
-        again = dream(world, start=dreams.bottlenecks, steps=4, seed=3)
+        again = dream(world, start=dreams.bottlenecks, steps=4, seed=3, batch_size=2)  # same sums
         np.testing.assert_array_equal(again.frames, dreams.frames)
         assert again.source_episodes.tolist() == [-1] * 5 and again.real_frames is None
 

@@ -1,4 +1,5 @@
-"""Statistics over windows that share episodes: means with episode-clustered intervals, AUC, correlations.
+"""Statistics over windows that share episodes: means with episode-clustered intervals, AUC (with an
+episode-clustered bootstrap interval), correlations.
 
 Windows cut from one episode overlap and see the same level, so their errors are not independent:
 an interval that treats every window as a draw is too narrow by roughly the square root of the
@@ -54,6 +55,44 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     ranks = stats.rankdata(scores)  # average ranks: ties count one half
     u = ranks[labels].sum() - n_pos * (n_pos + 1) / 2
     return float(u / (n_pos * n_neg))
+
+
+def clustered_auc(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    clusters: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
+    """``{"auc", "ci95", "positives", "negatives", "clusters"}``: :func:`auc` with a percentile bootstrap
+    interval over *clusters* (episodes drawn with replacement, all their windows kept): windows of one
+    episode share its outcome, so resampling windows would count each episode's coin many times over and
+    give an interval too narrow. Resamples without both classes are left out; ``ci95`` is None with fewer
+    than two clusters."""
+    scores, labels, clusters = np.asarray(scores, np.float64), np.asarray(labels, bool), np.asarray(clusters)
+    names, index = np.unique(clusters, return_inverse=True)
+    out = {
+        "auc": auc(scores, labels),
+        "ci95": None,
+        "positives": int(labels.sum()),
+        "negatives": int((~labels).sum()),
+        "clusters": len(names),
+    }
+    if out["auc"] is None or len(names) < 2:
+        return out
+    members = [np.flatnonzero(index == g) for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        rows = np.concatenate([members[g] for g in rng.integers(0, len(names), len(names))])
+        value = auc(scores[rows], labels[rows])
+        if value is not None:
+            values.append(value)
+    if values:
+        tail = 100 * (1 - level) / 2
+        out["ci95"] = [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
+    return out
 
 
 def correlations(x: np.ndarray, y: np.ndarray) -> dict:

@@ -100,6 +100,13 @@ def _fmt(cell: dict | None) -> str:
     return f"{cell['mean']:+.4f}{ci}"
 
 
+def _auc(cell: dict) -> str:
+    if cell["auc"] is None:
+        return f"- ({cell['positives']} positives, {cell['negatives']} negatives)"
+    ci = "" if cell["ci95"] is None else " [{:.3f}, {:.3f}]".format(*cell["ci95"])
+    return f"{cell['auc']:.3f}{ci}"
+
+
 def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
     args = tyro.cli(EvaluateArgs, args=argv, prog=prog)
     result = evaluate(args)
@@ -125,12 +132,24 @@ def main(argv: list[str], prog: str = "proclab wm evaluate") -> None:
             "closed loop acting as in the real game at every step so far: "
             + "  ".join(f"k={k} {_fmt(same[k])}" for k in sorted({0, min(4, len(same) - 1), len(same) - 1}))
         )
+    psnr = result["psnr"]
+    print(
+        "controllability (open-loop PSNR, recorded minus random actions, dB): "
+        + "  ".join(f"k={k} {_fmt(psnr['controllability'][k - 1])}" for k in shown)
+    )
     reward = result["reward"]
-    for name in REWARD_MODES:
+    print(
+        f"reward within {reward['within']}: {reward['positives']} of {reward['windows']} windows, "
+        f"real reward there {_fmt(reward['real_reward_in_positives'])}"
+    )
+    for name in (*REWARD_MODES, "teacher-forced, no end within", "value at start"):
         r = reward[name]
-        print(
-            f"reward within {reward['within']} ({name}): AUC {r['auc']}, return correlation {r['return_correlation']}"
-        )
+        if r is None:
+            continue
+        line = f"reward AUC ({name}): {_auc(r)}"
+        if "mean_in_positives" in r:
+            line += f", dreamed reward in positives {_fmt(r['mean_in_positives'])}"
+        print(line)
     if result["drift"] is not None:
         for name in DRIFT_MODES:
             print(f"agent-state drift ({name}): median ratio {result['drift'][name]['median_ratio']:.2f}")

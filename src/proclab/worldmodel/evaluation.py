@@ -6,14 +6,22 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
 * **Frame error** at ``k = 1 .. horizon`` (MSE, pixels in [0, 1]) in three modes:
   ``teacher-forced`` (the posterior sees each true frame), ``open loop`` (the prior, driven by the
   recorded actions) and ``closed loop`` (the prior, the agent choosing its own actions: greedy, or
-  sampled with ``--closed-loop sampled``), beside ``repeat last frame`` and ``level mean frame``
-  (the mean of every frame of that level in the store), and ``real game (closed loop)``: the real
+  sampled with ``--closed-loop sampled``, the default), beside three baselines that know no dynamics
+  and see no frame after the last one the model saw: ``repeat last frame``, ``past mean frame`` (the
+  mean of the episode's frames up to that one) and ``other episodes' mean frame`` (the mean of every
+  other episode's frames); ``level mean frame (oracle)`` (the mean of every frame of that level in the store,
+  which with about one episode per level holds the very frames it predicts) is reported apart, for
+  scale, and never judged against; and ``real game (closed loop)``: the real
   game played again from each window's true state with the agent acting the same way
   (:mod:`.real_game`), the error an exact simulator would have, since the recorded future followed
   the recorded draws and the closed loop's actions differ from them. Each mean has a 95 % interval **clustered by episode** (:mod:`.clustered`), and each
   mode's *paired* difference to the better of the two baselines at that ``k`` has one too, and the
   closed loop's paired difference to the real game (how far the model is from an exact simulator);
-  each mode's paired difference to ``repeat last frame`` alone is kept too.
+  each mode's paired difference to ``repeat last frame`` alone is kept too. Beside the MSE, its
+  **PSNR** (``10 log10(1 / MSE)`` per window, averaged), the field's usual number, and
+  **controllability** (Genie's delta-PSNR): the open loop's PSNR with the recorded actions minus its
+  PSNR with uniformly random ones (both from the same encoded start). Near 0, the model's frames do not
+  follow the actions it is given, however low their error.
 * **Changed-pixel error**: the same MSE over only the pixels where the true frame ``k`` differs
   from the true frame ``k - 1`` (by more than ``--change-threshold`` in some channel). Pixel MSE is
   dominated by the sky and the walls, which a blur gets right; in CoinRun the camera follows the
@@ -22,8 +30,14 @@ predicts ``obs[r0 + k]``; step 0 is the last frame the encoder saw), everything 
   It needs no game state, so it applies to every game and to any store.
 * **Reward and done**: the dream's expected reward within ``N`` steps,
   ``sum_{k<=N} r_k prod_{j<k} (1 - p_done_j)``, scores "the agent collects a reward (in CoinRun:
-  the coin) within ``N`` steps" against what really happened after the same start (AUC), and its
-  expected return over the horizon is correlated with the real one (Pearson, Spearman).
+  the coin) within ``N`` steps" against what really happened after the same start (AUC, with an
+  episode-clustered bootstrap interval), and its expected return over the horizon is correlated with
+  the real one (Pearson, Spearman). Beside it: the **no-dynamics baseline**, the AUC of the agent's
+  own recorded value at the window start (what a dream must beat to show it simulates anything), and
+  the **magnitude**: the mean expected reward the dream gives within ``N`` steps in windows that do
+  collect one, against the real reward there. The teacher-forced AUC is also given on the windows with
+  no episode end within ``N`` steps: where an episode ends, the step after its last action has no
+  frame, and a model that read that padding would score there by reading the end, not the reward.
 * **Agent-state drift** (:mod:`.state_drift`): the agent's states in closed loop (``closed loop``:
   started from the recorded state; ``dream``: from the state the converters predict, as ``wm
   sample`` and the dream analyses do) against real states of *other* held-out episodes, beside
@@ -50,15 +64,19 @@ from proclab.store import STATE_OUT, EpisodeStore
 from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
-from proclab.worldmodel.clustered import auc, clustered_mean, correlations
-from proclab.worldmodel.frame_error import level_mean_frames, pick_windows
+from proclab.worldmodel.clustered import clustered_auc, clustered_mean, correlations
+from proclab.worldmodel.frame_error import fair_mean_frames, frame_total, level_mean_frames, pick_windows
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
 from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
 
 MODES = ("teacher-forced", "open loop", "closed loop")
-BASELINES = ("repeat last frame", "level mean frame")
+BASELINES = ("repeat last frame", "past mean frame", "other episodes' mean frame")
+"""The baselines a mode is judged against: none sees a frame after the last one the model saw."""
+ORACLE = "level mean frame (oracle)"
+"""The mean of every frame of the window's level in the store, the predicted frames included: reported apart."""
+RANDOM_ACTIONS = "open loop, random actions"
 REAL_GAME = "real game (closed loop)"
 ACTING = ("greedy", "sampled")
 REWARD_MODES = ("teacher-forced", "open loop", "closed loop")
@@ -71,8 +89,9 @@ class EvaluationSettings:
 
     horizon: int = 16
     """Simulated steps judged after the last frame the model saw (k = 1 .. horizon)."""
-    windows: int = 512
-    """Start points (windows of the store, a seeded pick); aim for 500 or more levels."""
+    windows: int = 2048
+    """Start points (windows of the store, a seeded pick). The default reaches 500 or more levels in a store of
+    600 one-episode levels (2,048 windows of the seed agent's 600 held-out episodes: 529 levels)."""
     within: int = 16
     """N of "collects a reward within N steps" (at most the horizon)."""
     change_threshold: float = 0.05
@@ -84,15 +103,18 @@ class EvaluationSettings:
     seed: int = 0
     """Seed of the window pick, the reference subsample, the strip's windows and the policy's draws in the
     sampled closed loop."""
-    closed_loop: str = "greedy"
-    """How the agent acts in closed loop, in the dream and in the real game: greedy (its modal action, as
-    the dream analyses act) or sampled (its policy, as it acted when the episodes were recorded)."""
+    closed_loop: str = "sampled"
+    """How the agent acts in closed loop, in the dream and in the real game: sampled (its policy, as it acted
+    when the episodes were recorded: the default, since with greedy actions even the real game cannot beat
+    the baselines at long horizons) or greedy (its modal action, as the dream analyses act)."""
+    resamples: int = 1000
+    """Episode-clustered bootstrap resamples of each AUC's interval."""
     real_game: bool = True
     """Also play the real game in the same closed loop from each window's true state: the error an exact
     simulator would have (needs the store's first game states and procgen)."""
 
     def validate(self) -> None:
-        for name in ("horizon", "windows", "within", "reference_states", "batch_size"):
+        for name in ("horizon", "windows", "within", "reference_states", "batch_size", "resamples"):
             if getattr(self, name) < 1:
                 raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.within > self.horizon:
@@ -107,8 +129,9 @@ class EvaluationSettings:
 class WorldModelEvaluation(Result):
     """How a world model holds up on held-out episodes (the module docstring says what each part measures):
     ``mse`` and ``changed_pixels`` per step ``k`` and predictor (the three modes, the two baselines, the
-    real game), each with its episode-clustered interval and paired differences; ``reward`` (AUC and
-    return correlations); ``drift`` of the agent's dreamed states. ``wm evaluate`` writes
+    real game, the oracle), each with its episode-clustered interval and paired differences; ``psnr`` (per
+    step and predictor, and the controllability); ``reward`` (AUCs with intervals, the no-dynamics
+    baseline, the magnitude, return correlations); ``drift`` of the agent's dreamed states. ``wm evaluate`` writes
     :meth:`summary` as ``evaluation.json`` and :meth:`plot` as ``evaluation.png``."""
 
     checkpoint: str
@@ -125,6 +148,7 @@ class WorldModelEvaluation(Result):
     """``played``, ``not asked``, or why the real game could not be played."""
     mse: dict
     changed_pixels: dict
+    psnr: dict
     closed_loop_same_actions: list | None
     """Per step, the share of windows whose dream agent has acted as in the real game so far."""
     reward: dict
@@ -156,12 +180,16 @@ class WorldModelEvaluation(Result):
         return evaluation_figure(self.summary())
 
 
-def _trajectories(wm: WorldModel, agent, batch: WindowBatch, greedy: bool) -> dict[str, Trajectory]:
-    """Every mode's simulation of the batch's windows, all modal in the model's latents."""
+def _trajectories(
+    wm: WorldModel, agent, batch: WindowBatch, greedy: bool, random_actions: torch.Tensor
+) -> dict[str, Trajectory]:
+    """Every mode's simulation of the batch's windows, all modal in the model's latents; ``random_actions``
+    ``(S, B)`` drive the open loop whose frames controllability compares."""
     steps = batch.frames.shape[0]
     return {
         "teacher-forced": teacher_forced(wm, agent, batch, modal=True)[1],
         "open loop": imagined(wm, agent, batch, "true", modal=True),
+        RANDOM_ACTIONS: imagined(wm, agent, batch, random_actions, modal=True),
         "closed loop": imagined(wm, agent, batch, "agent", modal=True, greedy=greedy),
         # as wm sample dreams: from the bottleneck alone, so that the vector describes the whole dream
         "dream": dreamed(wm, agent, wm.encode(batch.init_frames), steps, modal=True),
@@ -171,8 +199,9 @@ def _trajectories(wm: WorldModel, agent, batch: WindowBatch, greedy: bool) -> di
 def frame_rows(
     frames: dict[str, torch.Tensor], batch: WindowBatch, threshold: float
 ) -> dict[str, np.ndarray]:
-    """Per window and step ``(B, S)``: the MSE of each set of frames, and the MSE over the pixels that
-    changed between true frames ``k - 1`` and ``k`` (NaN past an episode's end, or where none changed)."""
+    """Per window and step ``(B, S)``: the MSE of each set of frames, its PSNR (``10 log10(1 / MSE)``, pixels
+    in [0, 1]; an exact frame counts as 100 dB), and the MSE over the pixels that changed between true
+    frames ``k - 1`` and ``k`` (NaN past an episode's end, or where none changed)."""
     true = batch.frames.float() / 255
     prev = torch.cat([true[:1], true[:-1]])
     mask = batch.frame_mask.bool()
@@ -181,7 +210,10 @@ def frame_rows(
     rows = {}
     for name, f in frames.items():
         sq = (f.float() - true).square().mean(2).double()
-        rows[f"mse/{name}"] = torch.where(mask, sq.mean((2, 3)), torch.nan).T.cpu().numpy()
+        mse = sq.mean((2, 3))
+        rows[f"mse/{name}"] = torch.where(mask, mse, torch.nan).T.cpu().numpy()
+        psnr = -10 * torch.log10(mse.clamp(min=1e-10))
+        rows[f"psnr/{name}"] = torch.where(mask, psnr, torch.nan).T.cpu().numpy()
         moved = (sq * changed).sum((2, 3)) / count
         rows[f"changed/{name}"] = torch.where(count > 0, moved, torch.nan).T.cpu().numpy()
     return rows
@@ -200,17 +232,20 @@ def _batch_rows(
     wm,
     agent,
     batch: WindowBatch,
-    level_mean: torch.Tensor,
+    means: dict[str, torch.Tensor],
+    random_actions: torch.Tensor,
     real: torch.Tensor | None,
     args: EvaluationSettings,
 ) -> dict:
-    """Everything the evaluation keeps of one batch, per window (first axis); ``real``: the real game's
-    frames in the same closed loop (uint8), or None."""
-    trajs = _trajectories(wm, agent, batch, args.closed_loop == "greedy")
+    """Everything the evaluation keeps of one batch, per window (first axis); ``means``: the fair mean
+    frames and the oracle's ``(B, 3, 64, 64)``; ``random_actions``: the controllability's ``(S, B)``;
+    ``real``: the real game's frames in the same closed loop (uint8), or None."""
+    trajs = _trajectories(wm, agent, batch, args.closed_loop == "greedy", random_actions)
     true = batch.frames.float() / 255
-    frames = {name: trajs[name].frame for name in MODES}
+    frames = {name: trajs[name].frame for name in (*MODES, RANDOM_ACTIONS)}
     frames["repeat last frame"] = true[:1].expand_as(true)
-    frames["level mean frame"] = level_mean.unsqueeze(0).expand_as(true)
+    for name, mean in means.items():
+        frames[name] = mean.unsqueeze(0).expand_as(true)
     if real is not None:
         frames[REAL_GAME] = real.to(true.device).float() / 255
     rows = frame_rows(frames, batch, args.change_threshold)
@@ -220,6 +255,9 @@ def _batch_rows(
     rows["return/real"] = torch.cumsum(real, 0).T.cpu().numpy()
     for name in REWARD_MODES:
         rows[f"return/{name}"] = expected_returns(trajs[name])
+    rows["reward/no end within"] = batch.frame_mask[args.within].bool().cpu().numpy()
+    if batch.value is not None:
+        rows["reward/value at start"] = batch.value[0].double().cpu().numpy()
     rows["state/real"] = batch.agent_states.float().transpose(0, 1).cpu().numpy()
     rows["state/mask"] = batch.state_mask.bool().T.cpu().numpy()
     for name in DRIFT_MODES:
@@ -241,20 +279,31 @@ def collect(
     """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``;
     with ``env_config`` (the agent's environment) the real game's closed loop too."""
     config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
-    means = level_mean_frames(store)
+    means, total = level_mean_frames(store), frame_total(store)
     game = RealGame(store, env_config, args.seed) if env_config is not None else None
     draws = torch.Generator().manual_seed(args.seed)
+    random_draws = torch.Generator().manual_seed(args.seed + 1)
     levels = store.episodes["level_seed"]
     parts: dict[str, list[np.ndarray]] = {}
     wm.eval()
     chunks = np.array_split(picks, max(1, -(-len(picks) // args.batch_size)))
-    with Progress(transient=True, disable=not progress) as bar:
+    # the sampled closed loop draws the agent's actions from torch's generator: seeded, and given back after
+    with torch.random.fork_rng(devices=[]), Progress(transient=True, disable=not progress) as bar:
+        torch.manual_seed(args.seed)
         task = bar.add_task("wm evaluate", total=len(picks))
         for chunk in chunks:
             items = default_collate([dataset[int(i)] for i in chunk])
             batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
             episodes = items["episode"].numpy()
-            level_mean = torch.from_numpy(np.stack([means[int(levels[e])] for e in episodes]))
+            last = items["offset"].numpy() + config.num_init_steps - 1
+            known = fair_mean_frames(store, episodes, last, total)
+            known[ORACLE] = np.stack([means[int(levels[e])] for e in episodes])
+            known = {name: torch.from_numpy(m).to(runtime.device) for name, m in known.items()}
+            # a_{-1} made the frame the model saw last: kept; every later action drawn uniformly
+            random_actions = batch.prev_actions.clone()
+            random_actions[1:] = torch.randint(
+                0, wm.num_actions, random_actions[1:].shape, generator=random_draws
+            ).to(random_actions.device)
             real = real_actions = None
             with runtime.autocast():
                 if game is not None:
@@ -263,7 +312,7 @@ def collect(
                     start = wm.codec.unflatten(batch.agent_h0.to(runtime.device))
                     real, real_actions = game.play(agent, states, start, args.horizon, greedy=args.closed_loop == "greedy",
                                      generator=draws)  # fmt: skip
-                rows = _batch_rows(wm, agent, batch, level_mean.to(runtime.device), real, args)
+                rows = _batch_rows(wm, agent, batch, known, random_actions, real, args)
                 dreamt = rows.pop("action/closed loop")[:, : args.horizon]
                 if real_actions is not None:
                     rows["same_actions"] = same_so_far(dreamt, real_actions.T.numpy(), rows["frame_mask"])
@@ -275,11 +324,12 @@ def collect(
 
 
 def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
-    """Per step ``1 .. H``: every mode's and baseline's (and the real game's) clustered mean, each mode's
-    (and the real game's: where an exact simulator could pass at all) paired difference to the better
-    baseline (lower mean) at that step and to repeating the last frame, and the closed loop's to the real
-    game."""
-    names = MODES + BASELINES + ((REAL_GAME,) if f"{metric}/{REAL_GAME}" in rows else ())
+    """Per step ``1 .. H``: every mode's and baseline's (and the oracle's, and the real game's) clustered mean,
+    each mode's (and the real game's: where an exact simulator could pass at all) paired difference to the
+    better baseline (lower mean; never the oracle) at that step and to repeating the last frame, and the
+    closed loop's to the real game."""
+    extra = tuple(name for name in (ORACLE, REAL_GAME) if f"{metric}/{name}" in rows)
+    names = MODES + BASELINES + extra
     horizon = rows[f"{metric}/{names[0]}"].shape[1] - 1
     table: dict = {name: [] for name in names}
     judged = MODES + ((REAL_GAME,) if REAL_GAME in names else ())
@@ -312,6 +362,22 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
     }
 
 
+def psnr_table(rows: dict, episodes: np.ndarray) -> dict:
+    """Per step ``1 .. H``: each predictor's clustered mean PSNR, and the controllability: the clustered mean
+    of each window's open-loop PSNR with the recorded actions minus its PSNR with random ones."""
+    names = [key.split("/", 1)[1] for key in rows if key.startswith("psnr/")]
+    horizon = rows[f"psnr/{names[0]}"].shape[1] - 1
+    steps = range(1, horizon + 1)
+    control = rows["psnr/open loop"] - rows[f"psnr/{RANDOM_ACTIONS}"]
+    return {
+        "steps": list(steps),
+        "mean": {
+            name: [clustered_mean(rows[f"psnr/{name}"][:, k], episodes) for k in steps] for name in names
+        },
+        "controllability": [clustered_mean(control[:, k], episodes) for k in steps],
+    }
+
+
 def same_so_far(dreamt: np.ndarray, real: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``(B, H)``: 1 where the dream's agent has taken the real game's action at every step ``0 .. k`` (the two
     loops still one), 0 once they parted, NaN where the recorded frame ``k + 1`` is past the episode's end."""
@@ -328,17 +394,35 @@ def actions_table(rows: dict, episodes: np.ndarray) -> list[dict] | None:
     return [clustered_mean(same[:, k], episodes) for k in range(same.shape[1])]
 
 
-def reward_table(rows: dict, within: int) -> dict:
-    """AUC of "a reward within ``within`` steps" and the correlation of the horizon's returns, per mode."""
+def reward_table(rows: dict, within: int, resamples: int = 1000, seed: int = 0) -> dict:
+    """Per mode: the AUC of "a reward within ``within`` steps" with its episode-clustered interval, the mean
+    expected reward within ``within`` steps in windows with and without one (clustered), and the
+    correlation of the horizon's returns; the no-dynamics baseline (the recorded value at the window start);
+    the teacher-forced AUC on windows whose episode does not end within ``within`` steps."""
     real = rows["return/real"]
+    episodes = rows["episode"]
     label = real[:, within - 1] > 0
-    out = {"within": within, "windows": len(label), "positives": int(label.sum())}
+    out = {
+        "within": within,
+        "windows": len(label),
+        "positives": int(label.sum()),
+        "real_reward_in_positives": clustered_mean(np.where(label, real[:, within - 1], np.nan), episodes),
+    }
     for name in REWARD_MODES:
         dream = rows[f"return/{name}"]
+        scores = dream[:, within - 1]
         out[name] = {
-            "auc": auc(dream[:, within - 1], label),
+            **clustered_auc(scores, label, episodes, resamples, seed),
+            "mean_in_positives": clustered_mean(np.where(label, scores, np.nan), episodes),
+            "mean_in_negatives": clustered_mean(np.where(label, np.nan, scores), episodes),
             "return_correlation": correlations(dream[:, -1], real[:, -1]),
         }
+    value = rows.get("reward/value at start")
+    out["value at start"] = None if value is None else clustered_auc(value, label, episodes, resamples, seed)
+    keep = rows["reward/no end within"]
+    out["teacher-forced, no end within"] = clustered_auc(
+        rows["return/teacher-forced"][keep, within - 1], label[keep], episodes[keep], resamples, seed
+    )
     return out
 
 
@@ -377,7 +461,9 @@ def evaluation_figure(result: dict):
         for name, cells in table["mean"].items():
             ys = [np.nan if c["mean"] is None else c["mean"] for c in cells]
             bands = np.array([(np.nan, np.nan) if c["ci95"] is None else c["ci95"] for c in cells], float)
-            style = "--" if name in BASELINES else ":" if name == REAL_GAME else "-"
+            style = (
+                "--" if name in BASELINES else "-." if name == ORACLE else ":" if name == REAL_GAME else "-"
+            )
             (line,) = ax.plot(table["steps"], ys, style, marker="o", ms=3, label=name)
             ax.fill_between(table["steps"], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.2, lw=0)
         ax.set_xlabel("k (frames after the last one the model saw)")
@@ -444,7 +530,8 @@ def evaluate_world_model(
         else "the store holds no first game states",
         mse=frame_table(rows, episodes, "mse"),
         changed_pixels=frame_table(rows, episodes, "changed"),
+        psnr=psnr_table(rows, episodes),
         closed_loop_same_actions=actions_table(rows, episodes),
-        reward=reward_table(rows, settings.within),
+        reward=reward_table(rows, settings.within, settings.resamples, settings.seed),
         drift=drift_table(rows, store, world.model, settings),
     )

@@ -11,7 +11,12 @@ the encoder saw), the mean squared pixel error (frames in [0, 1]) per simulated 
 * ``closed loop``: the prior alone with the agent choosing its own actions (greedy), the way
   ``wm sample`` dreams; it drifts from the data also where the agent acts differently;
 * ``repeat last frame``: the last initial frame, repeated (exact at step 0, hence steps ``>= 1``);
-* ``level mean frame``: the mean of every frame of the window's level in the store.
+* ``past mean frame``: the mean of the episode's frames from its first up to the last one the model saw,
+  and ``other episodes' mean frame``: the mean of every other episode's frames (:func:`fair_mean_frames`):
+  mean frames that, like the model, know nothing of the episode's future;
+* ``level mean frame``: the mean of every frame of the window's level in the store. With about one
+  episode per level this mean contains the very frames it is asked to predict: an **oracle**, shown
+  for scale, never the bar a model is judged against.
 
 Only real rows count (``frame_mask``: none past an episode's end). Everything is modal, so the
 numbers depend only on the windows picked (``seed``). Each mean comes with a 95 % interval over
@@ -43,7 +48,7 @@ from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import imagined, teacher_forced
 
 PREDICTORS = ("teacher-forced", "imagined", "closed loop")
-BASELINES = ("repeat last frame", "level mean frame")
+BASELINES = ("repeat last frame", "past mean frame", "other episodes' mean frame", "level mean frame")
 
 
 def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
@@ -56,6 +61,41 @@ def level_mean_frames(store: EpisodeStore) -> dict[int, np.ndarray]:
         sums[level] = sums.get(level, 0) + obs.astype(np.float64).sum(0)
         counts[level] = counts.get(level, 0) + len(obs)
     return {level: (sums[level] / counts[level] / 255).astype(np.float32) for level in sums}
+
+
+def frame_total(store: EpisodeStore) -> tuple[np.ndarray, int]:
+    """The sum ``(3, 64, 64)`` (float64, pixels 0..255) and count of every frame of the store."""
+    total, count = np.zeros((3, 64, 64)), 0
+    for e in range(store.num_episodes):
+        obs = store.read(e, ["obs"])["obs"]
+        total += obs.sum(0, dtype=np.float64)
+        count += len(obs)
+    return total, count
+
+
+def fair_mean_frames(
+    store: EpisodeStore, episodes: np.ndarray, last_rows: np.ndarray, total: tuple[np.ndarray, int]
+) -> dict[str, np.ndarray]:
+    """Per window, two mean frames ``(B, 3, 64, 64)`` (float32 in [0, 1]) that see none of the frames they are
+    asked to predict, unlike the level's mean over the whole store (an oracle where a level has one episode):
+
+    * ``past mean frame``: the mean of the window's episode's frames ``0 .. last_row`` (the last frame the
+      model saw): the level as far as the model has seen it;
+    * ``other episodes' mean frame``: the mean of every frame of every *other* episode of the store
+      (``total``: :func:`frame_total`): the game's look, none of this episode's future. At long horizons it
+      is the stronger of the two.
+
+    Each episode is read once per call, and only its sums are kept."""
+    episodes, last_rows = np.asarray(episodes), np.asarray(last_rows)
+    past = np.empty((len(episodes), 3, 64, 64), np.float32)
+    others = np.empty_like(past)
+    for e in np.unique(episodes).tolist():
+        obs = store.read(e, ["obs"])["obs"]
+        other = (total[0] - obs.sum(0, dtype=np.float64)) / (total[1] - len(obs)) / 255
+        for i in np.flatnonzero(episodes == e):
+            past[i] = obs[: last_rows[i] + 1].sum(0, dtype=np.float64) / (last_rows[i] + 1) / 255
+            others[i] = other
+    return {"past mean frame": past, "other episodes' mean frame": others}
 
 
 def pick_windows(wm: WorldModel, store: EpisodeStore, reward_field: str, steps: int, windows: int, seed: int):
@@ -95,7 +135,7 @@ def frame_errors(
     reaches (all episodes ended) is ``None``.
     """
     config, dataset, picks = pick_windows(wm, store, reward_field, steps, windows, seed)
-    means = level_mean_frames(store)
+    means, total = level_mean_frames(store), frame_total(store)
     levels = store.episodes["level_seed"]
     errors: dict[str, list[Tensor]] = {name: [] for name in PREDICTORS + BASELINES}
     masks = []
@@ -103,11 +143,15 @@ def frame_errors(
         items = default_collate([dataset[int(i)] for i in chunk])
         batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
         level_mean = torch.from_numpy(np.stack([means[int(levels[int(e)])] for e in items["episode"]]))
+        last = items["offset"].numpy() + config.num_init_steps - 1
+        fair = fair_mean_frames(store, items["episode"].numpy(), last, total)
         true = batch.frames.float() / 255
         mask = batch.frame_mask.double().cpu()
         with runtime.autocast():
             predicted = _predicted(wm, agent, batch)
         predicted["repeat last frame"] = true[:1].expand_as(true)
+        for name, mean in fair.items():
+            predicted[name] = torch.from_numpy(mean).to(runtime.device).unsqueeze(0).expand_as(true)
         predicted["level mean frame"] = level_mean.to(runtime.device).unsqueeze(0).expand_as(true)
         for name, frames in predicted.items():
             errors[name].append((frames.float() - true).square().mean((2, 3, 4)).double().cpu())

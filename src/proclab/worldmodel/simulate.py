@@ -22,6 +22,7 @@ from torch import Tensor
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.batch import WindowBatch
 from proclab.worldmodel.camera import measured_shift
+from proclab.worldmodel.distributions import sample_st
 from proclab.worldmodel.model import Start, Trajectory, WorldModel, as_float_frames
 
 ACTION_SOURCES = ("true", "agent")
@@ -46,7 +47,14 @@ def teacher_forced(
     wm: WorldModel, agent, batch: WindowBatch, modal: bool = False
 ) -> tuple[Start, Trajectory]:
     """The training forward pass; returns the *predicted* start (for the initialisation losses) too.
-    ``modal`` takes the argmax of each categorical instead of sampling (evaluation)."""
+    ``modal`` takes the argmax of each categorical instead of sampling (evaluation).
+
+    The reward and done of step ``k`` (caused by ``a_{k-1}``) are read from the *prior's* state at ``k``
+    (``h_k`` and the prior's sample), which knows the history and the action but not frame ``k``. Read from
+    the posterior, they would see frame ``k``, and the step whose reward ends an episode (the coin) has no
+    frame: its label is zero padding, so the heads learned "black frame = coin, end" (and, with the prior
+    taken at padded steps only, "prior state = end"). A dream's states are all the prior's, so this is
+    also the input the heads meet in a dream."""
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     traj = wm.simulate(
         agent,
@@ -57,6 +65,10 @@ def teacher_forced(
         observe=True,
         modal=modal,
     )
+    S, B = traj.env_h.shape[:2]
+    prior = torch.cat([traj.env_h, sample_st(traj.prior_logits, modal).flatten(2)], -1)
+    reward, done = wm.reward_done(prior.flatten(0, 1))
+    traj.reward, traj.done_logit = reward.view(S, B), done.view(S, B)
     if wm.config.decoder_copy:
         traj.image_alone = wm.decode(torch.cat([traj.env_h[0], traj.env_z[0]], -1))
     return start, traj
@@ -84,14 +96,23 @@ def open_loop_pass(wm: WorldModel, start: Start, batch: WindowBatch) -> OpenLoop
 
 
 def imagined(
-    wm: WorldModel, agent, batch: WindowBatch, actions: str = "true", modal: bool = True, greedy: bool = True
+    wm: WorldModel,
+    agent,
+    batch: WindowBatch,
+    actions: str | Tensor = "true",
+    modal: bool = True,
+    greedy: bool = True,
 ) -> Trajectory:
     """Prior-driven simulation from the encoded initial frames, compared step by step with the data;
     in closed loop (``actions="agent"``) the agent takes its modal action, or with ``greedy=False`` a draw
-    of its policy."""
-    if actions not in ACTION_SOURCES:
-        raise ValueError(f"actions must be one of {ACTION_SOURCES}, got {actions!r}")
-    one_hot = batch.prev_action_one_hot(wm.num_actions)
+    of its policy. ``actions`` may also be the actions themselves, ``(S, B)`` indices ``a_{k-1}`` (other
+    than the recorded ones: what controllability compares)."""
+    if isinstance(actions, Tensor):
+        one_hot = torch.nn.functional.one_hot(actions.long(), wm.num_actions).float()
+    elif actions in ACTION_SOURCES:
+        one_hot = batch.prev_action_one_hot(wm.num_actions)
+    else:
+        raise ValueError(f"actions must be one of {ACTION_SOURCES} or a tensor, got {actions!r}")
     start = wm.start(wm.encode(batch.init_frames), modal=modal)
     start = replace(
         start,
@@ -104,7 +125,7 @@ def imagined(
         agent,
         start,
         batch.frames.shape[0],
-        actions=one_hot if actions == "true" else None,
+        actions=None if isinstance(actions, str) and actions == "agent" else one_hot,
         frames=batch.frames,
         modal=modal,
         greedy=greedy,
