@@ -56,13 +56,19 @@ def standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def ridge_path(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     """``(len(alphas), len(x_test))`` predictions of ridge regressions (intercept unpenalised) fitted on
-    ``x`` standardised, one per penalty, from one SVD."""
+    ``x`` standardised, one per penalty, from one eigendecomposition of the smaller Gram matrix (the
+    features' ``z'z`` or, when there are fewer rows than features, the rows' ``zz'``)."""
     mu, sd = standardiser(x)
-    z, zt = (x - mu) / sd, (x_test - mu) / sd
-    u, s, vt = np.linalg.svd(z, full_matrices=False)
-    uty = u.T @ (y - y.mean())
-    shrink = s / (s * s + alphas[:, None])  # (A, r)
-    return (shrink * uty) @ (zt @ vt.T).T + y.mean()
+    z = (np.asarray(x, np.float64) - mu) / sd
+    zt = (np.asarray(x_test, np.float64) - mu) / sd
+    yc = y - y.mean()
+    if z.shape[1] <= z.shape[0]:  # w = V (L + a)^-1 V' z'y
+        lam, vecs = np.linalg.eigh(z.T @ z)
+        coef, proj = vecs.T @ (z.T @ yc), zt @ vecs
+    else:  # the dual: w = z' U (L + a)^-1 U'y
+        lam, vecs = np.linalg.eigh(z @ z.T)
+        coef, proj = vecs.T @ yc, (zt @ z.T) @ vecs
+    return coef / (np.maximum(lam, 0.0) + alphas[:, None]) @ proj.T + y.mean()
 
 
 def _logistic(x: np.ndarray, y: np.ndarray, c: float):
