@@ -6,7 +6,8 @@ episodes of ``--episode-length`` steps, and the target a noisy linear readout of
 has something to find. Each line times, on the same data:
 
 * ``probe``: :func:`proclab.interpret.probes.linear.cross_validated` (``--folds`` GroupKFold folds,
-  RidgeCV inside each) plus the episode-bootstrap of its score (``--bootstrap`` resamples);
+  each choosing its penalty by as many inner folds over its episodes) plus the episode-bootstrap of its
+  score (``--bootstrap`` resamples);
 * ``controls``: the shuffled-label probe and the constant baseline (the random-agent control costs
   one more probe, as ``probe``, plus replaying that agent);
 * ``baseline``: one ordinary least-squares fit of all states (``numpy.linalg.lstsq``), the floor any

@@ -1,5 +1,6 @@
-"""analyze probe on a tiny maze recording: every probe has its three controls with intervals, the
-random agent is another network of the same shape, and every channel of a conv hook is ranked."""
+"""analyze probe on a tiny maze recording: every probe has its controls with intervals and a headline
+margin over the strongest, the random agent is another network of the same shape, every channel of a
+conv hook is ranked, and bad fold counts are one line."""
 
 import json
 
@@ -67,16 +68,22 @@ def test_probe_reports_controls_and_ranks_channels(tmp_path, maze_store, capsys)
         ]
     )
     printed = capsys.readouterr().out
-    assert "agent_x (r2)" in printed and "outputs in" in printed
+    assert "agent_x (r2)" in printed and "outputs in" in printed and "strongest control" in printed
     summary = json.loads((out / "probe" / "summary.json").read_text())
     assert summary["shape"] == [8, 16, 16]
     for target in ("agent_x", "goal_x"):
         r = summary["probes"][target]
         assert r["kind"] == "ridge"
-        for name in ("probe", "random_agent", "shuffled_labels", "constant"):
+        controls = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
+        for name in ("probe", *controls):
             lo, hi = r[name]["ci"]
             assert lo <= r[name]["score"] <= hi or np.isclose(lo, hi)
         assert "probe_margin" in r["constant"] and "probe_margin" not in r["probe"]
+        h = r["headline"]
+        strongest = max(controls, key=lambda name: r[name]["score"])
+        assert h["strongest_control"] == strongest
+        assert np.isclose(h["margin"], r["probe"]["score"] - r[strongest]["score"])
+        assert h["level"] == pytest.approx(1 - 0.05 / 2)  # Bonferroni over the two targets
         assert r["probe"]["score"] != r["random_agent"]["score"]  # a different network
     tracking = summary["tracking"]["goal"]
     for name in ("agent", "random_agent"):
@@ -100,3 +107,13 @@ def test_unknown_target_is_one_line(tmp_path, maze_store, capsys):
             ]
         )
     assert e.value.code == 2 and "goal_x" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("folds", ["1", "0", "-3"])
+def test_fewer_than_two_folds_is_one_line(tmp_path, maze_store, capsys, folds):
+    with pytest.raises(SystemExit) as e:
+        main(["analyze", "probe", "--out", str(tmp_path / "C"), "--data", str(maze_store),
+              "--target", "agent_x", "--folds", folds])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and "--folds must be >= 2" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1

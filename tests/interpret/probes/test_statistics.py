@@ -1,19 +1,28 @@
-"""Probe statistics against slow, obvious references: out-of-fold predictions per held-out episode,
-pooled R^2 / accuracy and their weighted bootstrap, the label control, centres of mass, and the
-channel correlations."""
+"""Probe statistics against slow, obvious references: out-of-fold predictions per held-out episode with
+the penalty chosen on held-out episodes, pooled R^2 / accuracy and their weighted bootstrap, the
+headline margin over the strongest control, the label controls, the time baseline, centres of mass,
+and the channel correlations; and planted cases where the old choices fail."""
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression, RidgeCV
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
+from sklearn.model_selection import GroupKFold
 
+from proclab.errors import ProclabError
 from proclab.interpret.probes.linear import (
     ALPHAS,
+    CS,
     EpisodeSums,
+    control_task,
     cross_validated,
     probe_kind,
+    scored,
     shuffled_labels,
+    time_features,
 )
+from proclab.interpret.probes.probe import ProbeSettings, probe_target
 from proclab.interpret.probes.spatial import Moments, centres_of_mass, track_channels
+from proclab.interpret.stats.paired import resamples
 
 
 def episodes(n_ep=12, seed=0):
@@ -32,22 +41,85 @@ def test_ridge_probe_recovers_a_linear_target_and_auto_picks_the_kind():
     assert probe_kind(y, "auto") == "ridge" and probe_kind((y > 0).astype(float), "auto") == "logistic"
 
 
-def test_one_fold_per_episode_matches_leave_one_episode_out_by_hand():
-    episode, rng = episodes(6, 1)
+def standardised(train, *others):
+    mu, sd = train.mean(0), train.std(0)
+    return [(a - mu) / sd for a in (train, *others)]
+
+
+def loss(kind, model, x, y):
+    if kind == "ridge":
+        return ((model.predict(x) - y) ** 2).sum()
+    p = np.clip(model.predict_proba(x)[:, 1], 1e-12, 1 - 1e-12)
+    return -(y * np.log(p) + (1 - y) * np.log(1 - p)).sum()
+
+
+def model_of(kind, penalty):
+    return Ridge(alpha=penalty) if kind == "ridge" else LogisticRegression(C=penalty, max_iter=2000)
+
+
+@pytest.mark.parametrize("kind", ["ridge", "logistic"])
+def test_one_fold_per_episode_matches_nested_leave_one_episode_out_by_hand(kind):
+    """With as many folds as episodes, the outer and the inner splits are both leave-one-episode-out: the
+    reference loops over held-out episodes, penalties and inner held-out episodes with plain scikit-learn
+    fits, picks the penalty of least pooled held-out loss, and refits."""
+    episode, rng = episodes(5, 1)
     x = rng.normal(size=(len(episode), 3))
-    y = (x[:, 0] + 0.5 * rng.normal(size=len(episode)) > 0).astype(float)
-    pred = cross_validated(x, y, episode, "logistic", folds=6)
-    for e in np.unique(episode):
+    signal = x[:, 0] + 0.8 * rng.normal(size=len(episode))
+    y = (signal > 0).astype(float) if kind == "logistic" else signal
+    grid = ALPHAS if kind == "ridge" else CS
+    pred = cross_validated(x, y, episode, kind, folds=5)
+    ids = np.unique(episode)
+    for e in ids:
         held = episode == e
-        mu, sd = x[~held].mean(0), x[~held].std(0)
-        m = LogisticRegression(max_iter=2000).fit((x[~held] - mu) / sd, y[~held])
-        np.testing.assert_array_equal(pred[held], m.predict((x[held] - mu) / sd))
-    r = cross_validated(x, x[:, 1], episode, "ridge", folds=6)
-    for e in np.unique(episode):
-        held = episode == e
-        mu, sd = x[~held].mean(0), x[~held].std(0)
-        m = RidgeCV(alphas=ALPHAS).fit((x[~held] - mu) / sd, x[~held, 1])
-        np.testing.assert_allclose(r[held], m.predict((x[held] - mu) / sd), rtol=1e-6, atol=1e-9)
+        losses = np.zeros(len(grid))
+        for k, penalty in enumerate(grid):
+            for e2 in ids[ids != e]:
+                inner_train, inner_test = ~held & (episode != e2), episode == e2
+                a, b = standardised(x[inner_train], x[inner_test])
+                losses[k] += loss(kind, model_of(kind, penalty).fit(a, y[inner_train]), b, y[inner_test])
+        best = grid[np.argmin(losses)]
+        a, b = standardised(x[~held], x[held])
+        want = model_of(kind, best).fit(a, y[~held]).predict(b)
+        if kind == "ridge":
+            np.testing.assert_allclose(pred[held], want, rtol=1e-6, atol=1e-9)
+        else:
+            np.testing.assert_array_equal(pred[held], want)
+
+
+def test_leave_one_step_out_overfits_autocorrelated_episodes_and_grouped_choice_does_not():
+    """Planted: each episode's steps are near-copies of one input, the target is one input column plus
+    an episode-level offset the inputs do not predict. Leave-one-out over steps (the old ``RidgeCV``) sees
+    each held-out step's near-copies in the fit, picks the weakest penalty, and fits the offsets: on held-out
+    episodes its R^2 collapses. The penalty chosen on held-out episodes does not."""
+    rng = np.random.default_rng(1)
+    n_ep, length, width = 40, 20, 30
+    episode = np.repeat(np.arange(n_ep), length)
+    x = rng.normal(size=(n_ep, width))[episode] + 0.02 * rng.normal(size=(n_ep * length, width))
+    y = x[:, 0] + rng.normal(size=n_ep)[episode] + 0.1 * rng.normal(size=len(episode))
+
+    def r2(pred):
+        return 1 - ((y - pred) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+
+    old, alphas = np.empty(len(y)), []
+    for train, test in GroupKFold(5).split(x, y, episode):
+        a, b = standardised(x[train], x[test])
+        m = RidgeCV(alphas=ALPHAS).fit(a, y[train])
+        old[test], alphas = m.predict(b), [*alphas, m.alpha_]
+    new = r2(cross_validated(x, y, episode, "ridge", folds=5))
+    assert min(alphas) == ALPHAS.min()  # leave-one-step-out chose the weakest penalty
+    assert r2(old) < -1.0 and new > r2(old) + 1.0 and new > -0.3
+
+
+def test_fewer_than_two_folds_or_three_episodes_is_one_line():
+    episode, rng = episodes(6, 2)
+    x, y = rng.normal(size=(len(episode), 2)), rng.normal(size=len(episode))
+    with pytest.raises(ProclabError, match="--folds must be >= 2"):
+        cross_validated(x, y, episode, "ridge", folds=1)
+    two = episode <= episode[np.flatnonzero(np.diff(episode))[0] + 1]
+    with pytest.raises(ProclabError, match="at least 3 episodes"):
+        cross_validated(x[two], y[two], episode[two], "ridge", folds=2)
+    with pytest.raises(ProclabError, match="--folds must be >= 2"):
+        ProbeSettings(folds=1).check()
 
 
 @pytest.mark.parametrize("kind", ["ridge", "logistic"])
@@ -82,6 +154,80 @@ def test_shuffled_labels_move_whole_episodes():
         assert len(np.unique(got // 100)) == 1  # one source episode
         assert np.all(np.diff(got) >= 0)  # its course kept in order
     assert sorted(np.unique(s // 100)) == sorted(np.unique(episode))  # a permutation of episodes
+
+
+def test_control_task_is_one_draw_of_the_target_per_level_in_every_episode():
+    episode, rng = episodes(12, 3)
+    level = (episode // 7) % 4  # 4 levels, most played by several episodes
+    y = rng.normal(size=len(episode))
+    c = control_task(y, level, seed=2)
+    for lv in np.unique(level):
+        assert len(np.unique(c[level == lv])) == 1  # one label for the level, across its episodes
+        assert np.isin(c[level == lv][0], y)  # drawn from the target's own values
+    assert len(np.unique(c)) > 1
+    np.testing.assert_array_equal(c, control_task(y, level, seed=2))  # fixed, so the same in every fold
+    assert not np.array_equal(c, control_task(y, level, seed=3))
+
+
+def test_time_features_by_hand():
+    episode = np.array([5, 5, 5, 9, 2, 2])
+    np.testing.assert_allclose(time_features(episode), [[0, 0], [1, 0.5], [2, 1], [0, 0], [0, 0], [1, 1]])
+
+
+def test_headline_is_the_margin_over_the_strongest_control_in_each_resample():
+    """Reference: for each resample, every score recomputed from the repeated rows, the highest control
+    taken in that resample, and the percentile interval at the Bonferroni level."""
+    episode, rng = episodes(8, 4)
+    y = rng.normal(size=len(episode))
+    preds = {"probe": y + 0.5 * rng.normal(size=len(y))}
+    preds |= {name: y + s * rng.normal(size=len(y)) for name, s in (("a", 0.6), ("b", 0.7), ("c", 2.0))}
+    sums = {name: EpisodeSums.of(y, p, episode, "ridge") for name, p in preds.items()}
+    got = scored(sums, reps=200, seed=3, family=3)
+    ids = np.unique(episode)
+    diffs = []
+    for draw in resamples(len(ids), 200, 3):
+        rows = np.concatenate([np.flatnonzero(episode == ids[i]) for i in draw])
+        r2 = {
+            n: 1 - ((y[rows] - p[rows]) ** 2).sum() / ((y[rows] - y[rows].mean()) ** 2).sum()
+            for n, p in preds.items()
+        }
+        diffs.append(r2["probe"] - max(r2["a"], r2["b"], r2["c"]))
+    h = got["headline"]
+    assert h["strongest_control"] == max("abc", key=lambda n: got[n]["score"])
+    assert h["margin"] == pytest.approx(got["probe"]["score"] - got[h["strongest_control"]]["score"])
+    tail = 50 * 0.05 / 3
+    np.testing.assert_allclose(h["ci"], np.percentile(diffs, [tail, 100 - tail]), rtol=1e-9)
+    assert h["significant"] == (h["ci"][0] > 0)
+
+
+def planted_time_episodes(beyond: bool):
+    """Episodes of 30-60 steps; the target is the step index (plus, with ``beyond``, an offset per
+    episode); the inputs carry the step index, the offset, and noise columns."""
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(30, 60, 30)
+    episode = np.repeat(np.arange(30), lengths)
+    step = time_features(episode)[:, 0]
+    offset = rng.normal(0, 10, 30)[episode]
+    y = step + (offset if beyond else 0) + rng.normal(size=len(step))
+    x = np.c_[step, offset, rng.normal(size=(len(step), 4))] + 0.5 * rng.normal(size=(len(step), 6))
+    return y, x, rng.normal(size=x.shape), episode, episode  # each episode its own level
+
+
+def test_a_target_that_is_only_time_has_no_margin_over_the_time_baseline():
+    y, x, noise, episode, level = planted_time_episodes(beyond=False)
+    r = probe_target(y, x, noise, episode, level, ProbeSettings(folds=3, bootstrap=300))
+    assert r["probe"]["score"] > 0.8  # the old headline (probe beside its controls) looks strong
+    assert r["shuffled_labels"]["probe_margin"]["significant"]  # and beats shuffled labels
+    h = r["headline"]
+    assert h["strongest_control"] == "time_baseline"
+    assert abs(h["margin"]) < 0.02 and not h["significant"]
+
+
+def test_a_target_encoded_beyond_time_has_a_positive_margin():
+    y, x, noise, episode, level = planted_time_episodes(beyond=True)
+    r = probe_target(y, x, noise, episode, level, ProbeSettings(folds=3, bootstrap=300))
+    h = r["headline"]
+    assert h["strongest_control"] == "time_baseline" and h["significant"] and h["margin"] > 0.2
 
 
 def test_centres_of_mass_by_hand():

@@ -1,10 +1,11 @@
-"""``proclab analyze probe``: what an activation knows about the game, against three controls, on a store.
+"""``proclab analyze probe``: what an activation knows about the game, against its controls, on a store.
 
 Parse -> call -> write: the episodes of ``--data`` (a seeded subset of about ``--max-steps`` steps) are
 replayed through ``--agent`` and a randomly initialised agent of its architecture (made in memory), and
 :mod:`proclab.interpret.probes.probe` fits and judges the probes of each ``--target`` and the channel
 tracking of each ``--entity``; ground truth comes from the store (``proclab record`` stores it by
-default), so nothing is played in the game. ``ANALYSIS/probe/summary.json`` holds every number.
+default), so nothing is played in the game. Each target's headline is the probe's margin over the
+strongest of its controls. ``ANALYSIS/probe/summary.json`` holds every number.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import HOOK, episode_subset, read_activation, replay_agent
-from proclab.interpret.probes.probe import ProbeSettings, probe_target, random_agent, tracking
+from proclab.interpret.probes.probe import CONTROLS, ProbeSettings, probe_target, random_agent, tracking
 from proclab.interpret.probes.spatial import centres_of_mass
 from proclab.interpret.probes.targets import StoreTruth
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
@@ -39,7 +40,7 @@ class ProbeArgs(AnalysisArgs):
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"max_steps": 4000}}
 
     seed: int = 0
-    """Seed of the episode subset, the random agent's weights, the shuffled labels, the bootstrap and the
+    """Seed of the episode subset, the random agent's weights, the label controls, the bootstrap and the
     permutations."""
 
     hook: str = "torso.hook_fc"
@@ -57,7 +58,8 @@ class ProbeArgs(AnalysisArgs):
     kind: str = "auto"
     """Probe: ridge (continuous), logistic (binary) or auto (logistic for 0/1 targets)."""
     folds: int = 5
-    """Cross-validation folds (episodes as groups)."""
+    """Cross-validation folds, episodes as groups (>= 2); the same number of inner folds over each training
+    fold's episodes chooses the penalty."""
     max_steps: int = 20_000
     """Probe a seeded subset of whole episodes holding about this many steps."""
     bootstrap: int = 1000
@@ -69,8 +71,9 @@ class ProbeArgs(AnalysisArgs):
     """Spatial probes: multiple-comparison correction over channels (holm or bh)."""
     alpha: float = 0.05
     """Spatial probes: level of the corrected tests."""
-    controls: tuple[str, ...] = ("random_agent", "shuffled_labels", "constant")
-    """Controls reported beside each probe."""
+    controls: tuple[str, ...] = CONTROLS
+    """Controls reported beside each probe (random_agent, control_task, shuffled_labels, time_baseline,
+    constant); the headline is the probe's margin over the strongest."""
 
 
 def replayed(store, hook: str, episodes: np.ndarray, agent, shape, reduce=None):
@@ -131,11 +134,12 @@ def run_probe(args: ProbeArgs) -> Path:
                 if args.entity:
                     centres[name], episode = replayed(store, args.hook, episodes, a, shape, centres_of_mass)
         summary["episodes"], summary["steps"] = len(episodes), len(episode)
+        level = np.asarray(store.episodes["level_seed"])[episode]
         summary["probes"] = {}
         for t, y in ys.items():
             with ph.phase(f"probe {t}"):
                 summary["probes"][t] = probe_target(
-                    y, acts["agent"], acts.get("random_agent"), episode, settings
+                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys)
                 )
         summary["tracking"] = {}
         for entity in args.entity:
@@ -155,9 +159,17 @@ def _print(summary: dict) -> None:
         parts = [
             f"{name} {r[name]['score']:+.3f} [{r[name]['ci'][0]:+.3f}, {r[name]['ci'][1]:+.3f}]"
             for name in r
-            if isinstance(r[name], dict)
+            if isinstance(r[name], dict) and "score" in r[name]
         ]
         print(f"{t} ({r['metric']}): " + "; ".join(parts))
+        if "headline" in r:
+            h = r["headline"]
+            verdict = "above it" if h["significant"] else "not above it"
+            print(
+                f"  probe minus the strongest control ({h['strongest_control']}): {h['margin']:+.3f} "
+                f"[{h['ci'][0]:+.3f}, {h['ci'][1]:+.3f}] ({100 * h['level']:.1f} % interval, Bonferroni over "
+                f"{len(summary['probes'])} targets): {verdict}"
+            )
     for entity, by_agent in summary["tracking"].items():
         for name, r in by_agent.items():
             top = ", ".join(

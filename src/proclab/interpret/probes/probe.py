@@ -7,12 +7,17 @@ For each target (a feature or event of the ground truth, e.g. ``goal_x`` or ``ch
 * ``random_agent``: the same probe on the same hook of a randomly initialised agent of the same
   architecture (:func:`random_agent`, made in memory): how much a probe reads from the input through
   random features alone;
-* ``shuffled_labels``: the same probe on labels whose episodes were permuted (the control task of
-  Hewitt & Liang 2019; the probe's margin over it is its *selectivity*);
+* ``control_task``: the same probe on Hewitt & Liang's (2019) control task, one random label per level
+  (the same in every fold): what the probe's capacity buys by recognising levels;
+* ``shuffled_labels``: the same probe on labels whose episodes were permuted (each episode gets
+  another's course of the label): what the shape of a course over time buys;
+* ``time_baseline``: the same probe on the step index and the episode's progress alone: many targets
+  grow with time, and a state that carries a clock reads them out as well;
 * ``constant``: the training folds' mean (or majority class), the score of knowing nothing.
 
-Every score has an episode-bootstrap interval, and each control the paired interval of the probe's
-margin over it. For a convolutional hook, *entities* (agent, goal, or a kind: cheese, coin, saw, ...)
+Every score has an episode-bootstrap interval, each control the paired interval of the probe's margin
+over it, and the headline is the probe's margin over the *strongest* of its controls (Bonferroni over
+the targets probed together). For a convolutional hook, *entities* (agent, goal, or a kind: cheese, coin, saw, ...)
 rank the channels whose centre of mass follows the entity's position in the frame
 (:mod:`proclab.interpret.probes.spatial`), corrected over channels, for the agent and for the random
 agent. :func:`probe` runs all of it on a :class:`~proclab.record.rollout.Rollout` in memory;
@@ -30,12 +35,16 @@ import torch
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.probes.linear import (
     KINDS,
+    MIN_EPISODES,
     EpisodeSums,
+    check_folds,
     constant_predictions,
+    control_task,
     cross_validated,
     probe_kind,
     scored,
     shuffled_labels,
+    time_features,
 )
 from proclab.interpret.probes.spatial import centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
@@ -45,7 +54,8 @@ from proclab.io.results import Result
 from proclab.models.agent import Agent, build_agent
 from proclab.models.loading import freeze
 
-CONTROLS = ("random_agent", "shuffled_labels", "constant")
+CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
+LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on
 RANDOM_AGENT_SEED = 1_000_003
 
 
@@ -54,18 +64,18 @@ class ProbeSettings:
     """How probes are fitted and judged (the options of ``proclab analyze probe``)."""
 
     kind: str = "auto"  # ridge (continuous), logistic (binary) or auto (logistic for 0/1 targets)
-    folds: int = 5  # cross-validation folds, episodes as groups
+    folds: int = 5  # cross-validation folds (and inner folds choosing the penalty), episodes as groups
     bootstrap: int = 1000  # episode-bootstrap resamples of every interval
     permutations: int = 0  # channel tracking: episode permutations per channel (0: enough for the correction)
     correction: str = "holm"  # channel tracking: holm or bh over channels
     alpha: float = 0.05  # channel tracking: level of the corrected tests
     controls: tuple[str, ...] = CONTROLS
-    seed: int = 0  # shuffled labels, the random agent's weights, bootstraps and permutations
+    seed: int = 0  # label controls, the random agent's weights, bootstraps and permutations
 
     def check(self) -> None:
-        for name in ("folds", "bootstrap"):
-            if getattr(self, name) < 1:
-                raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
+        check_folds(self.folds)
+        if self.bootstrap < 1:
+            raise ProclabError(f"--bootstrap must be >= 1, got {self.bootstrap}")
         if self.permutations < 0:
             raise ProclabError(f"--permutations must be >= 0 (0: automatic), got {self.permutations}")
         if self.kind not in KINDS:
@@ -79,8 +89,9 @@ class ProbeSettings:
 
 @dataclass(frozen=True)
 class Probes(Result):
-    """Per target, the probe and its controls (score, interval, the probe's margin over each control); per
-    entity and agent, the channels that track it."""
+    """Per target, the probe and its controls (score, interval, the probe's margin over each control) and the
+    headline, ``probes[target]["headline"]``: the probe's margin over the strongest control, with its
+    interval (Bonferroni over the targets); per entity and agent, the channels that track it."""
 
     hook: str
     shape: list[int]
@@ -90,22 +101,29 @@ class Probes(Result):
     tracking: dict = field(default_factory=dict)
 
     def table(self) -> list[dict]:
+        """One row per target and model; the probe's row carries the headline (margin over the strongest
+        control), each control's row the probe's margin over it."""
         rows = []
         for target, r in self.probes.items():
             if "skipped" in r:
                 rows.append({"target": target, "model": "-", "skipped": r["skipped"]})
                 continue
-            for name, v in r.items():
-                if isinstance(v, dict):
-                    margin = v.get("probe_margin", {})
-                    rows.append({
-                        "target": target,
-                        "model": name,
-                        r["metric"]: v["score"],
-                        "ci": tuple(v["ci"]),
-                        "probe margin": margin.get("value"),
-                        "margin ci": tuple(margin["ci"]) if margin else None,
-                    })  # fmt: skip
+            h = r.get("headline", {})
+            for name in ("probe", *CONTROLS):
+                if name not in r:
+                    continue
+                v = r[name]
+                margin = h if name == "probe" else v.get("probe_margin", {})
+                rows.append({
+                    "target": target,
+                    "model": name,
+                    r["metric"]: v["score"],
+                    "ci": tuple(v["ci"]),
+                    "vs": h.get("strongest_control") if name == "probe" else name,
+                    "probe margin": margin.get("margin", margin.get("value")),
+                    "margin ci": tuple(margin["ci"]) if margin else None,
+                    "above": margin.get("significant"),
+                })  # fmt: skip
         for entity, by_agent in self.tracking.items():
             for name, t in by_agent.items():
                 rows.append(
@@ -159,29 +177,39 @@ def random_agent(agent, seed: int = 0, runtime=None):
     return freeze(fresh)
 
 
-def probe_target(y, x, x_random, episode, settings: ProbeSettings) -> dict:
-    """One target: the probe and its controls, scored with intervals (NaN steps left out)."""
+def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1) -> dict:
+    """One target: the probe and its controls, scored with intervals (NaN steps left out); rows are
+    episode after episode in step order, ``level`` each row's level; ``family``: how many targets are
+    reported together (the headline's Bonferroni correction)."""
     ok = np.isfinite(y)
-    if len(np.unique(episode[ok])) < 2:
-        return {"skipped": "fewer than 2 episodes have this target"}
-    y, x, episode = y[ok], x[ok], episode[ok]
+    if len(np.unique(episode[ok])) < MIN_EPISODES:
+        return {"skipped": f"fewer than {MIN_EPISODES} episodes have this target"}
+    clock = time_features(episode)[ok]  # the step index counts the NaN steps too
+    y, x, episode, level = y[ok], x[ok], episode[ok], level[ok]
     kind = probe_kind(y, settings.kind)
-    preds = {"probe": cross_validated(x, y, episode, kind, settings.folds)}
+
+    def fit(inputs, labels=y):
+        return cross_validated(inputs, labels, episode, kind, settings.folds)
+
+    labels = {"probe": y}
+    preds = {"probe": fit(x)}
     if "random_agent" in settings.controls:
-        preds["random_agent"] = cross_validated(x_random[ok], y, episode, kind, settings.folds)
+        preds["random_agent"] = fit(x_random[ok])
+    if "control_task" in settings.controls:
+        labels["control_task"] = control_task(y, level, settings.seed)
     if "shuffled_labels" in settings.controls:
-        control = shuffled_labels(y, episode, settings.seed)
-        preds["shuffled_labels"] = cross_validated(x, control, episode, kind, settings.folds)
-    sums = {name: EpisodeSums.of(y, p, episode, kind) for name, p in preds.items()}
-    if "shuffled_labels" in sums:  # scored against the labels it was trained on
-        sums["shuffled_labels"] = EpisodeSums.of(control, preds["shuffled_labels"], episode, kind)
+        labels["shuffled_labels"] = shuffled_labels(y, episode, settings.seed)
+    for name in LABEL_CONTROLS:
+        if name in labels:
+            preds[name] = fit(x, labels[name])
+    if "time_baseline" in settings.controls:
+        preds["time_baseline"] = fit(clock)
     if "constant" in settings.controls:
-        sums["constant"] = EpisodeSums.of(
-            y, constant_predictions(y, episode, kind, settings.folds), episode, kind
-        )
+        preds["constant"] = constant_predictions(y, episode, kind, settings.folds)
+    sums = {name: EpisodeSums.of(labels.get(name, y), p, episode, kind) for name, p in preds.items()}
     metric = "accuracy" if kind == "logistic" else "r2"
     return {"kind": kind, "metric": metric, "steps": int(ok.sum())} | scored(
-        sums, settings.bootstrap, settings.seed
+        sums, settings.bootstrap, settings.seed, family
     )
 
 
@@ -237,8 +265,10 @@ def probe(
         acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
     if entities and len(shape) != 3:
         raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")
+    level = np.asarray(rollout.levels)[episode]
     result = {
-        t: probe_target(y, acts["agent"], acts.get("random_agent"), episode, settings) for t, y in ys.items()
+        t: probe_target(y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys))
+        for t, y in ys.items()
     }
     centres = {name: centres_of_mass(a.reshape(-1, *shape)) for name, a in acts.items()} if entities else {}
     tracked = {e: tracking(truth, e, episode, centres, settings) for e in entities}
