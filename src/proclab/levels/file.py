@@ -12,32 +12,42 @@ by any language, and holds nothing that executes (no pickle):
       "mode": "easy",
       "procgen_version": "0.10.7",
       "states": [
-        {"level_seed": 17, "note": "moved coin to (12.5, 3.5)", "encoding": "zlib+base64", "data": "eJz..."}
+        {"level_seed": 17, "note": "moved coin to (12.5, 3.5)", "encoding": "zlib+base64",
+         "sha256": "9f86d0...", "data": "eJz..."}
       ]
     }
 
 ``data`` is the state procgen's ``get_state`` returns (the game's C++ ``serialize``), zlib-compressed
 (a state is mostly zeros: a CoinRun state of 38 kB compresses to ~2 kB) and base64-encoded.
-``level_seed`` and ``note`` are for people; the bytes are the truth.
+``sha256`` is the SHA-256 of the state's bytes (decompressed), so that an edit of the bytes outside
+proclab is found: recompressed, altered bytes are still a well-formed zlib stream, and most alterations
+still parse as a state, which procgen would play without a word. ``level_seed`` and ``note`` are for
+people; the bytes are the truth.
 
 **Refusals.** Procgen's ``set_state`` aborts the process on bytes it cannot read, and a state of
 another procgen version, game or mode would play a different game than the one named. So
 :func:`read_level_states` parses every state (:func:`proclab.envs.state.parse_state`) and refuses, in
 one line, a file of another format or version, another installed procgen, a game or mode other
-than the caller plays, or bytes that are not a state of the file's game and mode.
+than the caller plays, bytes that are not a state of the file's game and mode, a state whose bytes do
+not match its ``sha256``, and a state holding an entity type or grid cell the game does not have
+(:func:`proclab.envs.state.glossary` names every kind the game makes). A state written before files
+carried ``sha256`` is still read (the same version: the field is optional), with a one-line warning that
+its bytes could not be checked, since a file cannot prove that it was never edited.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import warnings
 import zlib
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from proclab.envs.games import check_game, check_mode
-from proclab.envs.state import parse_state
+from proclab.envs.state import glossary, parse_state
 from proclab.errors import ProclabError
 from proclab.io.files import read_json, write_json
 
@@ -97,6 +107,7 @@ class LevelStates:
                     "level_seed": s.level_seed,
                     "note": s.note,
                     "encoding": ENCODING,
+                    "sha256": digest(s.data),
                     "data": base64.b64encode(zlib.compress(s.data, 6)).decode("ascii"),
                 }
                 for s in self.states
@@ -109,9 +120,22 @@ MODE_CODES = {"easy": 0, "hard": 1, "extreme": 2, "memory": 10, "exploration": 1
 hard-mode level, so its states say ``hard`` (1)."""
 
 
+def digest(data: bytes) -> str:
+    """The SHA-256 a level-state file keeps of a state's (decompressed) bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def _state_game_mode(data: bytes) -> tuple[str, int]:
-    """The game and the distribution-mode code a state's bytes belong to (read from its header)."""
+    """The game and the distribution-mode code a state's bytes belong to (read from its header); refuses
+    an entity type or a cell value the game does not have."""
     state = parse_state(data)
+    names = glossary(state.game)
+    unknown = sorted({e.type for e in state.entities} - set(names.entities))
+    if unknown:
+        raise ProclabError(f"holds entities of type {unknown[:5]}, which {state.game} does not have")
+    cells = sorted(set(state.grid.ravel().tolist()) - set(names.cells))
+    if cells:
+        raise ProclabError(f"holds grid cells of value {cells[:5]}, which {state.game} does not have")
     return state.game, state.header.distribution_mode
 
 
@@ -158,6 +182,13 @@ def read_level_states(path: str | Path, game: str | None = None, mode: str | Non
     check_game(file_game)
     check_mode(file_mode)
     decoded = tuple(_decode(entry, f"{where}, state {i}") for i, entry in enumerate(states))
+    unchecked = [i for i, entry in enumerate(states) if "sha256" not in entry]
+    if unchecked:
+        warnings.warn(
+            f"{where} was written before level-state files kept each state's SHA-256: the bytes of "
+            f"{len(unchecked)} of its {len(states)} states cannot be checked for edits (write it again to add it)",
+            stacklevel=2,
+        )
     for i, s in enumerate(decoded):
         _check_state(s.data, file_game, file_mode, f"{where}, state {i}")
     return LevelStates(file_game, file_mode, decoded, installed)
@@ -174,6 +205,11 @@ def _decode(entry: object, where: str) -> LevelState:
         data = zlib.decompress(base64.b64decode(entry["data"], validate=True))
     except (binascii.Error, zlib.error, ValueError) as err:
         raise ProclabError(f"{where}: its data is corrupt ({err})") from None
+    if "sha256" in entry and entry["sha256"] != digest(data):
+        raise ProclabError(
+            f"{where}: its bytes do not match their sha256 (edited or damaged since proclab wrote them); "
+            "regenerate the state (proclab level edit / level export)"
+        )
     return LevelState(data, int(entry.get("level_seed", -1)), str(entry.get("note", "")))
 
 

@@ -268,6 +268,7 @@ def test_intervene_places_its_edit_and_warns_once_when_it_leaves_the_data(tmp_pa
         (["--swaps", "3-7"], "--swaps '3-7': expected I:J"),
         (["--swaps", "0:9"], "direction 9 is outside"),
         (["--swaps", "saw:1"], "does not exist; run `proclab analyze atlas`"),
+        (["--random-swaps", "20"], "--random-swaps is the control of the chosen --swaps"),
         (["--death-radius", "-1"], "--death-radius must be >= 0"),
         (["--parts", "2", "--part", "3"], "--part must be between 1 and --parts (2)"),
         (["--levels", "3", "--parts", "4"], "--parts must be between 1 and the number of levels (3)"),
@@ -378,6 +379,27 @@ def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause
     )
     assert np.load(out / "sweep" / "episodes.npz")["ret"].shape == (2, 3)
     assert "no direction held" in capsys.readouterr().out
+    # the control: saw:crate (ICs 1 and 3) among 3 random pairs of the 4 ICs, deaths on saws ranked from the episodes
+    cli(["analyze", "sweep", "--out", str(out), "--directions", "none", "--swaps", "saw:crate", "--random-swaps",
+         "3", *small[4:], *stats])  # fmt: skip
+    printed = capsys.readouterr().out
+    controlled = json.loads((out / "sweep" / "sweep.json").read_text())
+    arrays = np.load(out / "sweep" / "episodes.npz")
+    pairs = arrays["swap"].tolist()[1:]
+    assert pairs[0] == [1, 3] and len({tuple(sorted(q)) for q in pairs}) == 4 and [1, 3] not in pairs[1:]
+    assert [s["random"] for s in controlled["swaps"]] == [False, True, True, True]
+    died = (arrays["level_complete"] == 0) & ~arrays["timed_out"]
+    saw = (died & (arrays["death_cause"] == list(arrays["death_causes"]).index("saw"))).astype(float)
+    (row,) = controlled["swap_control"]
+    ranked = row["metrics"]["deaths:saw"]
+    changes = saw.mean(axis=1) - saw[0].mean()
+    assert row["swap"] == [1, 3] and ranked["change"] == pytest.approx(changes[1])
+    assert ranked["rank"] == 1 + int(np.sum(changes[2:] > changes[1])) and ranked["of"] == 4
+    assert ranked["p_upper"] == pytest.approx((1 + np.sum(changes[2:] >= changes[1])) / 4)
+    assert "IC 1 <-> IC 3 against 3 random pairs" in printed and "random IC" in printed
+    with pytest.raises(SystemExit):
+        cli(["analyze", "sweep", "--out", str(out), *only, "--random-swaps", "6"])
+    assert "--random-swaps 6: a basis of 4 directions has only 5 pairs" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli(["analyze", "sweep", "--out", str(out), *small, "--swaps", "lava:crate"])
     assert "no quantity 'gt lava proximity'" in capsys.readouterr().err

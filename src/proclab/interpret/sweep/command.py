@@ -66,7 +66,9 @@ def run_sweep(args: SweepArgs) -> Path:
     else:
         levels = paired_levels(parse_split(args.split), args.levels, args.seed)
     store = parts_store(ws, args, checkpoint, levels)
-    episodes = len(levels) * (1 + len(directions) * len(parse_arms(args.arms)) + len(pairs))
+    episodes = len(levels) * (
+        1 + len(directions) * len(parse_arms(args.arms)) + len(pairs) + args.random_swaps
+    )
     env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed, files)
     deaths = death_watch(env, args)
     try:

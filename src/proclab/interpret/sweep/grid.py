@@ -53,6 +53,7 @@ from proclab.interpret.sweep.deaths import RADIUS, Deaths
 from proclab.interpret.sweep.landing import Landing, landing
 from proclab.interpret.sweep.parts import Parts, Played, block_seed, blocks
 from proclab.interpret.sweep.plan import SweepPlan, planned, swap_code
+from proclab.interpret.sweep.random_swaps import draw_pairs, swap_control
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
 from proclab.interpret.workspace.systems import check_system
@@ -117,6 +118,10 @@ class SweepArgs(BasisArgs, PlayArgs):
     """Pairs of directions whose coordinates are exchanged at every step, each one more variant on the same
     levels (comma-separated I:J; a side named by a kind, saw:crate, is the direction that tracks proximity to
     it most strongly in the atlas of this basis) (docs/analyses.md)."""
+    random_swaps: int = 0
+    """The swaps' control: also swap this many random pairs of the basis's directions on the same levels, and
+    report where each chosen swap's change falls among theirs (rank, empirical p-values, intervals;
+    proclab.interpret.sweep.random_swaps; 20 or more for a claim)."""
     deaths: bool = True
     """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
     with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
@@ -153,6 +158,10 @@ class SweepArgs(BasisArgs, PlayArgs):
         if not self.death_radius >= 0:
             raise ProclabError(f"--death-radius must be >= 0, got {self.death_radius}")
         parse_arms(self.arms)
+        if self.random_swaps < 0:
+            raise ProclabError(f"--random-swaps must be >= 0, got {self.random_swaps}")
+        if self.random_swaps and not parse_swaps(self.swaps):
+            raise ProclabError("--random-swaps is the control of the chosen --swaps: name the swaps too")
         if not parse_swaps(self.swaps) and self.directions == "none":
             raise ProclabError(
                 "--directions none holds no direction and --swaps names no pair: nothing to play"
@@ -242,7 +251,9 @@ def sweep(
     config.check()
     arms = parse_arms(config.arms)
     pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
-    variants = Variants.of(directions, arms, recorded, len(levels), config.seed, pairs)
+    own = coords.first if isinstance(coords, WithRandom) else coords.k
+    drawn = draw_pairs(own, config.random_swaps, config.seed, pairs)
+    variants = Variants.of(directions, arms, recorded, len(levels), config.seed, pairs + drawn)
     landed = states is not None and config.landing > 0 and not key.startswith(HOOK)
     store = Parts(config.parts) if store is None else store
     saved = store.saved()
@@ -271,8 +282,23 @@ def sweep(
     lands = landing(played.reservoirs, variants.planned, variants.values, states) if landed else None
     rates = {} if deaths is None else deaths.rates(out.complete, out.timed_out)
     per_level = {f"deaths:{cause}": r for cause, r in rates.items()}
-    results, swapped, reports = _tested(out, variants, recorded, random, lands, names, config, per_level)
+    results, swapped, reports = _tested(
+        out, variants, recorded, random, lands, names, config, per_level, len(drawn)
+    )
     n = variants.held
+    chosen = list(range(n, n + len(pairs)))
+    control = (
+        swap_control(
+            {"return": out.ret, "level_complete": out.complete, "length": out.length, **per_level},
+            chosen,
+            list(range(n + len(pairs), len(variants.arm))),
+            pairs,
+            bootstrap=config.bootstrap,
+            seed=config.seed,
+        )
+        if drawn
+        else []
+    )
     claimed = sweep_claims(
         out,
         variants.direction[:n],
@@ -292,6 +318,7 @@ def sweep(
         "arms": {a: describe(a) for a in arms},
         "correction": _correction(config, len(directions) - len(random)),
         **_body(config, out, names, results, swapped, claimed, arms),
+        "swap_control": control,
         "deaths": None if deaths is None else _deaths_head(deaths, rates, config),
         "landing_baseline": None if lands is None else lands[0],
         "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
@@ -392,14 +419,26 @@ def _deaths_head(deaths: Deaths, rates: dict[str, np.ndarray], config: SweepArgs
 
 
 def _tested(
-    out: Outcomes, variants: Variants, recorded: Recorded, random: set[int], lands, names, config, per_level
+    out: Outcomes,
+    variants: Variants,
+    recorded: Recorded,
+    random: set[int],
+    lands,
+    names,
+    config,
+    per_level,
+    random_swaps: int = 0,
 ):
-    """Every variant against the baseline (random directions and swaps in families of their own), with where
-    its edit lies in the recorded distribution, its split-half changes and, when measured, where it lands;
-    returns the sweep's result rows, its swap rows and the reports they were made from (in variant order)."""
+    """Every variant against the baseline (random directions, swaps and the last ``random_swaps`` swaps, the
+    random pairs, in families of their own), with where its edit lies in the recorded distribution, its
+    split-half changes and, when measured, where it lands; returns the sweep's result rows, its swap rows
+    and the reports they were made from (in variant order)."""
+    first_random = len(variants.arm) - random_swaps
     family = [
-        "swap" if p[0] >= 0 else ("random " if int(d) in random else "") + a
-        for d, a, p in zip(variants.direction, variants.arm, variants.pair, strict=True)
+        ("random swap" if v >= first_random else "swap")
+        if p[0] >= 0
+        else ("random " if int(d) in random else "") + a
+        for v, (d, a, p) in enumerate(zip(variants.direction, variants.arm, variants.pair, strict=True))
     ]
     reports = compare(
         out,
@@ -420,7 +459,13 @@ def _tested(
         if v >= variants.held:
             i, j = (int(x) for x in variants.pair[v])
             swapped.append(
-                {"swap": [i, j], "arm": variants.arm[v], "edit": swap_placement(recorded, i, j), **rep}
+                {
+                    "swap": [i, j],
+                    "arm": variants.arm[v],
+                    "random": v >= first_random,
+                    "edit": swap_placement(recorded, i, j),
+                    **rep,
+                }
             )
             continue
         m = int(variants.direction[v])

@@ -77,11 +77,13 @@ def swaps_text(summary: dict, label: str) -> list[str]:
         i, j = r["swap"]
         off = "/".join(f"{100 * x:.0f} %" for x in r["edit"]["off_data_share"])
         deaths = [_cell(r["deaths"][c], testable) for c in causes]
-        rows.append([f"{label} {i} <-> {label} {j}", off, *(_cell(r[c], testable) for c in COLUMNS), *deaths])
+        name = f"{'random ' if r.get('random') else ''}{label} {i} <-> {label} {j}"
+        rows.append([name, off, *(_cell(r[c], testable) for c in COLUMNS), *deaths])
+    chosen = sum(not r.get("random") for r in swaps)
     lines = [
         "",
-        f"swaps (coordinates exchanged at every step; corrected over the {len(swaps)} swaps; 'off': "
-        "the share of each one's recorded values outside the other's recorded 0.5-99.5 % range):",
+        f"swaps (coordinates exchanged at every step; corrected over the {chosen} chosen swaps, random pairs "
+        "apart; 'off': the share of each one's recorded values outside the other's recorded 0.5-99.5 % range):",
     ]
     lines += ["  " + line for line in _aligned(rows)]
     for pick in summary.get("swaps_picked", []):
@@ -90,6 +92,24 @@ def swaps_text(summary: dict, label: str) -> list[str]:
             f"  {label} {pick['direction']} picked for {pick['kind']}: it tracks {pick['quantity']} most strongly "
             f"(r = {pick['r0']:+.2f} [{lo:+.2f}, {hi:+.2f}], atlas of this basis)"
         )
+    return lines + control_text(summary, label)
+
+
+def control_text(summary: dict, label: str) -> list[str]:
+    """The swaps' control (``--random-swaps``): per chosen swap and metric, its change, its rank among the
+    random pairs' and the empirical p-values (proclab.interpret.sweep.random_swaps)."""
+    lines = []
+    for c in summary.get("swap_control") or []:
+        i, j = c["swap"]
+        lines += ["", f"{label} {i} <-> {label} {j} against {c['random_pairs']} random pairs of the basis:"]
+        for metric, r in c["metrics"].items():
+            lo, hi = r["beyond_random_ci95"]
+            lines.append(
+                f"  {metric}: change {r['change']:+.4f}, rank {r['rank']} of {r['of']} "
+                f"(95 % CI {r['rank_ci95'][0]}-{r['rank_ci95'][1]}), random pairs {r['random_range'][0]:+.4f} "
+                f"to {r['random_range'][1]:+.4f}, beyond their mean {r['beyond_random']:+.4f} [{lo:+.4f}, {hi:+.4f}]; "
+                f"p upper {r['p_upper']:.3f}, lower {r['p_lower']:.3f}, two-sided Holm {r['p_adjusted']:.3f}"
+            )
     return lines
 
 
