@@ -102,11 +102,12 @@ def test_noise_zero_is_the_plain_gradient_and_noise_averages_copies(model, bottl
     # simulation has kinks (the agent's ReLUs, the decoder's leaky ReLUs); an input within that rounding of
     # one takes a different side in the two batches, and a patch of one sample's gradient differs (seen on
     # the cpu preset's forms: one sample, steps 0-1 of the frame and env_h parts, 0.6 % of the frame's
-    # elements, 0.2 % of its norm). So the test bounds each part's relative difference in norm: a wrong
-    # average, an ignored sigma or mixed-up samples move it by tens of percent.
+    # elements, 0.2 % of its norm; 2.3 % of the frame part's norm with AVX2 arithmetic on another tiny model).
+    # So the test bounds each part's relative difference in norm at 5 %: a wrong average, an ignored sigma or
+    # mixed-up samples move it by tens of percent.
     for part in plain:
         gap = np.linalg.norm(zero_sigma[part] - plain[part]) / np.linalg.norm(plain[part])
-        assert gap < 1e-2, (part, gap)
+        assert gap < 5e-2, (part, gap)
     assert not np.allclose(noisy["bottleneck"], plain["bottleneck"])
     copies = noisy_copies(bottlenecks, 3, 0.3, torch.Generator().manual_seed(0)).view(3, 4, -1)
     assert torch.equal(copies[:, 0], bottlenecks)
@@ -277,9 +278,10 @@ def test_saliency_command(samples, tmp_path, basis, capsys):
     assert sal.num_episodes == 6 and sorted(sal.episodes["sample"].tolist()) == [0, 0, 1, 1, 4, 4]
     for i in range(sal.num_episodes):
         ep = sal.episode(i)
-        np.testing.assert_array_equal(
-            ep["obs"], src.read(int(ep["sample"]), ["obs"])["obs"]
-        )  # replays the sample
+        # replays the sample: the same frames up to the rounding to 8 bits of a float recomputed in another
+        # batch (a value within that rounding of a half level lands on the other side: 1 pixel in 73,728 seen)
+        diff = np.abs(ep["obs"].astype(int) - src.read(int(ep["sample"]), ["obs"])["obs"].astype(int))
+        assert diff.max() <= 1 and (diff > 0).mean() < 1e-4, (diff.max(), (diff > 0).mean())
         for key in ("value", "ic_0", "ic_1"):
             np.testing.assert_allclose(
                 ep[f"grad/{key}/ic"],

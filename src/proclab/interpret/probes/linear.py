@@ -92,7 +92,7 @@ def _losses(x, y, x_test, y_test, kind: str) -> np.ndarray:
 def select_penalty(x: np.ndarray, y: np.ndarray, groups: np.ndarray, kind: str, folds: int) -> float:
     """The grid's penalty (ridge: alpha; logistic: C) with the smallest pooled loss on held-out *episodes*
     of an inner ``GroupKFold`` (``min(folds, episodes)`` folds) of ``x, y``."""
-    from sklearn.model_selection import GroupKFold
+    from sklearn.model_selection import GroupKFold  # lazy: scikit-learn is slow to import
 
     n_groups = len(np.unique(groups))
     loss = np.zeros(len(ALPHAS if kind == "ridge" else CS))
@@ -115,7 +115,7 @@ def check_folds(folds: int, n_groups: int = MIN_EPISODES) -> None:
 def cross_validated(x: np.ndarray, y: np.ndarray, groups: np.ndarray, kind: str, folds: int) -> np.ndarray:
     """Out-of-fold predictions (ridge: values; logistic: classes) of ``y`` from ``x``, episodes as groups,
     each fold's penalty chosen by :func:`select_penalty` on its training episodes."""
-    from sklearn.model_selection import GroupKFold
+    from sklearn.model_selection import GroupKFold  # lazy: scikit-learn is slow to import
 
     n_groups = len(np.unique(groups))
     check_folds(folds, n_groups)
