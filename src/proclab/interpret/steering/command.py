@@ -144,6 +144,14 @@ def run_steer(args: SteerArgs) -> Path:
     return ws.final(out)
 
 
+def _against_random(d: dict) -> str:
+    """A difference to the random draws' mean: its interval, permutation p and corrected p."""
+    return (
+        f"{d['change']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
+        f"(permutation p {d['p_permutation']:.3g}, {d['correction']} {d['p_adjusted']:.3g})"
+    )
+
+
 def _binary(t: dict) -> str:
     return (
         f"{t['intervened']:.3f} (change {t['change']:+.3f}: {t['gained']} levels gained, {t['lost']} lost; "
@@ -175,8 +183,7 @@ def _print(summary: dict) -> None:
                 d = rnd["vector_vs_random"]
                 line += (
                     f"; {rnd['draws_as_extreme']} of {rnd['draws']} random same-norm directions change it as much "
-                    f"(p {rnd['p_rank']:.3f}); vector minus random {d['change']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
-                    f"(permutation p {d['p_permutation']:.3g}, {d['correction']} {d['p_adjusted']:.3g})"
+                    f"(p {rnd['p_rank']:.3f}); vector minus random {_against_random(d)}"
                 )
             print(line + f"; vector vs instance control {_binary(e['vector_vs_instance'])}")
     for c, w in summary.get("paths", {}).items():
@@ -196,9 +203,8 @@ def _print(summary: dict) -> None:
             rs = r["random_sets"]
             d = rs["tracking_vs_random"]
             line += (
-                f"; random channel sets {r['reached']['random']:.3f}, tracking minus random {d['change']:+.3f} "
-                f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] (permutation p {d['p_permutation']:.3g}, {d['correction']} "
-                f"{d['p_adjusted']:.3g}), {rs['draws_as_extreme']} of {len(rs['changes'])} "
+                f"; random channel sets {r['reached']['random']:.3f}, tracking minus random {_against_random(d)}, "
+                f"{rs['draws_as_extreme']} of {len(rs['changes'])} "
                 f"sets as extreme (p {rs['p_rank']:.3f})"
             )
         print(line)

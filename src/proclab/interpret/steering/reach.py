@@ -22,6 +22,21 @@ from proclab.envs.state.model import PLAYER
 from proclab.record.ground_truth import kind_gaps, scan
 
 
+def _playing(states, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, variants: int):
+    """``(state bytes, level, variant)`` of every slot whose episode goes on (a job is
+    ``level * variants + variant``); the slots that just ended already show the next level."""
+    for r, job in zip(rows[~ended], jobs[~ended], strict=True):
+        level, v = divmod(int(job), variants)
+        yield states[r], level, v
+
+
+def _player_xy(data: bytes) -> np.ndarray | None:
+    """The agent's centre ``(x, y)`` in world units, None when the state holds no player."""
+    _, entities, _ = scan(data)
+    agent = entities[entities["type"] == PLAYER]
+    return np.array([agent["x"][0], agent["y"][0]]) if len(agent) else None
+
+
 class Reach:
     """``hit[v, l]``: variant ``v`` reached level ``l``'s target; ``states()`` gives every slot's bytes."""
 
@@ -30,14 +45,9 @@ class Reach:
         self.hit = np.zeros((variants, len(self.targets)), bool)
 
     def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
-        states = self.states()
-        for r, job in zip(rows[~ended], jobs[~ended], strict=True):
-            level, v = divmod(int(job), self.V)
-            _, entities, _ = scan(states[r])
-            agent = entities[entities["type"] == PLAYER]
-            if len(agent) and np.all(
-                np.abs([agent["x"][0], agent["y"][0]] - self.targets[level]) <= self.radius
-            ):
+        for data, level, v in _playing(self.states(), rows, jobs, ended, self.V):
+            xy = _player_xy(data)
+            if xy is not None and np.all(np.abs(xy - self.targets[level]) <= self.radius):
                 self.hit[v, level] = True
 
 
@@ -60,10 +70,8 @@ class Near:
         self.reached = np.zeros((variants, levels, len(self.kinds)), bool)
 
     def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
-        states = self.states()
-        for r, job in zip(rows[~ended], jobs[~ended], strict=True):
-            level, v = divmod(int(job), self.V)
-            self.reached[v, level] |= near_kinds(states[r], self.types, self.is_cell, self.gap)
+        for data, level, v in _playing(self.states(), rows, jobs, ended, self.V):
+            self.reached[v, level] |= near_kinds(data, self.types, self.is_cell, self.gap)
 
 
 class Paths:
@@ -75,13 +83,10 @@ class Paths:
         self.cells: list[list[list[tuple[int, int]]]] = [[[] for _ in range(levels)] for _ in range(variants)]
 
     def __call__(self, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, actions: np.ndarray) -> None:
-        states = self.states()
-        for r, job in zip(rows[~ended], jobs[~ended], strict=True):
-            level, v = divmod(int(job), self.V)
-            _, entities, _ = scan(states[r])
-            agent = entities[entities["type"] == PLAYER]
-            if len(agent):
-                self.cells[v][level].append((int(np.floor(agent["x"][0])), int(np.floor(agent["y"][0]))))
+        for data, level, v in _playing(self.states(), rows, jobs, ended, self.V):
+            xy = _player_xy(data)
+            if xy is not None:
+                self.cells[v][level].append((int(np.floor(xy[0])), int(np.floor(xy[1]))))
 
 
 def agreement(a: list, b: list) -> float:
