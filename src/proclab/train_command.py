@@ -26,8 +26,10 @@ LEARNED_REWARD_HELP = """
 --reward-model REWARD_MODEL
                    train PPO on this learned reward (a 'proclab trex train' run or checkpoint directory)
                    instead of the game's, starting from --preset trex-policy unless another is given;
-                   charts/episodic_return stays the true return, charts/proxy_episodic_return is the
-                   learned one; --resume reads the reward model back from the run's config.json
+                   or 'per-step' for +1 every step (the control a survival-shaped learned reward is
+                   compared with); charts/episodic_return stays the true return,
+                   charts/proxy_episodic_return is the learned one; --resume reads the reward model back
+                   from the run's config.json
 --sigmoid          with --reward-model: squash the learned reward through a sigmoid before normalisation"""
 
 LEARNED_DESCRIPTION = """PPO with a learned (T-REX) reward in place of the game's: 'proclab train''s options plus
