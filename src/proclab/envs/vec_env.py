@@ -28,6 +28,8 @@ import numpy as np
 from proclab.envs._procgen import ProcgenBackend
 from proclab.envs.games import EPISODE_TIME_LIMIT, check_mode, resolve_games
 from proclab.envs.levels import LevelSplit, parse_split
+from proclab.envs.rules import check_rule
+from proclab.envs.state import parse_state, serialize_state
 from proclab.errors import ProclabError
 
 OBS_SHAPE = (3, 64, 64)
@@ -59,6 +61,9 @@ class EnvConfig:
     """Draw with monochrome rectangles instead of sprites."""
     num_threads: int = 4
     """Procgen's stepping threads per game."""
+    level_rule: str = ""
+    """Edit every level at its start by this rule (proclab.envs.rules: coin-moved[:percent=P,place=sections|floor,
+    seed=S] for CoinRun, cheese-region[:size=R,seed=S] for Maze); empty: the levels as procgen makes them."""
 
     def games(self) -> tuple[str, ...]:
         return resolve_games(self.game, self.mode)
@@ -96,6 +101,7 @@ class ProcgenVecEnv:
                 f"({', '.join(self.games)}); give at least one env per game."
             )
         self.game_index = np.arange(self.num_envs) % G
+        self.rule = check_rule(config.level_rule, self.games)
         self._slots = [slice(g, None, G) for g in range(G)]
         self._backends: list[ProcgenBackend] = []
         self._ep_return = np.zeros(self.num_envs, np.float64)
@@ -133,6 +139,8 @@ class ProcgenVecEnv:
         self._ep_return[:] = 0
         self._ep_length[:] = 0
         obs, _, _, info, _ = self._observe()
+        if self.rule is not None:
+            obs, info = self._apply_rule(np.arange(self.num_envs), obs, info)
         return obs, info
 
     def close(self) -> None:
@@ -166,7 +174,25 @@ class ProcgenVecEnv:
         }
         self._ep_return[first] = 0
         self._ep_length[first] = 0
+        if self.rule is not None and first.any():
+            obs, fresh = self._apply_rule(np.flatnonzero(first), obs, info)
+            info.update(fresh)
         return obs, reward, first & ~truncated, truncated, info
+
+    def _apply_rule(self, slots: np.ndarray, obs: np.ndarray, info: dict) -> tuple[np.ndarray, dict]:
+        """Restart ``slots``, whose episodes have just begun, from their levels edited by the level rule
+        (procgen made them unedited: it starts a level inside the step that ended the last)."""
+        states = self.slot_states()
+        seeds = info["level_seed"]
+        edited = {}
+        for slot in slots:
+            state = parse_state(states[slot])
+            new = self.rule.apply(state, int(seeds[slot]))
+            if new is not state:
+                edited[int(slot)] = serialize_state(new)
+        if not edited:
+            return obs, info
+        return self.restart_slots(edited)
 
     def observe(self) -> np.ndarray:
         """The current observations (fresh after :meth:`set_slot_state`), without stepping."""

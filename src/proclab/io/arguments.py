@@ -13,6 +13,9 @@ A field spells one with ``Annotated[Path, AGENT]`` (``tyro.conf.Positional`` add
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Annotated
+
 import tyro
 
 AGENT = tyro.conf.arg(metavar="AGENT")
@@ -21,3 +24,14 @@ DATA = tyro.conf.arg(metavar="DATA")
 REWARD_MODEL = tyro.conf.arg(metavar="REWARD_MODEL")
 AGENTS = tyro.conf.arg(metavar="AGENT [AGENT ...]")
 REWARD_MODELS = tyro.conf.arg(metavar="REWARD_MODEL [REWARD_MODEL ...]")
+RULE = tyro.conf.arg(metavar="RULE")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LevelRuleFlag:
+    """``--level-rule``, for the commands that play an agent on levels (eval, record, the sweep, steering)."""
+
+    level_rule: Annotated[str | None, RULE] = None
+    """Edit every level at its start by this rule (proclab.envs.rules, docs/misgeneralization.md): coin-moved[:percent=P,
+    place=sections|floor,seed=S] for CoinRun, cheese-region[:size=R,seed=S] for Maze, or none. Default: the
+    rule the agent was trained with (none for most agents)."""

@@ -59,11 +59,13 @@ class LevelsEnv:
 
     It behaves as the env it wraps (same ``step``/``reset`` results and attributes), except that each
     episode starts from the state chosen as the module docstring says; ``info["level_seed"]`` is the
-    seed of the level a state was generated from.
+    seed of the level a state was generated from. A file's levels play as they are: the wrapped env's
+    level rule (:mod:`proclab.envs.rules`), which edits generated levels, is switched off.
     """
 
     def __init__(self, env: ProcgenVecEnv, levels: LevelStates, source: str = "level-state file"):
         check_levels_fit(levels, tuple(env.games), env.config.mode, source)
+        env.rule = None
         self.env, self.levels = env, levels
         self._states: list[bytes] = []
         self._played = np.zeros(env.num_envs, np.int64)

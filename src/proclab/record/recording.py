@@ -34,8 +34,9 @@ import tyro
 
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
+from proclab.envs.rules import check_rule, with_rule
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT, DATA
+from proclab.io.arguments import AGENT, DATA, LevelRuleFlag
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
 from proclab.io.configs import from_dict
 from proclab.io.video import write_video
@@ -74,7 +75,7 @@ RUNTIME_FIELDS = (
 
 
 @dataclass(frozen=True)
-class RecordArgs(RuntimeConfig):
+class RecordArgs(RuntimeConfig, LevelRuleFlag):
     """Record complete episodes of an agent (frames, actions, both policies' logits, values, raw and
     normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable). The stored
     outputs are the agent's as computed at --precision: give --precision fp32 for its exact fp32 outputs
@@ -339,7 +340,10 @@ def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
             f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
         )
     split = args.split if args.split is not None else facts.train_split
-    args = replace(args, split=split)
+    # the rule resolved and spelled out (the agent's own by default), so the recording names what it played
+    rule = with_rule(from_dict(EnvConfig, ckpt.meta["env"]), args.level_rule).level_rule
+    check_rule(rule, facts.games)
+    args = replace(args, split=split, level_rule=rule)
     label = str(parse_split(split))
     if args.levels_from is not None:
         where = f"level-state file {args.levels_from!r}"
@@ -458,7 +462,7 @@ def _shard_env(
     torch.manual_seed(int(torch_seed))
     n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
     env = ProcgenVecEnv(
-        replace(env_config, num_envs=n_envs),
+        replace(env_config, num_envs=n_envs, level_rule=args.level_rule or ""),
         seed=int(env_seed % 2**31),
         split=args.split if args.levels_from is None else env_config.split,
         render_human=args.human,

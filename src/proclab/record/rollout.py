@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from proclab.envs import EnvConfig, ProcgenVecEnv, parse_split
+from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
 from proclab.io.results import Result
 from proclab.levels.file import LevelState, LevelStates, read_level_states
@@ -68,6 +69,7 @@ class Rollout(Result):
     levels: np.ndarray  # (B,) each episode's level seed
     returns: np.ndarray  # (B,)
     level_complete: np.ndarray  # (B,) bool
+    level_rule: str = ""  # the rule that edited every level at its start (proclab.envs.rules), "" for none
     truth: dict[str, np.ndarray] = field(default_factory=dict)  # feature or event -> (T, B)
     start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
     cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
@@ -148,6 +150,7 @@ def rollout(
     num_envs: int = 64,
     noise: str = "none",
     mode: str | None = None,
+    level_rule: str | None = None,
     runtime: Runtime | None = None,
 ) -> Rollout:
     """Play ``agent`` and return its episodes (module docstring).
@@ -157,7 +160,9 @@ def rollout(
     episode it is in). ``game``/``mode`` default to what the agent plays (``agent.env_config``, set by
     :func:`proclab.load`). ``cache``: hook names or glob patterns to record (``"core.*"``); ``truth``: the
     game's features and events per step; ``greedy``: argmax actions instead of sampled ones; ``noise``:
-    action noise as ``proclab record --action-noise`` takes it. ``runtime`` defaults to the agent's.
+    action noise as ``proclab record --action-noise`` takes it. ``level_rule``: edit every generated level
+    at its start (:mod:`proclab.envs.rules`, e.g. ``"coin-moved:percent=100"``; ``"none"``: no rule; default:
+    the agent's own); Level objects and files play as they are. ``runtime`` defaults to the agent's.
     """
     if (episodes is None) == (steps is None):
         raise ProclabError(
@@ -167,7 +172,7 @@ def rollout(
     if budget < 1:
         raise ProclabError(f"{'episodes' if episodes is not None else 'steps'} must be >= 1, got {budget}")
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
-    config, level_states = _setting(agent, game, mode, levels)
+    config, level_states = _setting(agent, game, mode, levels, level_rule)
     module = agent.agent if isinstance(agent, Intervened) else agent
     names = resolve_names(cache, hook_points(module)) if cache is not None else []
     played = Intervened(agent, interventions) if interventions else agent
@@ -219,16 +224,16 @@ def play_env(config: EnvConfig, seed: int, num_envs: int, levels: LevelStates | 
     return env if levels is None else LevelsEnv(env, levels, "the levels given")
 
 
-def _setting(agent, game, mode, levels) -> tuple[EnvConfig, LevelStates | None]:
-    """The env the agent plays (its own, with ``game``/``mode``/the split of ``levels`` put in) and the level
-    states to start from, if any."""
+def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, LevelStates | None]:
+    """The env the agent plays (its own, with ``game``/``mode``/the split of ``levels``/``level_rule`` put in)
+    and the level states to start from, if any."""
     base = getattr(agent, "env_config", None)
     if base is None:
         if game is None:
             raise ProclabError("this agent does not say which game it plays: pass game= (and mode=)")
         base = EnvConfig(game=(game,), mode=mode or "easy")
     if game is not None and (game,) != tuple(base.games()):
-        base = replace(base, game=(game,))
+        base = replace(base, game=(game,), level_rule="")  # the agent's rule is its own game's
     if mode is not None:
         base = replace(base, mode=mode)
     if len(base.games()) != 1:
@@ -250,8 +255,8 @@ def _setting(agent, game, mode, levels) -> tuple[EnvConfig, LevelStates | None]:
             f"levels: a split, a level-state file or Level objects, not {type(levels).__name__}"
         )
     if level_states is not None:
-        base = replace(base, game=(level_states.game,), mode=level_states.mode)
-    return base, level_states
+        base = replace(base, game=(level_states.game,), mode=level_states.mode, level_rule="")
+    return with_rule(base, level_rule), level_states
 
 
 def _assemble(
@@ -292,6 +297,7 @@ def _assemble(
     return Rollout(
         game=game,
         mode=config.mode,
+        level_rule=config.level_rule,
         obs=stack("obs"),
         actions=stack("action"),
         rewards=stack("reward"),

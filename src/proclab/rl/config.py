@@ -18,6 +18,7 @@ from pathlib import Path
 import tyro
 
 from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
+from proclab.envs.rules import check_rule
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models import STATELESS_CORES, AgentConfig, agent_preset
 from proclab.run.layout import validate_layout
@@ -197,6 +198,7 @@ class TrainConfig(RuntimeConfig):
         if self.algo not in ALGOS:
             raise unknown_choice("algo", self.algo, ALGOS)
         games = self.env.games()
+        check_rule(self.env.level_rule, games)
         train_split = parse_split(self.env.split)
         if self.val_split is not None and self.val_num_envs > 0:
             check_disjoint(train_split, parse_split(self.val_split))

@@ -40,8 +40,9 @@ from proclab.envs import (
     score_table,
 )
 from proclab.envs.episodes import quotas
+from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT
+from proclab.io.arguments import AGENT, LevelRuleFlag
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
@@ -206,7 +207,7 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 
 # -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EvalArgs(RuntimeConfig):
+class EvalArgs(RuntimeConfig, LevelRuleFlag):
     """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
 
     agent: Annotated[Path, AGENT]
@@ -315,6 +316,7 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
     rt = args.runtime()
     torch.manual_seed(args.seed)
     agent, env_config, ckpt = load_agent(args.agent, rt)
+    env_config = with_rule(env_config, args.level_rule)
     if args.edit:
         agent = Intervened(agent, parse_edits(args.edit))
     score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
@@ -354,6 +356,7 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
     table.update(
         checkpoint=str(ckpt.path),
         levels_from=None if args.levels_from is None else str(args.levels_from),
+        level_rule=env_config.level_rule if args.levels_from is None else "",
         step=ckpt.step,
         greedy=greedy,
         protocol=args.preset,
@@ -404,9 +407,8 @@ def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
     """The results as a table: the paper's layout under ``--preset``, else one row per split and game."""
     table = evaluation.table
     actions = "greedy" if table["greedy"] else "sampled"
-    title = (
-        f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes)"
-    )
+    rule = f", levels edited by {table['level_rule']}" if table.get("level_rule") else ""
+    title = f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes{rule})"
     if args.preset is not None:
         console.print(paper_table(table, title))
         return

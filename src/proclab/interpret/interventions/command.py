@@ -197,6 +197,7 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
             out=path,
             episodes=args.episodes,
             split=args.split,
+            level_rule=args.level_rule,
             num_envs=args.num_envs,
             seed=args.seed,
             ground_truth=False,  # an arm's recorder stores what the agent saw and did (not the game's state)
@@ -204,7 +205,10 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
     )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
-    env = ProcgenVecEnv(replace(env_config, num_envs=n_envs), seed=args.seed, split=args.split)
+    rule = recording.args.level_rule or ""  # resolved by prepare_recording: the agent's own by default
+    env = ProcgenVecEnv(
+        replace(env_config, num_envs=n_envs, level_rule=rule), seed=args.seed, split=args.split
+    )
     torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
     norm = recording.reward_norm
     writer = ShardWriter(

@@ -17,6 +17,7 @@ from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
+from proclab.io.arguments import LevelRuleFlag
 from proclab.store import EpisodeStore
 from proclab.store.state_codec import StateCodec
 
@@ -24,7 +25,7 @@ HIDDEN = Path("hidden") / "hidden.npz"
 
 
 @dataclass(frozen=True)
-class PlayArgs(AnalysisArgs):
+class PlayArgs(AnalysisArgs, LevelRuleFlag):
     """Options of the commands that play an edited agent beside the plain one on the same real levels (edit,
     intervene, sweep)."""
 

@@ -26,6 +26,7 @@ from proclab.interpret.steering.steer import SteerSettings, check_coefficients, 
 from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.arguments import LevelRuleFlag
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
@@ -34,7 +35,7 @@ NAME = "steer"
 
 
 @dataclass(frozen=True)
-class SteerArgs(AnalysisArgs):
+class SteerArgs(AnalysisArgs, LevelRuleFlag):
     """Steer: a vector from levels with and without an entity, added at a hook while playing held-out levels."""
 
     PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 20, "vector_levels": "0:20"}}

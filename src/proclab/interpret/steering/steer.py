@@ -56,6 +56,7 @@ import numpy as np
 import torch
 
 from proclab.envs import parse_split
+from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary, parse_state, remove_entities, serialize_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
@@ -108,6 +109,7 @@ class SteerSettings:
     rows: int = 64
     bootstrap: int = 2000
     seed: int = 0
+    level_rule: str | None = None  # default: the agent's own (proclab.envs.rules)
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def steer(
     coefficients = check_coefficients(s.coefficients)
     _check_hook(agent, s)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
-    env_config = agent.env_config
+    env_config = with_rule(agent.env_config, s.level_rule)
     game = env_config.games()[0]
     entity = s.entity or _goal(game)
     vector_split = parse_split(s.vector_levels)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from proclab.envs import parse_split
+from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.interventions.arms import Recorded, parse_arms
@@ -50,6 +51,7 @@ def run_sweep(args: SweepArgs) -> Path:
     ws.require_inputs(checkpoint=checkpoint)
     rt = args.runtime()
     agent, env_config, _ = load_agent(checkpoint, rt)
+    env_config = with_rule(env_config, args.level_rule)
     key = state_key(ws, agent, args.state)
     every = list(range(coords.k))
     directions = selected(args.directions, coords.k, every)
@@ -98,6 +100,7 @@ def run_sweep(args: SweepArgs) -> Path:
         "checkpoint": str(checkpoint),
         "game": env_config.games()[0],
         "mode": env_config.mode,
+        "level_rule": env_config.level_rule if files is None else "",
         "split": args.split if files is None else None,
         "levels_from": None if files is None else str(args.levels_from),
         "recorded": {"source": str(ws.path / HIDDEN), "points": len(rec.values)},
@@ -119,7 +122,10 @@ def parts_store(ws: Workspace, args: SweepArgs, checkpoint: Path, levels: np.nda
     parts, checked against the fingerprint of this sweep; memory for a sweep in one part."""
     if args.parts == 1:
         return Parts(1)
-    fingerprint = {k: str(v) for k, v in asdict(args).items() if k not in UNPLAYED}
+    # a sweep without --level-rule keeps the fingerprint it had before rules existed, so its parts resume
+    fingerprint = {
+        k: str(v) for k, v in asdict(args).items() if k not in UNPLAYED and (k, v) != ("level_rule", None)
+    }
     fingerprint.update(
         basis_digest=file_digest(system_file(ws, args.basis)),
         checkpoint=str(checkpoint),
