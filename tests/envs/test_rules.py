@@ -272,3 +272,16 @@ def test_commands_play_record_and_refuse_level_rules(tmp_path, capsys):
     proclab_main(["eval", "--agent", str(ckpt), "--level-rule", "cheese-region:size=3", "--split", "test1",
                   "--episodes", "1", "--envs-per-game", "1", "--out", str(one), "--torch-threads", "1"])  # fmt: skip
     assert json.loads(one.read_text())["level_rule"] == "cheese-region:size=3,seed=0"
+
+
+def test_a_level_object_takes_the_rule_as_the_env_plays_it():
+    import proclab
+
+    level = proclab.Level.generate("maze", 11)
+    edited = level.with_rule("cheese-region:size=1")
+    assert tuple(int(v) for v in edited.positions("cheese")[0] - 0.5) == maze_corner(level.parsed)
+    assert (
+        edited.state.note == "cheese-region:size=1,seed=0"
+        and level.positions("cheese").tolist() != edited.positions("cheese").tolist()
+        or maze_corner(level.parsed) == tuple(int(v) for v in level.positions("cheese")[0] - 0.5)
+    )

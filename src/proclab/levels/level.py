@@ -24,6 +24,7 @@ import numpy as np
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.envs.games import check_game
+from proclab.envs.rules import parse_rule
 from proclab.envs.state import (
     GameState,
     add_entity,
@@ -145,6 +146,12 @@ class Level:
     def with_agent_at(self, at: tuple[float, float]) -> Level:
         """With the agent's centre at ``at``."""
         return self._edited(lambda s: move_agent(s, at), f"agent to {at}")
+
+    def with_rule(self, rule: str) -> Level:
+        """As the level rule ``rule`` edits it at an episode start (:mod:`proclab.envs.rules`, e.g.
+        ``"coin-moved:place=floor"``): the same edit train, eval and record play for this level seed."""
+        parsed = parse_rule(rule)
+        return self._edited(lambda s: parsed.apply(s, self.level_seed), parsed.text)
 
     def _nearest(self, kind: str, xy: tuple[float, float]) -> np.ndarray:
         found = self.positions(kind)
