@@ -27,7 +27,7 @@ import proclab
 from proclab.envs.rules import coinrun_end
 from proclab.envs.state import parse_state, positions
 from proclab.interpret.stats.corrections import adjust
-from proclab.interpret.stats.paired import binary_change
+from proclab.interpret.stats.paired import binary_change, mean_change, resamples
 from proclab.interpret.stats.proportions import share
 
 CONDITIONS = {"unedited": None, "sections": "coin-moved:place=sections", "floor": "coin-moved:place=floor"}
@@ -82,6 +82,12 @@ def summarise(rows: list[dict]) -> dict:
             tests.append(change)
     for t, p in zip(tests, adjust([t["p_exact"] for t in tests], "holm"), strict=True):
         t["p_holm"] = float(p)
+    # docs/misgeneralization.md's behavioural label: P(coin) - P(end without coin), level bootstrap
+    idx = resamples(len(rows), 2000, 0)
+    for name in ("sections", "floor"):
+        coin = np.array([r[f"{name}_coin"] for r in rows], float)
+        end_only = np.array([r[f"{name}_end"] and not r[f"{name}_coin"] for r in rows], float)
+        out["paired"][f"{name}: coin - end without coin"] = mean_change(end_only, coin, idx)
     return out
 
 
