@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from level_fixtures import ending_soon
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.envs.actions import ACTION_NAMES, NOOP
 from proclab.envs.state import GoalTracker, corner_cell, end_cell, episode_goals, goal_names, parse_state
@@ -103,11 +104,11 @@ def test_the_tracker_agrees_with_a_plain_recomputation_on_random_play(game):
         assert all(r["coin"] == r["end"] for _, _, r in played)
 
 
-def play_level(level: Level, action: int, steps: int = 1001):
-    """The tracker's goals of ``level``'s first episode, always pressing ``action`` (until it ends: procgen's
-    time limit is 1000 steps)."""
+def play_level(level: Level, action: int, steps: int = 30):
+    """The tracker's goals of ``level``'s first episode, always pressing ``action`` (its clock set ``steps``
+    steps before the time limit, so that it ends by then)."""
     config = EnvConfig(game=(level.game,), mode=level.mode, num_envs=1, split="0:1", num_threads=1)
-    with LevelsEnv(ProcgenVecEnv(config), as_level_states([level])) as env:
+    with LevelsEnv(ProcgenVecEnv(config), as_level_states([ending_soon(level, steps)])) as env:
         env.reset()
         played = play(env, lambda t: np.array([action]), steps, parse=False)
     return played[0][0]
