@@ -3,7 +3,8 @@
 ``proclab eval`` plays the same agent on the same levels with the same seed twice per round, once plain and
 once with ``goals=True`` (:class:`proclab.envs.state.GoalTracker`: every env slot's ``get_state`` after
 every step, the agent's box read from it, one full parse per episode), in rounds that alternate which
-goes first; each variant's best round is kept (bursts of contention on a shared machine hit both alike).
+goes first, after one untimed warm-up episode (procgen's first env loads its assets); each variant's best
+round is kept (bursts of contention on a shared machine hit both alike).
 ``ratio`` is the goals run's wall-clock time over the plain one's: the slowdown. Both runs play the same
 episodes, so their returns agree (checked). Default: the interpreting-rl-behavior CoinRun agent (a cached
 registry agent, or its checkpoint file), CoinRun hard, its test levels; ``--uniform`` plays a uniformly
@@ -53,6 +54,7 @@ def main() -> None:
     else:
         agent = proclab.load(args.agent)
         config, runtime = agent.env_config, agent.runtime
+    timed(agent, config, runtime, 1, 1, args.seed, True)  # procgen's first env loads its assets: not timed
     best = {False: float("inf"), True: float("inf")}
     for r in range(args.rounds):
         summaries = {}
