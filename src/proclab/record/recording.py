@@ -102,8 +102,10 @@ class RecordArgs(RuntimeConfig):
     """Play the states of this level-state file instead of a split (proclab level edit writes them): each
     episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
     ground_truth: bool = True
-    """Also store the game's ground truth: per-step features and events, each episode's first game state
-    (--no-ground-truth: only what the agent saw and did)."""
+    """Also store the game's ground truth: per-step features and events, each episode's first game state and,
+    for CoinRun and Maze, whether the episode reached each of the game's two goals (per-episode goal/coin and
+    goal/end: the coin taken, the level's end cell touched; goal/cheese and goal/corner: the cheese, the
+    maze's top-right cell; docs/ground-truth.md) (--no-ground-truth: only what the agent saw and did)."""
     num_envs: int = 64
     """Parallel environments per worker."""
     edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()

@@ -170,3 +170,19 @@ def test_games_without_goals_track_nothing():
             int(np.flatnonzero(env.game_index == 1)[0])
         ]
         assert tracker.row({}) == {"cheese": False, "corner": False}
+
+
+@pytest.mark.parametrize("mode", ["easy", "hard"])
+def test_generated_levels_hold_the_coin_on_the_end_cell_and_an_open_corner(mode):
+    """What the definitions lean on, over 32 generated levels of each game: CoinRun's coin is on its end
+    cell (so coin implies end on unedited levels), and the maze's top-right cell is open."""
+    for game in ("coinrun", "maze"):
+        config = EnvConfig(game=(game,), mode=mode, num_envs=32, split="0:100000", num_threads=1)
+        with ProcgenVecEnv(config, seed=7) as env:
+            env.reset()
+            states = [parse_state(s) for s in env.slot_states()]
+        for state in states:
+            if game == "coinrun":
+                assert [tuple(c) for c in np.argwhere(state.grid == COIN)] == [end_cell(state)]
+            else:
+                assert state.grid[corner_cell(state)] != MAZE_WALL
