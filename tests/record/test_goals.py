@@ -16,6 +16,7 @@ from proclab.record.ground_truth import ground_truth_names
 from proclab.rl.evaluate import evaluate, rows_table
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
+from proclab.store.info import main as data_info
 from proclab.store.info import summarize
 from proclab.store.schema import GROUND_TRUTH_ATTR
 
@@ -44,7 +45,7 @@ def planted_mazes() -> tuple[list[Level], list[tuple[bool, bool]]]:
     return [beside, in_corner, ending_soon(level)], [(False, True), (True, True), (cheese_on_the_way, False)]
 
 
-def test_eval_record_and_rollout_agree_on_both_goals(tmp_path):
+def test_eval_record_and_rollout_agree_on_both_goals(tmp_path, capsys, monkeypatch):
     levels, expected = planted_mazes()
     agent, rt = ScriptedAgent(ACTION_NAMES.index("right")), make_runtime("cpu", "fp32")
     config = EnvConfig(game=("maze",), mode="easy", num_envs=3, split="0:1", num_threads=1)
@@ -79,6 +80,11 @@ def test_eval_record_and_rollout_agree_on_both_goals(tmp_path):
             and summary[name]["of"] == info[name]["of"] == 3
         )
         assert summary[name]["ci95"] == info[name]["ci95"]
+    monkeypatch.setenv("COLUMNS", "250")
+    data_info([str(tmp_path / "DATA")])  # proclab data info, its table of goals
+    shown = capsys.readouterr().out
+    corner = info["corner"]
+    assert f"{corner['count']}/3" in shown and "[{:.3f}, {:.3f}]".format(*corner["ci95"]) in shown
     table = {"rows": [evaluated.summary("easy")], "aggregate": {}}
     assert [c.header for c in rows_table(table, "t", several_games=False).columns][-2:] == [
         "cheese [95% CI] n",
