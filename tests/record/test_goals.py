@@ -81,7 +81,7 @@ def test_eval_record_and_rollout_agree_on_both_goals(tmp_path, capsys, monkeypat
         )
         assert summary[name]["ci95"] == info[name]["ci95"]
     monkeypatch.setenv("COLUMNS", "250")
-    data_info([str(tmp_path / "DATA")])  # proclab data info, its table of goals
+    data_info(["--data", str(tmp_path / "DATA")])  # proclab data info, its table of goals
     shown = capsys.readouterr().out
     corner = info["corner"]
     assert f"{corner['count']}/3" in shown and "[{:.3f}, {:.3f}]".format(*corner["ci95"]) in shown
