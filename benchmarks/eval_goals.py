@@ -4,7 +4,9 @@
 once with ``goals=True`` (:class:`proclab.envs.state.GoalTracker`: every env slot's ``get_state`` after
 every step, the agent's box read from it, one full parse per episode), in rounds that alternate which
 goes first, after one untimed warm-up episode (procgen's first env loads its assets); each variant's best
-round is kept (bursts of contention on a shared machine hit both alike).
+round is kept (bursts of contention on a shared machine hit both alike). A last line times the parts per
+env slot and step on 16 CoinRun envs stepped at random: procgen's step, its ``get_state`` (which the goals
+need) and the tracker's read, beside the recorder's ground-truth reader (``GameTruth.see``) on the same states.
 ``ratio`` is the goals run's wall-clock time over the plain one's: the slowdown; ``cpu_ratio`` the same for
 the CPU time of the process (all threads), steadier on a shared machine. Both runs play the same
 episodes, so their returns agree (checked). Default: the interpreting-rl-behavior CoinRun agent (a cached
@@ -21,11 +23,14 @@ import argparse
 import json
 import time
 
+import numpy as np
 import torch
 
 import proclab
-from proclab.envs import EnvConfig
+from proclab.envs import EnvConfig, ProcgenVecEnv
+from proclab.envs.state import GoalTracker
 from proclab.models.scripted import ScriptedAgent
+from proclab.record.ground_truth import GameTruth
 from proclab.rl.evaluate import evaluate
 from proclab.run.runtime import make_runtime
 
@@ -42,6 +47,31 @@ def timed(
         time.process_time() - cpu,
         next(iter(res.values())).summary(config.mode),
     )
+
+
+def parts(steps: int = 300, envs: int = 16) -> dict:
+    """Microseconds per env slot and step of procgen's step, its get_state, the goal tracker and the
+    recorder's ground-truth reader, on CoinRun hard stepped at random."""
+    config = EnvConfig(game=("coinrun",), mode="hard", num_envs=envs, num_threads=1)
+    rng = np.random.default_rng(0)
+    clock = dict.fromkeys(("step", "get_state", "goal_tracker", "ground_truth_reader"), 0.0)
+    truth = GameTruth("coinrun")
+    with ProcgenVecEnv(config, seed=0) as env:
+        env.reset()
+        tracker = GoalTracker(env.games, env.game_index, env.slot_states())
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            _, _, terminated, truncated, info = env.step(rng.integers(0, 15, envs))
+            t1 = time.perf_counter()
+            states = env.slot_states()
+            t2 = time.perf_counter()
+            tracker.step(states, terminated | truncated, info["episode"]["level_complete"])
+            t3 = time.perf_counter()
+            truth.see(states, keys=list(range(envs)))
+            t4 = time.perf_counter()
+            for name, seconds in zip(clock, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                clock[name] += seconds
+    return {f"{name}_us": round(1e6 * seconds / (steps * envs), 1) for name, seconds in clock.items()}
 
 
 def main() -> None:
@@ -76,6 +106,7 @@ def main() -> None:
         assert summaries[False]["return_mean"] == summaries[True]["return_mean"], (
             "the two runs played differently"
         )
+    print(json.dumps({"benchmark": "eval_goals_parts", "game": "coinrun", "mode": "hard", **parts()}))
     print(
         json.dumps(
             {

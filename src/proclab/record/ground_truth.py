@@ -8,6 +8,8 @@ step's outcome in the header, the entity records, the grid), reads each state's 
 record array, finds the nearest entity of every kind for all states in one pass, and the nearest cell
 of every kind from one distance grid per state (rows and columns are separable), all states of a grid
 shape at once; a slot's grid, as kind indices, is kept while it does not change.
+Each episode's goals (CoinRun's coin and end, Maze's cheese and corner) come from
+:class:`proclab.envs.state.GoalTracker`, fed the same states.
 ``tests/record/test_ground_truth.py`` checks it against the definitions on random states of all 16
 games, and row by row against a replayed recording.
 
@@ -209,7 +211,7 @@ class GroundTruth:
     :meth:`step` after it; :attr:`finished` then holds, for the slots whose episode just ended, that
     episode's first state (procgen's bytes, parsed in full once to refuse what this proclab cannot read),
     and :attr:`finished_goals` its goals (:mod:`proclab.envs.state.goals`: CoinRun's coin and end, Maze's
-    cheese and corner; every name of :attr:`goal_names`, false where the slot's game has no such goal).
+    cheese and corner; every goal of the env's games, false where the slot's game has no such goal).
     """
 
     def __init__(self, env):
@@ -225,7 +227,6 @@ class GroundTruth:
         self.first = [_checked(data) for data in states]
         self.finished: dict[int, bytes] = {}
         self.goals = GoalTracker(env.games, env.game_index, states)
-        self.goal_names = self.goals.names
         self.finished_goals: dict[int, dict[str, bool]] = {}
         self._seen = self._see(states)
 
