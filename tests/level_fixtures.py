@@ -7,7 +7,7 @@ import pytest
 from proclab.envs.state import add_entity, glossary, move_entity, parse_state, positions, serialize_state
 from proclab.envs.state.model import agent_index
 from proclab.levels.file import LevelState, LevelStates, level_states, write_level_states
-from proclab.levels.level import generate_level
+from proclab.levels.level import Level, generate_level
 
 
 def goal_around_agent(game: str, level_seed: int, goal: str, mode: str = "easy") -> LevelState:
@@ -20,6 +20,18 @@ def goal_around_agent(game: str, level_seed: int, goal: str, mode: str = "easy")
     for dc, dr in [(dc, dr) for dc in (-1, 0, 1) for dr in (-1, 0, 1) if (dc, dr) != (0, 0)]:
         state = add_entity(state, goal, (col + dc + 0.5, row + dr + 0.5))
     return LevelState(serialize_state(state), level.level_seed, f"{goal} under and around the agent")
+
+
+def ending_soon(level: Level, steps: int = 30) -> Level:
+    """``level`` with its clock ``steps`` steps before procgen's time limit (the header's ``cur_time``): an
+    episode that reaches no goal ends after ``steps`` steps instead of the full limit."""
+    state = level.parsed
+    state = dataclasses.replace(
+        state, header=dataclasses.replace(state.header, cur_time=state.header.timeout - steps)
+    )
+    return dataclasses.replace(
+        level, state=LevelState(serialize_state(state), level.level_seed, "ending soon")
+    )
 
 
 @pytest.fixture(scope="session")

@@ -9,18 +9,29 @@ import pytest
 
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.envs.rules import (
-    coinrun_end,
     coinrun_floor_cells,
     coinrun_section_starts,
-    maze_corner,
     parse_rule,
     with_rule,
 )
-from proclab.envs.state import parse_state, positions, serialize_state
+from proclab.envs.state import corner_cell, end_cell, parse_state, positions, serialize_state
 from proclab.errors import ProclabError
 from proclab.levels.level import generate_level
 
 SOLID = (15, 16)
+
+
+def coinrun_end(state) -> tuple[int, int]:
+    """The end cell as ``(x, y)``."""
+    row, col = end_cell(state)
+    return col, row
+
+
+def maze_corner(state) -> tuple[int, int]:
+    row, col = corner_cell(state)
+    return col, row
+
+
 SPACE, WALL_TOP, BARRIER = 100, 16, 19
 
 

@@ -246,3 +246,32 @@ def test_random_baseline_is_a_uniform_agent_on_the_same_levels(tmp_path):
         assert row["return_mean"] == pytest.approx(np.mean(direct["bigfish"].returns))
         assert row["episodes"] == 3
     assert {r["split"] for r in table["random"]} == {"train", "test1"}
+
+
+def test_eval_goals_only_when_asked(tmp_path, capsys, monkeypatch):
+    """--goals adds each goal's count and exact interval to the rows (the random baseline's too) and a
+    column per goal to the printed table; without it nothing is read. Two maze levels whose clocks end them
+    within 30 steps keep it short."""
+    from level_fixtures import ending_soon
+    from proclab.envs import EnvConfig
+    from proclab.envs.episodes import clopper_pearson
+    from proclab.levels.level import Level, write_levels
+    from proclab.rl.evaluate import EvalArgs, run_evaluation
+    from support import TINY_GRU, make_agent_checkpoint
+
+    monkeypatch.setenv("COLUMNS", "250")  # the printed table on one line per row
+    ckpt = make_agent_checkpoint(tmp_path / "run", TINY_GRU, game="maze")
+    levels = [ending_soon(Level.generate("maze", seed, mode=EnvConfig().mode)) for seed in (1, 2)]
+    file = write_levels(tmp_path / "levels.npz", levels)
+    args = EvalArgs(
+        agent=ckpt, levels_from=file, episodes=2, envs_per_game=2, random_baseline=True, goals=True
+    )
+    table = run_evaluation(args).table
+    for row in [*table["rows"], *table["random"]]:
+        assert set(row["goals"]) == {"cheese", "corner"}
+        cheese = row["goals"]["cheese"]
+        assert cheese["of"] == 2 and cheese["rate"] == row["level_complete_rate"]
+        assert cheese["ci95"] == list(clopper_pearson(cheese["count"], 2))
+    assert "corner [95% CI] n" in capsys.readouterr().out
+    plain = run_evaluation(EvalArgs(agent=ckpt, levels_from=file, episodes=2, envs_per_game=2)).table
+    assert "goals" not in plain["rows"][0] and "corner" not in capsys.readouterr().out

@@ -28,7 +28,7 @@ levels differ from the standard ones (for Maze only in the cheese: the maze is g
 placed, from the same draws). A rule keeps the standard level and moves the coin or cheese only, with its own
 draws: the distributions match the fork's, level by level the places do not. The fork's CoinRun leaves an
 invisible marker at the end of a level with a moved coin (its "reached the end" flag); here the end is read
-from the level's layout (:func:`coinrun_end`). The fork's ``rand_region`` could fail to place any cheese
+from the level's layout (:func:`proclab.envs.state.end_cell`). The fork's ``rand_region`` could fail to place any cheese
 (a bounded rejection loop); a rule always places one. Heist's AISC variants change the game's mechanics
 (doors become chests any key opens), which no edit of a standard level can do; they are not offered.
 
@@ -46,7 +46,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from proclab.envs.state import GameState, glossary, move_entity, positions
+from proclab.envs.state import GameState, end_cell, glossary, move_entity, positions
 from proclab.envs.state.glossary import SPACE
 from proclab.errors import ProclabError, unknown_choice
 
@@ -87,18 +87,6 @@ def _ground_tops(state: GameState) -> np.ndarray:
     return np.where(open_rows.any(axis=0), open_rows.argmax(axis=0), state.grid.shape[0])
 
 
-def coinrun_end(state: GameState) -> tuple[int, int]:
-    """The end cell ``(column, row)`` of a CoinRun level: just above the ground of the rightmost column that
-    is not solid all the way up. Standard CoinRun puts its coin there and fills every column to its right
-    with wall, so the cell is found from the layout whether the coin is there or not."""
-    solid = np.isin(state.grid, _COINRUN_SOLID)
-    columns = np.flatnonzero(~solid.all(axis=0))
-    if len(columns) == 0:
-        raise ProclabError("this CoinRun level has no open column")
-    col = int(columns[-1])
-    return col, int(_ground_tops(state)[col])
-
-
 def _occupied(state: GameState) -> np.ndarray:
     """Cells an entity other than the agent overlaps at the level's start (crates, saws, enemies)."""
     taken = np.zeros(state.grid.shape, bool)
@@ -115,7 +103,7 @@ def _occupied(state: GameState) -> np.ndarray:
 def coinrun_floor_cells(state: GameState) -> np.ndarray:
     """``(n, 2)`` cells ``(column, row)`` where a moved coin may go: open, on solid ground, free of
     entities, from the first section (x >= 5) to the cell before the end."""
-    end_col, _ = coinrun_end(state)
+    _, end_col = end_cell(state)
     tops = _ground_tops(state)
     taken = _occupied(state)
     cells = []
@@ -164,12 +152,6 @@ def maze_region(state: GameState) -> tuple[int, int]:
     """``(margin, maze_dim)``: the maze occupies cells ``margin .. margin + maze_dim - 1`` in x and y."""
     maze_dim, world_dim = int(state.extra.maze_dim), int(state.extra.world_dim)
     return (world_dim - maze_dim) // 2, maze_dim
-
-
-def maze_corner(state: GameState) -> tuple[int, int]:
-    """The top-right cell ``(column, row)`` of the maze (always open: procgen's mazes have a room there)."""
-    margin, dim = maze_region(state)
-    return margin + dim - 1, margin + dim - 1
 
 
 def _cheese_in_region(state: GameState, rng: np.random.Generator, values: dict) -> GameState:

@@ -8,6 +8,8 @@ step's outcome in the header, the entity records, the grid), reads each state's 
 record array, finds the nearest entity of every kind for all states in one pass, and the nearest cell
 of every kind from one distance grid per state (rows and columns are separable), all states of a grid
 shape at once; a slot's grid, as kind indices, is kept while it does not change.
+Each episode's goals (CoinRun's coin and end, Maze's cheese and corner) come from
+:class:`proclab.envs.state.GoalTracker`, fed the same states.
 ``tests/record/test_ground_truth.py`` checks it against the definitions on random states of all 16
 games, and row by row against a replayed recording.
 
@@ -22,75 +24,16 @@ definitions say; with ``--levels-from`` the next state is a file's, which would 
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 import numpy as np
 
-from proclab.envs.state import event_names, feature_names, glossary, parse_state
-from proclab.envs.state.layout import BASIC_FIELDS, GAME_FIELDS
-from proclab.envs.state.model import ENTITY_FIELDS, PLAYER
+from proclab.envs.state import GoalTracker, event_names, feature_names, glossary, goal_names, parse_state
+from proclab.envs.state.model import PLAYER
+from proclab.envs.state.scan import HEADER_WANTED, scan
+from proclab.store.schema import GOAL
 
-_I32 = struct.Struct("<i")
-_ENTITY = np.dtype([(name, "<f4" if kind == "f" else "<i4") for name, kind in ENTITY_FIELDS])
 _OUTCOMES = ("reward", "level_complete", "died", "timeout")
-_HEADER_WANTED = {"reward": "<f", "done": "<i", "level_complete": "<i", "cur_time": "<i", "timeout": "<i"}
-
-
-class _Walk:
-    """Walks one field spec of procgen's layout, reading only ``wanted`` fields (name -> struct format).
-
-    Runs of fixed 4-byte fields are skipped in one addition; strings, random generators and vectors
-    are skipped by their stored lengths.
-    """
-
-    def __init__(self, spec, wanted: dict[str, str]):
-        self.plan: list[
-            tuple[str, int, list]
-        ] = []  # ("fixed", size, [(name, offset, struct)]) or (kind, 0, [])
-        fixed, reads = 0, []
-        for name, kind in spec:
-            if kind in ("i", "f", "b"):
-                if name in wanted:
-                    reads.append((name, fixed, struct.Struct(wanted[name])))
-                fixed += 4
-                continue
-            self.plan.append(("fixed", fixed, reads))
-            self.plan.append((kind, 0, []))
-            fixed, reads = 0, []
-        self.plan.append(("fixed", fixed, reads))
-
-    def read(self, data: bytes, offset: int, into: dict) -> int:
-        for kind, size, reads in self.plan:
-            if kind == "fixed":
-                for name, at, fmt in reads:
-                    into[name] = fmt.unpack_from(data, offset + at)[0]
-                offset += size
-            elif kind == "rng":  # is_seeded, then the generator's state as a string
-                offset += 8 + _I32.unpack_from(data, offset + 4)[0]
-            elif kind == "s":
-                offset += 4 + _I32.unpack_from(data, offset)[0]
-            else:  # vi / vf / vb: a count, then 4-byte items
-                offset += 4 + 4 * _I32.unpack_from(data, offset)[0]
-        return offset
-
-
-_HEADER = _Walk(GAME_FIELDS, _HEADER_WANTED)
-_BASIC = _Walk(BASIC_FIELDS, {})
-
-
-def scan(data: bytes) -> tuple[dict, np.ndarray, np.ndarray]:
-    """The step's outcome fields, the entity records and the grid of one state (no copies, no checks:
-    the bytes come straight from procgen; the recorder parses each episode's first state in full)."""
-    header: dict = {}
-    offset = 8 + _I32.unpack_from(data, 4)[0]  # version, then the game's name
-    offset = _HEADER.read(data, offset, header) + 4  # grid_size
-    count = _I32.unpack_from(data, offset)[0]
-    entities = np.frombuffer(data, _ENTITY, count, offset + 4)
-    offset = _BASIC.read(data, offset + 4 + count * _ENTITY.itemsize, {})
-    width, height = _I32.unpack_from(data, offset)[0], _I32.unpack_from(data, offset + 4)[0]
-    grid = np.frombuffer(data, "<i4", width * height, offset + 12).reshape(height, width)
-    return header, entities, grid
 
 
 @dataclass(frozen=True)
@@ -223,7 +166,7 @@ class GameTruth:
             [ax, ay, agent["vx"].astype(np.float64), agent["vy"].astype(np.float64)], axis=1
         )
         features = np.concatenate([agent_part, goal, nearest[:, :, :2].reshape(N, 2 * K)], axis=1)
-        header = {name: np.array([h[name] for h, _, _ in scans]) for name in _HEADER_WANTED}
+        header = {name: np.array([h[name] for h, _, _ in scans]) for name in HEADER_WANTED}
         counts = np.bincount(group, minlength=N * K).reshape(N, K) + np.stack([c[1] for c in cells])
         return Seen(header, features.astype(np.float32), counts)
 
@@ -239,12 +182,20 @@ class GameTruth:
         return np.concatenate([np.stack(outcomes, axis=1), changes.reshape(len(delta), -1)], axis=1)
 
 
-def ground_truth_names(games) -> dict[str, list[str]]:
-    """The stored ``features`` and ``events`` columns of a recording of ``games`` (see the module docstring)."""
+def ground_truth_names(games) -> dict:
+    """The stored ``features`` and ``events`` columns of a recording of ``games`` (see the module docstring),
+    and its ``goals``: per game that has goals, their names (the episodes' ``goal/<name>`` fields are their
+    union, false for a game without that goal)."""
     return {
         "features": union(feature_names(g) for g in games),
         "events": union(event_names(g) for g in games),
+        "goals": {g: list(goal_names(g)) for g in games if goal_names(g)},
     }
+
+
+def goal_fields(games) -> list[str]:
+    """The per-episode ``goal/<name>`` fields of a recording of ``games`` with ground truth."""
+    return [GOAL + name for name in union(goal_names(g) for g in games)]
 
 
 def union(lists) -> list[str]:
@@ -258,7 +209,9 @@ class GroundTruth:
     ``env`` follows :class:`~proclab.envs.ProcgenVecEnv` (``games``, ``game_index``,
     ``slot_states()``); it must have been reset. Call :meth:`features` before each step and
     :meth:`step` after it; :attr:`finished` then holds, for the slots whose episode just ended, that
-    episode's first state (procgen's bytes, parsed in full once to refuse what this proclab cannot read).
+    episode's first state (procgen's bytes, parsed in full once to refuse what this proclab cannot read),
+    and :attr:`finished_goals` its goals (:mod:`proclab.envs.state.goals`: CoinRun's coin and end, Maze's
+    cheese and corner; every goal of the env's games, false where the slot's game has no such goal).
     """
 
     def __init__(self, env):
@@ -273,6 +226,8 @@ class GroundTruth:
         states = env.slot_states()
         self.first = [_checked(data) for data in states]
         self.finished: dict[int, bytes] = {}
+        self.goals = GoalTracker(env.games, env.game_index, states)
+        self.finished_goals: dict[int, dict[str, bool]] = {}
         self._seen = self._see(states)
 
     def _see(self, states: list[bytes]) -> list[Seen]:
@@ -304,6 +259,8 @@ class GroundTruth:
             [reward != 0, complete, terminated & ~complete, truncated], axis=1
         )[ended]
         self.finished = {int(i): self.first[i] for i in ended}
+        reached = self.goals.step(states, terminated | truncated, complete)
+        self.finished_goals = {int(i): self.goals.row(reached.get(i, {})) for i in ended}
         for i in ended:
             self.first[i] = _checked(states[i])
         self._seen = seen

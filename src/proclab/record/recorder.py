@@ -16,7 +16,9 @@ nothing at all for the throughput benchmark).
   normalises identically (the seed re-estimated them from scratch while recording).
 * Ground truth (``ground_truth=True``): per step the game's ``features`` of the state the agent
   saw and the ``events`` its action caused, per episode its first game state (``initial_state``,
-  procgen's bytes, a blob of the store), all from :mod:`proclab.record.ground_truth`.
+  procgen's bytes, a blob of the store) and, for CoinRun and Maze, whether it reached each of the game's
+  two goals (``goal/coin``, ``goal/end``; ``goal/cheese``, ``goal/corner``), all from
+  :mod:`proclab.record.ground_truth`.
 * Activations (``cache``: hook names): per step, each named hook point of the agent, as
   ``cache/NAME`` rows of the hook's per-sample shape (what :func:`proclab.rollout` returns as its
   cache; the store does not keep them).
@@ -42,7 +44,7 @@ from proclab.record.ground_truth import GroundTruth
 from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
 from proclab.run.runtime import Runtime
-from proclab.store.schema import INITIAL_STATE, STATE_IN0, STATE_OUT, flatten_state, state_layout
+from proclab.store.schema import GOAL, INITIAL_STATE, STATE_IN0, STATE_OUT, flatten_state, state_layout
 
 BIG_ROW = 1024  # bytes per row from which a field is kept as per-slot row lists
 CACHE = "cache/"
@@ -264,6 +266,11 @@ class EpisodeRecorder:
             "level_complete": bool(ep["level_complete"][i]),
             **self.state_in0,
             **({INITIAL_STATE: truth.finished[i]} if truth is not None else {}),
+            **(
+                {GOAL + name: reached for name, reached in truth.finished_goals[i].items()}
+                if truth is not None
+                else {}
+            ),
         }
 
 

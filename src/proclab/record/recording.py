@@ -45,12 +45,19 @@ from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
 from proclab.models.interventions import Intervened, parse_edits
 from proclab.models.loading import load_agent
-from proclab.record.ground_truth import ground_truth_names
+from proclab.record.ground_truth import goal_fields, ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
 from proclab.run.distributed import connect_ray
 from proclab.run.runtime import Runtime, RuntimeConfig
-from proclab.store.schema import GROUND_TRUTH_ATTR, STATE_LAYOUT_ATTR, STATE_OUT, STEP_FIELDS, state_layout
+from proclab.store.schema import (
+    GOAL,
+    GROUND_TRUTH_ATTR,
+    STATE_LAYOUT_ATTR,
+    STATE_OUT,
+    STEP_FIELDS,
+    state_layout,
+)
 from proclab.store.store import EpisodeStore
 from proclab.store.writer import ShardWriter, ensure_store
 
@@ -96,8 +103,10 @@ class RecordArgs(RuntimeConfig, LevelRuleFlag):
     """Play the states of this level-state file instead of a split (proclab level edit writes them): each
     episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
     ground_truth: bool = True
-    """Also store the game's ground truth: per-step features and events, each episode's first game state
-    (--no-ground-truth: only what the agent saw and did)."""
+    """Also store the game's ground truth: per-step features and events, each episode's first game state and,
+    for CoinRun and Maze, whether the episode reached each of the game's two goals (per-episode goal/coin and
+    goal/end: the coin taken, the level's end cell touched; goal/cheese and goal/corner: the cheese, the
+    maze's top-right cell; docs/ground-truth.md) (--no-ground-truth: only what the agent saw and did)."""
     num_envs: int = 64
     """Parallel environments per worker."""
     edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
@@ -324,6 +333,13 @@ def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
                 if {"features", "events"} & set(diff) and args.ground_truth
                 else ""
             )
+        )
+    goals = {k for k in existing.episode_fields if k.startswith(GOAL)}
+    our_goals = set(goal_fields(facts.games)) if args.ground_truth else set()
+    if goals != our_goals:
+        raise ProclabError(
+            f"episode store {str(store)!r} holds other per-episode goals ({', '.join(sorted(goals)) or 'none'}) "
+            f"than this recording would write ({', '.join(sorted(our_goals)) or 'none'}); record into a new --out"
         )
 
 

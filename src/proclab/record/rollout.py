@@ -8,6 +8,7 @@ hold the same numbers (tested), but the episodes come back as arrays in memory i
     ro.obs.shape                     # (T, B, 3, 64, 64): T the longest episode, B the episodes
     ro.cache["core.0.hook_h"]        # (T, B, 256), ro.mask (T, B) marks the steps that were played
     ro.truth["coin_dx"]              # the game's ground truth at every step (NaN: none that step)
+    ro.goals["end"]                  # (B,) CoinRun: the episode touched the level's end cell
 
 Every per-step array is time-major ``(T, B, ...)`` and follows the store's timestep convention
 (:mod:`proclab.store.schema`): row ``t`` holds ``obs_t``, the action taken, the policy's logits and value
@@ -20,6 +21,11 @@ they ended).
 level-state file, or a list of :class:`~proclab.levels.level.Level` objects (edited counterfactuals):
 with files and levels, episode ``k`` of slot ``i`` of ``N`` slots starts from level ``(i + k N) mod n``,
 so ``episodes=len(levels)`` with ``num_envs=len(levels)`` plays each once, in order.
+
+**Goals.** With ``truth``, ``goals`` holds, per goal of the game, whether each episode reached it
+(:mod:`proclab.envs.state.goals`: CoinRun's ``coin`` and ``end``, Maze's ``cheese`` and ``corner``; empty
+for other games), the same values ``proclab record`` stores as ``goal/<name>``; :meth:`Rollout.table`
+shows them.
 
 **Edits.** ``interventions`` are applied on every forward pass (:class:`~proclab.models.interventions.Intervened`),
 and the cache records the edited values.
@@ -48,7 +54,7 @@ from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
 from proclab.run.runtime import Runtime, make_runtime
-from proclab.store.schema import STATE_OUT, unflatten_state
+from proclab.store.schema import GOAL, STATE_OUT, unflatten_state
 
 
 @dataclass(frozen=True, repr=False)
@@ -71,6 +77,7 @@ class Rollout(Result):
     level_complete: np.ndarray  # (B,) bool
     level_rule: str = ""  # the rule that edited every level at its start (proclab.envs.rules), "" for none
     truth: dict[str, np.ndarray] = field(default_factory=dict)  # feature or event -> (T, B)
+    goals: dict[str, np.ndarray] = field(default_factory=dict)  # goal -> (B,) bool: the episode reached it
     start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
     cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
     agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
@@ -130,6 +137,7 @@ class Rollout(Result):
                 "length": int(self.lengths[b]),
                 "return": float(self.returns[b]),
                 "completed": bool(self.level_complete[b]),
+                **{name: bool(reached[b]) for name, reached in self.goals.items()},
             }
             for b in range(self.num_episodes)
         ]
@@ -280,7 +288,7 @@ def _assemble(
     layout = recorder.layout
     flat = {layer: stack(STATE_OUT + layer) for layer in layout}
     states = unflatten_state(flat, layout) if layout else {}
-    features = {}
+    features, goals = {}, {}
     start_states: tuple[bytes, ...] = ()
     if truth:
         columns = ground_truth_names([game])
@@ -289,6 +297,7 @@ def _assemble(
         features = {n: values[..., i] for i, n in enumerate(columns["features"])}
         features |= {n: events[..., i] for i, n in enumerate(columns["events"])}
         start_states = tuple(ep["initial_state"] for _, ep in kept)
+        goals = {n: np.array([ep[GOAL + n] for _, ep in kept], bool) for n in columns["goals"].get(game, [])}
     cache = ActivationCache(
         {n: torch.from_numpy(stack(CACHE + n)) for n in names},
         mask=torch.from_numpy(mask),
@@ -311,6 +320,7 @@ def _assemble(
         returns=np.array([ep["return"] for _, ep in kept], np.float64),
         level_complete=np.array([ep["level_complete"] for _, ep in kept], bool),
         truth=features,
+        goals=goals,
         start_states=start_states,
         cache=cache,
         agent=agent,

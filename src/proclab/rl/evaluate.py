@@ -14,6 +14,10 @@ their mean over games per split). ``--reset-every 50`` re-initialises the agent'
 steps, as the seed's ``--test_no_carry_sr`` ablation did; ``--score-table`` picks the constants
 that normalise modes Procgen publishes none for (memory, extreme, exploration; see
 :mod:`proclab.envs.scores`).
+
+``--goals`` adds, for CoinRun and Maze, how many episodes reached each of the game's two goals (CoinRun's
+coin and the level's end, Maze's cheese and the maze's top-right corner; :mod:`proclab.envs.state.goals`),
+with exact 95 % intervals: read from the game state after every step.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from proclab.envs import (
     parse_split,
     score_table,
 )
-from proclab.envs.episodes import quotas
+from proclab.envs.episodes import quotas, rate
 from proclab.envs.rules import with_rule
+from proclab.envs.state import GoalTracker, goal_names
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.arguments import AGENT, LevelRuleFlag
 from proclab.io.files import write_json
@@ -63,6 +68,8 @@ class SplitResult:
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     completed: list[bool] = field(default_factory=list)
+    goals: dict[str, list[bool]] = field(default_factory=dict)
+    """Per goal of the game (with goals tracked), whether each episode reached it."""
 
     def summary(self, mode: str, table: str | None = None) -> dict:
         r = np.asarray(self.returns, dtype=np.float64)
@@ -76,6 +83,9 @@ class SplitResult:
             "length_mean": float(np.mean(self.lengths)),
             "level_complete_rate": float(np.mean(self.completed)),
             "normalized_score": normalized_score(self.game, float(r.mean()), mode, table=table),
+            **(
+                {"goals": {name: rate(reached) for name, reached in self.goals.items()}} if self.goals else {}
+            ),
         }
 
 
@@ -92,9 +102,10 @@ def evaluate(
     reset_every: int = 0,
     progress=None,
     levels: LevelStates | None = None,
+    goals: bool = False,
 ) -> dict[str, SplitResult]:
     """Play ``episodes`` complete episodes per game on ``split``, or from the states of ``levels`` (then
-    ``split`` only labels the results); results per game."""
+    ``split`` only labels the results); results per game (with ``goals``, each episode's goals too)."""
     games = env_config.games()
     per_game = max(1, min(envs_per_game, episodes))
     env = ProcgenVecEnv(
@@ -114,6 +125,7 @@ def evaluate(
             split=str(split),
             reset_every=reset_every,
             progress=progress,
+            goals=goals,
         )
     finally:
         env.close()
@@ -129,11 +141,14 @@ def evaluate_env(
     split: str = "",
     reset_every: int = 0,
     progress=None,
+    goals: bool = False,
 ) -> dict[str, SplitResult]:
     """Evaluate on an existing vector env (``games``, ``game_index``, ``step`` as ProcgenVecEnv).
 
     ``reset_every > 0`` resets every env's agent state to the initial one every that many steps
-    (besides episode starts), counted from the start of the evaluation.
+    (besides episode starts), counted from the start of the evaluation. ``goals``: also whether each
+    episode reached each of its game's goals (:class:`~proclab.envs.state.GoalTracker`, which reads the
+    env's ``slot_states()`` after every step).
     """
     games = env.games
     slot_quota = np.empty(env.num_envs, np.int64)
@@ -142,6 +157,10 @@ def evaluate_env(
     results = {game: SplitResult(split=split, game=game) for game in games}
     counts = np.zeros(env.num_envs, np.int64)
     actor = Actor(env, agent, runtime)
+    tracker = GoalTracker(games, env.game_index, env.slot_states()) if goals else None
+    if tracker is not None:
+        for game in games:
+            results[game].goals = {name: [] for name in goal_names(game)}
     steps = 0
     while (counts < slot_quota).any():
         if reset_every > 0 and steps > 0 and steps % reset_every == 0:
@@ -152,11 +171,16 @@ def evaluate_env(
         _, action, _, state = actor.act(greedy=greedy, rows=rows)  # envs with a full quota idle
         _, _, info = actor.env_step(action, state)
         ep = info["episode"]
+        reached = (
+            tracker.step(env.slot_states(), ep["done"], ep["level_complete"]) if tracker is not None else {}
+        )
         for i in np.flatnonzero(ep["done"] & active):
             res = results[games[env.game_index[i]]]
             res.returns.append(float(ep["return"][i]))
             res.lengths.append(int(ep["length"][i]))
             res.completed.append(bool(ep["level_complete"][i]))
+            for name, outcomes in res.goals.items():
+                outcomes.append(reached[i][name])
             counts[i] += 1
             if progress is not None:
                 progress()
@@ -243,6 +267,11 @@ class EvalArgs(RuntimeConfig, LevelRuleFlag):
     random_baseline: bool = False
     """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
     return should be read against (rows under "random" in the JSON)."""
+    goals: bool = False
+    """Also count, for CoinRun and Maze, the episodes that reached each of the game's two goals: CoinRun's
+    coin (level completed) and the level's end cell (touched at some step), Maze's cheese and the maze's
+    top-right corner cell; rates with exact 95 % intervals (docs/ground-truth.md). Reads the game state
+    after every step, which slows a fast agent down (a random one by about a third)."""
     json: bool = False
     """Print the results as JSON."""
     out: Path | None = None
@@ -262,6 +291,12 @@ def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
     if args.levels_from is not None and (args.split or args.preset is not None):
         raise ProclabError("--levels-from plays a file's levels; it excludes --split and --preset")
     return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
+
+
+def goals_wanted(args: EvalArgs, env_config: EnvConfig) -> bool:
+    """Whether to count each episode's goals: on ``--goals``, and always under a level rule: a rule that moves a
+    goal (CoinRun's coin, Maze's cheese) is what the goals measure."""
+    return args.goals or bool(env_config.level_rule)
 
 
 def levels_label(path: Path) -> str:
@@ -330,6 +365,7 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
         episodes = len(levels) if args.episodes is None else episodes
     else:
         note_training_overlaps(split_names, env_config.split)
+    goals = goals_wanted(args, env_config)
     rows = []
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
@@ -346,12 +382,13 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
                 reset_every=args.reset_every,
                 progress=lambda t=task: bar.advance(t),
                 levels=levels,
+                goals=goals,
             )
             rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     table = results_table(rows, env_config.mode, args.score_table)
     if args.random_baseline:
         table["random"] = random_rows(
-            agent.config.num_actions, env_config, split_names, episodes, rt, args, levels
+            agent.config.num_actions, env_config, split_names, episodes, rt, args, levels, goals
         )
     table.update(
         checkpoint=str(ckpt.path),
@@ -373,6 +410,7 @@ def random_rows(
     rt: Runtime,
     args: EvalArgs,
     levels: LevelStates | None = None,
+    goals: bool = False,
 ) -> list[dict]:
     """A uniformly random agent's summary rows on the same splits, episodes and seed (its action draws
     seeded afresh, so they do not depend on how many the agent's evaluation took)."""
@@ -381,7 +419,15 @@ def random_rows(
     rows = []
     for split in split_names:
         res = evaluate(
-            agent, env_config, split, episodes, rt, envs_per_game=64, seed=args.seed, levels=levels
+            agent,
+            env_config,
+            split,
+            episodes,
+            rt,
+            envs_per_game=64,
+            seed=args.seed,
+            levels=levels,
+            goals=goals,
         )
         rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
     return rows
@@ -429,11 +475,16 @@ def paper_table(table: dict, title: str) -> Table:
 
 
 def rows_table(table: dict, title: str, several_games: bool) -> Table:
-    """One row per (split, game), and with ``several_games`` the mean normalised score of each split."""
+    """One row per (split, game), and with ``several_games`` the mean normalised score of each split; with
+    goals, a column per goal: its rate, exact 95 % interval and count (empty for a game without it)."""
     t = Table(title=title)
+    rows = table["rows"] + [{**r, "game": f"{r['game']} (random agent)"} for r in table.get("random", [])]
+    goals = list(dict.fromkeys(name for r in rows for name in r.get("goals", {})))
     for col in ("split", "game", "episodes", "return", "length", "completed", "normalised"):
         t.add_column(col, justify="left" if col in ("split", "game") else "right")
-    for r in table["rows"] + [{**r, "game": f"{r['game']} (random agent)"} for r in table.get("random", [])]:
+    for name in goals:
+        t.add_column(f"{name} [95% CI] n", justify="right")
+    for r in rows:
         t.add_row(
             r["split"],
             r["game"],
@@ -442,8 +493,26 @@ def rows_table(table: dict, title: str, several_games: bool) -> Table:
             f"{r['length_mean']:.0f}",
             f"{r['level_complete_rate']:.2f}",
             f"{r['normalized_score']:.3f}",
+            *(goal_cell(r.get("goals", {}).get(name)) for name in goals),
         )
     if several_games:
         for split, agg in table["aggregate"].items():
-            t.add_row(split, "[bold]mean", "", "", "", "", f"[bold]{agg['mean_normalized_score']:.3f}")
+            t.add_row(
+                split,
+                "[bold]mean",
+                "",
+                "",
+                "",
+                "",
+                f"[bold]{agg['mean_normalized_score']:.3f}",
+                *[""] * len(goals),
+            )
     return t
+
+
+def goal_cell(summary: dict | None) -> str:
+    """A goal's rate as the table shows it: ``0.41 [0.31, 0.52] 41``; empty where the game has no such goal."""
+    if summary is None:
+        return ""
+    low, high = summary["ci95"]
+    return f"{summary['rate']:.2f} [{low:.2f}, {high:.2f}] {summary['count']}"

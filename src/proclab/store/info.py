@@ -1,6 +1,8 @@
 """``proclab data info``: what an episode store holds.
 
-Episodes, steps, per-game return and length statistics, the fields with their dtypes and
+Episodes, steps, per-game return and length statistics (and, for a recording with ground truth of CoinRun
+or Maze, the share of episodes that reached each of the game's two goals, with its exact 95 % interval),
+the fields with their dtypes and
 shapes, the recordings that wrote it (checkpoint, requested and committed episodes), schema
 version, and the size on disk with bytes per step (the interpreting-rl-behavior recorder
 used about 12.6 KB per step for raw frames alone).
@@ -18,9 +20,10 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from proclab.envs.episodes import rate
 from proclab.errors import ProclabError
 from proclab.io.arguments import DATA
-from proclab.store.schema import SCHEMA_VERSION
+from proclab.store.schema import GOAL, GROUND_TRUTH_ATTR, SCHEMA_VERSION
 from proclab.store.store import EpisodeStore, describe_damage
 
 
@@ -62,11 +65,14 @@ def summarize(store: EpisodeStore) -> dict:
     if "return" in e and store.num_episodes:
         game = e["game"] if "game" in e else np.full(store.num_episodes, "", dtype=object)
         completed = e.get("level_complete")
+        goals = _game_goals(store)
         for g in sorted(set(game)):
             sel = game == g
             games[g] = _stats(
                 e["return"][sel], e["length"][sel], None if completed is None else completed[sel]
             )
+            if goals.get(g) and all(GOAL + name in e for name in goals[g]):
+                games[g]["goals"] = {name: rate(e[GOAL + name][sel]) for name in goals[g]}
     recs = [
         {
             "id": rid,
@@ -98,6 +104,16 @@ def summarize(store: EpisodeStore) -> dict:
         "video_bytes": video_bytes,
         "bytes_per_step": (size - video_bytes) / store.num_steps if store.num_steps else None,
     }
+
+
+def _game_goals(store: EpisodeStore) -> dict[str, list[str]]:
+    """Per game, the goals its episodes' ``goal/<name>`` fields hold (as the recording's ground truth names
+    them); empty for a store recorded without goals."""
+    for shard in store.shards:
+        goals = (shard.attrs.get(GROUND_TRUTH_ATTR) or {}).get("goals")
+        if goals:
+            return goals
+    return {}
 
 
 def main(argv: list[str], prog: str = "proclab data info") -> None:
@@ -147,6 +163,20 @@ def _print(summary: dict) -> None:
                 f"{s['return_max']:g}",
                 f"{s['length_mean']:.0f}",
                 f"{s['level_complete_rate']:.2f}" if "level_complete_rate" in s else "-",
+            )
+        console.print(t)
+    goals = [(g, name, r) for g, s in summary["games"].items() for name, r in s.get("goals", {}).items()]
+    if goals:
+        t = Table(title="goals reached per episode (docs/ground-truth.md)")
+        for col in ("game", "goal", "episodes", "rate", "95% CI (exact)"):
+            t.add_column(col, justify="left" if col in ("game", "goal") else "right")
+        for g, name, r in goals:
+            t.add_row(
+                g,
+                name,
+                f"{r['count']:,}/{r['of']:,}",
+                f"{r['rate']:.3f}",
+                "[{:.3f}, {:.3f}]".format(*r["ci95"]),
             )
         console.print(t)
     t = Table(title="fields")

@@ -45,7 +45,9 @@ A producer that does have final frames (a simulator) may write a per-episode ``f
 **Per episode** (``episodes/`` arrays): ``start`` and ``length`` (rows in the shard's step
 arrays, written by the writer), and what the producer adds. The recorder adds ``game``,
 ``split``, ``level_seed`` (from the env's ``info["episode"]``, correctly aligned), ``return``
-(raw), ``level_complete`` and ``state_in0/<layer>``. Strings are stored as int32 codes into
+(raw), ``level_complete`` and ``state_in0/<layer>``; with ground truth also ``goal/<name>`` for each goal
+of the recorded games (:mod:`proclab.envs.state.goals`: CoinRun's ``coin`` and ``end``, Maze's ``cheese``
+and ``corner``; false for the episodes of a game without that goal). Strings are stored as int32 codes into
 a per-shard category list.
 
 Dtypes: frames uint8; logits, values, rewards and states float32 (a float16 state would no
@@ -83,6 +85,8 @@ STEP_FIELDS = (
 INDEX_FIELDS = ("start", "length")
 """Per-episode fields the writer adds to every episode."""
 STATE_OUT, STATE_IN, STATE_IN0 = "state_out/", "state_in/", "state_in0/"
+GOAL = "goal/"
+"""Prefix of the per-episode goal fields (``goal/coin``, ``goal/end``, ...)."""
 
 Layout = dict[str, list[tuple[str, tuple[int, ...]]]]
 """Per layer: the state tensors it concatenates, in order, with their per-row shapes."""

@@ -19,7 +19,8 @@ import numpy as np
 
 from proclab.envs.state import glossary
 from proclab.envs.state.model import PLAYER
-from proclab.record.ground_truth import kind_gaps, scan
+from proclab.envs.state.scan import scan
+from proclab.record.ground_truth import kind_gaps
 
 
 def _playing(states, rows: np.ndarray, jobs: np.ndarray, ended: np.ndarray, variants: int):
