@@ -3,7 +3,8 @@ matter against how many random directions do.
 
 Wilson's score interval (Wilson 1927) keeps close to its nominal coverage at the small counts of a
 sweep (16 directions, a few dozen random ones), where the normal interval is too narrow near 0 and
-1. Two shares are compared by Fisher's exact test (two-sided) and Newcombe's hybrid-score interval
+1 (the exact Clopper-Pearson interval, :func:`clopper_pearson`, where a report promises exact ones). Two
+shares are compared by Fisher's exact test (two-sided) and Newcombe's hybrid-score interval
 of their difference (Newcombe 1998, method 10), built from the two Wilson intervals.
 """
 
@@ -23,6 +24,18 @@ def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson 1934) interval of the share ``successes / n``: the shares whose binomial
+    tail probability of a count this extreme is at least ``(1 - level) / 2`` on each side. It never
+    covers less than ``level``, where Wilson's can near 0 and 1; ``(0, 1)`` when ``n == 0``."""
+    if n == 0:
+        return 0.0, 1.0
+    tail = (1 - level) / 2
+    lo = 0.0 if successes == 0 else float(stats.beta.ppf(tail, successes, n - successes + 1))
+    hi = 1.0 if successes == n else float(stats.beta.ppf(1 - tail, successes + 1, n - successes))
+    return lo, hi
 
 
 def share(successes: int, n: int, level: float = 0.95) -> dict:
