@@ -131,13 +131,16 @@ def _print(result: DecisionSquare) -> None:
                 f"[{k['interval'][0]:.3f}, {k['interval'][1]:.3f}]"
             )
     d = result.decision
+    share = d["p_cheese"]["share"]
     print(
-        f"decision square in {d['with_decision_square']} of {result.mazes} mazes, {d['mazes']} kept; "
-        f"P(cheese) there {d['p_cheese']['share']:.3f}"
+        f"decision square in {d['with_decision_square']} of {result.mazes} mazes, {d['mazes']} kept"
+        + ("" if share is None else f"; P(cheese) there {share:.3f}")
     )
     for outcome, models in result.regressions.items():
         for name, r in models.items():
-            if name != "skipped":
+            if name == "skipped":
+                print(f"{outcome}: no regression ({r})")
+            else:
                 print(
                     f"{outcome} ~ {name}: accuracy {r['accuracy']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] "
                     f"vs base rate {r['base_rate']:.3f} (McNemar p {r['p_mcnemar']:.3g})"
