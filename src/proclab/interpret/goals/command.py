@@ -143,5 +143,5 @@ def _print(result: DecisionSquare) -> None:
             else:
                 print(
                     f"{outcome} ~ {name}: accuracy {r['accuracy']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] "
-                    f"vs base rate {r['base_rate']:.3f} (McNemar p {r['p_mcnemar']:.3g})"
+                    f"vs base rate {r['base_rate']:.3f} (McNemar p {r['p_mcnemar']:.3g}, Holm {r['p_holm']:.3g})"
                 )

@@ -15,7 +15,8 @@ square, measures the choice itself rather than the episode's end.
 
 Intervals: the rates per distance bin are exact (Clopper-Pearson) at a Bonferroni level over every rate
 reported together (two goals x the bins), so all of them hold at once with 95 % confidence; coefficients
-carry percentile bootstrap intervals over mazes at a Bonferroni level over the coefficients of their model.
+carry percentile bootstrap intervals over mazes at a Bonferroni level over the coefficients of their model;
+the McNemar p-values of accuracy against the base rate are Holm-adjusted over every regression reported.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.episodes import MazeEpisode, as_arrays, distinct_levels
 from proclab.interpret.goals.logistic import PENALTIES, regression
 from proclab.interpret.goals.maze import FEATURES
+from proclab.interpret.stats.corrections import adjust
 from proclab.interpret.stats.proportions import clopper_pearson
 from proclab.interpret.workspace.progress import no_phase
 from proclab.io.files import pyplot
@@ -161,7 +163,7 @@ class DecisionSquare(Result):
                         "accuracy": r["accuracy"],
                         "accuracy interval": r["ci95"],
                         "base rate": r["base_rate"],
-                        "p McNemar": r["p_mcnemar"],
+                        "p McNemar (Holm)": r["p_holm"],
                         "published accuracy": PUBLISHED["models"][name]["accuracy"]
                         if outcome == "cheese"
                         else None,
@@ -279,6 +281,9 @@ def decision_square(
                     reps=settings.bootstrap, folds=settings.folds, seed=settings.seed,
                     level=1 - 0.05 / (len(names) + 1),
                 )  # fmt: skip
+    fitted = [r for models in regressions.values() for name, r in models.items() if name != "skipped"]
+    for r, p in zip(fitted, adjust([r["p_mcnemar"] for r in fitted], "holm"), strict=True):
+        r["p_holm"] = float(p)  # one family: every accuracy-against-base-rate test reported together
     return DecisionSquare(
         mazes=len(episodes),
         horizon=settings.horizon,
