@@ -40,8 +40,9 @@ class DecisionSquareArgs(AnalysisArgs):
     seed: int = 0
     """Seed of the levels drawn from --levels and of the sampled actions (batch k plays with seed + k), and of
     the bootstrap and the folds."""
-    precision: str = field(default="fp32", kw_only=True)
-    """The agent's arithmetic while it plays: fp32, bf16 or auto."""
+    precision: str = field(default="auto", kw_only=True)
+    """The agent's arithmetic while it plays: fp32, bf16 (autocast) or auto (bf16 where the hardware computes
+    it natively). The numbers of docs/misgeneralization.md were played in fp32 (--precision fp32)."""
     levels: str = "2000000:1000000"
     """Split the mazes are drawn from (START:NUM; each episode's level drawn by procgen; repeats counted once)."""
     episodes: int = 3200
