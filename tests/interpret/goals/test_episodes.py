@@ -68,6 +68,7 @@ def test_rates_by_distance_follow_a_planted_rule():
     assert (near["mazes"], near["cheese"]["count"], near["corner"]["count"]) == (20, 20, 0)
     assert (far["mazes"], far["cheese"]["count"], far["corner"]["count"]) == (20, 0, 20)
     assert near["cheese"]["interval"][0] > 0.7 and far["corner"]["interval"][0] > 0.7
+    assert result.bins_with_square == result.bins  # every planted maze has its decision square
     assert result.decision["p_branch_cheese"]["count"] == 20 and result.decision["branch_entered"] == 40
     # one maze, repeated: every property is constant, yet the fit runs (a constant column is standardised to 0)
     assert result.regressions["cheese"]["all"]["accuracy"] == pytest.approx(0.5, abs=0.5)

@@ -130,7 +130,10 @@ class DecisionSquare(Result):
     """Distinct mazes (level seeds) played."""
     horizon: int | None
     bins: list[dict]
-    """Per distance bin: mazes, P(cheese) and P(corner) with simultaneous exact intervals."""
+    """Per distance bin: mazes, P(cheese) and P(corner) with simultaneous exact intervals (over this table and
+    the next)."""
+    bins_with_square: list[dict]
+    """The same over the mazes with a decision square only (where neither goal lies on the way to the other)."""
     decision: dict
     """Mazes with a decision square, those kept for the regression, and the choice's rates there."""
     regressions: dict[str, dict]
@@ -192,11 +195,13 @@ class DecisionSquare(Result):
         return fig
 
 
-def rates_by_distance(episodes: Sequence[MazeEpisode], settings: DecisionSquareSettings) -> list[dict]:
+def rates_by_distance(
+    episodes: Sequence[MazeEpisode], settings: DecisionSquareSettings, tables: int = 1
+) -> list[dict]:
     """P(cheese) and P(corner) in each bin of the cheese's distance from the corner, with exact intervals at a
-    Bonferroni level over the two goals and every bin."""
+    Bonferroni level over the two goals, every bin and the ``tables`` such tables reported together."""
     edges = list(settings.bins)
-    level = 1 - 0.05 / (2 * (len(edges) - 1))
+    level = 1 - 0.05 / (2 * (len(edges) - 1) * tables)
     out = []
     for lo, hi in itertools.pairwise(edges):
         inside = [e for e in episodes if lo <= e.cheese_distance < hi]
@@ -252,8 +257,9 @@ def decision_square(
     if not episodes:
         raise ProclabError("no maze episodes to analyse")
     with phase("rates"):
-        bins = rates_by_distance(episodes, settings)
+        bins = rates_by_distance(episodes, settings, tables=2)
         squares = [e for e in episodes if e.has_decision_square]
+        bins_with_square = rates_by_distance(squares, settings, tables=2)
         kept = [e for e in squares if not (settings.exclude_region and e.cheese_in_region)]
         decision = {"with_decision_square": len(squares), **choice(kept, settings.horizon)}
     regressions: dict[str, dict] = {}
@@ -288,6 +294,7 @@ def decision_square(
         mazes=len(episodes),
         horizon=settings.horizon,
         bins=bins,
+        bins_with_square=bins_with_square,
         decision=decision,
         regressions=regressions,
         episodes=as_arrays(episodes),
