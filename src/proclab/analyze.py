@@ -13,10 +13,14 @@ folders::
     proclab.analyze.saliency(agent, ro, ["value", "ic:0"], basis=states.basis).plot()
     proclab.analyze.atlas(agent, states.basis, ro, "core.0.h", sweep=swept).table()
     proclab.analyze.behaviours(samples, proclab.analyze.BehaviourSettings(clusters=8)).table()
+    mazes = proclab.analyze.maze_episodes(proclab.rollout(maze_agent, levels="2000000:1000000", episodes=64))
+    proclab.analyze.decision_square(mazes, proclab.analyze.DecisionSquareSettings(horizon=256)).plot()
 """
 
 from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
 from proclab.interpret.behaviours.grouping import Behaviours, BehaviourSettings, behaviours
+from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSettings, decision_square
+from proclab.interpret.goals.episodes import maze_episodes
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
@@ -31,6 +35,8 @@ __all__ = [
     "AtlasSettings",
     "BehaviourSettings",
     "Behaviours",
+    "DecisionSquare",
+    "DecisionSquareSettings",
     "EvaluationSettings",
     "Hidden",
     "HiddenSettings",
@@ -45,10 +51,12 @@ __all__ = [
     "WorldModelEvaluation",
     "atlas",
     "behaviours",
+    "decision_square",
     "evaluate_trex",
     "evaluate_world_model",
     "fit_basis",
     "hidden",
+    "maze_episodes",
     "probe",
     "random_agent",
     "saliency",

@@ -168,7 +168,17 @@ def test_a_renamed_spelling_answers_in_one_line(tmp_path, capsys, argv, line):
     assert not (tmp_path / "A").exists()
 
 
-TAKES_AGENT = {"hidden", "saliency", "edit", "intervene", "sweep", "atlas", "probe", "steer"}
+TAKES_AGENT = {
+    "hidden",
+    "saliency",
+    "edit",
+    "intervene",
+    "sweep",
+    "atlas",
+    "probe",
+    "steer",
+    "decision-square",
+}
 """Analyses that replay or play an agent given by --agent (the others' agent is the world model's own, or none)."""
 READS_STORE = {"hidden", "saliency", "edit", "atlas", "probe"}
 """Analyses that read an episode store given by --data."""

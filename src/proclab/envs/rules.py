@@ -46,7 +46,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from proclab.envs.state import GameState, end_cell, glossary, move_entity, positions
+from proclab.envs.state import GameState, end_cell, glossary, maze_square, move_entity, positions
 from proclab.envs.state.glossary import SPACE
 from proclab.errors import ProclabError, unknown_choice
 
@@ -109,7 +109,11 @@ def coinrun_floor_cells(state: GameState) -> np.ndarray:
     cells = []
     for col in range(_FIRST_SECTION, end_col):
         row = int(tops[col])
-        if 0 < row < state.grid.shape[0] and state.grid[row, col] in (SPACE, _COINRUN_BARRIER) and not taken[row, col]:
+        if (
+            0 < row < state.grid.shape[0]
+            and state.grid[row, col] in (SPACE, _COINRUN_BARRIER)
+            and not taken[row, col]
+        ):
             cells.append((col, row))
     return np.asarray(cells, np.int64).reshape(-1, 2)
 
@@ -148,14 +152,8 @@ def _move_coin(state: GameState, rng: np.random.Generator, values: dict) -> Game
 
 
 # -- Maze ---------------------------------------------------------------------------------------------
-def maze_region(state: GameState) -> tuple[int, int]:
-    """``(margin, maze_dim)``: the maze occupies cells ``margin .. margin + maze_dim - 1`` in x and y."""
-    maze_dim, world_dim = int(state.extra.maze_dim), int(state.extra.world_dim)
-    return (world_dim - maze_dim) // 2, maze_dim
-
-
 def _cheese_in_region(state: GameState, rng: np.random.Generator, values: dict) -> GameState:
-    margin, dim = maze_region(state)
+    margin, dim = maze_square(state)
     size = min(int(values["size"]), dim)
     lo, hi = margin + dim - size, margin + dim
     agent = (int(state.agent.x), int(state.agent.y))

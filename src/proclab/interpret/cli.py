@@ -30,6 +30,7 @@ from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_com
 from proclab.interpret.behaviours.command import BehavioursArgs, run_behaviours
 from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
 from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.goals.command import DecisionSquareArgs, run_decision_square
 from proclab.interpret.interventions.at_hook import HookEditArgs, run_edit
 from proclab.interpret.interventions.command import (
     InterveneArgs,
@@ -67,6 +68,7 @@ ANALYSES: dict[str, tuple[type[AnalysisArgs], Callable[..., Path]]] = {
     "compare-bases": (CompareBasesArgs, run_compare_bases),
     "probe": (ProbeArgs, run_probe),
     "steer": (SteerArgs, run_steer),
+    "decision-square": (DecisionSquareArgs, run_decision_square),
 }
 RENAMED: dict[str, str] = {
     "analyze intervene --sweep": "analyze sweep",

@@ -13,7 +13,14 @@ from proclab.envs.state.camera import camera, to_pixels
 from proclab.envs.state.edit import add_entity, move_agent, move_entity, remove_entities
 from proclab.envs.state.features import event_names, events, feature_names, features, positions
 from proclab.envs.state.glossary import Glossary, glossary
-from proclab.envs.state.goals import GoalTracker, corner_cell, end_cell, episode_goals, goal_names
+from proclab.envs.state.goals import (
+    GoalTracker,
+    corner_cell,
+    end_cell,
+    episode_goals,
+    goal_names,
+    maze_square,
+)
 from proclab.envs.state.model import Entity, GameState, parse_state, serialize_state
 
 __all__ = [
@@ -32,6 +39,7 @@ __all__ = [
     "features",
     "glossary",
     "goal_names",
+    "maze_square",
     "move_agent",
     "move_entity",
     "parse_state",

@@ -72,12 +72,17 @@ def end_cell(state: GameState) -> tuple[int, int]:
     return int(np.flatnonzero(~wall[:, col])[0]), col
 
 
+def maze_square(state: GameState) -> tuple[int, int]:
+    """``(low, size)``: Maze's maze is the ``size`` x ``size`` square (procgen's ``maze_dim``) of cells ``low ..
+    low + size - 1`` in x and y, centred in the ``world_dim`` grid; the rest is wall."""
+    size = int(state.extra.maze_dim)
+    return (int(state.extra.world_dim) - size) // 2, size
+
+
 def corner_cell(state: GameState) -> tuple[int, int]:
-    """Maze's top-right maze cell ``(row, col)`` (row 0 at the bottom): the maze is ``maze_dim`` cells wide,
-    centred in the ``world_dim`` grid."""
-    margin = (state.extra.world_dim - state.extra.maze_dim) // 2
-    top = margin + state.extra.maze_dim - 1
-    return top, top
+    """Maze's top-right maze cell ``(row, col)`` (row 0 at the bottom)."""
+    low, size = maze_square(state)
+    return low + size - 1, low + size - 1
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@ matter against how many random directions do.
 
 Wilson's score interval (Wilson 1927) keeps close to its nominal coverage at the small counts of a
 sweep (16 directions, a few dozen random ones), where the normal interval is too narrow near 0 and
-1. Two shares are compared by Fisher's exact test (two-sided) and Newcombe's hybrid-score interval
+1 (the exact Clopper-Pearson interval, :func:`proclab.envs.episodes.clopper_pearson`, where a report
+promises exact ones). Two
+shares are compared by Fisher's exact test (two-sided) and Newcombe's hybrid-score interval
 of their difference (Newcombe 1998, method 10), built from the two Wilson intervals.
 """
 

@@ -1,0 +1,2 @@
+"""Which goal an agent pursues, read from behaviour: maze geometry (paths, the decision square, Mini et al.'s
+distances), the goals an episode reached, and the decision-square analysis (``analyze decision-square``)."""

@@ -1,0 +1,104 @@
+"""The regression against a hand-written Newton (IRLS) fit, planted coefficients recovered inside their
+bootstrap intervals, and a cross-validated accuracy that beats the base rate only when a feature carries
+the outcome; the exact (Clopper-Pearson) interval against its definition by brute-force inversion."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from proclab.envs.episodes import clopper_pearson
+from proclab.errors import ProclabError
+from proclab.interpret.goals.logistic import cross_validated, fit, regression, standardise
+from proclab.interpret.stats.proportions import wilson
+
+
+def newton_logistic(z: np.ndarray, y: np.ndarray, steps: int = 50) -> np.ndarray:
+    """Maximum likelihood by Newton's method (iteratively reweighted least squares), intercept first."""
+    x = np.column_stack([np.ones(len(z)), z])
+    beta = np.zeros(x.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-x @ beta))
+        hessian = x.T @ (x * (p * (1 - p))[:, None])
+        beta = beta + np.linalg.solve(hessian, x.T @ (y - p))
+    return beta
+
+
+def planted(n: int, seed: int, coef=(1.5, -1.0, 0.0), intercept: float = 0.5):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, len(coef)))
+    y = (rng.random(n) < 1 / (1 + np.exp(-(intercept + z @ np.array(coef))))).astype(int)
+    return z, y
+
+
+def test_the_unpenalised_fit_is_maximum_likelihood():
+    z, y = planted(400, 0)
+    assert fit(z, y, "none") == pytest.approx(newton_logistic(z, y), abs=1e-4)
+
+
+def test_a_weak_l1_penalty_tends_to_maximum_likelihood_and_a_strong_one_zeroes_coefficients():
+    z, y = planted(400, 1)
+    assert fit(z, y, "l1", c=1e6) == pytest.approx(newton_logistic(z, y), abs=2e-2)
+    assert np.all(fit(z, y, "l1", c=1e-4)[1:] == 0)
+
+
+def test_planted_coefficients_lie_inside_their_intervals():
+    z, y = planted(1500, 2)
+    r = regression(
+        z * [2.0, 5.0, 1.0] + 7.0, y, ["a", "b", "c"], penalty="none", reps=200, folds=5, level=0.99
+    )
+    # per standard deviation of the sample: standardisation undoes the planted scale and shift
+    truth = dict(zip("abc", np.array([1.5, -1.0, 0.0]) * z.std(0), strict=True))
+    for name, value in truth.items():
+        lo, hi = r["coefficients"][name]["interval"]
+        assert lo <= value <= hi
+    assert r["coefficients"]["b"]["interval"][1] < 0 < r["coefficients"]["a"]["interval"][0]
+
+
+def test_accuracy_beats_the_base_rate_only_with_an_informative_feature():
+    z, y = planted(600, 3, coef=(3.0,), intercept=1.0)
+    informative = cross_validated(standardise(z), y, "l1", 1.0, 10, 0)
+    assert informative["accuracy"] > informative["base_rate"] + 0.05 and informative["p_mcnemar"] < 1e-3
+    noise = np.random.default_rng(4).normal(size=(600, 1))
+    useless = cross_validated(standardise(noise), y, "l1", 1.0, 10, 0)
+    assert useless["p_mcnemar"] > 0.01 and useless["accuracy"] <= useless["base_rate"] + 0.02
+
+
+def test_a_regression_of_one_outcome_is_refused_in_one_line():
+    with pytest.raises(ProclabError, match="both outcomes"):
+        regression(np.ones((50, 1)), np.ones(50), ["a"])
+
+
+def brute_force_exact(k: int, n: int, level: float) -> tuple[float, float]:
+    """The shares not rejected by either one-sided binomial test at (1 - level) / 2, by bisection."""
+    tail = (1 - level) / 2
+
+    def solve(f):
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) else (lo, mid)
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else solve(lambda p: stats.binom.sf(k - 1, n, p) < tail)
+    upper = 1.0 if k == n else solve(lambda p: stats.binom.cdf(k, n, p) > tail)
+    return lower, upper
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (17, 40), (1, 200)])
+def test_the_exact_interval_inverts_the_binomial_tests(k, n):
+    assert clopper_pearson(k, n, 0.95) == pytest.approx(brute_force_exact(k, n, 0.95), abs=1e-9)
+
+
+def test_the_exact_interval_covers_every_share_where_wilson_falls_short():
+    n = 20
+    grid = np.linspace(0.001, 0.2, 200)
+    ks = np.arange(n + 1)
+    exact = np.array([clopper_pearson(k, n) for k in ks])
+    score = np.array([wilson(k, n) for k in ks])
+
+    def coverage(intervals, p):
+        inside = (intervals[:, 0] <= p) & (p <= intervals[:, 1])
+        return stats.binom.pmf(ks, n, p)[inside].sum()
+
+    assert min(coverage(exact, p) for p in grid) >= 0.95
+    assert min(coverage(score, p) for p in grid) < 0.93  # near 0 Wilson's interval under-covers
