@@ -66,6 +66,12 @@ def test_rules_parse_with_defaults_spelled_out_and_refuse_bad_text_in_one_line()
             parse_rule(bad)
     with pytest.raises(ProclabError, match="edits coinrun levels; the env plays maze"):
         ProcgenVecEnv(EnvConfig(game=("maze",), level_rule="coin-moved", num_envs=1))
+    from proclab.rl.train import parse_args
+
+    trained, _ = parse_args(
+        ["--preset", "tiny", "--game", "coinrun", "--level-rule", "coin-moved:percent=30"]
+    )
+    assert trained.env.level_rule == "coin-moved:percent=30.0,place=sections,seed=0"  # saved spelled out
     config = EnvConfig(level_rule="coin-moved:percent=20")
     assert with_rule(config, None) is config
     assert with_rule(config, "none").level_rule == ""

@@ -11,12 +11,14 @@ Several processes: ``torchrun --nproc_per_node N -m proclab train ...`` (PPO onl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import tyro
 
+from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict
 from proclab.rl.config import PRESETS, ImpalaConfig, PPOConfig, TrainConfig, algo_flags, preset
@@ -76,8 +78,12 @@ def run_args(prog: str = "proclab train", more_help: str = "") -> RunArgs[TrainC
 def parse_args(
     argv: list[str], prog: str = "proclab train", more_help: str = ""
 ) -> tuple[TrainConfig, Path | None]:
-    """The config of a run and the run directory to resume, if any (see :func:`run_args`)."""
-    return run_args(prog, more_help).parse(argv)
+    """The config of a run and the run directory to resume, if any (see :func:`run_args`); a new run's level
+    rule is saved with every parameter spelled out, so that it does not depend on later defaults."""
+    config, resume = run_args(prog, more_help).parse(argv)
+    if resume is None and config.env.level_rule:
+        config = dataclasses.replace(config, env=with_rule(config.env, config.env.level_rule))
+    return config, resume
 
 
 def _report(trainer, out: Path) -> None:
