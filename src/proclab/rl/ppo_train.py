@@ -37,6 +37,7 @@ import torch
 
 from proclab.envs import EpisodeLog, ProcgenVecEnv, RewardNormalizer
 from proclab.envs.halves import HalvedVecEnv
+from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import find_checkpoint
 from proclab.io.configs import to_dict
@@ -296,15 +297,17 @@ def preset_config(
     seed: int = 0,
     runs: str | Path = "runs",
     name: str | None = None,
+    level_rule: str | None = None,
     **runtime,
 ) -> TrainConfig:
     """The PPO run of preset ``preset_name`` (``proclab train --preset``) on ``game``: ``steps`` environment
-    steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, with
-    the runtime fields given (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
+    steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, on
+    levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), with the runtime fields given
+    (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
     config = preset(preset_name)
     return replace(
         config,
-        env=replace(config.env, game=(game,)),
+        env=with_rule(replace(config.env, game=(game,)), level_rule),
         ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
         run_root=Path(runs),
         seed=seed,
@@ -323,6 +326,7 @@ def train(
     seed: int = 0,
     runs: str | Path = "runs",
     name: str | None = None,
+    level_rule: str | None = None,
     device: str = "auto",
     precision: str = "auto",
 ):
@@ -331,8 +335,8 @@ def train(
     (``train("coinrun", steps=10_240)``; ``seconds=`` caps the time instead, at the cost of an agent that
     depends on the machine's speed)."""
     config = preset_config(
-        game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, device=device,
-        precision=precision,
+        game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, level_rule=level_rule,
+        device=device, precision=precision,
     )  # fmt: skip
     run_dir = Trainer(config).train()
     return load(run_dir, device=device, precision=precision)
