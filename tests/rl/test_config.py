@@ -40,6 +40,7 @@ def env(games, mode, num_envs, split, backgrounds=True):
         restrict_themes=False,
         use_monochrome_assets=False,
         num_threads=4,
+        level_rule="",  # the seeds train on the levels procgen makes
     )
 
 
