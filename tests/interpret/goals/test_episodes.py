@@ -74,6 +74,13 @@ def test_rates_by_distance_follow_a_planted_rule():
     assert result.regressions["cheese"]["all"]["accuracy"] == pytest.approx(0.5, abs=0.5)
 
 
+def test_too_few_decision_squares_skip_the_regressions_instead_of_failing():
+    few = decision_square(planted_episodes()[:12], DecisionSquareSettings(bootstrap=10, exclude_region=False))
+    assert set(few.regressions) == {"cheese", "branch"}
+    assert all("too few to fit with 10-fold" in r["skipped"] for r in few.regressions.values())
+    assert few.bins  # the rates are still there
+
+
 def test_repeated_levels_count_once():
     episodes = planted_episodes()
     assert len(distinct_levels(episodes + episodes[:5])) == 40

@@ -274,9 +274,10 @@ def decision_square(
         }
         for outcome, (rows, y) in outcomes.items():
             y = np.asarray(y, int)[rows]
-            if y.size == 0 or y.min() == y.max():
+            if y.size < 2 * settings.folds or y.min() == y.max():  # a small budget's few decision squares
                 regressions[outcome] = {
-                    "skipped": f"{int(y.sum())} of {y.size} mazes reached it: nothing to fit"
+                    "skipped": f"{int(y.sum())} of {y.size} mazes reached it: too few to fit with "
+                    f"{settings.folds}-fold accuracy (at least {2 * settings.folds} mazes and both outcomes)"
                 }
                 continue
             regressions[outcome] = {}
