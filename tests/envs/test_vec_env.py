@@ -148,6 +148,22 @@ def test_state_round_trip_continues_identically():
             np.testing.assert_array_equal(x[4]["episode"][k], y[4]["episode"][k])
 
 
+def test_one_slot_state_is_procgens_own_state_of_that_slot():
+    """slot_state(i) (one serialization, one reused buffer) against procgen's own get_state of every env,
+    slot i being env i // G of game i mod G; slot_states() is the same list."""
+    cfg = EnvConfig(game=("coinrun", "maze"), num_envs=6)
+    env = ProcgenVecEnv(cfg, seed=2)
+    env.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        env.step(rng.integers(0, 15, 6))
+    own = env.get_state()["procgen"]
+    expected = [own[slot % 2][slot // 2] for slot in range(6)]
+    assert [env.slot_state(slot) for slot in range(6)] == expected
+    assert env.slot_states() == expected
+    assert len(set(expected)) == 6
+
+
 def test_one_slot_starts_a_chosen_level_and_plays_it_like_a_fresh_env():
     """set_slot_state on one slot of a multi-task env: that slot shows and plays the snapshot's level
     exactly as the env the snapshot came from, the other slots go on untouched."""

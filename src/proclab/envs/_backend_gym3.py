@@ -76,16 +76,19 @@ class ProcgenBackend:
     def get_state(self) -> list[bytes]:
         return self.env.get_state()
 
-    def get_slot_states(self) -> list[bytes]:
-        """Every env's state, as :meth:`get_state`, into one buffer kept between calls (procgen's own
+    def get_slot_state(self, index: int) -> bytes:
+        """One env's state, as :meth:`get_state`, through one buffer kept between calls (procgen's own
         allocates and zeroes a megabyte per call, which costs as much as serializing a small game)."""
         if self._state_buf is None:
             self._state_buf = self.env._ffi.new(f"char[{MAX_STATE_BYTES}]")
-        buf, ffi = self._state_buf, self.env._ffi
-        return [
-            bytes(ffi.buffer(buf, self.env.call_c_func("get_state", i, buf, MAX_STATE_BYTES)))
-            for i in range(self.num)
-        ]
+        buf = self._state_buf
+        return bytes(
+            self.env._ffi.buffer(buf, self.env.call_c_func("get_state", index, buf, MAX_STATE_BYTES))
+        )
+
+    def get_slot_states(self) -> list[bytes]:
+        """Every env's state, as :meth:`get_slot_state`."""
+        return [self.get_slot_state(i) for i in range(self.num)]
 
     def set_state(self, states: list[bytes]) -> None:
         self.env.set_state(states)

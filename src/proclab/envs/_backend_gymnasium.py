@@ -16,11 +16,13 @@ Two of its habits are absorbed here:
 
 from __future__ import annotations
 
+import ctypes
 from importlib.metadata import version
 
 import numpy as np
 from procgen_gym import ProcgenVecEnv
 
+MAX_STATE_BYTES = 2**20  # procgen's MAX_STATE_SIZE: the largest state its get_state writes
 NAME = f"procgen-gym {version('procgen-gym')} (gymnasium)"
 
 _FLAGS = {
@@ -54,6 +56,7 @@ class ProcgenBackend:
     def __init__(self, num: int, game: str, **options):
         self.env = ProcgenVecEnv(num_envs=int(num), env_name=game, **_plain(options))
         self._lib = self.env._clib  # the ctypes library and its numpy buffers
+        self._state_buf = None
         self.num = num
 
     def act(self, actions: np.ndarray) -> None:
@@ -76,10 +79,17 @@ class ProcgenBackend:
     def get_state(self) -> list[bytes]:
         return self.env.get_state()
 
+    def get_slot_state(self, index: int) -> bytes:
+        """One env's state, as :meth:`get_state`, through one buffer kept between calls: this build's own
+        ``get_state`` allocates and zeroes a megabyte per call and copies all of it to slice the state."""
+        if self._state_buf is None:
+            self._state_buf = ctypes.create_string_buffer(MAX_STATE_BYTES)
+        n = self._lib.call_c_func("get_state", int(index), self._state_buf, MAX_STATE_BYTES)
+        return ctypes.string_at(self._state_buf, n)
+
     def get_slot_states(self) -> list[bytes]:
-        """Every env's state, as :meth:`get_state`: the call the ground-truth recorder makes (the gym3
-        backend serves it from one reused buffer; this build's own ``get_state`` serves it here)."""
-        return self.get_state()
+        """Every env's state, as :meth:`get_slot_state`: the call the ground-truth recorder makes."""
+        return [self.get_slot_state(i) for i in range(self.num)]
 
     def set_state(self, states: list[bytes]) -> None:
         self.env.set_state(list(states))

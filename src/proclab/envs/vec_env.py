@@ -182,11 +182,10 @@ class ProcgenVecEnv:
     def _apply_rule(self, slots: np.ndarray, obs: np.ndarray, info: dict) -> tuple[np.ndarray, dict]:
         """Restart ``slots``, whose episodes have just begun, from their levels edited by the level rule
         (procgen made them unedited: it starts a level inside the step that ended the last)."""
-        states = self.slot_states()
         seeds = info["level_seed"]
         edited = {}
         for slot in slots:
-            state = parse_state(states[slot])
+            state = parse_state(self.slot_state(int(slot)))
             new = self.rule.apply(state, int(seeds[slot]))
             if new is not state:
                 edited[int(slot)] = serialize_state(new)
@@ -219,6 +218,13 @@ class ProcgenVecEnv:
             self.set_slot_state(slot, state)
         obs, _, _, info, _ = self._observe()
         return obs, info
+
+    def slot_state(self, slot: int) -> bytes:
+        """Env slot ``slot``'s procgen game state (``get_state`` bytes) alone: a level rule reads only the
+        slots whose episodes just began, and reading every slot would cost as many serializations."""
+        if not self._backends:
+            raise RuntimeError("call reset() before slot_state()")
+        return self._backends[int(self.game_index[slot])].get_slot_state(slot // len(self.games))
 
     def slot_states(self) -> list[bytes]:
         """Each env slot's procgen game state (``get_state`` bytes), in slot order."""

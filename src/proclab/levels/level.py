@@ -56,7 +56,7 @@ def generate_level(game: str, mode: str, level_seed: int) -> LevelState:
         raise ProclabError(f"--level-seed must be in [0, 2^31), got {level_seed}")
     with ProcgenVecEnv(env_config(game, mode, f"{level_seed}:1")) as env:
         _, info = env.reset()
-        data = env.slot_states()[0]
+        data = env.slot_state(0)
         seed = int(info["level_seed"][0])
     return LevelState(data, seed, f"generated: {game} {mode} level {seed}")
 

@@ -86,7 +86,7 @@ class LevelsEnv:
     def reset(self) -> tuple[np.ndarray, dict]:
         self.env.reset()
         if not self._states:  # the env's own options, read once from a state it made
-            reference = self.env.slot_states()[0]
+            reference = self.env.slot_state(0)
             self._states = [with_options_of(s.data, reference) for s in self.levels.states]
         self._played[:] = 0
         return self.env.restart_slots(

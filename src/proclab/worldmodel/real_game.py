@@ -66,7 +66,7 @@ class RealGame:
                 f"replaying episode {episode} of {str(self.store.path)!r} to step {step} does not give its recorded "
                 "frame: the store was recorded with other game options than the agent's"
             )
-        return env.slot_states()[0]
+        return env.slot_state(0)
 
     @torch.no_grad()
     def play(

@@ -65,7 +65,7 @@ class ProcgenLevels:
         self.states = None
         if levels is not None:
             check_levels_fit(levels, config.games(), config.mode, "the level-state file")
-            reference = self.env.slot_states()[0]  # drawn with the agent's options, as in play
+            reference = self.env.slot_state(0)  # drawn with the agent's options, as in play
             self.states = [with_options_of(s.data, reference) for s in levels.states]
 
     def level_state(self, level: int) -> bytes:
@@ -96,7 +96,7 @@ class ProcgenLevels:
             _, _, terminated, truncated, _ = self._replayer.step(np.array([a]))
             if terminated[0] or truncated[0]:
                 return None  # ended before its last action: not the episode that was played
-        return self._replayer.slot_states()[0]
+        return self._replayer.slot_state(0)
 
     def load(self, slot: int, state: bytes) -> None:
         self.env.set_slot_state(slot, state)
