@@ -10,7 +10,8 @@ the benchmark's behavioural label (P(coin) - P(end without coin), level bootstra
         --seeds 1 2 3 --condition sections
 
 ``EVALS/<arm>-s<seed>/episodes.jsonl`` for arm in end, moved. Prints one JSON line per agent, one per seed's
-comparison, then writes ``EVALS/comparison.json``.
+comparison, then writes ``EVALS/comparison.json`` and ``EVALS/comparison.png`` (each agent's P(coin) and
+P(end without coin) on the moved levels, with their intervals).
 """
 
 from __future__ import annotations
@@ -75,6 +76,31 @@ def main() -> None:
     for s, pair in out["pairs"].items():
         print(json.dumps({"seed": s, "end arm - moved arm": pair}), flush=True)
     (args.evals / "comparison.json").write_text(json.dumps(out, indent=1))
+    plot(out, args.evals / "comparison.png")
+
+
+def plot(out: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(out["agents"])
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    for k, (goal, colour) in enumerate((("coin", "tab:orange"), ("end without coin", "tab:blue"))):
+        shares = [out["agents"][a][f"{out['condition']} {goal}"] for a in names]
+        x = np.arange(len(names)) + (k - 0.5) * 0.3
+        y = np.array([s["share"] for s in shares])
+        err = np.abs(np.array([s["ci95"] for s in shares]).T - y)
+        ax.errorbar(x, y, yerr=err, fmt="o", color=colour, capsize=3, label=f"P({goal})")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(f"share of {out['levels']} levels")
+    ax.set_title(f"coin moved ({out['condition']}): 95 % Wilson intervals", fontsize=10)
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
