@@ -101,7 +101,7 @@ def sweep_stage(agent, args, rule: str) -> dict:
         key = next(iter(states)) if states else f"hook:{FEED_FORWARD_HOOK}"
         ro = proclab.rollout(
             agent, levels=args.basis_levels, steps=args.basis_steps, truth=False, level_rule="none",
-            seed=args.seed, num_envs=16, cache=None if states else [FEED_FORWARD_HOOK],
+            seed=args.seed, num_envs=4, cache=None if states else [FEED_FORWARD_HOOK],
         )  # fmt: skip
         basis = proclab.analyze.fit_basis(ro, key, n_ics=args.ics, seed=args.seed)
         result = proclab.analyze.sweep(
