@@ -332,13 +332,14 @@ def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
     plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], variants) if variants else None
     dims = np.arange(-1, len(variants))
     values = np.repeat(np.arange(L, dtype=np.float64)[None], V, 0)
-    near = _near(env, V, L, s.reach_gap)
-    paths = Paths(_states_of(env), V, L)
     game = env.config.games()[0]
-    tracked = GoalWatch.of(env).start(V, levels) if goal_names(game) else None
+    states = _StepStates(env)
+    near = Near(states, game, V, L, s.reach_gap)
+    paths = Paths(states, V, L)
+    tracked = GoalWatch(states, env.level_state, game).start(V, levels) if goal_names(game) else None
     outcomes = play(
         Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed,
-        watch=lambda *a: (near(*a), paths(*a), tracked and tracked(*a)),
+        watch=lambda *a: (states.next_step(), near(*a), paths(*a), tracked and tracked(*a)),
     )  # fmt: skip
     reached_goal = _reached(outcomes, near, env, entity)
     idx = resamples(L, s.bootstrap, s.seed)
@@ -411,8 +412,20 @@ def _states_of(env):
     return lambda: env.env.get_state()["procgen"][0]
 
 
-def _near(env, variants: int, levels: int, gap: float) -> Near:
-    return Near(_states_of(env), env.config.games()[0], variants, levels, gap)
+class _StepStates:
+    """Every slot's game state after the current step, read once however many watchers ask for it (a read
+    of every slot costs about as much as the step); :meth:`next_step` forgets it."""
+
+    def __init__(self, env):
+        self.env, self.data = env, None
+
+    def __call__(self) -> list[bytes]:
+        if self.data is None:
+            self.data = self.env.env.get_state()["procgen"][0]
+        return self.data
+
+    def next_step(self) -> None:
+        self.data = None
 
 
 def _reached(outcomes, near: Near, env, entity) -> np.ndarray:
