@@ -119,10 +119,32 @@ def sweep_stage(agent, args, rule: str) -> dict:
     return json.loads((folder / "result.json").read_text())
 
 
+PLAYED = ("agent", "random_init", "levels", "sweep_levels", "split", "level_rule", "draws", "vector_levels", "ics",
+          "arms", "basis_levels", "basis_steps", "permutations", "seed")  # fmt: skip
+"""The options a saved stage depends on: a resumed run must give the same ones."""
+
+
+def check_settings(args) -> None:
+    """OUT/settings.json holds the options of the first run; a resumed run with other options is refused (its
+    saved stages would be read back as if played with them)."""
+    mine = {k: str(getattr(args, k)) for k in PLAYED}
+    path = args.out / "settings.json"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        differ = sorted(k for k in mine if saved.get(k) != mine[k])
+        if differ:
+            raise SystemExit(
+                f"{args.out} holds stages played with other options ({', '.join(differ)}); use another --out"
+            )
+    else:
+        write_json_atomic(path, mine)
+
+
 def main(argv=None) -> None:
     args = parse(argv)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
+    check_settings(args)
     agent = proclab.load(args.agent)
     name = args.agent
     if args.random_init:

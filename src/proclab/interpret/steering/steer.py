@@ -38,6 +38,12 @@ controls; retarget by channels, against random channel sets.
    against the plain agent (McNemar), against the random sets' mean (bootstrap), and where they fall
    among the sets.
 
+6. **Both goals** (a game with two: CoinRun's coin and end, Maze's cheese and corner;
+   :mod:`proclab.envs.state.goals`): per non-zero coefficient, P(A) and P(B) of the vector, the instance
+   control and every random draw against the plain agent on the levels that hold the entity (exact
+   McNemar; :func:`goal_changes`), the null a goal call ranks the vector in
+   (:mod:`proclab.interpret.goals.detect_steering`).
+
 Per coefficient, ``reach`` says for each kind of the game's glossary present at the start of some
 held-out level how often the agent reached it on those levels (its box within ``reach_gap`` of one,
 :class:`~proclab.interpret.steering.reach.Near`; the goal also by completing the level), paired with
