@@ -36,7 +36,12 @@ def test_the_sweep_tests_both_goals_of_every_direction_and_arm():
     )  # fmt: skip
     goals = res.summary["goals"]
     assert goals["names"] == ["coin", "end"] and goals["levels"] == 3
-    assert [(r["direction"], r["arm"]) for r in goals["variants"]] == [(0, "p05"), (0, "p95"), (1, "p05"), (1, "p95")]
+    assert [(r["direction"], r["arm"]) for r in goals["variants"]] == [
+        (0, "p05"),
+        (0, "p95"),
+        (1, "p05"),
+        (1, "p95"),
+    ]
     complete = np.asarray(res.outcomes["level_complete"]) > 0
     assert goals["baseline"]["coin"] == pytest.approx(complete[0].mean())  # the coin is the level completed
     for r in goals["variants"]:  # a policy that ignores the state: every arm plays the baseline's episodes
