@@ -38,6 +38,12 @@ controls; retarget by channels, against random channel sets.
    against the plain agent (McNemar), against the random sets' mean (bootstrap), and where they fall
    among the sets.
 
+6. **Both goals** (a game with two: CoinRun's coin and end, Maze's cheese and corner;
+   :mod:`proclab.envs.state.goals`): per non-zero coefficient, P(A) and P(B) of the vector, the instance
+   control and every random draw against the plain agent on the levels that hold the entity (exact
+   McNemar; :func:`goal_changes`), the null a goal call ranks the vector in
+   (:mod:`proclab.interpret.goals.detect_steering`).
+
 Per coefficient, ``reach`` says for each kind of the game's glossary present at the start of some
 held-out level how often the agent reached it on those levels (its box within ``reach_gap`` of one,
 :class:`~proclab.interpret.steering.reach.Near`; the goal also by completing the level), paired with
@@ -57,9 +63,10 @@ import torch
 
 from proclab.envs import parse_split
 from proclab.envs.rules import with_rule
-from proclab.envs.state import glossary, parse_state, remove_entities, serialize_state
+from proclab.envs.state import glossary, goal_names, parse_state, remove_entities, serialize_state
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
+from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change, resamples
 from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
@@ -128,6 +135,7 @@ class Steering(Result):
     controls: dict | None = None
     paths: dict | None = None
     retarget: dict | None = None
+    goals: dict | None = None
 
     def table(self) -> list[dict]:
         rows = []
@@ -187,7 +195,7 @@ def steer(
         with phase(f"{'per-level' if s.per_level else 'mean'} vectors and controls on {len(levels)} levels"):
             arms, info = _arms(agent, vector, states, seeds, vector_split, entity, info, s)
             played = _play_arms(agent, arms, coefficients, env, levels, entity, s, rt)
-        by_coefficient, controls, paths = played
+        by_coefficient, controls, paths, goals = played
         retarget = None
         if s.channels:
             with phase(f"retargeting on {len(levels)} levels"):
@@ -198,7 +206,17 @@ def steer(
             seeds.close()
     correct(_binary_tests(by_coefficient, controls, retarget))
     return Steering(
-        s.hook, entity, game, len(levels), info, by_coefficient, vector.numpy(), controls, paths, retarget
+        s.hook,
+        entity,
+        game,
+        len(levels),
+        info,
+        by_coefficient,
+        vector.numpy(),
+        controls,
+        paths,
+        retarget,
+        goals,
     )
 
 
@@ -320,11 +338,14 @@ def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
     plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], variants) if variants else None
     dims = np.arange(-1, len(variants))
     values = np.repeat(np.arange(L, dtype=np.float64)[None], V, 0)
-    near = _near(env, V, L, s.reach_gap)
-    paths = Paths(_states_of(env), V, L)
+    game = env.config.games()[0]
+    states = _StepStates(env)
+    near = Near(states, game, V, L, s.reach_gap)
+    paths = Paths(states, V, L)
+    tracked = GoalWatch(states, env.level_state, game).start(V, levels) if goal_names(game) else None
     outcomes = play(
         Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed,
-        watch=lambda *a: (near(*a), paths(*a)),
+        watch=lambda *a: (states.next_step(), near(*a), paths(*a), tracked and tracked(*a)),
     )  # fmt: skip
     reached_goal = _reached(outcomes, near, env, entity)
     idx = resamples(L, s.bootstrap, s.seed)
@@ -337,20 +358,80 @@ def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
     order = sorted(by_coefficient, key=float)
     by_coefficient = {k: by_coefficient[k] for k in order}
     if not steered:
-        return by_coefficient, None, None
+        return by_coefficient, None, None, None
+    goals = (
+        None
+        if tracked is None
+        else goal_changes(
+            tracked.outcomes(outcomes.complete), tracked.names, layout, steered, len(arms.random), arms.have
+        )
+    )
     binary = {"level_complete": outcomes.complete > 0, f"reached {entity}": reached_goal}
     controls = {f"{c:g}": _controls(binary, layout, c, len(arms.random), arms.have, s) for c in steered}
     blind = _without_entity(agent, env, levels, entity, s, rt)
     walks = _walks(paths, blind, layout, steered, len(arms.random), arms.have, s)
-    return by_coefficient, controls, walks
+    return by_coefficient, controls, walks, goals
+
+
+def goal_changes(reached: np.ndarray, names, layout: dict, steered, draws: int, have: np.ndarray) -> dict:
+    """Both goals (``reached``: ``(2, V, L)``, :class:`GoalWatch`) on the levels that hold the entity, per
+    non-zero coefficient: the vector's arm, the instance control and every random draw against the plain
+    agent (exact McNemar). The vector's tests of both goals at every coefficient are one Holm family (what
+    a goal call reads); the controls' tests (instance and draws) another: they are the null the vector is
+    ranked in, not claims."""
+
+    rows = np.flatnonzero(have)
+    h = reached[:, :, rows]
+    plain = h[:, 0]
+    out = {
+        "names": list(names),
+        "levels": len(rows),
+        "plain": {g: float(plain[i].mean()) if len(rows) else None for i, g in enumerate(names)},
+        "coefficients": {},
+    }
+    vector_tests, control_tests = [], []
+    for c in steered:
+        arm = {"vector": {}, "instance": {}, "random": {}}
+        for i, g in enumerate(names):
+            vec = binary_change(plain[i], h[i, layout["vector", c]])
+            inst = binary_change(plain[i], h[i, layout["instance", c]])
+            drawn = [binary_change(plain[i], h[i, layout[f"random {d}", c]]) for d in range(draws)]
+            arm["vector"][g], arm["instance"][g] = vec, inst
+            arm["random"][g] = {
+                "draws": drawn,
+                "changes": [d["change"] for d in drawn],
+                **(rank_among_draws(vec["change"], np.array([d["change"] for d in drawn])) if draws else {}),
+            }
+            vector_tests.append(vec)
+            control_tests.extend([inst, *drawn])
+        out["coefficients"][f"{c:g}"] = arm
+    correct(vector_tests)
+    correct(control_tests)
+    out["correction"] = {
+        "vector": f"holm over the vector's {len(vector_tests)} tests (both goals, every non-zero coefficient)",
+        "controls": f"holm over the {len(control_tests)} tests of the instance control and the random draws",
+    }
+    return out
 
 
 def _states_of(env):
     return lambda: env.env.get_state()["procgen"][0]
 
 
-def _near(env, variants: int, levels: int, gap: float) -> Near:
-    return Near(_states_of(env), env.config.games()[0], variants, levels, gap)
+class _StepStates:
+    """Every slot's game state after the current step, read once however many watchers ask for it (a read
+    of every slot costs about as much as the step); :meth:`next_step` forgets it."""
+
+    def __init__(self, env):
+        self.env, self.data = env, None
+
+    def __call__(self) -> list[bytes]:
+        if self.data is None:
+            self.data = self.env.env.get_state()["procgen"][0]
+        return self.data
+
+    def next_step(self) -> None:
+        self.data = None
 
 
 def _reached(outcomes, near: Near, env, entity) -> np.ndarray:

@@ -26,6 +26,7 @@ from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
+from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
 from proclab.interpret.sweep.parts import Parts
@@ -73,6 +74,7 @@ def run_sweep(args: SweepArgs) -> Path:
     )
     env = ProcgenLevels(env_config, min(args.rows, episodes), args.seed, files)
     deaths = death_watch(env, args)
+    goals = GoalWatch.of(env) if args.goals else None
     try:
         with phases(1, NAME) as ph, ph.phase(f"{episodes} episodes"):
             done = [0]
@@ -82,7 +84,21 @@ def run_sweep(args: SweepArgs) -> Path:
                 ph.fraction(done[0], episodes)
 
             swept = sweep(
-                agent, coords, key, rec, env, levels, directions, args, rt, tick, states, pairs, deaths, store
+                agent,
+                coords,
+                key,
+                rec,
+                env,
+                levels,
+                directions,
+                args,
+                rt,
+                tick,
+                states,
+                pairs,
+                deaths,
+                store,
+                goals,
             )
     finally:
         env.close()
@@ -122,9 +138,11 @@ def parts_store(ws: Workspace, args: SweepArgs, checkpoint: Path, levels: np.nda
     parts, checked against the fingerprint of this sweep; memory for a sweep in one part."""
     if args.parts == 1:
         return Parts(1)
-    # a sweep without --level-rule keeps the fingerprint it had before rules existed, so its parts resume
+    # a sweep without --level-rule or --goals keeps the fingerprint it had before rules existed, so its parts resume
     fingerprint = {
-        k: str(v) for k, v in asdict(args).items() if k not in UNPLAYED and (k, v) != ("level_rule", None)
+        k: str(v)
+        for k, v in asdict(args).items()
+        if k not in UNPLAYED and (k, v) not in (("level_rule", None), ("goals", False))
     }
     fingerprint.update(
         basis_digest=file_digest(system_file(ws, args.basis)),

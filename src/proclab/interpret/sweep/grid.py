@@ -47,7 +47,9 @@ from proclab.interpret.interventions.arms import (
 )
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import BasisArgs, PlayArgs
+from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.stats.corrections import CORRECTIONS
+from proclab.interpret.stats.paired import binary_change, correct
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.deaths import RADIUS, Deaths
 from proclab.interpret.sweep.landing import Landing, landing
@@ -126,6 +128,10 @@ class SweepArgs(BasisArgs, PlayArgs):
     """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
     with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
     death_radius: float = RADIUS
+    goals: bool = False
+    """In a game with two goals (coinrun: the coin and the level's end; maze: the cheese and the top-right
+    corner), whether each episode reached each, per variant against the baseline by the exact McNemar test
+    (reads every slot's game state after every step: about 1.4x the play's time, hence off by default)."""
     """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
     units of its box; farther, the cause is 'unclear'."""
     parts: int = 1
@@ -240,14 +246,16 @@ def sweep(
     swaps: list[tuple[int, int]] | None = None,
     deaths: Deaths | None = None,
     store: Parts | None = None,
+    goals: GoalWatch | None = None,
 ) -> tuple[dict, Outcomes, Variants] | None:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``, and every swap
-    (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
-    (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
-    ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
-    the env's game states), every variant's deaths by cause. The levels are played in ``config.parts``
-    blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory); with
-    ``config.part``, only that block is played, and None is returned while other blocks are missing."""
+        (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
+        (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
+        ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
+        the env's game states), every variant's deaths by cause; with ``goals`` (a :class:`GoalWatch` of the env),
+    whether every episode reached each of the game's two goals. The levels are played in ``config.parts``
+        blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory); with
+        ``config.part``, only that block is played, and None is returned while other blocks are missing."""
     config.check()
     arms = parse_arms(config.arms)
     pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
@@ -268,7 +276,7 @@ def sweep(
             store.save(
                 i,
                 _play_block(
-                    *player, plan, env, levels[block], variants, block, config, runtime, tick, deaths
+                    *player, plan, env, levels[block], variants, block, config, runtime, tick, deaths, goals
                 ),
             )
     if not store.complete():
@@ -320,6 +328,7 @@ def sweep(
         **_body(config, out, names, results, swapped, claimed, arms),
         "swap_control": control,
         "deaths": None if deaths is None else _deaths_head(deaths, rates, config),
+        "goals": None if goals is None else goal_changes(played.goals, goals.names, variants, random),
         "landing_baseline": None if lands is None else lands[0],
         "power": power(len(levels), config.alpha, len(directions) - len(random), claimed),
         "warning": off_data_warning({_label(r, coords): r["edit"] for r in results if not r["random"]}),
@@ -340,10 +349,14 @@ def _play_block(
     runtime,
     tick,
     deaths,
+    goals=None,
 ) -> Played:
     """Play every variant on the levels of one block (``block``: their indices among all levels)."""
     if deaths is not None:
         deaths.start(len(variants.arm), levels)
+    if goals is not None:
+        goals.start(len(variants.arm), levels)
+    watchers = [w for w in (deaths, goals) if w is not None]
     start = time.perf_counter()
     out = play(
         player,
@@ -356,7 +369,7 @@ def _play_block(
         greedy=config.greedy,
         seed=config.seed,
         tick=tick,
-        watch=deaths,
+        watch=(lambda *a: [w(*a) for w in watchers]) if watchers else None,
         observe=lands,
     )
     return Played(
@@ -364,6 +377,7 @@ def _play_block(
         None if deaths is None else deaths.classify(out.complete, out.timed_out).copy(),
         None if lands is None else lands.reservoirs,
         time.perf_counter() - start,
+        None if goals is None else goals.outcomes(out.complete),
     )
 
 
@@ -472,6 +486,32 @@ def _tested(
         rep["edit"] = recorded.placement(m, variants.values[v])
         results.append({"direction": m, "arm": variants.arm[v], "random": m in random, **rep})
     return results, swapped, reports
+
+
+def goal_changes(reached: np.ndarray, names, variants: Variants, random: set[int]) -> dict:
+    """Both goals (``reached``: ``(2, V, L)``) of every held (direction, arm) against the baseline on the same
+    levels (exact McNemar): the swept directions' tests of both goals are one Holm family (what a goal call
+    reads: does some edit change one goal and not the other), the random directions' another; swaps are
+    left out (their rows carry no goals)."""
+    base = reached[:, 0]
+    rows, chosen, drawn = [], [], []
+    for v in range(1, variants.held):
+        m = int(variants.direction[v])
+        row = {"direction": m, "arm": variants.arm[v], "random": m in random}
+        for i, g in enumerate(names):
+            row[g] = binary_change(base[i], reached[i, v])
+            (drawn if m in random else chosen).append(row[g])
+        rows.append(row)
+    correct(chosen)
+    correct(drawn)
+    return {
+        "names": list(names),
+        "levels": int(reached.shape[2]),
+        "baseline": {g: float(base[i].mean()) for i, g in enumerate(names)},
+        "variants": rows,
+        "correction": f"holm over the swept directions' {len(chosen)} tests (both goals, every arm)"
+        + (f"; the random directions' {len(drawn)} tests another family" if drawn else ""),
+    }
 
 
 def swap_placement(recorded: Recorded, i: int, j: int) -> dict:

@@ -52,19 +52,22 @@ def block_seed(seed: int, block: int) -> int:
 @dataclass(frozen=True)
 class Played:
     """What one block produced: the outcomes ``(V, levels of the block)``, each episode's cause of death
-    as if it died (None without the watcher), the landing reservoirs (None when not measured) and the
-    seconds of play."""
+    as if it died (None without the watcher), the landing reservoirs (None when not measured), the
+    seconds of play and whether each episode reached each of the game's two goals (None when not tracked)."""
 
     outcomes: Outcomes
     cause: np.ndarray | None
     reservoirs: Reservoirs | None
     seconds: float
+    goals: np.ndarray | None = None  # (2, V, levels of the block): each goal reached (None: not tracked)
 
     def arrays(self) -> dict[str, np.ndarray]:
         out = {name: getattr(self.outcomes, name) for name in OUTCOMES}
         out["seconds"] = np.array(self.seconds)
         if self.cause is not None:
             out["cause"] = self.cause
+        if self.goals is not None:
+            out["goals"] = self.goals
         return {**out, **({} if self.reservoirs is None else self.reservoirs.arrays())}
 
     @classmethod
@@ -77,6 +80,7 @@ class Played:
             np.asarray(f["cause"]) if "cause" in f else None,
             reservoirs,
             float(f["seconds"]),
+            np.asarray(f["goals"]) if "goals" in f else None,
         )
 
 
@@ -84,6 +88,7 @@ def concatenate(played: list[Played], cap: int, seed: int) -> Played:
     """The blocks as one, along the levels, in block order (the merged reservoirs drawn with ``seed``)."""
     outcomes = Outcomes(*(np.concatenate([getattr(p.outcomes, n) for p in played], axis=1) for n in OUTCOMES))
     causes = [p.cause for p in played]
+    goals = [p.goals for p in played]
     reservoirs = [p.reservoirs for p in played]
     return Played(
         outcomes,
@@ -92,6 +97,7 @@ def concatenate(played: list[Played], cap: int, seed: int) -> Played:
         if reservoirs[0] is None
         else Reservoirs.merged(reservoirs, cap, np.random.default_rng([seed, 29])),
         sum(p.seconds for p in played),
+        None if goals[0] is None else np.concatenate(goals, axis=2),
     )
 
 

@@ -20,11 +20,14 @@ from pathlib import Path
 import numpy as np
 
 from proclab.envs import parse_split
+from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
+from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.sweep.grid import SweepArgs, sweep
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.results import Result
@@ -55,12 +58,19 @@ class Sweep(Result):
 
 
 def state_rows(rollout, key: str) -> np.ndarray:
-    """``(N, D)`` float64: state tensor ``key`` leaving every played step of ``rollout``."""
-    if key not in rollout.states:
+    """``(N, D)`` float64: state tensor ``key`` leaving every played step of ``rollout``, or with ``key``
+    ``hook:NAME`` (an agent without a carried state, e.g. feed-forward), the rollout's cache of hook ``NAME``."""
+    if key.startswith(HOOK):
+        name = key.removeprefix(HOOK)
+        if name not in rollout.cache:
+            raise ProclabError(f"the rollout cached no hook {name!r}; play it with cache=[{name!r}]")
+        x = rollout.cache[name].float().cpu().numpy()
+    elif key not in rollout.states:
         raise ProclabError(
             f"the rollout holds no state {key!r}; its states: {', '.join(rollout.states) or 'none'}"
         )
-    x = rollout.states[key]
+    else:
+        x = rollout.states[key]
     return x[rollout.mask].reshape(int(rollout.mask.sum()), -1).astype(np.float64)
 
 
@@ -84,9 +94,11 @@ def sweep_agent(
     **options,
 ) -> Sweep:
     """Sweep ``agent`` (any agent in memory) along the ``kind`` coordinates of ``basis`` (fitted on state
-    ``key``); ``rollout``'s states of ``key`` are the recorded distribution. ``options`` are the sweep's
-    (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``, ...,
-    as ``proclab analyze sweep`` names them)."""
+    ``key``, or on hook ``NAME`` for ``key`` ``hook:NAME``); ``rollout``'s states (or cache) of ``key`` are the
+    recorded distribution. ``options`` are the sweep's
+    (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``,
+    ``level_rule`` (default: the agent's own), ``goals`` (both goals per episode), ..., as ``proclab analyze
+    sweep`` names them)."""
     config = SweepArgs(out=Path("."), **options)
     config.check()
     if config.parts != 1:
@@ -95,16 +107,24 @@ def sweep_agent(
         )
     coords = LinearCoordinates(basis, kind)
     states = state_rows(rollout, key)
-    start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
+    if key.startswith(HOOK):  # no start state at a hook: collapse holds the coordinate of zero activation
+        start = np.zeros((1, states.shape[1]))
+    else:
+        start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
     chosen = every if directions is None else parse_ids(directions, coords.k, "direction")
     levels = paired_levels(parse_split(config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
-    env = ProcgenLevels(agent.env_config, min(config.rows, episodes), config.seed)
+    env = ProcgenLevels(
+        with_rule(agent.env_config, config.level_rule), min(config.rows, episodes), config.seed
+    )
+    goals = GoalWatch.of(env) if config.goals else None
     try:
-        summary, out, _ = sweep(agent, coords, key, rec, env, levels, chosen, config, rt, states=states)
+        summary, out, _ = sweep(
+            agent, coords, key, rec, env, levels, chosen, config, rt, states=states, goals=goals
+        )
     finally:
         env.close()
     outcomes = {"ret": out.ret, "level_complete": out.complete, "length": out.length, "actions": out.actions}
