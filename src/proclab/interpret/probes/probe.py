@@ -46,7 +46,7 @@ from proclab.interpret.probes.linear import (
     shuffled_labels,
     time_features,
 )
-from proclab.interpret.probes.spatial import centres_of_mass, track_channels
+from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.io.files import pyplot
@@ -180,7 +180,10 @@ def random_agent(agent, seed: int = 0, runtime=None):
 def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1) -> dict:
     """One target: the probe and its controls, scored with intervals (NaN steps left out); rows are
     episode after episode in step order, ``level`` each row's level; ``family``: how many targets are
-    reported together (the headline's Bonferroni correction)."""
+    reported together (the headline's Bonferroni correction). ``per_episode`` keeps each model's
+    per-episode sums (:class:`~proclab.interpret.probes.linear.EpisodeSums`, episodes in ``episodes``'s
+    order), from which every score and interval here can be recomputed, and targets compared paired by
+    episode (:mod:`proclab.interpret.goals.detect_probes`)."""
     ok = np.isfinite(y)
     if len(np.unique(episode[ok])) < MIN_EPISODES:
         return {"skipped": f"fewer than {MIN_EPISODES} episodes have this target"}
@@ -208,14 +211,19 @@ def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family
         preds["constant"] = constant_predictions(y, episode, kind, settings.folds)
     sums = {name: EpisodeSums.of(labels.get(name, y), p, episode, kind) for name, p in preds.items()}
     metric = "accuracy" if kind == "logistic" else "r2"
-    return {"kind": kind, "metric": metric, "steps": int(ok.sum())} | scored(
-        sums, settings.bootstrap, settings.seed, family
+    per_episode = {"episodes": np.unique(episode).tolist()} | {n: s.to_dict() for n, s in sums.items()}
+    return (
+        {"kind": kind, "metric": metric, "steps": int(ok.sum())}
+        | scored(sums, settings.bootstrap, settings.seed, family)
+        | {"per_episode": per_episode}
     )
 
 
 def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeSettings) -> dict:
     """Per agent (``centres``: name -> each row's channels' centres of mass), the channels whose centre
-    follows ``entity``'s pixel position, ranked, tested and corrected over channels."""
+    follows ``entity``'s pixel position, ranked, tested and corrected over channels; with both ``agent`` and
+    ``random_agent``, ``agent``'s ``best_vs_random_agent``: its best channel against the random agent's best,
+    paired over episodes (:func:`~proclab.interpret.probes.spatial.best_channel_margin`)."""
     position = truth.pixel_positions(entity)
     options = dict(
         permutations=settings.permutations,
@@ -228,6 +236,15 @@ def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeS
     for name, c in centres.items():
         rows = track_channels(c, position, episode, **options)
         out[name] = {"channels": rows, "significant": [r["channel"] for r in rows if r["significant"]]}
+    if "agent" in centres and "random_agent" in centres:
+        out["agent"]["best_vs_random_agent"] = best_channel_margin(
+            centres["agent"],
+            centres["random_agent"],
+            position,
+            episode,
+            bootstrap=settings.bootstrap,
+            seed=settings.seed,
+        )
     return out
 
 
