@@ -57,6 +57,9 @@ from proclab.models.loading import freeze
 CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
 LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on
 RANDOM_AGENT_SEED = 1_000_003
+REPLAY_FRAMES = 2048
+"""Frames one forward pass of a replay holds at most (or one episode's, if longer): a conv torso's first maps
+take 256 KB a frame, so 16 episodes of procgen's 1,000 steps at once would take gigabytes."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,11 @@ def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeS
     return out
 
 
+def replay_batch(rollout) -> int:
+    """Episodes replayed together: as many as :data:`REPLAY_FRAMES` frames of the longest episode allow."""
+    return max(1, REPLAY_FRAMES // max(1, int(rollout.mask.shape[0])))
+
+
 def probe(
     rollout,
     hook: str,
@@ -272,13 +280,15 @@ def probe(
     if played and hook in rollout.cache:
         x, episode, _ = rollout.cache.rows(hook)
     else:
-        x, episode, _ = rollout.replay(agent, [hook]).rows(hook)
+        x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).rows(hook)
     shape = tuple(x.shape[1:])
     acts = {"agent": x.reshape(len(x), -1).float().numpy()}
     if "random_agent" in settings.controls:
         if agent is None:
             raise ProclabError("the random-agent control needs the agent: pass agent= (or drop the control)")
-        xr, _, _ = rollout.replay(random_agent(agent, settings.seed), [hook]).rows(hook)
+        xr, _, _ = rollout.replay(
+            random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)
+        ).rows(hook)
         acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
     if entities and len(shape) != 3:
         raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")
