@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from level_fixtures import ending_soon
 from proclab.errors import ProclabError
 from proclab.levels.level import Level
 from proclab.models.interventions import Intervention
@@ -85,6 +86,20 @@ def test_the_cache_is_the_agent_replayed_on_the_frames(agent):
         )
     x, row, step = ro.cache.rows("core.0.hook_h")
     assert len(x) == ro.mask.sum() and list(np.bincount(row)) == list(ro.lengths) and step[0] == 0
+
+
+def test_a_replay_is_the_cache_taken_while_playing_in_any_batch(agent):
+    """Episodes of different lengths replayed one and two at a time: every step as the played cache has it,
+    zeros past each episode's end included (a batch runs to its own longest episode only)."""
+    agent, _ = agent
+    levels = [ending_soon(Level.generate("coinrun", s), n) for s, n in ((0, 4), (1, 9), (2, 6))]
+    names = ["torso.block1.hook_out", "core.0.hook_h"]
+    ro = rollout(agent, levels=levels, episodes=3, num_envs=3, seed=1, cache=names)
+    assert len(set(ro.lengths.tolist())) == 3
+    for batch in (1, 2):
+        again = ro.replay(names=names, batch=batch)
+        for name in names:
+            torch.testing.assert_close(again[name], ro.cache[name], rtol=1e-5, atol=1e-5)
 
 
 def test_edits_reach_play_and_the_cache(agent):

@@ -87,7 +87,9 @@ class Rollout(Result):
     ) -> ActivationCache:
         """The activations ``names`` (patterns too; None: all) of ``agent`` (default: the one that played)
         on these episodes' frames, each episode from a fresh state, as a ``(T, B, ...)`` cache with this
-        rollout's mask: the same numbers as a cache taken while playing, for any agent (a control)."""
+        rollout's mask: the same numbers as a cache taken while playing, for any agent (a control). Steps
+        past an episode's end are zero, as a cache taken while playing has them, and are not run (a batch
+        of ``batch`` episodes runs to its longest)."""
         agent = agent if agent is not None else self.agent
         if agent is None:
             raise ProclabError("this rollout does not know the agent that played it: pass agent=")
@@ -101,13 +103,17 @@ class Rollout(Result):
         with torch.inference_mode():
             for lo in range(0, B, batch):
                 cols = slice(lo, min(B, lo + batch))
-                obs = torch.from_numpy(self.obs[:, cols]).to(device)
+                t = max(1, int(self.mask[:, cols].sum(0).max()))  # past the batch's longest episode: padding
+                obs = torch.from_numpy(self.obs[:t, cols]).to(device)
                 firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=device)
                 firsts[0] = True
-                rewards = torch.from_numpy(prev[:, cols]).to(device)
+                rewards = torch.from_numpy(prev[:t, cols]).to(device)
                 _, _, cache = run_with_cache(agent, obs, None, names, firsts, rewards)
+                played = torch.from_numpy(self.mask[:t, cols])
                 for n in names:
-                    parts[n].append(cache[n].float().cpu())
+                    x = cache[n].float().cpu()
+                    x[~played] = 0.0  # as a cache taken while playing: nothing past an episode's end
+                    parts[n].append(torch.cat([x, x.new_zeros((T - t, *x.shape[1:]))]))
         mask = torch.from_numpy(self.mask)
         return ActivationCache({n: torch.cat(v, 1) for n, v in parts.items()}, mask=mask, levels=self.levels)
 

@@ -9,7 +9,10 @@ import pytest
 
 from proclab.cli import main
 from proclab.envs import EnvConfig
+from proclab.envs.state import glossary, parse_state
+from proclab.interpret.probes.targets import StoreTruth
 from proclab.models import AgentConfig
+from proclab.store import EpisodeStore
 from support import TINY_AGENT, agent_checkpoint
 
 THREADS = ["--torch-threads", "1"]
@@ -117,3 +120,31 @@ def test_fewer_than_two_folds_is_one_line(tmp_path, maze_store, capsys, folds):
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and "--folds must be >= 2" in err and "Traceback" not in err
     assert len(err.splitlines()) == 1
+
+
+def test_the_corner_of_a_recorded_maze_is_where_a_loop_over_its_first_state_finds_it(maze_store):
+    """On a store: the top-right cell (by hand: the highest open column and row of each episode's first
+    state, to the cell's centre) at every step."""
+    store = EpisodeStore(maze_store)
+    truth = StoreTruth(store, np.arange(store.num_episodes))
+    corner = truth.world_positions("corner")
+    start = 0
+    for j, n in enumerate(truth.lengths):
+        state = parse_state(truth.first_state(j))
+        rows, cols = np.nonzero(state.grid != glossary("maze").type_of("wall"))
+        np.testing.assert_allclose(corner[0][start : start + n], cols.max() + 0.5, atol=1e-5)
+        np.testing.assert_allclose(corner[1][start : start + n], rows.max() + 0.5, atol=1e-5)
+        start += n
+
+
+@pytest.mark.slow
+def test_analyze_probe_probes_and_tracks_the_corner(tmp_path, maze_store):
+    """The corner's offset probed and its cell tracked, with the random agent's best channel beside."""
+    out = tmp_path / "C"
+    main(["analyze", "probe", "--out", str(out), "--data", str(maze_store), "--hook", "torso.block1.hook_out",
+          "--target", "corner_dx", "--entity", "corner", "--controls", "random_agent", "--folds", "3",
+          "--bootstrap", "20", "--permutations", "5", "--max-steps", "100000", *THREADS])  # fmt: skip
+    summary = json.loads((out / "probe" / "summary.json").read_text())
+    assert set(summary["probes"]["corner_dx"]["per_episode"]) == {"episodes", "probe", "random_agent"}
+    best = summary["tracking"]["corner"]["agent"]["best_vs_random_agent"]
+    assert best["ci"][0] <= best["margin"] <= best["ci"][1] or np.isclose(*best["ci"])

@@ -3,6 +3,8 @@ the penalty chosen on held-out episodes, pooled R^2 / accuracy and their weighte
 headline margin over the strongest control, the label controls, the time baseline, centres of mass,
 and the channel correlations; and planted cases where the old choices fail."""
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
@@ -21,7 +23,7 @@ from proclab.interpret.probes.linear import (
     time_features,
 )
 from proclab.interpret.probes.probe import ProbeSettings, probe_target
-from proclab.interpret.probes.spatial import Moments, centres_of_mass, track_channels
+from proclab.interpret.probes.spatial import Moments, best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.stats.paired import resamples
 
 
@@ -279,3 +281,50 @@ def test_a_channel_whose_centre_never_moves_has_no_score_and_enough_permutations
     assert by_channel[1]["score"] is None and not by_channel[1]["significant"]
     assert rows[-1]["channel"] == 1
     assert by_channel[2]["significant"] and by_channel[2]["p"] == pytest.approx(1 / 121)
+
+
+def test_per_episode_sums_of_a_probe_give_back_its_scores():
+    """The per-episode sums a probe result keeps recompute every score it reports (so targets can be
+    compared paired by episode afterwards), and survive JSON."""
+    y, x, noise, episode, level = planted_time_episodes(beyond=True)
+    r = probe_target(y, x, noise, episode, level, ProbeSettings(folds=3, bootstrap=50))
+    per = r["per_episode"]
+    assert per["episodes"] == sorted(set(episode.tolist()))
+    for name in ("probe", "random_agent", "control_task", "shuffled_labels", "time_baseline", "constant"):
+        sums = EpisodeSums.from_dict(json.loads(json.dumps(per[name])))
+        assert sums.score(np.ones(len(per["episodes"]))) == pytest.approx(r[name]["score"], abs=1e-12)
+
+
+def slow_best_score(centres, pos, rows):
+    """The highest channel score (mean of the x and y Pearson correlations) on ``rows``, by np.corrcoef."""
+    best = -np.inf
+    for c in range(centres.shape[1]):
+        r = [np.corrcoef(centres[rows, c, k], pos[rows, k])[0, 1] for k in (0, 1)]
+        best = max(best, np.nan_to_num(np.mean(r)))
+    return best
+
+
+def test_best_channel_margin_against_a_slow_reference_and_planted_networks():
+    """Reference: per resample, the rows of the drawn episodes, every channel's correlations by np.corrcoef,
+    the best of each network, their difference, the percentile interval. Planted: a network with one
+    tracking channel beats 8 noise channels (the best of which is above 0 by chance), the same network
+    against itself does not."""
+    episode, rng = episodes(16, 9)
+    ids, inv = np.unique(episode, return_inverse=True)
+    pos = rng.uniform(0, 64, (len(episode), 2))
+    tracker = rng.uniform(0, 64, (len(episode), 3, 2))
+    tracker[:, 1] = pos + rng.normal(0, 20, pos.shape)
+    noise = rng.uniform(0, 64, (len(episode), 8, 2))
+    got = best_channel_margin(tracker, noise, pos, episode, bootstrap=100, seed=2)
+    all_rows = np.arange(len(episode))
+    assert got["best"]["channel"] == 1
+    assert got["best"]["score"] == pytest.approx(slow_best_score(tracker, pos, all_rows))
+    assert got["reference_best"]["score"] == pytest.approx(slow_best_score(noise, pos, all_rows))
+    diffs = []
+    for draw in resamples(len(ids), 100, 2):
+        rows = np.concatenate([np.flatnonzero(inv == i) for i in draw])
+        diffs.append(slow_best_score(tracker, pos, rows) - slow_best_score(noise, pos, rows))
+    np.testing.assert_allclose(got["ci"], np.percentile(diffs, [2.5, 97.5]), rtol=1e-9, atol=1e-12)
+    assert got["above"] and got["reference_best"]["score"] > 0
+    itself = best_channel_margin(tracker, tracker, pos, episode, bootstrap=100)
+    assert itself["margin"] == 0 and not itself["above"]

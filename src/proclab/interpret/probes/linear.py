@@ -158,6 +158,15 @@ class EpisodeSums:
 
         return cls(kind, per(np.ones_like(y)), per(err), per(y), per(y * y))
 
+    def to_dict(self) -> dict:
+        """JSON-ready lists, one value per episode (a result keeps them so a paired bootstrap across targets
+        can be run afterwards: :meth:`from_dict`)."""
+        return {"kind": self.kind, **{k: getattr(self, k).tolist() for k in ("n", "sse", "sy", "syy")}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EpisodeSums:
+        return cls(d["kind"], *(np.asarray(d[k], np.float64) for k in ("n", "sse", "sy", "syy")))
+
     def score(self, w: np.ndarray) -> np.ndarray:
         """Score under episode weights ``w`` (``(E,)`` or ``(reps, E)``): R^2 or accuracy."""
         n, sse = w @ self.n, w @ self.sse

@@ -46,7 +46,7 @@ from proclab.interpret.probes.linear import (
     shuffled_labels,
     time_features,
 )
-from proclab.interpret.probes.spatial import centres_of_mass, track_channels
+from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
 from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.io.files import pyplot
@@ -57,6 +57,9 @@ from proclab.models.loading import freeze
 CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
 LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on
 RANDOM_AGENT_SEED = 1_000_003
+REPLAY_FRAMES = 2048
+"""Frames one forward pass of a replay holds at most (or one episode's, if longer): a conv torso's first maps
+take 256 KB a frame, so 16 episodes of procgen's 1,000 steps at once would take gigabytes."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,10 @@ def random_agent(agent, seed: int = 0, runtime=None):
 def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1) -> dict:
     """One target: the probe and its controls, scored with intervals (NaN steps left out); rows are
     episode after episode in step order, ``level`` each row's level; ``family``: how many targets are
-    reported together (the headline's Bonferroni correction)."""
+    reported together (the headline's Bonferroni correction). ``per_episode`` keeps each model's
+    per-episode sums (:class:`~proclab.interpret.probes.linear.EpisodeSums`, episodes in ``episodes``'s
+    order), from which every score and interval here can be recomputed, and targets compared paired by
+    episode (:mod:`proclab.interpret.goals.detect_probes`)."""
     ok = np.isfinite(y)
     if len(np.unique(episode[ok])) < MIN_EPISODES:
         return {"skipped": f"fewer than {MIN_EPISODES} episodes have this target"}
@@ -208,14 +214,19 @@ def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family
         preds["constant"] = constant_predictions(y, episode, kind, settings.folds)
     sums = {name: EpisodeSums.of(labels.get(name, y), p, episode, kind) for name, p in preds.items()}
     metric = "accuracy" if kind == "logistic" else "r2"
-    return {"kind": kind, "metric": metric, "steps": int(ok.sum())} | scored(
-        sums, settings.bootstrap, settings.seed, family
+    per_episode = {"episodes": np.unique(episode).tolist()} | {n: s.to_dict() for n, s in sums.items()}
+    return (
+        {"kind": kind, "metric": metric, "steps": int(ok.sum())}
+        | scored(sums, settings.bootstrap, settings.seed, family)
+        | {"per_episode": per_episode}
     )
 
 
 def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeSettings) -> dict:
     """Per agent (``centres``: name -> each row's channels' centres of mass), the channels whose centre
-    follows ``entity``'s pixel position, ranked, tested and corrected over channels."""
+    follows ``entity``'s pixel position, ranked, tested and corrected over channels; with both ``agent`` and
+    ``random_agent``, ``agent``'s ``best_vs_random_agent``: its best channel against the random agent's best,
+    paired over episodes (:func:`~proclab.interpret.probes.spatial.best_channel_margin`)."""
     position = truth.pixel_positions(entity)
     options = dict(
         permutations=settings.permutations,
@@ -228,7 +239,21 @@ def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeS
     for name, c in centres.items():
         rows = track_channels(c, position, episode, **options)
         out[name] = {"channels": rows, "significant": [r["channel"] for r in rows if r["significant"]]}
+    if "agent" in centres and "random_agent" in centres:
+        out["agent"]["best_vs_random_agent"] = best_channel_margin(
+            centres["agent"],
+            centres["random_agent"],
+            position,
+            episode,
+            bootstrap=settings.bootstrap,
+            seed=settings.seed,
+        )
     return out
+
+
+def replay_batch(rollout) -> int:
+    """Episodes replayed together: as many as :data:`REPLAY_FRAMES` frames of the longest episode allow."""
+    return max(1, REPLAY_FRAMES // max(1, int(rollout.mask.shape[0])))
 
 
 def probe(
@@ -255,13 +280,15 @@ def probe(
     if played and hook in rollout.cache:
         x, episode, _ = rollout.cache.rows(hook)
     else:
-        x, episode, _ = rollout.replay(agent, [hook]).rows(hook)
+        x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).rows(hook)
     shape = tuple(x.shape[1:])
     acts = {"agent": x.reshape(len(x), -1).float().numpy()}
     if "random_agent" in settings.controls:
         if agent is None:
             raise ProclabError("the random-agent control needs the agent: pass agent= (or drop the control)")
-        xr, _, _ = rollout.replay(random_agent(agent, settings.seed), [hook]).rows(hook)
+        xr, _, _ = rollout.replay(
+            random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)
+        ).rows(hook)
         acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
     if entities and len(shape) != 3:
         raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")

@@ -129,6 +129,36 @@ def track_channels(
     return sorted(rows, key=lambda r: -(r["score"] if r["score"] is not None else -np.inf))
 
 
+def best_channel_margin(
+    centres: np.ndarray,
+    reference: np.ndarray,
+    position: np.ndarray,
+    episode: np.ndarray,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """How much better ``centres``' best channel tracks ``position`` than ``reference``'s best (the channels
+    of another network on the same rows, e.g. the randomly initialised agent's): each best channel and its
+    score, and the paired episode-bootstrap 95 % interval of the difference. In each resample the best
+    channel of each network is taken anew (the highest score of that resample), so choosing the maximum
+    over many channels, which lifts a random network's best too, is part of the interval. A channel with
+    no correlation (its centre never moves) scores 0, as in :func:`track_channels`' intervals."""
+    ids, inv = np.unique(episode, return_inverse=True)
+    n_ep = len(ids)
+    w = weights(resamples(n_ep, bootstrap, seed), n_ep)
+    out, boot = {}, {}
+    for name, c in (("best", centres), ("reference_best", reference)):
+        mx, my = (Moments.of(c[:, :, k], position[:, k], inv, n_ep) for k in (0, 1))
+        observed = np.nan_to_num(_score(mx, my, np.ones(n_ep)))
+        boot[name] = np.nan_to_num(_score(mx, my, w)).max(1)
+        channel = int(np.argmax(observed))
+        out[name] = {"channel": channel, "score": float(observed[channel])}
+    ci = interval(boot["best"] - boot["reference_best"])
+    margin = out["best"]["score"] - out["reference_best"]["score"]
+    return out | {"margin": margin, "ci": ci, "above": bool(ci[0] > 0)}
+
+
 def needed_permutations(channels: int, alpha: float) -> int:
     """Permutations after which ``channels`` Holm-corrected tests can reach ``alpha`` (twice the bare minimum)."""
     return int(np.ceil(2 * channels / alpha))

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from proclab.envs.state import camera, move_agent, parse_state, to_pixels
+from proclab.envs.state import camera, goal_names, move_agent, parse_state, to_pixels
+from proclab.envs.state.goals import plan_goals
 from proclab.errors import ProclabError, unknown_choice
 from proclab.record.ground_truth import ground_truth_names as game_truth_names
 from proclab.store import EpisodeStore
@@ -45,6 +46,7 @@ class Truth:
 
     names: dict[str, list[str]]
     lengths: np.ndarray
+    game: str | None  # the one game of these episodes (None: several), for the second goal's offset
 
     def _column(self, field: str, col: int) -> np.ndarray:
         raise NotImplementedError
@@ -53,18 +55,48 @@ class Truth:
         """The first game state of the ``j``-th of these episodes."""
         raise NotImplementedError
 
+    def second_goal(self) -> str | None:
+        """The place an agent may pursue instead of the level's goal (``end``, ``corner``), if the game has one."""
+        names = goal_names(self.game) if self.game else ()
+        return names[1] if names else None
+
+    def derived(self) -> list[str]:
+        """The targets derived beside the stored columns: the second goal's offset (module docstring)."""
+        place = self.second_goal()
+        return [f"{place}_dx", f"{place}_dy"] if place else []
+
     def values(self, name: str) -> np.ndarray:
-        """The feature or event column ``name`` at every row (float64; NaN where absent)."""
+        """The feature or event column ``name`` (or a :meth:`derived` target) at every row (float64; NaN
+        where absent)."""
         for field in ("features", "events"):
             if name in self.names.get(field, []):
                 return self._column(field, self.names[field].index(name)).astype(np.float64)
-        raise unknown_choice("target", name, self.names.get("features", []) + self.names.get("events", []))
+        if name in self.derived():
+            return self._second_goal_offset()[self.derived().index(name)]
+        raise unknown_choice(
+            "target", name, self.names.get("features", []) + self.names.get("events", []) + self.derived()
+        )
+
+    def _second_goal_offset(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(dx, dy)`` at every row: from the agent's centre to the centre of its episode's second-goal cell."""
+        ax, ay = self.values("agent_x"), self.values("agent_y")
+        cx, cy = np.empty_like(ax), np.empty_like(ay)
+        start = 0
+        for j, n in enumerate(self.lengths):
+            plan = plan_goals(parse_state(self.first_state(j)))
+            assert plan is not None  # derived() names a second goal only for the games that have one
+            row, col = plan.cell
+            cx[start : start + int(n)], cy[start : start + int(n)] = col + 0.5, row + 0.5
+            start += int(n)
+        return cx - ax, cy - ay
 
     def entities(self) -> list[str]:
-        """The entity positions the features give: agent, goal (if any) and every kind with offsets."""
+        """The entity positions the features give: agent, goal (if any), every kind with offsets, and the
+        second goal's cell (if the game has one)."""
         feats = self.names["features"]
         kinds = [n.removesuffix("_dx") for n in feats if n.endswith("_dx")]
-        return ["agent", *(["goal"] if "goal_x" in feats else []), *kinds]
+        place = [self.second_goal()] if self.second_goal() else []
+        return ["agent", *(["goal"] if "goal_x" in feats else []), *kinds, *place]
 
     def world_positions(self, entity: str) -> tuple[np.ndarray, np.ndarray]:
         """World ``(x, y)`` of ``entity`` at every row."""
@@ -75,7 +107,7 @@ class Truth:
             return ax, ay
         if entity == "goal":
             return self.values("goal_x"), self.values("goal_y")
-        return ax + self.values(f"{entity}_dx"), ay + self.values(f"{entity}_dy")
+        return ax + self.values(f"{entity}_dx"), ay + self.values(f"{entity}_dy")  # derived ones too
 
     def pixel_positions(self, entity: str) -> np.ndarray:
         """``(N, 2)`` pixel ``(px, py)`` of ``entity`` in each row's observation (NaN where there is none)."""
@@ -100,6 +132,8 @@ class StoreTruth(Truth):
         self.store, self.episodes = store, np.asarray(episodes)
         self.names = ground_truth_names(store)
         self.lengths = np.asarray(store.episodes["length"])[self.episodes]
+        games = store.games
+        self.game = games[0] if len(games) == 1 else None
 
     def _column(self, field: str, col: int) -> np.ndarray:
         return self.store.read_steps(field, self.episodes)[:, col]
@@ -120,6 +154,7 @@ class RolloutTruth(Truth):
         if not rollout.truth:
             raise ProclabError("this rollout holds no ground truth: roll out with truth=True")
         self.rollout = rollout
+        self.game = rollout.game
         self.names = game_truth_names([rollout.game])
         self.lengths = rollout.lengths
         self._order = np.nonzero(rollout.mask.T)  # (episode, step) of every row, episode after episode
