@@ -128,12 +128,12 @@ class SweepArgs(BasisArgs, PlayArgs):
     """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
     with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
     death_radius: float = RADIUS
+    """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
+    units of its box; farther, the cause is 'unclear'."""
     goals: bool = False
     """In a game with two goals (coinrun: the coin and the level's end; maze: the cheese and the top-right
     corner), whether each episode reached each, per variant against the baseline by the exact McNemar test
     (reads every slot's game state after every step: about 1.4x the play's time, hence off by default)."""
-    """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
-    units of its box; farther, the cause is 'unclear'."""
     parts: int = 1
     """Play the levels in this many blocks, each saved in ANALYSIS/sweep-parts/ once played: the same
     command run again plays only the blocks not yet saved (a sweep of hours resumes where it stopped), and
@@ -249,13 +249,13 @@ def sweep(
     goals: GoalWatch | None = None,
 ) -> tuple[dict, Outcomes, Variants] | None:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``, and every swap
-        (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
-        (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
-        ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
-        the env's game states), every variant's deaths by cause; with ``goals`` (a :class:`GoalWatch` of the env),
-    whether every episode reached each of the game's two goals. The levels are played in ``config.parts``
-        blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory); with
-        ``config.part``, only that block is played, and None is returned while other blocks are missing."""
+    (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
+    (``sweep.json`` without the command's provenance), the outcomes and variants. With the recorded
+    ``states`` (``(N, D)``) and ``config.landing``, where the edits land too; with ``deaths`` (a watcher of
+    the env's game states), every variant's deaths by cause; with ``goals`` (a :class:`GoalWatch` of the
+    env), whether every episode reached each of the game's two goals. The levels are played in
+    ``config.parts`` blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory);
+    with ``config.part``, only that block is played, and None is returned while other blocks are missing."""
     config.check()
     arms = parse_arms(config.arms)
     pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
