@@ -77,7 +77,7 @@ class ProcgenLevels:
             one = ProcgenVecEnv(replace(self.config, num_envs=1), seed=self.seed, split=LevelSplit(level, 1))
             one.reset()
             try:
-                self._levels[level] = one.get_state()["procgen"][0][0]
+                self._levels[level] = one.slot_state(0)
             finally:
                 one.close()
             while len(self._levels) > KEPT_LEVELS:

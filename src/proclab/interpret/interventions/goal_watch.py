@@ -44,7 +44,7 @@ class GoalWatch:
     def of(cls, env) -> GoalWatch:
         """The watcher of a :class:`~proclab.interpret.interventions.batched_play.ProcgenLevels` env (refused in
         one line for a game without two goals)."""
-        return cls(lambda: env.env.get_state()["procgen"][0], env.level_state, env.config.games()[0])
+        return cls(env.env.slot_states, env.level_state, env.config.games()[0])
 
     def start(self, variants: int, levels: np.ndarray) -> GoalWatch:
         """Forget what was seen; the next play has ``variants`` x ``levels`` episodes."""

@@ -415,7 +415,8 @@ def goal_changes(reached: np.ndarray, names, layout: dict, steered, draws: int, 
 
 
 def _states_of(env):
-    return lambda: env.env.get_state()["procgen"][0]
+    """Every slot's game state now (one game: the vector env's slots in order, through its reused buffer)."""
+    return env.env.slot_states
 
 
 class _StepStates:
@@ -423,11 +424,11 @@ class _StepStates:
     of every slot costs about as much as the step); :meth:`next_step` forgets it."""
 
     def __init__(self, env):
-        self.env, self.data = env, None
+        self.read, self.data = _states_of(env), None
 
     def __call__(self) -> list[bytes]:
         if self.data is None:
-            self.data = self.env.env.get_state()["procgen"][0]
+            self.data = self.read()
         return self.data
 
     def next_step(self) -> None:
