@@ -18,6 +18,8 @@ camera's rules stay in one place.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from proclab.envs.state import camera, goal_names, move_agent, parse_state, to_pixels
@@ -79,16 +81,20 @@ class Truth:
 
     def _second_goal_offset(self) -> tuple[np.ndarray, np.ndarray]:
         """``(dx, dy)`` at every row: from the agent's centre to the centre of its episode's second-goal cell."""
-        ax, ay = self.values("agent_x"), self.values("agent_y")
-        cx, cy = np.empty_like(ax), np.empty_like(ay)
-        start = 0
-        for j, n in enumerate(self.lengths):
+        cx, cy = self._second_goal_centres
+        return cx - self.values("agent_x"), cy - self.values("agent_y")
+
+    @cached_property
+    def _second_goal_centres(self) -> tuple[np.ndarray, np.ndarray]:
+        """The second-goal cell's centre at every row, read once from each episode's first state (each
+        offset coordinate, and each tracked position, asks for it again)."""
+        cells = []
+        for j in range(len(self.lengths)):
             plan = plan_goals(parse_state(self.first_state(j)))
             assert plan is not None  # derived() names a second goal only for the games that have one
-            row, col = plan.cell
-            cx[start : start + int(n)], cy[start : start + int(n)] = col + 0.5, row + 0.5
-            start += int(n)
-        return cx - ax, cy - ay
+            cells.append(plan.cell)
+        row, col = np.repeat(np.array(cells, np.float64).reshape(-1, 2), self.lengths.astype(np.int64), 0).T
+        return col + 0.5, row + 0.5
 
     def entities(self) -> list[str]:
         """The entity positions the features give: agent, goal (if any), every kind with offsets, and the
