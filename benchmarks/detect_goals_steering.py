@@ -33,7 +33,6 @@ import torch
 
 import proclab
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
-from proclab.interpret.probes.probe import random_agent
 from proclab.io.run_dirs import write_json_atomic
 
 RULES = {"coinrun": "coin-moved", "maze": "none"}
@@ -148,7 +147,7 @@ def main(argv=None) -> None:
     agent = proclab.load(args.agent)
     name = args.agent
     if args.random_init:
-        agent, name = random_agent(agent, seed=args.seed), f"{args.agent} (random init)"
+        agent, name = proclab.analyze.random_agent(agent, seed=args.seed), f"{args.agent} (random init)"
     game = agent.env_config.games()[0]
     rule = args.level_rule if args.level_rule is not None else RULES.get(game, "none")
     stages = set(args.stages.split(","))
