@@ -15,6 +15,7 @@ one JSON line per variant: CPU seconds per 1,000 env steps, its ratio to ``plain
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from unittest import mock
@@ -32,7 +33,9 @@ def play(envs: int, steps: int, rule: str, all_slots: bool) -> tuple[float, int]
     env = ProcgenVecEnv(EnvConfig(game=("coinrun",), num_envs=envs, level_rule=rule), seed=0)
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 15, (steps, envs))
-    patch = mock.patch.object(ProcgenVecEnv, "slot_state", _all_slots) if all_slots else mock.patch.dict({})
+    patch = (
+        mock.patch.object(ProcgenVecEnv, "slot_state", _all_slots) if all_slots else contextlib.nullcontext()
+    )
     with patch:
         env.reset()
         episodes = 0
