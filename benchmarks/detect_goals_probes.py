@@ -41,7 +41,7 @@ import proclab
 from proclab.interpret.goals.detect_probes import (
     RULE_CONTROLS,
     goal_pair,
-    offset_targets,
+    goal_targets,
     probe_call,
     tracking_call,
 )
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     probes = proclab.analyze.probe(
         ro,
         hook,
-        offset_targets(game),
+        goal_targets(game),
         settings=proclab.analyze.ProbeSettings(controls=RULE_CONTROLS, **common),
     )
     probed = time.perf_counter() - t

@@ -15,11 +15,17 @@ folders::
     proclab.analyze.behaviours(samples, proclab.analyze.BehaviourSettings(clusters=8)).table()
     mazes = proclab.analyze.maze_episodes(proclab.rollout(maze_agent, levels="2000000:1000000", episodes=64))
     proclab.analyze.decision_square(mazes, proclab.analyze.DecisionSquareSettings(horizon=256)).plot()
+    probes = proclab.analyze.probe(ro, "core.0.hook_h", proclab.analyze.goal_targets("coinrun"))
+    calls = proclab.analyze.goal_calls(probes, "my agent")  # which goal: coin, end, or no call
+    proclab.analyze.score_goal_calls(calls, labels={"my agent": "coin"})  # hits, misses, abstentions
 """
 
 from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
 from proclab.interpret.behaviours.grouping import Behaviours, BehaviourSettings, behaviours
+from proclab.interpret.goals.calls import GoalCall, ToolScore, score_goal_calls
 from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSettings, decision_square
+from proclab.interpret.goals.detect import goal_calls
+from proclab.interpret.goals.detect_probes import goal_targets
 from proclab.interpret.goals.episodes import maze_episodes
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
@@ -38,6 +44,7 @@ __all__ = [
     "DecisionSquare",
     "DecisionSquareSettings",
     "EvaluationSettings",
+    "GoalCall",
     "Hidden",
     "HiddenSettings",
     "ProbeSettings",
@@ -47,6 +54,7 @@ __all__ = [
     "SteerSettings",
     "Steering",
     "Sweep",
+    "ToolScore",
     "TrexEvaluation",
     "WorldModelEvaluation",
     "atlas",
@@ -55,11 +63,14 @@ __all__ = [
     "evaluate_trex",
     "evaluate_world_model",
     "fit_basis",
+    "goal_calls",
+    "goal_targets",
     "hidden",
     "maze_episodes",
     "probe",
     "random_agent",
     "saliency",
+    "score_goal_calls",
     "steer",
     "sweep",
 ]

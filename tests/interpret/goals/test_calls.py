@@ -1,4 +1,4 @@
-from proclab.interpret.goals.calls import MIXED, NO_CALL, GoalCall, behaviour_label, score
+from proclab.interpret.goals.calls import MIXED, NO_CALL, GoalCall, behaviour_label, score_goal_calls
 
 
 def test_label_needs_the_interval_to_exclude_zero():
@@ -18,7 +18,7 @@ def test_score_counts_hits_misses_and_abstentions_apart():
         GoalCall("steer", "b", "end"),
         GoalCall("steer", "random", NO_CALL),
     ]
-    by = {s.tool: s for s in score(calls, labels, controls=["random"])}
+    by = {s.tool: s for s in score_goal_calls(calls, labels, controls=["random"])}
     p, s = by["probe"], by["steer"]
     # counted by hand from the list above
     assert (p.hits["count"], p.misses["count"], p.abstentions["count"], p.hits["of"]) == (1, 1, 1, 3)
@@ -29,5 +29,5 @@ def test_score_counts_hits_misses_and_abstentions_apart():
 def test_a_goal_call_on_a_control_voids_the_hits():
     labels = {"a": "coin"}
     calls = [GoalCall("t", "a", "coin"), GoalCall("t", "random", "end")]
-    (s,) = score(calls, labels, controls=["random"])
+    (s,) = score_goal_calls(calls, labels, controls=["random"])
     assert s.false_hits_on_controls == 1 and s.hits["count"] == 0 and s.hits["of"] == 1

@@ -10,7 +10,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.calls import NO_CALL
 from proclab.interpret.goals.detect_probes import (
     RULE_CONTROLS,
-    offset_targets,
+    goal_targets,
     probe_call,
     tracking_call,
 )
@@ -30,7 +30,7 @@ def planted(strength: dict[str, float], random_is_agent: bool = False, seed: int
     episode = np.repeat(np.arange(24), lengths)
     ys = {
         t: rng.normal(0, 3, 24)[episode] + np.concatenate([np.cumsum(rng.normal(size=n)) for n in lengths])
-        for t in offset_targets("coinrun")
+        for t in goal_targets("coinrun")
     }
     cols = [rng.normal(size=(len(episode), 4))]
     for t, y in ys.items():
@@ -83,7 +83,7 @@ def test_margins_match_the_probes_headline_and_the_difference_a_slow_loop():
     resample by resample from the per-episode sums, indexed by the drawn episodes."""
     probes = planted({"coin": 2.0, "end": 1.0}, seed=5)
     call = probe_call(probes, "coinrun", "planted", reps=SETTINGS.bootstrap, seed=SETTINGS.seed)
-    for t in offset_targets("coinrun"):
+    for t in goal_targets("coinrun"):
         got, headline = call.evidence["targets"][t], probes[t]["headline"]
         assert got["margin"] == pytest.approx(headline["margin"])
         np.testing.assert_allclose(got["ci"], headline["ci"], rtol=1e-12)
@@ -97,7 +97,7 @@ def test_margins_match_the_probes_headline_and_the_difference_a_slow_loop():
     diffs = []
     for draw in resamples(24, SETTINGS.bootstrap, SETTINGS.seed):
         margin = {}
-        for t in offset_targets("coinrun"):
+        for t in goal_targets("coinrun"):
             per = probes[t]["per_episode"]
             margin[t] = r2(per["probe"], draw) - max(r2(per[c], draw) for c in RULE_CONTROLS)
         diffs.append((margin["coin_dx"] + margin["coin_dy"] - margin["end_dx"] - margin["end_dy"]) / 2)

@@ -50,7 +50,9 @@ class ToolScore:
     false_hits_on_controls: int
 
 
-def score(calls: Iterable[GoalCall], labels: dict[str, str], controls: Iterable[str] = ()) -> list[ToolScore]:
+def score_goal_calls(
+    calls: Iterable[GoalCall], labels: dict[str, str], controls: Iterable[str] = ()
+) -> list[ToolScore]:
     """Per tool: hits (call = label), misses (call = another goal), abstentions (no call), each a share of
     the labelled agents with its Wilson interval. ``controls`` name agents with no goal (randomly
     initialised): any goal call on one is a false hit, and a tool with one gets no hits counted."""

@@ -52,16 +52,16 @@ def goal_pair(game: str) -> tuple[str, str]:
     return GOALS[game]
 
 
-def offset_targets(game: str) -> list[str]:
+def goal_targets(game: str) -> list[str]:
     """The four probe targets of rule 1: A's offset then B's, ``dx`` then ``dy``."""
     return [f"{goal}_{axis}" for goal in goal_pair(game) for axis in ("dx", "dy")]
 
 
 def probe_call(probes: dict, game: str, agent: str, *, reps: int = 2000, seed: int = 0) -> GoalCall:
     """Rule 1 on ``probes`` (``Probes.probes``: target -> result with ``per_episode`` sums) of the four
-    :func:`offset_targets` (module docstring)."""
+    :func:`goal_targets` (module docstring)."""
     goals = goal_pair(game)
-    targets = offset_targets(game)
+    targets = goal_targets(game)
     sums, ids = _aligned_sums(probes, targets)
     n = len(ids)
     w = weights(resamples(n, reps, seed), n)
@@ -160,4 +160,4 @@ def _aligned_sums(probes: dict, targets: list[str]) -> tuple[dict, np.ndarray]:
     return out, ids
 
 
-__all__ = ["RULE_CONTROLS", "goal_pair", "offset_targets", "probe_call", "tracking_call"]
+__all__ = ["RULE_CONTROLS", "goal_pair", "goal_targets", "probe_call", "tracking_call"]
