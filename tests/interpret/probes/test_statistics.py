@@ -19,6 +19,7 @@ from proclab.interpret.probes.linear import (
     cross_validated,
     probe_kind,
     scored,
+    select_penalty,
     shuffled_labels,
     time_features,
 )
@@ -44,8 +45,9 @@ def test_ridge_probe_recovers_a_linear_target_and_auto_picks_the_kind():
 
 
 def standardised(train, *others):
+    """The training rows' standardisation; held-out rows are clipped to the training columns' ranges first."""
     mu, sd = train.mean(0), train.std(0)
-    return [(a - mu) / sd for a in (train, *others)]
+    return [(train - mu) / sd, *((np.clip(a, train.min(0), train.max(0)) - mu) / sd for a in others)]
 
 
 def loss(kind, model, x, y):
@@ -110,6 +112,35 @@ def test_leave_one_step_out_overfits_autocorrelated_episodes_and_grouped_choice_
     new = r2(cross_validated(x, y, episode, "ridge", folds=5))
     assert min(alphas) == ALPHAS.min()  # leave-one-step-out chose the weakest penalty
     assert r2(old) < -1.0 and new > r2(old) + 1.0 and new > -0.3
+
+
+def test_a_unit_that_fires_in_one_held_out_episode_is_not_extrapolated():
+    """Planted: the target is one input column plus noise; a "rare unit" fires on every step of episode 0
+    and on two steps of episode 1 (where the target is 0.5 off its column), zero elsewhere. Standardised by its
+    training deviation (two active steps), its value in held-out episode 0 lies about 170 deviations out;
+    fitted without the clip, a ridge at the penalty the inner folds choose predicts that episode far off.
+    Clipped to the training range, the probe predicts it as well as any other episode."""
+    rng = np.random.default_rng(3)
+    n_ep, length = 30, 20
+    episode = np.repeat(np.arange(n_ep), length)
+    x = rng.normal(size=(n_ep * length, 8))
+    y = x[:, 0] + 0.3 * rng.normal(size=len(episode))
+    rare = np.zeros(len(episode))
+    rare[episode == 0] = 3.0
+    rare[np.flatnonzero(episode == 1)[:2]] = 0.3
+    y[np.flatnonzero(episode == 1)[:2]] += 0.5
+    x = np.column_stack([x, rare])
+    pred = cross_validated(x, y, episode, "ridge", folds=5)
+    held = episode == 0
+    clipped_error = ((pred[held] - y[held]) ** 2).mean()
+    assert clipped_error < 1.0, clipped_error
+    r2 = 1 - ((y - pred) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert r2 > 0.8
+    train = ~held
+    alpha = select_penalty(x[train], y[train], episode[train], "ridge", 5)
+    mu, sd = x[train].mean(0), x[train].std(0)
+    unclipped = Ridge(alpha=alpha).fit((x[train] - mu) / sd, y[train]).predict((x[held] - mu) / sd)
+    assert ((unclipped - y[held]) ** 2).mean() > 20 * clipped_error, ((unclipped - y[held]) ** 2).mean()
 
 
 def test_fewer_than_two_folds_or_three_episodes_is_one_line():
