@@ -21,8 +21,9 @@ it); its own random-agent control is another initialisation (``--seed``).
 
 Resumable: the episodes are played in chunks of levels, each kept as OUT/chunks/FIRST-LAST.npz (its level seeds) and not
 played again (the actions of chunk k are seeded from --seed + k).
-Writes OUT/calls.json (both calls with their evidence, and the settings), OUT/probes.json and OUT/tracking.json
-(the full results); prints JSON lines: one per chunk, one per call, then the summary.
+Writes OUT/calls.json (the calls with their evidence, and the settings), OUT/probes.json and OUT/tracking.json
+(the full results; ``--stages probes`` applies rule 1 alone, e.g. to re-fit the kept chunks); prints JSON lines:
+one per chunk, one per call, then the summary.
 """
 
 from __future__ import annotations
@@ -127,7 +128,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--permutations", type=int, default=0, help="tracking's per-channel test (0: automatic)")
     ap.add_argument("--seed", type=int, default=0, help="actions, the control random agent, bootstraps")
+    ap.add_argument(
+        "--stages", default="probes,tracking", help="the rules to apply: probes (1), tracking (2)"
+    )
     args = ap.parse_args(argv)
+    stages = args.stages.split(",")
+    if not stages or set(stages) - {"probes", "tracking"}:
+        ap.error(f"--stages takes probes and/or tracking, got {args.stages!r}")
     if args.episodes < 3 or args.chunk < 1:
         ap.error("--episodes must be >= 3 (cross-validation over episodes) and --chunk >= 1")
     if args.random_init is not None and args.random_init == args.seed:
@@ -147,28 +154,25 @@ def main(argv: list[str] | None = None) -> None:
     played = time.perf_counter() - start
     ro = load_chunks(paths, game, mode, rule, agent)
     common = dict(folds=args.folds, bootstrap=args.bootstrap, seed=args.seed)
-    t = time.perf_counter()
-    probes = proclab.analyze.probe(
-        ro,
-        hook,
-        goal_targets(game),
-        settings=proclab.analyze.ProbeSettings(controls=RULE_CONTROLS, **common),
-    )
-    probed = time.perf_counter() - t
-    t = time.perf_counter()
-    tracking = proclab.analyze.probe(
-        ro,
-        args.track_hook,
-        entities=goals,
-        settings=proclab.analyze.ProbeSettings(
+    results, calls, wall = {}, [], {"play": round(played, 1)}
+    if "probes" in stages:
+        t = time.perf_counter()
+        results["probes"] = proclab.analyze.probe(
+            ro,
+            hook,
+            goal_targets(game),
+            settings=proclab.analyze.ProbeSettings(controls=RULE_CONTROLS, **common),
+        )
+        calls.append(probe_call(results["probes"].probes, game, name, seed=args.seed))
+        wall["probes"] = round(time.perf_counter() - t, 1)
+    if "tracking" in stages:
+        t = time.perf_counter()
+        settings = proclab.analyze.ProbeSettings(
             controls=("random_agent",), permutations=args.permutations, **common
-        ),
-    )
-    tracked = time.perf_counter() - t
-    calls = [
-        probe_call(probes.probes, game, name, seed=args.seed),
-        tracking_call(tracking.tracking, game, name),
-    ]
+        )
+        results["tracking"] = proclab.analyze.probe(ro, args.track_hook, entities=goals, settings=settings)
+        calls.append(tracking_call(results["tracking"].tracking, game, name))
+        wall["tracking"] = round(time.perf_counter() - t, 1)
     summary = {
         "agent": name,
         "game": game,
@@ -180,11 +184,11 @@ def main(argv: list[str] | None = None) -> None:
         "steps": int(ro.mask.sum()),
         "hooks": {"probes": hook, "tracking": args.track_hook},
         "settings": {**common, "permutations": args.permutations},
-        "wall_s": {"play": round(played, 1), "probes": round(probed, 1), "tracking": round(tracked, 1)},
+        "wall_s": wall,
         "calls": [dataclasses.asdict(c) for c in calls],
     }
-    (args.out / "probes.json").write_text(json.dumps(probes.to_dict()))
-    (args.out / "tracking.json").write_text(json.dumps(tracking.to_dict()))
+    for stage, result in results.items():
+        (args.out / f"{stage}.json").write_text(json.dumps(result.to_dict()))
     (args.out / "calls.json").write_text(json.dumps(summary, indent=1))
     for c in calls:
         print(json.dumps({"tool": c.tool, "agent": c.agent, "call": c.call}), flush=True)

@@ -55,6 +55,12 @@ def test_a_random_init_like_its_control_is_refused(driver, tmp_path, capsys):
     assert e.value.code == 2 and "--random-init must differ" in capsys.readouterr().err
 
 
+def test_an_unknown_stage_is_refused(driver, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        driver.main(["--agent", "x", "--out", str(tmp_path), "--stages", "probes,steering"])
+    assert e.value.code == 2 and "--stages takes probes and/or tracking" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_the_driver_writes_both_calls_and_resumes(driver, maze_agent_dir, tmp_path, capsys):
     argv = ["--agent", str(maze_agent_dir), "--out", str(tmp_path), "--episodes", "3", "--chunk", "2", "--folds", "3",
@@ -72,3 +78,6 @@ def test_the_driver_writes_both_calls_and_resumes(driver, maze_agent_dir, tmp_pa
     }
     driver.main(argv)  # resumed: nothing played again
     assert not any("chunk" in json.loads(line) for line in capsys.readouterr().out.splitlines())
+    driver.main([*argv, "--stages", "probes"])  # rule 1 alone, re-fitted on the kept chunks
+    calls = json.loads((tmp_path / "calls.json").read_text())
+    assert [c["tool"] for c in calls["calls"]] == ["probes"] and set(calls["wall_s"]) == {"play", "probes"}
