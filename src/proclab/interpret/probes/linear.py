@@ -3,9 +3,9 @@
 A probe is a ridge regression (continuous targets) or scikit-learn's logistic regression (binary
 targets), on activations standardised with the training fold's means and deviations, a held-out
 activation first clipped to its unit's range in the training fold (:func:`standardise`). Without the
-clip, a unit that fires in almost no training step (a ReLU unit of one kind of maze) has a tiny
-deviation, so its value in the one held-out episode where it fires becomes an input hundreds of
-deviations out, and the probe extrapolates: on the maze agent's fc layer one episode of 200 carried
+clip, a unit that fires in almost no training step (a ReLU unit of a rare kind of maze) has a tiny
+deviation, so its value in the held-out episode where it fires becomes an input many deviations out,
+and the probe extrapolates: on the maze agent's fc layer one episode of 200 carried
 76 % of agent_x's squared error (per-step error 5,600 against the target's variance 15) and turned a
 held-out R^2 of 0.79 into -0.62 (docs/steering.md). Folds are
 ``GroupKFold`` with episodes as groups: consecutive steps of one episode are nearly the same
