@@ -7,7 +7,9 @@ clip, a unit that fires in almost no training step (a ReLU unit of a rare kind o
 deviation, so its value in the held-out episode where it fires becomes an input many deviations out,
 and the probe extrapolates: on the maze agent's fc layer one episode of 200 carried
 76 % of agent_x's squared error (per-step error 5,600 against the target's variance 15) and turned a
-held-out R^2 of 0.79 into -0.62 (docs/steering.md). Folds are
+held-out R^2 of 0.79 into -0.62 (docs/steering.md). The clip holds for every probe's inputs, the time
+baseline's among them: a held-out episode longer than every training one is read at the longest one's last
+step rather than extrapolated along the step index. Folds are
 ``GroupKFold`` with episodes as groups: consecutive steps of one episode are nearly the same
 input, so a step-level split would let a probe score by remembering episodes.
 
