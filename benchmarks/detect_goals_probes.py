@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     stages = args.stages.split(",")
-    if not stages or set(stages) - {"probes", "tracking"}:
+    if set(stages) - {"probes", "tracking"}:
         ap.error(f"--stages takes probes and/or tracking, got {args.stages!r}")
     if args.episodes < 3 or args.chunk < 1:
         ap.error("--episodes must be >= 3 (cross-validation over episodes) and --chunk >= 1")

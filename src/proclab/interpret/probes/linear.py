@@ -2,7 +2,7 @@
 
 A probe is a ridge regression (continuous targets) or scikit-learn's logistic regression (binary
 targets), on activations standardised with the training fold's means and deviations, a held-out
-activation first clipped to its unit's range in the training fold (:func:`standardise`). Without the
+activation first clipped to its unit's range in the training fold (:func:`standardiser`). Without the
 clip, a unit that fires in almost no training step (a ReLU unit of a rare kind of maze) has a tiny
 deviation, so its value in the held-out episode where it fires becomes an input many deviations out,
 and the probe extrapolates: on the maze agent's fc layer one episode of 200 carried
@@ -36,6 +36,7 @@ Controls that change the labels or the inputs (:func:`shuffled_labels`, :func:`c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,21 +57,23 @@ def probe_kind(y: np.ndarray, kind: str) -> str:
     return "logistic" if np.isin(np.unique(y), (0.0, 1.0)).all() else "ridge"
 
 
-def standardise(x: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` and ``x_test`` standardised with ``x``'s column means and deviations (a constant column keeps
-    deviation 1, as scikit-learn's), ``x_test`` first clipped to ``x``'s column ranges: a probe is never
-    asked about a unit beyond the values it was fitted on (module docstring)."""
-    x, x_test = np.asarray(x, np.float64), np.asarray(x_test, np.float64)
+def standardiser(x: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """``x`` standardised with its column means and deviations (a constant column keeps deviation 1, as
+    scikit-learn's), and the function that standardises held-out rows alike, each first clipped to ``x``'s
+    column ranges: a probe is never asked about a unit beyond the values it was fitted on (module docstring)."""
+    x = np.asarray(x, np.float64)
     mu, sd = x.mean(0), x.std(0)
     sd = np.where(sd > 0, sd, 1.0)
-    return (x - mu) / sd, (np.clip(x_test, x.min(0), x.max(0)) - mu) / sd
+    lo, hi = x.min(0), x.max(0)
+    return (x - mu) / sd, lambda held_out: (np.clip(np.asarray(held_out, np.float64), lo, hi) - mu) / sd
 
 
 def ridge_path(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     """``(len(alphas), len(x_test))`` predictions of ridge regressions (intercept unpenalised) fitted on
-    ``x`` standardised (:func:`standardise`), one per penalty, from one eigendecomposition of the smaller
+    ``x`` standardised (:func:`standardiser`), one per penalty, from one eigendecomposition of the smaller
     Gram matrix (the features' ``z'z`` or, when there are fewer rows than features, the rows' ``zz'``)."""
-    z, zt = standardise(x, x_test)
+    z, held_out = standardiser(x)
+    zt = held_out(x_test)
     yc = y - y.mean()
     if z.shape[1] <= z.shape[0]:  # w = V (L + a)^-1 V' z'y
         lam, vecs = np.linalg.eigh(z.T @ z)
@@ -84,8 +87,9 @@ def ridge_path(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, alphas: np.ndar
 def _logistic(x: np.ndarray, y: np.ndarray, c: float):
     from sklearn.linear_model import LogisticRegression  # lazy: scikit-learn is slow to import
 
-    model = LogisticRegression(C=c, max_iter=2000).fit(standardise(x, x[:0])[0], y)
-    return lambda xt: model.predict_proba(standardise(x, xt)[1])[:, 1]
+    z, held_out = standardiser(x)
+    model = LogisticRegression(C=c, max_iter=2000).fit(z, y)
+    return lambda xt: model.predict_proba(held_out(xt))[:, 1]
 
 
 def _losses(x, y, x_test, y_test, kind: str) -> np.ndarray:

@@ -73,21 +73,17 @@ class Truth:
         for field in ("features", "events"):
             if name in self.names.get(field, []):
                 return self._column(field, self.names[field].index(name)).astype(np.float64)
-        if name in self.derived():
-            return self._second_goal_offset()[self.derived().index(name)]
+        if name in self.derived():  # the second goal's cell centre minus the agent's, one axis
+            axis = self.derived().index(name)
+            return self._second_goal_centres[axis] - self.values(("agent_x", "agent_y")[axis])
         raise unknown_choice(
             "target", name, self.names.get("features", []) + self.names.get("events", []) + self.derived()
         )
 
-    def _second_goal_offset(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(dx, dy)`` at every row: from the agent's centre to the centre of its episode's second-goal cell."""
-        cx, cy = self._second_goal_centres
-        return cx - self.values("agent_x"), cy - self.values("agent_y")
-
     @cached_property
     def _second_goal_centres(self) -> tuple[np.ndarray, np.ndarray]:
-        """The second-goal cell's centre at every row, read once from each episode's first state (each
-        offset coordinate, and each tracked position, asks for it again)."""
+        """The second-goal cell's centre ``(x, y)`` at every row, read once from each episode's first state
+        (each offset coordinate, and each tracked position, asks for it again)."""
         cells = []
         for j in range(len(self.lengths)):
             plan = plan_goals(parse_state(self.first_state(j)))
