@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 import proclab
+from proclab.interpret.goals.calls import APART
 from proclab.interpret.goals.detect_probes import (
     RULE_CONTROLS,
     goal_pair,
@@ -48,7 +49,6 @@ from proclab.interpret.goals.detect_probes import (
 )
 from proclab.record.rollout import Rollout
 
-DEFAULT_RULES = {"coinrun": "coin-moved", "maze": "none"}
 PER_STEP = ("obs", "actions", "rewards", "terminated", "truncated", "values", "logits", "mask")
 PER_EPISODE = ("levels", "returns", "level_complete")
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         agent = proclab.analyze.random_agent(agent, args.random_init)
     game, mode = agent.env_config.games()[0], agent.env_config.mode
     goals = goal_pair(game)
-    rule = args.game_rule or DEFAULT_RULES[game]
+    rule = args.game_rule or APART[game]
     hook = args.hook or ("core.0.hook_h" if "core.0.hook_h" in agent.hook_names() else "torso.hook_fc")
     chunks = args.out / "chunks"
     chunks.mkdir(parents=True, exist_ok=True)

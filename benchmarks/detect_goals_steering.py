@@ -32,11 +32,10 @@ from pathlib import Path
 import torch
 
 import proclab
+from proclab.interpret.goals.calls import APART
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
 from proclab.io.run_dirs import write_json_atomic
 
-RULES = {"coinrun": "coin-moved", "maze": "none"}
-"""Per game, the level rule under which its goals are apart (docs/misgeneralization.md, the benchmark)."""
 FEED_FORWARD_HOOK = "torso.hook_fc"
 
 
@@ -149,7 +148,7 @@ def main(argv=None) -> None:
     if args.random_init:
         agent, name = proclab.analyze.random_agent(agent, seed=args.seed), f"{args.agent} (random init)"
     game = agent.env_config.games()[0]
-    rule = args.level_rule if args.level_rule is not None else RULES.get(game, "none")
+    rule = args.level_rule if args.level_rule is not None else APART.get(game, "none")
     stages = set(args.stages.split(","))
     calls = []
     if "steer" in stages:

@@ -16,6 +16,9 @@ from proclab.interpret.stats.proportions import share
 
 NO_CALL = "none"
 MIXED = "mixed"
+APART = {"coinrun": "coin-moved", "maze": "none"}
+"""Per game, the level rule under which the benchmark plays its tools, where the two goals are apart: CoinRun's
+coin moved in every level; Maze's standard mazes, whose cheese may lie anywhere."""
 
 
 @dataclass(frozen=True)
