@@ -79,7 +79,14 @@ def chromium() -> str:
 
 
 def torchrun_proclab(*args: str, processes: int = 2) -> subprocess.CompletedProcess:
-    """``proclab ARGS`` as ``processes`` torchrun ranks on this machine (output captured, 300 s at most)."""
+    """``proclab ARGS`` as ``processes`` torchrun ranks on this machine (output captured, 300 s at most).
+
+    One job in many aborted on CI (Python 3.13) with "terminate called without an active exception" from a
+    rank's native code and was not reproduced in 80 runs here; a job that ends that way is run once more, so
+    that the test fails on a second abort (or on anything else) rather than on one. The retry starts from an
+    empty ``--run-root`` (ARGS must give one), so the test reads only the run that exited cleanly.
+    """
+    run_root = Path(args[args.index("--run-root") + 1])
     command = [
         sys.executable,
         "-m",
@@ -88,7 +95,13 @@ def torchrun_proclab(*args: str, processes: int = 2) -> subprocess.CompletedProc
         "--nproc_per_node",
         str(processes),
     ]
-    return subprocess.run([*command, "-m", "proclab", *args], capture_output=True, text=True, timeout=300)
+    for attempt in (1, 2):
+        proc = subprocess.run([*command, "-m", "proclab", *args], capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0 or "terminate called without an active exception" not in proc.stderr:
+            return proc
+        if attempt == 1:
+            shutil.rmtree(run_root, ignore_errors=True)
+    return proc
 
 
 def proclab(*args: str, **kw) -> subprocess.CompletedProcess:

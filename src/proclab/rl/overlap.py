@@ -57,6 +57,12 @@ class GroupedActor(Actor):
         self.host_prev = torch.empty(env.num_envs, pin_memory=pin)
         self.host_action = torch.empty(env.num_envs, dtype=torch.int64, pin_memory=pin)
 
+    def close(self) -> None:
+        """Stop the env-stepping threads, then close the envs."""
+        if self.pool is not None:
+            self.pool.shutdown()
+        super().close()
+
     def _step_group(self, g: int, actions: np.ndarray):
         if self.pool is None:
             return _done(self.raw_env.step(actions))

@@ -174,6 +174,12 @@ class Trainer:
             self.logger.close()
         return self.run_dir
 
+    def close(self) -> None:
+        """Close the training and validation envs (and their threads); the run directory is complete already."""
+        self.actor.close()
+        if self.val_actor is not None:
+            self.val_actor.close()
+
     def _follow_load(self) -> None:
         """The updates left their pace: time the layout again and go on in the fastest."""
         choice = retime_layout(self.config, self.rt, self.agent, self.n_local)

@@ -103,6 +103,10 @@ class Actor:
         self.prev_reward = torch.zeros(n, device=runtime.device)
         self.state = agent.initial_state(n, device=runtime.device)
 
+    def close(self) -> None:
+        """Close the envs now rather than at interpreter exit, where native teardown runs in no set order."""
+        self.env.close()
+
     def use_runtime(self, runtime: Runtime) -> None:
         """Act in another layout of the same device and precision (a run following its load)."""
         self.rt = runtime

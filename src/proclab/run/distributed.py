@@ -130,19 +130,24 @@ def train_on_ranks(
 ) -> None:
     """Run ``trainer_class(config, run_dir=..., resume=...).train()`` in this process, or as one rank
     of a torchrun job: every rank writes to the run directory rank 0 creates, and rank 0 calls
-    ``report(trainer, run_dir)``. ``config`` is a frozen dataclass with ``device`` and ``validate(world)``.
+    ``report(trainer, run_dir)``. ``config`` is a frozen dataclass with ``device`` and ``validate(world)``;
+    the trainer has ``close()``, called before the process group is destroyed, so that no env or thread of the
+    run is left for interpreter exit.
     """
     config = replace(config, device=join_torchrun(config.device))
     run_dir = resume_dir
     if dist.is_initialized() and resume_dir is None:  # every rank writes to rank 0's run directory
         config.validate(dist.get_world_size())
         run_dir = on_rank0(lambda: new_run_dir(config))
+    trainer = None
     try:
         trainer = trainer_class(config, run_dir=run_dir, resume=resume_dir is not None)
         out = trainer.train()
         if trainer.rank == 0:
             report(trainer, out)
     finally:
+        if trainer is not None:
+            trainer.close()
         if dist.is_initialized():
             dist.destroy_process_group()
 
