@@ -95,12 +95,14 @@ def torchrun_proclab(*args: str, processes: int = 2) -> subprocess.CompletedProc
         "--nproc_per_node",
         str(processes),
     ]
-    for attempt in (1, 2):
-        proc = subprocess.run([*command, "-m", "proclab", *args], capture_output=True, text=True, timeout=300)
-        if proc.returncode == 0 or "terminate called without an active exception" not in proc.stderr:
-            return proc
-        if attempt == 1:
-            shutil.rmtree(run_root, ignore_errors=True)
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([*command, "-m", "proclab", *args], capture_output=True, text=True, timeout=300)
+
+    proc = run()
+    if proc.returncode != 0 and "terminate called without an active exception" in proc.stderr:
+        shutil.rmtree(run_root, ignore_errors=True)
+        proc = run()
     return proc
 
 

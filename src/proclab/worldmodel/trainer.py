@@ -179,11 +179,11 @@ class WMTrainer:
             )
         self._video_batch = None
 
-    # -- the loop ----------------------------------------------------------------------------
     def close(self) -> None:
         """Stop the loader's worker processes now: a persistent loader keeps them until it is dropped."""
         self.loader = None
 
+    # -- the loop ----------------------------------------------------------------------------
     def train(self, progress: bool = True) -> Path:
         cfg = self.config
         start_time = time.time() - self.wall_offset
