@@ -29,8 +29,9 @@ WORKERS=${WORKERS:-2}
 TRAIN_ARGS=${TRAIN_ARGS:-}            # e.g. "--train.time-limit 600" to bound each grid cell
 POLICY_STEPS=${POLICY_STEPS:-25000000}
 POLICY_SECONDS=${POLICY_SECONDS:-0}
-POLICY_DEMOS=${POLICY_DEMOS:-300}     # the reward model of this grid row (seed 0) drives the policy
-POLICY_ARGS=${POLICY_ARGS:-}          # given to both policies, e.g. "--num-envs 32 --num-steps 64"
+POLICY_DEMOS=${POLICY_DEMOS:-300}     # the reward models of this grid row drive the learned-reward policies (seed s-1 for s)
+POLICY_SEEDS=${POLICY_SEEDS:-5}       # seeds per arm; 5 + 5 is the fewest for which an exact test between arms can reach p < 0.05
+POLICY_ARGS=${POLICY_ARGS:-}          # given to every policy, e.g. "--num-envs 32 --num-steps 64"
 COINRUN_AGENT=${COINRUN_AGENT:-}      # interpreting-rl-behavior's model_78053376.pth (docs/import.md)
 COINRUN_TRAIN=${COINRUN_TRAIN:-500}
 COINRUN_TEST=${COINRUN_TEST:-200}
@@ -116,25 +117,29 @@ control() {  # the table beside the published one, with the length control; the 
         --reward-model "$(last_run "$TREX/runs/trex/starpilot/grid-n$POLICY_DEMOS")"
 }
 
-policy() {  # PPO on the learned reward against PPO on the true reward, the same steps
-    local rm run
-    rm=$(last_run "$TREX/runs/trex/starpilot/grid-n$POLICY_DEMOS" "0-*")
-    : "${rm:?no seed-0 reward model of the grid row $POLICY_DEMOS yet: run the grid stage first}"
-    run=$(last_run "$TREX/runs/ppo/starpilot/trex")
+policy() {  # PPO on the learned reward, on the true reward and on +1 per step, the same steps, POLICY_SEEDS each
+    local s rm
+    for s in $(seq 1 "$POLICY_SEEDS"); do
+        rm=$(last_run "$TREX/runs/trex/starpilot/grid-n$POLICY_DEMOS" "$((s - 1))-*")
+        : "${rm:?no seed-$((s - 1)) reward model of the grid row $POLICY_DEMOS yet: run the grid stage first}"
+        policy_arm "trex-s$s" --reward-model "$rm" --seed "$s"
+        policy_arm "true-reward-s$s" --preset trex-policy --seed "$s"
+        policy_arm "per-step-s$s" --reward-model per-step --seed "$s"
+    done
+    "$PYTHON" "$(dirname "$0")/trex_policies.py" "$TREX/runs/ppo/starpilot" --steps "$POLICY_STEPS" \
+        --plot "$TREX/policies.png" | tee "$TREX/policies.md"
+}
+
+policy_arm() {  # policy_arm NAME ARGS...: train (or resume) runs/ppo/starpilot/NAME to POLICY_STEPS
+    local name=$1 run
+    shift
+    run=$(last_run "$TREX/runs/ppo/starpilot/$name")
     if [ -n "$run" ]; then
-        stage policy-learned "$PROCLAB" train --resume "$run" --time-limit "$POLICY_SECONDS"
+        stage "policy-$name" "$PROCLAB" train --resume "$run" --time-limit "$POLICY_SECONDS"
     else
         # shellcheck disable=SC2086
-        stage policy-learned "$PROCLAB" train --reward-model "$rm" --game starpilot \
-            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
-    fi
-    run=$(last_run "$TREX/runs/ppo/starpilot/true-reward")
-    if [ -n "$run" ]; then
-        stage policy-true "$PROCLAB" train --resume "$run" --time-limit "$POLICY_SECONDS"
-    else
-        # shellcheck disable=SC2086
-        stage policy-true "$PROCLAB" train --preset trex-policy --game starpilot --name true-reward \
-            --total-steps "$POLICY_STEPS" --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
+        stage "policy-$name" "$PROCLAB" train "$@" --game starpilot --name "$name" --total-steps "$POLICY_STEPS" \
+            --time-limit "$POLICY_SECONDS" --run-root "$TREX/runs" $POLICY_ARGS
     fi
 }
 
