@@ -64,14 +64,16 @@ def permutation_p(a: list[float], b: list[float]) -> float:
     return float(np.mean(diffs >= observed - 1e-12))
 
 
-def arm_runs(root: Path, steps: int) -> dict[str, dict[str, Path]]:
-    """arm -> seed directory name -> its newest run trained to ``steps`` (seeds still training left out)."""
-    arms: dict[str, dict[str, Path]] = {arm: {} for arm in ARMS}
+def arm_metrics(root: Path, steps: int) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """arm -> seed directory name -> the metrics of its newest run, if trained to ``steps`` (seeds still
+    training left out). Read once: the table and the plot share them."""
+    arms: dict[str, dict[str, dict[str, list[float]]]] = {arm: {} for arm in ARMS}
     for arm in ARMS:
         for seed_dir in sorted(root.glob(f"{arm}-s*")):
             runs = sorted(p for p in seed_dir.iterdir() if (p / "metrics.csv").is_file())
-            if runs and max(read_metrics(runs[-1])["step"]) >= steps:
-                arms[arm][seed_dir.name] = runs[-1]
+            metrics = read_metrics(runs[-1]) if runs else None
+            if metrics and max(metrics["step"]) >= steps:
+                arms[arm][seed_dir.name] = metrics
     return arms
 
 
@@ -98,14 +100,14 @@ def compare(results: dict[str, dict[str, dict]]) -> list[dict]:
     return tests
 
 
-def plot(arms: dict[str, dict[str, Path]], out: Path) -> Path:
+def plot(arms: dict[str, dict[str, dict[str, list[float]]]], out: Path) -> Path:
     """True return and length over training, each arm's seeds as mean +- sd."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for arm, runs in arms.items():
         if not runs:
             continue
-        metrics = [read_metrics(run) for run in runs.values()]
+        metrics = list(runs.values())
         for ax, key in zip(axes, (MEASURES["true"], MEASURES["length"]), strict=True):
             curves = []
             for m in metrics:
@@ -136,10 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.runs.is_dir():
         parser.error(f"no directory {str(args.runs)!r}")
-    arms = arm_runs(args.runs, args.steps)
-    results = {
-        arm: {seed: windows(read_metrics(run)) for seed, run in runs.items()} for arm, runs in arms.items()
-    }
+    arms = arm_metrics(args.runs, args.steps)
+    results = {arm: {seed: windows(metrics) for seed, metrics in runs.items()} for arm, runs in arms.items()}
     tests = compare(results)
     for test in tests:
         print(json.dumps({k: (np.round(v, 4).tolist() if k == "means" else v) for k, v in test.items()}))

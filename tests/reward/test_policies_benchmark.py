@@ -87,7 +87,7 @@ def test_table_leaves_out_unfinished_runs_and_holm_adjusts_the_six_tests(tmp_pat
     for arm, level in levels.items():
         for seed in (1, 2, 3):
             write_run(tmp_path, arm, seed, rng, level=level)
-    write_run(tmp_path, "trex", 4, rng, steps=STEPS // 2, level=level)  # still training: left out
+    write_run(tmp_path, "trex", 4, rng, steps=STEPS // 2, level=levels["trex"])  # still training: left out
     module.main([str(tmp_path), "--steps", str(STEPS), "--plot", str(tmp_path / "arms.png")])
     out = capsys.readouterr().out
     tests = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
