@@ -100,7 +100,7 @@ def play(agent, args, game: str, mode: str, rule: str, chunks: Path) -> list[Pat
         if rule != "none":
             levels = [lv.with_rule(rule) for lv in levels]
         ro = proclab.rollout(
-            agent, levels=levels, episodes=len(levels), num_envs=len(levels), seed=args.seed + k
+            agent, levels=levels, episodes=len(levels), num_envs=len(levels), seed=args.seed + k, truth=True
         )
         save_chunk(ro, path)
         wall = time.perf_counter() - t

@@ -44,7 +44,9 @@ def play_chunk(agent, seeds: list[int], mode: str, seed: int, conditions: dict) 
     plain = [proclab.Level.generate("coinrun", s, mode=mode) for s in seeds]
     for name, rule in conditions.items():
         levels = plain if rule is None else [lv.with_rule(rule) for lv in plain]
-        ro = proclab.rollout(agent, levels=levels, episodes=len(levels), num_envs=len(levels), seed=seed)
+        ro = proclab.rollout(
+            agent, levels=levels, episodes=len(levels), num_envs=len(levels), seed=seed, truth=True
+        )
         for b, s in enumerate(ro.levels):
             row = rows[int(s)]
             row[f"{name}_coin"] = bool(ro.goals["coin"][b])

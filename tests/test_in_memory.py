@@ -43,7 +43,7 @@ def test_the_probe_reads_the_edited_agent(agents, tmp_path, monkeypatch):
     blind = edited(
         agents, lambda a: (a.torso.fc.weight.zero_(), a.torso.fc.bias.zero_()), "coinrun"
     )  # fc output all zero; CoinRun, whose agent_x the plain agent's fc encodes even untrained
-    ro = proclab.rollout(blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"])
+    ro = proclab.rollout(blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"], truth=True)
     assert not ro.cache["torso.hook_fc"].any()
     settings = proclab.analyze.ProbeSettings(folds=2, **SMALL)
     res = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], settings=settings).probes["agent_x"]
@@ -75,7 +75,7 @@ def test_steering_builds_its_vector_from_the_edited_agent(agents, tmp_path, monk
 
 def test_the_sweep_plays_the_edited_agent(agents, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    ro = proclab.rollout(agents, levels="0:20", episodes=4, num_envs=4, seed=1)
+    ro = proclab.rollout(agents, levels="0:20", episodes=4, num_envs=4, seed=1, truth=True)
     basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=3)
 
     def constant_policy(a):
@@ -104,7 +104,7 @@ def test_the_hidden_states_are_the_edited_agents(agents, tmp_path, monkeypatch):
     settings = proclab.analyze.HiddenSettings(n_ics=3, clusters=3, nmf=2, perplexity=5.0, fit_points=300)
     std = {}
     for name, agent in (("blind", edited(agents, blind_units)), ("plain", agents)):
-        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0, cache=["torso.hook_fc"])
+        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0, cache=["torso.hook_fc"], truth=True)
         std[name] = proclab.analyze.hidden(ro, "torso.hook_fc", settings).basis.std
     assert (std["blind"][:8] == 1).all()  # units that never vary keep a std of 1
     assert (std["plain"][:8] != 1).any()
@@ -120,7 +120,7 @@ def test_saliency_differentiates_the_edited_agent(agents, tmp_path, monkeypatch)
     settings = proclab.analyze.SaliencySettings(window=3, step=2)
     grads = {}
     for name, agent in (("edited", edited(agents, no_value)), ("plain", agents)):
-        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0)
+        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0, truth=True)
         grads[name] = proclab.analyze.saliency(agent, ro, ["value", "action"], settings).grads
     assert not grads["edited"]["value"].any() and grads["edited"]["action"].any()  # a constant value
     assert grads["plain"]["value"].any()

@@ -21,6 +21,11 @@ class ProclabError(Exception):
         super().__init__(" ".join(message.split()))  # keep it on one line
 
 
+class ProclabWarning(UserWarning):
+    """Something the user asked for runs, but probably not as they meant it (e.g. "held-out" levels that an
+    agent trained on); one line saying what and what to do instead."""
+
+
 class NothingToDo(Exception):
     """The command's work is already done (e.g. ``--resume`` of a finished run).
 

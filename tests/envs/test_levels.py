@@ -72,3 +72,16 @@ def test_env_draws_levels_inside_its_split():
         seen |= set(info["level_seed"].tolist())
     assert seen <= set(range(1000, 1005))
     assert len(seen) >= 3
+
+
+def test_distinct_levels_are_distinct_seeded_and_inside_the_split():
+    from proclab.envs import distinct_levels
+
+    bounded = distinct_levels(LevelSplit(1000, 200), 50, 0)
+    assert len(set(bounded)) == 50 and all(1000 <= lv < 1200 for lv in bounded)
+    assert list(bounded) == list(distinct_levels(LevelSplit(1000, 200), 50, 0))
+    assert list(bounded) != list(distinct_levels(LevelSplit(1000, 200), 50, 1))
+    assert sorted(distinct_levels(LevelSplit(5, 10), 10, 3)) == list(range(5, 15))
+    assert len(set(distinct_levels(LevelSplit(0, 0), 30, 0))) == 30
+    with pytest.raises(ProclabError, match="which has 200"):
+        distinct_levels(LevelSplit(1000, 200), 201, 0)

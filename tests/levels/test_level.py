@@ -51,3 +51,19 @@ def test_bad_edits_are_one_line(maze, tmp_path):
         maze.remove("cheese").move("cheese", (1.5, 1.5))
     with pytest.raises(ProclabError, match="index"):
         Level.read(write_levels(tmp_path / "one.levels.json", [maze]), 5)
+
+
+def test_a_goal_or_the_agent_into_a_wall_is_refused_in_one_line(maze):
+    wall = tuple(maze.positions("wall")[0])
+    for edit in (
+        lambda: maze.move("cheese", wall),
+        lambda: maze.add("cheese", wall),
+        lambda: maze.with_agent_at(wall),
+    ):
+        with pytest.raises(ProclabError, match=r"is a wall in this maze level; choose an open cell"):
+            edit()
+    maze.move("cheese", tuple(maze.positions("space")[-1]))  # an open cell is fine
+    coinrun = Level.generate("coinrun", 3)
+    floor = tuple(coinrun.positions("wall_top")[0])
+    with pytest.raises(ProclabError, match="wall_top"):
+        coinrun.with_agent_at(floor)

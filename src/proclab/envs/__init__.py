@@ -3,7 +3,14 @@
 from proclab.envs.actions import ACTION_NAMES, ACTIONS, NOOP, NUM_ACTIONS
 from proclab.envs.episodes import EpisodeLog
 from proclab.envs.games import EPISODE_TIME_LIMIT, GAME_LISTS, GAMES, MODES, check_game, resolve_games
-from proclab.envs.levels import NAMED_SPLITS, LevelSplit, check_disjoint, held_out_split, parse_split
+from proclab.envs.levels import (
+    NAMED_SPLITS,
+    LevelSplit,
+    check_disjoint,
+    distinct_levels,
+    held_out_split,
+    parse_split,
+)
 from proclab.envs.normalize import RewardNormalizer, RunningMeanStd
 from proclab.envs.scores import mean_normalized_score, normalized_score, score_bounds, score_table
 from proclab.envs.vec_env import OBS_SHAPE, EnvConfig, ProcgenVecEnv
@@ -27,6 +34,7 @@ __all__ = [
     "RunningMeanStd",
     "check_disjoint",
     "check_game",
+    "distinct_levels",
     "held_out_split",
     "mean_normalized_score",
     "normalized_score",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from proclab.errors import ProclabError, unknown_choice
 
 LEVEL_SEED_SPACE = 2**31  # Procgen level seeds are non-negative int32
@@ -125,3 +127,17 @@ def held_out_split(train: str | LevelSplit) -> LevelSplit | None:
     if train.stop + HELD_OUT_LEVELS > LEVEL_SEED_SPACE:
         return None
     return LevelSplit(train.stop, HELD_OUT_LEVELS)
+
+
+def distinct_levels(split: LevelSplit, n: int, seed: int) -> np.ndarray:
+    """``n`` distinct level seeds of ``split``, drawn with ``seed`` (sorted): the levels of a paired comparison,
+    or of ``n`` episodes that should each play another level (procgen's own draw is with replacement)."""
+    rng = np.random.default_rng([seed, 7])
+    if split.bounded:
+        if n > split.num:
+            raise ProclabError(f"{n} distinct levels asked of split {split.label()}, which has {split.num}")
+        return np.sort(split.start + rng.choice(split.num, n, replace=False))
+    levels: set[int] = set()
+    while len(levels) < n:
+        levels.update(int(x) for x in rng.integers(0, LEVEL_SEED_SPACE, n - len(levels)))
+    return np.array(sorted(levels), np.int64)

@@ -6,7 +6,8 @@ removed, moved or doubled, played beside the original. :class:`Level` holds one 
 :func:`proclab.rollout` plays a list of levels, each episode starting from one of them::
 
     base = Level.generate("maze", 7)
-    variants = [base, base.remove("cheese"), base.move("cheese", (base.goal[0] + 2, base.goal[1]))]
+    free = base.positions("space")  # the open cells' centres
+    variants = [base, base.remove("cheese"), base.move("cheese", tuple(free[-1]))]
     ro = proclab.rollout(agent, levels=variants, episodes=3)
 
 The edits are those of ``proclab level edit`` (:mod:`proclab.envs.state`: kinds are names of the
@@ -28,6 +29,7 @@ from proclab.envs.rules import parse_rule
 from proclab.envs.state import (
     GameState,
     add_entity,
+    check_open,
     glossary,
     move_agent,
     move_entity,
@@ -134,17 +136,21 @@ class Level:
         return self._edited(lambda s: remove_entities(s, kind, where=where), f"remove {kind}")
 
     def move(self, kind: str, to: tuple[float, float], index: int = 0) -> Level:
-        """With the ``index``-th ``kind`` (as :meth:`positions` lists them) moved so its centre is ``to``."""
+        """With the ``index``-th ``kind`` (as :meth:`positions` lists them) moved so its centre is ``to``
+        (refused onto a wall)."""
         glossary(self.game).type_of(kind)
+        check_open(self.parsed, to, kind)
         return self._edited(lambda s: move_entity(s, kind, to, index=index), f"move {kind}#{index} to {to}")
 
     def add(self, kind: str, at: tuple[float, float]) -> Level:
-        """With one more ``kind`` centred at ``at`` (a cell kind fills the cell under it)."""
+        """With one more ``kind`` centred at ``at`` (a cell kind fills the cell under it; refused on a wall)."""
         glossary(self.game).type_of(kind)
+        check_open(self.parsed, at, kind)
         return self._edited(lambda s: add_entity(s, kind, at), f"add {kind} at {at}")
 
     def with_agent_at(self, at: tuple[float, float]) -> Level:
-        """With the agent's centre at ``at``."""
+        """With the agent's centre at ``at`` (refused in a wall)."""
+        check_open(self.parsed, at, "agent")
         return self._edited(lambda s: move_agent(s, at), f"agent to {at}")
 
     def with_rule(self, rule: str) -> Level:

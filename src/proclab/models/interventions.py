@@ -45,6 +45,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -372,9 +373,9 @@ def parse_edits(texts: Sequence[str]) -> list[Intervention]:
 
 
 # -- shapes ----------------------------------------------------------------------------------------
-def hook_shapes(agent, obs_shape: Sequence[int] = (3, 64, 64)) -> dict[str, tuple[int, ...]]:
+def hook_shapes(agent) -> dict[str, tuple[int, ...]]:
     """Per-sample shape of every hook point's activation (one forward pass of 2 steps of 3 rows)."""
-    obs = torch.zeros((2, 3, *obs_shape), dtype=torch.uint8)
+    obs = torch.zeros((2, 3, 3, 64, 64), dtype=torch.uint8)
     firsts = torch.ones((2, 3), dtype=torch.bool)
     device = device_of(agent)
     with torch.no_grad():
@@ -385,36 +386,59 @@ def hook_shapes(agent, obs_shape: Sequence[int] = (3, 64, 64)) -> dict[str, tupl
 # -- applying --------------------------------------------------------------------------------------
 @dataclass
 class _Call:
-    """What an edit needs to know of one call of its hook: the rows' episode steps and the carried state."""
+    """What an edit needs to know of one call of its hook: the rows' episode steps, the carried state, and
+    which episode each row plays (when the caller says: :meth:`Intervened.playing`)."""
 
     T: int
     B: int
     steps: Tensor | None  # (T, B) episode step of each row, when counted
     prev: Tensor | None = None  # (B, ...) the state leaving the previous step (increment edits)
+    episodes: Tensor | None = None  # (B,) the episode each row plays; None: row r is episode r
+
+    def of_rows(self, x: Tensor, what: str, hook: str) -> Tensor:
+        """``x`` (one entry per episode, first axis) for this call's ``B`` rows: ``x[episodes]``, or ``x``
+        itself when rows are episodes; a one-line error when ``x`` has the wrong number of entries."""
+        if self.episodes is None:
+            if len(x) != self.B:
+                raise ProclabError(
+                    f"the {what} of the edit at {hook} has {len(x)} rows, the batch {self.B}: give one per "
+                    "row (per episode of a rollout)"
+                )
+            return x
+        if len(self.episodes) and int(self.episodes.max()) >= len(x):
+            raise ProclabError(
+                f"the {what} of the edit at {hook} has {len(x)} rows, but episode "
+                f"{int(self.episodes.max())} is playing: give one per episode"
+            )
+        return x[self.episodes.to(x.device)]
 
 
-def _rows_mask(iv: Intervention, B: int, device) -> Tensor | None:
+def _rows_mask(iv: Intervention, call: _Call, device) -> Tensor | None:
+    """``(B,)`` whether each row of the call is one of the edit's ``rows`` (None: every row)."""
     if iv.rows is None:
         return None
     r = torch.as_tensor(iv.rows, device=device)
     if r.dtype == torch.bool:
-        if r.shape != (B,):
-            raise ProclabError(f"rows of the edit at {iv.hook}: a mask of {B} rows, got {tuple(r.shape)}")
-        return r
-    m = torch.zeros(B, dtype=torch.bool, device=device)
-    m[r.long()] = True
+        return call.of_rows(r, "rows mask", iv.hook)
+    r = r.long().reshape(-1)
+    if call.episodes is not None:
+        return torch.isin(call.episodes.to(device), r)
+    if len(r) and not (int(r.min()) >= 0 and int(r.max()) < call.B):
+        raise ProclabError(f"rows {r.tolist()} of the edit at {iv.hook}: the batch has rows 0-{call.B - 1}")
+    m = torch.zeros(call.B, dtype=torch.bool, device=device)
+    m[r] = True
     return m
 
 
 def _active(iv: Intervention, call: _Call, t: slice, device) -> Tensor | None:
     """``(t, B)`` rows edited at these time steps (None: all)."""
-    mask = _rows_mask(iv, call.B, device)
+    mask = _rows_mask(iv, call, device)
     if iv.steps is not None:
         start, stop = iv.steps
         s = call.steps[t]
         window = s >= start
-        if isinstance(stop, Tensor):  # per row; a negative stop never comes
-            stop = stop.to(s.device)
+        if isinstance(stop, Tensor) and stop.dim():  # per row; a negative stop never comes
+            stop = call.of_rows(stop, "steps' stop", iv.hook).to(s.device)
             window = window & ((stop < 0) | (s < stop))
         elif stop is not None:
             window = window & (s < stop)
@@ -436,6 +460,33 @@ class _Editor:
         self.iv, self.shape, self.generator = iv, shape, generator
         sel = iv.select
         self.mask = None if isinstance(sel, Direction | Coordinates) else sel.mask(shape, iv.hook)
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
+        """Refuse, in one line and before anything plays, a value, mask or vector that cannot fit the hook's
+        per-sample shape (a per-row one after its first axis, which runs over rows)."""
+        iv, sel = self.iv, self.iv.select
+        hook, shape = iv.hook, self.shape
+        parts = []
+        if isinstance(iv.value, Tensor) and iv.value.dim() and not isinstance(sel, Coordinates):
+            parts.append(("value", iv.value.shape[1:] if iv.per_row else iv.value.shape))
+        if isinstance(sel, Mask):
+            parts.append(("mask", sel.mask_.shape[1:] if iv.per_row else sel.mask_.shape))
+        for what, got in parts:
+            if iv.per_row and isinstance(sel, Direction):
+                continue  # one coefficient per row along the vector
+            try:
+                torch.broadcast_shapes(tuple(got), shape)
+            except RuntimeError:
+                raise ProclabError(
+                    f"the {what} of the edit at {hook} has shape {tuple(got)}"
+                    f"{' per row' if iv.per_row else ''}; one sample there is {shape}"
+                ) from None
+        if isinstance(sel, Direction) and sel.vector.numel() != shape[0]:
+            raise ProclabError(
+                f"the direction at {hook} has {sel.vector.numel()} entries; the hook has {shape[0]} "
+                f"{'channels' if len(shape) == 3 else 'units'} (one sample is {shape})"
+            )
 
     def __call__(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
         iv, sel = self.iv, self.iv.select
@@ -448,7 +499,7 @@ class _Editor:
         else:
             mask = self.mask.to(rows.device)
             if iv.per_row and isinstance(sel, Mask):
-                mask = _per_row(mask, call.T)
+                mask = _per_row(call.of_rows(mask, "mask", iv.hook), call.T)
             out = torch.where(mask, self._target(rows, call), rows)
         if active is None:
             return out
@@ -460,7 +511,7 @@ class _Editor:
             return v
         v = v.to(device=rows.device, dtype=rows.dtype)
         if self.iv.per_row:
-            v = _per_row(v, call.T)
+            v = _per_row(call.of_rows(v, "value", self.iv.hook), call.T)
             return v.reshape(len(v), *([1] * (rows.dim() - 1))) if v.dim() == 1 else v
         return v
 
@@ -481,6 +532,8 @@ class _Editor:
         if src.shape == self.shape:
             return src.expand_as(rows)
         src = src.reshape(-1, *self.shape)
+        if self.iv.per_row:
+            src = call.of_rows(src, "source", self.iv.hook)
         if len(src) == call.B and call.T > 1:
             src = _per_row(src, call.T)
         if len(src) != len(rows):
@@ -520,8 +573,8 @@ class _Editor:
             raise ProclabError(
                 f"the basis has {system.dim} dimensions but hook {iv.hook!r} has {h.shape[1]} per sample"
             )
-        index = _index(sel.index, n, call, h.device)
-        other = None if sel.other is None else _index(sel.other, n, call, h.device)
+        index = _index(sel.index, n, call, h.device, iv.hook)
+        other = None if sel.other is None else _index(sel.other, n, call, h.device, iv.hook)
         edited = index >= 0
         if active is not None:
             edited = edited & active.reshape(-1)
@@ -545,12 +598,13 @@ class _Editor:
         return out.reshape(rows.shape)
 
 
-def _index(index: int | Tensor, n: int, call: _Call, device) -> Tensor:
+def _index(index: int | Tensor, n: int, call: _Call, device, hook: str) -> Tensor:
+    """A coordinate per row of the call's ``n = T*B`` rows: one for all, or one per episode tiled over time."""
     if isinstance(index, Tensor):
         idx = index.to(device)
         if idx.dim() == 0:
             return idx.expand(n)
-        return _per_row(idx, call.T) if len(idx) != n else idx
+        return _per_row(call.of_rows(idx, "coordinate", hook), call.T)
     return torch.full((n,), int(index), dtype=torch.long, device=device)
 
 
@@ -628,6 +682,7 @@ class Intervened:
         self.count_steps = count_steps or any(iv.steps is not None for iv in interventions)
         self._shapes: dict[str, tuple[int, ...]] | None = None
         self._editors: list[_Editor] = []
+        self._episodes: Tensor | None = None
         self.interventions = interventions
 
     def __getattr__(self, name: str):
@@ -707,6 +762,21 @@ class Intervened:
         return run_with_cache(self, obs, state, names, firsts, prev_rewards)
 
     @contextmanager
+    def playing(self, episodes: Tensor | np.ndarray) -> Iterator[None]:
+        """Inside the block, row ``r`` of every forward pass plays episode ``episodes[r]``: per-row values,
+        masks, coordinates and stops, and ``rows``, index episodes, not the rows of the batch.
+
+        A player whose batch shrinks as episodes end (a rollout's slots idle once their quota is played;
+        a slot plays several episodes one after another) says so here, so that an edit given per episode
+        reaches its episode at every step and no other."""
+        before = self._episodes
+        self._episodes = torch.as_tensor(episodes, dtype=torch.long)
+        try:
+            yield
+        finally:
+            self._episodes = before
+
+    @contextmanager
     def active(
         self, T: int, B: int, steps: Tensor | None, state: Mapping[str, Tensor], firsts: Tensor
     ) -> Iterator[None]:
@@ -739,7 +809,7 @@ class Intervened:
                     prev = prev.to(act.dtype) * keep
             else:
                 span, n_t, prev = slice(0, T), T, None
-            call = _Call(n_t, B, steps, prev)
+            call = _Call(n_t, B, steps, prev, self._episodes)
             rows = act.reshape(-1, *shape)
             for iv, editor in edits:
                 active = _active(iv, call, span, act.device)
@@ -788,6 +858,7 @@ def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev
     :class:`~proclab.models.cache.ActivationCache` whose every entry is ``(T, B, *sample)`` (``T = 1`` for
     one step). Values are recorded detached, after any intervention at their hook.
     """
+    _check_frames(obs)
     one_step = obs.dim() == 4
     seq = obs.unsqueeze(0) if one_step else obs
     T, B = seq.shape[:2]
@@ -814,6 +885,21 @@ def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev
     if one_step:
         out = type(out)(*(x.squeeze(0) for x in out))
     return out, new_state, cache
+
+
+def _check_frames(obs: Tensor) -> None:
+    """Frames an agent reads are channels-first, ``(B, 3, 64, 64)`` or ``(T, B, 3, 64, 64)``; one line for
+    anything else (images as procgen renders them, ``(..., 64, 64, 3)``, are the usual mistake)."""
+    if not isinstance(obs, Tensor):
+        raise ProclabError(f"frames must be a torch tensor, got {type(obs).__name__} (torch.from_numpy(...))")
+    if obs.dim() in (4, 5) and tuple(obs.shape[-3:]) == (3, 64, 64):
+        return
+    hint = ""
+    if obs.dim() in (4, 5) and tuple(obs.shape[-3:]) == (64, 64, 3):
+        hint = f": these are channels-last images; pass obs.movedim(-1, {obs.dim() - 3})"
+    raise ProclabError(
+        f"frames of shape {tuple(obs.shape)}: expected (B, 3, 64, 64) or (T, B, 3, 64, 64){hint}"
+    )
 
 
 def time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:

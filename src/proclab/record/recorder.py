@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import torch
@@ -151,6 +151,7 @@ class EpisodeRecorder:
         ground_truth: bool = False,
         cache: list[str] | None = None,
         with_slot: bool = False,
+        playing: Callable[[np.ndarray], AbstractContextManager] | None = None,
     ):
         self.env, self.agent, self.rt = env, agent, runtime
         self.noise = noise or ActionNoise()
@@ -164,6 +165,9 @@ class EpisodeRecorder:
         self.module = agent.agent if isinstance(agent, Intervened) else agent
         self.cache = cache or []
         self.with_slot = with_slot  # each episode's info names the env slot that played it
+        # told, around every forward pass, which episode each computed row plays (slot i's k-th episode is
+        # number i + k N): per-episode edits address episodes, though the batch shrinks as slots finish
+        self.playing = playing
         self.layouts = {name: hook_points(self.module)[name].layout for name in self.cache} if cache else {}
         self.layout = state_layout(agent.state_shapes())
         initial = {
@@ -199,7 +203,11 @@ class EpisodeRecorder:
         while active.any():
             idx = np.flatnonzero(active)
             rows_t = None if len(idx) == N else torch.from_numpy(idx).to(rt.device)
-            with capture(self.module, self.cache, detach=True) if self.cache else nullcontext() as acts:
+            playing = self.playing(idx + counts[idx] * N) if self.playing is not None else nullcontext()
+            with (
+                capture(self.module, self.cache, detach=True) if self.cache else nullcontext() as acts,
+                playing,
+            ):
                 out, state = actor.forward(rows_t)
             with torch.inference_mode():
                 clean = out.logits.float()

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import torch
 import tyro
 
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
@@ -48,6 +47,7 @@ from proclab.models.loading import load_agent
 from proclab.record.ground_truth import goal_fields, ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
+from proclab.record.rollout import play_env
 from proclab.run.distributed import connect_ray
 from proclab.run.runtime import Runtime, RuntimeConfig
 from proclab.store.schema import (
@@ -471,22 +471,21 @@ def _load_recording_agent(
 def _shard_env(
     recording: Recording, env_config: EnvConfig, episodes: int, shard: str
 ) -> ProcgenVecEnv | LevelsEnv:
-    """The shard's envs; levels and action sampling are seeded from ``(seed, shard number)``, so the new
-    shards of a resumed recording never replay the levels of its earlier ones."""
+    """The shard's envs (:func:`~proclab.record.rollout.play_env`); levels and action sampling are seeded from
+    ``(seed, shard number)``, so the new shards of a resumed recording never replay the levels of its earlier
+    ones (beyond what procgen's own draws repeat)."""
     args = recording.args
-    env_seed, torch_seed = np.random.SeedSequence([args.seed, _shard_number(shard)]).generate_state(2)
-    torch.manual_seed(int(torch_seed))
-    n_envs = max(len(env_config.games()), min(args.num_envs, episodes))
-    env = ProcgenVecEnv(
-        replace(env_config, num_envs=n_envs, level_rule=args.level_rule or ""),
-        seed=int(env_seed % 2**31),
-        split=args.split if args.levels_from is None else env_config.split,
-        render_human=args.human,
-    )
+    config = replace(env_config, level_rule=args.level_rule or "")
     if args.levels_from is None:
-        return env
+        return play_env(
+            replace(config, split=str(args.split)), args.seed, min(args.num_envs, episodes),
+            episodes=episodes, shard=_shard_number(shard), render_human=args.human,
+        )  # fmt: skip
     levels = read_level_states(args.levels_from)
-    return LevelsEnv(env, levels, f"level-state file {args.levels_from!r}")
+    return play_env(
+        config, args.seed, min(args.num_envs, episodes), levels, shard=_shard_number(shard),
+        render_human=args.human, source=f"level-state file {args.levels_from!r}",
+    )  # fmt: skip
 
 
 def _writing_sink(writer: ShardWriter, video_dir: Path, videos: int) -> Callable[[dict, dict], None]:

@@ -33,6 +33,7 @@ and the cache records the edited values.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,20 +41,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proclab.envs import EnvConfig, ProcgenVecEnv, parse_split
+from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, distinct_levels, held_out_split, parse_split
 from proclab.envs.rules import with_rule
-from proclab.errors import ProclabError
+from proclab.errors import ProclabError, ProclabWarning
 from proclab.io.results import Result
 from proclab.levels.file import LevelState, LevelStates, read_level_states
 from proclab.levels.level import Level, as_level_states
-from proclab.levels.play import LevelsEnv
+from proclab.levels.play import GeneratedLevels, LevelsEnv
 from proclab.models.cache import ActivationCache, resolve_names
 from proclab.models.hooks import hook_points
 from proclab.models.interventions import Intervened, Intervention, run_with_cache
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
-from proclab.run.runtime import Runtime, make_runtime
+from proclab.run.runtime import Runtime, acting_threads, make_runtime, torch_threads
 from proclab.store.schema import GOAL, STATE_OUT, unflatten_state
 
 
@@ -158,7 +159,7 @@ def rollout(
     steps: int | None = None,
     interventions: Sequence[Intervention] = (),
     cache: Sequence[str] | str | None = None,
-    truth: bool = True,
+    truth: bool = False,
     greedy: bool = False,
     seed: int = 0,
     num_envs: int = 64,
@@ -166,6 +167,7 @@ def rollout(
     mode: str | None = None,
     level_rule: str | None = None,
     runtime: Runtime | None = None,
+    threads: int | None = None,
 ) -> Rollout:
     """Play ``agent`` and return its episodes (module docstring).
 
@@ -173,10 +175,15 @@ def rollout(
     or ``steps``: complete episodes until they hold at least this many steps (each slot finishes the
     episode it is in). ``game``/``mode`` default to what the agent plays (``agent.env_config``, set by
     :func:`proclab.load`). ``cache``: hook names or glob patterns to record (``"core.*"``); ``truth``: the
-    game's features and events per step; ``greedy``: argmax actions instead of sampled ones; ``noise``:
-    action noise as ``proclab record --action-noise`` takes it. ``level_rule``: edit every generated level
-    at its start (:mod:`proclab.envs.rules`, e.g. ``"coin-moved:percent=100"``; ``"none"``: no rule; default:
-    the agent's own); Level objects and files play as they are. ``runtime`` defaults to the agent's.
+    game's features and events per step (off by default: it costs 2-3x the rollout's time); ``greedy``:
+    argmax actions instead of sampled ones; ``noise``: action noise as ``proclab record --action-noise``
+    takes it. ``level_rule``: edit every generated level at its start (:mod:`proclab.envs.rules`, e.g.
+    ``"coin-moved:percent=100"``; ``"none"``: no rule; default: the agent's own); Level objects and files
+    play as they are. ``runtime`` defaults to the agent's; ``threads``: torch's intra-op threads while
+    playing (None: :func:`~proclab.run.runtime.acting_threads`, one on a CPU, measured fastest there).
+
+    ``interventions`` with per-row values (``per_row=True``) or ``rows`` address *episodes*: row ``i`` of a
+    per-row value is episode ``i``'s, whichever env slot plays it and however many episodes have ended.
     """
     if (episodes is None) == (steps is None):
         raise ProclabError(
@@ -187,10 +194,17 @@ def rollout(
         raise ProclabError(f"{'episodes' if episodes is not None else 'steps'} must be >= 1, got {budget}")
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     config, level_states = _setting(agent, game, mode, levels, level_rule)
+    _check_per_episode(interventions, episodes)
     module = agent.agent if isinstance(agent, Intervened) else agent
     names = resolve_names(cache, hook_points(module)) if cache is not None else []
     played = Intervened(agent, interventions) if interventions else agent
-    env = play_env(config, seed, num_envs if episodes is None else min(num_envs, episodes), level_states)
+    env = play_env(
+        config,
+        seed,
+        num_envs if episodes is None else min(num_envs, episodes),
+        level_states,
+        episodes=episodes,
+    )
     recorder = EpisodeRecorder(
         env,
         played,
@@ -200,6 +214,7 @@ def rollout(
         ground_truth=truth,
         cache=names,
         with_slot=True,
+        playing=played.playing if interventions else None,
     )
     kept: list[tuple[dict, dict]] = []
     total = [0]
@@ -210,10 +225,42 @@ def rollout(
 
     try:
         target = episodes if episodes is not None else env.num_envs * 2**20
-        recorder.run(target, sink, stop=None if steps is None else (lambda: total[0] >= steps))
+        with torch_threads(acting_threads(rt, threads)):
+            recorder.run(target, sink, stop=None if steps is None else (lambda: total[0] >= steps))
     finally:
         env.close()
     return _assemble(_in_start_order(kept, env.num_envs), recorder, config, names, truth, agent)
+
+
+def _check_per_episode(interventions: Sequence[Intervention], episodes: int | None) -> None:
+    """Per-episode values and rows must name the rollout's episodes (one line otherwise, before playing)."""
+    for iv in interventions:
+        per_episode = iv.per_row or iv.rows is not None
+        if per_episode and episodes is None:
+            raise ProclabError(
+                f"the edit at {iv.hook} is given per episode: roll out a number of episodes (episodes=), "
+                "not of steps"
+            )
+        sizes = {
+            "value": iv.value
+            if iv.per_row and isinstance(iv.value, torch.Tensor) and iv.value.dim()
+            else None,
+            "rows mask": iv.rows
+            if isinstance(iv.rows, torch.Tensor) and iv.rows.dtype == torch.bool
+            else None,
+        }
+        for what, x in sizes.items():
+            if x is not None and len(x) != episodes:
+                raise ProclabError(
+                    f"the {what} of the edit at {iv.hook} has {len(x)} rows; the rollout plays {episodes} "
+                    "episodes: give one per episode"
+                )
+        if iv.rows is not None and sizes["rows mask"] is None:
+            rows = torch.as_tensor(iv.rows).reshape(-1)
+            if len(rows) and not (int(rows.min()) >= 0 and int(rows.max()) < episodes):
+                raise ProclabError(
+                    f"rows {rows.tolist()} of the edit at {iv.hook}: the rollout plays episodes 0-{episodes - 1}"
+                )
 
 
 def _in_start_order(kept: list[tuple[dict, dict]], slots: int) -> list[tuple[dict, dict]]:
@@ -227,15 +274,38 @@ def _in_start_order(kept: list[tuple[dict, dict]], slots: int) -> list[tuple[dic
     return [kept[j] for j in np.argsort(jobs, kind="stable")]
 
 
-def play_env(config: EnvConfig, seed: int, num_envs: int, levels: LevelStates | None = None):
-    """The envs a recording with ``seed`` plays in its first shard: levels and action sampling seeded from
-    ``(seed, 0)`` exactly as ``proclab record`` seeds them (torch's sampler too); with ``levels``, every
-    episode starts from one of their states."""
-    env_seed, torch_seed = np.random.SeedSequence([seed, 0]).generate_state(2)
+def play_env(
+    config: EnvConfig,
+    seed: int,
+    num_envs: int,
+    levels: LevelStates | None = None,
+    *,
+    episodes: int | None = None,
+    shard: int = 0,
+    render_human: bool = False,
+    source: str = "the levels given",
+) -> ProcgenVecEnv | LevelsEnv:
+    """The envs of shard ``shard`` of a recording with ``seed`` (a rollout is shard 0): levels and action
+    sampling seeded from ``(seed, shard)`` (torch's sampler too), so a rollout plays what ``proclab record``
+    records in its first shard. With ``levels``, every episode starts from one of their states. Otherwise
+    ``episodes`` over a bounded split of one game play distinct levels of it, drawn with the shard's seed (all
+    of them, in turn, when there are more episodes than levels), each as procgen starts it with ``config``'s
+    options and level rule: procgen's own draw is with replacement (8 episodes on 8 levels played 3003 twice
+    and 3001 never). Without ``episodes`` (a step budget) or on an unbounded split, procgen draws."""
+    env_seed, torch_seed = np.random.SeedSequence([seed, shard]).generate_state(2)
     torch.manual_seed(int(torch_seed))
     n = max(len(config.games()), num_envs)
-    env = ProcgenVecEnv(replace(config, num_envs=n), seed=int(env_seed % 2**31), split=config.split)
-    return env if levels is None else LevelsEnv(env, levels, "the levels given")
+    env = ProcgenVecEnv(
+        replace(config, num_envs=n), seed=int(env_seed % 2**31), split=config.split, render_human=render_human
+    )
+    split = parse_split(config.split)
+    if levels is None and episodes is not None and split.bounded and len(config.games()) == 1:
+        chosen = split.start + np.arange(split.num) if episodes >= split.num else None
+        levels = GeneratedLevels(
+            config, distinct_levels(split, episodes, int(env_seed)) if chosen is None else chosen
+        )
+        source = f"levels of {split.label()}"
+    return env if levels is None else LevelsEnv(env, levels, source)
 
 
 def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, LevelStates | None]:
@@ -246,6 +316,7 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
         if game is None:
             raise ProclabError("this agent does not say which game it plays: pass game= (and mode=)")
         base = EnvConfig(game=(game,), mode=mode or "easy")
+    trained = parse_split(base.split) if getattr(agent, "env_config", None) is not None else None
     if game is not None and (game,) != tuple(base.games()):
         base = replace(base, game=(game,), level_rule="")  # the agent's rule is its own game's
     if mode is not None:
@@ -262,8 +333,7 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
     elif isinstance(levels, Path) or (isinstance(levels, str) and Path(levels).is_file()):
         level_states = read_level_states(levels)
     elif isinstance(levels, str):
-        parse_split(levels)
-        base = replace(base, split=levels)
+        base = replace(base, split=str(_split_for(levels, trained)))
     elif levels is not None:
         raise ProclabError(
             f"levels: a split, a level-state file or Level objects, not {type(levels).__name__}"
@@ -271,6 +341,36 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
     if level_states is not None:
         base = replace(base, game=(level_states.game,), mode=level_states.mode, level_rule="")
     return with_rule(base, level_rule), level_states
+
+
+HELD_OUT = "held-out"
+"""The split name that means: levels this agent never trained on (:func:`~proclab.envs.held_out_split`)."""
+
+
+def _split_for(levels: str, trained: LevelSplit | None) -> LevelSplit:
+    """The split ``levels`` names; ``"held-out"`` resolved from the agent's training levels ``trained``. A split
+    that overlaps them (other than the training split itself) plays, with a warning: the agent saw those
+    levels, which a held-out test must not have."""
+    if levels == HELD_OUT:
+        if trained is None:
+            raise ProclabError(
+                "levels='held-out' needs the agent's training levels (agent.env_config, set by proclab.load); "
+                "name a split instead, e.g. levels='test1'"
+            )
+        split = held_out_split(trained)
+        if split is None:
+            raise ProclabError(f"the agent trained on {trained.label()}: no level is held out from it")
+        return split
+    split = parse_split(levels)
+    if trained is not None and trained.bounded and split != trained and split.overlaps(trained):
+        lo, hi = max(split.start, trained.start), min(split.stop, trained.stop)
+        warnings.warn(
+            f"levels {split.label()} overlap the agent's training levels {trained.label()} on [{lo}, {hi}): "
+            f"it has seen them; levels='held-out' plays {held_out_split(trained).label()}",
+            ProclabWarning,
+            stacklevel=4,
+        )
+    return split
 
 
 def _assemble(

@@ -108,6 +108,19 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def acting_threads(runtime: Runtime, threads: int | None = None) -> int:
+    """Intra-op threads for playing an agent: ``threads`` if given, else one on a CPU, torch's own count
+    elsewhere. Acting computes one small batch (at most the env slots' frames) per env step, beside procgen's
+    stepping threads in the same process: on several intra-op threads each operation waits at a barrier for
+    all of them, and on a busy machine for a descheduled one (``benchmarks/rollout_threads.py``: a 32-episode
+    rollout with a cache, docs/benchmarks.md)."""
+    if threads is not None:
+        if threads < 1:
+            raise ProclabError(f"threads must be >= 1, got {threads}")
+        return threads
+    return 1 if runtime.device.type == "cpu" else torch.get_num_threads()
+
+
 def cpu_name() -> str:
     """The CPU's model name (``/proc/cpuinfo``; elsewhere what ``platform`` knows), for reports and benchmarks."""
     try:

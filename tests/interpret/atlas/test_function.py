@@ -48,7 +48,7 @@ def folder(tmp_path_factory):
     main(["analyze", "sweep", "--out", str(out), *sweep, "--bootstrap", "40", *THREADS])
     main(["analyze", "atlas", "--out", str(out), *FLAGS, *THREADS, "--precision", "fp32"])
     agent = load(checkpoint, device="cpu", precision="fp32")
-    return agent, proclab.rollout(agent, episodes=3, num_envs=1, seed=0), out
+    return agent, proclab.rollout(agent, episodes=3, num_envs=1, seed=0, truth=True), out
 
 
 def test_the_function_gives_the_cards_the_command_wrote(folder):

@@ -19,7 +19,7 @@ FC = "torso.hook_fc"
 
 @pytest.fixture(scope="module")
 def maze_rollout(maze_agent):
-    return proclab.rollout(maze_agent, levels="3000000:100", episodes=6, num_envs=6, cache=[CONV, FC])
+    return proclab.rollout(maze_agent, levels="3000000:100", episodes=6, num_envs=6, cache=[CONV, FC], truth=True)
 
 
 def test_probes_give_rule_1_and_rule_2_as_the_rules_by_hand(maze_rollout):

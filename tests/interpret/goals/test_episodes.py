@@ -88,7 +88,7 @@ def test_repeated_levels_count_once():
 
 def test_a_rollout_reads_into_maze_episodes(maze_agent):
     played = rollout(
-        maze_agent, "maze", "5015:1", episodes=3, num_envs=3, seed=0, mode="easy"
+        maze_agent, "maze", "5015:1", episodes=3, num_envs=3, seed=0, mode="easy", truth=True
     )  # a 3 x 3 maze: short episodes
     episodes = maze_episodes(played)
     assert [e.level for e in episodes] == [int(s) for s in played.levels]

@@ -60,7 +60,7 @@ def played(levels: list[Level]):
     agent = ScriptedAgent(RIGHT)
     game, mode = levels[0].game, levels[0].mode
     return proclab.rollout(
-        agent, game=game, mode=mode, levels=levels, episodes=len(levels), num_envs=len(levels)
+        agent, game=game, mode=mode, levels=levels, episodes=len(levels), num_envs=len(levels), truth=True
     )
 
 

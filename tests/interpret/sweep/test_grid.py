@@ -266,21 +266,6 @@ def test_null_agent_false_positives_stay_at_or_below_nominal(runs):
     assert rates["raw"] > 2 * limit, rates  # ten tests uncorrected: false positives do happen
 
 
-def test_paired_levels_are_distinct_seeded_and_inside_the_split():
-    from proclab.envs import LevelSplit
-    from proclab.errors import ProclabError
-    from proclab.interpret.interventions.batched_play import paired_levels
-
-    bounded = paired_levels(LevelSplit(1000, 200), 50, 0)
-    assert len(set(bounded)) == 50 and all(1000 <= lv < 1200 for lv in bounded)
-    assert list(bounded) == list(paired_levels(LevelSplit(1000, 200), 50, 0))
-    assert list(bounded) != list(paired_levels(LevelSplit(1000, 200), 50, 1))
-    assert sorted(paired_levels(LevelSplit(5, 10), 10, 3)) == list(range(5, 15))
-    assert len(set(paired_levels(LevelSplit(0, 0), 30, 0))) == 30
-    with pytest.raises(ProclabError, match="which has 200"):
-        paired_levels(LevelSplit(1000, 200), 201, 0)
-
-
 def null_claims(seed: int, coords, rec) -> tuple[dict, list[dict], np.ndarray]:
     """One sweep of the null agent tested per claim (every direction over its arms x metrics)."""
     from proclab.interpret.sweep.claims import sweep_claims

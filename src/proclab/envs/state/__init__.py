@@ -10,7 +10,7 @@ says which of a game's two goals an episode reached (CoinRun's coin and end, Maz
 """
 
 from proclab.envs.state.camera import camera, to_pixels
-from proclab.envs.state.edit import add_entity, move_agent, move_entity, remove_entities
+from proclab.envs.state.edit import add_entity, check_open, move_agent, move_entity, remove_entities
 from proclab.envs.state.features import event_names, events, feature_names, features, positions
 from proclab.envs.state.glossary import Glossary, glossary
 from proclab.envs.state.goals import (
@@ -29,6 +29,7 @@ __all__ = [
     "Glossary",
     "GoalTracker",
     "add_entity",
+    "check_open",
     "camera",
     "corner_cell",
     "end_cell",

@@ -47,6 +47,20 @@ def _check_inside(state: GameState, xy) -> tuple[float, float]:
     return float(xy[0]), float(xy[1])
 
 
+def check_open(state: GameState, xy, kind: str) -> None:
+    """Refuse, in one line, to put ``kind`` (not itself a wall) on a wall cell (any of the game's ``*wall*``
+    cells): procgen accepts such a state, but the goal or agent sits where nothing can reach it, and an
+    experiment on it measures the edit's impossibility, not the agent. The edit functions themselves allow
+    it (tests place things anywhere); :class:`proclab.Level`'s edits, a researcher's, check."""
+    row, col = _cell(state, xy)
+    there = glossary(state.game).cells.get(int(state.grid[row, col]), "")
+    if "wall" in there and "wall" not in kind:
+        raise ProclabError(
+            f"cannot put {kind!r} at ({float(xy[0]):g}, {float(xy[1]):g}): that cell is a {there} in this "
+            f"{state.game} level; choose an open cell (Level.positions('space'))."
+        )
+
+
 def _indices(state: GameState, kind: str) -> list[int]:
     value = glossary(state.game).type_of(kind)
     return [i for i, e in enumerate(state.entities) if e.type == value]

@@ -14,8 +14,9 @@ from proclab.record.rollout import rollout
 
 
 def play_batch(agent, levels: str, index: int, batch: int, seed: int, greedy: bool, region: int = 5):
-    """Batch ``index``: ``batch`` episodes on the split ``levels`` (procgen draws each episode's level from it),
-    actions and levels seeded by ``seed + index`` as ``proclab.rollout`` seeds them."""
+    """Batch ``index``: ``batch`` episodes on the split ``levels`` (distinct levels of a bounded split, drawn
+    with ``seed + index``; procgen's draw on an unbounded one), actions seeded as ``proclab.rollout`` seeds
+    them."""
     played = rollout(
         agent, "maze", levels, episodes=batch, num_envs=batch, greedy=greedy, seed=seed + index, truth=True
     )

@@ -35,7 +35,6 @@ import numpy as np
 import torch
 
 from proclab.envs import NOOP, EnvConfig, LevelSplit, ProcgenVecEnv
-from proclab.envs.levels import LEVEL_SEED_SPACE
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelStates
 from proclab.levels.play import check_levels_fit, with_options_of
@@ -111,19 +110,6 @@ class ProcgenLevels:
         self.env.close()
         if self._replayer is not None:
             self._replayer.close()
-
-
-def paired_levels(split: LevelSplit, n: int, seed: int) -> np.ndarray:
-    """``n`` distinct level seeds of ``split``, drawn with ``seed`` (sorted)."""
-    rng = np.random.default_rng([seed, 7])
-    if split.bounded:
-        if n > split.num:
-            raise ProclabError(f"{n} paired levels asked of split {split.label()}, which has {split.num}")
-        return np.sort(split.start + rng.choice(split.num, n, replace=False))
-    levels: set[int] = set()
-    while len(levels) < n:
-        levels.update(int(x) for x in rng.integers(0, LEVEL_SEED_SPACE, n - len(levels)))
-    return np.array(sorted(levels), np.int64)
 
 
 @dataclass(frozen=True)

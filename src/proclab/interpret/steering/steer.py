@@ -61,11 +61,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from proclab.envs import parse_split
+from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary, goal_names, parse_state, remove_entities, serialize_state
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
+from proclab.interpret.interventions.batched_play import ProcgenLevels, play
 from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change, resamples
 from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
@@ -182,7 +182,7 @@ def steer(
     if level_states is not None:
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
-        levels = paired_levels(parse_split(s.split), s.levels, s.seed)
+        levels = distinct_levels(parse_split(s.split), s.levels, s.seed)
     phase = phase or no_phase
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels

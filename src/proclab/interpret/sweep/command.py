@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proclab.envs import parse_split
+from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.interventions.arms import Recorded, parse_arms
-from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.sweep.deaths import Deaths
@@ -67,7 +67,7 @@ def run_sweep(args: SweepArgs) -> Path:
     if files is not None:
         levels = np.arange(len(files))  # the file's states, in order
     else:
-        levels = paired_levels(parse_split(args.split), args.levels, args.seed)
+        levels = distinct_levels(parse_split(args.split), args.levels, args.seed)
     store = parts_store(ws, args, checkpoint, levels)
     episodes = len(levels) * (
         1 + len(directions) * len(parse_arms(args.arms)) + len(pairs) + args.random_swaps

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.envs import parse_split
+from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded, parse_arms
-from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels
+from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.sweep.grid import SweepArgs, sweep
 from proclab.interpret.workspace.selection import parse_ids
@@ -114,7 +114,7 @@ def sweep_agent(
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
     chosen = every if directions is None else parse_ids(directions, coords.k, "direction")
-    levels = paired_levels(parse_split(config.split), config.levels, config.seed)
+    levels = distinct_levels(parse_split(config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
     env = ProcgenLevels(
