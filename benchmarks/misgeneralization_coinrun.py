@@ -26,9 +26,10 @@ import numpy as np
 
 import proclab
 from proclab.envs.state import end_cell, parse_state, positions
-from proclab.interpret.stats.corrections import adjust
-from proclab.interpret.stats.paired import binary_change, mean_change, resamples
+from proclab.interpret.stats.paired import binary_change, mean_change
 from proclab.interpret.stats.proportions import share
+from proclab.stats.bootstrap import resamples
+from proclab.stats.corrections import adjust
 
 CONDITIONS = {"unedited": None, "sections": "coin-moved:place=sections", "floor": "coin-moved:place=floor"}
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from proclab.interpret.goals.calls import behaviour_label
-from proclab.interpret.stats.paired import binary_change, correct, mean_change, resamples
+from proclab.interpret.stats.paired import binary_change, correct, mean_change
 from proclab.interpret.stats.proportions import share
+from proclab.stats.bootstrap import resamples
 
 ARMS = ("end", "moved")
 

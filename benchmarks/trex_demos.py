@@ -14,8 +14,8 @@ import argparse
 import json
 
 import numpy as np
-from scipy.stats import spearmanr
 
+from proclab.stats.correlation import spearman
 from proclab.store import EpisodeStore
 
 
@@ -28,7 +28,7 @@ def spread(returns: np.ndarray, lengths: np.ndarray, truncated: np.ndarray) -> d
         "return_min_max": [round(float(returns.min()), 1), round(float(returns.max()), 1)],
         "length_p10_p50_p90": [int(v) for v in np.percentile(lengths, [10, 50, 90])],
         "truncated": int(truncated.sum()),
-        "spearman_length_return": round(float(spearmanr(lengths, returns)[0]), 3),
+        "spearman_length_return": round(spearman(lengths, returns), 3),
     }
 
 

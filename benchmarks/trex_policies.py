@@ -17,17 +17,17 @@ One JSON line per arm pair and measure, then Markdown tables.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 from pathlib import Path
 
 import numpy as np
 
-from proclab.interpret.stats.corrections import holm
 from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import read_metrics
 from proclab.rl.curves import mean_std
+from proclab.stats.corrections import holm
+from proclab.stats.permutation import exact_permutation_p
 
 ARMS = {"trex": "learned reward", "true-reward": "true reward", "per-step": "+1 per step"}
 MEASURES = {
@@ -50,18 +50,6 @@ def windows(metrics: dict[str, list[float]]) -> dict[str, float]:
             picked = values[(steps > lo) & (steps <= hi) & ~np.isnan(values)]
             out[f"{name}_{part}"] = float(picked.mean()) if len(picked) else float("nan")
     return out
-
-
-def permutation_p(a: list[float], b: list[float]) -> float:
-    """Exact two-sided permutation p of the difference of means: the share of all splits of the pooled values
-    into groups of len(a) and len(b) whose |difference| is at least the observed one."""
-    pooled = np.asarray(a + b, np.float64)
-    observed = abs(np.mean(a) - np.mean(b))
-    total = pooled.sum()
-    splits = [list(pick) for pick in itertools.combinations(range(len(pooled)), len(a))]
-    first = pooled[np.asarray(splits)].sum(1)
-    diffs = np.abs(first / len(a) - (total - first) / len(b))
-    return float(np.mean(diffs >= observed - 1e-12))
 
 
 def arm_metrics(root: Path, steps: int) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -92,7 +80,7 @@ def compare(results: dict[str, dict[str, dict]]) -> list[dict]:
                         "seeds": [len(x), len(y)],
                         "means": [np.mean(x), np.mean(y)],
                         "difference": float(np.mean(x) - np.mean(y)),
-                        "p": permutation_p(x, y),
+                        "p": exact_permutation_p(x, y),
                     }
                 )
     for test, adjusted in zip(tests, holm([t["p"] for t in tests]) if tests else [], strict=True):

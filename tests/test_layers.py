@@ -10,6 +10,7 @@ ROOT = Path(proclab.__file__).parent
 # Bottom to top; a module may import its own layer and those below (docs/architecture.md).
 LAYERS = [
     {"errors"},
+    {"stats"},
     {"envs"},
     {"io"},
     {"store"},

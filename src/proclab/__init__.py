@@ -8,10 +8,11 @@ The public API (docs/api.md) is what this package exports; everything else is in
     edit = proclab.Intervention("torso.block1.hook_out", "channels 10,27", "set", 1.7)
     ro2 = proclab.rollout(agent, levels="test1", episodes=32, interventions=[edit])
     proclab.analyze.probe(ro, "core.0.hook_h", "coin_dx").table()
+    proclab.stats.mcnemar(ro.goals["coin"], ro2.goals["coin"])        # statistics: intervals, tests, corrections
 
 Names are imported when first used (PEP 562), so ``import proclab`` and ``proclab --help`` stay instant.
 Layers (data flows left to right, lower layers never import higher ones; docs/architecture.md):
-``errors, envs, io, store, levels, run`` on the ground floor, then ``models -> rl -> record ->
+``errors, stats, envs, io, store, levels, run`` on the ground floor, then ``models -> rl -> record ->
 worldmodel | reward -> interpret -> panel``, and this API, the CLI and the quickstart on top.
 """
 
@@ -58,7 +59,7 @@ _EXPORTS = {
     "Result": "proclab.io.results",
     "ProclabError": "proclab.errors",
 }
-_MODULES = {"analyze": "proclab.analyze"}
+_MODULES = {"analyze": "proclab.analyze", "stats": "proclab.stats"}
 
 __all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
 

@@ -1,13 +1,14 @@
-"""``benchmarks/trex_policies.py`` on planted policy runs: the first/last-10% windows, the exact permutation
-p and the Holm adjustment, each against a slow reference written here; unfinished runs are left out."""
+"""``benchmarks/trex_policies.py`` on planted policy runs: the first/last-10% windows and the Holm adjustment
+against slow references written here, the exact permutation p (tested in tests/stats) of the right values;
+unfinished runs are left out."""
 
 import csv
-import itertools
 import json
 
 import numpy as np
 import pytest
 
+from proclab.stats.permutation import exact_permutation_p
 from support import benchmark
 
 STEPS = 2_000
@@ -38,16 +39,6 @@ def reference_window(path, key, lo_share, hi_share):
     return sum(picked) / len(picked)
 
 
-def reference_permutation_p(a, b):
-    pooled, observed, count, total = a + b, abs(sum(a) / len(a) - sum(b) / len(b)), 0, 0
-    for pick in itertools.combinations(range(len(pooled)), len(a)):
-        x = [pooled[i] for i in pick]
-        y = [pooled[i] for i in range(len(pooled)) if i not in pick]
-        count += abs(sum(x) / len(x) - sum(y) / len(y)) >= observed - 1e-12
-        total += 1
-    return count / total
-
-
 def reference_holm(p):
     order = sorted(range(len(p)), key=lambda i: p[i])
     adjusted, running = [0.0] * len(p), 0.0
@@ -65,19 +56,6 @@ def test_windows_match_a_row_by_row_mean(tmp_path):
     for name, key in module.MEASURES.items():
         for part, (lo, hi) in (("first", (0.0, 0.1)), ("last", (0.9, 1.0))):
             assert w[f"{name}_{part}"] == pytest.approx(reference_window(run, key, lo, hi))
-
-
-@pytest.mark.parametrize("sizes", [(3, 3), (5, 5), (4, 3)])
-def test_permutation_p_is_the_exact_share_of_splits(sizes):
-    module = benchmark("trex_policies")
-    rng = np.random.default_rng(sum(sizes))
-    a, b = rng.normal(0, 1, sizes[0]).tolist(), rng.normal(0.5, 1, sizes[1]).tolist()
-    assert module.permutation_p(a, b) == pytest.approx(reference_permutation_p(a, b))
-    # fully separated groups reach the smallest p an exact two-sided test can give: 2 / C(2n, n) for n + n
-    # seeds (the split and its mirror), 1 / C(n + m, n) for unequal groups, whose mirror split does not exist
-    separated = module.permutation_p([10.0 + i for i in range(sizes[0])], [float(i) for i in range(sizes[1])])
-    splits = len(list(itertools.combinations(range(sum(sizes)), sizes[0])))
-    assert separated == pytest.approx((2 if sizes[0] == sizes[1] else 1) / splits)
 
 
 def test_table_leaves_out_unfinished_runs_and_holm_adjusts_the_six_tests(tmp_path, capsys):
@@ -103,7 +81,7 @@ def test_table_leaves_out_unfinished_runs_and_holm_adjusts_the_six_tests(tmp_pat
             ]
             for arm in t["arms"]
         ]
-        assert t["p"] == pytest.approx(reference_permutation_p(*values))
+        assert t["p"] == pytest.approx(exact_permutation_p(*values))
     assert [t["p_holm"] for t in tests] == pytest.approx(reference_holm([t["p"] for t in tests]))
     assert "trex-s4" not in out
     assert (tmp_path / "arms.png").stat().st_size > 0

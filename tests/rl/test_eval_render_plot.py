@@ -254,9 +254,9 @@ def test_eval_goals_only_when_asked(tmp_path, capsys, monkeypatch):
     within 30 steps keep it short."""
     from level_fixtures import ending_soon
     from proclab.envs import EnvConfig
-    from proclab.envs.episodes import clopper_pearson
     from proclab.levels.level import Level, write_levels
     from proclab.rl.evaluate import EvalArgs, run_evaluation
+    from proclab.stats.proportions import clopper_pearson
     from support import TINY_GRU, make_agent_checkpoint
 
     monkeypatch.setenv("COLUMNS", "250")  # the printed table on one line per row

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from scipy import stats
 
 from proclab.envs.scores import normalized_score
+from proclab.stats.proportions import proportion
 
 
 def quotas(episodes: int, slots: int) -> np.ndarray:
@@ -25,29 +25,11 @@ def quotas(episodes: int, slots: int) -> np.ndarray:
     return q
 
 
-def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of the share ``successes / n``: it covers the true share at
-    least ``level`` of the time for every share and ``n``, also at 0 or all successes and at the few
-    dozen episodes an evaluation often has, where the normal approximation fails; ``(0, 1)`` when ``n == 0``."""
-    if n == 0:
-        return 0.0, 1.0
-    tail = (1 - level) / 2
-    low = float(stats.beta.ppf(tail, successes, n - successes + 1)) if successes > 0 else 0.0
-    high = float(stats.beta.ppf(1 - tail, successes + 1, n - successes)) if successes < n else 1.0
-    return low, high
-
-
 def rate(outcomes) -> dict:
     """``{"count", "of", "rate", "ci95"}`` of booleans per episode: how many are true, of how many, their
-    share (None of none) and its exact interval (:func:`clopper_pearson`)."""
-    outcomes = np.asarray(outcomes, bool)
-    count, n = int(outcomes.sum()), int(outcomes.size)
-    return {
-        "count": count,
-        "of": n,
-        "rate": count / n if n else None,
-        "ci95": list(clopper_pearson(count, n)),
-    }
+    share (None of none) and its exact interval (:func:`proclab.stats.proportions.proportion`)."""
+    share = proportion(outcomes)
+    return {"count": share.count, "of": share.of, "rate": share.share, "ci95": list(share.ci)}
 
 
 class EpisodeLog:

@@ -17,7 +17,7 @@ reward. docs/trex.md has the whole workflow, docs/notebooks/trex.ipynb a small o
 """
 
 from proclab.reward.evaluation import TrexEvaluation, evaluate_trex
-from proclab.reward.metrics import correlations, pair_accuracy, pearson, spearman
+from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, load_reward_model, predict_rewards
 from proclab.reward.pairs import ClipPairs, make_pairs, stratified_pick
 from proclab.reward.wrapper import LearnedRewardEnv
@@ -34,8 +34,6 @@ __all__ = [
     "load_reward_model",
     "make_pairs",
     "pair_accuracy",
-    "pearson",
     "predict_rewards",
-    "spearman",
     "stratified_pick",
 ]

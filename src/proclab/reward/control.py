@@ -39,11 +39,10 @@ from one interval of the difference, not from two overlapping ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from proclab.reward.metrics import average_ranks, pearson, spearman
+from proclab.stats.bootstrap import bootstrap_ci
+from proclab.stats.correlation import pearson, ranks, spearman
 
 CONTROL_STATS = (
     "spearman",
@@ -60,7 +59,7 @@ CONTROL_STATS = (
 
 def partial_spearman(predicted, true, length) -> float:
     """Partial correlation of the ranks of ``predicted`` and ``true`` given the ranks of ``length``."""
-    x, y, z = (average_ranks(np.asarray(a, np.float64)) for a in (predicted, true, length))
+    x, y, z = (ranks(np.asarray(a, np.float64)) for a in (predicted, true, length))
     r_xy, r_xz, r_yz = pearson(x, y), pearson(x, z), pearson(y, z)
     denom = np.sqrt((1 - r_xz**2) * (1 - r_yz**2))
     return float((r_xy - r_xz * r_yz) / denom) if denom > 1e-12 else float("nan")
@@ -91,7 +90,7 @@ def _ranks_within(x: np.ndarray, group: np.ndarray) -> np.ndarray:
     out = np.empty(len(x))
     for g in np.unique(group):
         inside = group == g
-        out[inside] = average_ranks(x[inside])
+        out[inside] = ranks(x[inside])
     return out
 
 
@@ -99,8 +98,8 @@ def length_bins(length, num_bins: int) -> np.ndarray:
     """Bin ``0..num_bins-1`` of each demo: equal-count bins by length, tied lengths in one bin
     (a demo's bin comes from its average rank, which ties share)."""
     length = np.asarray(length)
-    ranks = average_ranks(length)
-    return np.minimum(((ranks - 1) * num_bins / len(length)).astype(np.int64), num_bins - 1)
+    rank = ranks(length)
+    return np.minimum(((rank - 1) * num_bins / len(length)).astype(np.int64), num_bins - 1)
 
 
 def binned_spearman(predicted, true, length, num_bins: int = 10, min_bin: int = 5) -> float:
@@ -117,24 +116,6 @@ def binned_spearman(predicted, true, length, num_bins: int = 10, min_bin: int = 
             values.append(rho)
             weights.append(inside.sum())
     return float(np.average(values, weights=weights)) if values else float("nan")
-
-
-def bootstrap_ci(
-    statistic: Callable[..., float],
-    arrays: tuple[np.ndarray, ...],
-    num: int,
-    rng: np.random.Generator,
-    level: float = 0.95,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(*arrays)`` over resampled rows (demos);
-    resamples where the statistic is undefined (NaN) are left out."""
-    n = len(arrays[0])
-    values = np.array([statistic(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, (num, n))])
-    values = values[np.isfinite(values)]
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    tail = 100 * (1 - level) / 2
-    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
 
 
 def length_control(
@@ -181,9 +162,7 @@ def length_control(
     for name, stat in stats.items():
         out[name] = stat(*arrays)
         lo, hi = (
-            bootstrap_ci(stat, arrays, bootstrap, np.random.default_rng(seed))
-            if bootstrap > 0
-            else (float("nan"), float("nan"))
+            bootstrap_ci(stat, arrays, bootstrap, seed) if bootstrap > 0 else (float("nan"), float("nan"))
         )
         out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
     out["length_bins"] = num_bins

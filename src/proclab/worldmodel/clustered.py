@@ -13,14 +13,17 @@ With one window per episode this is exactly the usual ``s / sqrt(n)`` interval. 
 difference (the model against a baseline on the same windows) is the same estimator applied to
 the per-window differences, so the shared difficulty of a window cancels before the interval.
 
-These live in ``worldmodel`` (below ``interpret``) so that the world model's evaluation can use
-them and ``interpret`` may import them too.
+They are laid out as the world model's evaluation reports them; the cluster bootstrap, the ranks and the
+correlations are :mod:`proclab.stats`'.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
+
+from proclab.stats.bootstrap import bootstrap_ci
+from proclab.stats.correlation import pearson, ranks, spearman
 
 
 def clustered_mean(values: np.ndarray, clusters: np.ndarray, level: float = 0.95) -> dict:
@@ -52,8 +55,8 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     n_pos, n_neg = int(labels.sum()), int((~labels).sum())
     if n_pos == 0 or n_neg == 0:
         return None
-    ranks = stats.rankdata(scores)  # average ranks: ties count one half
-    u = ranks[labels].sum() - n_pos * (n_pos + 1) / 2
+    rank = ranks(scores)  # average ranks: ties count one half
+    u = rank[labels].sum() - n_pos * (n_pos + 1) / 2
     return float(u / (n_pos * n_neg))
 
 
@@ -71,7 +74,7 @@ def clustered_auc(
     give an interval too narrow. Resamples without both classes are left out; ``ci95`` is None with fewer
     than two clusters."""
     scores, labels, clusters = np.asarray(scores, np.float64), np.asarray(labels, bool), np.asarray(clusters)
-    names, index = np.unique(clusters, return_inverse=True)
+    names = np.unique(clusters)
     out = {
         "auc": auc(scores, labels),
         "ci95": None,
@@ -81,18 +84,16 @@ def clustered_auc(
     }
     if out["auc"] is None or len(names) < 2:
         return out
-    members = [np.flatnonzero(index == g) for g in range(len(names))]
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        rows = np.concatenate([members[g] for g in rng.integers(0, len(names), len(names))])
-        value = auc(scores[rows], labels[rows])
-        if value is not None:
-            values.append(value)
-    if values:
-        tail = 100 * (1 - level) / 2
-        out["ci95"] = [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
+    ci = bootstrap_ci(_auc_or_nan, (scores, labels), resamples, seed, level, clusters=clusters)
+    if np.isfinite(ci.low):
+        out["ci95"] = list(ci)
     return out
+
+
+def _auc_or_nan(scores: np.ndarray, labels: np.ndarray) -> float:
+    """:func:`auc`, NaN for a resample without both classes (which the bootstrap leaves out)."""
+    value = auc(scores, labels)
+    return float("nan") if value is None else value
 
 
 def correlations(x: np.ndarray, y: np.ndarray) -> dict:
@@ -101,7 +102,7 @@ def correlations(x: np.ndarray, y: np.ndarray) -> dict:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"pearson": None, "spearman": None, "n": len(x)}
     return {
-        "pearson": float(stats.pearsonr(x, y)[0]),
-        "spearman": float(stats.spearmanr(x, y)[0]),
+        "pearson": pearson(x, y),
+        "spearman": spearman(x, y),
         "n": len(x),
     }

@@ -9,9 +9,9 @@ import pytest
 from proclab.cli import main
 from proclab.interpret.atlas.comparison import against, difference, measure, summary_interval
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
-from proclab.interpret.stats.proportions import wilson
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.systems import file_digest
+from proclab.stats.proportions import wilson
 
 
 def cards(rng, k: int, strength: float) -> list[dict]:

@@ -15,7 +15,7 @@ from proclab.interpret.goals.detect_probes import (
     tracking_call,
 )
 from proclab.interpret.probes.probe import ProbeSettings, probe_target
-from proclab.interpret.stats.paired import resamples
+from proclab.stats.bootstrap import resamples
 
 SETTINGS = ProbeSettings(folds=3, bootstrap=300, controls=RULE_CONTROLS)
 

@@ -1,15 +1,12 @@
 """The regression against a hand-written Newton (IRLS) fit, planted coefficients recovered inside their
 bootstrap intervals, and a cross-validated accuracy that beats the base rate only when a feature carries
-the outcome; the exact (Clopper-Pearson) interval against its definition by brute-force inversion."""
+the outcome."""
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from proclab.envs.episodes import clopper_pearson
 from proclab.errors import ProclabError
 from proclab.interpret.goals.logistic import cross_validated, fit, regression, standardise
-from proclab.interpret.stats.proportions import wilson
 
 
 def newton_logistic(z: np.ndarray, y: np.ndarray, steps: int = 50) -> np.ndarray:
@@ -66,39 +63,3 @@ def test_accuracy_beats_the_base_rate_only_with_an_informative_feature():
 def test_a_regression_of_one_outcome_is_refused_in_one_line():
     with pytest.raises(ProclabError, match="both outcomes"):
         regression(np.ones((50, 1)), np.ones(50), ["a"])
-
-
-def brute_force_exact(k: int, n: int, level: float) -> tuple[float, float]:
-    """The shares not rejected by either one-sided binomial test at (1 - level) / 2, by bisection."""
-    tail = (1 - level) / 2
-
-    def solve(f):
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) else (lo, mid)
-        return (lo + hi) / 2
-
-    lower = 0.0 if k == 0 else solve(lambda p: stats.binom.sf(k - 1, n, p) < tail)
-    upper = 1.0 if k == n else solve(lambda p: stats.binom.cdf(k, n, p) > tail)
-    return lower, upper
-
-
-@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (17, 40), (1, 200)])
-def test_the_exact_interval_inverts_the_binomial_tests(k, n):
-    assert clopper_pearson(k, n, 0.95) == pytest.approx(brute_force_exact(k, n, 0.95), abs=1e-9)
-
-
-def test_the_exact_interval_covers_every_share_where_wilson_falls_short():
-    n = 20
-    grid = np.linspace(0.001, 0.2, 200)
-    ks = np.arange(n + 1)
-    exact = np.array([clopper_pearson(k, n) for k in ks])
-    score = np.array([wilson(k, n) for k in ks])
-
-    def coverage(intervals, p):
-        inside = (intervals[:, 0] <= p) & (p <= intervals[:, 1])
-        return stats.binom.pmf(ks, n, p)[inside].sum()
-
-    assert min(coverage(exact, p) for p in grid) >= 0.95
-    assert min(coverage(score, p) for p in grid) < 0.93  # near 0 Wilson's interval under-covers

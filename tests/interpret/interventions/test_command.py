@@ -12,11 +12,12 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.command import ArmEpisodes, compare_real
 from proclab.interpret.interventions.direction_edits import DirectionEdit
-from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.stats.paired import frequency_changes, mean_change
 from proclab.interpret.workspace.folder import Workspace
 from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
+from proclab.stats.bootstrap import resamples
 from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.simulate import dreamed

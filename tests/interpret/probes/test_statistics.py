@@ -25,7 +25,7 @@ from proclab.interpret.probes.linear import (
 )
 from proclab.interpret.probes.probe import ProbeSettings, probe_target
 from proclab.interpret.probes.spatial import Moments, best_channel_margin, centres_of_mass, track_channels
-from proclab.interpret.stats.paired import resamples
+from proclab.stats.bootstrap import resamples
 
 
 def episodes(n_ep=12, seed=0):

@@ -375,7 +375,7 @@ def test_against_uniform_matches_slow_reference():
     from itertools import product
 
     from proclab.interpret.saliency.command import against_uniform
-    from proclab.interpret.stats.paired import resamples
+    from proclab.stats.bootstrap import resamples
 
     rng = np.random.default_rng(3)
     uniform = 0.8

@@ -1,5 +1,5 @@
-"""TOST against a slow reference (Student's t integrated by hand) and its error rates at the margin; the
-Wilson interval against its defining inequality; per-claim p-values against Holm written out."""
+"""TOST against a slow reference (Student's t integrated by hand) and its error rates at the margin; shares
+of directions as the sweep reports them; per-claim p-values against Holm written out."""
 
 import math
 
@@ -8,7 +8,8 @@ import pytest
 
 from proclab.interpret.stats.claims import changes, claim_p, claims
 from proclab.interpret.stats.equivalence import EFFECT, UNDECIDED, tost, verdict
-from proclab.interpret.stats.proportions import compare_shares, wilson
+from proclab.interpret.stats.proportions import compare_shares, share
+from proclab.stats.proportions import share_difference, wilson
 
 
 def t_cdf(x: float, df: int) -> float:
@@ -74,27 +75,13 @@ def test_tost_with_no_spread_and_the_verdicts():
     assert one.p == 1 and verdict(False, [one]) == UNDECIDED
 
 
-@pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 16), (16, 16), (20, 64), (1, 1)])
-def test_wilson_is_the_set_its_score_test_accepts(k, n):
-    """Wilson's interval is every p with |k/n - p| <= z sqrt(p (1 - p) / n): found here on a fine grid."""
-    z = 1.959963984540054
-    grid = np.linspace(0, 1, 200_001)
-    inside = grid[np.abs(k / n - grid) <= z * np.sqrt(grid * (1 - grid) / n)]
-    lo, hi = wilson(k, n)
-    assert lo == pytest.approx(inside.min(), abs=1e-5) and hi == pytest.approx(inside.max(), abs=1e-5)
-
-
-def test_share_difference_contains_the_difference_and_fisher_p():
+def test_compare_shares_reports_the_difference_and_none_without_directions():
     d = compare_shares(5, 16, 10, 64)
-    assert d["difference"] == pytest.approx(5 / 16 - 10 / 64)
-    assert d["ci95"][0] < d["difference"] < d["ci95"][1]
-    # Fisher's exact two-sided p, by summing hypergeometric probabilities no larger than the observed
-    a, b, c, e = 5, 11, 10, 54
-    col, tot = a + c, a + b + c + e
-    prob = lambda x: math.comb(a + b, x) * math.comb(c + e, col - x) / math.comb(tot, col)  # noqa: E731
-    p_obs = prob(a)
-    p = sum(prob(x) for x in range(0, min(col, a + b) + 1) if prob(x) <= p_obs * (1 + 1e-7))
-    assert d["p_fisher"] == pytest.approx(p, rel=1e-6)
+    got = share_difference(5, 16, 10, 64)
+    assert d == {"difference": got.difference, "ci95": list(got.ci), "p_fisher": got.p}
+    assert compare_shares(0, 0, 3, 10) == {"difference": None, "ci95": None, "p_fisher": None}
+    assert share(3, 10) == {"count": 3, "of": 10, "share": 0.3, "ci95": list(wilson(3, 10))}
+    assert share(0, 0)["share"] is None
 
 
 def test_claims_are_holm_within_then_across_directions():

@@ -15,10 +15,10 @@ from proclab.envs.state.model import PLAYER
 from proclab.envs.state.sample import random_states
 from proclab.errors import ProclabError
 from proclab.interpret.interventions.batched_play import ProcgenLevels, play
-from proclab.interpret.stats.paired import interval, resamples
 from proclab.interpret.sweep.deaths import ANY, UNCLEAR, Deaths, Hazards
 from proclab.interpret.sweep.stats import compare
 from proclab.run.runtime import make_runtime
+from proclab.stats.bootstrap import interval, resamples
 
 RT = make_runtime("cpu", "fp32", 1)
 

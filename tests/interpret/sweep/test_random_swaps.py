@@ -8,11 +8,11 @@ import pytest
 from planted import KEY, Corridor, PlantedAgent
 from planted import planted_recorded as planted
 from proclab.errors import ProclabError
-from proclab.interpret.stats.corrections import holm
-from proclab.interpret.stats.paired import resamples
 from proclab.interpret.sweep.grid import SweepArgs, sweep
 from proclab.interpret.sweep.random_swaps import draw_pairs, rank_against_random, swap_control
 from proclab.run.runtime import make_runtime
+from proclab.stats.bootstrap import resamples
+from proclab.stats.corrections import holm
 
 RT = make_runtime("cpu", "fp32", 1)
 

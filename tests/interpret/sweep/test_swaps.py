@@ -13,7 +13,6 @@ from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import play
-from proclab.interpret.stats.corrections import holm
 from proclab.interpret.sweep.grid import SweepArgs, sweep
 from proclab.interpret.sweep.plan import swap_code
 from proclab.interpret.sweep.swaps import parse_swaps, pick_direction, resolve
@@ -21,6 +20,7 @@ from proclab.models import AgentConfig, build_agent
 from proclab.models.hooks import patch
 from proclab.models.interventions import STEP_KEY, edit_coordinates
 from proclab.run.runtime import make_runtime
+from proclab.stats.corrections import holm
 from support import TINY_AGENT, hold_player
 
 D = 16

@@ -17,7 +17,7 @@ import numpy as np
 
 from proclab.interpret.atlas.causes import NAMES, strongest
 from proclab.interpret.atlas.tracking import ALPHA, MIN_EPISODES, NO_LAGS
-from proclab.interpret.stats.corrections import holm
+from proclab.stats.corrections import holm
 
 ARM_NAMES = {
     "collapse": "increment-collapse",

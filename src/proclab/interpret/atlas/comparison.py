@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from proclab.interpret.stats.claims import changes
-from proclab.interpret.stats.paired import interval, resamples
 from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.sweep.claims import tests_of
+from proclab.stats.bootstrap import bootstrap_replicates, interval
 
 GT = "gt "
 """Prefix of the atlas's ground-truth quantities."""
@@ -69,7 +69,7 @@ def summary_interval(x: np.ndarray, statistic: str, reps: int, seed: int) -> dic
     """``statistic`` (mean or median) of ``x`` over directions and its percentile interval from ``reps``
     resamples of the directions."""
     fn = STATISTICS[statistic]
-    boot = np.array([fn(x[rows]) for rows in resamples(len(x), reps, seed)])
+    boot = bootstrap_replicates(fn, (x,), reps, seed)
     return {"value": float(fn(x)), "ci95": interval(boot)}
 
 
@@ -77,8 +77,8 @@ def difference(a: np.ndarray, b: np.ndarray, statistic: str, reps: int, seed: in
     """``statistic(a) - statistic(b)`` for two systems' directions, with the interval of the difference
     of independent resamples of each (unpaired)."""
     fn = STATISTICS[statistic]
-    boot_a = np.array([fn(a[rows]) for rows in resamples(len(a), reps, seed)])
-    boot_b = np.array([fn(b[rows]) for rows in resamples(len(b), reps, seed + 1)])
+    boot_a = bootstrap_replicates(fn, (a,), reps, seed)
+    boot_b = bootstrap_replicates(fn, (b,), reps, seed + 1)
     return {"difference": float(fn(a) - fn(b)), "ci95": interval(boot_a - boot_b)}
 
 

@@ -42,8 +42,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from proclab.interpret.stats.paired import interval, resamples
 from proclab.models.hooks import patch
+from proclab.stats.bootstrap import bootstrap_ci
+from proclab.stats.correlation import spearman
+from proclab.stats.permutation import permutation_p as p_value
 from proclab.store.state_codec import StateCodec
 
 BATCH = 256
@@ -106,39 +108,12 @@ def predicted_changes(
     return {"value": dv, "actions": float(0.5 * np.abs(dpi).sum())}
 
 
-def average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their mean rank (as Spearman's correlation needs)."""
-    x = np.asarray(x, np.float64)
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(1, len(x) + 1)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return sums[inverse] / counts[inverse]
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (Pearson on average ranks); NaN when either side is constant."""
-    rx, ry = average_ranks(x), average_ranks(y)
-    if len(rx) < 2 or np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def spearman_by_groups(x: np.ndarray, y: np.ndarray, groups: np.ndarray, reps: int, seed: int) -> dict:
     """Spearman of ``x`` and ``y`` over all points and its percentile interval from resampling the
     ``groups`` (directions) with replacement, each with all its points."""
     x, y, groups = np.asarray(x, np.float64), np.asarray(y, np.float64), np.asarray(groups)
-    names = np.unique(groups)
-    members = [np.flatnonzero(groups == g) for g in names]
-    boot = []
-    for draw in resamples(len(names), reps, seed):
-        rows = np.concatenate([members[g] for g in draw])
-        boot.append(spearman(x[rows], y[rows]))
-    boot = np.array(boot)
-    finite = boot[np.isfinite(boot)]
-    ci = interval(finite) if len(finite) else [float("nan"), float("nan")]
-    return {"rho": spearman(x, y), "ci95": ci, "points": len(x), "directions": len(names)}
+    ci = bootstrap_ci(spearman, (x, y), reps, seed, clusters=groups)
+    return {"rho": spearman(x, y), "ci95": list(ci), "points": len(x), "directions": len(np.unique(groups))}
 
 
 def permutation_p(x: np.ndarray, y: np.ndarray, arms: np.ndarray, reps: int, seed: int) -> float:
@@ -150,14 +125,13 @@ def permutation_p(x: np.ndarray, y: np.ndarray, arms: np.ndarray, reps: int, see
         return float("nan")
     rng = np.random.default_rng([seed, 9])
     blocks = [np.flatnonzero(arms == a) for a in np.unique(arms)]
-    hits = 0
-    for _ in range(reps):
+    null = np.empty(reps)
+    for r in range(reps):
         shuffled = x.copy()
         for idx in blocks:
             shuffled[idx] = x[rng.permutation(idx)]
-        rho = spearman(shuffled, y)
-        hits += bool(np.isfinite(rho) and rho >= observed - 1e-12)
-    return (1 + hits) / (1 + reps)
+        null[r] = spearman(shuffled, y)
+    return p_value(observed, null, 1e-12)
 
 
 def noise_ceiling(half_a: np.ndarray, half_b: np.ndarray, rho: float) -> dict:

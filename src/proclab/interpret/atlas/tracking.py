@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from proclab.interpret.stats.paired import percentile_interval, resamples, weights
+from proclab.stats.bootstrap import percentile_interval, resamples, weights
 
 LAGS = 8
 """Lags ``-LAGS .. LAGS`` (steps)."""

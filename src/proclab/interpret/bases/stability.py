@@ -35,6 +35,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.coordinates import LinearCoordinates, encode_all
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.interpret.bases.sparse_dictionary import SparseDictionary
+from proclab.stats.bootstrap import cluster_resamples
 
 STABLE = 0.95
 """Least quality index (on seed and bootstrap refits) of a stable direction. A convention, like
@@ -93,12 +94,6 @@ def quality(reference: np.ndarray, refits: list[np.ndarray]) -> dict:
     }
 
 
-def episode_bootstrap(starts: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Row indices of a resample of whole episodes (``starts``/``lengths`` of each episode's rows)."""
-    drawn = rng.integers(0, len(starts), len(starts))
-    return np.concatenate([np.arange(starts[e], starts[e] + lengths[e]) for e in drawn])
-
-
 def stability(
     reference: Encoder,
     x: np.ndarray,
@@ -113,14 +108,14 @@ def stability(
     """The stability of the fit ``reference`` against ``seeds`` refits on the states ``x`` (rows of
     consecutive episodes of ``lengths``) and ``bootstraps`` refits on resampled episodes."""
     lengths = np.asarray(lengths, np.int64)
-    starts = np.cumsum(lengths) - lengths
     rng = np.random.default_rng([seed, 17])
     shown = x[np.sort(rng.choice(len(x), min(ROWS, len(x)), replace=False))]
     codes = reference(shown)
     total, failed = seeds + bootstraps, 0
     fits: dict[str, list[np.ndarray]] = {"seeds": [], "bootstrap": []}
+    resampled = cluster_resamples(np.repeat(np.arange(len(lengths)), lengths), bootstraps, rng)
     for r in range(total):
-        rows = None if r < seeds else episode_bootstrap(starts, lengths, rng)
+        rows = None if r < seeds else next(resampled)
         try:
             found = refit(x if rows is None else x[rows], seed + 1 + r)(shown)
         except ProclabError as err:

@@ -29,6 +29,7 @@ from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import pyplot, save_figure
 from proclab.io.run_dirs import write_json_atomic
+from proclab.stats.permutation import permutation_p
 
 NAME = "consistency"
 
@@ -105,13 +106,11 @@ def permutation_test(
         null[0][p], null[1][p] = a, s
     out = {}
     for name, obs, nul in (("all", observed[0], null[0]), ("strong", observed[1], null[1])):
-        with np.errstate(invalid="ignore"):
-            exceed = (nul >= obs[None]).sum(0)
         out[name] = obs
         with warnings.catch_warnings():  # an empty group's null is all NaN: its mean is NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             out[f"{name}_null_mean"] = np.nanmean(nul, 0) if permutations else np.full_like(obs, np.nan)
-        out[f"{name}_p"] = np.where(np.isnan(obs), np.nan, (1 + exceed) / (1 + permutations))
+        out[f"{name}_p"] = np.where(np.isnan(obs), np.nan, permutation_p(obs, nul))
     return out
 
 

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from proclab.envs.episodes import clopper_pearson
 from proclab.errors import ProclabError
 from proclab.interpret.goals.episodes import MazeEpisode, as_arrays, distinct_levels
 from proclab.interpret.goals.logistic import PENALTIES, regression
 from proclab.interpret.goals.maze import FEATURES
-from proclab.interpret.stats.corrections import adjust
 from proclab.interpret.workspace.progress import no_phase
 from proclab.io.files import pyplot
 from proclab.io.results import Result
+from proclab.stats.corrections import adjust
+from proclab.stats.proportions import clopper_pearson
 
 CLAIMED = (
     "steps_between_cheese_decision_square",

@@ -37,7 +37,7 @@ from proclab.envs.state.goals import GOALS
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.goals.calls import NO_CALL, GoalCall
 from proclab.interpret.probes.linear import EpisodeSums
-from proclab.interpret.stats.paired import interval, resamples, weights
+from proclab.stats.bootstrap import interval, resamples, weights
 
 RULE_CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline")
 """The controls rule 1 names; a target's margin is over the strongest of them."""

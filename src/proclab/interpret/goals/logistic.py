@@ -18,9 +18,10 @@ import warnings
 
 import numpy as np
 
-from proclab.envs.episodes import clopper_pearson
 from proclab.errors import ProclabError
-from proclab.interpret.stats.paired import mcnemar, percentile_interval, resamples
+from proclab.stats.bootstrap import bootstrap_replicates, percentile_interval
+from proclab.stats.paired import mcnemar
+from proclab.stats.proportions import clopper_pearson
 
 PENALTIES = ("l1", "none")
 
@@ -58,11 +59,11 @@ def predict(params: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def bootstrap(z: np.ndarray, y: np.ndarray, penalty: str, c: float, reps: int, seed: int) -> np.ndarray:
     """``(reps, 1 + k)`` refits on mazes resampled with replacement (NaN where a resample holds one class)."""
-    out = np.full((reps, z.shape[1] + 1), np.nan)
-    for r, idx in enumerate(resamples(len(y), reps, seed)):
-        if 0 < y[idx].sum() < len(idx):
-            out[r] = fit(z[idx], y[idx], penalty, c)
-    return out
+
+    def refit(zr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+        return fit(zr, yr, penalty, c) if 0 < yr.sum() < len(yr) else np.full(z.shape[1] + 1, np.nan)
+
+    return bootstrap_replicates(refit, (z, y), reps, seed).reshape(reps, z.shape[1] + 1)
 
 
 def cross_validated(z: np.ndarray, y: np.ndarray, penalty: str, c: float, folds: int, seed: int) -> dict:
@@ -80,9 +81,9 @@ def cross_validated(z: np.ndarray, y: np.ndarray, penalty: str, c: float, folds:
         "ci95": list(clopper_pearson(int(model_right.sum()), n)),
         "base_rate": float(base_right.mean()),
         "base_rate_ci95": list(clopper_pearson(int(base_right.sum()), n)),
-        "mazes_only_model_right": test["gained"],
-        "mazes_only_base_rate_right": test["lost"],
-        "p_mcnemar": test["p_exact"],
+        "mazes_only_model_right": test.gained,
+        "mazes_only_base_rate_right": test.lost,
+        "p_mcnemar": test.p,
         "folds": folds,
     }
 

@@ -53,7 +53,7 @@ from proclab.interpret.interventions.edit_target import (
     state_key,
 )
 from proclab.interpret.saliency.world_model import open_samples
-from proclab.interpret.stats.paired import frequency_changes, mean_change, resamples
+from proclab.interpret.stats.paired import frequency_changes, mean_change
 from proclab.interpret.workspace.args import SAMPLES, WM
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
@@ -67,6 +67,7 @@ from proclab.models.loading import freeze, load_agent
 from proclab.record import RecordArgs
 from proclab.record.recorder import EpisodeRecorder
 from proclab.record.recording import FINAL_OBS_NOTE, prepare_recording
+from proclab.stats.bootstrap import resamples
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.errors import ProclabError
-from proclab.interpret.stats.paired import interval, resamples, weights
+from proclab.stats.bootstrap import interval, resamples, weights
 
 KINDS = ("auto", "ridge", "logistic")
 ALPHAS = np.logspace(5, -2, 8)  # ridge penalties, strongest first (ties go to the stronger)

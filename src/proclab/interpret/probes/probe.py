@@ -48,11 +48,11 @@ from proclab.interpret.probes.linear import (
 )
 from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
-from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.io.files import pyplot
 from proclab.io.results import Result
 from proclab.models.agent import Agent, build_agent
 from proclab.models.loading import freeze
+from proclab.stats.corrections import CORRECTIONS
 
 CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
 LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on

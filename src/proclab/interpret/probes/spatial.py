@@ -14,7 +14,7 @@ are far from independent):
 * the p-value is a permutation test that gives each episode another episode's course of the
   entity's position (stretched to its length), keeping both series' own structure and cutting
   only their link; two-sided on the score;
-* p-values across channels are adjusted (Holm by default, :mod:`proclab.interpret.stats.corrections`).
+* p-values across channels are adjusted (Holm by default, :mod:`proclab.stats.corrections`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.interpret.probes.linear import shuffled_labels
-from proclab.interpret.stats.corrections import adjust
-from proclab.interpret.stats.paired import interval, resamples, weights
+from proclab.stats.bootstrap import interval, resamples, weights
+from proclab.stats.corrections import adjust
+from proclab.stats.permutation import permutation_p
 
 
 def centres_of_mass(maps: np.ndarray, frame: int = 64) -> np.ndarray:
@@ -105,12 +106,11 @@ def track_channels(
     observed = _score(mx, my, ones)
     rx, ry = mx.correlation(ones), my.correlation(ones)
     boot = _score(mx, my, weights(resamples(n_ep, bootstrap, seed), n_ep))
-    exceed = np.zeros(len(observed))
+    null = np.empty((permutations, len(observed)))
     for r in range(permutations):
         permuted = np.stack([shuffled_labels(position[:, k], episode, seed + 1 + r) for k in (0, 1)], 1)
-        exceed += np.abs(np.nan_to_num(_score(*moments(permuted), ones))) >= np.abs(observed) - 1e-12
-    p = (1.0 + exceed) / (1.0 + permutations)
-    p = np.where(np.isnan(observed), 1.0, p)
+        null[r] = np.abs(np.nan_to_num(_score(*moments(permuted), ones)))
+    p = np.where(np.isnan(observed), 1.0, permutation_p(np.abs(observed), null, 1e-12))
     adjusted = adjust(p, correction)
     cis = interval(np.nan_to_num(boot.T))
     rows = [

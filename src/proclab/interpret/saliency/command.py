@@ -42,13 +42,15 @@ from proclab.interpret.saliency.world_model import (
     open_samples,
     saliency_batch,
 )
-from proclab.interpret.stats.corrections import holm
-from proclab.interpret.stats.paired import interval, mean_boot, mean_p, resamples, swaps, weights
+from proclab.interpret.stats.paired import mean_boot, mean_p
 from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
+from proclab.stats.bootstrap import interval, resamples, weights
+from proclab.stats.corrections import holm
+from proclab.stats.permutation import sign_flips
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.state_codec import StateCodec
 from proclab.worldmodel.checkpoint import load_world_model
@@ -396,7 +398,7 @@ def against_uniform(
         excess = x - uniform
         idx = resamples(len(x), reps, seed + i)
         boot = mean_boot(excess, weights(idx, len(x)))
-        p.append(mean_p(np.zeros_like(excess), excess, swaps(len(x), reps, seed + i)))
+        p.append(mean_p(np.zeros_like(excess), excess, sign_flips(len(x), reps, seed + i)))
         out.append(
             {
                 "mean": float(x.mean()),

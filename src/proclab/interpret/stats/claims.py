@@ -12,7 +12,7 @@ reports is the claim, so the correction is made there, in two steps:
    arms and metrics of one direction are strongly dependent, which makes it conservative, never
    anti-conservative). A direction's claim is therefore false-positive at most ``alpha`` of the time.
 2. **Across directions** the claims' p-values form the family, adjusted by Holm (family-wise) or
-   Benjamini-Hochberg (false discovery rate), :mod:`proclab.interpret.stats.corrections`.
+   Benjamini-Hochberg (false discovery rate), :mod:`proclab.stats.corrections`.
 
 For a significant claim, ``carried_by`` lists the (arm, metric) tests whose within-direction
 Holm-adjusted p-value is at most ``alpha``: which edits carry the claim (their error rate is held
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proclab.interpret.stats.corrections import adjust, holm
+from proclab.stats.corrections import adjust, holm
 
 
 def claim_p(p_values) -> float:

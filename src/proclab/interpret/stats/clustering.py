@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.errors import ProclabError
+from proclab.stats.permutation import permutation_p
 
 CHUNK = 65_536  # rows per assignment chunk: bounded memory, linear time
 
@@ -261,10 +262,9 @@ def mmd_test(a: np.ndarray, b: np.ndarray, permutations: int, seed: int, batch: 
         if permutations
         else np.zeros(0)
     )
-    p_value = (1 + int(np.sum(null >= observed))) / (1 + permutations)
     return {
         "mmd2": observed,
-        "p_value": p_value,
+        "p_value": permutation_p(observed, null),
         "permutations": permutations,
         "bandwidth": float(np.sqrt(bandwidth2)),
         "n_a": m,

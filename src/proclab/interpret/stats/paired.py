@@ -10,7 +10,7 @@ intervention effects, cancels in the differences. Every CI is the percentile int
 Frequencies (of actions or behaviours) are ratio estimates: summed counts over the resampled
 units divided by their summed totals, so long episodes weigh by their steps, as pooled counts do.
 
-p-values (for corrections over many tests, :mod:`proclab.interpret.stats.corrections`) come from the
+p-values (for corrections over many tests, :mod:`proclab.stats.corrections`) come from the
 paired permutation test: under "the edit changes nothing", a unit's two outcomes are
 exchangeable, so swapping them in a random subset of units gives the statistic's null
 distribution; ``p = (1 + #{permuted >= observed}) / (1 + reps)`` is exact at any number of units
@@ -18,66 +18,23 @@ distribution; ``p = (1 + #{permuted >= observed}) / (1 + reps)`` is exact at any
 
 Binary outcomes paired by unit (level completed, target reached) are judged by the exact McNemar
 test (:func:`binary_change`), corrected across the family reported together (:func:`correct`); the
-bootstrap intervals are for continuous outcomes.
+bootstrap intervals are for continuous outcomes. The statistics themselves (resamples, percentile
+intervals, sign flips, permutation p-values, McNemar, corrections) come from :mod:`proclab.stats`; this module
+lays out the two arms' comparison as the analyses report it.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy import stats
 
-from proclab.interpret.stats.corrections import adjust
+from proclab.stats.bootstrap import interval, weights
+from proclab.stats.corrections import adjust
+from proclab.stats.paired import mcnemar
+from proclab.stats.permutation import permutation_p, sign_flips
 
 TIE = 1e-9
 """Relative tolerance under which a permuted statistic counts as equal to the observed one (the
 same sum in another order)."""
-
-
-def resamples(n: int, reps: int, seed: int) -> np.ndarray:
-    """``(reps, n)`` unit indices drawn with replacement (one draw shared by every statistic)."""
-    if n < 1:
-        raise ValueError("a paired bootstrap needs at least one unit")
-    return np.random.default_rng(seed).integers(0, n, (reps, n))
-
-
-def weights(idx: np.ndarray, n: int) -> np.ndarray:
-    """Resample indices ``(reps, n)`` -> how often each unit was drawn, ``(reps, n)`` floats (a
-    resampled sum is then one matrix product)."""
-    reps = len(idx)
-    flat = (idx + n * np.arange(reps)[:, None]).ravel()
-    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float64)
-
-
-def swaps(n: int, reps: int, seed: int) -> np.ndarray:
-    """``(reps, n)`` floats, 1 where a permutation swaps the unit's two outcomes."""
-    if n < 1:
-        raise ValueError("a paired permutation test needs at least one unit")
-    return np.random.default_rng([seed, 1]).integers(0, 2, (reps, n)).astype(np.float64)
-
-
-def percentile_interval(
-    boot: np.ndarray, level: float = 0.95, axis: int = -1, skip_nan: bool = False
-) -> np.ndarray:
-    """The percentile interval of bootstrap replicates ``boot`` along ``axis`` at confidence ``level``: lower
-    and upper bounds stacked first, ``(2, ...)``. ``skip_nan`` leaves NaN replicates out (a resample in
-    which a quantity is constant has no correlation) and gives NaN where every replicate is NaN."""
-    tail = 50.0 * (1.0 - level)
-    if not skip_nan:
-        return np.percentile(boot, [tail, 100.0 - tail], axis=axis)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: the interval is NaN
-        return np.nanpercentile(boot, [tail, 100.0 - tail], axis=axis)
-
-
-def interval(boot: np.ndarray, level: float = 0.95) -> list:
-    """The percentile interval ``[lo, hi]`` of bootstrap replicates ``boot`` (``(reps,)``) at confidence
-    ``level``; of a ``(tests, reps)`` array, the list of each row's (one call for many tests)."""
-    lo, hi = percentile_interval(boot, level)
-    if np.ndim(boot) == 1:
-        return [float(lo), float(hi)]
-    return [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)]
 
 
 def _interval(base: float, inter: float, boot: np.ndarray) -> dict:
@@ -127,8 +84,7 @@ def frequency_changes(base: np.ndarray, inter: np.ndarray, idx: np.ndarray, name
 
 def _p(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
     """Permutation p-values of statistics ``observed`` (``(...)``) from ``permuted`` (``(reps, ...)``)."""
-    hits = permuted >= observed - TIE * np.maximum(1.0, np.abs(observed))
-    return (1.0 + hits.sum(0)) / (1.0 + len(permuted))
+    return permutation_p(observed, permuted, TIE * np.maximum(1.0, np.abs(observed)))
 
 
 def mean_p(base: np.ndarray, inter: np.ndarray, s: np.ndarray) -> float:
@@ -153,30 +109,19 @@ def _normalise(pooled: np.ndarray) -> np.ndarray:
     return pooled / np.maximum(pooled.sum(-1, keepdims=True), 1e-12)
 
 
-def mcnemar(base: np.ndarray, inter: np.ndarray) -> dict:
-    """Exact McNemar test of paired binary outcomes (one pair per unit): under "the edit changes nothing"
-    each discordant unit is as likely lost (1 -> 0) as gained (0 -> 1), so the gained count is
-    binomial(lost + gained, 1/2); the two-sided p doubles the smaller tail (capped at 1; 1 with no
-    discordant unit). Concordant units carry no information about the change, so a bootstrap over all
-    units is too sure of a change made of a handful of discordant ones: 5 gained of 200 levels has a
-    percentile interval that excludes zero, while its exact p is 2 / 2^5 = 0.0625."""
-    base, inter = np.asarray(base, bool), np.asarray(inter, bool)
-    lost, gained = int((base & ~inter).sum()), int((~base & inter).sum())
-    n = lost + gained
-    p = 1.0 if n == 0 else min(1.0, 2.0 * float(stats.binom.cdf(min(lost, gained), n, 0.5)))
-    return {"lost": lost, "gained": gained, "p_exact": p}
-
-
 def binary_change(base: np.ndarray, inter: np.ndarray) -> dict:
     """Shares of a binary per-unit outcome in each arm, their difference and the exact McNemar test
-    (:func:`mcnemar`; no bootstrap interval). ``significant`` is filled in by :func:`correct` once the
-    whole family reported together is known."""
+    (:func:`proclab.stats.paired.mcnemar`; no bootstrap interval). ``significant`` is filled in by
+    :func:`correct` once the whole family reported together is known."""
     base, inter = np.asarray(base, bool), np.asarray(inter, bool)
+    test = mcnemar(base, inter)
     return {
         "baseline": float(base.mean()),
         "intervened": float(inter.mean()),
         "change": float(inter.mean() - base.mean()),
-        **mcnemar(base, inter),
+        "lost": test.lost,
+        "gained": test.gained,
+        "p_exact": test.p,
     }
 
 
@@ -188,12 +133,12 @@ def against_share(base_share: np.ndarray, inter: np.ndarray, idx: np.ndarray, re
     differ; the bootstrap's percentile interval is too sure when those are few."""
     out = mean_change(base_share, inter, idx)
     out.pop("significant")
-    return {**out, "p_permutation": mean_p(base_share, inter, swaps(len(inter), reps, seed))}
+    return {**out, "p_permutation": mean_p(base_share, inter, sign_flips(len(inter), reps, seed))}
 
 
 def correct(tests: list[dict], method: str = "holm", alpha: float = 0.05) -> None:
     """Adjust the p-value of every test in ``tests`` (``p_exact``, else ``p_permutation``; one family: what
-    is reported together) by ``method`` (:mod:`proclab.interpret.stats.corrections`), in place:
+    is reported together) by ``method`` (:mod:`proclab.stats.corrections`), in place:
     ``p_adjusted``, ``correction`` and ``significant`` (adjusted p at most ``alpha``)."""
     if not tests:
         return

@@ -67,7 +67,7 @@ from proclab.envs.state import glossary, goal_names, parse_state, remove_entitie
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.interventions.batched_play import ProcgenLevels, play
 from proclab.interpret.interventions.goal_watch import GoalWatch
-from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change, resamples
+from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change
 from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import (
@@ -88,6 +88,7 @@ from proclab.levels.file import LevelStates
 from proclab.models.hooks import capture, device_of
 from proclab.models.interventions import Intervened, hook_shapes
 from proclab.run.runtime import Runtime, make_runtime
+from proclab.stats.bootstrap import resamples
 
 MEAN_VECTOR_NOTE = (
     "one mean vector over the vector's levels (per_level off): a mean over other levels is smeared over "

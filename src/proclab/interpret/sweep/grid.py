@@ -48,7 +48,6 @@ from proclab.interpret.interventions.arms import (
 from proclab.interpret.interventions.batched_play import Outcomes, play
 from proclab.interpret.interventions.edit_target import BasisArgs, PlayArgs
 from proclab.interpret.interventions.goal_watch import GoalWatch
-from proclab.interpret.stats.corrections import CORRECTIONS
 from proclab.interpret.stats.paired import binary_change, correct
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.deaths import RADIUS, Deaths
@@ -60,6 +59,7 @@ from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, 
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
 from proclab.interpret.workspace.systems import check_system
 from proclab.models.interventions import Intervened
+from proclab.stats.corrections import CORRECTIONS
 
 NAME = "sweep"
 FORMAT = "proclab-intervention-sweep"

@@ -27,8 +27,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from proclab.errors import ProclabError
-from proclab.interpret.stats.corrections import adjust
-from proclab.interpret.stats.paired import interval, mean_boot, resamples, weights
+from proclab.interpret.stats.paired import mean_boot
+from proclab.stats.bootstrap import interval, resamples, weights
+from proclab.stats.corrections import adjust
+from proclab.stats.permutation import permutation_p
 
 
 def draw_pairs(k: int, n: int, seed: int, exclude: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -79,8 +81,7 @@ def rank_against_random(
     change = float(chosen.mean() - baseline.mean())
     others = random.mean(axis=1) - baseline.mean()
     n = len(others)
-    upper = (1 + int(np.sum(others >= change))) / (n + 1)
-    lower = (1 + int(np.sum(others <= change))) / (n + 1)
+    upper, lower = permutation_p(change, others), permutation_p(-change, -others)
     w = weights(resamples(len(baseline), bootstrap, seed), len(baseline))
     boot_chosen = mean_boot(chosen - baseline, w)  # (B,)
     boot_random = (w @ (random - baseline).T) / len(baseline)  # (B, N)

@@ -6,7 +6,7 @@ the total-variation distance of the action distribution): the paired bootstrap 9
 change over levels (:mod:`proclab.interpret.stats.paired`; one resample draw for every variant, so
 their CIs are comparable), a paired permutation p-value, and, within each *family* (one arm and
 one metric over the swept directions), p-values adjusted by Holm or Benjamini-Hochberg
-(:mod:`proclab.interpret.stats.corrections`) with intervals at the matching corrected level. A change is
+(:mod:`proclab.stats.corrections`) with intervals at the matching corrected level. A change is
 ``significant`` when its adjusted p-value is at most ``alpha``.
 """
 
@@ -17,18 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.interpret.interventions.batched_play import Outcomes
-from proclab.interpret.stats.corrections import adjust, interval_level
-from proclab.interpret.stats.paired import (
-    frequencies,
-    frequency_boot,
-    frequency_p,
-    interval,
-    mean_boot,
-    mean_p,
-    resamples,
-    swaps,
-    weights,
-)
+from proclab.interpret.stats.paired import frequencies, frequency_boot, frequency_p, mean_boot, mean_p
+from proclab.stats.bootstrap import interval, resamples, weights
+from proclab.stats.corrections import adjust, interval_level
+from proclab.stats.permutation import sign_flips
 
 MEANS = ("return", "level_complete", "length")
 """Per-level quantities compared by their mean change."""
@@ -100,7 +92,7 @@ def compare(
     ``[GROUP][NAME]`` (the deaths by cause: ``deaths:saw``)."""
     L = out.ret.shape[1]
     w = weights(resamples(L, bootstrap, seed), L)
-    s = swaps(L, permutations, seed)
+    s = sign_flips(L, permutations, seed)
     extra = per_level or {}
     tests = [None] + [_tests(out, v, w, s, names, extra) for v in range(1, len(arm_of))]
     reports: list[dict] = [{} for _ in arm_of]

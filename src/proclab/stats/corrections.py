@@ -1,13 +1,13 @@
-"""Corrections for testing many directions at once: Holm (family-wise error) and Benjamini-Hochberg
-(false discovery rate), as adjusted p-values, and the confidence level of the intervals that go
-with them.
+"""Corrections for many tests at once: Holm (family-wise error) and Benjamini-Hochberg (false discovery
+rate), as adjusted p-values, and the confidence level of the intervals that go with them.
 
 With ``m`` tests at level ``alpha``, a test is significant when its adjusted p-value is at most
 ``alpha``. Holm's step-down procedure keeps the chance of *any* false positive at most ``alpha``
 under every dependence between the tests; Benjamini-Hochberg keeps the expected share of false
 positives among the significant ones at most ``alpha`` (for independent or positively dependent
-tests), and is the more powerful when many directions have effects. When no direction has an
-effect the two coincide: the chance of any significant one is at most ``alpha``.
+tests), and is the more powerful when many tests have effects. When no test has an effect the two
+coincide: the chance of any significant one is at most ``alpha``. Benjamini-Hochberg is
+``scipy.stats.false_discovery_control``; scipy has no Holm, which is written out here.
 
 Intervals: after Holm, each interval is reported at level ``1 - alpha / m`` (Bonferroni: all ``m``
 cover together with probability ``1 - alpha``); after Benjamini-Hochberg at ``1 - R alpha / m``
@@ -18,6 +18,7 @@ intervals of Benjamini and Yekutieli (2005).
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from proclab.errors import unknown_choice
 
@@ -38,13 +39,7 @@ def holm(p) -> np.ndarray:
 def benjamini_hochberg(p) -> np.ndarray:
     """BH-adjusted p-values (q-values): sorted ascending, ``min_{j >= i} m p_(j) / (j + 1)``, capped at 1."""
     p = np.asarray(p, np.float64)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    scaled = m * p[order] / np.arange(1, m + 1)
-    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
+    return stats.false_discovery_control(p) if len(p) else np.empty(0)
 
 
 def adjust(p, method: str) -> np.ndarray:
