@@ -4,9 +4,9 @@ The public API (docs/api.md) is what this package exports; everything else is in
 
     import proclab
     agent = proclab.load("coinrun/interpreting-rl-behavior")      # a run, a foreign checkpoint, a name
-    ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"], truth=True)
+    ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True)
     edit = proclab.Intervention("torso.block1.hook_out", "channels 10,27", "set", 1.7)
-    ro2 = proclab.rollout(agent, levels="test1", episodes=32, interventions=[edit])
+    ro2 = proclab.rollout(agent, levels="held-out", episodes=32, interventions=[edit])
     proclab.analyze.probe(ro, "core.0.hook_h", "coin_dx").table()
     proclab.stats.mcnemar(ro.goals["coin"], ro2.goals["coin"])        # statistics: intervals, tests, corrections
 

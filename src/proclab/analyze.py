@@ -5,7 +5,7 @@ world model's sample store) and returns a :class:`~proclab.io.results.Result` (`
 ``.save(folder)``); the ``proclab analyze`` commands call the same code on recorded stores and analysis
 folders::
 
-    ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"])
+    ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True)
     proclab.analyze.probe(ro, "core.0.hook_h", ["coin_dx", "agent_x"]).table()
     proclab.analyze.steer(agent, proclab.analyze.SteerSettings(levels=50)).table()
     states = proclab.analyze.hidden(ro, "core.0.h", proclab.analyze.HiddenSettings(n_ics=8))

@@ -4,7 +4,7 @@ The notebook counterpart of ``proclab record``: the same recorder (:class:`~proc
 plays the same levels with the same seeds, so for one agent, levels and seed a rollout and a recording
 hold the same numbers (tested), but the episodes come back as arrays in memory instead of a store::
 
-    ro = proclab.rollout(agent, levels="test1", episodes=32, cache=["core.0.hook_h"], truth=True, seed=0)
+    ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True, seed=0)
     ro.obs.shape                     # (T, B, 3, 64, 64): T the longest episode, B the episodes
     ro.cache["core.0.hook_h"]        # (T, B, 256), ro.mask (T, B) marks the steps that were played
     ro.truth["coin_dx"]              # the game's ground truth at every step (NaN: none that step)
@@ -17,10 +17,14 @@ leaving step ``t``. Rows past an episode's end are zero (``mask`` false). Episod
 started: of ``N`` env slots, episode ``i + k N`` is slot ``i``'s ``k``-th (a store keeps them in the order
 they ended).
 
-**Levels.** ``levels`` is a split (``"test1"``, ``"1000:200"``; default the agent's training levels), a
-level-state file, or a list of :class:`~proclab.levels.level.Level` objects (edited counterfactuals):
-with files and levels, episode ``k`` of slot ``i`` of ``N`` slots starts from level ``(i + k N) mod n``,
-so ``episodes=len(levels)`` with ``num_envs=len(levels)`` plays each once, in order.
+**Levels.** ``levels`` is a split (``"held-out"``: levels the agent never trained on, resolved from its
+training levels; ``"test1"``, ``"1000:200"``; default the agent's training levels), a level-state file,
+or a list of :class:`~proclab.levels.level.Level` objects (edited counterfactuals). ``episodes`` over a
+bounded split play distinct levels of it (each once; all of them in turn when there are more episodes
+than levels; :func:`play_env`); a split that overlaps the agent's training levels plays with a
+:class:`~proclab.errors.ProclabWarning`. With files and levels, episode ``k`` of slot ``i`` of ``N`` slots
+starts from level ``(i + k N) mod n``, so ``episodes=len(levels)`` with ``num_envs=len(levels)`` plays
+each once, in order.
 
 **Goals.** With ``truth``, ``goals`` holds, per goal of the game, whether each episode reached it
 (:mod:`proclab.envs.state.goals`: CoinRun's ``coin`` and ``end``, Maze's ``cheese`` and ``corner``; empty
@@ -28,7 +32,12 @@ for other games), the same values ``proclab record`` stores as ``goal/<name>``; 
 shows them.
 
 **Edits.** ``interventions`` are applied on every forward pass (:class:`~proclab.models.interventions.Intervened`),
-and the cache records the edited values.
+and the cache records the edited values. An edit's per-row values and ``rows`` address episodes: entry
+``i`` is episode ``i``'s at every one of its steps, although the batch the network sees shrinks as slots
+finish and a slot plays several episodes in turn.
+
+**Defaults.** Activations as the agent computes them (:func:`proclab.load` places it in fp32), one
+intra-op thread on a CPU (``threads``), no ground truth unless ``truth=True`` (it costs 2-3x the time).
 """
 
 from __future__ import annotations
