@@ -35,6 +35,7 @@ import proclab
 from proclab.interpret.goals.calls import APART
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
 from proclab.io.run_dirs import write_json_atomic
+from proclab.models.interventions import state_hook
 
 FEED_FORWARD_HOOK = "torso.hook_fc"
 
@@ -96,7 +97,7 @@ def sweep_stage(agent, args, rule: str) -> dict:
     if not (folder / "result.json").is_file():
         start = time.perf_counter()
         states = agent.state_shapes()
-        key = next(iter(states)) if states else f"hook:{FEED_FORWARD_HOOK}"
+        key = state_hook(next(iter(states))) if states else FEED_FORWARD_HOOK
         ro = proclab.rollout(
             agent, levels=args.basis_levels, steps=args.basis_steps, truth=False, level_rule="none",
             seed=args.seed, num_envs=4, cache=None if states else [FEED_FORWARD_HOOK],

@@ -43,7 +43,9 @@ def test_the_probe_reads_the_edited_agent(agents, tmp_path, monkeypatch):
     blind = edited(
         agents, lambda a: (a.torso.fc.weight.zero_(), a.torso.fc.bias.zero_()), "coinrun"
     )  # fc output all zero; CoinRun, whose agent_x the plain agent's fc encodes even untrained
-    ro = proclab.rollout(blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"], truth=True)
+    ro = proclab.rollout(
+        blind, levels="test1", episodes=4, num_envs=4, seed=0, cache=["torso.hook_fc"], truth=True
+    )
     assert not ro.cache["torso.hook_fc"].any()
     settings = proclab.analyze.ProbeSettings(folds=2, **SMALL)
     res = proclab.analyze.probe(ro, "torso.hook_fc", ["agent_x"], settings=settings).probes["agent_x"]
@@ -76,15 +78,15 @@ def test_steering_builds_its_vector_from_the_edited_agent(agents, tmp_path, monk
 def test_the_sweep_plays_the_edited_agent(agents, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ro = proclab.rollout(agents, levels="0:20", episodes=4, num_envs=4, seed=1, truth=True)
-    basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=3)
+    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=3)
 
     def constant_policy(a):
         a.heads.policy.weight.zero_()
         a.heads.policy.bias.copy_(torch.arange(15, dtype=torch.float32))  # always action 14
 
     options = dict(levels=3, arms="p05,p95", permutations=50, rows=16, directions="0:2", **SMALL)
-    res = proclab.analyze.sweep(edited(agents, constant_policy), basis, ro, "core.0.h", **options)
-    plain = proclab.analyze.sweep(agents, basis, ro, "core.0.h", **options)
+    res = proclab.analyze.sweep(edited(agents, constant_policy), basis, ro, "core.0.hook_h", **options)
+    plain = proclab.analyze.sweep(agents, basis, ro, "core.0.hook_h", **options)
     assert len(res.summary["results"]) == 4
     for r in res.summary["results"]:  # no edit of the state can change a policy that ignores it
         assert r["tv_distance"]["value"] == 0 and r["return"]["change"] == 0
@@ -104,7 +106,9 @@ def test_the_hidden_states_are_the_edited_agents(agents, tmp_path, monkeypatch):
     settings = proclab.analyze.HiddenSettings(n_ics=3, clusters=3, nmf=2, perplexity=5.0, fit_points=300)
     std = {}
     for name, agent in (("blind", edited(agents, blind_units)), ("plain", agents)):
-        ro = proclab.rollout(agent, levels="test1", episodes=2, num_envs=2, seed=0, cache=["torso.hook_fc"], truth=True)
+        ro = proclab.rollout(
+            agent, levels="test1", episodes=2, num_envs=2, seed=0, cache=["torso.hook_fc"], truth=True
+        )
         std[name] = proclab.analyze.hidden(ro, "torso.hook_fc", settings).basis.std
     assert (std["blind"][:8] == 1).all()  # units that never vary keep a std of 1
     assert (std["plain"][:8] != 1).any()
@@ -153,8 +157,8 @@ def test_the_atlas_looks_through_the_edited_agent(agents, tmp_path, monkeypatch)
     gradients = {}
     for name, agent in (("blind", edited(agents, blind)), ("plain", agents)):
         ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
-        basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=2)
-        res = proclab.analyze.atlas(agent, basis, ro, "core.0.h", settings)
+        basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=2)
+        res = proclab.analyze.atlas(agent, basis, ro, "core.0.hook_h", settings)
         gradients[name] = np.stack(list(res.gradients.values()))
     assert not gradients["blind"].any() and gradients["plain"].any()  # saliency of the agent given
     assert os.listdir(tmp_path) == []

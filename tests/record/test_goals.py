@@ -57,8 +57,9 @@ def test_eval_record_and_rollout_agree_on_both_goals(tmp_path, capsys, monkeypat
         EpisodeRecorder(env, agent, rt, ground_truth=True).run(3, writer.append)
     writer.close()
     store = EpisodeStore(tmp_path / "DATA")
-    ro = proclab.rollout(agent, game="maze", mode="easy", levels=levels, episodes=3, num_envs=3, runtime=rt,
-                         truth=True)
+    ro = proclab.rollout(
+        agent, game="maze", mode="easy", levels=levels, episodes=3, num_envs=3, runtime=rt, truth=True
+    )
 
     def outcomes(lengths, cheese, corner) -> list:
         columns = (np.asarray(lengths).tolist(), np.asarray(cheese).tolist(), np.asarray(corner).tolist())

@@ -27,13 +27,14 @@ def test_a_rollout_holds_what_record_stores(agent, tmp_path):
     agent, checkpoint = agent
     store = EpisodeStore(record(checkpoint, tmp_path / "data", episodes=3, seed=5))  # 2 env slots
     ro = rollout(agent, episodes=3, num_envs=2, seed=5, truth=True)
-    assert sorted(ro.levels) == sorted(store.episodes["level_seed"]) and len(set(ro.levels)) == 3
+    levels = ro.levels.numpy()
+    assert sorted(levels) == sorted(store.episodes["level_seed"]) and len(set(levels)) == 3
     # a store keeps episodes as they ended, a rollout as they started: match them by level
-    ro = _reordered(ro, [int(np.flatnonzero(ro.levels == lv)[0]) for lv in store.episodes["level_seed"]])
+    order = [int(np.flatnonzero(levels == lv)[0]) for lv in store.episodes["level_seed"]]
     assert ro.num_episodes == store.num_episodes == 3
-    assert list(ro.lengths) == list(store.episodes["length"])
-    assert list(ro.levels) == list(store.episodes["level_seed"])
-    for b in range(3):
+    assert ro.lengths[order].tolist() == list(store.episodes["length"])
+    features = torch.stack([ro.truth[k] for k in ground_truth_names(["coinrun"])["features"]], -1)
+    for j, b in enumerate(order):
         n = int(ro.lengths[b])
         for field, got in (
             ("obs", ro.obs),
@@ -42,26 +43,15 @@ def test_a_rollout_holds_what_record_stores(agent, tmp_path):
             ("value", ro.values),
             ("reward", ro.rewards),
             ("terminated", ro.terminated),
-            ("features", np.stack([ro.truth[k] for k in ground_truth_names(["coinrun"])["features"]], -1)),
+            ("features", features),
         ):
-            np.testing.assert_array_equal(got[:n, b], store.read_steps(field, [b]), err_msg=field)
-        stored_h = store.read_steps(STATE_OUT + "core.0", [b])
-        np.testing.assert_array_equal(ro.states["core.0.h"][:n, b], stored_h)
+            assert isinstance(got, torch.Tensor)
+            np.testing.assert_array_equal(got[:n, b].numpy(), store.read_steps(field, [j]), err_msg=field)
+        stored_h = store.read_steps(STATE_OUT + "core.0", [j])
+        np.testing.assert_array_equal(ro.cache["core.0.hook_h"][:n, b].numpy(), stored_h)
+        np.testing.assert_array_equal(ro.cache.episode("core.0.hook_h", b).numpy(), stored_h)
         assert not ro.mask[n:, b].any() and not ro.obs[n:, b].any()
-    np.testing.assert_allclose(ro.returns, store.episodes["return"])
-
-
-def _reordered(ro, order):
-    """The rollout's episodes in ``order`` (its per-episode and time-major arrays permuted alike)."""
-    import dataclasses
-
-    per_step = {f: getattr(ro, f)[:, order] for f in ("obs", "actions", "rewards", "terminated", "truncated",
-                                                       "values", "logits", "mask")}  # fmt: skip
-    return dataclasses.replace(
-        ro, **per_step, states={k: v[:, order] for k, v in ro.states.items()},
-        truth={k: v[:, order] for k, v in ro.truth.items()}, levels=ro.levels[order], returns=ro.returns[order],
-        level_complete=ro.level_complete[order],
-    )  # fmt: skip
+    np.testing.assert_allclose(ro.returns[order].numpy(), store.episodes["return"])
 
 
 def test_the_cache_is_the_agent_replayed_on_the_frames(agent):
@@ -74,18 +64,16 @@ def test_the_cache_is_the_agent_replayed_on_the_frames(agent):
                               "torso.block1.res1.hook_out", "torso.block1.hook_out", "core.0.hook_h"]  # fmt: skip
     for b in range(2):
         n = int(ro.lengths[b])
-        obs = torch.from_numpy(ro.obs[:n, b : b + 1])
+        obs = ro.obs[:n, b : b + 1]
         firsts = torch.zeros(n, 1, dtype=torch.bool)
         firsts[0] = True
         with torch.no_grad():
             _, _, cache = agent.run_with_cache(obs, agent.initial_state(1), list(ro.cache), firsts)
         for name in ro.cache:
             torch.testing.assert_close(ro.cache[name][:n, b], cache[name][:, 0], rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(
-            ro.states["core.0.h"][:n, b], cache["core.0.hook_h"][:, 0].numpy(), atol=1e-5
-        )
-    x, row, step = ro.cache.rows("core.0.hook_h")
-    assert len(x) == ro.mask.sum() and list(np.bincount(row)) == list(ro.lengths) and step[0] == 0
+    x, row, step = ro.cache.packed("core.0.hook_h")
+    assert len(x) == ro.mask.sum() and torch.bincount(row).tolist() == ro.lengths.tolist() and step[0] == 0
+    torch.testing.assert_close(x, ro.cache["core.0.hook_h"][step, row])
 
 
 def test_a_replay_is_the_cache_taken_while_playing_in_any_batch(agent):
@@ -119,7 +107,7 @@ def test_levels_as_objects_play_each_in_order(agent):
     base = Level.generate("coinrun", 11, mode="easy")
     levels = [base, base.remove("coin"), Level.generate("coinrun", 12, mode="easy")]
     ro = rollout(agent, levels=levels, episodes=3, num_envs=3, seed=0, truth=True)
-    assert list(ro.levels) == [11, 11, 12]
+    assert ro.levels.tolist() == [11, 11, 12]
     assert np.isnan(ro.truth["coin_dx"][0, 1]) and not np.isnan(ro.truth["coin_dx"][0, 0])
     starts = ro.start_levels()
     assert [lv.level_seed for lv in starts] == [11, 11, 12] and len(starts[1].positions("coin")) == 0

@@ -19,7 +19,9 @@ from support import make_agent_checkpoint
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory):
-    return load(make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run"), device="cpu")  # trained on train
+    return load(
+        make_agent_checkpoint(tmp_path_factory.mktemp("run") / "run"), device="cpu"
+    )  # trained on train
 
 
 def test_load_computes_in_fp32_unless_asked(agent, tmp_path):
@@ -80,5 +82,7 @@ def test_frames_and_edits_of_the_wrong_shape_are_one_line_errors(agent):
     bad = Intervention("torso.block1.hook_out", "all", "set", torch.ones(5))
     with pytest.raises(ProclabError, match=r"value of the edit at torso.block1.hook_out has shape \(5,\)"):
         agent.with_interventions([bad])
-    with pytest.raises(ProclabError, match="direction at core.0.hook_h has 3 entries"):
-        agent.with_interventions([Intervention("core.0.hook_h", proclab.Direction(torch.ones(3)), "add", 1.0)])
+    with pytest.raises(ProclabError, match=r"direction at core\.0\.hook_h has 3 entries"):
+        agent.with_interventions(
+            [Intervention("core.0.hook_h", proclab.Direction(torch.ones(3)), "add", 1.0)]
+        )

@@ -1,23 +1,34 @@
-"""The activation cache: every recorded hook point as one ``(T, B, *sample)`` tensor, whatever its layout.
+"""The activation cache: every recorded hook point by name, as torch tensors, padded or packed.
 
 A researcher indexes it by hook name (``cache["core.0.hook_h"]``), as in TransformerLens. Time and
 batch always come first, so the torso's hooks (computed on frames flattened over time), the core's
-per-step state and the heads' outputs line up step for step. A cache from a rollout also carries
-``mask`` (``(T, B)``: the row was still in its episode) and ``levels`` (``(B,)``: each row's level), and
-:meth:`ActivationCache.rows` gives the valid steps as ``(N, *sample)`` with their episode and step,
-the form probes and bases fit on.
+per-step state and the heads' outputs line up step for step. A cache of complete episodes (a rollout's)
+also carries ``mask`` (``(T, B)``: the row was still in its episode) and ``levels`` (``(B,)``: each row's
+level), and has two views of each hook:
+
+* **padded**, ``cache[name]``: ``(T, B, *sample)``, zeros past each episode's end; ``T`` is the longest
+  episode, so it takes ``T * B * sample`` floats whatever the other episodes' lengths;
+* **packed**, ``cache.packed(name)``: the played steps only, ``(N, *sample)`` with each row's episode and
+  step (``N = mask.sum()``, episode-major: episode 0's steps, then episode 1's), the form probes and bases
+  fit on; ``cache.episode(name, b)`` is one episode's ``(length, *sample)`` slice of it.
+
+A rollout keeps the packed rows (4 bytes per float per played step) and builds a hook's padded tensor
+on first use, then keeps it too: on episodes of uneven lengths (CoinRun's run from 10 to 1,000 steps)
+the padded view can be several times the packed one, and a conv hook of 32 x 32 x 32 floats is 128 kB a
+step, so read long rollouts' conv hooks packed.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.errors import unknown_choice
+from proclab.errors import ProclabError, unknown_choice
 
 
 def resolve_names(names: Iterable[str] | str | None, points: Mapping) -> list[str]:
@@ -36,49 +47,113 @@ def resolve_names(names: Iterable[str] | str | None, points: Mapping) -> list[st
     return [n for n in points if n in chosen]
 
 
+class Packed(NamedTuple):
+    """A hook's played steps: ``values`` ``(N, *sample)``, and each row's ``episode`` and ``step`` ``(N,)``."""
+
+    values: Tensor
+    episode: Tensor
+    step: Tensor
+
+
 class ActivationCache(Mapping[str, Tensor]):
-    """Hook name -> ``(T, B, *sample)`` tensor; ``mask`` ``(T, B)`` marks the steps that were played
-    (None: all), ``levels`` ``(B,)`` each row's level seed (None when unknown)."""
+    """Hook name -> ``(T, B, *sample)`` tensor (module docstring); ``mask`` ``(T, B)`` marks the steps that
+    were played (None: all), ``levels`` ``(B,)`` each row's level seed (None when unknown).
+
+    Made from padded tensors (``ActivationCache(values, mask, levels)``), or from packed rows with
+    :meth:`from_packed`; either way both views are there."""
 
     def __init__(
         self,
         values: Mapping[str, Tensor],
         mask: Tensor | None = None,
-        levels: np.ndarray | None = None,
+        levels: Tensor | np.ndarray | None = None,
     ):
-        self._values = dict(values)
-        self.mask = mask
-        self.levels = levels
+        self._padded = dict(values)
+        self._packed: dict[str, Tensor] = {}
+        self._names = list(self._padded)
+        self.mask = None if mask is None else torch.as_tensor(mask).bool()
+        self.levels = None if levels is None else torch.as_tensor(levels)
+
+    @classmethod
+    def from_packed(
+        cls, rows: Mapping[str, Tensor], lengths: Tensor, levels: Tensor | np.ndarray | None = None
+    ) -> ActivationCache:
+        """A cache of ``B`` episodes of ``lengths`` ``(B,)`` steps from their packed rows, each ``(N, *sample)``
+        with ``N = lengths.sum()``, episode-major."""
+        lengths = torch.as_tensor(lengths, dtype=torch.long)
+        T = int(lengths.max()) if len(lengths) else 0
+        mask = torch.arange(T)[:, None] < lengths[None, :]
+        for name, x in rows.items():
+            if len(x) != int(lengths.sum()):
+                raise ValueError(f"{name}: {len(x)} packed rows for episodes of {int(lengths.sum())} steps")
+        cache = cls({}, mask, levels)
+        cache._packed, cache._names = dict(rows), list(rows)
+        return cache
 
     def __getitem__(self, name: str) -> Tensor:
-        if name not in self._values:
-            raise unknown_choice("cached hook point", name, self._values)
-        return self._values[name]
+        if name not in self._names:
+            raise unknown_choice("cached hook point", name, self._names)
+        if name not in self._padded:
+            values, episode, step = self.packed(name)
+            padded = values.new_zeros((*self.mask.shape, *values.shape[1:]))
+            padded[step, episode] = values
+            self._padded[name] = padded
+        return self._padded[name]
+
+    def packed(self, name: str) -> Packed:
+        """The played steps of hook ``name`` (module docstring): ``(values, episode, step)``, no padding."""
+        if name not in self._names:
+            raise unknown_choice("cached hook point", name, self._names)
+        step, episode = self._index()
+        if name in self._packed:
+            return Packed(self._packed[name], episode, step)
+        return Packed(self._padded[name][step, episode], episode, step)
+
+    def episode(self, name: str, b: int) -> Tensor:
+        """Episode ``b``'s ``(length, *sample)`` values of hook ``name`` (a view of the packed rows)."""
+        if self.mask is None:
+            return self[name][:, b]
+        lengths = self.mask.sum(0)
+        if not 0 <= b < len(lengths):
+            raise ProclabError(f"episode {b}: this cache holds episodes 0-{len(lengths) - 1}")
+        if name in self._packed:
+            start = int(lengths[:b].sum())
+            return self._packed[name][start : start + int(lengths[b])]
+        return self[name][: int(lengths[b]), b]
+
+    def _index(self) -> tuple[Tensor, Tensor]:
+        """``(step, episode)`` of every played row, episode-major."""
+        if self.mask is None:
+            T, B = next(iter(self._padded.values())).shape[:2]
+            mask = torch.ones((T, B), dtype=torch.bool)
+        else:
+            mask = self.mask.cpu()
+        episode, step = mask.T.nonzero(as_tuple=True)  # row-major over (B, T): episode 0's steps first
+        return step, episode
 
     def __contains__(self, name: object) -> bool:
-        return name in self._values
+        return name in self._names
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._names)
 
     def __repr__(self) -> str:
-        shapes = ", ".join(f"{k}: {tuple(v.shape)}" for k, v in self._values.items())
-        return f"ActivationCache({shapes})"
+        def shape(name: str) -> tuple[int, ...]:
+            if name in self._padded:
+                return tuple(self._padded[name].shape)
+            return (*self.mask.shape, *self._packed[name].shape[1:])
+
+        return f"ActivationCache({', '.join(f'{k}: {shape(k)}' for k in self._names)})"
 
     def select(self, pattern: str) -> ActivationCache:
         """The entries whose names match a glob pattern (``"torso.block1.*"``), same mask and levels."""
-        names = resolve_names(pattern, self._values)
-        return ActivationCache({n: self._values[n] for n in names}, self.mask, self.levels)
-
-    def rows(self, name: str) -> tuple[Tensor, np.ndarray, np.ndarray]:
-        """The played steps of hook ``name``: ``(N, *sample)`` values, and each one's row (episode) and step."""
-        x = self[name]
-        T, B = x.shape[:2]
-        mask = torch.ones((T, B), dtype=torch.bool) if self.mask is None else self.mask.cpu().bool()
-        step, row = (a.numpy() for a in mask.nonzero(as_tuple=True))
-        order = np.lexsort((step, row))  # episode-major: row 0's steps, then row 1's
-        step, row = step[order], row[order]
-        return x[torch.from_numpy(step), torch.from_numpy(row)], row, step
+        names = resolve_names(pattern, dict.fromkeys(self._names))
+        out = ActivationCache(
+            {n: self._padded[n] for n in names if n in self._padded}, self.mask, self.levels
+        )
+        out._packed = {n: self._packed[n] for n in names if n in self._packed}
+        out._names = names
+        return out

@@ -2,20 +2,24 @@
 
 The notebook counterpart of ``proclab record``: the same recorder (:class:`~proclab.record.recorder.EpisodeRecorder`)
 plays the same levels with the same seeds, so for one agent, levels and seed a rollout and a recording
-hold the same numbers (tested), but the episodes come back as arrays in memory instead of a store::
+hold the same numbers (tested), but the episodes come back as torch tensors in memory instead of a store::
 
-    ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True, seed=0)
+    ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["torso.block1.hook_out"], truth=True)
     ro.obs.shape                     # (T, B, 3, 64, 64): T the longest episode, B the episodes
-    ro.cache["core.0.hook_h"]        # (T, B, 256), ro.mask (T, B) marks the steps that were played
+    ro.cache["core.0.hook_h"]        # (T, B, 64) padded, ro.mask (T, B) marks the steps that were played
+    ro.cache.packed("torso.block1.hook_out")  # the played steps only, with their episode and step
     ro.truth["coin_dx"]              # the game's ground truth at every step (NaN: none that step)
     ro.goals["end"]                  # (B,) CoinRun: the episode touched the level's end cell
 
-Every per-step array is time-major ``(T, B, ...)`` and follows the store's timestep convention
+Every per-step tensor is time-major ``(T, B, ...)`` and follows the store's timestep convention
 (:mod:`proclab.store.schema`): row ``t`` holds ``obs_t``, the action taken, the policy's logits and value
-for ``obs_t``, the reward that action earned, ``terminated``/``truncated`` after it, and the agent state
-leaving step ``t``. Rows past an episode's end are zero (``mask`` false). Episodes are in the order they
-started: of ``N`` env slots, episode ``i + k N`` is slot ``i``'s ``k``-th (a store keeps them in the order
-they ended).
+for ``obs_t``, the reward that action earned and ``terminated``/``truncated`` after it. Rows past an
+episode's end are zero (``mask`` false). Episodes are in the order they started: of ``N`` env slots,
+episode ``i + k N`` is slot ``i``'s ``k``-th (a store keeps them in the order they ended).
+
+**Activations.** ``cache`` holds the hooks asked for and, always, a recurrent core's state as its hook
+points name it (``core.0.hook_h``: the state leaving each step, which playing computes anyway); packed
+(the played steps only) with a padded view made on first use (:mod:`proclab.models.cache`: memory).
 
 **Levels.** ``levels`` is a split (``"held-out"``: levels the agent never trained on, resolved from its
 training levels; ``"test1"``, ``"1000:200"``; default the agent's training levels), a level-state file,
@@ -49,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, distinct_levels, held_out_split, parse_split
 from proclab.envs.rules import with_rule
@@ -58,8 +63,8 @@ from proclab.levels.file import LevelState, LevelStates, read_level_states
 from proclab.levels.level import Level, as_level_states
 from proclab.levels.play import GeneratedLevels, LevelsEnv
 from proclab.models.cache import ActivationCache, resolve_names
-from proclab.models.hooks import hook_points
-from proclab.models.interventions import Intervened, Intervention, run_with_cache
+from proclab.models.hooks import device_of, hook_points
+from proclab.models.interventions import Intervened, Intervention, run_with_cache, state_hook
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
@@ -69,25 +74,24 @@ from proclab.store.schema import GOAL, STATE_OUT, unflatten_state
 
 @dataclass(frozen=True, repr=False)
 class Rollout(Result):
-    """Complete episodes of an agent, time-major ``(T, B, ...)`` (module docstring)."""
+    """Complete episodes of an agent as torch tensors, time-major ``(T, B, ...)`` (module docstring)."""
 
     game: str
     mode: str
-    obs: np.ndarray  # (T, B, 3, 64, 64) uint8
-    actions: np.ndarray  # (T, B) int64
-    rewards: np.ndarray  # (T, B) float32, the env's raw reward
-    terminated: np.ndarray  # (T, B) bool
-    truncated: np.ndarray  # (T, B) bool
-    values: np.ndarray  # (T, B) float32
-    logits: np.ndarray  # (T, B, A) the agent's policy logits (before any action noise)
-    states: dict[str, np.ndarray]  # state tensor -> (T, B, ...) the state leaving each step
-    mask: np.ndarray  # (T, B) bool: the step was played
-    levels: np.ndarray  # (B,) each episode's level seed
-    returns: np.ndarray  # (B,)
-    level_complete: np.ndarray  # (B,) bool
+    obs: Tensor  # (T, B, 3, 64, 64) uint8
+    actions: Tensor  # (T, B) int64
+    rewards: Tensor  # (T, B) float32, the env's raw reward
+    terminated: Tensor  # (T, B) bool
+    truncated: Tensor  # (T, B) bool
+    values: Tensor  # (T, B) float32
+    logits: Tensor  # (T, B, A) the agent's policy logits (before any action noise)
+    mask: Tensor  # (T, B) bool: the step was played
+    levels: Tensor  # (B,) int64 each episode's level seed
+    returns: Tensor  # (B,) float64
+    level_complete: Tensor  # (B,) bool
     level_rule: str = ""  # the rule that edited every level at its start (proclab.envs.rules), "" for none
-    truth: dict[str, np.ndarray] = field(default_factory=dict)  # feature or event -> (T, B)
-    goals: dict[str, np.ndarray] = field(default_factory=dict)  # goal -> (B,) bool: the episode reached it
+    truth: dict[str, Tensor] = field(default_factory=dict)  # feature or event -> (T, B) float64, NaN: none
+    goals: dict[str, Tensor] = field(default_factory=dict)  # goal -> (B,) bool: the episode reached it
     start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
     cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
     agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
@@ -105,30 +109,30 @@ class Rollout(Result):
             raise ProclabError("this rollout does not know the agent that played it: pass agent=")
         module = agent.agent if isinstance(agent, Intervened) else agent
         names = resolve_names(names, hook_points(module))
-        device = next((p.device for p in module.parameters()), torch.device("cpu"))
+        device = device_of(module)
         T, B = self.mask.shape
-        prev = np.zeros((T, B), np.float32)
+        prev = torch.zeros((T, B))
         prev[1:] = self.rewards[:-1]
-        parts: dict[str, list[torch.Tensor]] = {n: [] for n in names}
+        parts: dict[str, list[Tensor]] = {n: [] for n in names}
         with torch.inference_mode():
             for lo in range(0, B, batch):
                 cols = slice(lo, min(B, lo + batch))
                 t = max(1, int(self.mask[:, cols].sum(0).max()))  # past the batch's longest episode: padding
-                obs = torch.from_numpy(self.obs[:t, cols]).to(device)
+                obs = self.obs[:t, cols].to(device)
                 firsts = torch.zeros(obs.shape[:2], dtype=torch.bool, device=device)
                 firsts[0] = True
-                rewards = torch.from_numpy(prev[:t, cols]).to(device)
-                _, _, cache = run_with_cache(agent, obs, None, names, firsts, rewards)
-                played = torch.from_numpy(self.mask[:t, cols])
+                _, _, cache = run_with_cache(agent, obs, None, names, firsts, prev[:t, cols].to(device))
+                played = self.mask[:t, cols]
                 for n in names:
                     x = cache[n].float().cpu()
                     x[~played] = 0.0  # as a cache taken while playing: nothing past an episode's end
                     parts[n].append(torch.cat([x, x.new_zeros((T - t, *x.shape[1:]))]))
-        mask = torch.from_numpy(self.mask)
-        return ActivationCache({n: torch.cat(v, 1) for n, v in parts.items()}, mask=mask, levels=self.levels)
+        return ActivationCache(
+            {n: torch.cat(v, 1) for n, v in parts.items()}, mask=self.mask, levels=self.levels
+        )
 
     @property
-    def lengths(self) -> np.ndarray:
+    def lengths(self) -> Tensor:
         """``(B,)`` steps of each episode."""
         return self.mask.sum(0)
 
@@ -142,15 +146,16 @@ class Rollout(Result):
             raise ProclabError("this rollout kept no start states: roll out with truth=True")
         return [
             Level(LevelState(data, int(seed)), self.game, self.mode, f"rollout episode {b}")
-            for b, (data, seed) in enumerate(zip(self.start_states, self.levels, strict=True))
+            for b, (data, seed) in enumerate(zip(self.start_states, self.levels.tolist(), strict=True))
         ]
 
     def table(self) -> list[dict]:
+        lengths = self.lengths
         return [
             {
                 "episode": b,
                 "level": int(self.levels[b]),
-                "length": int(self.lengths[b]),
+                "length": int(lengths[b]),
                 "return": float(self.returns[b]),
                 "completed": bool(self.level_complete[b]),
                 **{name: bool(reached[b]) for name, reached in self.goals.items()},
@@ -206,6 +211,10 @@ def rollout(
     _check_per_episode(interventions, episodes)
     module = agent.agent if isinstance(agent, Intervened) else agent
     names = resolve_names(cache, hook_points(module)) if cache is not None else []
+    state_hooks = {
+        state_hook(key) for key in agent.state_shapes()
+    }  # recorded anyway, as the state leaving a step
+    names = [n for n in names if n not in state_hooks]
     played = Intervened(agent, interventions) if interventions else agent
     env = play_env(
         config,
@@ -385,55 +394,63 @@ def _split_for(levels: str, trained: LevelSplit | None) -> LevelSplit:
 def _assemble(
     kept, recorder: EpisodeRecorder, config: EnvConfig, names: list[str], truth: bool, agent
 ) -> Rollout:
+    """The finished episodes (in start order) as a :class:`Rollout`: per-step fields padded ``(T, B, ...)``,
+    the cache packed (its padded view is made when asked for: :mod:`proclab.models.cache`)."""
+    if not kept:
+        raise ProclabError("the rollout played no complete episode")
     game = config.games()[0]
     B = len(kept)
-    T = max((len(rows["obs"]) for rows, _ in kept), default=0)
     lengths = np.array([len(rows["obs"]) for rows, _ in kept], np.int64)
+    T = int(lengths.max())
     mask = np.arange(T)[:, None] < lengths[None, :]
 
-    def stack(key: str) -> np.ndarray:
+    def padded(key: str) -> Tensor:
         first = kept[0][0][key]
         out = np.zeros((T, B, *first.shape[1:]), first.dtype)
         for b, (rows, _) in enumerate(kept):
             out[: lengths[b], b] = rows[key]
-        return out
+        return torch.from_numpy(out)
 
-    if B == 0:
-        raise ProclabError("the rollout played no complete episode")
+    def packed(key: str) -> Tensor:
+        return torch.from_numpy(np.concatenate([rows[key] for rows, _ in kept]))
+
+    def per_episode(key: str, dtype) -> Tensor:
+        return torch.from_numpy(np.array([ep[key] for _, ep in kept], dtype))
+
+    rows = {n: packed(CACHE + n) for n in names}
     layout = recorder.layout
-    flat = {layer: stack(STATE_OUT + layer) for layer in layout}
-    states = unflatten_state(flat, layout) if layout else {}
+    if layout:  # the state leaving each step, recorded anyway: in the cache under its hook names
+        states = unflatten_state({layer: packed(STATE_OUT + layer).numpy() for layer in layout}, layout)
+        rows |= {state_hook(key): torch.from_numpy(np.ascontiguousarray(v)) for key, v in states.items()}
+    order = list(hook_points(recorder.module))
+    levels = per_episode("level_seed", np.int64)
+    cache = ActivationCache.from_packed(
+        {n: rows[n] for n in order if n in rows}, torch.from_numpy(lengths), levels
+    )
     features, goals = {}, {}
     start_states: tuple[bytes, ...] = ()
     if truth:
         columns = ground_truth_names([game])
-        values = stack("features")
-        events = stack("events")
+        values, events = padded("features"), padded("events")
         features = {n: values[..., i] for i, n in enumerate(columns["features"])}
         features |= {n: events[..., i] for i, n in enumerate(columns["events"])}
         start_states = tuple(ep["initial_state"] for _, ep in kept)
-        goals = {n: np.array([ep[GOAL + n] for _, ep in kept], bool) for n in columns["goals"].get(game, [])}
-    cache = ActivationCache(
-        {n: torch.from_numpy(stack(CACHE + n)) for n in names},
-        mask=torch.from_numpy(mask),
-        levels=np.array([ep["level_seed"] for _, ep in kept], np.int64),
-    )
+        goals = {n: per_episode(GOAL + n, bool) for n in columns["goals"].get(game, [])}
     return Rollout(
         game=game,
         mode=config.mode,
         level_rule=config.level_rule,
-        obs=stack("obs"),
-        actions=stack("action"),
-        rewards=stack("reward"),
-        terminated=stack("terminated"),
-        truncated=stack("truncated"),
-        values=stack("value"),
-        logits=stack("logits_clean"),
-        states=states,
-        mask=mask,
-        levels=np.array([ep["level_seed"] for _, ep in kept], np.int64),
-        returns=np.array([ep["return"] for _, ep in kept], np.float64),
-        level_complete=np.array([ep["level_complete"] for _, ep in kept], bool),
+        obs=padded("obs"),
+        actions=padded("action"),
+        rewards=padded("reward"),
+        terminated=padded("terminated"),
+        truncated=padded("truncated"),
+        values=padded("value"),
+        logits=padded("logits_clean"),
+        mask=torch.from_numpy(mask),
+        levels=levels,
+        returns=per_episode("return", np.float64),
+        level_complete=per_episode("level_complete", bool),
         truth=features,
         goals=goals,
         start_states=start_states,

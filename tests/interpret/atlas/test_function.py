@@ -54,7 +54,9 @@ def folder(tmp_path_factory):
 def test_the_function_gives_the_cards_the_command_wrote(folder):
     agent, ro, out = folder
     sweep = json.loads((out / "sweep" / "sweep.json").read_text())
-    res = proclab.analyze.atlas(agent, Basis.load(out / "basis.npz"), ro, "core.0.h", SETTINGS, sweep=sweep)
+    res = proclab.analyze.atlas(
+        agent, Basis.load(out / "basis.npz"), ro, "core.0.hook_h", SETTINGS, sweep=sweep
+    )
     written = json.loads((out / "atlas" / "atlas.json").read_text())
     assert {k: written[k] for k in res.summary()} == plain(res.summary())
     assert "points" in res.prediction and res.sweep_note == "sweep of 3 paired levels"
@@ -91,9 +93,10 @@ def test_without_a_sweep_the_cards_say_so(folder):
 @pytest.mark.parametrize(
     ("key", "settings", "message"),
     [
-        ("core.0.c", AtlasSettings(), "unknown state tensor 'core.0.c'"),
-        ("core.0.h", AtlasSettings(bootstrap=0), "--bootstrap must be >= 1"),
-        ("core.0.h", AtlasSettings(moments=-1), "--moments must be >= 0"),
+        ("core.0.hook_c", AtlasSettings(), "unknown recurrent state's hook point 'core.0.hook_c'"),
+        ("core.0.h", AtlasSettings(), "'core.0.h' is a state key; name its hook point, 'core.0.hook_h'"),
+        ("core.0.hook_h", AtlasSettings(bootstrap=0), "--bootstrap must be >= 1"),
+        ("core.0.hook_h", AtlasSettings(moments=-1), "--moments must be >= 0"),
     ],
 )
 def test_mistakes_are_one_line(folder, key, settings, message):

@@ -19,7 +19,9 @@ FC = "torso.hook_fc"
 
 @pytest.fixture(scope="module")
 def maze_rollout(maze_agent):
-    return proclab.rollout(maze_agent, levels="3000000:100", episodes=6, num_envs=6, cache=[CONV, FC], truth=True)
+    return proclab.rollout(
+        maze_agent, levels="3000000:100", episodes=6, num_envs=6, cache=[CONV, FC], truth=True
+    )
 
 
 def test_probes_give_rule_1_and_rule_2_as_the_rules_by_hand(maze_rollout):
@@ -64,7 +66,7 @@ def test_steering_and_the_sweep_give_rules_3_and_4_as_by_hand(maze_agent, maze_r
     assert dataclasses.asdict(call) == dataclasses.asdict(want)
     assert call.evidence["random_draws"] == 5 and call.evidence["levels"] == 3
 
-    key = f"hook:{FC}"
+    key = FC
     basis = proclab.analyze.fit_basis(maze_rollout, key, n_ics=2)
     swept = proclab.analyze.sweep(
         maze_agent, basis, maze_rollout, key, levels=3, split="6000000:100", arms="p95", goals=True,
@@ -77,7 +79,7 @@ def test_steering_and_the_sweep_give_rules_3_and_4_as_by_hand(maze_agent, maze_r
 
 
 def test_a_sweep_without_goals_is_refused(maze_agent, maze_rollout):
-    key = f"hook:{FC}"
+    key = FC
     basis = proclab.analyze.fit_basis(maze_rollout, key, n_ics=2)
     swept = proclab.analyze.sweep(
         maze_agent, basis, maze_rollout, key, levels=2, split="6000000:100", arms="p95", deaths=False,

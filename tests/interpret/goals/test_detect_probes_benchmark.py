@@ -30,7 +30,9 @@ def test_kept_chunks_give_back_the_rollouts_they_were_played_as(driver, tmp_path
             ending_soon(proclab.Level.generate("coinrun", s, mode="easy"), steps).with_rule("coin-moved")
             for s in seeds
         ]
-        parts.append(proclab.rollout(agent, "coinrun", levels, episodes=len(levels), num_envs=len(levels), truth=True))
+        parts.append(
+            proclab.rollout(agent, "coinrun", levels, episodes=len(levels), num_envs=len(levels), truth=True)
+        )
     paths = [tmp_path / f"{k}.npz" for k in range(2)]
     for ro, path in zip(parts, paths, strict=True):
         driver.save_chunk(ro, path)

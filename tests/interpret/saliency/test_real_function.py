@@ -68,7 +68,7 @@ def test_another_agent_replays_its_own_state_before_the_window(played):
 
 def test_basis_targets_the_table_and_the_plot(played):
     agent, ro, _, _ = played
-    basis = hidden(ro, "core.0.h", HiddenSettings(n_ics=2, clusters=2, nmf=2, perplexity=5.0)).basis
+    basis = hidden(ro, "core.0.hook_h", HiddenSettings(n_ics=2, clusters=2, nmf=2, perplexity=5.0)).basis
     res = proclab.analyze.saliency(agent, ro, ["ic:0-1", "value"], SETTINGS, basis=basis)
     assert isinstance(res, Saliency) and list(res.grads) == ["ic:0", "ic:1", "value"]
     assert [r["target"] for r in res.table()] == ["ic:0", "ic:1", "value"]

@@ -34,7 +34,7 @@ def command(gru_store, sample_store, tmp_path_factory):
 def test_the_function_gives_the_numbers_the_command_wrote(command, gru_store, sample_store):
     store = EpisodeStore(gru_store)
     episodes = np.arange(store.num_episodes)
-    acts = read_activation(store, "core.0.h", episodes)
+    acts = read_activation(store, "core.0.hook_h", episodes)
     res = hidden(acts, settings=SETTINGS, attributes=_step_attributes(store, episodes),
                  samples=EpisodeStore(sample_store))  # fmt: skip
     saved = Basis.load(command / "basis.npz")
@@ -67,23 +67,23 @@ def played(tmp_path_factory):
 def test_a_rollout_is_read_episode_by_episode_and_its_basis_is_the_sweeps(played, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     agent, ro = played
-    res = proclab.analyze.hidden(ro, "core.0.h", SETTINGS)
+    res = proclab.analyze.hidden(ro, "core.0.hook_h", SETTINGS)
     n = int(ro.mask.sum())
     assert res.points == n and res.activation == "state_out/core.0.h" and res.dim == 16
     episode, step = res.arrays["episode"], res.arrays["step"]
     assert list(np.bincount(episode)) == list(ro.lengths) and (np.diff(episode) >= 0).all()
-    h = ro.states["core.0.h"][step, episode]
+    h = ro.cache["core.0.hook_h"][step, episode].numpy()
     np.testing.assert_allclose(res.arrays["ics"], res.basis.to_ics(h), rtol=1e-4, atol=1e-4)
-    np.testing.assert_array_equal(res.arrays["action"], ro.actions[step, episode])
+    np.testing.assert_array_equal(res.arrays["action"], ro.actions[step, episode].numpy())
     assert res.arrays["last"].sum() == ro.num_episodes  # one last step per episode
     # the same rows as an array: the same fits
-    again = hidden(h, "core.0.h", SETTINGS)
+    again = hidden(h, "core.0.hook_h", SETTINGS)
     np.testing.assert_array_equal(again.arrays["ics"], res.arrays["ics"])
     # a cached hook point is analysed too
     fc = hidden(ro, "torso.hook_fc", SETTINGS)
     assert fc.activation == "hook:torso.hook_fc" and fc.dim == 32
     # the sweep takes the basis as it is
-    sweep = proclab.analyze.sweep(agent, res.basis, ro, "core.0.h", levels=2, arms="p95", permutations=20,
+    sweep = proclab.analyze.sweep(agent, res.basis, ro, "core.0.hook_h", levels=2, arms="p95", permutations=20,
                                   bootstrap=20, rows=8, directions="0")  # fmt: skip
     assert [r["direction"] for r in sweep.summary["results"]] == [0]
     assert LinearCoordinates(res.basis, "ica").k == 4
@@ -92,7 +92,7 @@ def test_a_rollout_is_read_episode_by_episode_and_its_basis_is_the_sweeps(played
 
 def test_save_keeps_the_basis_and_plot_draws(played, tmp_path):
     _, ro = played
-    res = hidden(ro, "core.0.h", SETTINGS)
+    res = hidden(ro, "core.0.hook_h", SETTINGS)
     folder = res.save(tmp_path / "r")
     assert {p.name for p in folder.iterdir()} == {RESULT_JSON, ARRAYS, "basis.npz"}
     np.testing.assert_array_equal(Basis.load(folder / "basis.npz").unmixing, res.basis.unmixing)
@@ -105,8 +105,9 @@ def test_save_keeps_the_basis_and_plot_draws(played, tmp_path):
 @pytest.mark.parametrize(
     ("key", "settings", "message"),
     [
-        ("core.0.c", SETTINGS, "the rollout holds no state or cached hook 'core.0.c'"),
-        ("core.0.h", HiddenSettings(clusters=100_000), "100000 clusters asked of"),
+        ("core.0.hook_c", SETTINGS, "the rollout cached no hook 'core.0.hook_c'"),
+        ("core.0.h", SETTINGS, "'core.0.h' is a state key; name its hook point, 'core.0.hook_h'"),
+        ("core.0.hook_h", HiddenSettings(clusters=100_000), "100000 clusters asked of"),
     ],
 )
 def test_mistakes_are_one_line(played, key, settings, message):

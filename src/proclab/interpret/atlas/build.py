@@ -55,6 +55,7 @@ from proclab.interpret.atlas.prediction import (
 )
 from proclab.interpret.atlas.strips import strip_image, window
 from proclab.interpret.atlas.tracking import step_quantities, tracking
+from proclab.interpret.bases.activations import hook_key
 from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates, encode_all, variance_explained
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
@@ -67,6 +68,7 @@ from proclab.interpret.workspace.systems import check_system
 from proclab.io.files import pyplot
 from proclab.io.results import Result
 from proclab.models.hooks import device_of
+from proclab.models.interventions import state_hook
 from proclab.store.schema import STATE_OUT
 from proclab.store.state_codec import StateCodec
 
@@ -248,7 +250,7 @@ def atlas(
     agent,
     basis,
     rollout,
-    key: str = "core.0.h",
+    hook: str = "core.0.hook_h",
     settings: AtlasSettings = AtlasSettings(),
     *,
     kind: str = "ica",
@@ -257,21 +259,22 @@ def atlas(
 ) -> Atlas:
     """The atlas of ``basis`` (a :class:`~proclab.interpret.bases.pca_ica.Basis`, described by its ``kind``
     coordinates, ica or pca, or any :class:`~proclab.interpret.bases.coordinates.Coordinates`: NMF, sparse,
-    units) of state tensor ``key``, on the episodes of ``rollout``: ``agent`` (any agent in memory; its
+    units) of the recurrent state at hook point ``hook``, on the episodes of ``rollout``: ``agent`` (any agent in memory; its
     states are the rollout's when it played it, else replayed on its frames) is replayed for saliency and
     gradients; ``sweep`` (a :class:`~proclab.interpret.sweep.run.Sweep` of the same basis, or its summary)
     says what each direction causes."""
     settings.check()
     coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, kind)
     states = agent_states(agent, rollout)
+    key = hook_key(hook, agent)
     if key not in states:
-        raise unknown_choice("state tensor", key, states)
+        raise unknown_choice("recurrent state's hook point", hook, [state_hook(k) for k in states])
     recorded = RolloutEpisodes(
         rollout, states, {k: v[0].float().cpu().numpy() for k, v in agent.initial_state(1).items()}
     )
     x = recorded.rows(states[key]).reshape(int(recorded.lengths.sum()), -1).astype(np.float32)
     if coords.dim != x.shape[1]:
-        raise ProclabError(f"the basis describes {coords.dim}-d states; {key} has {x.shape[1]}")
+        raise ProclabError(f"the basis describes {coords.dim}-d states; {hook} has {x.shape[1]}")
     summary = getattr(sweep, "summary", sweep)
     note = "sweep not run (none given)" if summary is None else sweep_note(summary)
     hook = basis_hook(STATE_OUT + key, StateCodec(agent.state_shapes()))

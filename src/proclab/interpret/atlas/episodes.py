@@ -93,11 +93,13 @@ class RolloutEpisodes:
         self.rollout, self.states, self.initial = rollout, states, initial
         self.ids = np.arange(rollout.num_episodes)
         self.lengths = np.asarray(rollout.lengths, np.int64)
-        self._episode, self._step = np.nonzero(rollout.mask.T)  # episode by episode, as a store is read
+        self._episode, self._step = np.nonzero(
+            np.asarray(rollout.mask).T
+        )  # episode by episode, as a store is read
 
-    def rows(self, a: np.ndarray) -> np.ndarray:
-        """A ``(T, B, ...)`` array's played steps, episode by episode: ``(N, ...)``."""
-        return a[self._step, self._episode]
+    def rows(self, a) -> np.ndarray:
+        """A ``(T, B, ...)`` array or tensor's played steps, episode by episode: ``(N, ...)``."""
+        return np.asarray(a)[self._step, self._episode]
 
     def steps(self, name: str) -> np.ndarray | None:
         ro = self.rollout
@@ -113,7 +115,7 @@ class RolloutEpisodes:
         return names, np.stack([self.rows(self.rollout.truth[n]) for n in names], 1)
 
     def frames(self, episode: int, lo: int, hi: int) -> np.ndarray:
-        return self.rollout.obs[lo:hi, episode]
+        return self.rollout.obs[lo:hi, episode].numpy()
 
     def step_inputs(
         self, rows: list[tuple[int, int]], codec: StateCodec, device
@@ -128,5 +130,5 @@ class RolloutEpisodes:
             entering = v[before, e].astype(np.float32)
             entering[first] = self.initial[k]
             state[k] = entering
-        prev = np.where(first, 0.0, self.rollout.rewards[before, e]).astype(np.float32)
-        return _as_tensors(self.rollout.obs[t, e], state, prev, device)
+        prev = np.where(first, 0.0, self.rollout.rewards.numpy()[before, e]).astype(np.float32)
+        return _as_tensors(self.rollout.obs.numpy()[t, e], state, prev, device)

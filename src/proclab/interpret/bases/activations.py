@@ -26,12 +26,42 @@ import torch
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models.hooks import capture, device_of, hook_points
+from proclab.models.interventions import state_hook
 from proclab.models.loading import load_agent
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.store.schema import STATE_IN, STATE_IN0, STATE_OUT, layer_width, unflatten_state
 from proclab.store.store import EpisodeStore
 
 HOOK = "hook:"
+
+
+def hook_key(hook: str, agent) -> str:
+    """The internal name of the activation at hook point ``hook`` of ``agent``: the state tensor a recurrent
+    core carries through it (``core.0.hook_h`` -> ``core.0.h``: the sweep and the atlas need its start value
+    and hold its coordinates in the state), else ``hook:NAME``. The API names hook points only; a state key
+    is refused with its hook's name."""
+    states = {state_hook(key): key for key in agent.state_shapes()} if agent is not None else {}
+    if hook in states:
+        return states[hook]
+    if hook in states.values():
+        raise ProclabError(f"{hook!r} is a state key; name its hook point, {state_hook(hook)!r}")
+    return HOOK + hook
+
+
+def rollout_activations(rollout, hook: str) -> Activations:
+    """Hook ``hook`` at every played step of ``rollout`` (its cache, packed: episode by episode, as a store is
+    read), ``(N, D)`` float32, its source named as a store names it (``state_out/core.0.h`` for a state's hook,
+    ``hook:NAME`` otherwise)."""
+    if hook not in rollout.cache:
+        raise ProclabError(
+            f"the rollout cached no hook {hook!r} (its cache: {', '.join(rollout.cache) or 'none'}); "
+            f"play it with cache=[{hook!r}]"
+        )
+    values, episode, step = rollout.cache.packed(hook)
+    key = hook_key(hook, rollout.agent)
+    source = key if key.startswith(HOOK) else STATE_OUT + key
+    x = np.ascontiguousarray(values.reshape(len(values), -1).float().numpy())
+    return Activations(x, episode.numpy().astype(np.int64), step.numpy().astype(np.int64), source)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def maze_episodes(rollout, region: int = 5) -> list[MazeEpisode]:
     if not rollout.start_states or "agent_x" not in rollout.truth:
         raise ProclabError("this rollout has no ground truth: roll out with truth=True")
     out = []
-    xs, ys = rollout.truth["agent_x"], rollout.truth["agent_y"]
+    xs, ys = rollout.truth["agent_x"].numpy(), rollout.truth["agent_y"].numpy()
     for b in range(rollout.num_episodes):
         n = int(rollout.lengths[b])
         cells = [(math.floor(x), math.floor(y)) for x, y in zip(xs[:n, b], ys[:n, b], strict=True)]

@@ -278,9 +278,10 @@ def probe(
     truth = RolloutTruth(rollout)
     ys = {t: truth.values(t) for t in targets}  # refuses unknown names early
     if played and hook in rollout.cache:
-        x, episode, _ = rollout.cache.rows(hook)
+        x, episode, _ = rollout.cache.packed(hook)
     else:
-        x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).rows(hook)
+        x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).packed(hook)
+    episode = episode.numpy()
     shape = tuple(x.shape[1:])
     acts = {"agent": x.reshape(len(x), -1).float().numpy()}
     if "random_agent" in settings.controls:
@@ -288,7 +289,7 @@ def probe(
             raise ProclabError("the random-agent control needs the agent: pass agent= (or drop the control)")
         xr, _, _ = rollout.replay(
             random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)
-        ).rows(hook)
+        ).packed(hook)
         acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
     if entities and len(shape) != 3:
         raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")

@@ -158,13 +158,15 @@ class RolloutTruth(Truth):
         self.rollout = rollout
         self.game = rollout.game
         self.names = game_truth_names([rollout.game])
-        self.lengths = rollout.lengths
-        self._order = np.nonzero(rollout.mask.T)  # (episode, step) of every row, episode after episode
+        self.lengths = rollout.lengths.numpy()
+        self._order = np.nonzero(
+            rollout.mask.numpy().T
+        )  # (episode, step) of every row, episode after episode
 
     def _column(self, field: str, col: int) -> np.ndarray:
         name = self.names[field][col]
         b, t = self._order
-        return self.rollout.truth[name][t, b]
+        return self.rollout.truth[name].numpy()[t, b]
 
     def first_state(self, j: int) -> bytes:
         return self.rollout.start_states[j]

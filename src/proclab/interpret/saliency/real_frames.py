@@ -265,9 +265,9 @@ def agent_states(agent, rollout) -> dict[str, np.ndarray]:
     while playing when it is the agent that played, else its own, replayed on the rollout's frames (the
     per-step hook point each state tensor passes)."""
     shapes = agent.state_shapes()
-    if agent is rollout.agent and set(shapes) <= set(rollout.states):
-        return {k: rollout.states[k] for k in shapes}
     hooks = StateCodec(shapes).hook_names()
+    if agent is rollout.agent and set(hooks.values()) <= set(rollout.cache):
+        return {k: rollout.cache[h].numpy() for k, h in hooks.items()}
     cache = rollout.replay(agent, list(hooks.values()))
     T, B = rollout.mask.shape
     return {k: cache[h].numpy().reshape(T, B, *shapes[k]) for k, h in hooks.items()}

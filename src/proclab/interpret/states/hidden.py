@@ -10,8 +10,8 @@ and tested for lying inside the real cloud. :func:`hidden` runs it on a
 :class:`~proclab.record.rollout.Rollout` (or any ``(N, D)`` states) and returns a :class:`Hidden`, whose
 ``basis`` the sweep takes as it is::
 
-    res = proclab.analyze.hidden(ro, "core.0.h", proclab.analyze.HiddenSettings(n_ics=8))
-    proclab.analyze.sweep(agent, res.basis, ro, "core.0.h", levels=50)
+    res = proclab.analyze.hidden(ro, "core.0.hook_h", proclab.analyze.HiddenSettings(n_ics=8))
+    proclab.analyze.sweep(agent, res.basis, ro, "core.0.hook_h", levels=50)
 
 ``proclab analyze hidden`` (:mod:`proclab.interpret.states.hidden_command`) reads the states of a
 recorded store and calls the same function.
@@ -23,15 +23,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import (
-    HOOK,
     Activations,
     canonical_source,
     read_activation,
     replaying,
+    rollout_activations,
 )
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.stats.clustering import (
@@ -54,7 +55,6 @@ from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.folder import BASIS_FILE
 from proclab.interpret.workspace.progress import no_phase
 from proclab.io.results import Result
-from proclab.store.schema import STATE_OUT
 
 REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
 
@@ -148,7 +148,7 @@ class Hidden(Result):
 
 def hidden(
     states,
-    key: str = "core.0.h",
+    hook: str = "core.0.hook_h",
     settings: HiddenSettings = HiddenSettings(),
     *,
     attributes: dict[str, np.ndarray] | None = None,
@@ -159,11 +159,11 @@ def hidden(
 ) -> Hidden:
     """Outliers, basis, clusters, NMF and t-SNE of ``states`` (module docstring).
 
-    ``states``: a :class:`~proclab.record.rollout.Rollout` (state tensor ``key`` leaving every played step,
-    or hook ``key`` of its cache; the plots colour by its actions, values, rewards, policy entropy and
+    ``states``: a :class:`~proclab.record.rollout.Rollout` (hook point ``hook`` of its cache at every played
+    step, a recurrent state's hook being the state leaving the step; the plots colour by its actions, values, rewards, policy entropy and
     episode ends), :class:`~proclab.interpret.bases.activations.Activations` (what ``analyze hidden`` reads
     from a store; ``attributes`` what the plots colour by) or an ``(N, D)`` array (one episode, named
-    ``key``). ``samples``: a world model's sample store whose states of the same activation are drawn
+    ``hook``). ``samples``: a world model's sample store whose states of the same activation are drawn
     over the real cloud (a hook is replayed by ``agent``, default the rollout's). ``provenance``: facts
     the basis records beside its activation and points (it outlives a notebook once saved).
     ``phase(name)`` (a context manager) reports progress."""
@@ -171,7 +171,7 @@ def hidden(
     from scipy.stats import kurtosis
 
     phase = phase or no_phase
-    acts, attributes, agent = _points(states, key, attributes, agent)
+    acts, attributes, agent = _points(states, hook, attributes, agent)
     settings.check(len(acts))
     gen_source = None if samples is None else canonical_source(samples, acts.source)
     replayer = None if samples is None else replaying(samples, gen_source, agent)
@@ -245,7 +245,7 @@ def hidden(
     )
 
 
-def _points(states, key: str, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
+def _points(states, hook: str, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
     """The rows analysed, what the plots colour them by and the agent that replays a hook of the samples."""
     if isinstance(states, Activations):
         return states, dict(attributes or {}), agent
@@ -254,25 +254,17 @@ def _points(states, key: str, attributes: dict | None, agent) -> tuple[Activatio
             raise ProclabError(f"states: an (N, D) array, one row per step, not shape {states.shape}")
         steps = np.arange(len(states), dtype=np.int64)
         x = np.ascontiguousarray(states, dtype=np.float32)
-        return Activations(x, np.zeros_like(steps), steps, key), dict(attributes or {}), agent
-    return *rollout_points(states, key), agent if agent is not None else states.agent
+        return Activations(x, np.zeros_like(steps), steps, hook), dict(attributes or {}), agent
+    return *rollout_points(states, hook), agent if agent is not None else states.agent
 
 
-def rollout_points(rollout, key: str) -> tuple[Activations, dict[str, np.ndarray]]:
-    """One row per played step of ``rollout``, episode by episode (as a store is read): state tensor ``key``
-    leaving the step (``state_out/KEY``) or hook ``key`` of its cache (``hook:KEY``), and what the plots
+def rollout_points(rollout, hook: str) -> tuple[Activations, dict[str, np.ndarray]]:
+    """One row per played step of ``rollout``, episode by episode (as a store is read): hook point ``hook`` of
+    its cache (a recurrent state's hook is the state leaving the step, ``state_out/KEY``), and what the plots
     colour by (action, value, reward, policy entropy, last step)."""
-    episode, step = np.nonzero(rollout.mask.T)
-    if key in rollout.states:
-        x, source = rollout.states[key][step, episode].reshape(len(step), -1), STATE_OUT + key
-    elif key in rollout.cache:
-        x, source = rollout.cache.rows(key)[0].reshape(len(step), -1).float().numpy(), HOOK + key
-    else:
-        raise ProclabError(
-            f"the rollout holds no state or cached hook {key!r}; its states: "
-            f"{', '.join(rollout.states) or 'none'}; its cache: {', '.join(rollout.cache) or 'none'}"
-        )
-    at = lambda a: a[step, episode]  # noqa: E731
+    acts = rollout_activations(rollout, hook)
+    step, episode = torch.from_numpy(acts.step), torch.from_numpy(acts.episode)
+    at = lambda a: a[step, episode].numpy()  # noqa: E731
     attributes = {
         "action": at(rollout.actions),
         "value": at(rollout.values),
@@ -280,8 +272,7 @@ def rollout_points(rollout, key: str) -> tuple[Activations, dict[str, np.ndarray
         "entropy": entropy(at(rollout.logits).astype(np.float64)),
         "last": at(rollout.terminated) | at(rollout.truncated),
     }
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    return Activations(x, episode.astype(np.int64), step.astype(np.int64), source), attributes
+    return acts, attributes
 
 
 def entropy(logits: np.ndarray) -> np.ndarray:

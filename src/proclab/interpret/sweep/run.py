@@ -3,8 +3,8 @@
 ``proclab analyze sweep`` reads all of these from an analysis folder; :func:`sweep_agent` takes them as
 objects, so a notebook can sweep an agent whose weights it just edited::
 
-    basis = proclab.analyze.fit_basis(ro, "core.0.h", n_ics=8)
-    res = proclab.analyze.sweep(agent, basis, ro, "core.0.h", levels=50, arms="mean,p05,p95")
+    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=8)
+    res = proclab.analyze.sweep(agent, basis, ro, "core.0.hook_h", levels=50, arms="mean,p05,p95")
     res.table()
 
 The numbers are those of :func:`proclab.interpret.sweep.grid.sweep` (paired levels, batched play, corrected
@@ -22,7 +22,7 @@ import numpy as np
 from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
-from proclab.interpret.bases.activations import HOOK
+from proclab.interpret.bases.activations import HOOK, hook_key, rollout_activations
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded, parse_arms
@@ -57,28 +57,12 @@ class Sweep(Result):
         return rows
 
 
-def state_rows(rollout, key: str) -> np.ndarray:
-    """``(N, D)`` float64: state tensor ``key`` leaving every played step of ``rollout``, or with ``key``
-    ``hook:NAME`` (an agent without a carried state, e.g. feed-forward), the rollout's cache of hook ``NAME``."""
-    if key.startswith(HOOK):
-        name = key.removeprefix(HOOK)
-        if name not in rollout.cache:
-            raise ProclabError(f"the rollout cached no hook {name!r}; play it with cache=[{name!r}]")
-        x = rollout.cache[name].float().cpu().numpy()
-    elif key not in rollout.states:
-        raise ProclabError(
-            f"the rollout holds no state {key!r}; its states: {', '.join(rollout.states) or 'none'}"
-        )
-    else:
-        x = rollout.states[key]
-    return x[rollout.mask].reshape(int(rollout.mask.sum()), -1).astype(np.float64)
-
-
-def fit_basis(rollout, key: str = "core.0.h", n_ics: int = 16, seed: int = 0) -> Basis:
-    """The PCA/ICA basis of state tensor ``key`` over the rollout's played steps (``analyze hidden``'s fit,
+def fit_basis(rollout, hook: str = "core.0.hook_h", n_ics: int = 16, seed: int = 0) -> Basis:
+    """The PCA/ICA basis of hook point ``hook`` over the rollout's played steps (``analyze hidden``'s fit,
     without its outlier removal: fit on the states you mean)."""
+    acts = rollout_activations(rollout, hook)
     return Basis.fit(
-        state_rows(rollout, key), BasisConfig(n_ics=n_ics, seed=seed), {"activation": f"state_out/{key}"}
+        acts.x.astype(np.float64), BasisConfig(n_ics=n_ics, seed=seed), {"activation": acts.source}
     )
 
 
@@ -86,15 +70,15 @@ def sweep_agent(
     agent,
     basis: Basis,
     rollout,
-    key: str = "core.0.h",
+    hook: str = "core.0.hook_h",
     *,
     kind: str = "ica",
     directions: str | None = None,
     runtime=None,
     **options,
 ) -> Sweep:
-    """Sweep ``agent`` (any agent in memory) along the ``kind`` coordinates of ``basis`` (fitted on state
-    ``key``, or on hook ``NAME`` for ``key`` ``hook:NAME``); ``rollout``'s states (or cache) of ``key`` are the
+    """Sweep ``agent`` (any agent in memory) along the ``kind`` coordinates of ``basis`` (fitted on hook point
+    ``hook``: a recurrent state's, held in the state, or any other); ``rollout``'s cache of ``hook`` is the
     recorded distribution. ``options`` are the sweep's
     (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``,
     ``level_rule`` (default: the agent's own), ``goals`` (both goals per episode), ..., as ``proclab analyze
@@ -106,7 +90,8 @@ def sweep_agent(
             "a sweep in memory plays in one part (parts=1); use analyze sweep to play in parts"
         )
     coords = LinearCoordinates(basis, kind)
-    states = state_rows(rollout, key)
+    key = hook_key(hook, agent)
+    states = rollout_activations(rollout, hook).x.astype(np.float64)
     if key.startswith(HOOK):  # no start state at a hook: collapse holds the coordinate of zero activation
         start = np.zeros((1, states.shape[1]))
     else:
