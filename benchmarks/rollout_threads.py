@@ -52,11 +52,12 @@ def main() -> None:
         agent = proclab.build_agent(agent_preset("interp-gru")).eval()
     counts = sorted({1, 2, own})
 
-    def play() -> float:
+    def play(threads: int | None = None) -> float:
         start = time.perf_counter()
         ro = proclab.rollout(
-            agent, game=args.game, levels="1000:200", episodes=args.episodes, cache=args.hooks, seed=0
-        )
+            agent, game=args.game, levels="1000:200", episodes=args.episodes, cache=args.hooks, seed=0,
+            threads=threads,
+        )  # fmt: skip
         assert ro.num_episodes == args.episodes
         return time.perf_counter() - start
 
