@@ -45,7 +45,7 @@ from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels
 from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
 from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import agent_preset, build_agent
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import cpu_name, make_runtime
 

@@ -38,7 +38,7 @@ from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_l
 from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import Variants
 from proclab.interpret.sweep.plan import SweepPlan
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.run.runtime import cpu_name, make_runtime
 
 

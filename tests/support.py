@@ -17,7 +17,8 @@ from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.interpret.interventions.direction_edits import edit_hook
 from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Coordinates, Intervened, Intervention, edit_coordinates
+from proclab.models.edited import Intervened
+from proclab.models.interventions import Coordinates, Intervention, edit_coordinates
 from proclab.record import RecordArgs, new_recording, record_shard
 from proclab.rl.agent_checkpoints import save_agent_checkpoint
 from proclab.rl.config import PPOConfig, TrainConfig

@@ -36,7 +36,8 @@ _EXPORTS = {
     # activations and edits
     "ActivationCache": "proclab.models.cache",
     "Intervention": "proclab.models.interventions",
-    "Intervened": "proclab.models.interventions",
+    "Intervened": "proclab.models.edited",
+    "AgentLike": "proclab.models.edited",
     "All": "proclab.models.interventions",
     "Channels": "proclab.models.interventions",
     "Sites": "proclab.models.interventions",
@@ -44,9 +45,9 @@ _EXPORTS = {
     "Direction": "proclab.models.interventions",
     "Mask": "proclab.models.interventions",
     "Coordinates": "proclab.models.interventions",
-    "hook_shapes": "proclab.models.interventions",
-    "run_with_cache": "proclab.models.interventions",
-    "run_with_hooks": "proclab.models.interventions",
+    "hook_shapes": "proclab.models.edited",
+    "run_with_cache": "proclab.models.edited",
+    "run_with_hooks": "proclab.models.edited",
     # the world model and T-REX
     "train_world_model": "proclab.worldmodel.trainer",
     "TrainedWorldModel": "proclab.worldmodel.checkpoint",

@@ -7,16 +7,8 @@ import torch
 
 from proclab.errors import ProclabError
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import (
-    Channels,
-    Direction,
-    Intervened,
-    Intervention,
-    Sites,
-    Units,
-    hook_shapes,
-    parse_intervention,
-)
+from proclab.models.edited import Intervened, hook_shapes
+from proclab.models.interventions import Channels, Direction, Intervention, Sites, Units, parse_intervention
 from support import TINY_AGENT
 
 CONV = "torso.block1.hook_out"

@@ -5,12 +5,12 @@ import torch
 
 from proclab.errors import ProclabError
 from proclab.models import build_agent
+from proclab.models.edited import Intervened
 from proclab.models.interventions import (
     STEP_KEY,
     Channels,
     Coordinates,
     Direction,
-    Intervened,
     Intervention,
     Mask,
     Sites,

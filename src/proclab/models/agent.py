@@ -22,18 +22,18 @@ State keys are ``core.<l>.X``; the state leaving a step passes ``core.<l>.hook_X
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from proclab.envs import EnvConfig
 from proclab.models.config import AgentConfig
 from proclab.models.cores import build_core
+from proclab.models.edited import AgentBase
 from proclab.models.heads import PolicyValueHeads
 from proclab.models.hooks import HookPoint, hook_points
-from proclab.models.interventions import Intervened, Intervention, hook_shapes, run_with_cache, run_with_hooks
 from proclab.models.torso import build_torso
 from proclab.run.runtime import Runtime
 
@@ -47,8 +47,11 @@ class AgentOutput(NamedTuple):
     value: Tensor
 
 
-class Agent(nn.Module):
-    """IMPALA torso, a memory core chosen by ``config.core``, policy and value heads."""
+class Agent(AgentBase):
+    """IMPALA torso, a memory core chosen by ``config.core``, policy and value heads: an
+    :class:`~proclab.models.edited.AgentLike`, with hook points by name, caches and edits
+    (:class:`~proclab.models.edited.AgentBase`: ``hook_names``, ``hook_shapes``, ``run_with_cache``,
+    ``run_with_hooks``, ``with_interventions``)."""
 
     def __init__(self, config: AgentConfig):
         super().__init__()
@@ -83,29 +86,7 @@ class Agent(nn.Module):
         """Per-row shape of each state tensor (add the batch dim in front)."""
         return {STATE_PREFIX + k: s for k, s in self.core.state_shapes().items()}
 
-    # -- hooks and layout ----------------------------------------------------------------------
-    def hook_names(self) -> list[str]:
-        """Names of every hook point, in forward order (see the module docstring)."""
-        return list(hook_points(self))
-
-    def hook_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Per-sample shape of every hook point's activation (``(C, H, W)`` or ``(D,)``), in forward order."""
-        return hook_shapes(self)
-
-    def run_with_cache(self, obs, state=None, names=None, firsts=None, prev_rewards=None):
-        """``step`` (``obs`` ``(B, 3, 64, 64)``) or ``unroll`` (``(T, B, 3, 64, 64)``) recording hook points
-        ``names`` (names or glob patterns, None: all): ``(output, state, cache)`` with every cached entry
-        ``(T, B, *sample)``. ``state`` None starts afresh. See :func:`proclab.models.interventions.run_with_cache`."""
-        return run_with_cache(self, obs, state, names, firsts, prev_rewards)
-
-    def run_with_hooks(self, obs, state=None, interventions: Sequence[Intervention] = (), **kwargs):
-        """As :meth:`run_with_cache` with ``interventions`` applied (``names=`` to cache, default none)."""
-        return run_with_hooks(self, obs, state, interventions, **kwargs)
-
-    def with_interventions(self, interventions: Sequence[Intervention], **kwargs) -> Intervened:
-        """This agent with ``interventions`` applied on every ``step`` and ``unroll`` (the Agent API kept)."""
-        return Intervened(self, interventions, **kwargs)
-
+    # -- layout --------------------------------------------------------------------------------
     def channels_last(self, enabled: bool = True) -> Agent:
         """Store the conv weights channels-last and feed the convs channels-last images (faster)."""
         fmt = torch.channels_last if enabled else torch.contiguous_format

@@ -12,6 +12,11 @@ level), and has two views of each hook:
   step (``N = mask.sum()``, episode-major: episode 0's steps, then episode 1's), the form probes and bases
   fit on; ``cache.episode(name, b)`` is one episode's ``(length, *sample)`` slice of it.
 
+A cache taken with ``grad=True`` (:func:`~proclab.models.edited.run_with_cache`) keeps the activations'
+autograd graph: :meth:`ActivationCache.gradients` gives the gradient of an output with respect to every
+cached activation, as a cache of the same shapes (the cached tensors are reshaped or stacked from what the
+network computed, so ``torch.autograd.grad`` with respect to them directly would find them unused).
+
 A rollout keeps the packed rows (4 bytes per float per played step) and builds a hook's padded tensor
 on first use, then keeps it too: on episodes of uneven lengths (CoinRun's run from 10 to 1,000 steps)
 the padded view can be several times the packed one, and a conv hook of 32 x 32 x 32 floats is 128 kB a
@@ -47,6 +52,16 @@ def resolve_names(names: Iterable[str] | str | None, points: Mapping) -> list[st
     return [n for n in points if n in chosen]
 
 
+def time_major(calls: list[Tensor], layout: str, T: int, B: int) -> Tensor:
+    """A hook point's recorded calls over ``T`` steps of ``B`` rows as one ``(T, B, *sample)`` tensor, by its
+    layout (:mod:`proclab.models.hooks`): once per step (``step``), frames flattened over time (``flat``) or
+    time-major already (``time``)."""
+    if layout == "step":
+        return torch.stack(calls)
+    x = calls[0] if len(calls) == 1 else torch.cat(calls)
+    return x.reshape(T, B, *x.shape[1:]) if layout == "flat" else x
+
+
 class Packed(NamedTuple):
     """A hook's played steps: ``values`` ``(N, *sample)``, and each row's ``episode`` and ``step`` ``(N,)``."""
 
@@ -70,6 +85,7 @@ class ActivationCache(Mapping[str, Tensor]):
     ):
         self._padded = dict(values)
         self._packed: dict[str, Tensor] = {}
+        self._graph: tuple[dict, int, int] | None = None
         self._names = list(self._padded)
         self.mask = None if mask is None else torch.as_tensor(mask).bool()
         self.levels = None if levels is None else torch.as_tensor(levels)
@@ -89,6 +105,26 @@ class ActivationCache(Mapping[str, Tensor]):
         cache = cls({}, mask, levels)
         cache._packed, cache._names = dict(rows), list(rows)
         return cache
+
+    def keep_graph(self, calls: Mapping[str, tuple[list[Tensor], str]], T: int, B: int) -> None:
+        """Keep each hook's raw calls (``name -> (calls, layout)``, still in the graph) for :meth:`gradients`."""
+        self._graph = (dict(calls), T, B)
+
+    def gradients(self, output: Tensor) -> ActivationCache:
+        """``d output / d activation`` for every cached hook point, as a cache of the same ``(T, B, *sample)``
+        shapes (zeros where the output does not depend on it); ``output`` is a scalar computed from this
+        forward pass. Only for a cache taken with ``grad=True``; the graph is kept for further calls."""
+        if getattr(self, "_graph", None) is None:
+            raise ProclabError("this cache keeps no graph: take it with run_with_cache(..., grad=True)")
+        calls, T, B = self._graph
+        flat = [(name, i) for name, (c, _) in calls.items() for i in range(len(c))]
+        tensors = [calls[name][0][i] for name, i in flat]
+        grads = torch.autograd.grad(output, tensors, retain_graph=True, allow_unused=True)
+        per_name: dict[str, list[Tensor]] = {name: [] for name in calls}
+        for (name, _), t, g in zip(flat, tensors, grads, strict=True):
+            per_name[name].append(torch.zeros_like(t) if g is None else g)
+        out = {name: time_major(per_name[name], layout, T, B) for name, (_, layout) in calls.items()}
+        return ActivationCache(out, self.mask, self.levels)
 
     def __getitem__(self, name: str) -> Tensor:
         if name not in self._names:

@@ -15,7 +15,7 @@ Each hook point knows how its calls are laid out (``HookPoint.layout``):
 * ``step``: a recurrent core's state fires once per time step with ``(B, ...)``.
 
 :func:`capture` records the raw calls (the layer below caches and edits);
-:func:`proclab.models.interventions.run_with_cache` turns them into ``(T, B, ...)`` for every
+:func:`proclab.models.edited.run_with_cache` turns them into ``(T, B, ...)`` for every
 hook, whatever its layout.
 """
 
@@ -43,6 +43,7 @@ class HookPoint(nn.Module):
         if layout not in LAYOUTS:
             raise ValueError(f"hook point layout {layout!r} is not one of {LAYOUTS}")
         self.layout = layout
+        self.name = ""  # its path in the agent, set when the agent lists its hook points
 
     @property
     def per_step(self) -> bool:

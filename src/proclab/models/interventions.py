@@ -4,12 +4,13 @@ An :class:`Intervention` says *where* (a hook point, ``agent.hook_names()``), *w
 activation (a selection), *what to do* there (a kind and its value), and optionally *for which rows*
 of the batch and *at which steps* of each row's episode. It holds no state and no callables, so a
 list of them describes an experiment completely (pyvene's "interventions as data"), and
-:class:`Intervened` is the one agent wrapper that applies such a list on every forward pass while
-keeping the Agent API (``initial_state``, ``step``, ``unroll``): evaluation, recording, rollouts, the
-sweep, steering and saliency all play an edited agent through it.
+:class:`~proclab.models.edited.Intervened` is the one agent that applies such a list on every forward pass
+while answering as an agent does (``initial_state``, ``step``, ``unroll``, its hook points): evaluation,
+recording, rollouts, the sweep, steering and saliency all play an edited agent through it. This module
+holds the data and how an edit changes an activation (:class:`Editor`); the edited agent applies them.
 
 **Selections** (one sample's activation has shape ``(C, H, W)`` for a conv map, ``(D,)`` for a flat
-hook; :meth:`Intervened.hook_shapes` lists them): :class:`All`; :class:`Channels` (whole channels of a
+hook; ``agent.hook_shapes()`` lists them): :class:`All`; :class:`Channels` (whole channels of a
 conv map, or units of a flat hook); :class:`Sites` (one channel at one position each);
 :class:`Units` (units of a flat hook); :class:`Direction` (the component along a vector over the
 first axis, at every position); :class:`Mask` (a boolean tensor of the sample's shape, or one per
@@ -27,31 +28,30 @@ coordinate edit changes only its component: what lies outside it is kept bit for
 **Values.** ``value`` is a number or a tensor of the sample's shape (a full-shape steering vector);
 with ``per_row=True`` its first axis runs over the batch's rows (``(B,)`` or ``(B, *sample)``), which
 is how one forward pass plays many variants of an edit (each row its own level's vector, its own
-coordinate and value). ``rows`` restricts the edit to some rows; ``steps=(start, stop)`` to the steps
-of each row's episode in ``[start, stop)`` (``stop`` None: to the end; a ``(B,)`` tensor: per row, a
-negative entry never stops; the wrapper then counts steps in its state, under :data:`STEP_KEY`). ``of="increment"`` (recurrent state hooks only) edits the change ``h_t - h_{t-1}``
+coordinate and value). ``rows`` restricts the edit to some rows. A player that says which episode each
+row plays (:meth:`~proclab.models.edited.Intervened.playing`; :func:`proclab.rollout` does) makes rows
+episodes: entry ``i`` is episode ``i``'s, whatever the live batch. ``steps=(start, stop)`` restricts
+the edit to the steps of each row's episode in ``[start, stop)`` (``stop`` None: to the end; a ``(B,)``
+tensor: per row, a negative entry never stops; the edited agent then counts steps in its state, under
+:data:`STEP_KEY`). ``of="increment"`` (recurrent state hooks only) edits the change ``h_t - h_{t-1}``
 of the state rather than the state: the interpreting-rl-behavior direction edits.
 
 **Captures see edits.** Edits run before any other forward hook at their hook point, so an
-activation cache (:meth:`Intervened.run_with_cache`, :func:`proclab.models.hooks.capture`) records
+activation cache (:func:`~proclab.models.edited.run_with_cache`, :func:`proclab.models.hooks.capture`) records
 the value *after* every intervention at that hook: what the rest of the network read.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.models.cache import ActivationCache, resolve_names
-from proclab.models.hooks import capture, device_of, hook_points
 
 KINDS = {
     "set": "set to VALUE",
@@ -67,7 +67,7 @@ NEEDS_SOURCE = ("mean", "resample", "patch")
 COORDINATE_ONLY = ("swap", "move")
 OF = ("value", "increment")
 STEP_KEY = "interventions.step"
-"""State entry of :class:`Intervened` holding each row's step in its episode (when some edit has ``steps``)."""
+"""State entry of the edited agent holding each row's step in its episode (when some edit has ``steps``)."""
 
 
 # -- selections ------------------------------------------------------------------------------------
@@ -255,43 +255,99 @@ class Intervention:
         return f"{self.hook} {self.select.describe()} {self.kind}{value}{of}{when}"
 
     def to_dict(self) -> dict:
-        """A JSON-able description (tensors as lists) for run configs and summaries; coordinates name their
-        system's ``name`` only (the basis itself is saved with the analysis that fitted it)."""
+        """The edit as JSON-able data, losslessly: :meth:`from_dict` gives it back equal in every field
+        (tensors with their dtype and shape). A :class:`Coordinates` selection names its system (its
+        ``name``); the system itself, a basis, is saved with the analysis that fitted it and passed back to
+        :meth:`from_dict` by that name."""
         sel = self.select
         select: dict[str, Any] = {"type": type(sel).__name__.lower()}
         for f in ("channels", "sites", "units"):
             if hasattr(sel, f):
                 select[f] = [list(s) if isinstance(s, tuple) else s for s in getattr(sel, f)]
         if isinstance(sel, Direction):
-            select["vector"] = sel.vector.tolist()
+            select["vector"] = _encoded(sel.vector)
         if isinstance(sel, Mask):
-            select["mask"] = sel.mask_.tolist()
+            select["mask"] = _encoded(sel.mask_)
         if isinstance(sel, Coordinates):
-            select |= {"system": getattr(sel.system, "name", "coordinates"), "index": _jsonable(sel.index)}
-            select["other"] = _jsonable(sel.other)
+            select |= {"system": _system_name(sel.system), "index": _encoded(sel.index)}
+            select["other"] = _encoded(sel.other)
         return {
             "hook": self.hook,
             "select": select,
             "kind": self.kind,
-            "value": _jsonable(self.value),
-            "source_shape": None if self.source is None else list(self.source.shape),
+            "value": _encoded(self.value),
+            "source": _encoded(self.source),
             "per_row": self.per_row,
-            "rows": _jsonable(self.rows),
-            "steps": None if self.steps is None else list(self.steps),
+            "rows": _encoded(self.rows if not isinstance(self.rows, tuple) else list(self.rows)),
+            "steps": None if self.steps is None else [_encoded(v) for v in self.steps],
             "of": self.of,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], systems: Mapping[str, Any] | None = None) -> Intervention:
+        """The edit :meth:`to_dict` wrote; ``systems`` maps a coordinate selection's system name to the
+        system (the basis it was fitted as, e.g. ``{"ica": LinearCoordinates(basis, "ica")}``)."""
+        sel = dict(data["select"])
+        sel_type = sel.pop("type")
+        if sel_type == "all":
+            select: Selection = All()
+        elif sel_type == "channels":
+            select = Channels(tuple(sel["channels"]))
+        elif sel_type == "sites":
+            select = Sites(tuple(tuple(s) for s in sel["sites"]))
+        elif sel_type == "units":
+            select = Units(tuple(sel["units"]))
+        elif sel_type == "direction":
+            select = Direction(_decoded(sel["vector"]))
+        elif sel_type == "mask":
+            select = Mask(_decoded(sel["mask"]))
+        elif sel_type == "coordinates":
+            name = sel["system"]
+            if systems is None or name not in systems:
+                raise ProclabError(
+                    f"the edit at {data['hook']} holds coordinates of system {name!r}: pass systems={{{name!r}: ...}}"
+                )
+            select = Coordinates(systems[name], _decoded(sel["index"]), _decoded(sel["other"]))
+        else:
+            raise unknown_choice("selection type", sel_type, ["all", "channels", "sites", "units", "direction",
+                                                             "mask", "coordinates"])  # fmt: skip
+        steps = data.get("steps")
+        return cls(
+            hook=data["hook"],
+            select=select,
+            kind=data["kind"],
+            value=_decoded(data["value"]),
+            source=_decoded(data.get("source")),
+            per_row=bool(data.get("per_row", False)),
+            rows=_decoded(data.get("rows")),
+            steps=None if steps is None else tuple(_decoded(v) for v in steps),
+            of=data.get("of", "value"),
+        )
 
 
 def _is_number(v) -> bool:
     return isinstance(v, int | float) or (isinstance(v, Tensor) and v.dim() == 0)
 
 
-def _jsonable(v):
+def _encoded(v):
+    """A value of an edit as JSON: a tensor as ``{"tensor": nested list, "dtype": ..., "shape": [...]}`` (its
+    entries exactly: float32 and bfloat16 values are doubles exactly), anything else as it is."""
     if isinstance(v, Tensor):
-        return v.tolist()
-    if isinstance(v, tuple):
-        return list(v)
+        return {"tensor": v.detach().cpu().tolist(), "dtype": str(v.dtype).removeprefix("torch."),
+                "shape": list(v.shape)}  # fmt: skip
     return v
+
+
+def _decoded(v):
+    """The inverse of :func:`_encoded`."""
+    if isinstance(v, Mapping) and "tensor" in v:
+        dtype = getattr(torch, v["dtype"])
+        return torch.tensor(v["tensor"], dtype=dtype).reshape(v["shape"])
+    return v
+
+
+def _system_name(system) -> str:
+    return getattr(system, "name", "coordinates")
 
 
 def _check_index(v: int, n: int, what: str, hook: str) -> None:
@@ -372,22 +428,11 @@ def parse_edits(texts: Sequence[str]) -> list[Intervention]:
     return edits
 
 
-# -- shapes ----------------------------------------------------------------------------------------
-def hook_shapes(agent) -> dict[str, tuple[int, ...]]:
-    """Per-sample shape of every hook point's activation (one forward pass of 2 steps of 3 rows)."""
-    obs = torch.zeros((2, 3, 3, 64, 64), dtype=torch.uint8)
-    firsts = torch.ones((2, 3), dtype=torch.bool)
-    device = device_of(agent)
-    with torch.no_grad():
-        _, _, cache = run_with_cache(agent, obs.to(device), None, None, firsts.to(device))
-    return {name: tuple(a.shape[2:]) for name, a in cache.items()}
-
-
 # -- applying --------------------------------------------------------------------------------------
 @dataclass
-class _Call:
+class Call:
     """What an edit needs to know of one call of its hook: the rows' episode steps, the carried state, and
-    which episode each row plays (when the caller says: :meth:`Intervened.playing`)."""
+    which episode each row plays (when the caller says: :meth:`~proclab.models.edited.Intervened.playing`)."""
 
     T: int
     B: int
@@ -413,7 +458,7 @@ class _Call:
         return x[self.episodes.to(x.device)]
 
 
-def _rows_mask(iv: Intervention, call: _Call, device) -> Tensor | None:
+def _rows_mask(iv: Intervention, call: Call, device) -> Tensor | None:
     """``(B,)`` whether each row of the call is one of the edit's ``rows`` (None: every row)."""
     if iv.rows is None:
         return None
@@ -430,7 +475,7 @@ def _rows_mask(iv: Intervention, call: _Call, device) -> Tensor | None:
     return m
 
 
-def _active(iv: Intervention, call: _Call, t: slice, device) -> Tensor | None:
+def active_rows(iv: Intervention, call: Call, t: slice, device) -> Tensor | None:
     """``(t, B)`` rows edited at these time steps (None: all)."""
     mask = _rows_mask(iv, call, device)
     if iv.steps is not None:
@@ -453,7 +498,7 @@ def _per_row(x: Tensor, T: int) -> Tensor:
     return x.repeat(T, *([1] * (x.dim() - 1)))
 
 
-class _Editor:
+class Editor:
     """Applies one :class:`Intervention` to ``(N, *sample)`` rows (``N = T*B``, time-major)."""
 
     def __init__(self, iv: Intervention, shape: tuple[int, ...], generator: torch.Generator):
@@ -488,7 +533,7 @@ class _Editor:
                 f"{'channels' if len(shape) == 3 else 'units'} (one sample is {shape})"
             )
 
-    def __call__(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
+    def __call__(self, rows: Tensor, active: Tensor | None, call: Call) -> Tensor:
         iv, sel = self.iv, self.iv.select
         if active is not None and not bool(active.any()):
             return rows
@@ -505,7 +550,7 @@ class _Editor:
             return out
         return torch.where(active.reshape(-1, *([1] * len(self.shape))), out, rows)
 
-    def _value(self, rows: Tensor, call: _Call) -> Tensor | float:
+    def _value(self, rows: Tensor, call: Call) -> Tensor | float:
         v = self.iv.value
         if not isinstance(v, Tensor):
             return v
@@ -515,7 +560,7 @@ class _Editor:
             return v.reshape(len(v), *([1] * (rows.dim() - 1))) if v.dim() == 1 else v
         return v
 
-    def _target(self, rows: Tensor, call: _Call) -> Tensor:
+    def _target(self, rows: Tensor, call: Call) -> Tensor:
         kind = self.iv.kind
         if kind == "set":
             v = self._value(rows, call)
@@ -542,7 +587,7 @@ class _Editor:
             )
         return src
 
-    def _along(self, rows: Tensor, vector: Tensor, call: _Call) -> Tensor:
+    def _along(self, rows: Tensor, vector: Tensor, call: Call) -> Tensor:
         """Direction edits: act on the component along the vector over dim 1 (channels, or the vector)."""
         iv = self.iv
         d = vector.to(device=rows.device, dtype=rows.dtype).reshape(-1)
@@ -564,7 +609,7 @@ class _Editor:
             new = (self._target(rows, call) * unit).sum(1, keepdim=True)
         return rows + (new - comp) * unit
 
-    def _coordinates(self, rows: Tensor, active: Tensor | None, call: _Call) -> Tensor:
+    def _coordinates(self, rows: Tensor, active: Tensor | None, call: Call) -> Tensor:
         iv, sel = self.iv, self.iv.select
         system = sel.system
         n = len(rows)
@@ -598,7 +643,7 @@ class _Editor:
         return out.reshape(rows.shape)
 
 
-def _index(index: int | Tensor, n: int, call: _Call, device, hook: str) -> Tensor:
+def _index(index: int | Tensor, n: int, call: Call, device, hook: str) -> Tensor:
     """A coordinate per row of the call's ``n = T*B`` rows: one for all, or one per episode tiled over time."""
     if isinstance(index, Tensor):
         idx = index.to(device)
@@ -661,186 +706,13 @@ def _edit_coordinates(c: Tensor, edited: Tensor, index: Tensor, other, kind: str
     return c_new
 
 
-# -- the wrapper -----------------------------------------------------------------------------------
-class Intervened:
-    """``agent`` with ``interventions`` applied on every forward pass (``step`` and ``unroll``).
-
-    Everything else is the wrapped agent's (``initial_state``, ``config``, ``state_shapes``, its hook
-    points), so code that plays or inspects an agent runs this one unchanged; an empty list is the
-    plain agent. ``interventions`` may be replaced between calls (a batched player gives each forward
-    pass the edits of the rows it holds); resample draws come from one generator seeded with ``seed``.
-    With ``count_steps`` (or any edit with ``steps``) the state carries each row's episode step under
-    :data:`STEP_KEY`.
-    """
-
-    def __init__(
-        self, agent, interventions: Sequence[Intervention] = (), *, seed: int = 0, count_steps: bool = False
-    ):
-        self.agent = agent
-        self.points = hook_points(agent)
-        self.generator = torch.Generator().manual_seed(int(seed))
-        self.count_steps = count_steps or any(iv.steps is not None for iv in interventions)
-        self._shapes: dict[str, tuple[int, ...]] | None = None
-        self._editors: list[_Editor] = []
-        self._episodes: Tensor | None = None
-        self.interventions = interventions
-
-    def __getattr__(self, name: str):
-        if name == "agent":  # not set yet (copying, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.agent, name)
-
-    @property
-    def interventions(self) -> tuple[Intervention, ...]:
-        return self._interventions
-
-    @interventions.setter
-    def interventions(self, interventions: Sequence[Intervention]) -> None:
-        interventions = tuple(interventions)
-        for iv in interventions:
-            if iv.hook not in self.points:
-                raise unknown_choice("hook point", iv.hook, self.points)
-            if iv.of == "increment" and _state_key(iv.hook, self.points) is None:
-                raise ProclabError(f"an increment edit needs a recurrent state's hook point, not {iv.hook}")
-            if iv.steps is not None and not self.count_steps:
-                raise ProclabError(
-                    f"the edit at {iv.hook} acts at some steps only: build the agent with count_steps=True "
-                    "(or pass the edit when it is built)"
-                )
-        self._interventions = interventions
-        # built now, not inside a forward pass, where finding the shapes would run the agent under the hooks
-        self._editors = [_Editor(iv, self.hook_shapes()[iv.hook], self.generator) for iv in interventions]
-
-    def hook_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Per-sample shape of every hook point's activation."""
-        if self._shapes is None:
-            self._shapes = hook_shapes(self.agent)
-        return self._shapes
-
-    # -- state -------------------------------------------------------------------------------------
-    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
-        state = dict(self.agent.initial_state(batch, device=device))
-        if self.count_steps:
-            state[STEP_KEY] = torch.zeros(batch, dtype=torch.long, device=device)
-        return state
-
-    # -- forward -----------------------------------------------------------------------------------
-    def unroll(
-        self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
-    ):
-        state = dict(state)
-        T, B = obs.shape[:2]
-        counted = state.pop(STEP_KEY, None) if self.count_steps else None
-        steps = None
-        if self.count_steps:
-            if counted is None:
-                raise ProclabError(
-                    f"this agent counts steps: its state needs {STEP_KEY!r} (use its initial_state)"
-                )
-            steps = _episode_steps(counted, firsts.bool())
-        with self.active(T, B, steps, state, firsts):
-            out, new = self.agent.unroll(obs, state, firsts, prev_rewards)
-        if self.count_steps:
-            new = {**new, STEP_KEY: steps[-1] + 1}
-        return out, new
-
-    def step(
-        self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
-    ):
-        out, state = self.unroll(
-            obs.unsqueeze(0),
-            state,
-            first.unsqueeze(0),
-            None if prev_reward is None else prev_reward.unsqueeze(0),
-        )
-        return type(out)(*(x.squeeze(0) for x in out)), state
-
-    __call__ = unroll
-
-    def run_with_cache(self, obs, state=None, names=None, firsts=None, prev_rewards=None):
-        """As :func:`run_with_cache`, with these edits applied (the cache sees edited values)."""
-        return run_with_cache(self, obs, state, names, firsts, prev_rewards)
-
-    @contextmanager
-    def playing(self, episodes: Tensor | np.ndarray) -> Iterator[None]:
-        """Inside the block, row ``r`` of every forward pass plays episode ``episodes[r]``: per-row values,
-        masks, coordinates and stops, and ``rows``, index episodes, not the rows of the batch.
-
-        A player whose batch shrinks as episodes end (a rollout's slots idle once their quota is played;
-        a slot plays several episodes one after another) says so here, so that an edit given per episode
-        reaches its episode at every step and no other."""
-        before = self._episodes
-        self._episodes = torch.as_tensor(episodes, dtype=torch.long)
-        try:
-            yield
-        finally:
-            self._episodes = before
-
-    @contextmanager
-    def active(
-        self, T: int, B: int, steps: Tensor | None, state: Mapping[str, Tensor], firsts: Tensor
-    ) -> Iterator[None]:
-        """The edits as forward hooks for one call of ``T`` steps of ``B`` rows (each hook's edits in order,
-        before any other hook at that point)."""
-        by_hook: dict[str, list[tuple[Intervention, _Editor]]] = {}
-        for iv, editor in zip(self._interventions, self._editors, strict=True):
-            by_hook.setdefault(iv.hook, []).append((iv, editor))
-        with ExitStack() as stack:
-            for hook, edits in by_hook.items():
-                point = self.points[hook]
-                fn = self._hook_fn(hook, edits, T, B, steps, state, firsts.bool())
-                handle = point.register_forward_hook(fn, prepend=True)
-                stack.callback(handle.remove)
-            yield
-
-    def _hook_fn(self, hook, edits, T, B, steps, state, firsts):
-        layout = self.points[hook].layout
-        key = _state_key(hook, self.points)
-        carried = {"t": 0, "prev": state.get(key) if key is not None else None}
-        shape = edits[0][1].shape
-
-        def fn(_module, _inputs, act: Tensor) -> Tensor:
-            if layout == "step":
-                t0 = carried["t"]
-                span, n_t = slice(t0, t0 + 1), 1
-                prev = carried["prev"]
-                if prev is not None:
-                    keep = (~firsts[t0]).to(act.dtype).view(-1, *([1] * (prev.dim() - 1)))
-                    prev = prev.to(act.dtype) * keep
-            else:
-                span, n_t, prev = slice(0, T), T, None
-            call = _Call(n_t, B, steps, prev, self._episodes)
-            rows = act.reshape(-1, *shape)
-            for iv, editor in edits:
-                active = _active(iv, call, span, act.device)
-                rows = editor(rows, None if active is None else active.reshape(-1), call)
-            out = rows.reshape(act.shape)
-            if layout == "step":
-                carried["t"], carried["prev"] = carried["t"] + 1, out
-            return out
-
-        return fn
-
-
-def _episode_steps(counted: Tensor, firsts: Tensor) -> Tensor:
-    """``(T, B)`` episode step of each row at each step of an unroll: ``counted`` entering step 0, restarting
-    at 0 where ``firsts`` is set."""
-    out = torch.empty(firsts.shape, dtype=torch.long, device=firsts.device)
-    step = counted.to(firsts.device)
-    for t in range(firsts.shape[0]):
-        step = torch.where(firsts[t], 0, step)
-        out[t] = step
-        step = step + 1
-    return out
-
-
 def state_hook(key: str) -> str:
     """The per-step hook point a recurrent state tensor passes at every step: ``core.0.h`` -> ``core.0.hook_h``."""
     prefix, name = key.rsplit(".", 1)
     return f"{prefix}.hook_{name}"
 
 
-def _state_key(hook: str, points) -> str | None:
+def state_key(hook: str, points) -> str | None:
     """The state tensor a per-step hook point carries (``core.0.hook_h`` -> ``core.0.h``), or None."""
     if points[hook].layout != "step":
         return None
@@ -848,95 +720,24 @@ def _state_key(hook: str, points) -> str | None:
     return f"{prefix}.{name.removeprefix('hook_')}"
 
 
-# -- caches ----------------------------------------------------------------------------------------
-def run_with_cache(agent, obs: Tensor, state=None, names=None, firsts=None, prev_rewards=None):
-    """Run ``agent`` on ``obs`` and record hook points ``names`` (names or glob patterns; None: all).
-
-    ``obs`` is one step ``(B, 3, 64, 64)`` or an unroll ``(T, B, 3, 64, 64)``; ``state`` None starts every
-    row afresh (``firsts`` set at the first step), otherwise ``firsts`` defaults to no reset. Returns the
-    agent's output (shaped as for ``step`` or ``unroll``), the state leaving the last step, and an
-    :class:`~proclab.models.cache.ActivationCache` whose every entry is ``(T, B, *sample)`` (``T = 1`` for
-    one step). Values are recorded detached, after any intervention at their hook.
-    """
-    _check_frames(obs)
-    one_step = obs.dim() == 4
-    seq = obs.unsqueeze(0) if one_step else obs
-    T, B = seq.shape[:2]
-    device = seq.device
-    if state is None:
-        state = agent.initial_state(B, device=device)
-        if firsts is None:
-            firsts = torch.zeros((T, B), dtype=torch.bool, device=device)
-            firsts[0] = True
-    if firsts is None:
-        firsts = torch.zeros((T, B), dtype=torch.bool, device=device)
-    elif one_step and firsts.dim() == 1:
-        firsts = firsts.unsqueeze(0)
-    if prev_rewards is None and getattr(getattr(agent, "config", None), "prev_reward", False):
-        prev_rewards = torch.zeros((T, B), device=device)
-    elif prev_rewards is not None and one_step and prev_rewards.dim() == 1:
-        prev_rewards = prev_rewards.unsqueeze(0)
-    module = agent.agent if isinstance(agent, Intervened) else agent
-    points = hook_points(module)
-    chosen = resolve_names(names, points)
-    with capture(module, chosen, detach=True) as acts:
-        out, new_state = agent.unroll(seq, state, firsts, prev_rewards)
-    cache = ActivationCache({name: time_major(acts, name, points[name].layout, T, B) for name in acts})
-    if one_step:
-        out = type(out)(*(x.squeeze(0) for x in out))
-    return out, new_state, cache
-
-
-def _check_frames(obs: Tensor) -> None:
-    """Frames an agent reads are channels-first, ``(B, 3, 64, 64)`` or ``(T, B, 3, 64, 64)``; one line for
-    anything else (images as procgen renders them, ``(..., 64, 64, 3)``, are the usual mistake)."""
-    if not isinstance(obs, Tensor):
-        raise ProclabError(f"frames must be a torch tensor, got {type(obs).__name__} (torch.from_numpy(...))")
-    if obs.dim() in (4, 5) and tuple(obs.shape[-3:]) == (3, 64, 64):
-        return
-    hint = ""
-    if obs.dim() in (4, 5) and tuple(obs.shape[-3:]) == (64, 64, 3):
-        hint = f": these are channels-last images; pass obs.movedim(-1, {obs.dim() - 3})"
-    raise ProclabError(
-        f"frames of shape {tuple(obs.shape)}: expected (B, 3, 64, 64) or (T, B, 3, 64, 64){hint}"
-    )
-
-
-def time_major(acts, name: str, layout: str, T: int, B: int) -> Tensor:
-    """Hook ``name``'s recorded calls over ``T`` steps of ``B`` rows as one ``(T, B, *sample)`` tensor."""
-    calls = acts.calls(name)
-    if layout == "step":
-        return torch.stack(calls)
-    x = calls[0] if len(calls) == 1 else torch.cat(calls)
-    return x.reshape(T, B, *x.shape[1:]) if layout == "flat" else x
-
-
-def run_with_hooks(agent, obs: Tensor, state=None, interventions: Sequence[Intervention] = (), **kwargs):
-    """Run ``agent`` with ``interventions`` applied; as :func:`run_with_cache`, with ``names`` to cache
-    (default none)."""
-    kwargs.setdefault("names", [])
-    return run_with_cache(Intervened(agent, interventions), obs, state, **kwargs)
-
-
 __all__ = [
     "KINDS",
     "STEP_KEY",
     "All",
+    "Call",
     "Channels",
     "Coordinates",
     "Direction",
-    "Intervened",
+    "Editor",
     "Intervention",
     "Mask",
     "Sites",
     "Units",
+    "active_rows",
     "edit_coordinates",
-    "hook_shapes",
     "parse_edits",
     "parse_intervention",
     "parse_selection",
-    "run_with_cache",
-    "run_with_hooks",
     "state_hook",
-    "time_major",
+    "state_key",
 ]

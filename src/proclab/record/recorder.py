@@ -38,8 +38,8 @@ import torch
 
 from proclab.envs import NOOP
 from proclab.envs.episodes import quotas
-from proclab.models.hooks import capture, hook_points
-from proclab.models.interventions import Intervened, time_major
+from proclab.models.cache import time_major
+from proclab.models.hooks import capture
 from proclab.record.ground_truth import GroundTruth
 from proclab.record.noise import ActionNoise
 from proclab.rl.rollout import Actor, sample_actions
@@ -162,13 +162,12 @@ class EpisodeRecorder:
         self.split = split
         self.greedy = greedy  # argmax of the (noised) logits instead of a sample
         self.ground_truth = ground_truth
-        self.module = agent.agent if isinstance(agent, Intervened) else agent
         self.cache = cache or []
         self.with_slot = with_slot  # each episode's info names the env slot that played it
         # told, around every forward pass, which episode each computed row plays (slot i's k-th episode is
         # number i + k N): per-episode edits address episodes, though the batch shrinks as slots finish
         self.playing = playing
-        self.layouts = {name: hook_points(self.module)[name].layout for name in self.cache} if cache else {}
+        self.layouts = {name: agent.hook_points()[name].layout for name in self.cache} if cache else {}
         self.layout = state_layout(agent.state_shapes())
         initial = {
             k: v.float().cpu().numpy() for k, v in agent.initial_state(1, device=runtime.device).items()
@@ -205,7 +204,7 @@ class EpisodeRecorder:
             rows_t = None if len(idx) == N else torch.from_numpy(idx).to(rt.device)
             playing = self.playing(idx + counts[idx] * N) if self.playing is not None else nullcontext()
             with (
-                capture(self.module, self.cache, detach=True) if self.cache else nullcontext() as acts,
+                capture(self.agent, self.cache, detach=True) if self.cache else nullcontext() as acts,
                 playing,
             ):
                 out, state = actor.forward(rows_t)
@@ -227,7 +226,7 @@ class EpisodeRecorder:
             if truth is not None:
                 rows["features"] = truth.features()
             for name in self.cache:
-                act = time_major(acts, name, self.layouts[name], 1, len(idx))[0]
+                act = time_major(acts.calls(name), self.layouts[name], 1, len(idx))[0]
                 rows[CACHE + name] = _full(N, idx, act.float())
             flat = flatten_state({k: v.float().cpu().numpy() for k, v in state.items()}, self.layout)
             rows |= {STATE_OUT + layer: v.astype(self.state_dtype, copy=False) for layer, v in flat.items()}

@@ -42,7 +42,8 @@ from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Intervened, parse_edits
+from proclab.models.edited import Intervened
+from proclab.models.interventions import parse_edits
 from proclab.models.loading import load_agent
 from proclab.record.ground_truth import goal_fields, ground_truth_names
 from proclab.record.noise import ActionNoise

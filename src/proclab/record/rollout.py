@@ -35,7 +35,7 @@ each once, in order.
 for other games), the same values ``proclab record`` stores as ``goal/<name>``; :meth:`Rollout.table`
 shows them.
 
-**Edits.** ``interventions`` are applied on every forward pass (:class:`~proclab.models.interventions.Intervened`),
+**Edits.** ``interventions`` are applied on every forward pass (:class:`~proclab.models.edited.Intervened`),
 and the cache records the edited values. An edit's per-row values and ``rows`` address episodes: entry
 ``i`` is episode ``i``'s at every one of its steps, although the batch the network sees shrinks as slots
 finish and a slot plays several episodes in turn.
@@ -63,8 +63,9 @@ from proclab.levels.file import LevelState, LevelStates, read_level_states
 from proclab.levels.level import Level, as_level_states
 from proclab.levels.play import GeneratedLevels, LevelsEnv
 from proclab.models.cache import ActivationCache, resolve_names
-from proclab.models.hooks import device_of, hook_points
-from proclab.models.interventions import Intervened, Intervention, run_with_cache, state_hook
+from proclab.models.edited import Intervened, run_with_cache
+from proclab.models.hooks import device_of
+from proclab.models.interventions import Intervention, state_hook
 from proclab.record.ground_truth import ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
@@ -107,9 +108,8 @@ class Rollout(Result):
         agent = agent if agent is not None else self.agent
         if agent is None:
             raise ProclabError("this rollout does not know the agent that played it: pass agent=")
-        module = agent.agent if isinstance(agent, Intervened) else agent
-        names = resolve_names(names, hook_points(module))
-        device = device_of(module)
+        names = resolve_names(names, agent.hook_points())
+        device = device_of(agent)
         T, B = self.mask.shape
         prev = torch.zeros((T, B))
         prev[1:] = self.rewards[:-1]
@@ -209,8 +209,7 @@ def rollout(
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     config, level_states = _setting(agent, game, mode, levels, level_rule)
     _check_per_episode(interventions, episodes)
-    module = agent.agent if isinstance(agent, Intervened) else agent
-    names = resolve_names(cache, hook_points(module)) if cache is not None else []
+    names = resolve_names(cache, agent.hook_points()) if cache is not None else []
     state_hooks = {
         state_hook(key) for key in agent.state_shapes()
     }  # recorded anyway, as the state leaving a step
@@ -422,7 +421,7 @@ def _assemble(
     if layout:  # the state leaving each step, recorded anyway: in the cache under its hook names
         states = unflatten_state({layer: packed(STATE_OUT + layer).numpy() for layer in layout}, layout)
         rows |= {state_hook(key): torch.from_numpy(np.ascontiguousarray(v)) for key, v in states.items()}
-    order = list(hook_points(recorder.module))
+    order = list(recorder.agent.hook_points())
     levels = per_episode("level_seed", np.int64)
     cache = ActivationCache.from_packed(
         {n: rows[n] for n in order if n in rows}, torch.from_numpy(lengths), levels

@@ -51,7 +51,8 @@ from proclab.io.arguments import AGENT, LevelRuleFlag
 from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
-from proclab.models.interventions import Intervened, parse_edits
+from proclab.models.edited import Intervened
+from proclab.models.interventions import parse_edits
 from proclab.models.loading import load_agent
 from proclab.models.scripted import ScriptedAgent
 from proclab.rl.rollout import Actor

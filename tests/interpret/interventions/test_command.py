@@ -14,7 +14,7 @@ from proclab.interpret.interventions.command import ArmEpisodes, compare_real
 from proclab.interpret.interventions.direction_edits import DirectionEdit
 from proclab.interpret.stats.paired import frequency_changes, mean_change
 from proclab.interpret.workspace.folder import Workspace
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.models.loading import freeze
 from proclab.run.runtime import make_runtime
 from proclab.stats.bootstrap import resamples

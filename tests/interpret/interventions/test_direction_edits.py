@@ -11,7 +11,7 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.direction_edits import DirectionEdit
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from support import TINY_AGENT
 
 T, B, D = 7, 3, 16

@@ -11,7 +11,7 @@ from proclab.interpret.steering.reach import agreement
 from proclab.interpret.steering.steer import rank_among_draws
 from proclab.interpret.steering.variants import AddLevelVector, variants_plan
 from proclab.interpret.steering.vectors import contrast_vector, random_directions, same_norm
-from proclab.models.interventions import Intervened, hook_shapes
+from proclab.models.edited import Intervened, hook_shapes
 from proclab.run.runtime import make_runtime
 
 HOOK = "torso.hook_map"

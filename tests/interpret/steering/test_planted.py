@@ -11,8 +11,8 @@ from proclab.interpret.interventions.batched_play import play
 from proclab.interpret.probes.spatial import centres_of_mass, track_channels
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.interpret.steering.vectors import contrast_vector
+from proclab.models.edited import Intervened, hook_shapes
 from proclab.models.hooks import capture
-from proclab.models.interventions import Intervened, hook_shapes
 from proclab.run.runtime import make_runtime
 
 HOOK = "torso.hook_map"

@@ -5,7 +5,7 @@ import torch
 
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from support import TINY_AGENT
 
 HOOK = "torso.block1.hook_out"  # (8, 16, 16)

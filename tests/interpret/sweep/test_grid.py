@@ -16,7 +16,7 @@ from proclab.interpret.interventions.direction_edits import DirectionEdit
 from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
 from proclab.interpret.sweep.stats import compare
 from proclab.models import AgentConfig, build_agent
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.run.runtime import make_runtime
 from support import TINY_AGENT, held_agent, hold, hold_player
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.models.hooks import capture, device_of, hook_points
+from proclab.models.hooks import capture, device_of
 from proclab.models.interventions import state_hook
 from proclab.models.loading import load_agent
 from proclab.run.runtime import Runtime, make_runtime
@@ -184,7 +184,7 @@ def replay_agent(
 def check_replay(store: EpisodeStore, hook: str, agent, games=None):
     """``agent``, refused (one line) if it lacks ``hook`` or cannot have produced the store's episodes
     (actions, state layout, and ``games`` when known)."""
-    points = hook_points(agent)
+    points = agent.hook_points()
     if hook not in points:
         raise unknown_choice("hook point", hook, points)
     store.check_agent(agent.config.num_actions, agent.state_shapes(), games)

@@ -27,13 +27,8 @@ from proclab.interpret.workspace.args import DATA
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
-from proclab.models.interventions import (
-    NEEDS_SOURCE,
-    Intervened,
-    Intervention,
-    hook_shapes,
-    parse_intervention,
-)
+from proclab.models.edited import Intervened, hook_shapes
+from proclab.models.interventions import NEEDS_SOURCE, Intervention, parse_intervention
 from proclab.models.loading import load_agent
 from proclab.store import EpisodeStore
 

@@ -198,7 +198,7 @@ def play(
 ) -> Outcomes:
     """Play every variant ``v`` (``dims[v]``: its code, ``-1`` the plain agent; ``values[v, l]``: its value on
     level ``l``) of ``agent`` once on each of ``levels``: before every forward pass, the interventions of
-    ``agent`` (an :class:`~proclab.models.interventions.Intervened`) become ``plan(codes, values)`` of the rows
+    ``agent`` (an :class:`~proclab.models.edited.Intervened`) become ``plan(codes, values)`` of the rows
     it computes (``plan`` None: any agent, played as it is). ``tick(n)`` is
     called as ``n`` episodes finish, ``watch(rows, jobs, ended, actions)`` after every env step with the rows
     that played it, their episodes (``job = level * V + variant``), whether each one ended (its slot already

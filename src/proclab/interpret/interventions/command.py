@@ -62,7 +62,7 @@ from proclab.io.configs import from_dict
 from proclab.io.files import pyplot
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.models.loading import freeze, load_agent
 from proclab.record import RecordArgs
 from proclab.record.recorder import EpisodeRecorder

@@ -22,7 +22,7 @@ at every step, the on-data arms of :mod:`proclab.interpret.interventions.arms`. 
 hold at the start state's coordinate: with every increment's coordinate zero, the state's never
 leaves its start value.
 
-Both are played by the one agent wrapper, :class:`~proclab.models.interventions.Intervened`, at the
+Both are played by the one agent wrapper, :class:`~proclab.models.edited.Intervened`, at the
 hook point of the tensor the basis describes (:func:`edit_hook`): a carried state's per-step hook
 point, which fires inside the core's time loop (so ``unroll`` over ``T`` steps with resets equals
 ``T`` calls of ``step``), or ``hook:NAME``, any other hook point (holds only: nothing is carried).

@@ -26,7 +26,7 @@ from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.run_dirs import write_json_atomic
-from proclab.models.interventions import hook_shapes
+from proclab.models.edited import hook_shapes
 from proclab.store import EpisodeStore
 
 NAME = "probe"

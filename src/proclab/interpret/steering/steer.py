@@ -85,8 +85,8 @@ from proclab.interpret.steering.vectors import (
 from proclab.interpret.workspace.progress import no_phase
 from proclab.io.results import Result
 from proclab.levels.file import LevelStates
+from proclab.models.edited import Intervened, hook_shapes
 from proclab.models.hooks import capture, device_of
-from proclab.models.interventions import Intervened, hook_shapes
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.stats.bootstrap import resamples
 

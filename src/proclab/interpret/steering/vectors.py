@@ -18,8 +18,8 @@ from torch import Tensor
 
 from proclab.envs.state import glossary, parse_state, positions, remove_entities, serialize_state, to_pixels
 from proclab.errors import ProclabError
+from proclab.models.edited import hook_shapes
 from proclab.models.hooks import capture, device_of
-from proclab.models.interventions import hook_shapes
 
 
 def first_frames(env, states: Sequence[bytes]) -> np.ndarray:

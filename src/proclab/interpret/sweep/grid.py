@@ -58,7 +58,7 @@ from proclab.interpret.sweep.random_swaps import draw_pairs, swap_control
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
 from proclab.interpret.workspace.systems import check_system
-from proclab.models.interventions import Intervened
+from proclab.models.edited import Intervened
 from proclab.stats.corrections import CORRECTIONS
 
 NAME = "sweep"
