@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.io.run_dirs import read_metrics
 from proclab.rl.curves import mean_std
 from proclab.stats.corrections import holm
@@ -90,8 +90,7 @@ def compare(results: dict[str, dict[str, dict]]) -> list[dict]:
 
 def plot(arms: dict[str, dict[str, dict[str, list[float]]]], out: Path) -> Path:
     """True return and length over training, each arm's seeds as mean +- sd."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for arm, runs in arms.items():
         if not runs:
             continue
@@ -111,9 +110,7 @@ def plot(arms: dict[str, dict[str, dict[str, list[float]]]], out: Path) -> Path:
     axes[0].legend(frameon=False, fontsize=8)
     fig.suptitle("PPO on the learned reward, the true reward and +1 per step (mean +- sd over seeds)")
     fig.tight_layout()
-    save_figure(fig, out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

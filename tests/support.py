@@ -1,12 +1,14 @@
 """Helpers shared by the tests of several packages: the CLI in a subprocess, tiny agents, checkpoints,
-rollouts, recorded stores, sample stores, world-model configs and the headless Chromium of the
-browser tests."""
+rollouts, recorded stores, sample stores, world-model configs, the headless Chromium of the
+browser tests, and the user's matplotlib after proclab drew."""
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,6 +112,24 @@ def torchrun_proclab(*args: str, processes: int = 2) -> subprocess.CompletedProc
 def proclab(*args: str, **kw) -> subprocess.CompletedProcess:
     """``proclab ARGS`` in a fresh interpreter (exit status and output captured)."""
     return subprocess.run([sys.executable, "-m", "proclab", *args], capture_output=True, text=True, **kw)
+
+
+def matplotlib_after(code: str, out: Path) -> dict:
+    """Run ``code`` (``OUT`` is ``out``, a folder it may write in) in a new interpreter whose user chose the svg
+    backend first: the backend afterwards, and whether pyplot was imported (a new interpreter, because
+    this one may have imported pyplot for other tests)."""
+    script = "\n".join([
+        "import json, sys",
+        "from pathlib import Path",
+        "import matplotlib",
+        "matplotlib.use('svg')",
+        f"OUT = Path({str(out)!r})",
+        textwrap.dedent(code),
+        "print(json.dumps({'backend': matplotlib.get_backend(), 'pyplot': 'matplotlib.pyplot' in sys.modules}))",
+    ])  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from proclab.errors import ProclabError
+from proclab.io.files import subplots
 from proclab.io.results import Result
 
 
@@ -17,6 +18,16 @@ class Scores(Result):
     ci: tuple[float, float]
     per_level: np.ndarray
     nested: dict
+
+
+@dataclass(frozen=True)
+class Curve(Result):
+    ys: list
+
+    def plot(self, ax=None):
+        fig, ax = subplots()
+        ax.plot(self.ys)
+        return fig
 
 
 def example() -> Scores:
@@ -47,3 +58,11 @@ def test_tables_and_dicts():
     assert "probe" in str(r) and "<table>" in r._repr_html_()
     with pytest.raises(ProclabError, match="no plot"):
         r.plot()
+
+
+def test_a_result_with_a_picture_gives_a_notebook_its_png_beside_its_table():
+    formatters = pytest.importorskip("IPython.core.formatters")
+    shown, _ = formatters.DisplayFormatter().format(Curve([1.0, 3.0, 2.0]))
+    assert shown["image/png"].startswith(b"\x89PNG\r\n\x1a\n") and "<table>" in shown["text/html"]
+    assert example()._repr_png_() is None  # no picture: the table alone
+    assert "image/png" not in formatters.DisplayFormatter().format(example())[0]

@@ -1,6 +1,7 @@
 """Levels as objects: the level procgen plays for a seed, edits that return new levels (the original kept),
 each checked against the state functions that ``proclab level edit`` uses, and one-line refusals."""
 
+import matplotlib.figure
 import numpy as np
 import pytest
 
@@ -8,6 +9,7 @@ from proclab.envs.state import move_entity, parse_state, remove_entities, serial
 from proclab.errors import ProclabError
 from proclab.levels.file import read_level_states
 from proclab.levels.level import Level, as_level_states, generate_level, write_levels
+from support import matplotlib_after
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +69,23 @@ def test_a_goal_or_the_agent_into_a_wall_is_refused_in_one_line(maze):
     floor = tuple(coinrun.positions("wall_top")[0])
     with pytest.raises(ProclabError, match="wall_top"):
         coinrun.with_agent_at(floor)
+
+
+def test_a_level_is_one_short_line_and_shows_itself_as_png(maze):
+    assert repr(maze) == "<Level maze easy, level seed 13: 1 cheese, 1 agent>"
+    assert repr(maze.remove("cheese")) == "<Level maze easy, level seed 13: 0 cheese, 1 agent>"
+    assert isinstance(maze.show(), matplotlib.figure.Figure)
+    assert maze._repr_png_().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_showing_a_level_keeps_the_users_backend_and_never_imports_pyplot(tmp_path):
+    draws = """
+    from proclab.levels.level import Level
+    from proclab.levels.show import show
+
+    level = Level.generate("maze", 13)
+    level.show()
+    show(level, OUT / "level.png")  # proclab level show's picture
+    """
+    assert matplotlib_after(draws, tmp_path) == {"backend": "svg", "pyplot": False}
+    assert (tmp_path / "level.png").stat().st_size > 10_000

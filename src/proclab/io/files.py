@@ -135,15 +135,15 @@ def save_npz(path: str | Path, what: str = "arrays", **arrays: Any) -> Path:
     return Path(path)
 
 
-def pyplot():
-    """matplotlib's pyplot on the Agg backend: figures are written to files, never shown."""
-    # lazy: matplotlib is slow to import and only commands that draw need it
-    import matplotlib
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, **options: Any):
+    """A new figure and its axes, as ``plt.subplots(nrows, ncols, figsize=..., squeeze=..., sharex=...)``
+    returns them, but unknown to pyplot: drawing changes nothing of the user's matplotlib, and the figure
+    is freed once unreferenced (:mod:`proclab.io.drawing`)."""
+    # lazy: matplotlib is slow to import and only what draws needs it
+    from proclab.io.drawing import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # lazy: as above, and only after the backend is chosen
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **options)
 
 
 def save_figure(fig, path: str | Path, **savefig: Any) -> Path:

@@ -7,7 +7,9 @@ learns them once:
 
 * :meth:`Result.table` -> rows (a list of dicts), the part worth reading as a table; shown as HTML in a
   notebook and as text by ``print``;
-* :meth:`Result.plot` -> a matplotlib figure (subclasses that have a picture draw it);
+* :meth:`Result.plot` -> a matplotlib figure (subclasses that have a picture draw it), also given to a
+  notebook as PNG beside the HTML table; frontends show one of the two (mostly the table), so a cell
+  ending in ``res.plot()`` shows the picture;
 * :meth:`Result.save` -> a folder with ``result.json`` (every field that is not an array) and
   ``arrays.npz`` (every numpy array), written atomically and never over an existing folder unless asked;
 * :meth:`Result.to_dict` -> the JSON-able content, what ``summary.json`` files of the commands hold.
@@ -132,3 +134,11 @@ class Result:
             for r in rows
         )
         return f"<b>{html.escape(type(self).__name__)}</b><table><tr>{head}</tr>{body}</table>"
+
+    def _repr_png_(self) -> bytes | None:
+        """:meth:`plot`'s figure as PNG for a notebook; None (no image, the table alone) for a result without a
+        picture (the base class's plot raises) or with nothing to draw."""
+        try:
+            return self.plot()._repr_png_()
+        except ProclabError:
+            return None

@@ -17,6 +17,7 @@ played once in a real procgen env when made, so a level procgen refuses is refus
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,6 +42,8 @@ from proclab.envs.state import (
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, LevelStates, level_states, read_level_states, write_level_states
 from proclab.levels.picture import level_figure
+
+REPR_KINDS = 4  # kinds a level's one-line repr counts
 
 
 def env_config(game: str, mode: str, split: str = "0:1") -> EnvConfig:
@@ -75,7 +78,7 @@ def play_frames(data: bytes, game: str, mode: str) -> tuple[np.ndarray, np.ndarr
 @dataclass(frozen=True)
 class Level:
     """One level: its state (procgen's bytes, the level seed it came from, a note of its edits), its game
-    and mode, and where it came from."""
+    and mode, and where it came from. A notebook shows it as its picture (:meth:`show`); its repr is one line."""
 
     state: LevelState
     game: str
@@ -124,6 +127,21 @@ class Level:
 
     def describe(self) -> str:
         return self.state.note or self.source
+
+    def _repr_png_(self) -> bytes:
+        """The picture of :meth:`show`, so that a level a notebook cell ends with is shown."""
+        return self.show()._repr_png_()
+
+    def __repr__(self) -> str:
+        """One line: game, mode, level seed and the counts of its kinds (goal first), not the state's bytes."""
+        state = self.parsed
+        kinds = Counter(e.kind for e in state.entities if not e.use_abs_coords)
+        goal = glossary(self.game).goal
+        counts = {goal: len(positions(state, goal))} if goal is not None else {}
+        counts |= {kind: n for kind, n in kinds.most_common() if kind != goal}
+        shown = [f"{n} {kind}" for kind, n in list(counts.items())[:REPR_KINDS]]
+        more = f" and {len(counts) - REPR_KINDS} more kinds" if len(counts) > REPR_KINDS else ""
+        return f"<Level {self.game} {self.mode}, level seed {self.level_seed}: {', '.join(shown)}{more}>"
 
     # -- editing it --------------------------------------------------------------------------------
     def remove(self, kind: str, near: tuple[float, float] | None = None) -> Level:

@@ -15,7 +15,7 @@ import numpy as np
 
 from proclab.envs.state import GameState, glossary, to_pixels
 from proclab.envs.state.glossary import SPACE
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 
 HUMAN = 512
 
@@ -38,13 +38,14 @@ def _draw_view(ax, state: GameState, human: np.ndarray) -> None:
 
 
 def _draw_map(ax, state: GameState) -> None:
-    plt = pyplot()
+    import matplotlib  # lazy: slow to import; loaded already by the figure being drawn
+
     names = glossary(state.game)
     values = [v for v in np.unique(state.grid) if v != SPACE]
     codes = np.zeros(state.grid.shape, np.int64)
     for i, v in enumerate(values, start=1):
         codes[state.grid == v] = i
-    colours = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
+    colours = matplotlib.colormaps["tab20"](np.linspace(0, 1, 20))
     palette = np.vstack([[1, 1, 1, 1], colours[np.arange(len(values)) % 20]])
     height, width = state.grid.shape
     ax.imshow(palette[codes], origin="lower", extent=(0, width, 0, height), interpolation="nearest")
@@ -71,8 +72,7 @@ def _draw_map(ax, state: GameState) -> None:
 
 def level_figure(state: GameState, human: np.ndarray, title: str):
     """The two panels of the module docstring as a matplotlib figure."""
-    plt = pyplot()
-    fig, (view, level) = plt.subplots(1, 2, figsize=(13, 6.2))
+    fig, (view, level) = subplots(1, 2, figsize=(13, 6.2))
     _draw_view(view, state, human)
     _draw_map(level, state)
     fig.suptitle(title, fontsize=10)
@@ -82,9 +82,4 @@ def level_figure(state: GameState, human: np.ndarray, title: str):
 
 def save_level_picture(path: str | Path, state: GameState, human: np.ndarray, title: str) -> Path:
     """The two panels of the module docstring as a PNG at ``path`` (written atomically)."""
-    plt = pyplot()
-    fig = level_figure(state, human, title)
-    try:
-        return save_figure(fig, path, dpi=100)
-    finally:
-        plt.close(fig)
+    return save_figure(level_figure(state, human, title), path, dpi=100)

@@ -19,7 +19,7 @@ import numpy as np
 from rich.progress import Progress
 
 from proclab.errors import ProclabError
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.control import length_control
@@ -100,8 +100,7 @@ class TrexEvaluation(Result):
         95 % interval, the +1/step baseline's beside the model's."""
         if ax is not None:
             raise ProclabError("TrexEvaluation.plot draws two panels of its own; call it without ax")
-        plt = pyplot()
-        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+        fig, (left, right) = subplots(1, 2, figsize=(10, 3.8))
         dots = left.scatter(self.true, self.predicted, c=self.length, s=12, cmap="viridis")
         fig.colorbar(dots, ax=left, label="demo length")
         left.set_xlabel("true return")

@@ -25,7 +25,7 @@ import tyro
 
 from proclab.errors import ProclabError
 from proclab.io.arguments import DATA, REWARD_MODEL
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.demo_reader import demo_table, open_store, read_demos
 from proclab.reward.nets import load_reward_model, predict_rewards
@@ -80,15 +80,13 @@ def correlation_table(rows: list[dict]) -> dict[str, dict[int, dict[str, tuple[f
 
 
 def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
-    plt = pyplot()
-
     paths = []
     for game, by_n in correlation_table(rows).items():
         ns = sorted(by_n)
         x = np.arange(len(ns))
         bars = [key for key in BARS if all(key in by_n[n] for n in ns)]
         width = 0.8 / len(bars)
-        fig, ax = plt.subplots(figsize=(0.6 * len(bars) * len(ns) + 3, 4))
+        fig, ax = subplots(figsize=(0.6 * len(bars) * len(ns) + 3, 4))
         for k, key in enumerate(bars):
             mean = [by_n[n][key][0] for n in ns]
             std = [by_n[n][key][1] for n in ns]
@@ -119,7 +117,6 @@ def plot_correlations(rows: list[dict], out_dir: Path) -> list[Path]:
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         paths.append(save_figure(fig, out_dir / f"correlations_{game}.png", dpi=110))
-        plt.close(fig)
     return paths
 
 
@@ -134,8 +131,6 @@ def plot_predictions(
 ) -> Path:
     """Cumulative true vs (scaled) predicted reward on sampled test demos of ``reward_model``'s game, the
     predictions computed on ``runtime``."""
-    plt = pyplot()
-
     net, ckpt = load_reward_model(reward_model)
     net = runtime.prepare(net)
     if demos_path is None:  # the store the model was trained on, from its run's config.json
@@ -152,7 +147,7 @@ def plot_predictions(
     true = demos.rewards.astype(np.float64)
     scale = abs(true.sum() / pred.sum()) if pred.sum() != 0 else 1.0
     cols = min(3, len(pick))
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         (len(pick) + cols - 1) // cols,
         cols,
         figsize=(4.2 * cols, 3.2 * ((len(pick) + cols - 1) // cols)),
@@ -171,9 +166,7 @@ def plot_predictions(
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(f"{game}: cumulative reward, reward model {ckpt.path.parents[1].name}")
     fig.tight_layout()
-    path = save_figure(fig, out_dir / f"reward_predictions_{game}.png", dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out_dir / f"reward_predictions_{game}.png", dpi=110)
 
 
 @dataclass(frozen=True)

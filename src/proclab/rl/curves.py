@@ -18,7 +18,7 @@ import numpy as np
 import tyro
 
 from proclab.errors import ProclabError
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.io.run_dirs import read_metrics
 
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -61,18 +61,15 @@ def panels_for(metrics: list[dict]) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:
-    plt = pyplot()
-
     if not run_dirs:
         raise ProclabError("give at least one run directory")
     groups = group_runs(run_dirs)
     data = {label: [read_metrics(r) for r in runs] for label, runs in groups.items()}
     panels = panels_for([m for metrics in data.values() for m in metrics])
     cols = math.ceil(len(panels) / 2)
-    fig, axes = plt.subplots(2, cols, figsize=(4.5 * cols, 7.5))
+    fig, axes = subplots(2, cols, figsize=(4.5 * cols, 7.5))
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (panel, keys) in zip(axes.flat, panels, strict=False):
         drawn = False
         for gi, (label, metrics) in enumerate(data.items()):
@@ -91,9 +88,9 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
                 if len(curves) > 1:
                     name += f" ({len(curves)} seeds)"
                 grid, mean, std = mean_std(curves)
-                ax.plot(grid, mean, style, color=colors[gi % len(colors)], label=name, lw=1.6)
+                ax.plot(grid, mean, style, color=f"C{gi}", label=name, lw=1.6)
                 if len(curves) > 1:
-                    ax.fill_between(grid, mean - std, mean + std, color=colors[gi % len(colors)], alpha=0.2)
+                    ax.fill_between(grid, mean - std, mean + std, color=f"C{gi}", alpha=0.2)
                 drawn = True
         ax.set_title(panel)
         ax.set_xlabel("env steps")
@@ -107,9 +104,7 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
     fig.suptitle(title or ", ".join(groups))
     fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 0.96))
-    save_figure(fig, out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 @dataclass(frozen=True)

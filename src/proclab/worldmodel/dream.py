@@ -26,7 +26,7 @@ from torch import Tensor
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.models import Agent, build_agent
 from proclab.models.loading import freeze, load_agent
@@ -181,11 +181,10 @@ class Dream(Result):
         real frame at step 0 first, so that what the model made of it shows beside it."""
         if ax is not None:
             raise ProclabError("Dream.plot draws its own grid of frames; call it without ax")
-        plt = pyplot()
         shown = range(min(dreams, len(self)))
         steps = list(range(0, self.steps, every))
         columns = ([("real", None)] if self.real_frames is not None else []) + [(f"t={t}", t) for t in steps]
-        fig, axes = plt.subplots(
+        fig, axes = subplots(
             len(shown), len(columns), figsize=(1.1 * len(columns), 1.4 * len(shown)), squeeze=False
         )
         for b in shown:

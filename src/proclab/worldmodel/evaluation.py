@@ -58,7 +58,7 @@ from torch.utils.data import default_collate
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict, with_fields
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.io.results import Result
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.store.schema import has_first_states
@@ -452,8 +452,7 @@ def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: Evaluatio
 
 def evaluation_figure(result: dict):
     """Two panels (MSE, changed-pixel MSE) against k: each mode and baseline with its clustered 95 % band."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = subplots(1, 2, figsize=(11, 3.8))
     for ax, (metric, title) in zip(
         axes, (("mse", "frame MSE"), ("changed_pixels", "changed-pixel MSE")), strict=True
     ):
@@ -480,10 +479,7 @@ def evaluation_figure(result: dict):
 
 def plot_evaluation(result: dict, path: Path) -> Path:
     """:func:`evaluation_figure` written to ``path``."""
-    fig = evaluation_figure(result)
-    save_figure(fig, path, dpi=110)
-    pyplot().close(fig)
-    return path
+    return save_figure(evaluation_figure(result), path, dpi=110)
 
 
 def evaluate_world_model(

@@ -39,7 +39,7 @@ from torch.utils.data import default_collate
 from proclab.envs import EnvConfig
 from proclab.envs.state import glossary
 from proclab.errors import ProclabError
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.record.ground_truth import kind_gaps
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import WindowBatch, make_batch, window_dataset
@@ -189,9 +189,7 @@ def _mean(x: np.ndarray) -> tuple[float | None, list[float] | None]:
 
 def plot_frame_errors(result: dict, path: Path) -> Path:
     """One line per predictor and baseline, with its 95 % band: the frame error against the simulated step."""
-    plt = pyplot()
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = subplots(figsize=(6, 3.6))
     for name, values in result["mse"].items():
         style = "--" if name in BASELINES else "-"
         ys = [np.nan if v is None else v for v in values]
@@ -204,9 +202,7 @@ def plot_frame_errors(result: dict, path: Path) -> Path:
     ax.set_xticks(result["steps"])
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 @torch.no_grad()

@@ -30,7 +30,7 @@ from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.arguments import DATA, WM
-from proclab.io.files import pyplot, save_figure, write_json
+from proclab.io.files import save_figure, subplots, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import make_batch, window_dataset
@@ -134,12 +134,10 @@ def summarise(per_batch: np.ndarray) -> dict[str, list]:
 
 def plot_loss_over_time(result: dict, path: Path) -> Path:
     """One panel per quantity: the mean over batches and the [min, max] band, against the simulation step."""
-    plt = pyplot()
-
     names = list(result["quantities"])
     cols = 3
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    fig, axes = subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         q = result["quantities"][name]
         x = np.arange(len(q["mean"]))
@@ -159,9 +157,7 @@ def plot_loss_over_time(result: dict, path: Path) -> Path:
         f"{result['batch_size']})"
     )
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str], prog: str = "proclab wm loss-over-time") -> None:

@@ -65,7 +65,7 @@ from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.progress import no_phase
 from proclab.interpret.workspace.systems import check_system
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.models.hooks import device_of
 from proclab.models.interventions import state_hook
@@ -425,8 +425,7 @@ PREDICTION = "prediction.png"
 
 def prediction_figure(points: list[dict], pairings: dict):
     """Predicted against measured effect of every on-data edit, one panel per pairing."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
+    fig, axes = subplots(1, len(pairings), figsize=(5 * len(pairings), 4))
     for ax, (key, res) in zip(np.atleast_1d(axes), pairings.items(), strict=True):
         x = [abs(p["predicted"][key]) for p in points]
         y = [abs(p["measured"][key]) for p in points]

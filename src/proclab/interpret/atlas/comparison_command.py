@@ -21,7 +21,7 @@ from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.systems import SYSTEMS, check_system, file_digest, suffix, system_file
-from proclab.io.files import pyplot, read_json, write_json, write_text
+from proclab.io.files import read_json, subplots, write_json, write_text
 
 NAME = "compare-bases"
 FORMAT = "proclab-compare-bases"
@@ -181,9 +181,8 @@ def table(doc: dict) -> str:
 def figure(doc: dict, path: Path) -> Path:
     """Four panels: each direction's strongest |r| (points) with the mean's interval, the ground-truth
     share, the share that matters and the share that changes return (bars with Wilson intervals)."""
-    plt = pyplot()
     names = list(doc["systems"])
-    fig, axes = plt.subplots(1, 4, figsize=(8 + 3.2 * len(names), 3.6))
+    fig, axes = subplots(1, 4, figsize=(8 + 3.2 * len(names), 3.6))
     rng = np.random.default_rng(0)
     for x, name in enumerate(names):
         s = doc["systems"][name]

@@ -27,7 +27,7 @@ import numpy as np
 from proclab.interpret.behaviours.xcorr import DynamicsArgs, load_dynamics
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 from proclab.io.run_dirs import write_json_atomic
 from proclab.stats.permutation import permutation_p
 
@@ -164,7 +164,6 @@ def run_consistency(args: ConsistencyArgs) -> Path:
 
 
 def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list[Path]:
-    plt = pyplot()
     paths = []
     rows_of = d.labels[d.rows[setting]]
     for g in range(d.groups):
@@ -172,7 +171,7 @@ def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list
         if not m.any():
             continue
         Jg, Xg = J[m].mean(0), X[m].mean(0)
-        fig, axes = plt.subplots(len(Jg), 3, figsize=(9, 3 * len(Jg)), squeeze=False)
+        fig, axes = subplots(len(Jg), 3, figsize=(9, 3 * len(Jg)), squeeze=False)
         for lag, (a, b) in enumerate(zip(Jg, Xg, strict=True), start=1):
             same = ((a >= 0) == (b >= 0)).astype(float)
             for ax, mat, clim, title in (
@@ -188,8 +187,5 @@ def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list
                 ax.set_yticks(range(len(d.order)), d.order, fontsize=5)
         fig.suptitle(f"behaviour {g} ({int(m.sum())} samples), {setting}")
         fig.tight_layout()
-        path = out / f"triptych_{setting}_behaviour_{g:02d}.png"
-        save_figure(fig, path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, out / f"triptych_{setting}_behaviour_{g:02d}.png", dpi=80))
     return paths

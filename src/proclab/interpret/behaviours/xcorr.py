@@ -34,7 +34,7 @@ from proclab.interpret.behaviours.grouping import SampleSet, open_samples, sourc
 from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.io.files import load_npz, pyplot, save_figure, save_npz
+from proclab.io.files import load_npz, save_figure, save_npz, subplots
 from proclab.io.run_dirs import write_json_atomic
 from proclab.store import EpisodeStore
 
@@ -218,14 +218,13 @@ def run_xcorr(args: XcorrArgs) -> Path:
 
 def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: float) -> list[Path]:
     """One PNG per behaviour (the last: all samples), one panel per lag, seismic, seriated IC order."""
-    plt = pyplot()
     paths = []
     for g, mats in enumerate(M):
         if np.isnan(mats).all():
             continue
         cols = min(6, len(mats))
         rows = -(-len(mats) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.6 * rows), squeeze=False)
+        fig, axes = subplots(rows, cols, figsize=(2.6 * cols, 2.6 * rows), squeeze=False)
         for ax in axes.flat:
             ax.axis("off")
         for lag, mat in enumerate(mats):
@@ -237,8 +236,5 @@ def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: floa
             ax.set_yticks([])
         tag = "all" if g == len(M) - 1 else f"behaviour_{g:02d}"
         fig.suptitle(f"{name}, {tag} (rows: earlier IC, columns: later IC)", fontsize=9)
-        path = out / f"{name}_{tag}.png"
-        save_figure(fig, path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, out / f"{name}_{tag}.png", dpi=80))
     return paths

@@ -21,7 +21,7 @@ from proclab.interpret.goals.play import play_mazes
 from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.files import pyplot, save_npz
+from proclab.io.files import save_figure, save_npz
 from proclab.io.results import jsonable
 from proclab.models.loading import load
 
@@ -107,9 +107,7 @@ def run_decision_square(args: DecisionSquareArgs) -> Path:
             )  # fmt: skip
         result = decision_square(episodes, settings, phase=ph.phase)
     save_npz(out / "mazes.npz", "mazes", **result.episodes)
-    fig = result.plot()
-    fig.savefig(out / "rates.png", dpi=120)
-    pyplot().close(fig)
+    save_figure(result.plot(), out / "rates.png", dpi=120)
     summary = {
         "agent": str(args.agent),
         "levels": args.levels,

@@ -34,7 +34,7 @@ from proclab.interpret.goals.episodes import MazeEpisode, as_arrays, distinct_le
 from proclab.interpret.goals.logistic import PENALTIES, regression
 from proclab.interpret.goals.maze import FEATURES
 from proclab.interpret.workspace.progress import no_phase
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.stats.corrections import adjust
 from proclab.stats.proportions import clopper_pearson
@@ -175,8 +175,7 @@ class DecisionSquare(Result):
         return rows
 
     def plot(self, ax=None):
-        plt = pyplot()
-        fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.4, 4.0))
+        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.4, 4.0))
         mids = np.arange(len(self.bins))
         for offset, goal, colour in ((-0.08, "cheese", "tab:orange"), (0.08, "corner", "tab:blue")):
             share = np.array([b[goal]["share"] if b["mazes"] else np.nan for b in self.bins])

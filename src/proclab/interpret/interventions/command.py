@@ -59,7 +59,7 @@ from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.configs import from_dict
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models.edited import Intervened
@@ -565,11 +565,10 @@ def side_by_side(path: Path, eps: dict[str, dict], fps: float = 15) -> Path:
 
 def frequency_bars(changes: dict, path: Path, title: str) -> Path:
     """Frequencies per category in both arms, and the change with its 95 % CI (significant in red)."""
-    plt = pyplot()
     per = changes["per_category"]
     names = list(per)
     x = np.arange(len(names))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.45 * len(names)), 6), sharex=True)
+    fig, (top, bottom) = subplots(2, 1, figsize=(max(6, 0.45 * len(names)), 6), sharex=True)
     top.bar(x - 0.2, [per[k]["baseline"] for k in names], 0.4, label="baseline")
     top.bar(x + 0.2, [per[k]["intervened"] for k in names], 0.4, label="intervened")
     top.set_ylabel("frequency")

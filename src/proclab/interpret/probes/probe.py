@@ -48,7 +48,7 @@ from proclab.interpret.probes.linear import (
 )
 from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.models.agent import Agent, build_agent
 from proclab.models.loading import freeze
@@ -136,11 +136,10 @@ class Probes(Result):
 
     def plot(self, ax=None):
         """Per target, the probe's score beside its controls', with their 95 % intervals."""
-        plt = pyplot()
         scored = {t: r for t, r in self.probes.items() if "skipped" not in r}
         if not scored:
             raise ProclabError("no target was probed (every one was skipped)")
-        fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(1.8 + 1.6 * len(scored), 3.2))
+        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(1.8 + 1.6 * len(scored), 3.2))
         models = [m for m in ("probe", *CONTROLS) if any(m in r for r in scored.values())]
         width = 0.8 / len(models)
         for k, m in enumerate(models):

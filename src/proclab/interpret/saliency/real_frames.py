@@ -32,7 +32,7 @@ from proclab.interpret.saliency.pictures import strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.models import capture
 from proclab.models.hooks import device_of
@@ -113,13 +113,12 @@ class Saliency(Result):
     def plot(self, ax=None, window: int = 0):
         """Window ``window``'s frames and, per target, their saliency over them (blue raises the target, red
         lowers it; the target step marked green), as the command's strips."""
-        plt = pyplot()
         specs = list(self.grads)
         if not 0 <= window < len(self.episodes):
             raise ProclabError(f"window {window} of {len(self.episodes)} (0-{len(self.episodes) - 1})")
         if ax is not None and len(specs) != 1:
             raise ProclabError(f"{len(specs)} targets need a figure of their own: call plot() without ax")
-        fig, axes = (ax.figure, [ax]) if ax is not None else plt.subplots(len(specs), 1, squeeze=False)
+        fig, axes = (ax.figure, [ax]) if ax is not None else subplots(len(specs), 1, squeeze=False)
         for a, spec in zip(np.ravel(axes), specs, strict=True):
             a.imshow(strip(self.frames[window], self.grads[spec][window], self.target_step))
             a.set_title(f"{spec}, episode {self.episodes[window]}", fontsize=9)

@@ -41,7 +41,7 @@ from proclab.interpret.workspace.args import SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.files import pyplot, save_npz
+from proclab.io.files import save_npz, subplots
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
@@ -401,8 +401,7 @@ def _outputs(out: Path, objective: Objective, res: Optimised, settings, ckpt, ar
 
 
 def _curves(path: Path, history: np.ndarray, spec: str, sign: float) -> Path:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = subplots(figsize=(6, 4))
     ax.plot(history, color="tab:blue", alpha=0.3, lw=0.8)
     ax.plot(history.mean(1), color="black", lw=2, label="mean")
     ax.set_xlabel("iteration")
@@ -414,9 +413,8 @@ def _curves(path: Path, history: np.ndarray, spec: str, sign: float) -> Path:
 
 def _ic_plot(path: Path, ics: np.ndarray, spec: str, shown: int = 4) -> Path:
     """IC coordinates over the steps of the first ``shown`` optimised rollouts."""
-    plt = pyplot()
     k = min(shown, len(ics))
-    fig, axes = plt.subplots(1, k, figsize=(3.2 * k, 3), squeeze=False)
+    fig, axes = subplots(1, k, figsize=(3.2 * k, 3), squeeze=False)
     for i, ax in enumerate(axes[0]):
         ax.plot(ics[i], lw=0.9)
         ax.set_title(f"vector {i}", fontsize=9)

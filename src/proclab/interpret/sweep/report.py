@@ -11,7 +11,7 @@ import numpy as np
 
 from proclab.interpret.sweep.stats import TV
 from proclab.interpret.workspace.figures import save_tight
-from proclab.io.files import pyplot
+from proclab.io.files import subplots
 
 COLUMNS = ("return", "level_complete", "length", TV)
 HEADS = {"return": "d return", "level_complete": "d complete", "length": "d length", TV: "TV actions"}
@@ -235,7 +235,6 @@ def figure(summary: dict, label: str, path: Path) -> Path:
     """One heat map per metric: directions (rows) by arms (columns), the change (TV: the distance), and
     below them one row per swap in a ``swap`` column; ``*`` significant after correction, ``o`` held off
     the data."""
-    plt = pyplot()
     arms = list(summary["arms"]) if summary["results"] else []  # --directions none: the swaps alone
     at = {(f"{label} {r['direction']}", r["arm"]): r for r in summary["results"] if not r.get("random")}
     rows = [f"{label} {d}" for d in summary["directions"]]
@@ -244,7 +243,7 @@ def figure(summary: dict, label: str, path: Path) -> Path:
         rows.append(f"{label} {r['swap'][0]} <-> {r['swap'][1]}")
         at[rows[-1], "swap"] = r
     arms += ["swap"] if swaps else []
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(COLUMNS), figsize=(1.2 + len(COLUMNS) * (0.55 * len(arms) + 1.4), 1.5 + 0.3 * len(rows))
     )
     for ax, metric in zip(axes, COLUMNS, strict=True):

@@ -1,4 +1,4 @@
-"""The analyses' figures (matplotlib, Agg): coloured scatter grids, curves, trajectories, histograms."""
+"""The analyses' figures (matplotlib, without pyplot): coloured scatter grids, curves, trajectories, histograms."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from proclab.io.files import pyplot, save_figure
+from proclab.io.files import save_figure, subplots
 
 
 def _save(fig, path: Path) -> Path:
@@ -19,15 +19,12 @@ def _save(fig, path: Path) -> Path:
     )
     save_figure(fig, path, dpi=90)
     fig.clf()
-    pyplot().close(fig)
     return path
 
 
 def save_tight(fig, path: Path) -> Path:
     """Margins fitted to the labels (bbox_inches="tight"): for small figures with long tick labels."""
-    save_figure(fig, path, dpi=90, bbox_inches="tight")
-    pyplot().close(fig)
-    return path
+    return save_figure(fig, path, dpi=90, bbox_inches="tight")
 
 
 @dataclass(frozen=True)
@@ -53,10 +50,9 @@ def scatter_grid(
 
 def scatter_figure(xy: np.ndarray, panels: list[Colouring], title: str, axes: tuple[str, str]):
     """The figure of :func:`scatter_grid` (a result's ``plot()`` shows it without writing it)."""
-    plt = pyplot()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.4 * rows), squeeze=False)
+    fig, grid = subplots(rows, cols, figsize=(5.2 * cols, 4.4 * rows), squeeze=False)
     for ax, panel in zip(grid.flat, panels, strict=False):
         scatter_panel(ax, xy, panel, axes)
     for ax in list(grid.flat)[len(panels) :]:
@@ -67,11 +63,12 @@ def scatter_figure(xy: np.ndarray, panels: list[Colouring], title: str, axes: tu
 
 def scatter_panel(ax, xy: np.ndarray, panel: Colouring, axes: tuple[str, str]) -> None:
     """The points ``xy`` on ``ax``, coloured by ``panel`` (a legend for categories, a colour bar else)."""
-    plt = pyplot()
+    import matplotlib  # lazy: slow to import; loaded already by the figure being drawn
+
     size = max(0.5, min(6.0, 3000 / max(1, len(xy))))
     if panel.categorical:
         present = np.unique(panel.values)
-        cmap = plt.get_cmap("tab20", max(len(present), 1))
+        cmap = matplotlib.colormaps["tab20"].resampled(max(len(present), 1))
         for j, v in enumerate(present):
             sel = panel.values == v
             name = panel.names[int(v)] if int(v) < len(panel.names) else str(v)
@@ -101,8 +98,7 @@ def scatter_panel(ax, xy: np.ndarray, panel: Colouring, axes: tuple[str, str]) -
 
 
 def variance_explained(ratio: np.ndarray, k: int, path: Path, title: str) -> Path:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = subplots(figsize=(6, 4))
     n = np.arange(1, len(ratio) + 1)
     ax.plot(n, np.cumsum(ratio), marker=".", label="cumulative")
     ax.bar(n, ratio, alpha=0.5, label="per component")
@@ -120,13 +116,14 @@ def trajectories(
     background: np.ndarray, paths: list[np.ndarray], path: Path, title: str, axes: tuple[str, str]
 ) -> Path:
     """Episode paths (arrows from step to step) over the grey cloud of all points."""
-    plt = pyplot()
+    import matplotlib  # lazy: slow to import; loaded already by the figure being drawn
+
     cols = 4
     rows = -(-len(paths) // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(4 * cols, 3.6 * rows), squeeze=False)
+    fig, grid = subplots(rows, cols, figsize=(4 * cols, 3.6 * rows), squeeze=False)
     for i, (ax, p) in enumerate(zip(grid.flat, paths, strict=False)):
         ax.scatter(background[:, 0], background[:, 1], s=0.5, c="lightgrey", rasterized=True, linewidths=0)
-        colours = plt.get_cmap("plasma")(np.linspace(0, 1, max(len(p) - 1, 1)))
+        colours = matplotlib.colormaps["plasma"](np.linspace(0, 1, max(len(p) - 1, 1)))
         for t in range(len(p) - 1):
             ax.annotate(
                 "", xy=p[t + 1], xytext=p[t], arrowprops={"arrowstyle": "->", "color": colours[t], "lw": 0.8}
@@ -147,11 +144,10 @@ def histograms(
     values: np.ndarray, path: Path, title: str, label: str, extra: dict[str, np.ndarray] | None = None
 ) -> Path:
     """One histogram per column (e.g. per IC), ``extra`` columns of other sets overlaid."""
-    plt = pyplot()
     k = values.shape[1]
     cols = min(4, k)
     rows = -(-k // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
+    fig, grid = subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
     for m, ax in enumerate(grid.flat[:k]):
         lo, hi = np.percentile(values[:, m], [0.1, 99.9])
         bins = np.linspace(lo, hi, 60) if hi > lo else 30
@@ -178,8 +174,7 @@ def overlays(
 ) -> Path:
     """Generated points (black) over the real cloud (grey), one panel per coordinate pair
     ``(x label, y label, x column, y column, array name)``."""
-    plt = pyplot()
-    fig, grid = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 4.4), squeeze=False)
+    fig, grid = subplots(1, len(pairs), figsize=(5 * len(pairs), 4.4), squeeze=False)
     for ax, (xl, yl, i, j, name) in zip(grid.flat, pairs, strict=True):
         if max(i, j) >= real[name].shape[1]:
             ax.axis("off")
@@ -199,8 +194,7 @@ def overlays(
 def drift(generated: dict, summary: dict, path: Path) -> Path:
     """How far dreamed states lie from the nearest real state, per simulated step, against real states'
     own nearest-neighbour distances (band: their 10-90 % range, line: their median)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = subplots(figsize=(6.4, 4))
     near, steps = generated["nearest_real"], generated["step"]
     ts = np.unique(steps)
     for q, style in ((50, "-"), (90, "--")):
