@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import proclab
 from proclab.interpret.goals.calls import APART
@@ -55,8 +56,8 @@ PER_EPISODE = ("levels", "returns", "level_complete")
 
 def save_chunk(ro: Rollout, path: Path) -> None:
     """What the probes need of a chunk's rollout (no goal outcomes), written atomically."""
-    arrays = {k: getattr(ro, k) for k in (*PER_STEP, *PER_EPISODE)}
-    arrays |= {f"truth/{k}": v for k, v in ro.truth.items()}
+    arrays = {k: getattr(ro, k).numpy() for k in (*PER_STEP, *PER_EPISODE)}
+    arrays |= {f"truth/{k}": v.numpy() for k, v in ro.truth.items()}
     arrays["start_states"] = np.frombuffer(b"".join(ro.start_states), np.uint8)
     arrays["start_sizes"] = np.array([len(s) for s in ro.start_states], np.int64)
     tmp = path.with_suffix(".tmp.npz")
@@ -80,10 +81,11 @@ def load_chunks(paths: list[Path], game: str, mode: str, rule: str, agent) -> Ro
     for p in parts:
         blob, offsets = p["start_states"].tobytes(), np.r_[0, np.cumsum(p["start_sizes"])]
         starts += [blob[a:b] for a, b in itertools.pairwise(offsets)]
+    tensors = {k: torch.from_numpy(v) for k, v in (step | episode).items()}
+    truth = {k: torch.from_numpy(v) for k, v in truth.items()}
     return Rollout(
-        game=game, mode=mode, states={}, level_rule=rule, truth=truth, start_states=tuple(starts), agent=agent,
-        **step, **episode,
-    )  # fmt: skip
+        game=game, mode=mode, level_rule=rule, truth=truth, start_states=tuple(starts), agent=agent, **tensors
+    )
 
 
 def play(agent, args, game: str, mode: str, rule: str, chunks: Path) -> list[Path]:

@@ -43,6 +43,7 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded
 from proclab.models import AgentOutput
+from proclab.models.edited import AgentBase
 from proclab.models.hooks import HookPoint
 from proclab.store import ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
@@ -102,8 +103,8 @@ class _Layer(nn.Module):
         self.hook_h = HookPoint(layout="step")
 
 
-class PlantedAgent(nn.Module):
-    """The planted agent of the module docstring (the Agent API, one per-step hook point ``core.0.hook_h``).
+class PlantedAgent(AgentBase):
+    """The planted agent of the module docstring (an AgentLike, one per-step hook point ``core.0.hook_h``).
 
     ``null=True`` gives the null agent: the same state, but actions drawn at random from its own
     generator (right 45 %, left 15 %, up and down 20 % each: it completes about half of the levels),

@@ -26,6 +26,7 @@ from torch import nn
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.models import AgentOutput
+from proclab.models.edited import AgentBase
 from proclab.models.hooks import HookPoint
 
 SIZE, CELL, STEPS = 8, 8, 30
@@ -86,8 +87,8 @@ class _Torso(nn.Module):
         self.hook_map = HookPoint(layout="flat")  # sees frames flattened over time, as a torso does
 
 
-class GoalSeeker(nn.Module):
-    """The planted agent (``null=False``) or the null agent of the module docstring (the Agent API)."""
+class GoalSeeker(AgentBase):
+    """The planted agent (``null=False``) or the null agent of the module docstring (an AgentLike)."""
 
     def __init__(self, null: bool = False):
         super().__init__()

@@ -19,6 +19,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import META, Checkpoint, load_checkpoint, load_weights_into
 from proclab.io.configs import from_dict
 from proclab.models.agent import Agent, build_agent
+from proclab.models.bundled import BUNDLED, bundled_path
 from proclab.models.config import AgentConfig
 from proclab.models.importers.published import REGISTRY, fetch
 from proclab.models.importers.setting import Asked, convert
@@ -47,8 +48,9 @@ def load(
     """The agent ``source`` names, frozen, on ``device``, with ``agent.env_config`` (what it plays),
     ``agent.runtime`` and ``agent.source`` set.
 
-    ``source`` is, in this order: a proclab run directory or checkpoint directory (its latest
-    checkpoint); any other file, or a directory holding one, read as ``proclab import`` reads it
+    ``source`` is, in this order: the name of an agent shipped with proclab (``"coinrun/small"``,
+    ``"maze/small"``: :mod:`proclab.models.bundled`); a proclab run directory or checkpoint directory (its
+    latest checkpoint); any other file, or a directory holding one, read as ``proclab import`` reads it
     (same formats, same facts, same refusals) but kept in memory, nothing written; or the name of a
     published agent (``proclab.models.importers.published.REGISTRY``), downloaded on first use into
     ``cache_dir/NAME/`` (default: ``agents/`` in proclab's cache, ``$PROCLAB_CACHE`` or
@@ -61,7 +63,7 @@ def load(
     ``"auto"`` (bf16 where the hardware runs it natively) trade that for speed.
     """
     runtime = make_runtime(device, precision)
-    path = Path(source)
+    path = bundled_path(str(source)) if str(source) in BUNDLED else Path(source)
     asked = Asked(game, mode, split, backgrounds, by="load")
     if (path / META).is_file() or (path / "checkpoints").is_dir():
         agent = _own(load_checkpoint(path, kind="agent"), runtime, str(source))

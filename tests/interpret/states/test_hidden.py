@@ -34,7 +34,7 @@ def command(gru_store, sample_store, tmp_path_factory):
 def test_the_function_gives_the_numbers_the_command_wrote(command, gru_store, sample_store):
     store = EpisodeStore(gru_store)
     episodes = np.arange(store.num_episodes)
-    acts = read_activation(store, "core.0.hook_h", episodes)
+    acts = read_activation(store, "core.0.h", episodes)
     res = hidden(acts, settings=SETTINGS, attributes=_step_attributes(store, episodes),
                  samples=EpisodeStore(sample_store))  # fmt: skip
     saved = Basis.load(command / "basis.npz")

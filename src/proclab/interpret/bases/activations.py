@@ -52,13 +52,13 @@ def rollout_activations(rollout, hook: str) -> Activations:
     """Hook ``hook`` at every played step of ``rollout`` (its cache, packed: episode by episode, as a store is
     read), ``(N, D)`` float32, its source named as a store names it (``state_out/core.0.h`` for a state's hook,
     ``hook:NAME`` otherwise)."""
+    key = hook_key(hook, rollout.agent)
     if hook not in rollout.cache:
         raise ProclabError(
             f"the rollout cached no hook {hook!r} (its cache: {', '.join(rollout.cache) or 'none'}); "
             f"play it with cache=[{hook!r}]"
         )
     values, episode, step = rollout.cache.packed(hook)
-    key = hook_key(hook, rollout.agent)
     source = key if key.startswith(HOOK) else STATE_OUT + key
     x = np.ascontiguousarray(values.reshape(len(values), -1).float().numpy())
     return Activations(x, episode.numpy().astype(np.int64), step.numpy().astype(np.int64), source)

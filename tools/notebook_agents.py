@@ -1,0 +1,103 @@
+"""The small agents proclab ships (``proclab.load("coinrun/small")``, ``proclab.load("maze/small")``): trained
+here, checked against the bars the notebooks' prose states, and copied into the package.
+
+The notebooks, the API example (``examples/five_experiments.py``) and the tests play them, so the docs build
+trains nothing and reads the same agent on every machine. Each is a proclab PPO run (the ``quickstart``
+preset: the interpreting-rl-behavior architecture at half its channels, FC 64 and a GRU of 64) on easy
+levels ``[0, 1M)``, so ``levels="held-out"`` is ``[1M, 1M + 200)``; trained in fp32 on a CPU, resumable::
+
+    python tools/notebook_agents.py train coinrun --runs /work/agents      # again to continue a stopped run
+    python tools/notebook_agents.py check coinrun RUN_DIR                  # the bars on held-out levels
+    python tools/notebook_agents.py ship coinrun RUN_DIR                   # its last checkpoint, into the package
+
+``check`` prints one JSON line per measure: the share of held-out levels completed (CoinRun) or whose cheese
+was reached (Maze), with its exact interval, over ``--levels`` distinct levels, sampled actions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import proclab
+from proclab.io.checkpoint import META, WEIGHTS, find_checkpoint
+from proclab.models.bundled import BUNDLED, bundled_path
+
+
+@dataclass(frozen=True)
+class Spec:
+    game: str
+    steps: int
+    bar: float
+    """The share of held-out levels the notebooks' prose needs (completed; for Maze, cheese reached)."""
+
+
+SPECS = {"coinrun": Spec("coinrun", 2_000_000, 0.70), "maze": Spec("maze", 6_000_000, 0.80)}
+TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--precision", "fp32",
+         "--val-split", "None", "--no-tensorboard", "--checkpoint-every", "250000", "--torch-threads", "1"]  # fmt: skip
+
+
+def train(name: str, runs: Path, seed: int) -> None:
+    spec = SPECS[name]
+    existing = sorted((runs / "ppo" / spec.game / f"small-{name}").glob("*/config.json"))
+    if existing:
+        cmd = ["--resume", str(existing[-1].parent), "--total-steps", str(spec.steps)]
+    else:
+        cmd = [*TRAIN, "--game", spec.game, "--total-steps", str(spec.steps), "--seed", str(seed),
+               "--run-root", str(runs), "--name", f"small-{name}"]  # fmt: skip
+    subprocess.run([sys.executable, "-m", "proclab", "train", *cmd], check=True)
+
+
+def check(name: str, run: str, levels: int) -> dict:
+    agent = proclab.load(run)
+    ro = proclab.rollout(agent, levels="held-out", episodes=levels, num_envs=min(levels, 64), truth=True, seed=0)
+    reached = ro.goals["cheese"] if name == "maze" else ro.level_complete
+    p = proclab.stats.proportion(reached.numpy())
+    row = {"agent": name, "run": str(run), "levels": levels, "measure": "cheese" if name == "maze" else "complete",
+           "share": p.share, "ci95": list(p.ci), "bar": SPECS[name].bar, "meets_bar": p.ci.low >= SPECS[name].bar,
+           "mean_length": float(ro.lengths.float().mean())}  # fmt: skip
+    print(json.dumps(row))
+    return row
+
+
+def ship(name: str, run: str) -> Path:
+    checkpoint = find_checkpoint(run)
+    target = bundled_path(f"{SPECS[name].game}/small")
+    target.mkdir(parents=True, exist_ok=True)
+    for file in (META, WEIGHTS):
+        shutil.copyfile(checkpoint / file, target / file)
+    print(f"shipped {checkpoint} as {target}")
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("train", help="train (or continue) an agent's run")
+    p.add_argument("name", choices=SPECS)
+    p.add_argument("--runs", type=Path, default=Path("runs"))
+    p.add_argument("--seed", type=int, default=1)
+    p = sub.add_parser("check", help="the notebooks' bar on held-out levels")
+    p.add_argument("name", choices=SPECS)
+    p.add_argument("run", nargs="?", help="a run or checkpoint (default: the shipped agent)")
+    p.add_argument("--levels", type=int, default=200)
+    p = sub.add_parser("ship", help="copy a run's last checkpoint into the package")
+    p.add_argument("name", choices=SPECS)
+    p.add_argument("run")
+    args = parser.parse_args()
+    if args.command == "train":
+        train(args.name, args.runs, args.seed)
+    elif args.command == "check":
+        check(args.name, args.run or f"{SPECS[args.name].game}/small", args.levels)
+    else:
+        ship(args.name, args.run)
+    assert set(BUNDLED) == {f"{s.game}/small" for s in SPECS.values()}
+
+
+if __name__ == "__main__":
+    main()
