@@ -55,7 +55,9 @@ def train(name: str, runs: Path, seed: int) -> None:
 
 def check(name: str, run: str, levels: int) -> dict:
     agent = proclab.load(run)
-    ro = proclab.rollout(agent, levels="held-out", episodes=levels, num_envs=min(levels, 64), truth=True, seed=0)
+    ro = proclab.rollout(
+        agent, levels="held-out", episodes=levels, num_envs=min(levels, 64), truth=True, seed=0
+    )
     reached = ro.goals["cheese"] if name == "maze" else ro.level_complete
     p = proclab.stats.proportion(reached.numpy())
     row = {"agent": name, "run": str(run), "levels": levels, "measure": "cheese" if name == "maze" else "complete",
@@ -76,7 +78,9 @@ def ship(name: str, run: str) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="train (or continue) an agent's run")
     p.add_argument("name", choices=SPECS)

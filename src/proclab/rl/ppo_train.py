@@ -345,4 +345,5 @@ def train(
         device=device, precision=precision,
     )  # fmt: skip
     run_dir = Trainer(config).train()
-    return load(run_dir, device=device)  # the activations as the agent computes them: fp32, whatever it trained in
+    # the activations as the agent computes them: fp32, whatever precision it trained in
+    return load(run_dir, device=device)
