@@ -37,8 +37,8 @@ test-all: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/ruff check src tests benchmarks tools examples
+	$(BIN)/ruff format --check src tests benchmarks tools examples
 
 # The notebooks' kernel: the venv's own "python3" kernelspec (ipykernel's), which runs the interpreter that starts
 # it; JUPYTER_PATH puts it before any other "python3" a user or the system installed.
