@@ -66,7 +66,7 @@ def test_rules_parse_with_defaults_spelled_out_and_refuse_bad_text_in_one_line()
             parse_rule(bad)
     with pytest.raises(ProclabError, match="edits coinrun levels; the env plays maze"):
         ProcgenVecEnv(EnvConfig(game=("maze",), level_rule="coin-moved", num_envs=1))
-    from proclab.rl.train import parse_args
+    from proclab.command import parse_args
 
     trained, _ = parse_args(
         ["--preset", "tiny", "--game", "coinrun", "--level-rule", "coin-moved:percent=30"]

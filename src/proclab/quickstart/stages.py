@@ -35,10 +35,10 @@ from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
 from proclab.record.command import run as run_record
 from proclab.record.recording import RecordArgs
+from proclab.rl.command import EvalArgs, run_evaluation
 from proclab.rl.curves import plot_runs
-from proclab.rl.evaluate import EvalArgs, run_evaluation
 from proclab.rl.ppo_train import Trainer, preset_config
-from proclab.rl.render import RenderArgs
+from proclab.rl.render import RenderSettings
 from proclab.rl.render import render as render_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
@@ -191,14 +191,10 @@ def render(ctx: Context) -> dict[str, Any]:
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("agent.mp4")
     video, returns = render_video(
-        RenderArgs(
-            agent=ctx.path("run", "train"),
-            out=path,
-            episodes=2,
-            max_steps=b.render_steps,
-            seed=s.seed,
-            **{**ctx.runtime_flags(), "precision": "fp32"},
-        )
+        ctx.path("run", "train"),
+        path,
+        RenderSettings(episodes=2, max_steps=b.render_steps, seed=s.seed),
+        RuntimeConfig(**{**ctx.runtime_flags(), "precision": "fp32"}),
     )
     ctx.console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
     return {"video": ctx.rel(video), "returns": returns}

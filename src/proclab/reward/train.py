@@ -49,7 +49,7 @@ from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
-from proclab.run.args import RunArgs
+from proclab.run.parser import RunParser
 from proclab.run.runtime import Runtime, RuntimeConfig, restore_rng_state, rng_state, seed_everything
 from proclab.store import EpisodeStore
 
@@ -671,7 +671,7 @@ def append_summary(path: Path, rows: list[dict]) -> None:
 def parse_run(argv: list[str], prog: str = "proclab trex train") -> tuple[TrexConfig, Path | None]:
     """``--preset NAME`` picks the defaults (batched, or parity: the seed's); any other flag overrides a field;
     ``--resume RUN_DIR`` continues a stopped run (only ``--max-epochs`` may change)."""
-    return RunArgs(
+    return RunParser(
         prog=prog,
         flags=lambda rest, default, prog, description: tyro.cli(
             TrexConfig,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import tyro
 
-from proclab.run.args import RunArgs
 from proclab.run.distributed import train_on_ranks
+from proclab.run.parser import RunParser
 from proclab.store import EpisodeStore
 from proclab.worldmodel.config import WM_SIZES, WMTrainConfig, saved_train_config, wm_size
 from proclab.worldmodel.trainer import WMTrainer, new_run_dir
@@ -27,7 +27,7 @@ store.
 
 def parse_args(argv: list[str], prog: str = "proclab wm train") -> tuple[WMTrainConfig, Path | None]:
     """``--preset NAME`` picks the defaults, other flags override fields; ``--resume RUN_DIR`` continues."""
-    return RunArgs(
+    return RunParser(
         prog=prog,
         flags=lambda rest, default, prog, description: tyro.cli(
             WMTrainConfig, args=rest, default=default, prog=prog, description=description
