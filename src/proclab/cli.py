@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "plot": ("proclab.rl.command:plot_command", "training curves of one or several runs (PNG)"),
     "record": (
-        "proclab.record.command:main",
+        "proclab.record.command:record_command",
         "record episodes with the agent's internals into an episode store",
     ),
     "level show": (

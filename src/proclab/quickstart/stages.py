@@ -33,8 +33,8 @@ from proclab.panel.command import ExportArgs
 from proclab.panel.export import export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
+from proclab.record.command import RecordArgs
 from proclab.record.command import run as run_record
-from proclab.record.recording import RecordArgs
 from proclab.rl.command import EvalArgs, run_evaluation
 from proclab.rl.curves import plot_runs
 from proclab.rl.ppo_train import Trainer, preset_config

@@ -64,7 +64,7 @@ from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models.interventions import Intervened
 from proclab.models.loading import freeze, load_agent
-from proclab.record import RecordArgs
+from proclab.record import RecordSettings
 from proclab.record.recorder import EpisodeRecorder
 from proclab.record.recording import FINAL_OBS_NOTE, prepare_recording
 from proclab.store import EpisodeStore, ShardWriter
@@ -192,20 +192,20 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
     if path.exists():
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
     recording, ckpt = prepare_recording(
-        RecordArgs(
-            agent=checkpoint,
-            out=path,
+        checkpoint,
+        path,
+        RecordSettings(
             episodes=args.episodes,
             split=args.split,
             level_rule=args.level_rule,
             num_envs=args.num_envs,
             seed=args.seed,
             ground_truth=False,  # an arm's recorder stores what the agent saw and did (not the game's state)
-        )
+        ),
     )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
-    rule = recording.args.level_rule or ""  # resolved by prepare_recording: the agent's own by default
+    rule = recording.settings.level_rule or ""  # resolved by prepare_recording: the agent's own by default
     env = ProcgenVecEnv(
         replace(env_config, num_envs=n_envs, level_rule=rule), seed=args.seed, split=args.split
     )
