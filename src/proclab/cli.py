@@ -27,7 +27,7 @@ from proclab.errors import NothingToDo, ProclabError, unknown_choice
 # name -> ("module:function", one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
     "import": (
-        "proclab.models.importers.command:main",
+        "proclab.models.importers.command:import_command",
         "an agent trained elsewhere (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba) as a run",
     ),
     "train": (

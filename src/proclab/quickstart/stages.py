@@ -28,7 +28,8 @@ from proclab.io.checkpoint import find_checkpoint, load_checkpoint
 from proclab.io.configs import from_dict
 from proclab.io.files import write_json
 from proclab.models.config import STATELESS_CORES
-from proclab.models.importers.command import ImportArgs, import_agent
+from proclab.models.importers.run_dir import import_run
+from proclab.models.importers.setting import Asked
 from proclab.panel.command import ExportArgs
 from proclab.panel.export import export
 from proclab.quickstart.budgets import Budget
@@ -154,7 +155,7 @@ def adopt(ctx: Context) -> dict[str, Any]:
     try:
         run, imported = find_checkpoint(s.agent).resolve(), False
     except ProclabError:
-        run, _ = import_agent(ImportArgs(source=Path(s.agent), game=s.game, mode=s.mode, out=runs / "agent"))
+        run, _ = import_run(Path(s.agent), Asked(game=s.game, mode=s.mode), out=runs / "agent")
         imported = True
     ckpt = load_checkpoint(run, kind="agent")
     env = ckpt.meta["env"]
