@@ -65,19 +65,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "episodes as .npz files or one HDF5 file in Minari's layout",
     ),
     "wm train": (
-        "proclab.worldmodel.train:main",
+        "proclab.worldmodel.command:train_command",
         "train the generative agent-environment model on a store",
     ),
     "wm sample": (
-        "proclab.worldmodel.sample:main",
+        "proclab.worldmodel.command:sample_command",
         "simulated rollouts of the agent in its world model",
     ),
     "wm loss-over-time": (
-        "proclab.worldmodel.loss_over_time:main",
+        "proclab.worldmodel.command:loss_over_time_command",
         "per-step error of imagination vs data",
     ),
     "wm evaluate": (
-        "proclab.worldmodel.evaluate:main",
+        "proclab.worldmodel.command:evaluate_command",
         "judge a world model on held-out episodes: frame error in 3 modes vs baselines, rewards, state drift, "
         "a strip of predicted frames",
     ),

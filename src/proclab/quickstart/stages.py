@@ -46,7 +46,7 @@ from proclab.store import EpisodeStore
 from proclab.worldmodel import train_world_model, wm_size
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
-from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,7 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
     wm_run = ctx.path("run", "wm-train")
     runtime = {**ctx.runtime_flags(), "precision": "fp32"}
     samples = sample_rollouts(
-        SampleArgs(wm=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed, **runtime)
+        wm_run, samples_dir, SamplingSettings(n=b.samples, videos=4, seed=s.seed), RuntimeConfig(**runtime)
     )
     rt = ctx.runtime()
     wm, agent, ckpt = load_world_model(wm_run, rt)
