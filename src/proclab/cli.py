@@ -94,27 +94,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",
     ),
     "trex demos": (
-        "proclab.reward.record_demos:main",
+        "proclab.reward.command:demos_command",
         "T-REX demos: one episode per level, checkpoints of varied skill",
     ),
     "trex train": (
-        "proclab.reward.train:main",
+        "proclab.reward.command:train_command",
         "learn a reward from ranked demos (T-REX), held-out correlations",
     ),
     "trex grid": (
-        "proclab.reward.grid:main",
+        "proclab.reward.command:grid_command",
         "the T-REX grid (games x num-demos x seeds) in parallel, one CSV",
     ),
     "trex evaluate": (
-        "proclab.reward.evaluate:main",
+        "proclab.reward.command:evaluate_command",
         "does a learned reward know more than length? partial and binned Spearman, bootstrap CIs",
     ),
     "trex plot": (
-        "proclab.reward.plots:main",
+        "proclab.reward.command:plot_command",
         "T-REX correlation bars and reward-prediction plots (PNG)",
     ),
     "trex demo-video": (
-        "proclab.reward.demo_video:main",
+        "proclab.reward.command:demo_video_command",
         "one T-REX demo as an mp4 with rewards drawn on",
     ),
     "quickstart": ("proclab.quickstart:main", "the whole pipeline, small, on a CPU"),
