@@ -86,11 +86,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "interpretation analyses of agent and world-model states (see proclab analyze)",
     ),
     "panel export": (
-        "proclab.panel.command:main",
+        "proclab.panel.command:export_command",
         "the analysis folder as a static web panel (HTML/JS + data)",
     ),
     "panel serve": (
-        "proclab.panel.server:main",
+        "proclab.panel.command:serve_command",
         "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",
     ),
     "trex demos": (

@@ -30,8 +30,7 @@ from proclab.io.files import write_json
 from proclab.models.config import STATELESS_CORES
 from proclab.models.importers.run_dir import import_run
 from proclab.models.importers.setting import Asked
-from proclab.panel.command import ExportArgs
-from proclab.panel.export import export
+from proclab.panel.export import PanelSettings, export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
 from proclab.record.command import RecordArgs
@@ -392,14 +391,12 @@ def atlas(ctx: Context) -> dict[str, Any]:
 
 def panel(ctx: Context) -> dict[str, Any]:
     (path,) = ctx.fresh("panel")
-    args = ExportArgs(
-        analysis=ctx.out / "analysis",
-        out=path,
+    settings = PanelSettings(
         eval=(ctx.path("eval", "eval"),),
         title=f"proclab quickstart: {ctx.agent_env().game[0]}",
         seed=ctx.settings.seed,
     )
-    out = export(replace(args, **ctx.budget.overrides.get("panel", {})))
+    out = export(ctx.out / "analysis", path, replace(settings, **ctx.budget.overrides.get("panel", {})))
     ctx.console.print(f"panel: {out} (open it with: proclab panel serve {out})")
     return {"folder": ctx.rel(out)}
 
