@@ -14,7 +14,7 @@ import pytest
 import tyro
 
 from proclab.cli import COMMANDS, POSITIONAL, RENAMED, RENAMED_FLAGS, main
-from proclab.interpret.cli import ANALYSES
+from proclab.interpret.command import ANALYSES
 from proclab.run.runtime_flags import RuntimeFlags
 from support import proclab as _run
 

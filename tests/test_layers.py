@@ -183,7 +183,7 @@ def test_every_command_lives_in_a_command_module():
     """Each registered command, each analysis' arguments and run function, and every ``main`` or
     ``NAME_command`` function is in a command module: where a command is, is known from its package alone."""
     from proclab.cli import COMMANDS  # lazy: the registries are read only by these tests
-    from proclab.interpret.cli import ANALYSES
+    from proclab.interpret.command import ANALYSES
 
     commands = command_modules()
     registered = {target.split(":")[0] for target, _ in COMMANDS.values()} | {

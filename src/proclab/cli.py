@@ -82,7 +82,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "a strip of predicted frames",
     ),
     "analyze": (
-        "proclab.interpret.cli:main",
+        "proclab.interpret.command:analyze_command",
         "interpretation analyses of agent and world-model states (see proclab analyze)",
     ),
     "panel export": (
@@ -117,7 +117,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "proclab.reward.command:demo_video_command",
         "one T-REX demo as an mp4 with rewards drawn on",
     ),
-    "quickstart": ("proclab.quickstart:main", "the whole pipeline, small, on a CPU"),
+    "quickstart": ("proclab.quickstart.command:quickstart_command", "the whole pipeline, small, on a CPU"),
     "games": (
         "proclab.envs.command:games_command",
         "list the Procgen games, their modes and the level splits",

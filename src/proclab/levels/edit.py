@@ -40,14 +40,10 @@ class LevelEdits:
     """What to change in a level, each edit a spec as ``proclab level edit`` takes it (applied in the module
     docstring's order)."""
 
-    remove: tuple[str, ...] = ()
-    """KIND (every one of that kind) or KIND@X,Y (the one nearest to X,Y)."""
-    move: tuple[str, ...] = ()
-    """KIND=X,Y (the first of that kind), KIND#I=X,Y (the I-th) or KIND@X0,Y0=X,Y (the one nearest to X0,Y0)."""
-    add: tuple[str, ...] = ()
-    """KIND=X,Y: one more of that kind centred at X,Y."""
-    move_agent: str | None = None
-    """X,Y: the agent's new centre."""
+    remove: tuple[str, ...] = ()  # KIND (every one of that kind) or KIND@X,Y (the one nearest to X,Y)
+    move: tuple[str, ...] = ()  # KIND=X,Y (the first), KIND#I=X,Y (the I-th) or KIND@X0,Y0=X,Y (the nearest)
+    add: tuple[str, ...] = ()  # KIND=X,Y: one more of that kind centred at X,Y
+    move_agent: str | None = None  # X,Y: the agent's new centre
 
 
 def _xy(text: str, flag: str) -> tuple[float, float]:

@@ -45,22 +45,14 @@ from proclab.store.store import EpisodeStore
 class PanelSettings:
     """What :func:`export` puts in a panel (``proclab panel export``'s options of these names)."""
 
-    samples: int = 1000
-    """Simulated samples to include (the sample store's first N)."""
-    real: int = 50
-    """Real episodes to include (windows of the --real saliency run, else the store's first episodes)."""
-    background: int = 3000
-    """Real states drawn as the scatter's background cloud (a seeded random subset)."""
-    eval: tuple[Path, ...] = ()
-    """Eval result files (proclab eval --out FILE); empty: eval*.json in the agent's run directory."""
-    chunk: int = 500
-    """Samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)."""
-    atlas_moments: int = 1
-    """Per atlas card: its first N top and bottom moments get a window in the episode viewer (0: none)."""
-    title: str | None = None
-    """Page title (None: the analysis folder's name)."""
-    seed: int = 0
-    """Seed of the background subset."""
+    samples: int = 1000  # simulated samples to include (the sample store's first N)
+    real: int = 50  # real episodes (windows of the --real saliency run, else the store's first episodes)
+    background: int = 3000  # real states drawn as the scatter's background cloud (a seeded random subset)
+    eval: tuple[Path, ...] = ()  # proclab eval --out files (empty: eval*.json in the agent's run directory)
+    chunk: int = 500  # samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)
+    atlas_moments: int = 1  # per atlas card, its first N top and bottom moments in the episode viewer
+    title: str | None = None  # page title (None: the analysis folder's name)
+    seed: int = 0  # seed of the background subset
 
 
 MAX_PCS = 16

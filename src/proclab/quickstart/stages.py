@@ -18,12 +18,10 @@ from rich.console import Console
 
 from proclab.envs import EnvConfig, held_out_split
 from proclab.errors import ProclabError
-from proclab.interpret.atlas.build import AtlasArgs
-from proclab.interpret.atlas.command import run_atlas
-from proclab.interpret.cli import ANALYSES, defaults
+from proclab.interpret.atlas.command import AtlasArgs, run_atlas
+from proclab.interpret.command import ANALYSES, defaults
 from proclab.interpret.interventions.arms import DEFAULT_ARMS
-from proclab.interpret.sweep.command import run_sweep
-from proclab.interpret.sweep.grid import SweepArgs
+from proclab.interpret.sweep.command import SweepArgs, run_sweep
 from proclab.io.checkpoint import find_checkpoint, load_checkpoint
 from proclab.io.configs import from_dict
 from proclab.io.files import write_json
@@ -50,7 +48,8 @@ from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
 
 @dataclass(frozen=True)
 class Settings:
-    """What the user chose (:class:`proclab.quickstart.QuickstartArgs` minus the folder and --from)."""
+    """What the user chose (:class:`proclab.quickstart.command.QuickstartArgs` minus the folder, the budget and
+    --from)."""
 
     game: str | None
     """The game to train on; with ``agent``, the game the agent must play (None: its own)."""

@@ -74,30 +74,18 @@ class RecordSettings:
     """What defines a recording's data (``proclab record``'s options of that name; the others say where it goes
     and how fast): saved with every shard the recording writes, so that ``--resume`` records the same."""
 
-    level_rule: str | None = None
-    """Edit every level at its start by this rule (None: the rule the agent was trained with)."""
-    episodes: int = 100
-    """Complete episodes to record (over all env slots and workers)."""
-    split: str | None = None
-    """Level split to play (named or START:NUM); None: the agent's training split."""
-    levels_from: str | None = None
-    """Play the states of this level-state file instead of a split, each episode from one, in order."""
-    ground_truth: bool = True
-    """Also store the game's ground truth (per-step features and events, first game states, goals)."""
-    num_envs: int = 64
-    """Parallel environments per worker."""
-    edit: tuple[str, ...] = ()
-    """Edits at hook points applied on every forward pass ("HOOK SELECTION KIND VALUE")."""
-    action_noise: str = "none"
-    """Noise on the acting policy's logits (:class:`~proclab.record.noise.ActionNoise`)."""
-    videos: int = 0
-    """Also write mp4s of the first K episodes to the store's videos/."""
-    human: bool = False
-    """Also store Procgen's 512x512 view of every step as obs_human."""
-    state_dtype: str = "float32"
-    """Storage type of agent states: float32 (exact replay) or float16."""
-    seed: int = 0
-    """Seed of levels and action sampling (each shard derives its own from it)."""
+    level_rule: str | None = None  # edit every level at its start by this rule (None: the agent's own)
+    episodes: int = 100  # complete episodes to record (over all env slots and workers)
+    split: str | None = None  # level split to play (named or START:NUM); None: the agent's training split
+    levels_from: str | None = None  # a level-state file whose states are played in order instead of a split
+    ground_truth: bool = True  # also the game's ground truth (features, events, first game states, goals)
+    num_envs: int = 64  # parallel environments per worker
+    edit: tuple[str, ...] = ()  # edits at hook points, "HOOK SELECTION KIND VALUE", on every forward pass
+    action_noise: str = "none"  # noise on the acting policy's logits (proclab.record.noise)
+    videos: int = 0  # also write mp4s of the first K episodes to the store's videos/
+    human: bool = False  # also store Procgen's 512x512 view of every step as obs_human
+    state_dtype: str = "float32"  # storage type of agent states: float32 (exact replay) or float16
+    seed: int = 0  # seed of levels and action sampling (each shard derives its own from it)
 
 
 # -- recordings -----------------------------------------------------------------------------------

@@ -36,23 +36,14 @@ from proclab.run.distributed import connect_ray
 class GridSettings:
     """The grid's cells and how they run (``proclab trex grid``'s options of these names)."""
 
-    train: TrexConfig
-    """Settings of every run, its demo store and runtime included; the grid sets each run's game, num-demos
-    and seed (``train.seed + s``), and, with several workers or Ray, its torch threads (:func:`threads`)."""
-    games: tuple[str, ...] = ()
-    """Games (default: every game in the demo store)."""
-    num_demos: tuple[int, ...] = (12, 50, 100)
-    """Numbers of training demos."""
-    seeds: int = 5
-    """Seeds per (game, num-demos) cell."""
-    out: Path = Path("runs/trex/grid.csv")
-    """CSV of summary rows (appended to)."""
-    skip_done: bool = True
-    """Skip cells that already have a row in ``out``."""
-    workers: int = 1
-    """Runs at a time on this machine (1: one after another in this process)."""
-    ray_address: str | None = None
-    """Run each cell as a Ray task on this cluster instead of local processes."""
+    train: TrexConfig  # every run's settings and runtime (the grid sets its game, num_demos and seed)
+    games: tuple[str, ...] = ()  # games (default: every game in the demo store)
+    num_demos: tuple[int, ...] = (12, 50, 100)  # numbers of training demos
+    seeds: int = 5  # seeds per (game, num-demos) cell
+    out: Path = Path("runs/trex/grid.csv")  # CSV of summary rows (appended to)
+    skip_done: bool = True  # skip cells that already have a row in ``out``
+    workers: int = 1  # runs at a time on this machine (1: one after another in this process)
+    ray_address: str | None = None  # run each cell as a Ray task on this cluster instead of local processes
 
 
 def grid_configs(settings: GridSettings) -> list[TrexConfig]:

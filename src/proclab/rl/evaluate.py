@@ -229,32 +229,19 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 class EvalSettings:
     """How :func:`evaluate_agent` plays an agent: its fields are ``proclab eval``'s options (see its ``--help``)."""
 
-    split: tuple[str, ...] = ()
-    """Level splits (named or START:NUM); empty: train and test1, or the preset's."""
-    episodes: int | None = None
-    """Complete episodes per split and game (None: 100, the preset's, or one per state of ``levels_from``)."""
-    greedy: bool = False
-    """Take the most likely action instead of sampling."""
-    preset: str | None = None
-    """A seed's test protocol (:data:`PROTOCOLS`), the defaults of ``split``, ``episodes`` and ``greedy``."""
-    envs_per_game: int = 16
-    """Parallel envs per game (each runs a fixed quota of episodes)."""
-    reset_every: int = 0
-    """Reset the agent's memory every N steps (0: only at episode starts)."""
-    score_table: str | None = None
-    """Difficulty whose (R_min, R_max) normalise scores (None: the mode's own)."""
-    seed: int = 0
-    """Seed of the evaluation envs and action sampling."""
-    levels_from: Path | None = None
-    """Play the states of this level-state file instead of level splits."""
-    edit: tuple[str, ...] = ()
-    """Edits at hook points applied on every forward pass ("HOOK SELECTION KIND VALUE")."""
-    random_baseline: bool = False
-    """Also play a uniformly random agent on the same splits, episodes and seed."""
-    goals: bool = False
-    """Also count the episodes that reached each of the game's two goals (CoinRun, Maze)."""
-    level_rule: str | None = None
-    """Edit every level at its start by this rule (None: the agent's own)."""
+    split: tuple[str, ...] = ()  # level splits (named or START:NUM); empty: train and test1, or the preset's
+    episodes: int | None = None  # per split and game (None: 100, the preset's, one per state of levels_from)
+    greedy: bool = False  # take the most likely action instead of sampling
+    preset: str | None = None  # a seed's test protocol (PROTOCOLS): defaults of split, episodes and greedy
+    envs_per_game: int = 16  # parallel envs per game (each runs a fixed quota of episodes)
+    reset_every: int = 0  # reset the agent's memory every N steps (0: only at episode starts)
+    score_table: str | None = None  # difficulty whose (R_min, R_max) normalise scores (None: the mode's own)
+    seed: int = 0  # seed of the evaluation envs and action sampling
+    levels_from: Path | None = None  # play the states of this level-state file instead of level splits
+    edit: tuple[str, ...] = ()  # edits at hook points, "HOOK SELECTION KIND VALUE", on every forward pass
+    random_baseline: bool = False  # also play a uniformly random agent on the same splits, episodes and seed
+    goals: bool = False  # also count the episodes that reached each of the game's two goals (CoinRun, Maze)
+    level_rule: str | None = None  # edit every level at its start by this rule (None: the agent's own)
 
 
 def protocol_settings(settings: EvalSettings) -> tuple[int, bool, tuple[str, ...]]:

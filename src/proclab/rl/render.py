@@ -27,24 +27,15 @@ from proclab.run.runtime import RuntimeConfig
 class RenderSettings:
     """What :func:`render` plays and how it draws it (``proclab render``'s options)."""
 
-    episodes: int = 1
-    """Episodes in the video (played one after the other)."""
-    split: str | None = None
-    """Level split to play (None: the training split)."""
-    game: str | None = None
-    """Game to play, for multi-task agents (None: the first game)."""
-    greedy: bool = False
-    """Take the most likely action instead of sampling."""
-    human: bool = False
-    """Show procgen's 512x512 high-resolution view beside the agent's view."""
-    scale: int = 4
-    """Upscaling of the 64x64 agent view (8 with ``human``, to match its height)."""
-    fps: float = 15
-    """Frames per second of the video."""
-    max_steps: int = 3000
-    """Stop after this many steps even if the episodes have not ended."""
-    seed: int = 0
-    """Seed of the level sequence and action sampling."""
+    episodes: int = 1  # episodes in the video (played one after the other)
+    split: str | None = None  # level split to play (None: the training split)
+    game: str | None = None  # game to play, for multi-task agents (None: the first game)
+    greedy: bool = False  # take the most likely action instead of sampling
+    human: bool = False  # show procgen's 512x512 high-resolution view beside the agent's view
+    scale: int = 4  # upscaling of the 64x64 agent view (8 with ``human``, to match its height)
+    fps: float = 15  # frames per second of the video
+    max_steps: int = 3000  # stop after this many steps even if the episodes have not ended
+    seed: int = 0  # seed of the level sequence and action sampling
 
 
 def render(

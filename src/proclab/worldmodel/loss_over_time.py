@@ -40,18 +40,12 @@ from proclab.worldmodel.simulate import ACTION_SOURCES, imagined
 class LossOverTimeSettings:
     """What :func:`loss_over_time` compares (``proclab wm loss-over-time``'s options of these names)."""
 
-    batches: int = 16
-    """Batches of windows (the seed: 16)."""
-    batch_size: int = 32
-    """Windows per batch."""
-    steps: int | None = None
-    """Simulated steps (None: the model's num_sim_steps)."""
-    actions: str = "true"
-    """Actions driving the environment: true (recorded, the seed's setting) or agent (closed loop)."""
-    modal: bool = True
-    """Take the argmax of each categorical (False samples the prior)."""
-    seed: int = 0
-    """Seed of the windows' choice and of the samples."""
+    batches: int = 16  # batches of windows (the seed: 16)
+    batch_size: int = 32  # windows per batch
+    steps: int | None = None  # simulated steps (None: the model's num_sim_steps)
+    actions: str = "true"  # what drives the environment: true (the recorded actions) or agent (closed loop)
+    modal: bool = True  # take the argmax of each categorical (False samples the prior)
+    seed: int = 0  # seed of the windows' choice and of the samples
 
 
 def loss_over_time(

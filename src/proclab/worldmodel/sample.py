@@ -52,25 +52,15 @@ from proclab.worldmodel.model import Trajectory
 class SamplingSettings:
     """How :func:`sample_rollouts` simulates (``proclab wm sample``'s options of these names)."""
 
-    n: int = 100
-    """Number of simulated rollouts."""
-    init: str = "informed"
-    """informed (encode real initial frames) or random (a random unit bottleneck vector)."""
-    steps: int = 10
-    """Steps per rollout."""
-    videos: int = 8
-    """Write mp4s of the first K rollouts."""
-    agent: str = "trained"
-    """Agent in the loop: trained (the model's own), untrained, a scripted one (always-right, ...), or another
-    agent's run or checkpoint directory."""
-    modal: bool = True
-    """Take the argmax of every categorical (deterministic rollouts); False samples them."""
-    greedy: bool = True
-    """The agent takes its most likely action; False samples its policy."""
-    batch_size: int = 64
-    """Rollouts simulated at once."""
-    seed: int = 0
-    """Seed of the initial frames' choice, random vectors and samples."""
+    n: int = 100  # number of simulated rollouts
+    init: str = "informed"  # informed (encoded real initial frames) or random (a random unit vector)
+    steps: int = 10  # steps per rollout
+    videos: int = 8  # write mp4s of the first K rollouts
+    agent: str = "trained"  # in the loop: trained, untrained, a scripted one, or another agent (a run)
+    modal: bool = True  # take the argmax of every categorical (deterministic rollouts); False samples them
+    greedy: bool = True  # the agent takes its most likely action; False samples its policy
+    batch_size: int = 64  # rollouts simulated at once
+    seed: int = 0  # seed of the initial frames' choice, random vectors and samples
 
 
 def step_fields(reward_field: str, codec: StateCodec) -> list[str]:
