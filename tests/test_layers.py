@@ -61,7 +61,7 @@ def modules() -> dict[str, set[str]]:
         targets = set()
         for node in runtime_nodes(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proclab"):
-                for alias in node.names:  # `from proclab.rl import train` imports the module proclab.rl.train
+                for alias in node.names:  # `from proclab.rl import ppo` imports the module proclab.rl.ppo
                     sub = f"{node.module}.{alias.name}"
                     targets.add(sub if sub in found else node.module)
             elif isinstance(node, ast.Import):
