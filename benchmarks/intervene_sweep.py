@@ -42,7 +42,7 @@ from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels, paired_levels, play
-from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
+from proclab.interpret.sweep.grid import SweepSettings, Variants, sweep
 from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import agent_preset, build_agent
 from proclab.models.interventions import Intervened
@@ -104,9 +104,7 @@ def row(mode: str, played: float, out, variants: int, levels: int, **extra) -> d
 def batched(agent, coords, rec, env_config, directions, args, rt, common) -> dict:
     """The sweep as ``analyze intervene --sweep`` plays and tests it."""
     levels = paired_levels(parse_split(args.split), args.levels, 0)
-    sweep_args = SweepArgs(
-        out=Path("unused"), arms=ARMS, levels=args.levels, rows=args.rows, split=args.split
-    )
+    sweep_args = SweepSettings(arms=ARMS, levels=args.levels, rows=args.rows, split=args.split)
     V = 1 + len(directions) * len(ARMS.split(","))
     env = ProcgenLevels(env_config, min(args.rows, V * len(levels)), 0)
     print(f"batched: {V} variants x {len(levels)} levels ...", file=sys.stderr)
