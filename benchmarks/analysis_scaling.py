@@ -72,11 +72,11 @@ def run_one(store: Path, out: Path, extra: list[str]) -> dict:
     """Analyse one store in this process; the line to print."""
     from sklearn.metrics import adjusted_rand_score
 
-    from proclab.interpret.cli import main
+    from proclab.interpret.command import analyze_command
     from proclab.store import EpisodeStore
 
     start = time.perf_counter()
-    main(["hidden", "--data", str(store), "--out", str(out), "--episodes", "1000000", *extra])
+    analyze_command(["hidden", "--data", str(store), "--out", str(out), "--episodes", "1000000", *extra])
     wall = time.perf_counter() - start
     summary = json.loads((out / "hidden" / "summary.json").read_text())
     labels = np.load(out / "hidden" / "hidden.npz")["clusters"]

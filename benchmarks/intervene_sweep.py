@@ -37,12 +37,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proclab.envs import EnvConfig, ProcgenVecEnv, parse_split
+from proclab.envs import EnvConfig, ProcgenVecEnv, distinct_levels, parse_split
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded
-from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels, paired_levels, play
-from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
+from proclab.interpret.interventions.batched_play import Outcomes, ProcgenLevels, play
+from proclab.interpret.sweep.grid import SweepSettings, Variants, sweep
 from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import agent_preset, build_agent
 from proclab.models.edited import Intervened
@@ -103,10 +103,8 @@ def row(mode: str, played: float, out, variants: int, levels: int, **extra) -> d
 
 def batched(agent, coords, rec, env_config, directions, args, rt, common) -> dict:
     """The sweep as ``analyze intervene --sweep`` plays and tests it."""
-    levels = paired_levels(parse_split(args.split), args.levels, 0)
-    sweep_args = SweepArgs(
-        out=Path("unused"), arms=ARMS, levels=args.levels, rows=args.rows, split=args.split
-    )
+    levels = distinct_levels(parse_split(args.split), args.levels, 0)
+    sweep_args = SweepSettings(arms=ARMS, levels=args.levels, rows=args.rows, split=args.split)
     V = 1 + len(directions) * len(ARMS.split(","))
     env = ProcgenLevels(env_config, min(args.rows, V * len(levels)), 0)
     print(f"batched: {V} variants x {len(levels)} levels ...", file=sys.stderr)
@@ -122,7 +120,7 @@ def batched(agent, coords, rec, env_config, directions, args, rt, common) -> dic
 
 def sequential(agent, coords, rec, env_config, directions, args, rt, common) -> dict:
     """The same variants one evaluation each, on fewer levels, with the single command's env slots."""
-    small = paired_levels(parse_split(args.split), args.sequential_levels, 1)
+    small = distinct_levels(parse_split(args.split), args.sequential_levels, 1)
     variants = Variants.of(directions, tuple(ARMS.split(",")), rec, len(small), 0)
     held, plan = Intervened(agent, count_steps=True), SweepPlan(coords, KEY, rec.values)
     env = ProcgenLevels(env_config, min(args.sequential_envs, len(small)), 0)

@@ -30,11 +30,11 @@ import numpy as np
 import torch
 
 from intervene_sweep import ARMS, KEY, fitted
-from proclab.envs import ProcgenVecEnv, parse_split
+from proclab.envs import ProcgenVecEnv, distinct_levels, parse_split
 from proclab.envs.state import glossary
 from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded
-from proclab.interpret.interventions.batched_play import ProcgenLevels, paired_levels, play
+from proclab.interpret.interventions.batched_play import ProcgenLevels, play
 from proclab.interpret.sweep.deaths import Deaths
 from proclab.interpret.sweep.grid import Variants
 from proclab.interpret.sweep.plan import SweepPlan
@@ -87,7 +87,7 @@ def raw(agent, env_config, rows: int, steps: int, rt) -> dict:
 
 
 def profiled_sweep(agent, coords, rec, env_config, args, rt) -> dict:
-    levels = paired_levels(parse_split("test1"), args.levels, 0)
+    levels = distinct_levels(parse_split("test1"), args.levels, 0)
     variants = Variants.of(list(range(args.directions)), tuple(ARMS.split(",")), rec, len(levels), 0)
     env = ProcgenLevels(env_config, args.rows, 0)
     clock = Clock()

@@ -29,8 +29,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from proclab.reward.command import parse_args
 from proclab.reward.record_demos import write_synthetic_demos
-from proclab.reward.train import parse_args, train_reward
+from proclab.reward.train import train_reward
 
 
 def curve(run_dir: str) -> list[tuple[float, float, int]]:

@@ -25,8 +25,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from proclab.run.runtime import RuntimeConfig
+from proclab.worldmodel.checkpoint import TrainedWorldModel
 from proclab.worldmodel.config import WMTrainConfig, wm_size
-from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
+from proclab.worldmodel.evaluation import EvaluationSettings, evaluate_into
 from proclab.worldmodel.trainer import train_world_model
 
 NAMED = {
@@ -139,17 +141,13 @@ def main() -> None:
         t0 = time.time()
         run = train_world_model(cfg.data, cfg, progress=False).run_dir
         seconds = time.time() - t0
-        result = evaluate(
-            EvaluateArgs(
-                wm=run,
-                data=args.heldout,
-                horizon=args.horizon,
-                within=args.horizon,
-                windows=args.windows,
-                out=run / "evaluation",
-                seed=args.seed,
-                precision="fp32",  # the evaluations of docs/worldmodel.md
-                torch_threads=args.torch_threads,
+        runtime = RuntimeConfig(precision="fp32", torch_threads=args.torch_threads)  # as docs/worldmodel.md's
+        result = evaluate_into(
+            run / "evaluation",
+            TrainedWorldModel.load(run, runtime=runtime.runtime()),
+            args.heldout,
+            EvaluationSettings(
+                horizon=args.horizon, within=args.horizon, windows=args.windows, seed=args.seed
             ),
             progress=False,
         )

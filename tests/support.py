@@ -21,7 +21,7 @@ from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import AgentConfig, build_agent
 from proclab.models.edited import Intervened
 from proclab.models.interventions import Coordinates, Intervention, edit_coordinates
-from proclab.record import RecordArgs, new_recording, record_shard
+from proclab.record import RecordSettings, new_recording, record_shard
 from proclab.rl.agent_checkpoints import save_agent_checkpoint
 from proclab.rl.config import PPOConfig, TrainConfig
 from proclab.rl.ppo import PPOLearner
@@ -162,7 +162,7 @@ def make_agent_checkpoint(path: Path, agent: AgentConfig = TINY_GRU, game: str =
 
 def record(checkpoint: Path, out: Path, episodes: int = 2, seed: int = 0) -> Path:
     """``episodes`` episodes of the checkpoint's agent recorded by `proclab record`'s code into ``out``."""
-    recording = new_recording(RecordArgs(agent=checkpoint, out=out, episodes=episodes, num_envs=2, seed=seed))
+    recording = new_recording(checkpoint, out, RecordSettings(episodes=episodes, num_envs=2, seed=seed))
     record_shard(
         recording, out, episodes, runtime=RuntimeConfig(device="cpu", precision="fp32", torch_threads=1)
     )

@@ -14,13 +14,13 @@ import pytest
 import tyro
 
 from proclab.cli import COMMANDS, POSITIONAL, RENAMED, RENAMED_FLAGS, main
-from proclab.interpret.cli import ANALYSES
+from proclab.interpret.command import ANALYSES
 from proclab.run.runtime_flags import RuntimeFlags
 from support import proclab as _run
 
 HEAVY = ("torch", "matplotlib", "sklearn")
 HELP_IMPORTS_TORCH = {
-    "import", "train", "eval", "render", "record", "wm train", "wm sample", "wm loss-over-time",
+    "import", "train", "record", "wm train", "wm sample", "wm loss-over-time",
     "wm evaluate", "analyze", "trex demos", "trex train", "trex grid", "trex plot", "trex demo-video",
     "trex evaluate",
 }  # fmt: skip
@@ -84,12 +84,12 @@ def test_a_full_disk_met_by_a_library_is_one_line(monkeypatch, capsys):
     """An ENOSPC that reaches the command line from a writer proclab does not wrap is one line, exit 2."""
     import errno
 
-    import proclab.envs.cli
+    import proclab.envs.command
 
     def full(argv, prog):
         raise OSError(errno.ENOSPC, "No space left on device", "/data/events.out")
 
-    monkeypatch.setattr(proclab.envs.cli, "main", full)
+    monkeypatch.setattr(proclab.envs.command, "games_command", full)
     with pytest.raises(SystemExit) as exit_:
         main(["games"])
     err = capsys.readouterr().err

@@ -1,5 +1,7 @@
 """The package's layers, read from the source: lower layers never import higher ones, nothing outside
-``rl`` uses it except to train or to act, and no two modules import each other (even lazily)."""
+``rl`` uses it except to train or to act, no two modules import each other (even lazily), and the
+command line stays apart from the library (commands in command modules, the library never taking a parser's
+object nor importing a command)."""
 
 import ast
 from pathlib import Path
@@ -22,7 +24,7 @@ LAYERS = [
     {"worldmodel", "reward"},
     {"interpret"},
     {"panel"},
-    {"cli", "__main__", "quickstart", "analyze", "train_command"},
+    {"cli", "__main__", "quickstart", "analyze", "command"},
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
@@ -45,21 +47,35 @@ def runtime_nodes(node: ast.AST):
         yield from runtime_nodes(child)
 
 
+def sources() -> dict[str, Path]:
+    """Every module of proclab and its file."""
+    return {module_name(p): p for p in ROOT.rglob("*.py")}
+
+
 def modules() -> dict[str, set[str]]:
-    """Every module of proclab and the proclab modules it imports when run (at the top or inside functions)."""
-    found = {module_name(p): p for p in ROOT.rglob("*.py")}
+    """Every module of proclab and the proclab modules it imports when run (at the top or inside functions);
+    the top-level ``proclab`` also imports, by name, the modules of its lazy exports (``_EXPORTS``,
+    ``_MODULES``: PEP 562 imports that no import statement shows)."""
+    found = sources()
     graph = {}
     for name, path in found.items():
         targets = set()
         for node in runtime_nodes(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proclab"):
-                for alias in node.names:  # `from proclab.rl import train` imports the module proclab.rl.train
+                for alias in node.names:  # `from proclab.rl import ppo` imports the module proclab.rl.ppo
                     sub = f"{node.module}.{alias.name}"
                     targets.add(sub if sub in found else node.module)
             elif isinstance(node, ast.Import):
                 targets |= {a.name for a in node.names if a.name.startswith("proclab")}
         graph[name] = {t for t in targets if t in found and t != name}
+    graph["proclab"] |= set(proclab._EXPORTS.values()) | set(proclab._MODULES.values())
     return graph
+
+
+def test_the_lazy_exports_are_imports_of_the_top_level_module():
+    graph = modules()
+    assert {"proclab.models.loading", "proclab.analyze"} <= graph["proclab"]
+    assert set(proclab._EXPORTS.values()) <= set(graph), "an export names a module that does not exist"
 
 
 def package(module: str) -> str:
@@ -159,16 +175,29 @@ def test_the_rooms_of_interpret_import_each_other_in_one_direction():
 
 
 def command_modules() -> set[str]:
-    """The modules that are a command line: registered as a command or an analysis' run function, or named
-    ``command``, ``*_command`` or ``cli``."""
-    from proclab.cli import COMMANDS  # lazy: the registries are read only by these tests
-    from proclab.interpret.cli import ANALYSES
+    """The modules that are a command line: ``proclab.cli`` (the entry point) and every package's
+    ``command`` module (docs/architecture.md, "Conventions of the command line")."""
+    return {m for m in sources() if m == "proclab.cli" or m.rsplit(".", 1)[-1] == "command"}
 
-    registered = {module for module, _ in COMMANDS.values()} | {
-        run.__module__ for _, run in ANALYSES.values()
+
+def test_every_command_lives_in_a_command_module():
+    """Each registered command, each analysis' arguments and run function, and every ``main`` or
+    ``NAME_command`` function is in a command module: where a command is, is known from its package alone."""
+    from proclab.cli import COMMANDS  # lazy: the registries are read only by these tests
+    from proclab.interpret.command import ANALYSES
+
+    commands = command_modules()
+    registered = {target.split(":")[0] for target, _ in COMMANDS.values()} | {
+        f.__module__ for pair in ANALYSES.values() for f in pair
     }
-    named = {m for m in modules() if m.rsplit(".", 1)[-1] in ("command", "cli") or m.endswith("_command")}
-    return registered | named
+    assert registered - commands == set()
+    runners = {
+        m
+        for m, path in sources().items()
+        for n in ast.parse(path.read_text()).body
+        if isinstance(n, ast.FunctionDef) and (n.name == "main" or n.name.endswith("_command"))
+    }
+    assert runners - commands == set()
 
 
 def test_no_library_module_imports_a_command_module():
@@ -182,3 +211,54 @@ def test_no_library_module_imports_a_command_module():
         if t in commands and m not in commands and package(m) not in TOP
     ]
     assert not leaks
+
+
+def annotated_names(node: ast.AST | None) -> set[str]:
+    """The names an annotation mentions (``RecordArgs``, ``x.RecordArgs``, ``type[AnalysisArgs] | None``, or
+    the same quoted)."""
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return annotated_names(ast.parse(node.value, mode="eval").body)
+    return {
+        n.id if isinstance(n, ast.Name) else n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name | ast.Attribute)
+    }
+
+
+def parser_objects(source: str) -> list[str]:
+    """What in ``source`` defines or accepts a parser's object: classes named ``...Args``, and parameters
+    annotated with such a class."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Args"):
+            found.append(f"class {node.name}")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            a = node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                if arg is not None and any(n.endswith("Args") for n in annotated_names(arg.annotation)):
+                    found.append(f"{getattr(node, 'name', 'lambda')}({arg.arg})")
+    return found
+
+
+def test_parser_objects_are_found_in_a_planted_module():
+    planted = (
+        "class RecordArgs: ...\n"
+        "def run(args: RecordArgs, *, more: 'x.PlayArgs | None' = None): ...\n"
+        "def fine(settings: RecordSettings, cls: type[Arguments]): ...\n"
+        "def defaults(cls: type[AnalysisArgs]): ...\n"
+    )
+    assert parser_objects(planted) == ["class RecordArgs", "run(args)", "run(more)", "defaults(cls)"]
+
+
+def test_no_library_module_defines_or_accepts_a_parsers_object():
+    """A library function takes the library's settings (frozen dataclasses), never a command's arguments: the
+    command turns what it parsed into them."""
+    commands = command_modules()
+    found = {
+        m: objects
+        for m, path in sources().items()
+        if m not in commands and (objects := parser_objects(path.read_text()))
+    }
+    assert found == {}

@@ -1,9 +1,10 @@
-"""The ``proclab`` command: one entry point, one module per sub-command.
+"""The ``proclab`` command: one entry point for the sub-commands of every package.
 
-Sub-commands are registered by name with the module that implements them and imported only
-when run, so ``proclab --help`` is instant and a command pays only for what it uses. Each
-command module exposes ``main(argv: list[str]) -> None`` and parses its own options with tyro
-(typed dataclasses whose field docstrings are the ``--help`` text).
+Sub-commands are registered by name with the function that runs them, ``"package.command:function"``: each
+package's commands live in its ``command`` module (docs/architecture.md, "Conventions of the command line"),
+one function ``NAME_command(argv: list[str], prog: str) -> None`` each, which parses its own options with tyro
+(typed dataclasses whose field docstrings are the ``--help`` text), calls the library and writes. A command's
+module is imported only when it runs, so ``proclab --help`` is instant and a command pays only for what it uses.
 
 Every command names what it reads one way (docs/architecture.md, "Conventions of the command line"):
 an agent is ``--agent AGENT``, a world model the positional ``WM`` of the ``wm`` commands, an episode
@@ -23,65 +24,104 @@ import sys
 
 from proclab.errors import NothingToDo, ProclabError, unknown_choice
 
-# name -> (module, one-line help). Multi-word names form command groups ("data info").
+# name -> ("module:function", one-line help). Multi-word names form command groups ("data info").
 COMMANDS: dict[str, tuple[str, str]] = {
     "import": (
-        "proclab.models.importers.command",
+        "proclab.models.importers.command:import_command",
         "an agent trained elsewhere (train-procgen-pytorch, CleanRL, PufferLib, torchbeast, Cleanba) as a run",
     ),
     "train": (
-        "proclab.train_command",
+        "proclab.command:train_command",
         "train an agent (PPO or IMPALA) on one or several Procgen games, or PPO on a learned reward",
     ),
-    "eval": ("proclab.rl.evaluate", "returns and normalised scores of an agent per level split"),
-    "render": ("proclab.rl.render", "video of what the agent sees, with action/value/reward overlays"),
-    "plot": ("proclab.rl.curves", "training curves of one or several runs (PNG)"),
-    "record": ("proclab.record.command", "record episodes with the agent's internals into an episode store"),
+    "eval": ("proclab.rl.command:eval_command", "returns and normalised scores of an agent per level split"),
+    "render": (
+        "proclab.rl.command:render_command",
+        "video of what the agent sees, with action/value/reward overlays",
+    ),
+    "plot": ("proclab.rl.command:plot_command", "training curves of one or several runs (PNG)"),
+    "record": (
+        "proclab.record.command:record_command",
+        "record episodes with the agent's internals into an episode store",
+    ),
     "level show": (
-        "proclab.levels.show",
+        "proclab.levels.command:show_command",
         "a level's parsed state (entities, grid, game fields) as tables and a labelled PNG",
     ),
     "level edit": (
-        "proclab.levels.edit",
+        "proclab.levels.command:edit_command",
         "remove, move or add entities of a kind, move the agent: an edited level-state file",
     ),
     "level export": (
-        "proclab.levels.export",
+        "proclab.levels.command:export_command",
         "recorded episodes' first game states as a level-state file (to show, edit or replay them)",
     ),
-    "data info": ("proclab.store.info", "what an episode store holds: episodes, games, returns, size"),
-    "data export": ("proclab.store.export", "episodes as .npz files or one HDF5 file in Minari's layout"),
-    "wm train": ("proclab.worldmodel.train", "train the generative agent-environment model on a store"),
-    "wm sample": ("proclab.worldmodel.sample", "simulated rollouts of the agent in its world model"),
-    "wm loss-over-time": ("proclab.worldmodel.loss_over_time", "per-step error of imagination vs data"),
+    "data info": (
+        "proclab.store.command:info_command",
+        "what an episode store holds: episodes, games, returns, size",
+    ),
+    "data export": (
+        "proclab.store.command:export_command",
+        "episodes as .npz files or one HDF5 file in Minari's layout",
+    ),
+    "wm train": (
+        "proclab.worldmodel.command:train_command",
+        "train the generative agent-environment model on a store",
+    ),
+    "wm sample": (
+        "proclab.worldmodel.command:sample_command",
+        "simulated rollouts of the agent in its world model",
+    ),
+    "wm loss-over-time": (
+        "proclab.worldmodel.command:loss_over_time_command",
+        "per-step error of imagination vs data",
+    ),
     "wm evaluate": (
-        "proclab.worldmodel.evaluate",
+        "proclab.worldmodel.command:evaluate_command",
         "judge a world model on held-out episodes: frame error in 3 modes vs baselines, rewards, state drift, "
         "a strip of predicted frames",
     ),
     "analyze": (
-        "proclab.interpret.cli",
+        "proclab.interpret.command:analyze_command",
         "interpretation analyses of agent and world-model states (see proclab analyze)",
     ),
-    "panel export": ("proclab.panel.command", "the analysis folder as a static web panel (HTML/JS + data)"),
+    "panel export": (
+        "proclab.panel.command:export_command",
+        "the analysis folder as a static web panel (HTML/JS + data)",
+    ),
     "panel serve": (
-        "proclab.panel.server",
+        "proclab.panel.command:serve_command",
         "serve a panel folder on 127.0.0.1 (GET/HEAD, files inside it only)",
     ),
     "trex demos": (
-        "proclab.reward.record_demos",
+        "proclab.reward.command:demos_command",
         "T-REX demos: one episode per level, checkpoints of varied skill",
     ),
-    "trex train": ("proclab.reward.train", "learn a reward from ranked demos (T-REX), held-out correlations"),
-    "trex grid": ("proclab.reward.grid", "the T-REX grid (games x num-demos x seeds) in parallel, one CSV"),
+    "trex train": (
+        "proclab.reward.command:train_command",
+        "learn a reward from ranked demos (T-REX), held-out correlations",
+    ),
+    "trex grid": (
+        "proclab.reward.command:grid_command",
+        "the T-REX grid (games x num-demos x seeds) in parallel, one CSV",
+    ),
     "trex evaluate": (
-        "proclab.reward.evaluate",
+        "proclab.reward.command:evaluate_command",
         "does a learned reward know more than length? partial and binned Spearman, bootstrap CIs",
     ),
-    "trex plot": ("proclab.reward.plots", "T-REX correlation bars and reward-prediction plots (PNG)"),
-    "trex demo-video": ("proclab.reward.demo_video", "one T-REX demo as an mp4 with rewards drawn on"),
-    "quickstart": ("proclab.quickstart", "the whole pipeline, small, on a CPU"),
-    "games": ("proclab.envs.cli", "list the Procgen games, their modes and the level splits"),
+    "trex plot": (
+        "proclab.reward.command:plot_command",
+        "T-REX correlation bars and reward-prediction plots (PNG)",
+    ),
+    "trex demo-video": (
+        "proclab.reward.command:demo_video_command",
+        "one T-REX demo as an mp4 with rewards drawn on",
+    ),
+    "quickstart": ("proclab.quickstart.command:quickstart_command", "the whole pipeline, small, on a CPU"),
+    "games": (
+        "proclab.envs.command:games_command",
+        "list the Procgen games, their modes and the level splits",
+    ),
 }
 
 
@@ -184,8 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"  {c.split(' ', 1)[1]:<16}{COMMANDS[c][1]}")
                 sys.exit(0 if len(argv) == 1 or argv[1] in ("-h", "--help") else 2)
             raise unknown_choice("command", argv[0], sorted({c.split()[0] for c in COMMANDS}))
-        module = importlib.import_module(COMMANDS[name][0])
-        module.main(rest, prog=f"proclab {name}")
+        module, function = COMMANDS[name][0].split(":")
+        getattr(importlib.import_module(module), function)(rest, prog=f"proclab {name}")
     except NothingToDo as done:
         print(done)
     except ProclabError as err:

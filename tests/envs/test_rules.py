@@ -66,7 +66,7 @@ def test_rules_parse_with_defaults_spelled_out_and_refuse_bad_text_in_one_line()
             parse_rule(bad)
     with pytest.raises(ProclabError, match="edits coinrun levels; the env plays maze"):
         ProcgenVecEnv(EnvConfig(game=("maze",), level_rule="coin-moved", num_envs=1))
-    from proclab.rl.train import parse_args
+    from proclab.command import parse_args
 
     trained, _ = parse_args(
         ["--preset", "tiny", "--game", "coinrun", "--level-rule", "coin-moved:percent=30"]
@@ -247,7 +247,7 @@ def test_commands_play_record_and_refuse_level_rules(tmp_path, capsys):
     import json
 
     import proclab
-    from proclab.record import RecordArgs, new_recording, record_shard
+    from proclab.record import RecordSettings, new_recording, record_shard
     from proclab.rl.config import TrainConfig
     from proclab.run.runtime import RuntimeConfig
     from proclab.store import EpisodeStore
@@ -269,9 +269,12 @@ def test_commands_play_record_and_refuse_level_rules(tmp_path, capsys):
 
     # record: the rule spelled out in the recording, and every episode's first state edited
     out = tmp_path / "store"
-    args = RecordArgs(agent=ckpt, out=out, episodes=3, num_envs=3, level_rule="cheese-region")
+    settings = RecordSettings(episodes=3, num_envs=3, level_rule="cheese-region")
     record_shard(
-        new_recording(args), out, 3, runtime=RuntimeConfig(device="cpu", precision="fp32", torch_threads=1)
+        new_recording(ckpt, out, settings),
+        out,
+        3,
+        runtime=RuntimeConfig(device="cpu", precision="fp32", torch_threads=1),
     )
     store = EpisodeStore(out)
     (entry,) = store.recordings().values()

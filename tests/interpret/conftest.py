@@ -12,11 +12,11 @@ from proclab.cli import main
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
 from proclab.models.loading import freeze
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig, make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.config import wm_size
-from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
 from proclab.worldmodel.trainer import train_world_model
 from support import TINY_AGENT, agent_checkpoint, make_agent_checkpoint, tiny_config, write_samples
 from support import record as record_coinrun
@@ -95,17 +95,10 @@ def world_models(tmp_path_factory):
             config = tiny_config(store, root / "runs", total_updates=2, **forms(name))
             run = train_world_model(store, config, progress=False).run_dir
             samples = sample_rollouts(
-                SampleArgs(
-                    wm=run,
-                    precision="fp32",
-                    out=root / "samples.zarr",
-                    n=5,
-                    steps=6,
-                    init="random",
-                    videos=0,
-                    device="cpu",
-                    torch_threads=1,
-                ),
+                run,
+                root / "samples.zarr",
+                SamplingSettings(n=5, steps=6, init="random", videos=0),
+                RuntimeConfig(device="cpu", precision="fp32", torch_threads=1),
                 progress=False,
             )
             made[name] = run, samples

@@ -9,8 +9,8 @@ import pytest
 
 from proclab.cli import main
 from proclab.interpret.bases.pca_ica import Basis
-from proclab.interpret.cli import ANALYSES
-from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisArgs
+from proclab.interpret.command import ANALYSES
+from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 

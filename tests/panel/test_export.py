@@ -11,8 +11,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.workspace.folder import Workspace
 from proclab.panel.bundle import load_schema, read_array
-from proclab.panel.command import ExportArgs
-from proclab.panel.export import export
+from proclab.panel.export import PanelSettings, export
 from proclab.store import EpisodeStore
 
 
@@ -123,7 +122,9 @@ def test_intervention_summaries_and_videos_are_carried(analysis, tmp_path):
         (iv / "summary.json").write_text('{"return_change": -1.5}')
         (iv / "videos").mkdir()
         (iv / "videos" / "a.mp4").write_bytes(b"not really a video")
-        out = export(ExportArgs(analysis, tmp_path / "P", samples=3, real=0, background=50), progress=False)
+        out = export(
+            analysis, tmp_path / "P", PanelSettings(samples=3, real=0, background=50), progress=False
+        )
         doc = json.loads((out / "data" / "panel.json").read_text())
         assert doc["interventions"] == [
             {
@@ -170,14 +171,12 @@ def test_refuses_to_write_over_a_folder_that_is_not_a_panel(analysis, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     for out in (analysis, tmp_path, tmp_path / "notes.txt"):
         with pytest.raises(ProclabError, match="not a panel folder"):
-            export(ExportArgs(analysis, out, samples=2, real=0, background=10), progress=False)
+            export(analysis, out, PanelSettings(samples=2, real=0, background=10), progress=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_atlas_cards_link_to_windows_that_hold_their_moments(atlas_analysis, tmp_path):
-    out = export(
-        ExportArgs(analysis=atlas_analysis, out=tmp_path / "P", samples=5, real=2, chunk=8), progress=False
-    )
+    out = export(atlas_analysis, tmp_path / "P", PanelSettings(samples=5, real=2, chunk=8), progress=False)
     doc = json.loads((out / "data" / "panel.json").read_text())
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
     (atlas,) = doc["atlases"]
@@ -250,9 +249,7 @@ def test_real_episodes_recorded_with_ground_truth_carry_its_markers(analysis, tm
     from proclab.panel.truth import truth_markers
 
     copy = _with_ground_truth(analysis, tmp_path)
-    out = export(
-        ExportArgs(analysis=copy, out=tmp_path / "P", samples=4, real=3, background=50), progress=False
-    )
+    out = export(copy, tmp_path / "P", PanelSettings(samples=4, real=3, background=50), progress=False)
     doc = json.loads((out / "data" / "panel.json").read_text())
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
     real = [s for s in doc["samples"] if s["kind"] == "real"]

@@ -16,7 +16,7 @@ from proclab.record.ground_truth import ground_truth_names
 from proclab.rl.evaluate import evaluate, rows_table
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore, ShardWriter
-from proclab.store.info import main as data_info
+from proclab.store.command import info_command as data_info
 from proclab.store.info import summarize
 from proclab.store.schema import GROUND_TRUTH_ATTR
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from proclab.cli import main as proclab
+from proclab.command import parse_learned_reward as parse_args
 from proclab.errors import ProclabError
 from proclab.io.run_dirs import read_metrics
 from proclab.reward.nets import RewardNet, RewardNetConfig, save_reward_model
-from proclab.train_command import parse_learned_reward as parse_args
 from support import TINY_FLAGS, TINY_PPO
 
 TINY = [*TINY_PPO, "--val-num-envs", "2", "--total-steps", "512", *TINY_FLAGS]

@@ -10,11 +10,12 @@ import torch
 
 from proclab.cli import main as proclab
 from proclab.io.video import read_video
-from proclab.reward.grid import GridArgs, grid_configs, run_grid
+from proclab.reward.command import parse_args
+from proclab.reward.grid import GridSettings, grid_configs, run_grid
 from proclab.reward.nets import load_reward_model
 from proclab.reward.plots import correlation_table, plot_correlations, plot_predictions
 from proclab.reward.record_demos import write_synthetic_demos
-from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig, parse_args
+from proclab.reward.train import LOG_COLUMNS, SEED_SUMMARY, SUMMARY_COLUMNS, TrexConfig
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 
@@ -131,12 +132,11 @@ def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
 
 
 def test_grid_csv_has_one_row_per_cell(store, tmp_path):
-    args = GridArgs(
-        data=store,
+    args = GridSettings(
+        replace(FAST_CONFIG, demos=store, run_root=tmp_path),
         num_demos=(6, 8),
         seeds=2,
         out=tmp_path / "grid.csv",
-        train=FAST_CONFIG.__class__(**{**FAST_CONFIG.__dict__, "run_root": tmp_path}),
     )
     rows = run_grid(args)
     written = rows_of(tmp_path / "grid.csv")
@@ -155,12 +155,12 @@ def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     assert png.name == "correlations_starpilot.png" and png.stat().st_size > 10_000
 
     with pytest.raises(Exception, match="needs that many starpilot training demos"):
-        run_grid(GridArgs(data=store, num_demos=(6, 40), out=tmp_path / "never.csv"))
+        run_grid(GridSettings(TrexConfig(demos=store), num_demos=(6, 40), out=tmp_path / "never.csv"))
     assert not (tmp_path / "never.csv").exists()
 
 
 def test_grid_keeps_parity_runs_apart_from_batched_ones(store):
-    args = GridArgs(data=store, num_demos=(6, 8), seeds=2)
+    args = GridSettings(TrexConfig(demos=store), num_demos=(6, 8), seeds=2)
     assert {c.name for c in grid_configs(args)} == {"grid-n6", "grid-n8"}
     parity = replace(args, train=replace(args.train, parity=True))
     assert {c.name for c in grid_configs(parity)} == {"grid-n6-parity", "grid-n8-parity"}
@@ -168,10 +168,8 @@ def test_grid_keeps_parity_runs_apart_from_batched_ones(store):
 
 @pytest.mark.distributed
 def test_grid_runs_in_local_processes(store, tmp_path):
-    train = TrexConfig(**{**FAST_CONFIG.__dict__, "run_root": tmp_path})
-    rows = run_grid(
-        GridArgs(data=store, num_demos=(6,), seeds=2, workers=2, out=tmp_path / "g.csv", train=train)
-    )
+    train = replace(FAST_CONFIG, demos=store, run_root=tmp_path)
+    rows = run_grid(GridSettings(train, num_demos=(6,), seeds=2, workers=2, out=tmp_path / "g.csv"))
     assert sorted(int(r["seed"]) for r in rows) == [0, 1]
 
 

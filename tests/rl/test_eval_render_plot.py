@@ -230,7 +230,8 @@ def test_random_baseline_is_a_uniform_agent_on_the_same_levels(tmp_path):
     episodes and seed (computed here directly)."""
     from proclab.envs import EnvConfig
     from proclab.models.scripted import ScriptedAgent
-    from proclab.rl.evaluate import EvalArgs, evaluate, run_evaluation
+    from proclab.rl.command import EvalArgs, run_evaluation
+    from proclab.rl.evaluate import evaluate
     from support import TINY_GRU, make_agent_checkpoint
 
     ckpt = make_agent_checkpoint(tmp_path / "run", TINY_GRU, game="bigfish")
@@ -255,7 +256,7 @@ def test_eval_goals_only_when_asked(tmp_path, capsys, monkeypatch):
     from level_fixtures import ending_soon
     from proclab.envs import EnvConfig
     from proclab.levels.level import Level, write_levels
-    from proclab.rl.evaluate import EvalArgs, run_evaluation
+    from proclab.rl.command import EvalArgs, run_evaluation
     from proclab.stats.proportions import clopper_pearson
     from support import TINY_GRU, make_agent_checkpoint
 

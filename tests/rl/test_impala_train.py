@@ -8,15 +8,14 @@ import signal
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from proclab.command import parse_args
 from proclab.errors import ProclabError
 from proclab.io.run_dirs import read_metrics
 from proclab.rl.config import PRESETS, ImpalaConfig
-from proclab.rl.evaluate import EvalArgs, paper_rows, protocol_settings, results_table
-from proclab.rl.train import parse_args
+from proclab.rl.evaluate import EvalSettings, paper_rows, protocol_settings, results_table
 from support import TINY_FLAGS, one_line_error, proclab, with_game
 
 GAMES = "bossfight,chaser"  # short random episodes
@@ -233,14 +232,14 @@ def test_paper_table_has_a_row_per_game_and_the_mean_x100():
 
 
 def test_srwm_protocol_settings():
-    args = EvalArgs(agent=Path("x"), preset="srwm")
+    args = EvalSettings(preset="srwm")
     assert protocol_settings(args) == (200, True, ("train", "test1", "test2", "test3"))
     assert protocol_settings(replace(args, preset="srwm-sampled", episodes=5, split=("test2",))) == (
         5,
         False,
         ("test2",),
     )
-    assert protocol_settings(EvalArgs(agent=Path("x"))) == (100, False, ("train", "test1"))
+    assert protocol_settings(EvalSettings()) == (100, False, ("train", "test1"))
     with pytest.raises(ProclabError, match="unknown eval preset 'srvm'"):
         protocol_settings(replace(args, preset="srvm"))
 

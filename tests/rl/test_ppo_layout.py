@@ -7,12 +7,12 @@ import pytest
 import torch
 
 import proclab.rl.ppo_layout as ppo_layout
+from proclab.command import parse_args
 from proclab.io.configs import from_dict
 from proclab.models import build_agent
 from proclab.rl.config import TrainConfig
 from proclab.rl.ppo_layout import learner_candidates, measure_layouts
 from proclab.rl.ppo_train import Trainer
-from proclab.rl.train import parse_args
 from proclab.run.layout import Layout, Timings
 from proclab.run.runtime import make_runtime
 from support import TINY_FLAGS, TINY_PPO

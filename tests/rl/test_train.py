@@ -11,13 +11,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from proclab.command import parse_args
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.run_dirs import read_metrics
 from proclab.record.recording import RewardNorm, reward_normalisation
 from proclab.rl.config import PRESETS, TrainConfig
-from proclab.rl.train import parse_args
 from support import (
     TINY_FLAGS,
     TINY_PPO,

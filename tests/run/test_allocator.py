@@ -14,7 +14,7 @@ if sys.argv[1] == "plain":
 from proclab.models import build_agent
 from proclab.rl.ppo import PPOLearner
 from proclab.rl.ppo_layout import _random_batch
-from proclab.rl.train import parse_args
+from proclab.command import parse_args
 from proclab.run.layout import Layout
 cfg, _ = parse_args(["--preset", "cleanrl", "--device", "cpu"])
 rt = runtime.make_runtime("cpu", "fp32", threads=1)

@@ -12,14 +12,21 @@ from scipy import stats
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig, make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import make_batch, synthetic_batch
-from proclab.worldmodel.checkpoint import load_world_model
+from proclab.worldmodel.checkpoint import TrainedWorldModel, load_world_model
 from proclab.worldmodel.clustered import auc, clustered_auc, clustered_mean, correlations
+from proclab.worldmodel.command import EvaluateArgs
 from proclab.worldmodel.config import WorldModelConfig
-from proclab.worldmodel.evaluate import EvaluateArgs, evaluate
-from proclab.worldmodel.evaluation import expected_returns, frame_rows, frame_table
+from proclab.worldmodel.evaluation import (
+    EvaluationSettings,
+    StripSettings,
+    evaluate_into,
+    expected_returns,
+    frame_rows,
+    frame_table,
+)
 from proclab.worldmodel.frame_error import prediction_strip
 from proclab.worldmodel.model import Trajectory
 from proclab.worldmodel.state_drift import nearest_other_episode
@@ -200,25 +207,16 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     baselines and the oracle from the store with numpy, the teacher-forced and open-loop errors window by
     window, the reward labels and the no-dynamics baseline from the recorded rows, controllability as 0
     for a model whose frames ignore the actions (and not 0 for the trained one)."""
-    from proclab.worldmodel.checkpoint import TrainedWorldModel
     from proclab.worldmodel.evaluation import evaluate_world_model
     from proclab.worldmodel.frame_error import pick_windows
     from proclab.worldmodel.simulate import imagined, teacher_forced
 
     H, within, picked = 3, 2, 24
-    args = EvaluateArgs(
-        wm=trained_run,
-        data=store,
-        out=tmp_path / "ev",
-        horizon=H,
-        within=within,
-        windows=picked,
-        strip_windows=2,
-        device="cpu",
-        precision="fp32",
-        resamples=50,
+    world = TrainedWorldModel.load(
+        trained_run, runtime=RuntimeConfig(device="cpu", precision="fp32").runtime()
     )
-    result = evaluate(args)
+    settings = EvaluationSettings(horizon=H, within=within, windows=picked, resamples=50)
+    result = evaluate_into(tmp_path / "ev", world, store, settings, strip=StripSettings(2))
     assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["windows"] == result["windows"]
     assert (tmp_path / "ev" / "evaluation.png").stat().st_size > 5000
     assert result["closed_loop"] == "sampled"  # the default
@@ -293,8 +291,8 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     assert result["real_game"] == "played" and len(result["mse"]["closed_loop_minus_real_game"]) == H
     same = [c["mean"] for c in result["closed_loop_same_actions"]]
     assert len(same) == H and same == sorted(same, reverse=True)
-    with pytest.raises(ProclabError, match="exists"):
-        evaluate(args)
+    with pytest.raises(ProclabError, match="exists"):  # wm evaluate never overwrites unasked
+        EvaluateArgs(wm=trained_run, data=store, out=tmp_path / "ev").validate()
     # controllability: the trained model's frames follow its actions somewhere; with the action's input to
     # the dynamics zeroed they cannot, and the delta-PSNR is exactly 0 at every step
     assert any(abs(c["mean"]) > 1e-6 for c in result["psnr"]["controllability"])

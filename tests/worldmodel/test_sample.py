@@ -9,12 +9,15 @@ import torch
 
 from proclab.cli import main as cli
 from proclab.errors import ProclabError
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import RuntimeConfig, make_runtime
 from proclab.store import EpisodeStore
 from proclab.worldmodel.checkpoint import load_world_model
-from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
 from proclab.worldmodel.simulate import dreamed
 from support import disk_full
+
+CPU = RuntimeConfig(device="cpu")
+"""Where the samples are simulated (the other runtime flags at their defaults)."""
 
 
 def steps_of(path: Path) -> list[dict[str, np.ndarray]]:
@@ -23,15 +26,15 @@ def steps_of(path: Path) -> list[dict[str, np.ndarray]]:
 
 
 def test_sampling_is_deterministic_given_a_seed(trained_run, tmp_path):
-    base = SampleArgs(
-        wm=trained_run, n=3, steps=4, videos=0, modal=False, greedy=False, device="cpu", batch_size=2
-    )
+    base = SamplingSettings(n=3, steps=4, videos=0, modal=False, greedy=False, batch_size=2)
+
+    def sample(out, **fields):
+        return steps_of(sample_rollouts(trained_run, out, replace(base, **fields), CPU, progress=False))
+
     for init in ("informed", "random"):
-        a = steps_of(sample_rollouts(replace(base, init=init, out=tmp_path / f"a-{init}"), progress=False))
-        b = steps_of(sample_rollouts(replace(base, init=init, out=tmp_path / f"b-{init}"), progress=False))
-        c = steps_of(
-            sample_rollouts(replace(base, init=init, out=tmp_path / f"c-{init}", seed=1), progress=False)
-        )
+        a = sample(tmp_path / f"a-{init}", init=init)
+        b = sample(tmp_path / f"b-{init}", init=init)
+        c = sample(tmp_path / f"c-{init}", init=init, seed=1)
         assert all(np.array_equal(x[k], y[k]) for x, y in zip(a, b, strict=True) for k in x)
         assert not all(np.array_equal(x["obs"], z["obs"]) for x, z in zip(a, c, strict=True))
 
@@ -88,22 +91,22 @@ def test_samples_follow_the_timestep_convention(trained_run, tmp_path, capsys):
 
 
 def test_other_agents_in_the_loop(trained_run, tmp_path):
-    args = SampleArgs(wm=trained_run, n=2, steps=3, init="random", videos=0, device="cpu")
-    right = EpisodeStore(
-        sample_rollouts(replace(args, agent="always-right", out=tmp_path / "right"), progress=False)
-    )
+    settings = SamplingSettings(n=2, steps=3, init="random", videos=0)
+
+    def sample(agent, out):
+        return sample_rollouts(trained_run, out, replace(settings, agent=agent), CPU, progress=False)
+
+    right = EpisodeStore(sample("always-right", tmp_path / "right"))
     assert all((right.read(i, ["action"])["action"] == 7).all() for i in range(2))
     assert not any(f.startswith("state_out/") for f in right.fields)
-    fresh = EpisodeStore(
-        sample_rollouts(replace(args, agent="untrained", out=tmp_path / "fresh"), progress=False)
-    )
+    fresh = EpisodeStore(sample("untrained", tmp_path / "fresh"))
     assert (
         fresh.read(0, ["state_in/core.0"])["state_in/core.0"][0].tolist() == [0.0] * 16
     )  # its own initial state
     with pytest.raises(ProclabError, match="other fields"):
-        sample_rollouts(replace(args, agent="trained", out=tmp_path / "right"), progress=False)
+        sample("trained", tmp_path / "right")
     with pytest.raises(ProclabError, match="unknown agent 'always-rihgt'"):
-        sample_rollouts(replace(args, agent="always-rihgt", out=tmp_path / "x"), progress=False)
+        sample("always-rihgt", tmp_path / "x")
 
 
 @pytest.mark.parametrize("where", ["shard-00000", "videos"])

@@ -141,9 +141,10 @@ def test_torchrun_two_cpu_processes(store, tmp_path):
 def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     """A feed-forward agent (quickstart's): no agent state anywhere, train -> sample -> loss over time."""
     from proclab.models import AgentConfig
+    from proclab.run.runtime import RuntimeConfig
     from proclab.store import EpisodeStore, ShardWriter
-    from proclab.worldmodel.loss_over_time import LossOverTimeArgs, loss_over_time
-    from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+    from proclab.worldmodel.loss_over_time import LossOverTimeSettings, loss_over_time
+    from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
     from support import TINY_AGENT
 
     agent = helpers.make_agent_checkpoint(
@@ -168,13 +169,13 @@ def test_a_stateless_agent_end_to_end(tmp_path, helpers):
     )
     run = WMTrainer(cfg).train(progress=False)
     assert read_metrics(run)["losses/agent_state"] == [0.0, 0.0]
+    cpu = RuntimeConfig(device="cpu")
     samples = sample_rollouts(
-        SampleArgs(wm=run, n=2, steps=3, out=tmp_path / "s", videos=0, device="cpu"), progress=False
+        run, tmp_path / "s", SamplingSettings(n=2, steps=3, videos=0), cpu, progress=False
     )
     assert not any(f.startswith("state_") for f in EpisodeStore(samples).fields)
     lot = loss_over_time(
-        LossOverTimeArgs(wm=run, batches=1, batch_size=2, out=tmp_path / "lot", device="cpu"),
-        progress=False,
+        run, tmp_path / "lot", LossOverTimeSettings(batches=1, batch_size=2), cpu, progress=False
     )
     assert "agent_state" not in lot["quantities"] and "value" in lot["quantities"]
 

@@ -1,4 +1,4 @@
-"""``proclab level edit``: remove, move or add entities of a kind, move the agent; write a level-state file.
+"""Edits of a level: remove, move or add entities of a kind, move the agent (``proclab level edit``).
 
 Edits apply in this order: every ``--remove``, every ``--move``, every ``--add``, then ``--move-agent``
 (each flag may repeat). A *kind* is a name of the game's glossary (``proclab level show`` lists a
@@ -7,8 +7,8 @@ is refused with the valid ones. Positions are world units (x right, y up, one un
 ``proclab level show``). For cell kinds (CoinRun's coin, Maze's cheese) the same edits change grid
 cells: a removed or moved cell leaves empty space, an added one fills the cell under the point.
 
-The edited state is played once in a real procgen env before it is written (procgen must accept
-it), and written atomically; ``--append`` adds it to an existing file of the same game and mode.
+The edited state is played once in a real procgen env (procgen must accept it) before it is kept, and
+written atomically; ``--append`` adds it to an existing file of the same game and mode.
 """
 
 from __future__ import annotations
@@ -16,11 +16,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import tyro
-from rich.console import Console
 
 from proclab.envs.state import (
     GameState,
@@ -36,31 +33,17 @@ from proclab.envs.state import (
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, level_states, read_level_states, write_level_states
 from proclab.levels.level import Level, play_frames
-from proclab.levels.pick import LevelArgs, pick_level
-from proclab.levels.picture import save_level_picture
 
 
 @dataclass(frozen=True)
-class EditArgs(LevelArgs):
-    """Edit a level (remove, move or add entities of a kind; move the agent) and write it as a level-state file."""
+class LevelEdits:
+    """What to change in a level, each edit a spec as ``proclab level edit`` takes it (applied in the module
+    docstring's order)."""
 
-    out: Annotated[Path, tyro.conf.arg(metavar="OUT")] = dataclasses.field(kw_only=True)
-    """Level-state file to write (by convention NAME.levels.json)."""
-    remove: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """KIND (every one of that kind) or KIND@X,Y (the one nearest to X,Y); repeatable."""
-    move: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """KIND=X,Y (the first of that kind), KIND#I=X,Y (the I-th, as listed by level show) or
-    KIND@X0,Y0=X,Y (the one nearest to X0,Y0); repeatable."""
-    add: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """KIND=X,Y: one more of that kind centred at X,Y (a cell kind fills the cell under it); repeatable."""
-    move_agent: Annotated[str | None, tyro.conf.arg(metavar="X,Y")] = None
-    """Move the agent's centre to X,Y."""
-    append: bool = False
-    """Add the edited level to the file OUT (same game and mode) instead of writing a new one."""
-    overwrite: bool = False
-    """Replace OUT if it exists (without --append)."""
-    png: Path | None = None
-    """Also render the edited level as a PNG (as proclab level show does)."""
+    remove: tuple[str, ...] = ()  # KIND (every one of that kind) or KIND@X,Y (the one nearest to X,Y)
+    move: tuple[str, ...] = ()  # KIND=X,Y (the first), KIND#I=X,Y (the I-th) or KIND@X0,Y0=X,Y (the nearest)
+    add: tuple[str, ...] = ()  # KIND=X,Y: one more of that kind centred at X,Y
+    move_agent: str | None = None  # X,Y: the agent's new centre
 
 
 def _xy(text: str, flag: str) -> tuple[float, float]:
@@ -116,44 +99,37 @@ def apply_add(state: GameState, spec: str) -> GameState:
     return add_entity(state, _kind(state, kind), _xy(at, "--add"))
 
 
-def edit_state(state: GameState, args: EditArgs) -> tuple[GameState, str]:
-    """``state`` with every edit of ``args`` applied (in the module docstring's order), and a note of them."""
+def edit_state(state: GameState, edits: LevelEdits) -> tuple[GameState, str]:
+    """``state`` with every edit applied (in the module docstring's order), and a note of them."""
     done = []
-    for flag, specs, apply in (("remove", args.remove, apply_remove), ("move", args.move, apply_move),
-                               ("add", args.add, apply_add)):  # fmt: skip
+    for flag, specs, apply in (("remove", edits.remove, apply_remove), ("move", edits.move, apply_move),
+                               ("add", edits.add, apply_add)):  # fmt: skip
         for spec in specs:
             state = apply(state, spec)
             done.append(f"{flag} {spec}")
-    if args.move_agent is not None:
-        state = move_agent(state, _xy(args.move_agent, "--move-agent"))
-        done.append(f"agent to {args.move_agent}")
+    if edits.move_agent is not None:
+        state = move_agent(state, _xy(edits.move_agent, "--move-agent"))
+        done.append(f"agent to {edits.move_agent}")
     if not done:
         raise ProclabError("no edit given: use --remove, --move, --add or --move-agent (see --help)")
     return state, "; ".join(done)
 
 
-def run(args: EditArgs) -> tuple[Path, Level, GameState]:
-    """Edit the level, check procgen plays it, and write it; returns the file, the edited level and state."""
-    level = pick_level(args)
-    state, note = edit_state(parse_state(level.state.data), args)
+def edit_level(level: Level, edits: LevelEdits) -> tuple[Level, GameState]:
+    """``level`` edited (procgen checked to play it), its note naming the edits; and its parsed state."""
+    state, note = edit_state(parse_state(level.state.data), edits)
     data = serialize_state(state)
     play_frames(data, level.game, level.mode)  # procgen must accept the edited bytes
     edited = LevelState(data, level.state.level_seed, f"{level.source}: {note}")
+    return dataclasses.replace(level, state=edited), state
+
+
+def save_level(path: Path, level: Level, *, append: bool = False, overwrite: bool = False) -> Path:
+    """Write ``level`` as a level-state file at ``path`` (``append``: after the levels already there, of the same
+    game and mode); returns ``path``."""
     kept = []
-    if args.append and args.out.exists():
-        kept = list(read_level_states(args.out, game=level.game, mode=level.mode).states)
-    levels = level_states(level.game, level.mode, [*kept, edited])
-    write_level_states(args.out, levels, overwrite=args.overwrite or args.append)
-    return args.out, dataclasses.replace(level, state=edited), state
-
-
-def main(argv: list[str], prog: str = "proclab level edit") -> None:
-    args = tyro.cli(EditArgs, args=argv, prog=prog)
-    out, level, state = run(args)
-    console = Console()
-    console.print(f"{level.state.note}")
-    if args.png is not None:
-        _, human = play_frames(level.state.data, level.game, level.mode)
-        save_level_picture(args.png, state, human, level.state.note)
-        console.print(f"picture: {args.png}")
-    console.print(f"level-state file: {out}")
+    if append and path.exists():
+        kept = list(read_level_states(path, game=level.game, mode=level.mode).states)
+    levels = level_states(level.game, level.mode, [*kept, level.state])
+    write_level_states(path, levels, overwrite=overwrite or append)
+    return path

@@ -1,39 +1,17 @@
-"""``proclab level export``: recorded episodes' first game states as a level-state file.
+"""Recorded episodes' first game states as a level-state file (``proclab level export``).
 
-``proclab record`` stores each episode's first state (the ``initial_state`` blob of the store); this
-command writes those of the chosen episodes into one level-state file, so that a recorded episode
+``proclab record`` stores each episode's first state (the ``initial_state`` blob of the store); ``level export``
+writes those of the chosen episodes into one level-state file, so that a recorded episode
 can be shown (``proclab level show``), edited (``proclab level edit``) or played again by any agent
 (``--levels-from``): procgen continues from a state exactly as it did when the episode was recorded.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated
-
-import tyro
-
 from proclab.errors import ProclabError
-from proclab.io.arguments import DATA
-from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_states, write_level_states
+from proclab.levels.file import MODE_CODES, LevelState, LevelStates, level_states
 from proclab.store import EpisodeStore
 from proclab.store.schema import INITIAL_STATE, has_first_states
-
-
-@dataclass(frozen=True)
-class ExportArgs:
-    """Write recorded episodes' first game states as a level-state file (to show, edit or replay them)."""
-
-    data: Annotated[Path, DATA]
-    """The episode store (recorded with ground truth, proclab record's default)."""
-    out: Annotated[Path, tyro.conf.arg(metavar="OUT")] = dataclasses.field(kw_only=True)
-    """Level-state file to write (by convention NAME.levels.json)."""
-    episode: tyro.conf.UseAppendAction[tuple[int, ...]] = ()
-    """Episode index in the store (repeatable; negative counts from the end). Default: every episode."""
-    overwrite: bool = False
-    """Replace OUT if it exists."""
 
 
 def _mode(store: EpisodeStore, index: int) -> str:
@@ -74,15 +52,3 @@ def initial_states(store: EpisodeStore, episodes: list[int]) -> LevelStates:
         for i in episodes
     ]
     return level_states(game, mode, states)
-
-
-def main(argv: list[str], prog: str = "proclab level export") -> None:
-    args = tyro.cli(ExportArgs, args=argv, prog=prog)
-    store = EpisodeStore(args.data)
-    if store.num_episodes == 0:
-        raise ProclabError(f"episode store {str(args.data)!r} holds no committed episode")
-    episodes = list(args.episode) or list(range(store.num_episodes))
-    levels = initial_states(store, episodes)
-    write_level_states(args.out, levels, overwrite=args.overwrite)
-    print(f"{len(levels)} {levels.game} {levels.mode}-mode level(s) from {args.data}")
-    print(f"level-state file: {args.out}")

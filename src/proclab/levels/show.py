@@ -1,4 +1,4 @@
-"""``proclab level show``: a level's parsed state as tables (or JSON), and as a PNG with every entity labelled.
+"""A level's parsed state as tables (or JSON), and as a PNG with every entity labelled (``proclab level show``).
 
 The level is generated (``--game --mode --level-seed``) or read from a level-state file
 (``--levels FILE --index I``). Positions are world units as procgen stores them: x to the right,
@@ -9,31 +9,14 @@ these are the coordinates ``proclab level edit`` takes.
 from __future__ import annotations
 
 import dataclasses
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
-from rich.console import Console
 from rich.table import Table
 
 from proclab.envs.state import GameState, glossary, parse_state
 from proclab.levels.level import Level, play_frames
-from proclab.levels.pick import LevelArgs, pick_level
 from proclab.levels.picture import save_level_picture
-
-
-@dataclass(frozen=True)
-class ShowArgs(LevelArgs):
-    """Print a level's parsed state (entities, grid cells, the game's own fields) and render it as a PNG."""
-
-    png: Path | None = None
-    """Where to write the picture (default: <game>-<mode>-level<seed>.png, or <file>-<index>.png)."""
-    picture: bool = True
-    """Render the PNG (--no-picture: only print)."""
-    json: bool = False
-    """Print the parsed state as JSON instead of tables."""
 
 
 def describe(state: GameState, mode: str) -> dict:
@@ -99,14 +82,6 @@ def print_tables(info: dict, console) -> None:
     console.print(cells)
 
 
-def picture_path(args: ShowArgs, level: Level) -> Path:
-    if args.png is not None:
-        return args.png
-    if args.levels is not None:
-        return Path(f"{args.levels.name.split('.')[0]}-{args.index}.png")
-    return Path(f"{level.game}-{level.mode}-level{level.state.level_seed}.png")
-
-
 def show(level: Level, png: Path | None) -> dict:
     """Print ``level`` and (with ``png``) render it there; returns its description."""
     state = parse_state(level.state.data)
@@ -115,17 +90,3 @@ def show(level: Level, png: Path | None) -> dict:
         _, human = play_frames(level.state.data, level.game, level.mode)
         save_level_picture(png, state, human, level.state.note or level.source)
     return info
-
-
-def main(argv: list[str], prog: str = "proclab level show") -> None:
-    args = tyro.cli(ShowArgs, args=argv, prog=prog)
-    console = Console(stderr=args.json)
-    level = pick_level(args)
-    png = picture_path(args, level) if args.picture else None
-    info = show(level, png)
-    if args.json:
-        print(json.dumps(info, indent=2, default=str))
-    else:
-        print_tables(info, console)
-    if png is not None:
-        console.print(f"picture: {png}")

@@ -1,7 +1,8 @@
-"""``proclab panel export``'s command line: its arguments, parsed before anything heavy is imported.
+"""``proclab panel export`` and ``proclab panel serve``: an analysis folder as a panel (:mod:`.export`), and
+the local server that shows it (:mod:`.server`).
 
-The export itself (:mod:`proclab.panel.export`) reads activations with torch; keeping the arguments
-here lets ``proclab panel export --help`` answer at once.
+The export reads activations with torch: it is imported when the command runs, so that ``proclab panel
+export --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import tyro
+
+from proclab.io.arguments import settings_from
+from proclab.panel.server import IDLE_TIMEOUT, serve
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,29 @@ class ExportArgs:
     """Seed of the background subset."""
 
 
-def main(argv: list[str], prog: str = "proclab panel export") -> None:
+def export_command(argv: list[str], prog: str = "proclab panel export") -> None:
     args = tyro.cli(ExportArgs, args=argv, prog=prog)
     # lazy: command dispatch; the export needs torch, which --help must not pay for
-    from proclab.panel.export import export
+    from proclab.panel.export import PanelSettings, export
 
-    out = export(args)
+    out = export(args.analysis, args.out, settings_from(args, PanelSettings))
     print(f"panel written to {out}; open it with: proclab panel serve {out}")
+
+
+@dataclass(frozen=True)
+class ServeArgs:
+    """Serve an exported panel on 127.0.0.1 (GET/HEAD, files inside PANEL only) until Ctrl-C."""
+
+    panel: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="PANEL")]
+    """The folder written by proclab panel export --out."""
+    port: int = 0
+    """TCP port on 127.0.0.1; 0 picks a free one (the URL is printed)."""
+    open: bool = False
+    """Also open the URL in the default web browser."""
+    idle_timeout: float = IDLE_TIMEOUT
+    """Close a connection that sends nothing for this many seconds (idle and slow clients)."""
+
+
+def serve_command(argv: list[str], prog: str = "proclab panel serve") -> None:
+    args = tyro.cli(ServeArgs, args=argv, prog=prog)
+    serve(args.panel, args.port, args.open, args.idle_timeout)

@@ -1,4 +1,4 @@
-"""``proclab panel export``: an analysis folder as a static web panel.
+"""An analysis folder as a static web panel (``proclab panel export``).
 
 Reads what the ``proclab analyze`` commands left in the folder and what they point at: the
 basis (``basis.npz``), the sample store and real store recorded in ``analysis.json``, the
@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.progress import Progress
@@ -41,8 +40,20 @@ from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_
 from proclab.panel.truth import truth_markers
 from proclab.store.store import EpisodeStore
 
-if TYPE_CHECKING:  # the command line parses the arguments and calls export() with them
-    from proclab.panel.command import ExportArgs
+
+@dataclass(frozen=True)
+class PanelSettings:
+    """What :func:`export` puts in a panel (``proclab panel export``'s options of these names)."""
+
+    samples: int = 1000  # simulated samples to include (the sample store's first N)
+    real: int = 50  # real episodes (windows of the --real saliency run, else the store's first episodes)
+    background: int = 3000  # real states drawn as the scatter's background cloud (a seeded random subset)
+    eval: tuple[Path, ...] = ()  # proclab eval --out files (empty: eval*.json in the agent's run directory)
+    chunk: int = 500  # samples per chunk of the per-step arrays (the page fetches a chunk when it needs one)
+    atlas_moments: int = 1  # per atlas card, its first N top and bottom moments in the episode viewer
+    title: str | None = None  # page title (None: the analysis folder's name)
+    seed: int = 0  # seed of the background subset
+
 
 MAX_PCS = 16
 """PCs offered on the scatter's axes (the leading ones; the basis may have D of them)."""
@@ -158,17 +169,17 @@ class _Sources:
     keys: list[str]  # saliency targets
 
 
-def _open_sources(args: ExportArgs) -> _Sources:
-    """Check the arguments and the analysis folder before any work."""
-    ws = Workspace.open(args.analysis, create=False)
-    out = Path(args.out)
+def _open_sources(analysis: Path, out: Path, settings: PanelSettings) -> _Sources:
+    """Check the settings and the analysis folder before any work."""
+    ws = Workspace.open(analysis, create=False)
+    out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
         raise ProclabError(
             f"--out {str(out)!r} exists and is not a panel folder; give a new or empty folder or an earlier export"
         )
     basis = ws.basis()
     source = ws.activation()
-    if args.samples < 0 or args.real < 0 or args.chunk < 1 or args.background < 1:
+    if settings.samples < 0 or settings.real < 0 or settings.chunk < 1 or settings.background < 1:
         raise ProclabError("--samples and --real must be >= 0, --chunk and --background >= 1")
     data = EpisodeStore(ws.inputs["data"]) if ws.inputs.get("data") else None
     sim_store = EpisodeStore(ws.inputs["samples"]) if ws.inputs.get("samples") else None
@@ -178,7 +189,7 @@ def _open_sources(args: ExportArgs) -> _Sources:
         )
     sim_sal, real_sal = _saliency_stores(ws)
     agent = ws.agent_checkpoint()
-    n_sim = min(args.samples, sim_store.num_episodes) if sim_store is not None else 0
+    n_sim = min(settings.samples, sim_store.num_episodes) if sim_store is not None else 0
     lengths = [int(x) for x in sim_store.episodes["length"][:n_sim]] if n_sim else []
     steps = min(lengths) if lengths else int(real_sal[2]["window"]) if real_sal else 10
     keys = sorted(
@@ -343,18 +354,21 @@ def _interventions(ws) -> tuple[list[dict], dict[str, Path]]:
     return found, files
 
 
-def export(args: ExportArgs, progress: bool = True) -> Path:
-    src = _open_sources(args)
+def export(
+    analysis: Path, out: Path, settings: PanelSettings = PanelSettings(), progress: bool = True
+) -> Path:
+    """The analysis folder ``analysis`` as a panel folder ``out`` (its data/ replaced); returns ``out``'s path."""
+    src = _open_sources(analysis, out, settings)
     ws, basis, steps = src.ws, src.basis, src.steps
     rows = Rows([], [], [], [], {})
     saliency_step = None
     with Progress(transient=True, disable=not progress) as bar:
         if src.n_sim:
             saliency_step = _add_simulated(src, rows, bar)
-        if src.data is not None and args.real:
-            real_step = _add_real(src, rows, bar, args.real)
+        if src.data is not None and settings.real:
+            real_step = _add_real(src, rows, bar, settings.real)
             saliency_step = saliency_step if saliency_step is not None else real_step
-        atlases, atlas_files = _atlases(src, rows, bar, args.atlas_moments)
+        atlases, atlas_files = _atlases(src, rows, bar, settings.atlas_moments)
     if not rows.samples:
         raise ProclabError(
             f"nothing to export from {str(ws.path)!r}: no sample or real episode with {steps} steps"
@@ -370,7 +384,7 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
     files |= atlas_files
     doc = {
         "meta": {
-            "title": args.title or f"proclab panel: {ws.path.resolve().name}",
+            "title": settings.title or f"proclab panel: {ws.path.resolve().name}",
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "source": str(ws.path.resolve()),
             "n_ics": basis.n_ics,
@@ -383,7 +397,12 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             "inputs": ws.inputs,
         },
         "background": _background(
-            src.data if src.data is not None else src.sim_store, basis, src.source, src.n_pcs, args, src.agent
+            src.data if src.data is not None else src.sim_store,
+            basis,
+            src.source,
+            src.n_pcs,
+            settings,
+            src.agent,
         ),
         "samples": rows.samples,
         "behaviours": behaviours,
@@ -393,11 +412,11 @@ def export(args: ExportArgs, progress: bool = True) -> Path:
             "saliency_step": extrema(ics, [min(saliency_step or steps // 2, steps - 1)]),
         },
         "histograms": histograms(ics),
-        **_agent_context(ws, data=src.data, args=args),
+        **_agent_context(ws, data=src.data, settings=settings),
         "interventions": interventions,
         "atlases": atlases,
     }
-    return write_panel(args.out, PanelData(doc, arrays, rows.strips, files), chunk=args.chunk)
+    return write_panel(out, PanelData(doc, arrays, rows.strips, files), chunk=settings.chunk)
 
 
 def _action_names() -> list[str]:
@@ -422,12 +441,14 @@ def _behaviours(ws, samples: list[dict], n_sim: int) -> list[dict]:
     return [{"id": b, "name": f"behaviour {b}", "members": m} for b, m in sorted(members.items())]
 
 
-def _background(store, basis, source: str, n_pcs: int, args: ExportArgs, agent: Path | None) -> dict:
+def _background(store, basis, source: str, n_pcs: int, settings: PanelSettings, agent: Path | None) -> dict:
     """A seeded random subset of the real states, in IC and PC coordinates."""
     lengths = store.episodes["length"]
-    upto = int(np.searchsorted(np.cumsum(lengths), args.background * 4)) + 1  # enough episodes to draw from
+    upto = (
+        int(np.searchsorted(np.cumsum(lengths), settings.background * 4)) + 1
+    )  # enough episodes to draw from
     x = read_activation(store, source, np.arange(min(upto, store.num_episodes)), checkpoint=agent).x
-    pick = np.sort(np.random.default_rng(args.seed).permutation(len(x))[: args.background])
+    pick = np.sort(np.random.default_rng(settings.seed).permutation(len(x))[: settings.background])
     return {"ics": rounded(basis.to_ics(x[pick])), "pcs": rounded(basis.to_pcs(x[pick])[:, :n_pcs])}
 
 
@@ -438,7 +459,7 @@ def _run_dir(checkpoint: Path) -> Path | None:
     return None
 
 
-def _agent_context(ws, data, args: ExportArgs) -> dict:
+def _agent_context(ws, data, settings: PanelSettings) -> dict:
     """The agent's learning curve and eval rows, when its training run can be found."""
     checkpoint = ws.agent_checkpoint(store=data if data is not None and data.recordings() else None)
     run = _run_dir(checkpoint) if checkpoint else None
@@ -454,7 +475,7 @@ def _agent_context(ws, data, args: ExportArgs) -> dict:
                     "steps": [p[0] for p in pairs],
                     "values": rounded([p[1] for p in pairs]),
                 }
-    files = list(args.eval) or (sorted(run.glob("eval*.json")) if run is not None else [])
+    files = list(settings.eval) or (sorted(run.glob("eval*.json")) if run is not None else [])
     rows = []
     for f in files:
         table = read_json(f, "eval results")

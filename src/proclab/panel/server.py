@@ -23,15 +23,11 @@ import mimetypes
 import os
 import signal
 import webbrowser
-from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated
 from urllib.parse import unquote
-
-import tyro
 
 from proclab.errors import ProclabError
 
@@ -171,22 +167,3 @@ def serve(panel: Path, port: int = 0, open_browser: bool = False, idle_timeout: 
     finally:
         server.server_close()
     print("panel server stopped", flush=True)
-
-
-@dataclass(frozen=True)
-class ServeArgs:
-    """Serve an exported panel on 127.0.0.1 (GET/HEAD, files inside PANEL only) until Ctrl-C."""
-
-    panel: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="PANEL")]
-    """The folder written by proclab panel export --out."""
-    port: int = 0
-    """TCP port on 127.0.0.1; 0 picks a free one (the URL is printed)."""
-    open: bool = False
-    """Also open the URL in the default web browser."""
-    idle_timeout: float = IDLE_TIMEOUT
-    """Close a connection that sends nothing for this many seconds (idle and slow clients)."""
-
-
-def main(argv: list[str], prog: str = "proclab panel serve") -> None:
-    args = tyro.cli(ServeArgs, args=argv, prog=prog)
-    serve(args.panel, args.port, args.open, args.idle_timeout)

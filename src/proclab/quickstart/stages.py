@@ -18,39 +18,38 @@ from rich.console import Console
 
 from proclab.envs import EnvConfig, held_out_split
 from proclab.errors import ProclabError
-from proclab.interpret.atlas.build import AtlasArgs
-from proclab.interpret.atlas.command import run_atlas
-from proclab.interpret.cli import ANALYSES, defaults
+from proclab.interpret.atlas.command import AtlasArgs, run_atlas
+from proclab.interpret.command import ANALYSES, defaults
 from proclab.interpret.interventions.arms import DEFAULT_ARMS
-from proclab.interpret.sweep.command import run_sweep
-from proclab.interpret.sweep.grid import SweepArgs
+from proclab.interpret.sweep.command import SweepArgs, run_sweep
 from proclab.io.checkpoint import find_checkpoint, load_checkpoint
 from proclab.io.configs import from_dict
 from proclab.io.files import write_json
 from proclab.models.config import STATELESS_CORES
-from proclab.models.importers.command import ImportArgs, import_agent
-from proclab.panel.command import ExportArgs
-from proclab.panel.export import export
+from proclab.models.importers.run_dir import import_run
+from proclab.models.importers.setting import Asked
+from proclab.panel.export import PanelSettings, export
 from proclab.quickstart.budgets import Budget
 from proclab.quickstart.ledger import Ledger
+from proclab.record.command import RecordArgs
 from proclab.record.command import run as run_record
-from proclab.record.recording import RecordArgs
+from proclab.rl.command import EvalArgs, run_evaluation
 from proclab.rl.curves import plot_runs
-from proclab.rl.evaluate import EvalArgs, run_evaluation
 from proclab.rl.ppo_train import Trainer, preset_config
-from proclab.rl.render import RenderArgs
+from proclab.rl.render import RenderSettings
 from proclab.rl.render import render as render_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 from proclab.worldmodel import train_world_model, wm_size
 from proclab.worldmodel.checkpoint import load_world_model
 from proclab.worldmodel.frame_error import frame_errors, plot_frame_errors, prediction_strip
-from proclab.worldmodel.sample import SampleArgs, sample_rollouts
+from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the user chose (:class:`proclab.quickstart.QuickstartArgs` minus the folder and --from)."""
+    """What the user chose (:class:`proclab.quickstart.command.QuickstartArgs` minus the folder, the budget and
+    --from)."""
 
     game: str | None
     """The game to train on; with ``agent``, the game the agent must play (None: its own)."""
@@ -154,7 +153,7 @@ def adopt(ctx: Context) -> dict[str, Any]:
     try:
         run, imported = find_checkpoint(s.agent).resolve(), False
     except ProclabError:
-        run, _ = import_agent(ImportArgs(source=Path(s.agent), game=s.game, mode=s.mode, out=runs / "agent"))
+        run, _ = import_run(Path(s.agent), Asked(game=s.game, mode=s.mode), out=runs / "agent")
         imported = True
     ckpt = load_checkpoint(run, kind="agent")
     env = ckpt.meta["env"]
@@ -191,14 +190,10 @@ def render(ctx: Context) -> dict[str, Any]:
     b, s = ctx.budget, ctx.settings
     (path,) = ctx.fresh("agent.mp4")
     video, returns = render_video(
-        RenderArgs(
-            agent=ctx.path("run", "train"),
-            out=path,
-            episodes=2,
-            max_steps=b.render_steps,
-            seed=s.seed,
-            **{**ctx.runtime_flags(), "precision": "fp32"},
-        )
+        ctx.path("run", "train"),
+        path,
+        RenderSettings(episodes=2, max_steps=b.render_steps, seed=s.seed),
+        RuntimeConfig(**{**ctx.runtime_flags(), "precision": "fp32"}),
     )
     ctx.console.print(f"video: {video} (episode returns {', '.join(f'{r:g}' for r in returns)})")
     return {"video": ctx.rel(video), "returns": returns}
@@ -263,7 +258,7 @@ def wm_sample(ctx: Context) -> dict[str, Any]:
     wm_run = ctx.path("run", "wm-train")
     runtime = {**ctx.runtime_flags(), "precision": "fp32"}
     samples = sample_rollouts(
-        SampleArgs(wm=wm_run, out=samples_dir, n=b.samples, videos=4, seed=s.seed, **runtime)
+        wm_run, samples_dir, SamplingSettings(n=b.samples, videos=4, seed=s.seed), RuntimeConfig(**runtime)
     )
     rt = ctx.runtime()
     wm, agent, ckpt = load_world_model(wm_run, rt)
@@ -395,14 +390,12 @@ def atlas(ctx: Context) -> dict[str, Any]:
 
 def panel(ctx: Context) -> dict[str, Any]:
     (path,) = ctx.fresh("panel")
-    args = ExportArgs(
-        analysis=ctx.out / "analysis",
-        out=path,
+    settings = PanelSettings(
         eval=(ctx.path("eval", "eval"),),
         title=f"proclab quickstart: {ctx.agent_env().game[0]}",
         seed=ctx.settings.seed,
     )
-    out = export(replace(args, **ctx.budget.overrides.get("panel", {})))
+    out = export(ctx.out / "analysis", path, replace(settings, **ctx.budget.overrides.get("panel", {})))
     ctx.console.print(f"panel: {out} (open it with: proclab panel serve {out})")
     return {"folder": ctx.rel(out)}
 

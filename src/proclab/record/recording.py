@@ -1,4 +1,4 @@
-"""``proclab record``: complete episodes of an agent, with its internals, into an episode store.
+"""Recordings: complete episodes of an agent, with its internals, into an episode store (``proclab record``).
 
 One *recording* is one invocation: a target number of episodes and the settings that define
 the data (agent checkpoint, split, envs, action noise, seed, ...), saved in the attributes of every
@@ -26,16 +26,14 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tyro
 
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.envs.rules import check_rule, with_rule
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT, DATA, LevelRuleFlag
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
 from proclab.io.configs import from_dict
 from proclab.io.video import write_video
@@ -70,69 +68,25 @@ FINAL_OBS_NOTE = (
     "is never rendered (see proclab.store.schema)"
 )
 STATE_DTYPES = ("float32", "float16")
-RUNTIME_FIELDS = (
-    "agent",
-    "out",
-    "resume",
-    "workers",
-    "ray_address",
-    "commit_seconds",
-    *(f.name for f in dataclasses.fields(RuntimeConfig)),
-)
-"""Settings that do not define the data (where it goes, how fast): left out of a recording's saved settings."""
 
 
 @dataclass(frozen=True)
-class RecordArgs(RuntimeConfig, LevelRuleFlag):
-    """Record complete episodes of an agent (frames, actions, both policies' logits, values, raw and
-    normalised rewards, agent states) into an episode store (zarr, crash-safe, resumable). The stored
-    outputs are the agent's as computed at --precision: give --precision fp32 for its exact fp32 outputs
-    (auto computes in bf16 where the hardware has it)."""
+class RecordSettings:
+    """What defines a recording's data (``proclab record``'s options of that name; the others say where it goes
+    and how fast): saved with every shard the recording writes, so that ``--resume`` records the same."""
 
-    agent: Annotated[Path | None, AGENT] = None
-    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint). With --resume: only
-    if the recording's checkpoint has moved (the same kind of agent)."""
-    episodes: int = 100
-    """Complete episodes to record (over all env slots and workers)."""
-    out: Annotated[Path | None, DATA] = None
-    """The episode store to write (created if missing; a compatible store gets new shards)."""
-    resume: Annotated[Path | None, DATA] = None
-    """Continue the unfinished recordings of this store up to their requested episode counts."""
-    split: Annotated[str | None, tyro.conf.arg(metavar="SPLIT")] = None
-    """Level split to play (named or START:NUM); default: the agent's training split."""
-    levels_from: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
-    """Play the states of this level-state file instead of a split (proclab level edit writes them): each
-    episode starts from one, in order (see proclab.levels.play); every worker's shard starts at the first."""
-    ground_truth: bool = True
-    """Also store the game's ground truth: per-step features and events, each episode's first game state and,
-    for CoinRun and Maze, whether the episode reached each of the game's two goals (per-episode goal/coin and
-    goal/end: the coin taken, the level's end cell touched; goal/cheese and goal/corner: the cheese, the
-    maze's top-right cell; docs/ground-truth.md) (--no-ground-truth: only what the agent saw and did)."""
-    num_envs: int = 64
-    """Parallel environments per worker."""
-    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Record the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
-    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale); repeatable; saved with the
-    recording."""
-    action_noise: str = "none"
-    """Noise on the acting policy's logits: none, seed (interpreting-rl-behavior's), or ops such as
-    scale=0.7,clamp=-1.8:0.8,set=9-14:-3,set=7:0.1 (see proclab.record.noise)."""
-    videos: int = 0
-    """Also write mp4s (agent view, action arrows) of the first K episodes to DATA/videos/."""
-    human: bool = False
-    """Also store Procgen's 512x512 view of every step as obs_human (64x more frame data)."""
-    state_dtype: str = "float32"
-    """Storage type of agent states: float32 (exact replay) or float16 (half the bytes)."""
-    seed: int = 0
-    """Seed of levels and action sampling (each shard derives its own from it)."""
-    workers: int = 1
-    """Recorder processes (or Ray tasks with --ray-address), each writing its own shard; with
-    --torch-threads 0 each computes on cores / workers threads (a Ray task: 1)."""
-    ray_address: str | None = None
-    """Record as --workers Ray tasks on this cluster (auto, ray://HOST:10001, or local) instead of local
-    processes; every node must see DATA at the same path."""
-    commit_seconds: float = 1.0
-    """Commit finished episodes at least this often; a killed recorder loses at most this much."""
+    level_rule: str | None = None  # edit every level at its start by this rule (None: the agent's own)
+    episodes: int = 100  # complete episodes to record (over all env slots and workers)
+    split: str | None = None  # level split to play (named or START:NUM); None: the agent's training split
+    levels_from: str | None = None  # a level-state file whose states are played in order instead of a split
+    ground_truth: bool = True  # also the game's ground truth (features, events, first game states, goals)
+    num_envs: int = 64  # parallel environments per worker
+    edit: tuple[str, ...] = ()  # edits at hook points, "HOOK SELECTION KIND VALUE", on every forward pass
+    action_noise: str = "none"  # noise on the acting policy's logits (proclab.record.noise)
+    videos: int = 0  # also write mp4s of the first K episodes to the store's videos/
+    human: bool = False  # also store Procgen's 512x512 view of every step as obs_human
+    state_dtype: str = "float32"  # storage type of agent states: float32 (exact replay) or float16
+    seed: int = 0  # seed of levels and action sampling (each shard derives its own from it)
 
 
 # -- recordings -----------------------------------------------------------------------------------
@@ -187,7 +141,8 @@ class Recording:
 
     id: str
     episodes: int
-    args: RecordArgs  # the data-defining settings; runtime fields keep their defaults
+    settings: RecordSettings
+    """The data-defining settings, stored under the name ``args``, which recordings have always used."""
     checkpoint: str
     checkpoint_step: int
     games: tuple[str, ...]
@@ -201,10 +156,10 @@ class Recording:
 
     def attrs(self) -> dict:
         """The JSON form stored with every shard."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields = {STORED.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
         return {
             **fields,
-            "args": data_args(self.args),
+            "args": dataclasses.asdict(self.settings),
             "games": list(self.games),
             "reward_norm": dataclasses.asdict(self.reward_norm),
             STATE_LAYOUT_ATTR: self.state_layout,
@@ -214,13 +169,17 @@ class Recording:
     def from_attrs(cls, attrs: dict) -> Recording:
         return cls(
             **{
-                **attrs,
+                **{k: v for k, v in attrs.items() if k != "args"},
                 # recordings made before ground truth existed have none: their resumed shards neither
-                "args": RecordArgs(**{"ground_truth": False, **attrs["args"]}),
+                "settings": RecordSettings(**{"ground_truth": False, **attrs["args"]}),
                 "games": tuple(attrs["games"]),
                 "reward_norm": RewardNorm(**attrs["reward_norm"]),
             }
         )
+
+
+STORED = {"settings": "args"}
+"""Fields of :class:`Recording` stored under another name."""
 
 
 def _stored_layout(shapes: dict) -> dict[str, list]:
@@ -260,34 +219,23 @@ def open_checkpoint(path: str | Path) -> tuple[Checkpoint, AgentFacts]:
     return ckpt, AgentFacts.of(ckpt)
 
 
-def data_args(args: RecordArgs) -> dict:
-    return {k: v for k, v in dataclasses.asdict(args).items() if k not in RUNTIME_FIELDS}
-
-
-def check_runtime(args: RecordArgs) -> None:
-    if args.workers < 1:
-        raise ProclabError(f"--workers must be >= 1, got {args.workers}")
-    if args.commit_seconds < 0:
-        raise ProclabError(f"--commit-seconds must be >= 0, got {args.commit_seconds}")
-
-
-def _validate(args: RecordArgs) -> None:
+def _validate(settings: RecordSettings) -> None:
     for name in ("episodes", "num_envs"):
-        if getattr(args, name) < 1:
-            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.videos < 0:
-        raise ProclabError(f"--videos must be >= 0, got {args.videos}")
-    if args.state_dtype not in STATE_DTYPES:
-        raise unknown_choice("state dtype", args.state_dtype, STATE_DTYPES)
-    ActionNoise.parse(args.action_noise)
-    parse_edits(args.edit)
-    if args.split is not None:
-        parse_split(args.split)
-    if args.levels_from is not None and args.split is not None:
+        if getattr(settings, name) < 1:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(settings, name)}")
+    if settings.videos < 0:
+        raise ProclabError(f"--videos must be >= 0, got {settings.videos}")
+    if settings.state_dtype not in STATE_DTYPES:
+        raise unknown_choice("state dtype", settings.state_dtype, STATE_DTYPES)
+    ActionNoise.parse(settings.action_noise)
+    parse_edits(settings.edit)
+    if settings.split is not None:
+        parse_split(settings.split)
+    if settings.levels_from is not None and settings.split is not None:
         raise ProclabError("--levels-from plays a file's levels; it excludes --split")
 
 
-def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
+def expected_fields(facts: AgentFacts, settings: RecordSettings) -> dict[str, dict]:
     """Per-step fields (dtype, shape) a recording with these settings writes."""
     A = facts.num_actions
     fields = {
@@ -304,24 +252,24 @@ def expected_fields(facts: AgentFacts, args: RecordArgs) -> dict[str, dict]:
         "level_seed": ("int64", []),
     }
     assert set(fields) == set(STEP_FIELDS)
-    if args.human:
+    if settings.human:
         fields["obs_human"] = ("uint8", [3, 512, 512])
     for layer, parts in facts.state_layout.items():
-        fields[STATE_OUT + layer] = (args.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
-    if args.ground_truth:
+        fields[STATE_OUT + layer] = (settings.state_dtype, [sum(int(np.prod(s)) for _, s in parts)])
+    if settings.ground_truth:
         names = ground_truth_names(facts.games)
         fields["features"] = ("float32", [len(names["features"])])
         fields["events"] = ("bool", [len(names["events"])])
     return {k: {"dtype": dt, "shape": s} for k, (dt, s) in fields.items()}
 
 
-def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
+def _check_compatible(store: Path, facts: AgentFacts, settings: RecordSettings) -> None:
     """A recording may join an existing store only if readers can treat all its episodes alike."""
     existing = EpisodeStore(store)
     if not existing.shards:
         return
     existing.check_agent(facts.num_actions, facts.state_shapes, list(facts.games))
-    ours = expected_fields(facts, args)
+    ours = expected_fields(facts, settings)
     if existing.step_fields != ours:
         diff = sorted(set(existing.step_fields) ^ set(ours)) or sorted(
             k for k in ours if existing.step_fields[k] != ours[k]
@@ -331,12 +279,12 @@ def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
             f"(differing: {', '.join(diff)}); record into a new --out"
             + (
                 " (or pass --no-ground-truth)"
-                if {"features", "events"} & set(diff) and args.ground_truth
+                if {"features", "events"} & set(diff) and settings.ground_truth
                 else ""
             )
         )
     goals = {k for k in existing.episode_fields if k.startswith(GOAL)}
-    our_goals = set(goal_fields(facts.games)) if args.ground_truth else set()
+    our_goals = set(goal_fields(facts.games)) if settings.ground_truth else set()
     if goals != our_goals:
         raise ProclabError(
             f"episode store {str(store)!r} holds other per-episode goals ({', '.join(sorted(goals)) or 'none'}) "
@@ -344,42 +292,39 @@ def _check_compatible(store: Path, facts: AgentFacts, args: RecordArgs) -> None:
         )
 
 
-def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
-    """Check ``args``, create the store if needed, and describe the recording; also the checkpoint, loaded once."""
-    if args.agent is None or args.out is None:
-        raise ProclabError(
-            "give --agent AGENT and --out DATA to record, or --resume DATA to continue a recording"
-        )
-    _validate(args)
-    ckpt, facts = open_checkpoint(args.agent)
+def prepare_recording(agent: Path, out: Path, settings: RecordSettings) -> tuple[Recording, Checkpoint]:
+    """Check the settings, create the store ``out`` if needed, and describe the recording of ``agent`` (a run or
+    checkpoint directory); also the checkpoint, loaded once."""
+    _validate(settings)
+    ckpt, facts = open_checkpoint(agent)
     if facts.num_actions != NUM_ACTIONS:
         raise ProclabError(
             f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
         )
-    split = args.split if args.split is not None else facts.train_split
+    split = settings.split if settings.split is not None else facts.train_split
     # the rule resolved and spelled out (the agent's own by default), so the recording names what it played
-    rule = with_rule(from_dict(EnvConfig, ckpt.meta["env"]), args.level_rule).level_rule
+    rule = with_rule(from_dict(EnvConfig, ckpt.meta["env"]), settings.level_rule).level_rule
     check_rule(rule, facts.games)
-    args = replace(args, split=split, level_rule=rule)
+    settings = replace(settings, split=split, level_rule=rule)
     label = str(parse_split(split))
-    if args.levels_from is not None:
-        where = f"level-state file {args.levels_from!r}"
-        check_levels_fit(read_level_states(args.levels_from), facts.games, facts.mode, where)
-        label = f"levels:{args.levels_from}"
-    if args.out.exists() and (args.out / "zarr.json").is_file():
-        _check_compatible(args.out, facts, args)
-    ensure_store(args.out)
+    if settings.levels_from is not None:
+        where = f"level-state file {settings.levels_from!r}"
+        check_levels_fit(read_level_states(settings.levels_from), facts.games, facts.mode, where)
+        label = f"levels:{settings.levels_from}"
+    if out.exists() and (out / "zarr.json").is_file():
+        _check_compatible(out, facts, settings)
+    ensure_store(out)
     recording = Recording(
         id=uuid.uuid4().hex[:12],
-        episodes=args.episodes,
-        args=replace(RecordArgs(), **data_args(args)),
+        episodes=settings.episodes,
+        settings=settings,
         checkpoint=facts.path,
         checkpoint_step=facts.step,
         games=facts.games,
         mode=facts.mode,
         split=label,
         num_actions=facts.num_actions,
-        action_noise=ActionNoise.parse(args.action_noise).spec(),
+        action_noise=ActionNoise.parse(settings.action_noise).spec(),
         reward_norm=facts.reward_norm,
         created=time.time(),
         state_layout=facts.state_layout,
@@ -387,9 +332,9 @@ def prepare_recording(args: RecordArgs) -> tuple[Recording, Checkpoint]:
     return recording, ckpt
 
 
-def new_recording(args: RecordArgs) -> Recording:
+def new_recording(agent: Path, out: Path, settings: RecordSettings) -> Recording:
     """:func:`prepare_recording` without the loaded checkpoint."""
-    return prepare_recording(args)[0]
+    return prepare_recording(agent, out, settings)[0]
 
 
 # -- recording one shard --------------------------------------------------------------------------
@@ -419,24 +364,24 @@ def record_shard(
     rt = runtime.runtime()
     agent, env_config, layout = _load_recording_agent(recording, checkpoint, rt)
     attrs = {"recording": recording.attrs(), STATE_LAYOUT_ATTR: layout, "final_obs": FINAL_OBS_NOTE}
-    if recording.args.ground_truth:
+    if recording.settings.ground_truth:
         attrs[GROUND_TRUTH_ATTR] = ground_truth_names(recording.games)
     writer = ShardWriter(
         store, attrs=attrs, commit_seconds=commit_seconds, background=True, on_commit=on_commit
     )
     env = _shard_env(recording, env_config, episodes, writer.name)
-    args, norm = recording.args, recording.reward_norm
+    settings, norm = recording.settings, recording.reward_norm
     recorder = EpisodeRecorder(
         env,
         agent,
         rt,
-        noise=ActionNoise.parse(args.action_noise),
+        noise=ActionNoise.parse(settings.action_noise),
         reward_scale=norm.scale,
         reward_clip=norm.clip,
-        state_dtype=args.state_dtype,
-        human=args.human,
+        state_dtype=settings.state_dtype,
+        human=settings.human,
         split=recording.split,
-        ground_truth=args.ground_truth,
+        ground_truth=settings.ground_truth,
     )
 
     def on_tick() -> None:
@@ -458,8 +403,8 @@ def _load_recording_agent(
     """The recording's agent, its env config and its stored state layout, which must be the recording's:
     a moved or retrained checkpoint whose agent remembers differently would mix two layouts in a store."""
     agent, env_config, _ = load_agent(checkpoint or recording.checkpoint, rt)
-    if recording.args.edit:
-        agent = Intervened(agent, parse_edits(recording.args.edit))
+    if recording.settings.edit:
+        agent = Intervened(agent, parse_edits(recording.settings.edit))
     layout = _stored_layout(agent.state_shapes())
     if layout != recording.state_layout:
         raise ProclabError(
@@ -475,17 +420,17 @@ def _shard_env(
     """The shard's envs (:func:`~proclab.record.rollout.play_env`); levels and action sampling are seeded from
     ``(seed, shard number)``, so the new shards of a resumed recording never replay the levels of its earlier
     ones (beyond what procgen's own draws repeat)."""
-    args = recording.args
-    config = replace(env_config, level_rule=args.level_rule or "")
-    if args.levels_from is None:
+    settings = recording.settings
+    config = replace(env_config, level_rule=settings.level_rule or "")
+    if settings.levels_from is None:
         return play_env(
-            replace(config, split=str(args.split)), args.seed, min(args.num_envs, episodes),
-            episodes=episodes, shard=_shard_number(shard), render_human=args.human,
+            replace(config, split=str(settings.split)), settings.seed, min(settings.num_envs, episodes),
+            episodes=episodes, shard=_shard_number(shard), render_human=settings.human,
         )  # fmt: skip
-    levels = read_level_states(args.levels_from)
+    levels = read_level_states(settings.levels_from)
     return play_env(
-        config, args.seed, min(args.num_envs, episodes), levels, shard=_shard_number(shard),
-        render_human=args.human, source=f"level-state file {args.levels_from!r}",
+        config, settings.seed, min(settings.num_envs, episodes), levels, shard=_shard_number(shard),
+        render_human=settings.human, source=f"level-state file {settings.levels_from!r}",
     )  # fmt: skip
 
 
@@ -528,24 +473,28 @@ def _worker(
         raise SystemExit(2) from None
 
 
-def worker_runtime(args: RecordArgs, threads: int) -> RuntimeConfig:
-    """The runtime of one recorder (plain data for a process or a Ray task): ``args``' with ``threads`` threads."""
-    return RuntimeConfig(
-        device=args.device, precision=args.precision, channels_last=args.channels_last, torch_threads=threads
-    )
-
-
 def record_workers(
-    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
+    recording: Recording,
+    store: Path,
+    episodes: int,
+    videos: int,
+    advance,
+    *,
+    runtime: RuntimeConfig,
+    workers: int,
+    commit_seconds: float = 1.0,
 ) -> None:
+    """``workers`` local processes, one shard each; with ``runtime``'s torch threads 0, each computes on
+    cores / ``workers`` threads."""
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
-    runtime = worker_runtime(args, args.torch_threads or max(1, (os.cpu_count() or 1) // args.workers))
+    threads = runtime.torch_threads or max(1, (os.cpu_count() or 1) // workers)
+    runtime = replace(runtime, torch_threads=threads)
     procs, done = [], {}
-    for w, n in enumerate(quotas(episodes, args.workers)):
+    for w, n in enumerate(quotas(episodes, workers)):
         if n == 0:
             continue
-        options = dict(runtime=runtime, commit_seconds=args.commit_seconds, videos=videos if w == 0 else 0)
+        options = dict(runtime=runtime, commit_seconds=commit_seconds, videos=videos if w == 0 else 0)
         p = ctx.Process(
             target=_worker, args=(recording, str(store), int(n), options, w, messages, os.getpid())
         )
@@ -572,19 +521,29 @@ def record_workers(
 
 
 def record_ray(
-    recording: Recording, store: Path, episodes: int, args: RecordArgs, videos: int, advance
+    recording: Recording,
+    store: Path,
+    episodes: int,
+    videos: int,
+    advance,
+    *,
+    runtime: RuntimeConfig,
+    workers: int,
+    address: str,
+    commit_seconds: float = 1.0,
 ) -> None:
-    """``--workers`` Ray tasks, one shard each (the unit of work is :func:`record_shard`, as for processes)."""
-    threads = args.torch_threads or 1
-    ray = connect_ray(args.ray_address, local_cpus=threads * args.workers)
+    """``workers`` Ray tasks on the cluster at ``address``, one shard each (the unit of work is
+    :func:`record_shard`, as for processes); each task computes on ``runtime``'s torch threads (0: one)."""
+    threads = runtime.torch_threads or 1
+    ray = connect_ray(address, local_cpus=threads * workers)
     try:
         task = ray.remote(num_cpus=threads)(record_shard)
-        options = dict(runtime=worker_runtime(args, threads), commit_seconds=args.commit_seconds)
+        options = dict(runtime=replace(runtime, torch_threads=threads), commit_seconds=commit_seconds)
         pending = {
             task.remote(
                 recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
             ): int(n)
-            for w, n in enumerate(quotas(episodes, args.workers))
+            for w, n in enumerate(quotas(episodes, workers))
             if n > 0
         }
         while pending:

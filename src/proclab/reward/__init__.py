@@ -5,10 +5,11 @@ varied skill) into an episode store; ``demo_reader`` reads them back; ``pairs`` 
 builds clip pairs; ``loss`` is the Bradley-Terry objective; ``nets`` the reward networks;
 ``train`` the (batched or seed-parity) training loop and its held-out-level metrics
 (``metrics``); ``grid`` and ``plots`` the study; ``wrapper`` and ``policy`` PPO on the learned
-reward. docs/trex.md has the whole workflow, docs/notebooks/trex.ipynb a small one in Python::
+reward; ``command`` the ``proclab trex`` commands. docs/trex.md has the whole workflow,
+docs/notebooks/trex.ipynb a small one in Python::
 
-    from proclab.reward.record_demos import trex_demos   # the commands' modules: the package exports
-    from proclab.reward.train import train_trex           # none of them (a library never imports a command)
+    from proclab.reward.record_demos import trex_demos   # also proclab.trex_demos
+    from proclab.reward.train import train_trex           # also proclab.train_trex
 
     demos = trex_demos([ppo_run], "coinrun", out=path, train=60, test=30)   # an episode store of demos
     reward_model = train_trex(demos, num_demos=40, time_limit=30)             # a RewardModel

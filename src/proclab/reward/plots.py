@@ -1,4 +1,4 @@
-"""``proclab trex plot``: the study's two figures, saved to files (the seed only showed them).
+"""The T-REX study's two figures, saved to files (``proclab trex plot``; the seed only showed them).
 
 * **Correlation bars** from a grid CSV (or ``rm_infos.csv``): per game, mean Spearman and
   Pearson over seeds for each number of demos, with std error bars, and the +1/step baseline
@@ -16,20 +16,16 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import tyro
 
 from proclab.errors import ProclabError
-from proclab.io.arguments import DATA, REWARD_MODEL
 from proclab.io.files import save_figure, subplots
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.demo_reader import demo_table, open_store, read_demos
 from proclab.reward.nets import load_reward_model, predict_rewards
-from proclab.run.runtime import Runtime, RuntimeConfig
+from proclab.run.runtime import Runtime
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -167,42 +163,3 @@ def plot_predictions(
     fig.suptitle(f"{game}: cumulative reward, reward model {ckpt.path.parents[1].name}")
     fig.tight_layout()
     return save_figure(fig, out_dir / f"reward_predictions_{game}.png", dpi=110)
-
-
-@dataclass(frozen=True)
-class PlotArgs(RuntimeConfig):
-    """Plot T-REX results: correlation bars from a summary CSV, and/or a reward model's predictions (computed
-    with the runtime flags)."""
-
-    summary: Path | None = None
-    """Grid CSV or rm_infos.csv: bars of Spearman/Pearson per number of demos, baseline dashed."""
-    reward_model: Annotated[Path | None, REWARD_MODEL] = None
-    """A 'proclab trex train' run or checkpoint directory: cumulative true vs predicted reward on sampled
-    test demos."""
-    data: Annotated[Path | None, DATA] = None
-    """Demo store for the predictions (default: the one the reward model was trained on)."""
-    panels: int = 6
-    """Test demos in the prediction plot."""
-    seed: int = 0
-    """Seed of the demo sample."""
-    out: Path = Path("trex-plots")
-    """Output directory."""
-
-
-def main(argv: list[str], prog: str = "proclab trex plot") -> None:
-    args = tyro.cli(PlotArgs, args=argv, prog=prog)
-    if args.summary is None and args.reward_model is None:
-        raise ProclabError(
-            "give --summary CSV (correlation bars) and/or --reward-model REWARD_MODEL (reward predictions)"
-        )
-    paths = []
-    if args.summary is not None:
-        paths += plot_correlations(read_rows(args.summary), args.out)
-    if args.reward_model is not None:
-        paths.append(
-            plot_predictions(
-                args.reward_model, args.out, args.runtime(), args.data, args.panels, seed=args.seed
-            )
-        )
-    for p in paths:
-        print(f"plot: {p}")

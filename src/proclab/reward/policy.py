@@ -12,8 +12,8 @@ plays for the true reward. The reward model and ``--sigmoid`` are fields of the 
 agent is an ordinary checkpoint: test it with ``proclab eval`` and watch it with ``proclab render``.
 ``--reward-model per-step`` pays +1 for every step instead (:class:`~proclab.reward.wrapper.PerStepReward`):
 the policy a reward that only says "survive" trains, beside which a learned reward's policy is read.
-Its command line is ``proclab train``'s, in :mod:`proclab.train_command` (the top layer: ``rl``, which holds
-the rest of that command, may not import ``reward``).
+Its command line is ``proclab train``'s, in :mod:`proclab.command` (the top layer: it joins ``rl``, which may
+not import ``reward``, and this module).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class LearnedRewardTrainer(Trainer):
 
 def start_config(chosen: dict[str, str | None], rest: list[str]) -> PolicyConfig:
     """The defaults of a new run from ``--preset`` (default: trex-policy, the seed's) and ``--algo``, named
-    ``trex`` (:class:`~proclab.run.args.RunArgs`' ``start``)."""
+    ``trex`` (:class:`~proclab.run.parser.RunParser`' ``start``)."""
     base = preset(chosen["--preset"] or PRESET)
     if chosen.get("--algo") is not None:
         base = replace(base, algo=chosen["--algo"])

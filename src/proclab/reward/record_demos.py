@@ -1,4 +1,4 @@
-"""``proclab trex demos``: ranked-by-return demonstrations for T-REX, written to an episode store.
+"""Ranked-by-return demonstrations for T-REX, written to an episode store (``proclab trex demos``).
 
 As in the procedural-generalization seed, each demo is **one episode on its own level**,
 played by a checkpoint drawn uniformly at random from the given ones (a run directory
@@ -20,19 +20,16 @@ and rewards follow the store's timestep convention; a demo keeps ``obs``, ``acti
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal
 
 import numpy as np
 import torch
-import tyro
 from rich.progress import Progress
 
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
-from proclab.io.arguments import AGENTS
 from proclab.io.checkpoint import META, find_checkpoint
 from proclab.models.loading import load_agent
 from proclab.record import EpisodeRecorder
@@ -334,52 +331,3 @@ def write_synthetic_demos(
                 },
             )
     return Path(path)
-
-
-# -- command line --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DemosArgs(RuntimeConfig):
-    """Record T-REX demos: one sampled episode per demo, each on its own level, by a checkpoint drawn at
-    random from the agents'."""
-
-    agents: Annotated[tuple[Path, ...], AGENTS]
-    """The agents: proclab run or checkpoint directories (a run: all of its periodic checkpoints, which
-    vary in skill)."""
-    out: Path = Path("demos")
-    """Demo store to add to (created if missing)."""
-    num: int = 100
-    """Demos to record."""
-    split: Literal["train", "test"] = "train"
-    """train: demos to learn from; test: held-out-level demos to measure the learned reward on."""
-    game: str | None = None
-    """Game to play (default: the agents' game)."""
-    levels: str | None = None
-    """Level range START:NUM to draw from (default: [0, 1e9) for train, [1e9, 2e9) for test)."""
-    max_len: int = 1000
-    """Cut an episode after this many steps (the seed's max_ep_len)."""
-    use_backgrounds: bool | None = None
-    """Draw the game backgrounds (the seed's --use_backgrounds; they may leak time cues); default: as the
-    first agent was trained (an agent trained without them plays worse with them)."""
-    num_envs: int = 16
-    """Demos played at once per checkpoint."""
-    seed: int = 0
-    """Seed of the level draw, the checkpoint draw and action sampling."""
-
-
-def main(argv: list[str], prog: str = "proclab trex demos") -> None:
-    args = tyro.cli(DemosArgs, args=argv, prog=prog)
-    n = record_demos(
-        list(args.agents),
-        args.out,
-        args.num,
-        args.split,
-        runtime=args.runtime(),
-        game=args.game,
-        levels=args.levels,
-        max_len=args.max_len,
-        num_envs=args.num_envs,
-        use_backgrounds=args.use_backgrounds,
-        seed=args.seed,
-    )
-    print(f"recorded {n} {args.split} demos")
-    print(f"demo store: {args.out}")

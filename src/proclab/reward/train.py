@@ -1,4 +1,4 @@
-"""``proclab trex train``: learn a per-frame reward from demos ranked by return (T-REX).
+"""Learn a per-frame reward from demos ranked by return (T-REX, ``proclab trex train``).
 
 Pipeline (docs/trex.md): pick ``--num-demos`` training demos spread over the returns, 80/20
 train/validation; build clip pairs with the progress heuristic (:mod:`proclab.reward.pairs`);
@@ -40,7 +40,7 @@ from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
-from proclab.io.configs import from_dict, to_dict, with_fields
+from proclab.io.configs import to_dict, with_fields
 from proclab.io.files import disk_errors, replacing
 from proclab.io.run_dirs import create_run_dir
 from proclab.reward.control import CONTROL_STATS, length_control
@@ -49,18 +49,11 @@ from proclab.reward.loss import clip_rewards, distinct_frames, trex_loss
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, save_reward_model
 from proclab.reward.pairs import ClipPairs, clip_frames, make_pairs, stratified_pick, train_val_split
-from proclab.run.args import RunArgs
 from proclab.run.runtime import Runtime, RuntimeConfig, restore_rng_state, rng_state, seed_everything
 from proclab.store import EpisodeStore
 
 PROGRESS = "progress"
 """``RUN/progress``: the checkpoint of the last finished epoch (weights, optimiser, RNGs, best so far)."""
-DESCRIPTION = """Learn a reward from demos ranked by return (T-REX) and measure it on demos from held-out levels.
-
---preset NAME      start from named defaults: {presets} (flags below override them; default batched)
---resume RUN_DIR   continue a stopped run exactly from its last epoch (only --max-epochs may change;
-                   a finished run is left as it is unless --max-epochs asks for more)"""
-
 LOG_COLUMNS = (
     "epoch",
     "n_train_samples",
@@ -665,53 +658,3 @@ def append_summary(path: Path, rows: list[dict]) -> None:
         if new:
             writer.writeheader()
         writer.writerows(rows)
-
-
-# -- command line --------------------------------------------------------------------------------
-def parse_run(argv: list[str], prog: str = "proclab trex train") -> tuple[TrexConfig, Path | None]:
-    """``--preset NAME`` picks the defaults (batched, or parity: the seed's); any other flag overrides a field;
-    ``--resume RUN_DIR`` continues a stopped run (only ``--max-epochs`` may change)."""
-    return RunArgs(
-        prog=prog,
-        flags=lambda rest, default, prog, description: tyro.cli(
-            TrexConfig,
-            args=rest,
-            default=default,
-            prog=prog,
-            description=description,
-            config=(tyro.conf.OmitArgPrefixes,),
-        ),
-        start=lambda chosen, rest: trex_preset(chosen["--preset"] or "batched"),
-        saved=lambda data, run_dir: from_dict(TrexConfig, data),
-        may_change="--max-epochs",
-        end_step=lambda config: config.max_epochs,
-        checkpoint=lambda run_dir: run_dir / PROGRESS,
-        description=DESCRIPTION.format(presets=", ".join(TREX_PRESETS)),
-    ).parse(argv)
-
-
-def parse_args(argv: list[str], prog: str = "proclab trex train") -> TrexConfig:
-    """The config of a new run (see :func:`parse_run`)."""
-    return parse_run(argv, prog)[0]
-
-
-def main(argv: list[str], prog: str = "proclab trex train") -> None:
-    cfg, resume = parse_run(argv, prog)
-    row = train_trex(cfg.demos, cfg, resume=resume).summary
-    summary = cfg.summary or cfg.run_root / "trex" / "rm_infos.csv"
-    append_summary(summary, [row])
-    print(
-        f"{row['env_name']}: {cfg.num_demos} demos, val acc {row['val_acc']:.3f}; test pair accuracy "
-        f"{row['test_acc']:.3f} on progress-heuristic pairs, {row['test_acc_uniform']:.3f} on uniform-start pairs"
-    )
-    print(
-        f"  on the same pairs, the clips' true returns: {row['gt_test_acc']:.3f} / {row['gt_test_acc_uniform']:.3f} "
-        f"(not a ceiling: clip returns tie or disagree with their demos' ranking); a reward growing with "
-        f"time alone: {row['progress_test_acc']:.3f} / {row['progress_test_acc_uniform']:.3f}"
-    )
-    print(
-        f"held-out levels ({row['test_demos']} demos): Spearman {row['spearman']:.3f}, Pearson {row['pearson']:.3f}; "
-        f"+1/step baseline: Spearman {row['baseline_spearman']:.3f}, Pearson {row['baseline_pearson']:.3f}"
-    )
-    print(f"summary row appended to {summary}")
-    print(f"reward model: {row['run_dir']}")

@@ -288,7 +288,7 @@ class TrainConfig(RuntimeConfig):
 
 # -- command line ----------------------------------------------------------------------------
 def algo_flags(arg_classes: dict[str, type], config_class: type = TrainConfig):
-    """Flag parsing for :class:`~proclab.run.args.RunArgs`: the flag set of the config's ``algo``.
+    """Flag parsing for :class:`~proclab.run.parser.RunParser`: the flag set of the config's ``algo``.
 
     ``arg_classes`` maps each algorithm to a subclass of ``config_class`` that hides the other
     algorithm's settings; parsed flags come back as a ``config_class``.

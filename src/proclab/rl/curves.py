@@ -1,4 +1,4 @@
-"""``proclab plot``: training curves of one or several runs as a PNG.
+"""Training curves of one or several runs as a PNG (``proclab plot``).
 
 Runs are grouped by experiment (their ``<algo>/<game>/<name>`` path); the seeds of a group
 are drawn as their mean with a +-1 std band, on the steps all of them reached. Training and
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import tyro
 
 from proclab.errors import ProclabError
 from proclab.io.files import save_figure, subplots
@@ -105,24 +102,3 @@ def plot_runs(run_dirs: list[Path], out: Path, title: str | None = None) -> Path
     fig.suptitle(title or ", ".join(groups))
     fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 0.96))
     return save_figure(fig, out, dpi=110)
-
-
-@dataclass(frozen=True)
-class PlotArgs:
-    """Plot training curves (return train vs validation, length, score, losses, SPS) of runs."""
-
-    runs: Annotated[tuple[Path, ...], tyro.conf.Positional, tyro.conf.arg(metavar="RUN [RUN ...]")]
-    """Run directories; seeds of the same experiment are drawn as mean +- std."""
-    out: Path | None = None
-    """Output PNG (default: curves.png in the run directory, or in the current one for several runs)."""
-    title: str | None = None
-    """Figure title (default: the experiment names)."""
-
-
-def main(argv: list[str], prog: str = "proclab plot") -> None:
-    args = tyro.cli(PlotArgs, args=argv, prog=prog)
-    for run in args.runs:
-        if not run.is_dir():
-            raise ProclabError(f"run directory {str(run)!r} does not exist")
-    out = args.out or ((args.runs[0] / "curves.png") if len(args.runs) == 1 else Path("curves.png"))
-    print(f"plot: {plot_runs(list(args.runs), out, args.title)}")

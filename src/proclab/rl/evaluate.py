@@ -1,4 +1,4 @@
-"""``proclab eval``: returns and normalised scores of an agent on chosen level splits.
+"""Returns and normalised scores of an agent on chosen level splits (``proclab eval``).
 
 Unbiased by construction: each env slot has a fixed quota of episodes decided before the run
 (``episodes`` split as evenly as possible over the slots of a game) and only its first
@@ -22,14 +22,12 @@ with exact 95 % intervals: read from the game state after every step.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-import tyro
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -47,8 +45,6 @@ from proclab.envs.episodes import quotas, rate
 from proclab.envs.rules import with_rule
 from proclab.envs.state import GoalTracker, goal_names
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT, LevelRuleFlag
-from proclab.io.files import write_json
 from proclab.levels.file import LevelStates, read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models.edited import Intervened
@@ -230,83 +226,49 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 }
 
 
-# -- command line --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EvalArgs(RuntimeConfig, LevelRuleFlag):
-    """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
+class EvalSettings:
+    """How :func:`evaluate_agent` plays an agent: its fields are ``proclab eval``'s options (see its ``--help``)."""
 
-    agent: Annotated[Path, AGENT]
-    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
-    split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
-    (or the preset's)."""
-    episodes: int | None = None
-    """Complete episodes per split and game (default: 100, or the preset's)."""
-    greedy: bool = False
-    """Take the most likely action instead of sampling."""
-    preset: str | None = None
-    """Named defaults, a seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1
-    test2 test3, printed as the paper's table of scores x 100 per game) or srwm-sampled (the same,
-    sampling actions); --episodes and --split override them."""
-    envs_per_game: int = 16
-    """Parallel envs per game (each runs a fixed quota of episodes)."""
-    reset_every: int = 0
-    """Reset the agent's memory every N steps (modern-srwm's --test_no_carry_sr used its unroll
-    length, 50); 0 = only at episode starts."""
-    score_table: str | None = None
-    """Difficulty whose (R_min, R_max) normalise scores: easy or hard (default: easy for easy runs,
-    hard for every other mode; Procgen publishes constants for easy and hard only)."""
-    seed: int = 0
-    """Seed of the evaluation envs and action sampling."""
-    levels_from: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
-    """Play the states of this level-state file instead of level splits (proclab level edit writes
-    them): each episode starts from one, in order; --episodes defaults to one per state."""
-    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Evaluate the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
-    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale; see proclab analyze edit for
-    paired comparisons and recorded-distribution edits); repeatable."""
-    random_baseline: bool = False
-    """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
-    return should be read against (rows under "random" in the JSON)."""
-    goals: bool = False
-    """Also count, for CoinRun and Maze, the episodes that reached each of the game's two goals: CoinRun's
-    coin (level completed) and the level's end cell (touched at some step), Maze's cheese and the maze's
-    top-right corner cell; rates with exact 95 % intervals (docs/ground-truth.md). Reads the game state
-    after every step, which slows a fast agent down (a random one by about a third)."""
-    json: bool = False
-    """Print the results as JSON."""
-    out: Path | None = None
-    """Also write the JSON results to this file."""
+    split: tuple[str, ...] = ()  # level splits (named or START:NUM); empty: train and test1, or the preset's
+    episodes: int | None = None  # per split and game (None: 100, the preset's, one per state of levels_from)
+    greedy: bool = False  # take the most likely action instead of sampling
+    preset: str | None = None  # a seed's test protocol (PROTOCOLS): defaults of split, episodes and greedy
+    envs_per_game: int = 16  # parallel envs per game (each runs a fixed quota of episodes)
+    reset_every: int = 0  # reset the agent's memory every N steps (0: only at episode starts)
+    score_table: str | None = None  # difficulty whose (R_min, R_max) normalise scores (None: the mode's own)
+    seed: int = 0  # seed of the evaluation envs and action sampling
+    levels_from: Path | None = None  # play the states of this level-state file instead of level splits
+    edit: tuple[str, ...] = ()  # edits at hook points, "HOOK SELECTION KIND VALUE", on every forward pass
+    random_baseline: bool = False  # also play a uniformly random agent on the same splits, episodes and seed
+    goals: bool = False  # also count the episodes that reached each of the game's two goals (CoinRun, Maze)
+    level_rule: str | None = None  # edit every level at its start by this rule (None: the agent's own)
 
 
-def protocol_settings(args: EvalArgs) -> tuple[int, bool, tuple[str, ...]]:
-    """Episodes per game, greedy or not, and splits: the flags, with a preset's protocol as defaults."""
-    if args.preset is not None and args.preset not in PROTOCOLS:
-        raise unknown_choice("eval preset", args.preset, PROTOCOLS)
-    protocol = PROTOCOLS.get(args.preset, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
-    episodes = protocol.episodes if args.episodes is None else args.episodes
+def protocol_settings(settings: EvalSettings) -> tuple[int, bool, tuple[str, ...]]:
+    """Episodes per game, greedy or not, and splits: the settings, with a preset's protocol as defaults."""
+    if settings.preset is not None and settings.preset not in PROTOCOLS:
+        raise unknown_choice("eval preset", settings.preset, PROTOCOLS)
+    protocol = PROTOCOLS.get(settings.preset, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
+    episodes = protocol.episodes if settings.episodes is None else settings.episodes
     if episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
-    if args.reset_every < 0:
-        raise ProclabError(f"--reset-every must be >= 0, got {args.reset_every}")
-    if args.levels_from is not None and (args.split or args.preset is not None):
+    if settings.reset_every < 0:
+        raise ProclabError(f"--reset-every must be >= 0, got {settings.reset_every}")
+    if settings.levels_from is not None and (settings.split or settings.preset is not None):
         raise ProclabError("--levels-from plays a file's levels; it excludes --split and --preset")
-    return episodes, args.greedy or protocol.greedy, args.split or protocol.splits
+    return episodes, settings.greedy or protocol.greedy, settings.split or protocol.splits
 
 
-def goals_wanted(args: EvalArgs, env_config: EnvConfig) -> bool:
+def goals_wanted(settings: EvalSettings, env_config: EnvConfig) -> bool:
     """Whether to count each episode's goals: on ``--goals``, and always under a level rule: a rule that moves a
     goal (CoinRun's coin, Maze's cheese) is what the goals measure."""
-    return args.goals or bool(env_config.level_rule)
+    return settings.goals or bool(env_config.level_rule)
 
 
 def levels_label(path: Path) -> str:
     """The split label of results played from a level-state file."""
     return f"levels:{path}"
-
-
-def main(argv: list[str], prog: str = "proclab eval") -> None:
-    run(tyro.cli(EvalArgs, args=argv, prog=prog))
 
 
 @dataclass(frozen=True)
@@ -323,50 +285,32 @@ class Evaluation:
     """Complete episodes per split and game."""
 
 
-def run(args: EvalArgs) -> dict:
-    """``proclab eval``: the results table, printed (JSON with ``--json``) and written to ``--out``."""
-    return run_evaluation(args).table
+def evaluate_agent(agent_path: Path, settings: EvalSettings, runtime: RuntimeConfig, console) -> Evaluation:
+    """Load the agent (a run or checkpoint directory) once, check the settings against it, and play every
+    split on ``runtime`` (with a progress bar on ``console``).
 
-
-def run_evaluation(args: EvalArgs) -> Evaluation:
-    """:func:`run`, handing back the whole :class:`Evaluation` instead of its table."""
-    console = Console(stderr=args.json)
-    evaluation = evaluate_agent(args, console)
-    if args.out is not None:
-        write_json(args.out, evaluation.table, "evaluation results")
-    if args.json:
-        print(json.dumps(evaluation.table, indent=2))
-    else:
-        print_results(console, evaluation, args)
-    return evaluation
-
-
-def evaluate_agent(args: EvalArgs, console) -> Evaluation:
-    """Load the agent once, check the flags against it, and play every split (with a progress bar
-    on ``console``).
-
-    The flags are checked before anything is played, so a mistake costs no evaluation time; the seed
-    is set before the agent is built, so sampled actions are the same for the same ``--seed``.
+    The settings are checked before anything is played, so a mistake costs no evaluation time; the seed
+    is set before the agent is built, so sampled actions are the same for the same ``seed``.
     """
-    episodes, greedy, split_names = protocol_settings(args)
-    rt = args.runtime()
-    torch.manual_seed(args.seed)
-    agent, env_config, ckpt = load_agent(args.agent, rt)
-    env_config = with_rule(env_config, args.level_rule)
-    if args.edit:
-        agent = Intervened(agent, parse_edits(args.edit))
-    score_table(env_config.mode, args.score_table)  # refuse a bad --score-table before playing
+    episodes, greedy, split_names = protocol_settings(settings)
+    rt = runtime.runtime()
+    torch.manual_seed(settings.seed)
+    agent, env_config, ckpt = load_agent(agent_path, rt)
+    env_config = with_rule(env_config, settings.level_rule)
+    if settings.edit:
+        agent = Intervened(agent, parse_edits(settings.edit))
+    score_table(env_config.mode, settings.score_table)  # refuse a bad --score-table before playing
     levels = None
-    if args.levels_from is not None:
-        levels = read_level_states(args.levels_from)
+    if settings.levels_from is not None:
+        levels = read_level_states(settings.levels_from)
         check_levels_fit(
-            levels, env_config.games(), env_config.mode, f"level-state file {str(args.levels_from)!r}"
+            levels, env_config.games(), env_config.mode, f"level-state file {str(settings.levels_from)!r}"
         )
-        split_names = (levels_label(args.levels_from),)
-        episodes = len(levels) if args.episodes is None else episodes
+        split_names = (levels_label(settings.levels_from),)
+        episodes = len(levels) if settings.episodes is None else episodes
     else:
         note_training_overlaps(split_names, env_config.split)
-    goals = goals_wanted(args, env_config)
+    goals = goals_wanted(settings, env_config)
     rows = []
     with Progress(console=console, transient=True) as bar:
         for split in split_names:
@@ -378,27 +322,27 @@ def evaluate_agent(args: EvalArgs, console) -> Evaluation:
                 episodes,
                 rt,
                 greedy=greedy,
-                envs_per_game=args.envs_per_game,
-                seed=args.seed,
-                reset_every=args.reset_every,
+                envs_per_game=settings.envs_per_game,
+                seed=settings.seed,
+                reset_every=settings.reset_every,
                 progress=lambda t=task: bar.advance(t),
                 levels=levels,
                 goals=goals,
             )
-            rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
-    table = results_table(rows, env_config.mode, args.score_table)
-    if args.random_baseline:
+            rows.extend(r.summary(env_config.mode, settings.score_table) for r in res.values())
+    table = results_table(rows, env_config.mode, settings.score_table)
+    if settings.random_baseline:
         table["random"] = random_rows(
-            agent.config.num_actions, env_config, split_names, episodes, rt, args, levels, goals
+            agent.config.num_actions, env_config, split_names, episodes, rt, settings, levels, goals
         )
     table.update(
         checkpoint=str(ckpt.path),
-        levels_from=None if args.levels_from is None else str(args.levels_from),
-        level_rule=env_config.level_rule if args.levels_from is None else "",
+        levels_from=None if settings.levels_from is None else str(settings.levels_from),
+        level_rule=env_config.level_rule if settings.levels_from is None else "",
         step=ckpt.step,
         greedy=greedy,
-        protocol=args.preset,
-        reset_every=args.reset_every,
+        protocol=settings.preset,
+        reset_every=settings.reset_every,
     )
     return Evaluation(table, agent, env_config, rt, episodes)
 
@@ -409,13 +353,13 @@ def random_rows(
     split_names: tuple[str, ...],
     episodes: int,
     rt: Runtime,
-    args: EvalArgs,
+    settings: EvalSettings,
     levels: LevelStates | None = None,
     goals: bool = False,
 ) -> list[dict]:
     """A uniformly random agent's summary rows on the same splits, episodes and seed (its action draws
     seeded afresh, so they do not depend on how many the agent's evaluation took)."""
-    torch.manual_seed(args.seed)
+    torch.manual_seed(settings.seed)
     agent = ScriptedAgent.uniform(num_actions)
     rows = []
     for split in split_names:
@@ -426,11 +370,11 @@ def random_rows(
             episodes,
             rt,
             envs_per_game=64,
-            seed=args.seed,
+            seed=settings.seed,
             levels=levels,
             goals=goals,
         )
-        rows.extend(r.summary(env_config.mode, args.score_table) for r in res.values())
+        rows.extend(r.summary(env_config.mode, settings.score_table) for r in res.values())
     return rows
 
 
@@ -450,18 +394,19 @@ def note_training_overlaps(split_names: tuple[str, ...], train_split: str) -> No
                 Console(stderr=True).print(f"[yellow]note:[/yellow] {err}")
 
 
-def print_results(console, evaluation: Evaluation, args: EvalArgs) -> None:
-    """The results as a table: the paper's layout under ``--preset``, else one row per split and game."""
+def print_results(console, evaluation: Evaluation, out: Path | None = None) -> None:
+    """The results as a table: the paper's layout under a preset, else one row per split and game (and where
+    they were written, ``out``)."""
     table = evaluation.table
     actions = "greedy" if table["greedy"] else "sampled"
     rule = f", levels edited by {table['level_rule']}" if table.get("level_rule") else ""
     title = f"{table['checkpoint']} (step {table['step']:,}, {actions} actions, {evaluation.episodes} episodes{rule})"
-    if args.preset is not None:
+    if table["protocol"] is not None:
         console.print(paper_table(table, title))
         return
     console.print(rows_table(table, title, several_games=len(evaluation.env_config.games()) > 1))
-    if args.out is not None:
-        console.print(f"results written to {args.out}")
+    if out is not None:
+        console.print(f"results written to {out}")
 
 
 def paper_table(table: dict, title: str) -> Table:

@@ -1,4 +1,4 @@
-"""``proclab render``: a video of what the agent sees, with its action, value and reward drawn on.
+"""A video of what the agent sees, with its action, value and reward drawn on (``proclab render``).
 
 The agent's 64x64 observation is upscaled (nearest neighbour, so pixels stay crisp) and
 annotated with an arrow for the chosen action and a caption with the value estimate, the
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import tyro
 from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES, ProcgenVecEnv
 from proclab.errors import ProclabError
-from proclab.io.arguments import AGENT
 from proclab.io.video import annotate, upscale, write_video
 from proclab.models.loading import load_agent
 from proclab.rl.rollout import Actor
@@ -27,58 +24,49 @@ from proclab.run.runtime import RuntimeConfig
 
 
 @dataclass(frozen=True)
-class RenderArgs(RuntimeConfig):
-    """Render an agent playing: what it sees, with action, value and reward overlays."""
+class RenderSettings:
+    """What :func:`render` plays and how it draws it (``proclab render``'s options)."""
 
-    agent: Annotated[Path, AGENT]
-    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
-    out: Path = Path("agent.mp4")
-    """Output mp4."""
-    episodes: int = 1
-    """Episodes in the video (played one after the other)."""
-    split: str | None = None
-    """Level split to play (default: the training split)."""
-    game: str | None = None
-    """Game to play, for multi-task agents (default: the first game)."""
-    greedy: bool = False
-    """Take the most likely action instead of sampling."""
-    human: bool = False
-    """Show procgen's 512x512 high-resolution view beside the agent's view."""
-    scale: int = 4
-    """Upscaling of the 64x64 agent view (8 when --human, to match its height)."""
-    fps: float = 15
-    """Frames per second of the video."""
-    max_steps: int = 3000
-    """Stop after this many steps even if the episodes have not ended."""
-    seed: int = 0
-    """Seed of the level sequence and action sampling."""
+    episodes: int = 1  # episodes in the video (played one after the other)
+    split: str | None = None  # level split to play (None: the training split)
+    game: str | None = None  # game to play, for multi-task agents (None: the first game)
+    greedy: bool = False  # take the most likely action instead of sampling
+    human: bool = False  # show procgen's 512x512 high-resolution view beside the agent's view
+    scale: int = 4  # upscaling of the 64x64 agent view (8 with ``human``, to match its height)
+    fps: float = 15  # frames per second of the video
+    max_steps: int = 3000  # stop after this many steps even if the episodes have not ended
+    seed: int = 0  # seed of the level sequence and action sampling
 
 
-def render(args: RenderArgs) -> tuple[Path, list[float]]:
-    if args.episodes < 1:
-        raise ProclabError(f"--episodes must be >= 1, got {args.episodes}")
-    rt = args.runtime()
-    torch.manual_seed(args.seed)
-    agent, env_config, _ = load_agent(args.agent, rt)
+def render(
+    agent_path: Path, video: Path, settings: RenderSettings, runtime: RuntimeConfig
+) -> tuple[Path, list[float]]:
+    """The agent (a run or checkpoint directory) playing on ``runtime``, as an mp4 at ``video``; returns the video's
+    path and the returns of the episodes that finished."""
+    if settings.episodes < 1:
+        raise ProclabError(f"--episodes must be >= 1, got {settings.episodes}")
+    rt = runtime.runtime()
+    torch.manual_seed(settings.seed)
+    agent, env_config, _ = load_agent(agent_path, rt)
     games = env_config.games()
-    game = args.game or games[0]
+    game = settings.game or games[0]
     if game not in games:
         raise ProclabError(f"game {game!r} is not one the agent was trained on ({', '.join(games)})")
     env = ProcgenVecEnv(
         replace(env_config, game=(game,), num_envs=1),
-        seed=args.seed,
-        split=args.split,
-        render_human=args.human,
+        seed=settings.seed,
+        split=settings.split,
+        render_human=settings.human,
     )
     actor = Actor(env, agent, rt)
     human = actor.reset_info.get("human")
-    scale = 8 if args.human else args.scale
+    scale = 8 if settings.human else settings.scale
     frames, returns, ret, reward = [], [], 0.0, 0.0
     with Progress(transient=True) as bar:
-        task = bar.add_task("render", total=args.episodes)
-        for _ in range(args.max_steps):
+        task = bar.add_task("render", total=settings.episodes)
+        for _ in range(settings.max_steps):
             obs = actor.obs[0].permute(1, 2, 0).cpu().numpy()
-            out, action, _, state = actor.act(greedy=args.greedy)
+            out, action, _, state = actor.act(greedy=settings.greedy)
             a = int(action[0])
             caption = [f"{ACTION_NAMES[a]}  v={float(out.value[0]):.2f}", f"r={reward:.1f}  R={ret:.1f}"]
             frame = annotate(upscale(obs[None], scale)[0], a, caption)
@@ -93,14 +81,7 @@ def render(args: RenderArgs) -> tuple[Path, list[float]]:
                 returns.append(float(info["episode"]["return"][0]))
                 ret = reward = 0.0
                 bar.advance(task)
-                if len(returns) == args.episodes:
+                if len(returns) == settings.episodes:
                     break
     env.close()
-    return write_video(args.out, np.stack(frames), fps=args.fps), returns
-
-
-def main(argv: list[str], prog: str = "proclab render") -> None:
-    args = tyro.cli(RenderArgs, args=argv, prog=prog)
-    path, returns = render(args)
-    print(f"episode returns: {', '.join(f'{r:g}' for r in returns) or 'none finished'}")
-    print(f"video: {path}")
+    return write_video(video, np.stack(frames), fps=settings.fps), returns

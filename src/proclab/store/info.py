@@ -1,4 +1,4 @@
-"""``proclab data info``: what an episode store holds.
+"""What an episode store holds (``proclab data info``).
 
 Episodes, steps, per-game return and length statistics (and, for a recording with ground truth of CoinRun
 or Maze, the share of episodes that reached each of the game's two goals, with its exact 95 % interval),
@@ -10,34 +10,13 @@ used about 12.6 KB per step for raw frames alone).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated
-
 import numpy as np
-import tyro
 from rich.console import Console
 from rich.table import Table
 
 from proclab.envs.episodes import rate
-from proclab.errors import ProclabError
-from proclab.io.arguments import DATA
 from proclab.store.schema import GOAL, GROUND_TRUTH_ATTR, SCHEMA_VERSION
 from proclab.store.store import EpisodeStore, describe_damage
-
-
-@dataclass(frozen=True)
-class InfoArgs:
-    """Show what an episode store holds: episodes, steps, games, returns, fields, schema, size on disk."""
-
-    data: Annotated[Path, DATA]
-    """The episode store (the directory given to proclab record --out)."""
-    json: bool = False
-    """Print the summary as JSON."""
-    verify: bool = False
-    """Also read back every chunk of every committed row (walks the whole store): a missing chunk, or one
-    whose checksum fails (a flipped byte), is listed with its shard and episodes, and the exit status is 2."""
 
 
 def _stats(returns: np.ndarray, lengths: np.ndarray, completed: np.ndarray | None) -> dict:
@@ -116,20 +95,7 @@ def _game_goals(store: EpisodeStore) -> dict[str, list[str]]:
     return {}
 
 
-def main(argv: list[str], prog: str = "proclab data info") -> None:
-    args = tyro.cli(InfoArgs, args=argv, prog=prog)
-    store = EpisodeStore(args.data, verify=args.verify)
-    summary = summarize(store)
-    damaged = store.verify() if args.verify else []
-    if args.json:
-        print(json.dumps({**summary, "damaged": damaged} if args.verify else summary, indent=2))
-    else:
-        _print(summary)
-    if damaged:
-        raise ProclabError(_damage_report(store, damaged))
-
-
-def _damage_report(store: EpisodeStore, damaged: list[dict]) -> str:
+def damage_report(store: EpisodeStore, damaged: list[dict]) -> str:
     """One line: every damaged chunk with its shard and episodes, and how many episodes still read."""
     hit = sorted({e for d in damaged for e in d["episodes"]})
     parts = "; ".join(describe_damage(d) for d in damaged)
@@ -139,7 +105,7 @@ def _damage_report(store: EpisodeStore, damaged: list[dict]) -> str:
     )
 
 
-def _print(summary: dict) -> None:
+def print_summary(summary: dict) -> None:
     console = Console()
     bps = summary["bytes_per_step"]
     console.print(

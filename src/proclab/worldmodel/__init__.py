@@ -22,9 +22,9 @@ for a tour)::
     traj.frame, traj.agent_state, traj.env_h, traj.logits, traj.value, traj.reward, traj.done_logit
     traj.per_step["frame"][k]          # the exact tensor the agent saw at step k (closed loop)
 
-    # the commands' modules (a library module never imports them): wm sample into a store, wm loss-over-time
-    from proclab.worldmodel.sample import SampleArgs, sample_rollouts
-    store = sample_rollouts(SampleArgs(wm=run_dir, n=100, init="informed", steps=10, out=path))
+    # what wm sample and wm loss-over-time write (the commands are proclab.worldmodel.command)
+    from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
+    store = sample_rollouts(run_dir, path, SamplingSettings(n=100, init="informed", steps=10), RuntimeConfig())
 
 The window alignment (which recorded row labels which simulated step) is in :mod:`.batch`;
 the loss table in :mod:`.losses`; the architecture in :mod:`.model`.

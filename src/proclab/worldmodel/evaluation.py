@@ -58,14 +58,20 @@ from torch.utils.data import default_collate
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.io.configs import from_dict, with_fields
-from proclab.io.files import save_figure, subplots
+from proclab.io.files import save_figure, subplots, write_json
 from proclab.io.results import Result
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.store.schema import has_first_states
 from proclab.worldmodel.batch import WindowBatch, make_batch
 from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
 from proclab.worldmodel.clustered import clustered_auc, clustered_mean, correlations
-from proclab.worldmodel.frame_error import fair_mean_frames, frame_total, level_mean_frames, pick_windows
+from proclab.worldmodel.frame_error import (
+    fair_mean_frames,
+    frame_total,
+    level_mean_frames,
+    pick_windows,
+    prediction_strip,
+)
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
@@ -531,3 +537,47 @@ def evaluate_world_model(
         reward=reward_table(rows, settings.within, settings.resamples, settings.seed),
         drift=drift_table(rows, store, world.model, settings),
     )
+
+
+@dataclass(frozen=True)
+class StripSettings:
+    """The prediction strip of :func:`evaluate_into`: ``windows`` windows (a seeded pick) as rows of true |
+    teacher-forced | imagined (open loop) | closed-loop (greedy) frames; with ``near``, only windows with that
+    kind (coinrun: saw, coin, crate, enemy, lava) within ``near_radius`` world units of the agent at their start
+    (read from the replayed game state: the store needs its first game states)."""
+
+    windows: int
+    near: str | None = None
+    near_radius: float = 3.0
+
+
+def evaluate_into(
+    out: Path,
+    world: TrainedWorldModel,
+    data: Path,
+    settings: EvaluationSettings,
+    *,
+    strip: StripSettings | None = None,
+    progress: bool = True,
+) -> dict:
+    """:func:`evaluate_world_model` of ``world`` on the store ``data``, written as ``out/evaluation.json`` (its
+    summary) and ``out/evaluation.png`` (its plot), and with ``strip``, ``out/strip.png``; returns the summary."""
+    result = evaluate_world_model(world, data, settings, progress=progress).summary()
+    write_json(out / "evaluation.json", result, "world-model evaluation", indent=1)
+    plot_evaluation(result, out / "evaluation.png")
+    if strip is not None:
+        near = None if strip.near is None else (strip.near, strip.near_radius)
+        prediction_strip(
+            world.model,
+            world.agent,
+            EpisodeStore(data),
+            world.reward_field,
+            world.runtime,
+            out / "strip.png",
+            steps=settings.horizon,
+            windows=strip.windows,
+            seed=settings.seed,
+            near=near,
+            env_config=from_dict(EnvConfig, world.checkpoint.meta["agent_env"]),
+        )
+    return result

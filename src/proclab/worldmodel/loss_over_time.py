@@ -1,4 +1,4 @@
-"""``proclab wm loss-over-time``: how fast simulation drifts from the data, step by step.
+"""How fast simulation drifts from the data, step by step (``proclab wm loss-over-time``).
 
 For ``--batches`` batches of windows of an episode store, the model encodes the initial frames
 and *imagines* (prior samples, no true frames after the initial ones) while the recorded agent
@@ -20,16 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import tyro
 from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import DATA, WM
 from proclab.io.files import save_figure, subplots, write_json
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
@@ -40,56 +37,54 @@ from proclab.worldmodel.simulate import ACTION_SOURCES, imagined
 
 
 @dataclass(frozen=True)
-class LossOverTimeArgs(RuntimeConfig):
-    """Per-simulation-step error of each predicted quantity, imagination vs data (JSON + plot)."""
+class LossOverTimeSettings:
+    """What :func:`loss_over_time` compares (``proclab wm loss-over-time``'s options of these names)."""
 
-    wm: Annotated[Path, tyro.conf.Positional, WM]
-    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
-    data: Annotated[Path | None, DATA] = None
-    """Episode store to compare with (default: the one the model was trained on; a held-out one is better)."""
-    out: Path = Path("loss_over_time")
-    """Directory for loss_over_time.json and loss_over_time.png."""
-    batches: int = 16
-    """Batches of windows (the seed: 16)."""
-    batch_size: int = 32
-    """Windows per batch."""
-    steps: int | None = None
-    """Simulated steps (default: the model's num_sim_steps)."""
-    actions: str = "true"
-    """Actions driving the environment: true (recorded, the seed's setting) or agent (closed loop)."""
-    modal: bool = True
-    """Take the argmax of each categorical (--no-modal samples the prior)."""
-    seed: int = 0
-    """Seed of the windows' choice and of the samples."""
+    batches: int = 16  # batches of windows (the seed: 16)
+    batch_size: int = 32  # windows per batch
+    steps: int | None = None  # simulated steps (None: the model's num_sim_steps)
+    actions: str = "true"  # what drives the environment: true (the recorded actions) or agent (closed loop)
+    modal: bool = True  # take the argmax of each categorical (False samples the prior)
+    seed: int = 0  # seed of the windows' choice and of the samples
 
 
-def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
-    """Compute the per-step errors; write ``out/loss_over_time.json`` and ``.png``; return the JSON data."""
-    if args.actions not in ACTION_SOURCES:
-        raise unknown_choice("action source", args.actions, ACTION_SOURCES)
-    if args.batches < 1 or args.batch_size < 1 or (args.steps is not None and args.steps < 1):
+def loss_over_time(
+    wm_path: Path,
+    out: Path,
+    settings: LossOverTimeSettings,
+    runtime: RuntimeConfig,
+    *,
+    data: Path | None = None,
+    progress: bool = True,
+) -> dict:
+    """The per-step errors of the world model ``wm_path`` (a run or checkpoint directory) on ``runtime`` against
+    the store ``data`` (default: the one the model was trained on); writes ``out/loss_over_time.json`` and
+    ``.png``, returns the JSON data."""
+    if settings.actions not in ACTION_SOURCES:
+        raise unknown_choice("action source", settings.actions, ACTION_SOURCES)
+    if settings.batches < 1 or settings.batch_size < 1 or (settings.steps is not None and settings.steps < 1):
         raise ProclabError("--batches, --batch-size and --steps must be >= 1")
-    rt = args.runtime()
-    wm, agent, ckpt = load_world_model(args.wm, rt)
+    rt = runtime.runtime()
+    wm, agent, ckpt = load_world_model(wm_path, rt)
     wm.eval()
-    config = replace(wm.config, num_sim_steps=args.steps or wm.config.num_sim_steps)
-    data = args.data or Path(ckpt.meta["data"])
+    config = replace(wm.config, num_sim_steps=settings.steps or wm.config.num_sim_steps)
+    data = data or Path(ckpt.meta["data"])
     store = EpisodeStore(data)
     store.check_agent(agent.config.num_actions, agent.state_shapes())
     reward_field = ckpt.meta["reward_field"]
     windows = window_dataset(store, config, wm.codec, reward_field)
-    rng = np.random.default_rng(args.seed)
-    total = args.batches * args.batch_size
+    rng = np.random.default_rng(settings.seed)
+    total = settings.batches * settings.batch_size
     picks = rng.choice(len(windows), total, replace=total > len(windows))
-    torch.manual_seed(args.seed)
+    torch.manual_seed(settings.seed)
     per_batch: dict[str, list[np.ndarray]] = {}
     with Progress(transient=True, disable=not progress) as bar, torch.no_grad():
-        task = bar.add_task("loss over time", total=args.batches)
-        for chunk in np.split(picks, args.batches):
+        task = bar.add_task("loss over time", total=settings.batches)
+        for chunk in np.split(picks, settings.batches):
             items = default_collate([windows[int(i)] for i in chunk])
             batch = make_batch(items, config, wm.codec, reward_field).to(rt.device)
             with rt.autocast():
-                traj = imagined(wm, agent, batch, args.actions, args.modal)
+                traj = imagined(wm, agent, batch, settings.actions, settings.modal)
             terms = eval_terms(traj, batch)
             if not wm.codec.width:
                 terms.pop("agent_state")
@@ -102,15 +97,15 @@ def loss_over_time(args: LossOverTimeArgs, progress: bool = True) -> dict:
         "checkpoint": str(ckpt.path),
         "data": str(data),
         "steps": config.num_sim_steps,
-        "actions": args.actions,
-        "modal": args.modal,
-        "batches": args.batches,
-        "batch_size": args.batch_size,
-        "seed": args.seed,
+        "actions": settings.actions,
+        "modal": settings.modal,
+        "batches": settings.batches,
+        "batch_size": settings.batch_size,
+        "seed": settings.seed,
         "quantities": {name: summarise(np.stack(rows)) for name, rows in per_batch.items()},
     }
-    write_json(args.out / "loss_over_time.json", result, "loss over time", indent=1)
-    plot_loss_over_time(result, args.out / "loss_over_time.png")
+    write_json(out / "loss_over_time.json", result, "loss over time", indent=1)
+    plot_loss_over_time(result, out / "loss_over_time.png")
     return result
 
 
@@ -158,15 +153,3 @@ def plot_loss_over_time(result: dict, path: Path) -> Path:
     )
     fig.tight_layout()
     return save_figure(fig, path, dpi=110)
-
-
-def main(argv: list[str], prog: str = "proclab wm loss-over-time") -> None:
-    args = tyro.cli(LossOverTimeArgs, args=argv, prog=prog)
-    result = loss_over_time(args)
-    first_last = {k: (q["mean"][0], q["mean"][-1]) for k, q in result["quantities"].items()}
-    for name, (a, b) in first_last.items():
-        print(
-            f"{name:>16}: step 0 {a if a is None else f'{a:.4g}'}  ->  step {result['steps'] - 1} "
-            f"{b if b is None else f'{b:.4g}'}"
-        )
-    print(f"loss over time: {args.out / 'loss_over_time.json'} and {args.out / 'loss_over_time.png'}")

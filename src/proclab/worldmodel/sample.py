@@ -1,4 +1,4 @@
-"""``proclab wm sample``: simulated rollouts of the agent in the learned world, into an episode store.
+"""Simulated rollouts of the agent in the learned world, into an episode store (``proclab wm sample``).
 
 Each sample starts from a bottleneck vector, **informed** (the encoding of ``num_init_steps``
 real frames of a store, by default the one the model was trained on) or **random** (uniform on
@@ -33,14 +33,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import torch
-import tyro
 from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.io.arguments import AGENT, DATA, WM
 from proclab.io.video import write_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
@@ -52,36 +49,18 @@ from proclab.worldmodel.model import Trajectory
 
 
 @dataclass(frozen=True)
-class SampleArgs(RuntimeConfig):
-    """Simulate rollouts of the agent in a trained world model (closed loop) into an episode store. Samples
-    for saliency through the simulator need --precision fp32 (analyze saliency re-simulates them in fp32 and
-    checks that it reproduces them)."""
+class SamplingSettings:
+    """How :func:`sample_rollouts` simulates (``proclab wm sample``'s options of these names)."""
 
-    wm: Annotated[Path, tyro.conf.Positional, WM]
-    """The world model: a 'proclab wm train' run or checkpoint directory (a run: its latest checkpoint)."""
-    out: Annotated[Path, tyro.conf.arg(metavar="SAMPLES")] = Path("samples")
-    """Episode store to write (created if missing); videos go to SAMPLES/videos/."""
-    n: int = 100
-    """Number of simulated rollouts."""
-    init: str = "informed"
-    """informed (encode real initial frames) or random (a random unit bottleneck vector)."""
-    steps: int = 10
-    """Steps per rollout (the seed's saliency samples: 10)."""
-    data: Annotated[Path | None, DATA] = None
-    """Store whose frames inform the initial states (default: the one the model was trained on)."""
-    videos: int = 8
-    """Write mp4s of the first K rollouts."""
-    agent: Annotated[str, AGENT] = "trained"
-    """Agent in the loop: trained (the model's own), untrained, always-right (or another direction), or
-    another agent (a proclab run or checkpoint directory)."""
-    modal: bool = True
-    """Take the argmax of every categorical (deterministic rollouts); --no-modal samples them."""
-    greedy: bool = True
-    """The agent takes its most likely action; --no-greedy samples its policy."""
-    batch_size: int = 64
-    """Rollouts simulated at once."""
-    seed: int = 0
-    """Seed of the initial frames' choice, random vectors and samples."""
+    n: int = 100  # number of simulated rollouts
+    init: str = "informed"  # informed (encoded real initial frames) or random (a random unit vector)
+    steps: int = 10  # steps per rollout
+    videos: int = 8  # write mp4s of the first K rollouts
+    agent: str = "trained"  # in the loop: trained, untrained, a scripted one, or another agent (a run)
+    modal: bool = True  # take the argmax of every categorical (deterministic rollouts); False samples them
+    greedy: bool = True  # the agent takes its most likely action; False samples its policy
+    batch_size: int = 64  # rollouts simulated at once
+    seed: int = 0  # seed of the initial frames' choice, random vectors and samples
 
 
 def step_fields(reward_field: str, codec: StateCodec) -> list[str]:
@@ -114,61 +93,71 @@ def _check_joinable(out: Path, names: list[str]) -> None:
         )
 
 
-def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
-    """Simulate ``args.n`` rollouts into the store ``args.out``; returns its path."""
-    if args.init not in INITS:
-        raise unknown_choice("init", args.init, INITS)
+def sample_rollouts(
+    wm_path: Path,
+    out: Path,
+    settings: SamplingSettings,
+    runtime: RuntimeConfig,
+    *,
+    data: Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """Simulate ``settings.n`` rollouts of the world model ``wm_path`` (a run or checkpoint directory) on ``runtime``
+    into the store ``out``, informed by the store ``data`` (default: the one the model was trained on); returns
+    ``out``."""
+    if settings.init not in INITS:
+        raise unknown_choice("init", settings.init, INITS)
     for name in ("n", "steps", "batch_size"):
-        if getattr(args, name) < 1:
-            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    rt = args.runtime()
-    world = TrainedWorldModel.load(args.wm, runtime=rt)
+        if getattr(settings, name) < 1:
+            raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(settings, name)}")
+    rt = runtime.runtime()
+    world = TrainedWorldModel.load(wm_path, runtime=rt)
     wm, ckpt = world.model, world.checkpoint
-    agent, predicted_state = loop_agent(args.agent, world.agent, args.seed, rt)
+    agent, predicted_state = loop_agent(settings.agent, world.agent, settings.seed, rt)
     codec = StateCodec(agent.state_shapes())
     reward_field = ckpt.meta["reward_field"]
     games = ckpt.meta.get("games") or ["unknown"]
-    if args.init == "informed":
-        data = args.data or Path(ckpt.meta["data"])
-        starts = DreamStarts.informed(data, args.n, wm.config.num_init_steps, args.seed)
+    if settings.init == "informed":
+        data = data or Path(ckpt.meta["data"])
+        starts = DreamStarts.informed(data, settings.n, wm.config.num_init_steps, settings.seed)
         store = starts.windows.store
     else:
-        starts = DreamStarts.random(args.n, wm.config.bottleneck, args.seed)
-    torch.manual_seed(args.seed)
+        starts = DreamStarts.random(settings.n, wm.config.bottleneck, settings.seed)
+    torch.manual_seed(settings.seed)
     layout = {k: [[key, list(s)] for key, s in v] for k, v in codec.layout.items()}
-    settings = {
+    simulation = {
         "checkpoint": str(ckpt.path),
         "step": ckpt.step,
-        "init": args.init,
-        "steps": args.steps,
-        "agent": args.agent,
-        "modal": args.modal,
-        "greedy": args.greedy,
-        "seed": args.seed,
+        "init": settings.init,
+        "steps": settings.steps,
+        "agent": settings.agent,
+        "modal": settings.modal,
+        "greedy": settings.greedy,
+        "seed": settings.seed,
         "precision": "bf16" if rt.bf16 else "fp32",
         "created": time.time(),
     }
-    _check_joinable(args.out, step_fields(reward_field, codec))
-    writer = ShardWriter(args.out, attrs={"simulation": settings, STATE_LAYOUT_ATTR: layout})
+    _check_joinable(out, step_fields(reward_field, codec))
+    writer = ShardWriter(out, attrs={"simulation": simulation, STATE_LAYOUT_ATTR: layout})
     with Progress(transient=True, disable=not progress) as bar, writer, torch.no_grad():
-        task = bar.add_task("wm sample", total=args.n)
-        for lo in range(0, args.n, args.batch_size):
-            hi = min(lo + args.batch_size, args.n)
+        task = bar.add_task("wm sample", total=settings.n)
+        for lo in range(0, settings.n, settings.batch_size):
+            hi = min(lo + settings.batch_size, settings.n)
             with rt.autocast():
                 bottleneck = starts.bottlenecks(wm, lo, hi, rt.device)
             traj = simulate_batch(
                 world,
                 agent,
                 bottleneck,
-                args.steps,
-                modal=args.modal,
-                greedy=args.greedy,
+                settings.steps,
+                modal=settings.modal,
+                greedy=settings.greedy,
                 predicted_agent_state=predicted_state,
             )
-            dreams = Dream.of(traj, args.steps, reward_field)
+            dreams = Dream.of(traj, settings.steps, reward_field)
             for k in range(lo, hi):
                 steps, info = dreams.episode(k - lo, codec)
-                if args.init == "informed":
+                if settings.init == "informed":
                     e = int(starts.windows.episode_ids[starts.picks[k]])
                     game = str(store.episodes["game"][e]) if "game" in store.episodes else games[0]
                     info |= {
@@ -178,11 +167,11 @@ def sample_rollouts(args: SampleArgs, progress: bool = True) -> Path:
                     }
                 else:
                     info |= {"source_episode": -1, "source_offset": -1, "game": "+".join(games)}
-                writer.append(steps, {"init": args.init, **info})
-                if k < args.videos:
-                    sample_video(args.out / "videos" / f"sample_{k:05d}.mp4", steps, reward_field)
+                writer.append(steps, {"init": settings.init, **info})
+                if k < settings.videos:
+                    sample_video(out / "videos" / f"sample_{k:05d}.mp4", steps, reward_field)
             bar.update(task, completed=hi)
-    return args.out
+    return out
 
 
 def rollouts(traj: Trajectory, steps: int, reward_field: str, codec: StateCodec) -> list[tuple[dict, dict]]:
@@ -200,11 +189,3 @@ def sample_video(path: Path, steps: dict, reward_field: str) -> Path:
         for v, r, d in zip(steps["value"], steps[reward_field], steps["done_prob"], strict=True)
     ]
     return write_video(path, steps["obs"], fps=8, scale=4, actions=steps["action"], captions=captions)
-
-
-def main(argv: list[str], prog: str = "proclab wm sample") -> None:
-    args = tyro.cli(SampleArgs, args=argv, prog=prog)
-    out = sample_rollouts(args)
-    store = EpisodeStore(out)
-    print(f"simulated {args.n} rollouts of {args.steps} steps ({args.init} init, agent {args.agent})")
-    print(f"episode store: {out} ({store.num_episodes} episodes in all); videos: {out / 'videos'}")

@@ -9,7 +9,7 @@ from proclab.interpret.atlas.build import AtlasInputs, AtlasSettings, build_atla
 from proclab.interpret.atlas.episodes import StoreEpisodes
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.interventions.arms import Recorded
-from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.workspace.progress import phases
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
@@ -26,7 +26,7 @@ def planted(tmp_path_factory):
     store = EpisodeStore(root / "DATA")
     coords = LinearCoordinates(unit_basis(len(ATLAS_UNITS)), "ica")
     rt = make_runtime("cpu", "fp32", 1)
-    args = SweepArgs(out=root, levels=60, rows=128, permutations=2000, bootstrap=500)
+    args = SweepSettings(levels=60, rows=128, permutations=2000, bootstrap=500)
     rec = Recorded(x, np.zeros(len(ATLAS_UNITS)))
     summary, _, _ = sweep(
         agent, coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(9)), args, rt

@@ -12,8 +12,8 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis
+from proclab.interpret.states.command import _step_attributes
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
-from proclab.interpret.states.hidden_command import _step_attributes
 from proclab.io.results import ARRAYS, RESULT_JSON, jsonable
 from proclab.store import EpisodeStore
 from support import make_agent_checkpoint

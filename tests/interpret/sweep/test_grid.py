@@ -13,7 +13,7 @@ from proclab.interpret.interventions import batched_play
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
 from proclab.interpret.interventions.batched_play import play
 from proclab.interpret.interventions.direction_edits import DirectionEdit
-from proclab.interpret.sweep.grid import SweepArgs, Variants, sweep
+from proclab.interpret.sweep.grid import SweepSettings, Variants, sweep
 from proclab.interpret.sweep.stats import compare
 from proclab.models import AgentConfig, build_agent
 from proclab.models.edited import Intervened
@@ -194,11 +194,9 @@ UNSURE = {
 
 
 @pytest.mark.parametrize("correction", ["holm", "bh"])
-def test_sweep_finds_exactly_the_planted_effects(correction, tmp_path):
+def test_sweep_finds_exactly_the_planted_effects(correction):
     coords, rec = planted_recorded()
-    args = SweepArgs(
-        out=tmp_path, levels=60, rows=128, permutations=2000, bootstrap=500, correction=correction
-    )
+    args = SweepSettings(levels=60, rows=128, permutations=2000, bootstrap=500, correction=correction)
     summary, _, _ = sweep(
         PlantedAgent(), coords, KEY, rec, Corridor(128), np.arange(2000, 2060), list(range(5)), args, RT
     )
@@ -344,7 +342,7 @@ def test_random_directions_are_unit_in_the_basis_span_and_held_exactly(basis):
             np.testing.assert_allclose(out[r], h[r].numpy() + (values[r].item() - c[m]) * d[m], atol=1e-12)
 
 
-def test_random_directions_get_their_own_family_and_leave_the_basis_results_unchanged(tmp_path):
+def test_random_directions_get_their_own_family_and_leave_the_basis_results_unchanged():
     """Adding random directions changes nothing the basis reports (same levels, draws, corrections), and
     the shares that matter count the claims as reported, each with a Wilson interval."""
     from proclab.interpret.bases.random_directions import WithRandom
@@ -353,7 +351,7 @@ def test_random_directions_get_their_own_family_and_leave_the_basis_results_unch
     states = recorded_states()
     extended = WithRandom.draw(coords, 8, seed=0)
     rec2 = Recorded(np.concatenate([rec.values, extended.project(states)], 1), np.zeros(extended.k))
-    args = SweepArgs(out=tmp_path, levels=40, rows=128, permutations=999, bootstrap=200, arms="mean,p05,p95")
+    args = SweepSettings(levels=40, rows=128, permutations=999, bootstrap=200, arms="mean,p05,p95")
     levels = np.arange(2000, 2040)
     plain, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(128), levels, list(range(5)), args, RT)
     both, _, _ = sweep(PlantedAgent(), extended, KEY, rec2, Corridor(128), levels, list(range(13)), args, RT)
@@ -391,14 +389,14 @@ def test_random_directions_get_their_own_family_and_leave_the_basis_results_unch
     assert changed["basis"]["count"] >= 1 and changed["basis"]["count"] <= matter["basis"]["count"]
 
 
-def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):
+def test_two_levels_cannot_test_anything_and_the_table_says_so():
     """At 2 paired levels the permutation test's smallest p is 0.5: the sweep says so and the table shows
     estimates without intervals or significance; the p-values it computed bear that out."""
     from proclab.interpret.sweep.report import table_text
 
     coords, rec = planted_recorded()
     levels = np.arange(2000, 2002)
-    args = SweepArgs(out=tmp_path, levels=2, rows=64, permutations=400, bootstrap=100, arms="mean,p05,p95")
+    args = SweepSettings(levels=2, rows=64, permutations=400, bootstrap=100, arms="mean,p05,p95")
     summary, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), levels, list(range(5)), args, RT)
     power = summary["power"]
     assert power["smallest_p"] == 0.5 and not power["testable"]
@@ -407,12 +405,12 @@ def test_two_levels_cannot_test_anything_and_the_table_says_so(tmp_path):
     assert power["levels_for_claims"] == 11
     text = table_text(summary, "IC")
     assert "smallest p-value 2 paired levels allow is 0.5" in text and "*" not in text and "[" not in text
-    enough = SweepArgs(out=tmp_path, levels=11, rows=64, permutations=400, bootstrap=100, arms="mean")
+    enough = SweepSettings(levels=11, rows=64, permutations=400, bootstrap=100, arms="mean")
     more, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(64), np.arange(2000, 2011), [1], enough, RT)
     assert more["power"]["testable"] and "[" in table_text(more, "IC")
 
 
-def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie(tmp_path):
+def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie():
     """The kept states of a variant are its own (the held coordinate is at the held value in every one);
     the gate held at 0 (off the data) lies beyond every real state. The gate held at its mean is on the
     data for that coordinate, yet off the joint data: in every real state gate = 1 + 0.1 (drive - 0.5),
@@ -422,8 +420,8 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
 
     coords, rec = planted_recorded()
     states = recorded_states()
-    args = SweepArgs(
-        out=tmp_path, levels=30, rows=128, permutations=200, bootstrap=100, arms="collapse,mean", landing=50
+    args = SweepSettings(
+        levels=30, rows=128, permutations=200, bootstrap=100, arms="collapse,mean", landing=50
     )
     captured = {}
     original = Landing.__call__
@@ -469,7 +467,7 @@ def test_landing_keeps_each_variants_edited_states_and_measures_how_far_they_lie
     assert at[0, "collapse"]["median"] == pytest.approx(np.median(d))
 
 
-def test_brief_edits_release_after_k_steps_and_resample_step_redraws(tmp_path):
+def test_brief_edits_release_after_k_steps_and_resample_step_redraws():
     """A brief edit held longer than any episode plays exactly as the whole-episode hold; held for K steps
     it plays exactly as the hold for K steps followed by the plain agent, stepped by hand; resample-step
     puts a recorded value, drawn anew, at every step."""

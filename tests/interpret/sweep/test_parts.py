@@ -8,7 +8,7 @@ import torch
 
 from planted import KEY, Corridor, PlantedAgent, planted_recorded, recorded_states
 from proclab.errors import ProclabError
-from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.sweep.landing import Reservoirs
 from proclab.interpret.sweep.parts import Parts, blocks
 from proclab.run.runtime import make_runtime
@@ -18,12 +18,12 @@ LEVELS = np.arange(3000, 3011)
 FINGERPRINT = {"arms": "mean,p05,p95,p05@3", "seed": "4"}
 
 
-def args(tmp_path, **kw) -> SweepArgs:
+def settings(**kw) -> SweepSettings:
     base = dict(
-        out=tmp_path, levels=len(LEVELS), rows=48, permutations=300, bootstrap=200, arms="mean,p05,p95,p05@3",
+        levels=len(LEVELS), rows=48, permutations=300, bootstrap=200, arms="mean,p05,p95,p05@3",
         seed=4, greedy=False, landing=30,
     )  # fmt: skip
-    return SweepArgs(**{**base, **kw})
+    return SweepSettings(**{**base, **kw})
 
 
 class Unplayable(Corridor):
@@ -51,12 +51,12 @@ def test_a_sweep_in_parts_equals_the_sweep_in_one_and_resumes(tmp_path):
     run = lambda config, env, store: sweep(  # noqa: E731
         PlantedAgent(), coords, KEY, rec, env, LEVELS, [0, 1, 2], config, RT, states=states, store=store
     )
-    whole, out_whole, _ = run(args(tmp_path), Corridor(48), None)
+    whole, out_whole, _ = run(settings(), Corridor(48), None)
     folder = tmp_path / "sweep-parts"
     for i in (3, 1):  # separate calls, in any order, each with its own store as a process would have
-        assert run(args(tmp_path, parts=3, part=i), Corridor(48), Parts(3, folder, FINGERPRINT)) is None
+        assert run(settings(parts=3, part=i), Corridor(48), Parts(3, folder, FINGERPRINT)) is None
     ticks = []
-    summary, out, _ = run(args(tmp_path, parts=3, part=2), Corridor(48), Parts(3, folder, FINGERPRINT))
+    summary, out, _ = run(settings(parts=3, part=2), Corridor(48), Parts(3, folder, FINGERPRINT))
     for name in ("ret", "complete", "length", "actions", "timed_out"):
         np.testing.assert_array_equal(getattr(out, name), getattr(out_whole, name))
     assert without_landing(summary["results"]) == without_landing(whole["results"])
@@ -65,7 +65,7 @@ def test_a_sweep_in_parts_equals_the_sweep_in_one_and_resumes(tmp_path):
         assert 0 < r["landing"]["states"] <= 30
     # resumed with every block saved: nothing is played, the same results come back
     again, _, _ = sweep(
-        PlantedAgent(), coords, KEY, rec, Unplayable(48), LEVELS, [0, 1, 2], args(tmp_path, parts=3), RT,
+        PlantedAgent(), coords, KEY, rec, Unplayable(48), LEVELS, [0, 1, 2], settings(parts=3), RT,
         tick=ticks.append, states=states, store=Parts(3, folder, FINGERPRINT),
     )  # fmt: skip
     assert again["results"] == summary["results"] and sum(ticks) == out.ret.size

@@ -8,7 +8,7 @@ import pytest
 from planted import KEY, Corridor, PlantedAgent
 from planted import planted_recorded as planted
 from proclab.errors import ProclabError
-from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.sweep.random_swaps import draw_pairs, rank_against_random, swap_control
 from proclab.run.runtime import make_runtime
 from proclab.stats.bootstrap import resamples
@@ -121,23 +121,23 @@ def test_two_sided_p_values_are_holm_adjusted_over_metrics_and_chosen_swaps():
     assert out[0]["metrics"]["a"]["rank"] == 1 and out[0]["metrics"]["a"]["p_upper"] == pytest.approx(1 / 6)
 
 
-def test_the_sweeps_control_plays_the_random_pairs_as_swaps_on_the_same_levels(tmp_path):
+def test_the_sweeps_control_plays_the_random_pairs_as_swaps_on_the_same_levels():
     """The random pairs are played exactly as if they were named with --swaps (same levels, episodes and
     seeds), are corrected apart (the chosen swaps' reports are those of a sweep without them), and the
     control ranks the chosen swap's changes among theirs."""
     coords, rec = planted()
     levels = np.arange(2000, 2024)
-    common = dict(out=tmp_path, levels=24, rows=96, permutations=199, bootstrap=100, arms="mean")
-    args = SweepArgs(**common, random_swaps=3, swaps="0:1")
+    common = dict(levels=24, rows=96, permutations=199, bootstrap=100, arms="mean")
+    args = SweepSettings(**common, random_swaps=3, swaps="0:1")
     summary, out, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(96), levels, [], args, RT)
     drawn = [tuple(s["swap"]) for s in summary["swaps"] if s["random"]]
     assert drawn == draw_pairs(coords.k, 3, 0, [(0, 1)]) and not summary["swaps"][0]["random"]
-    named = SweepArgs(**common, swaps=",".join(f"{i}:{j}" for i, j in [(0, 1), *drawn]))
+    named = SweepSettings(**common, swaps=",".join(f"{i}:{j}" for i, j in [(0, 1), *drawn]))
     _, out_named, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(96), levels, [], named, RT)
     np.testing.assert_array_equal(out.ret, out_named.ret)
     np.testing.assert_array_equal(out.length, out_named.length)
     alone = sweep(
-        PlantedAgent(), coords, KEY, rec, Corridor(96), levels, [], SweepArgs(**common, swaps="0:1"), RT
+        PlantedAgent(), coords, KEY, rec, Corridor(96), levels, [], SweepSettings(**common, swaps="0:1"), RT
     )
     assert summary["swaps"][0]["length"] == alone[0]["swaps"][0]["length"]
     control = summary["swap_control"]
@@ -149,8 +149,8 @@ def test_the_sweeps_control_plays_the_random_pairs_as_swaps_on_the_same_levels(t
     assert length["rank"] == 1 + int(np.sum(changes[2:] > changes[1]))
 
 
-def test_random_swaps_need_chosen_swaps_and_a_count_of_zero_or_more(tmp_path):
+def test_random_swaps_need_chosen_swaps_and_a_count_of_zero_or_more():
     with pytest.raises(ProclabError, match="--random-swaps is the control of the chosen --swaps"):
-        SweepArgs(out=tmp_path, random_swaps=20).check()
+        SweepSettings(random_swaps=20).check()
     with pytest.raises(ProclabError, match="--random-swaps must be >= 0"):
-        SweepArgs(out=tmp_path, random_swaps=-1, swaps="0:1").check()
+        SweepSettings(random_swaps=-1, swaps="0:1").check()

@@ -13,7 +13,7 @@ from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.bases.units import UnitCoordinates
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.interventions.batched_play import play
-from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.sweep.plan import swap_code
 from proclab.interpret.sweep.swaps import parse_swaps, pick_direction, resolve
 from proclab.models import AgentConfig, build_agent
@@ -111,7 +111,7 @@ def planted():
     return coords, Recorded(coords.encode(states).numpy(), np.zeros(len(UNITS)))
 
 
-def test_the_sweeps_swaps_are_the_planted_agent_swapped_in_its_own_code(tmp_path):
+def test_the_sweeps_swaps_are_the_planted_agent_swapped_in_its_own_code():
     """Gate and drive swapped (the agent then moves right only when the drive cue is above one half, not
     0.3): episodes equal the hand-swapped agent's, the change in length is significant; position and
     echo swapped (read by nothing): no change at all; style and drive swapped: every episode as the
@@ -119,7 +119,7 @@ def test_the_sweeps_swaps_are_the_planted_agent_swapped_in_its_own_code(tmp_path
     claim as it was, and the swaps are corrected as one family of their own."""
     coords, rec = planted()
     levels = np.arange(2000, 2040)
-    args = SweepArgs(out=tmp_path, levels=40, rows=96, permutations=999, bootstrap=200, arms="mean,p95")
+    args = SweepSettings(levels=40, rows=96, permutations=999, bootstrap=200, arms="mean,p95")
     plain, _, _ = sweep(PlantedAgent(), coords, KEY, rec, Corridor(96), levels, [1, 3], args, RT)
     pairs = [(0, 1), (2, 4), (3, 1)]
     both, out, variants = sweep(

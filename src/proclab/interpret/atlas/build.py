@@ -35,7 +35,7 @@ returns them with their pictures; :func:`atlas` builds them on a rollout in memo
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -62,9 +62,7 @@ from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.saliency.real_frames import agent_states
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.stats.proportions import compare_shares, share
-from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.progress import no_phase
-from proclab.interpret.workspace.systems import check_system
 from proclab.io.files import subplots
 from proclab.io.results import Result
 from proclab.models.hooks import device_of
@@ -78,79 +76,6 @@ if TYPE_CHECKING:
 
 NAME = "atlas"
 FORMAT = "proclab-atlas"
-
-
-@dataclass(frozen=True)
-class AtlasArgs(AnalysisArgs):
-    """Direction atlas: per direction, what activates it, what it tracks, causes and looks at (one card each)."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "paper": {},
-        "small": {
-            "episodes": 100,
-            "bootstrap": 300,
-            "saliency_moments": 4,
-            "noise": 4,
-            "predict_steps": 500,
-            "dictionary_steps": 1000,
-            "stability_seeds": 2,
-            "stability_bootstraps": 3,
-        },
-    }
-
-    seed: int = 0
-    """Seed of the bootstraps, the states sampled for the gradient prediction and the sparse dictionary."""
-    basis: str = "ica"
-    """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF), sparse (an
-    overcomplete top-k dictionary, fitted here when the folder has none) or units (the state's own units,
-    z-scored as the basis z-scores them)."""
-    precision: str = field(default="auto", kw_only=True)
-    """Arithmetic: fp32, bf16 or auto. The atlas replays the agent and takes its gradients in fp32 whatever
-    this says (saliency and the gradient prediction need fp32)."""
-    data: DATA = None
-    """Episode store of real episodes (default: the folder's)."""
-    agent: AGENT = None
-    """Agent replayed for hook states, saliency and gradients: a proclab run or checkpoint directory
-    (default: the folder's, else the one that recorded DATA)."""
-    episodes: int = 1000
-    """Recorded episodes described (the store's first N; all if it has fewer)."""
-    moments: int = 4
-    """Top and bottom moments shown per direction (one per episode), each as a frame strip."""
-    bootstrap: int = 1000
-    """Resamples of episodes for the correlations' intervals, and of directions for the Spearman one."""
-    lags: int = 8
-    """Lead/lag: correlations at -lags .. lags steps."""
-    saliency_moments: int = 8
-    """Most active moments (one per episode) whose saliency maps are averaged per direction (0: none)."""
-    noise: int = 8
-    """SmoothGrad: noised copies of each frame (0: the plain gradient)."""
-    sigma: float = 0.05
-    """SmoothGrad: noise std on frames in [0, 1]."""
-    predict_steps: int = 2000
-    """Recorded states (a seeded sample) at which gradients predict each edit's effect."""
-    refit: bool = False
-    """--basis sparse: fit the dictionary again even if the folder has one (a sweep of the old one is then
-    no longer used)."""
-    expansion: int = 4
-    """--basis sparse: atoms per state unit."""
-    atoms_k: int = 8
-    """--basis sparse: atoms active per state (top-k)."""
-    dictionary_steps: int = 4000
-    """--basis sparse: training steps of the dictionary."""
-    random_directions: int = 0
-    """Also measure what this many random unit directions of the basis's span track: the share of directions
-    that track some quantity beside the share of random ones (and the sweep's own random baseline, when its
-    sweep ran with --random-directions)."""
-    stability_seeds: int = 5
-    """Refits of the basis on the same states with new seeds, for each direction's stability (0: none)."""
-    stability_bootstraps: int = 5
-    """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
-    stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
-
-    def check(self) -> None:
-        check_system(self.basis)
-        self.require_positive("episodes")
-        settings_of(self).check()
 
 
 @dataclass(frozen=True)
@@ -177,10 +102,6 @@ class AtlasSettings:
         for f in fields(self):
             if f.name not in ("sigma", "seed") and getattr(self, f.name) < 0:
                 raise ProclabError(f"--{f.name.replace('_', '-')} must be >= 0, got {getattr(self, f.name)}")
-
-
-def settings_of(args: AtlasArgs) -> AtlasSettings:
-    return AtlasSettings(**{f.name: getattr(args, f.name) for f in fields(AtlasSettings)})
 
 
 @dataclass(frozen=True)

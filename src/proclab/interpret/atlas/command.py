@@ -1,4 +1,5 @@
-"""The atlas as a command on an analysis folder: ``proclab analyze atlas``, and the quickstart's stage.
+"""The atlas as a command on an analysis folder: ``proclab analyze atlas`` (and the quickstart's stage), and
+``proclab analyze compare-bases`` (:mod:`.comparison_report`).
 
 Resolves what :func:`~proclab.interpret.atlas.build.build_atlas` needs from the folder (the real store and
 the activation ``analyze hidden`` analysed, the agent, the coordinates, fitting the sparse dictionary
@@ -13,8 +14,9 @@ from __future__ import annotations
 import resource
 import shutil
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from PIL import Image
@@ -25,27 +27,109 @@ from proclab.interpret.atlas.build import (
     NAME,
     PREDICTION,
     Atlas,
-    AtlasArgs,
     AtlasInputs,
+    AtlasSettings,
     build_atlas,
     prediction_figure,
-    settings_of,
 )
 from proclab.interpret.atlas.causes import load_sweep
+from proclab.interpret.atlas.comparison_report import NAME as COMPARE
+from proclab.interpret.atlas.comparison_report import BasesComparison, table, write_comparison
 from proclab.interpret.atlas.episodes import StoreEpisodes
 from proclab.interpret.atlas.strips import write_strip
 from proclab.interpret.bases.activations import read_activation
 from proclab.interpret.bases.sparse_dictionary import FILE, DictionaryConfig, SparseDictionary
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.saliency.world_model import basis_hook
+from proclab.interpret.workspace.command import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.interpret.workspace.systems import file_digest, open_coordinates, suffix, system_file
+from proclab.interpret.workspace.systems import (
+    check_system,
+    file_digest,
+    open_coordinates,
+    suffix,
+    system_file,
+)
+from proclab.io.arguments import settings_from
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
 from proclab.store import EpisodeStore
 from proclab.store.state_codec import StateCodec
+
+
+@dataclass(frozen=True)
+class AtlasArgs(AnalysisArgs):
+    """Direction atlas: per direction, what activates it, what it tracks, causes and looks at (one card each)."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {
+            "episodes": 100,
+            "bootstrap": 300,
+            "saliency_moments": 4,
+            "noise": 4,
+            "predict_steps": 500,
+            "dictionary_steps": 1000,
+            "stability_seeds": 2,
+            "stability_bootstraps": 3,
+        },
+    }
+
+    seed: int = 0
+    """Seed of the bootstraps, the states sampled for the gradient prediction and the sparse dictionary."""
+    basis: str = "ica"
+    """Directions described: ica, pca (the folder's basis), nmf (analyze hidden's NMF), sparse (an
+    overcomplete top-k dictionary, fitted here when the folder has none) or units (the state's own units,
+    z-scored as the basis z-scores them)."""
+    precision: str = field(default="auto", kw_only=True)
+    """Arithmetic: fp32, bf16 or auto. The atlas replays the agent and takes its gradients in fp32 whatever
+    this says (saliency and the gradient prediction need fp32)."""
+    data: DATA = None
+    """Episode store of real episodes (default: the folder's)."""
+    agent: AGENT = None
+    """Agent replayed for hook states, saliency and gradients: a proclab run or checkpoint directory
+    (default: the folder's, else the one that recorded DATA)."""
+    episodes: int = 1000
+    """Recorded episodes described (the store's first N; all if it has fewer)."""
+    moments: int = 4
+    """Top and bottom moments shown per direction (one per episode), each as a frame strip."""
+    bootstrap: int = 1000
+    """Resamples of episodes for the correlations' intervals, and of directions for the Spearman one."""
+    lags: int = 8
+    """Lead/lag: correlations at -lags .. lags steps."""
+    saliency_moments: int = 8
+    """Most active moments (one per episode) whose saliency maps are averaged per direction (0: none)."""
+    noise: int = 8
+    """SmoothGrad: noised copies of each frame (0: the plain gradient)."""
+    sigma: float = 0.05
+    """SmoothGrad: noise std on frames in [0, 1]."""
+    predict_steps: int = 2000
+    """Recorded states (a seeded sample) at which gradients predict each edit's effect."""
+    refit: bool = False
+    """--basis sparse: fit the dictionary again even if the folder has one (a sweep of the old one is then
+    no longer used)."""
+    expansion: int = 4
+    """--basis sparse: atoms per state unit."""
+    atoms_k: int = 8
+    """--basis sparse: atoms active per state (top-k)."""
+    dictionary_steps: int = 4000
+    """--basis sparse: training steps of the dictionary."""
+    random_directions: int = 0
+    """Also measure what this many random unit directions of the basis's span track: the share of directions
+    that track some quantity beside the share of random ones (and the sweep's own random baseline, when its
+    sweep ran with --random-directions)."""
+    stability_seeds: int = 5
+    """Refits of the basis on the same states with new seeds, for each direction's stability (0: none)."""
+    stability_bootstraps: int = 5
+    """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
+    stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
+
+    def check(self) -> None:
+        check_system(self.basis)
+        self.require_positive("episodes")
+        settings_from(self, AtlasSettings).check()
 
 
 def _states(ws: Workspace, args: AtlasArgs, rt, ph):
@@ -103,7 +187,7 @@ def run_atlas(args: AtlasArgs) -> Path:
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
         hook = basis_hook(source, StateCodec(agent.state_shapes()))
         inp = AtlasInputs(StoreEpisodes(store, episodes), x, coords, agent, hook, sweep, note)
-        res = build_atlas(inp, settings_of(args), ph.phase, ph.fraction)
+        res = build_atlas(inp, settings_from(args, AtlasSettings), ph.phase, ph.fraction)
         with ph.phase("writing"):
             head = _head(ws, args, source, checkpoint, len(episodes), sweep)
             files = _write(out, res, head, ph.seconds, start)
@@ -183,3 +267,40 @@ def plain(value):
     if isinstance(value, (float, np.floating)):
         return float(value) if np.isfinite(value) else None
     return value
+
+
+# -- analyze compare-bases --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompareBasesArgs(AnalysisArgs):
+    """Compare bases: coordinate systems (ICs, units, ...) side by side on their atlases and sweeps.
+
+    How strongly their directions track what the atlas measures, how many track ground truth, how many
+    matter when edited; with intervals and differences.
+
+    Runs no network (it reads the atlases and sweeps): the runtime options change nothing."""
+
+    seed: int = 0
+    """Seed of the resamples of directions."""
+    basis: tuple[str, ...] = ("ica", "units")
+    """Systems compared (ica, pca, nmf, sparse, units), each with its atlas on the same episodes (analyze atlas
+    --basis B) and, for the share that matters when edited, its sweep (analyze sweep --basis B)."""
+    reference: str = "ica"
+    """The system every other is compared with: differences of means, medians and shares with 95 % intervals."""
+    threshold: float = 0.3
+    """A direction has a ground-truth correlate when a gt quantity is tracked (as on its card) with |r| at or
+    above this, at lag 0."""
+    bootstrap: int = 2000
+    """Resamples of the directions for the intervals of means, medians and their differences."""
+
+
+def run_compare_bases(args: CompareBasesArgs) -> Path:
+    """Compare the systems of ``args.basis`` in the analysis folder ``args.out``; returns the output folder."""
+    start = time.perf_counter()
+    settings = settings_from(args, BasesComparison)
+    settings.check()
+    ws = Workspace.open(args.out, create=False)
+    folder, files, doc = write_comparison(ws, settings, start)
+    print(table(doc), end="")
+    outputs = [str(ws.final(f).relative_to(ws.path)) for f in files]
+    ws.record_command(COMPARE, asdict(args), outputs, doc["seconds"])
+    return ws.final(folder)

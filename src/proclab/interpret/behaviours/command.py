@@ -1,4 +1,5 @@
-"""``proclab analyze behaviours``: the behaviours of a sample store, written to ``ANALYSIS/behaviours/``.
+"""``proclab analyze behaviours``, ``analyze xcorr`` and ``analyze consistency``: the behaviours of a sample
+store, and the dynamics of its ICs per behaviour (:mod:`.xcorr`, :mod:`.consistency`).
 
 Parse -> call -> write: :func:`proclab.interpret.behaviours.grouping.behaviours` fits and describes the
 behaviours of ``--samples`` (the folder's activation, its basis for the distinctive ICs); this command
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -18,6 +20,8 @@ import numpy as np
 import tyro
 
 from proclab.interpret.bases.activations import HOOK, replay_agent
+from proclab.interpret.behaviours.consistency import NAME as CONSISTENCY
+from proclab.interpret.behaviours.consistency import ConsistencySettings, write_consistency
 from proclab.interpret.behaviours.grouping import (
     NAME,
     TRANSFORM,
@@ -30,11 +34,22 @@ from proclab.interpret.behaviours.grouping import (
     source_of,
     step_colouring,
 )
-from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
+from proclab.interpret.behaviours.xcorr import NAME as XCORR
+from proclab.interpret.behaviours.xcorr import (
+    Dynamics,
+    DynamicsSettings,
+    XcorrSettings,
+    format_ids,
+    load_dynamics,
+    write_xcorr,
+)
+from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
+from proclab.interpret.workspace.command import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.figures import scatter_grid
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.arguments import settings_from
 from proclab.io.files import save_npz
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import annotate, to_hwc, upscale, write_video
@@ -74,15 +89,10 @@ class BehavioursArgs(AnalysisArgs):
     """Instead of fitting: assign NEW_SAMPLES (same agent and world model) to the saved behaviours."""
 
 
-def settings_of(args: BehavioursArgs) -> BehaviourSettings:
-    names = ("clusters", "pcs", "env_pcs", "lags", "perplexity", "stability", "seed")
-    return BehaviourSettings(**{n: getattr(args, n) for n in names})
-
-
 def run_behaviours(args: BehavioursArgs) -> Path:
     start = time.time()
     ws = Workspace.open(args.out)
-    store, _ = open_samples(args, ws)
+    store, _ = open_samples(args.samples, ws)
     if args.assign is not None:
         return _run_assign(args, ws, ws.path / NAME, start)
     out = ws.command_dir(NAME)
@@ -93,7 +103,13 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     basis, _ = ws.optional_basis(needed=False)
     with phases(4 + int(args.stability), "behaviours") as ph:
         res = behaviours(
-            store, settings_of(args), ids=args.ids, source=source, agent=agent, basis=basis, phase=ph.phase
+            store,
+            settings_from(args, BehaviourSettings),
+            ids=args.ids,
+            source=source,
+            agent=agent,
+            basis=basis,
+            phase=ph.phase,
         )
         with ph.phase("writing, plots and videos"):
             res.model.save(out / TRANSFORM)
@@ -166,3 +182,105 @@ def _videos(out: Path, store: EpisodeStore, res: Behaviours, k: int) -> list[Pat
             write_video(out / "videos" / f"behaviour_{int(c):02d}.mp4", np.concatenate(rows, 1), fps=4)
         )
     return paths
+
+
+# -- analyze xcorr and consistency ------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynamicsArgs(AnalysisArgs):
+    """What xcorr and consistency share: the samples, the saliency run of IC targets, the lags."""
+
+    seed: int = 0
+    """Seed of the SmoothGrad noise of the saliency run (if it is made here)."""
+    samples: SAMPLES = None
+    """Sample store (default: the folder's)."""
+    saliency: str = "saliency-ic"
+    """Saliency run (subfolder) with targets ic:0-(k-1) and --env-grads both; made here if missing."""
+    step: int = 4
+    """Target step k* of that saliency run (if it is made here)."""
+    noise: int = 8
+    """SmoothGrad copies of that saliency run (if it is made here)."""
+    max_lag: int = 10
+    """Largest lag of the cross-correlation."""
+
+
+@dataclass(frozen=True)
+class XcorrArgs(DynamicsArgs):
+    """Cross-correlation and cross-causation of IC time series per behaviour (members only)."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"noise": 2}}
+
+    extrema: float = 0.02
+    """Share of the extrema-conditioned cross-correlation (top and bottom 2 % of the later IC)."""
+    xcaus: bool = True
+    """Also the cross-causation Jacobians (needs, or runs, the saliency run)."""
+    plots: bool = True
+    """Write the heatmap PNGs."""
+
+
+@dataclass(frozen=True)
+class ConsistencyArgs(DynamicsArgs):
+    """Consistency: sign agreement of IC Jacobians and cross-correlations per behaviour, vs a permutation null."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"permutations": 200}}
+
+    seed: int = 0
+    """Seed of the label permutations of the null and of the saliency run's SmoothGrad noise (if it is made
+    here)."""
+
+    permutations: int = 1000
+    """Label permutations of the null."""
+    quantile: float = 0.75
+    """Strong pairs: both |J| and |X| above this quantile of their matrix."""
+    plots: bool = True
+    """Write the triptych PNGs."""
+
+
+def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarray, k: int) -> EpisodeStore:
+    path = ws.path / args.saliency / "store.zarr"
+    if not path.exists():
+        run_saliency(
+            SaliencyArgs(
+                out=ws.path,
+                samples=samples,
+                ids=format_ids(np.sort(ids)),
+                target=(f"ic:0-{k - 1}",),
+                step=args.step,
+                noise=args.noise,
+                env_grads="both",
+                name=args.saliency,
+                strips=0,
+                videos=0,
+                store_grads=("ic",),
+                seed=args.seed,
+                device=args.device,
+                precision=args.precision,
+                channels_last=args.channels_last,
+                torch_threads=args.torch_threads,
+            )
+        )
+    return EpisodeStore(path)
+
+
+def dynamics_of(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dynamics:
+    """The folder's dynamics (:func:`~.xcorr.load_dynamics`); with ``xcaus``, the saliency run of IC targets
+    is made first if it is missing (it shows its own progress)."""
+    saliency = partial(_ic_saliency, args, ws) if xcaus else None
+    return load_dynamics(ws, settings_from(args, DynamicsSettings), args.runtime(), saliency)
+
+
+def run_xcorr(args: XcorrArgs) -> Path:
+    start = time.time()
+    ws = Workspace.open(args.out)
+    d = dynamics_of(args, ws, xcaus=args.xcaus)
+    out, outputs = write_xcorr(ws, d, settings_from(args, XcorrSettings))
+    ws.record_command(XCORR, asdict(args), [str(p) for p in outputs], time.time() - start)
+    return ws.final(out)
+
+
+def run_consistency(args: ConsistencyArgs) -> Path:
+    start = time.time()
+    ws = Workspace.open(args.out)
+    d = dynamics_of(args, ws)
+    out, outputs = write_consistency(ws, d, settings_from(args, ConsistencySettings))
+    ws.record_command(CONSISTENCY, asdict(args), [str(p) for p in outputs], time.time() - start)
+    return ws.final(out)

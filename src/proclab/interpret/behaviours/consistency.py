@@ -1,4 +1,4 @@
-"""``proclab analyze consistency``: do the IC dynamics' gradients and correlations tell the same story?
+"""Do the IC dynamics' gradients and correlations tell the same story? (``proclab analyze consistency``)
 
 Per behaviour and lag ``l >= 1``, the **sign agreement** of the cross-causation ``J[l]`` and the
 cross-correlation ``X[l]`` (same orientation, :mod:`proclab.interpret.behaviours.dynamics`): the share of
@@ -16,15 +16,13 @@ triptych PNG per behaviour (rows: lags; columns: ``J``, ``X``, agreement mask).
 
 from __future__ import annotations
 
-import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
-from proclab.interpret.behaviours.xcorr import DynamicsArgs, load_dynamics
+from proclab.interpret.behaviours.xcorr import Dynamics
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_figure, subplots
@@ -35,21 +33,13 @@ NAME = "consistency"
 
 
 @dataclass(frozen=True)
-class ConsistencyArgs(DynamicsArgs):
-    """Consistency: sign agreement of IC Jacobians and cross-correlations per behaviour, vs a permutation null."""
+class ConsistencySettings:
+    """What :func:`write_consistency` tests and draws (``analyze consistency``'s options of these names)."""
 
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"permutations": 200}}
-
-    seed: int = 0
-    """Seed of the label permutations of the null and of the saliency run's SmoothGrad noise (if it is made
-    here)."""
-
-    permutations: int = 1000
-    """Label permutations of the null."""
-    quantile: float = 0.75
-    """Strong pairs: both |J| and |X| above this quantile of their matrix."""
-    plots: bool = True
-    """Write the triptych PNGs."""
+    permutations: int = 1000  # label permutations of the null
+    quantile: float = 0.75  # strong pairs: both |J| and |X| above this quantile of their matrix
+    plots: bool = True  # write the triptych PNGs
+    seed: int = 0  # seed of the label permutations of the null
 
 
 def sign_agreement(J: np.ndarray, X: np.ndarray, quantile: float = 0.75) -> tuple[np.ndarray, np.ndarray]:
@@ -127,40 +117,38 @@ def as_json(a: np.ndarray) -> list:
     return np.where(np.isnan(a), None, np.round(a, 6).astype(object)).tolist()
 
 
-def run_consistency(args: ConsistencyArgs) -> Path:
-    start = time.time()
-    ws = Workspace.open(args.out)
-    d = load_dynamics(args, ws)
+def write_consistency(ws: Workspace, d: Dynamics, settings: ConsistencySettings) -> tuple[Path, list[Path]]:
+    """The sign agreement of ``d``'s Jacobians and cross-correlations against its permutation null, written into
+    ``ANALYSIS/consistency/`` (see the module docstring); returns the folder and its files."""
     out = ws.command_dir(NAME)
     lags = slice(1, d.step + 1)
     summary: dict = {
         "target_step": d.step,
         "lags": list(range(1, d.step + 1)),
-        "permutations": args.permutations,
-        "quantile": args.quantile,
+        "permutations": settings.permutations,
+        "quantile": settings.quantile,
         "behaviours": d.groups,
         "settings": {},
     }
     outputs = [out / "summary.json"]
     with phases(len(d.jacobians), "consistency") as ph:
         for setting, J in d.jacobians.items():
-            with ph.phase(f"{setting}: {args.permutations} permutations"):
+            with ph.phase(f"{setting}: {settings.permutations} permutations"):
                 X = d.xcorr_per_sample[d.rows[setting]][:, lags]
                 res = permutation_test(
                     J[:, 1:],
                     X,
                     d.labels[d.rows[setting]],
                     d.groups,
-                    args.permutations,
-                    args.seed,
-                    args.quantile,
+                    settings.permutations,
+                    settings.seed,
+                    settings.quantile,
                 )
                 _record(summary, setting, res)
-                if args.plots:
+                if settings.plots:
                     outputs += _triptychs(out, setting, d, J[:, 1:], X)
     write_json_atomic(out / "summary.json", summary)
-    ws.record_command(NAME, asdict(args), [str(p) for p in outputs], time.time() - start)
-    return ws.final(out)
+    return out, outputs
 
 
 def _triptychs(out: Path, setting: str, d, J: np.ndarray, X: np.ndarray) -> list[Path]:

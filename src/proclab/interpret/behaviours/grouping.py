@@ -226,9 +226,9 @@ class SampleSet:
         )
 
 
-def open_samples(args, ws: Workspace) -> tuple[EpisodeStore, Path]:
-    """The sample store named by ``--samples`` or recorded in the folder (recorded if new)."""
-    samples = args.samples or ws.inputs.get("samples")
+def open_samples(given: Path | None, ws: Workspace) -> tuple[EpisodeStore, Path]:
+    """The sample store ``given`` (``--samples``) or recorded in the folder (recorded if new)."""
+    samples = given or ws.inputs.get("samples")
     if samples is None:
         raise ProclabError("no sample store: pass --samples SAMPLES (proclab wm sample)")
     ws.require_inputs(samples=Path(samples))

@@ -1,4 +1,4 @@
-"""``proclab analyze xcorr``: per behaviour, how ICs follow each other in time, and what drives what.
+"""Per behaviour, how ICs follow each other in time, and what drives what (``proclab analyze xcorr``).
 
 Reads the folder's behaviours (``analyze behaviours``), the samples' IC loadings (the basis of
 ``analyze hidden``) and, for cross-causation, a saliency run with targets ``ic:0-(k-1)`` at the
@@ -13,10 +13,9 @@ PNGs per behaviour (rows earlier IC, columns later IC, in seriated order) and ``
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
@@ -31,11 +30,10 @@ from proclab.interpret.behaviours.dynamics import (
 )
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import SampleSet, open_samples, source_of
-from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
-from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, save_figure, save_npz, subplots
 from proclab.io.run_dirs import write_json_atomic
+from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
 
 NAME = "xcorr"
@@ -43,35 +41,21 @@ SETTINGS = {True: "env_grads", False: "no_env_grads"}
 
 
 @dataclass(frozen=True)
-class DynamicsArgs(AnalysisArgs):
-    """What xcorr and consistency share: the samples, the saliency run of IC targets, the lags."""
+class DynamicsSettings:
+    """What xcorr and consistency read (their options of these names)."""
 
-    seed: int = 0
-    """Seed of the SmoothGrad noise of the saliency run (if it is made here)."""
-    samples: SAMPLES = None
-    """Sample store (default: the folder's)."""
-    saliency: str = "saliency-ic"
-    """Saliency run (subfolder) with targets ic:0-(k-1) and --env-grads both; made here if missing."""
-    step: int = 4
-    """Target step k* of that saliency run (if it is made here)."""
-    noise: int = 8
-    """SmoothGrad copies of that saliency run (if it is made here)."""
-    max_lag: int = 10
-    """Largest lag of the cross-correlation."""
+    samples: Path | None = None  # sample store (None: the folder's)
+    saliency: str = "saliency-ic"  # saliency run (subfolder) with targets ic:0-(k-1), env grads on and off
+    max_lag: int = 10  # largest lag of the cross-correlation
 
 
 @dataclass(frozen=True)
-class XcorrArgs(DynamicsArgs):
-    """Cross-correlation and cross-causation of IC time series per behaviour (members only)."""
+class XcorrSettings:
+    """What :func:`write_xcorr` writes (``analyze xcorr``'s options of these names)."""
 
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"noise": 2}}
-
-    extrema: float = 0.02
-    """Share of the extrema-conditioned cross-correlation (top and bottom 2 % of the later IC)."""
-    xcaus: bool = True
-    """Also the cross-causation Jacobians (needs, or runs, the saliency run)."""
-    plots: bool = True
-    """Write the heatmap PNGs."""
+    max_lag: int = 10  # largest lag of the cross-correlation
+    extrema: float = 0.02  # share of the extrema-conditioned cross-correlation (top and bottom of later IC)
+    plots: bool = True  # write the heatmap PNGs
 
 
 @dataclass
@@ -101,9 +85,16 @@ def format_ids(ids: np.ndarray) -> str:
     return ",".join(parts)
 
 
-def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dynamics:
-    """Behaviour labels, IC loadings, per-sample xcorr and (with ``xcaus``) per-sample Jacobians."""
-    store, samples = open_samples(args, ws)
+def load_dynamics(
+    ws: Workspace,
+    settings: DynamicsSettings,
+    runtime: Runtime,
+    ic_saliency: Callable[[Path, np.ndarray, int], EpisodeStore] | None = None,
+) -> Dynamics:
+    """Behaviour labels, IC loadings, per-sample xcorr and, given ``ic_saliency`` (the saliency store of IC
+    targets for the sample store, the sample ids and the number of ICs), per-sample Jacobians; a hook point's
+    activations are replayed on ``runtime``."""
+    store, samples = open_samples(settings.samples, ws)
     labels_file = ws.path / BEHAVIOURS / "labels.npz"
     if not labels_file.is_file():
         raise ProclabError(
@@ -115,13 +106,13 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
     except KeyError as err:
         raise ProclabError(f"behaviour labels {str(labels_file)!r} are corrupt (no {err})") from None
     basis = ws.basis()
-    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint(), args.runtime())
+    s = SampleSet.read(store, ids.tolist(), source_of(ws, store), ws.agent_checkpoint(), runtime)
     ics = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64)).reshape(
         *s.state.shape[:2], -1
     )
     d = Dynamics(ids, labels, groups, ics, np.zeros(0), np.zeros(0))
-    if xcaus:
-        sal = _ic_saliency(args, ws, samples, ids, basis.n_ics)
+    if ic_saliency is not None:
+        sal = ic_saliency(samples, ids, basis.n_ics)
         J, sample, env_grads, d.step = per_sample_jacobians(sal, basis.n_ics)
         position = {int(i): p for p, i in enumerate(ids)}
         for flag, setting in SETTINGS.items():
@@ -130,49 +121,22 @@ def load_dynamics(args: DynamicsArgs, ws: Workspace, xcaus: bool = True) -> Dyna
                 d.jacobians[setting] = J[pick]
                 d.rows[setting] = np.array([position[int(i)] for i in sample[pick]])
         if not d.jacobians:
-            raise ProclabError(f"saliency run {args.saliency!r} covers none of the behaviours' samples")
-    d.max_lag = min(max(args.max_lag, d.step), ics.shape[1] - 1)  # lag T - 1 is the last with a pair
+            raise ProclabError(f"saliency run {settings.saliency!r} covers none of the behaviours' samples")
+    d.max_lag = min(max(settings.max_lag, d.step), ics.shape[1] - 1)  # lag T - 1 is the last with a pair
     d.xcorr_per_sample = per_sample_xcorr(ics, d.max_lag)
     d.order = seriation(d.xcorr_per_sample.mean(0)[0])
     return d
 
 
-def _ic_saliency(args: DynamicsArgs, ws: Workspace, samples: Path, ids: np.ndarray, k: int) -> EpisodeStore:
-    path = ws.path / args.saliency / "store.zarr"
-    if not path.exists():
-        run_saliency(
-            SaliencyArgs(
-                out=ws.path,
-                samples=samples,
-                ids=format_ids(np.sort(ids)),
-                target=(f"ic:0-{k - 1}",),
-                step=args.step,
-                noise=args.noise,
-                env_grads="both",
-                name=args.saliency,
-                strips=0,
-                videos=0,
-                store_grads=("ic",),
-                seed=args.seed,
-                device=args.device,
-                precision=args.precision,
-                channels_last=args.channels_last,
-                torch_threads=args.torch_threads,
-            )
-        )
-    return EpisodeStore(path)
-
-
-def run_xcorr(args: XcorrArgs) -> Path:
-    start = time.time()
-    ws = Workspace.open(args.out)
-    d = load_dynamics(args, ws, xcaus=args.xcaus)  # the saliency run it may start shows its own progress
+def write_xcorr(ws: Workspace, d: Dynamics, settings: XcorrSettings) -> tuple[Path, list[Path]]:
+    """The cross-correlations and cross-causation of ``d`` written into ``ANALYSIS/xcorr/`` (see the module
+    docstring); returns the folder and its files."""
     out = ws.command_dir(NAME)
-    lags = slice(0, min(args.max_lag, d.max_lag) + 1)
+    lags = slice(0, min(settings.max_lag, d.max_lag) + 1)
     X = np.concatenate(
         [group_mean(d.xcorr_per_sample, d.labels, d.groups), d.xcorr_per_sample.mean(0)[None]]
     )[:, lags]
-    top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, args.extrema, d.labels, d.groups)
+    top, bottom = extrema_xcorr(d.ics, X.shape[1] - 1, settings.extrema, d.labels, d.groups)
     directions = ws.basis().directions("ica")
     save_npz(
         out / "xcorr.npz",
@@ -207,13 +171,12 @@ def run_xcorr(args: XcorrArgs) -> Path:
                 s: np.abs(j[-1]).mean((1, 2)).round(6).tolist() for s, j in J.items()
             },
         }
-    if args.plots:
+    if settings.plots:
         outputs += _heatmaps(out, X, d.order, "X", 0.8)
         for s, j in (J if d.jacobians else {}).items():
             outputs += _heatmaps(out, j, d.order, f"J_{s}", 0.25)
     write_json_atomic(out / "summary.json", summary)
-    ws.record_command(NAME, asdict(args), [str(p) for p in outputs], time.time() - start)
-    return ws.final(out)
+    return out, outputs
 
 
 def _heatmaps(out: Path, M: np.ndarray, order: np.ndarray, name: str, clim: float) -> list[Path]:

@@ -18,7 +18,7 @@ from typing import ClassVar
 from proclab.errors import ProclabError
 from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSettings, decision_square
 from proclab.interpret.goals.play import play_mazes
-from proclab.interpret.workspace.args import AGENT, AnalysisArgs
+from proclab.interpret.workspace.command import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_figure, save_npz

@@ -1,5 +1,6 @@
 """``proclab analyze intervene`` and ``analyze intervene-sim``: what editing one hidden-state direction does,
-in the real env and in simulation.
+in the real env and in simulation; and ``analyze edit``, one declarative edit at any hook point
+(:mod:`.at_hook`), played beside the plain agent as ``analyze intervene`` plays its arms.
 
 The intervention (:mod:`proclab.interpret.interventions.direction_edits`) is applied in the folder's basis to
 the state tensor the basis was fitted on. Two arms, baseline and intervened, are compared
@@ -44,27 +45,24 @@ from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.behaviours.grouping import NAME as BEHAVIOURS
 from proclab.interpret.behaviours.grouping import BehaviourModel, SampleSet, source_of
 from proclab.interpret.interventions.arms import Recorded, off_data_warning
+from proclab.interpret.interventions.at_hook import NAME as EDIT
+from proclab.interpret.interventions.at_hook import hook_edit
 from proclab.interpret.interventions.direction_edits import OPS, DirectionEdit, Hold
-from proclab.interpret.interventions.edit_target import (
-    ArmArgs,
-    BasisArgs,
-    agent_checkpoint,
-    recorded,
-    state_key,
-)
+from proclab.interpret.interventions.edit_target import agent_checkpoint, recorded, state_key
 from proclab.interpret.saliency.world_model import open_samples
 from proclab.interpret.stats.paired import frequency_changes, mean_change
-from proclab.interpret.workspace.args import SAMPLES, WM
+from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.arguments import LevelRuleFlag
 from proclab.io.configs import from_dict
 from proclab.io.files import subplots
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models.edited import Intervened
 from proclab.models.loading import freeze, load_agent
-from proclab.record import RecordArgs
+from proclab.record import RecordSettings
 from proclab.record.recorder import EpisodeRecorder
 from proclab.record.recording import FINAL_OBS_NOTE, prepare_recording
 from proclab.stats.bootstrap import resamples
@@ -78,6 +76,45 @@ from proclab.worldmodel.simulate import dreamed
 NAME = "intervene"
 SIM_NAME = "intervene-sim"
 ARMS = ("baseline", "intervened")
+
+
+@dataclass(frozen=True)
+class PlayArgs(AnalysisArgs, LevelRuleFlag):
+    """Options of the commands that play an edited agent beside the plain one on the same real levels (edit,
+    intervene, sweep)."""
+
+    agent: AGENT = None
+    """Agent played: a proclab run or checkpoint directory (default: the folder's, else the one that recorded
+    its data)."""
+    split: str = "test1"
+    """Level split played (named or START:NUM)."""
+    greedy: bool = True
+    """Take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs."""
+
+
+@dataclass(frozen=True)
+class ArmArgs(PlayArgs):
+    """Options of the commands that record each arm's complete episodes into an episode store (edit,
+    intervene)."""
+
+    episodes: int = 200
+    """Complete episodes per arm."""
+    num_envs: int = 16
+    """Parallel env slots per arm (each plays a fixed quota of episodes)."""
+
+
+@dataclass(frozen=True)
+class BasisArgs(AnalysisArgs):
+    """Options of the commands that edit the agent's state in the folder's basis (intervene, intervene-sim,
+    sweep)."""
+
+    basis: str = "ica"
+    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs)."""
+    state: str | None = None
+    """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
+    basis was fitted on."""
 
 
 @dataclass(frozen=True)
@@ -193,20 +230,20 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
     if path.exists():
         shutil.rmtree(path)  # a re-run replaces its arm: two recordings in one store would mix levels
     recording, ckpt = prepare_recording(
-        RecordArgs(
-            agent=checkpoint,
-            out=path,
+        checkpoint,
+        path,
+        RecordSettings(
             episodes=args.episodes,
             split=args.split,
             level_rule=args.level_rule,
             num_envs=args.num_envs,
             seed=args.seed,
             ground_truth=False,  # an arm's recorder stores what the agent saw and did (not the game's state)
-        )
+        ),
     )
     env_config = from_dict(EnvConfig, ckpt.meta["env"])
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
-    rule = recording.args.level_rule or ""  # resolved by prepare_recording: the agent's own by default
+    rule = recording.settings.level_rule or ""  # resolved by prepare_recording: the agent's own by default
     env = ProcgenVecEnv(
         replace(env_config, num_envs=n_envs, level_rule=rule), seed=args.seed, split=args.split
     )
@@ -583,3 +620,67 @@ def frequency_bars(changes: dict, path: Path, title: str) -> Path:
     bottom.set_ylabel("change (95% CI)")
     bottom.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
     return save_tight(fig, path)
+
+
+# -- analyze edit -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HookEditArgs(ArmArgs):
+    """Edit: one declarative edit at any hook point while the agent plays the real game, paired by level.
+
+    The edit applies on every forward pass (feed-forward agents too); the edited and the plain agent play the
+    same levels. Outputs in ANALYSIS/intervene-edit/. Edits of the folder's basis directions: analyze
+    intervene."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"episodes": 20}}
+
+    seed: int = 0
+    """Seed of the envs (the levels each slot plays), sampled actions (--no-greedy), the episodes replayed for
+    a mean/resample distribution and the bootstrap."""
+    hook: str = tyro.MISSING
+    """Hook point edited (any of the agent's: torso.block1.hook_out, torso.hook_fc, core.0.hook_h, ...)."""
+    edit: Annotated[str, tyro.conf.arg(metavar="SPEC")] = tyro.MISSING
+    """SELECTION KIND [VALUE]; SELECTION is all, 'channel C', 'site C@Y,X' or 'units I,J'; KIND set/add/scale
+    VALUE, or mean/resample (the hook's recorded distribution, from --data), e.g. 'channel 7 set 0'."""
+    data: DATA = None
+    """With a mean/resample edit: the episode store replayed for the hook's distribution (default: the
+    folder's)."""
+    source_steps: int = 20_000
+    """At most about this many recorded steps make the mean/resample distribution."""
+
+
+def run_edit(args: HookEditArgs) -> Path:
+    """Baseline and edited agent on the same levels; paired changes of return, completion, length, actions."""
+
+    start = time.time()
+    args.require_positive("episodes", "num_envs", "bootstrap", "source_steps")
+    ws = Workspace.open(args.out)
+    rt = args.runtime()
+    checkpoint = agent_checkpoint(ws, args.agent, "analyze edit")
+    data = args.data or (Path(ws.inputs["data"]) if ws.inputs.get("data") else None)
+    ws.require_inputs(checkpoint=checkpoint)
+    agent, _, _ = load_agent(checkpoint, rt)
+    edit = hook_edit(
+        args.hook, args.edit, agent, checkpoint, data, rt, steps=args.source_steps, seed=args.seed
+    )
+    out = ws.command_dir(EDIT)
+    paths = {}
+    with phases(2, EDIT) as ph:
+        for arm, a in zip(ARMS, (agent, Intervened(agent, [edit])), strict=True):
+            with ph.phase(f"real env: {arm} ({args.episodes} episodes)"):
+                tag = {"arm": arm, "spec": edit.describe()}
+                paths[arm] = record_arm(
+                    a, checkpoint, out / "real" / f"{arm}.zarr", args, rt, {"intervention": tag}
+                )
+    base, inter = (ArmEpisodes.read(paths[a], agent.config.num_actions) for a in ARMS)
+    summary = {
+        "intervention": edit.describe(),
+        "hook": args.hook,
+        "real": compare_real(base, inter, args.bootstrap, args.seed)
+        | {"split": args.split, "greedy": args.greedy, "checkpoint": str(checkpoint)},
+        "seconds": round(time.time() - start, 3),
+    }
+    write_json_atomic(out / "summary.json", summary)
+    ws.record_command(
+        EDIT, asdict(args), [str(out / "summary.json"), *map(str, paths.values())], time.time() - start
+    )
+    return ws.final(out)

@@ -1,10 +1,8 @@
 """What an intervention edits: the agent (its checkpoint), the state tensor the folder's basis
-describes, and the recorded distribution of its coordinates; and the options the commands that edit
-the agent share (playing it in the real environment, editing in a basis)."""
+describes, and the recorded distribution of its coordinates."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,52 +13,11 @@ from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import Coordinates, encode_all
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.saliency.world_model import basis_hook
-from proclab.interpret.workspace.args import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.io.arguments import LevelRuleFlag
 from proclab.store import EpisodeStore
 from proclab.store.state_codec import StateCodec
 
 HIDDEN = Path("hidden") / "hidden.npz"
-
-
-@dataclass(frozen=True)
-class PlayArgs(AnalysisArgs, LevelRuleFlag):
-    """Options of the commands that play an edited agent beside the plain one on the same real levels (edit,
-    intervene, sweep)."""
-
-    agent: AGENT = None
-    """Agent played: a proclab run or checkpoint directory (default: the folder's, else the one that recorded
-    its data)."""
-    split: str = "test1"
-    """Level split played (named or START:NUM)."""
-    greedy: bool = True
-    """Take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
-    bootstrap: int = 2000
-    """Bootstrap resamples of the paired CIs."""
-
-
-@dataclass(frozen=True)
-class ArmArgs(PlayArgs):
-    """Options of the commands that record each arm's complete episodes into an episode store (edit,
-    intervene)."""
-
-    episodes: int = 200
-    """Complete episodes per arm."""
-    num_envs: int = 16
-    """Parallel env slots per arm (each plays a fixed quota of episodes)."""
-
-
-@dataclass(frozen=True)
-class BasisArgs(AnalysisArgs):
-    """Options of the commands that edit the agent's state in the folder's basis (intervene, intervene-sim,
-    sweep)."""
-
-    basis: str = "ica"
-    """Coordinates the edits act on: ica (the folder's ICs) or pca (its first k PCs)."""
-    state: str | None = None
-    """State tensor edited (core.0.h, an LSTM's core.0.c, ...); default and only choice: the one the folder's
-    basis was fitted on."""
 
 
 def agent_checkpoint(ws: Workspace, given: Path | None, command: str) -> Path:

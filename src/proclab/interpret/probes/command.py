@@ -22,9 +22,10 @@ from proclab.interpret.bases.activations import HOOK, episode_subset, read_activ
 from proclab.interpret.probes.probe import CONTROLS, ProbeSettings, probe_target, random_agent, tracking
 from proclab.interpret.probes.spatial import centres_of_mass
 from proclab.interpret.probes.targets import StoreTruth
-from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
+from proclab.interpret.workspace.command import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.arguments import settings_from
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.edited import hook_shapes
 from proclab.store import EpisodeStore
@@ -89,16 +90,11 @@ def replayed(store, hook: str, episodes: np.ndarray, agent, shape, reduce=None):
     return np.concatenate(parts), np.concatenate(owners)
 
 
-def settings_of(args: ProbeArgs) -> ProbeSettings:
-    names = ("kind", "folds", "bootstrap", "permutations", "correction", "alpha", "controls", "seed")
-    return ProbeSettings(**{n: getattr(args, n) for n in names})
-
-
 def run_probe(args: ProbeArgs) -> Path:
 
     start = time.time()
     args.require_positive("max_steps")
-    settings = settings_of(args)
+    settings = settings_from(args, ProbeSettings)
     settings.check()
     if not args.target and not args.entity:
         raise ProclabError("give at least one --target FEATURE or --entity ENTITY to probe")

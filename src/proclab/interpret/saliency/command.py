@@ -1,4 +1,5 @@
-"""``proclab analyze saliency``: what the agent's value, actions and directions are sensitive to.
+"""``proclab analyze saliency``: what the agent's value, actions and directions are sensitive to; and ``proclab
+analyze visualize``, bottleneck vectors optimised to drive a target (:mod:`.visualize`).
 
 Through the world model (default): the selected samples of the folder's sample store are
 re-simulated and every target back-propagated (:mod:`proclab.interpret.saliency.world_model`). On real
@@ -36,6 +37,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, explain, load_window
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, Target, parse_targets
+from proclab.interpret.saliency.visualize import VisualizeSettings, write_visualization
 from proclab.interpret.saliency.world_model import (
     SaliencyBatch,
     check_reproduces,
@@ -43,11 +45,13 @@ from proclab.interpret.saliency.world_model import (
     saliency_batch,
 )
 from proclab.interpret.stats.paired import mean_boot, mean_p
-from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, WM, AnalysisArgs
+from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.arguments import settings_from
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
+from proclab.run.runtime import RuntimeConfig
 from proclab.stats.bootstrap import interval, resamples, weights
 from proclab.stats.corrections import holm
 from proclab.stats.permutation import sign_flips
@@ -415,3 +419,57 @@ def against_uniform(
         verdict = "above uniform" if shown and lo > 0 else "below uniform" if shown and hi < 0 else None
         entry.update(p_holm=float(q), verdict=verdict or "not distinguishable")
     return out
+
+
+# -- analyze visualize ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VisualizeArgs(AnalysisArgs):
+    """Visualize: optimise bottleneck vectors through the simulation to maximise or minimise a target."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"n": 4, "iterations": 50, "videos": 2}}
+
+    seed: int = 0
+    """Seed of the random initial vectors (--init random) and the seed optimiser's acceptance draws."""
+    precision: str = field(default="auto", kw_only=True)
+    """Arithmetic: fp32, bf16 or auto. The vectors are optimised through the simulation in fp32 whatever
+    this says (the gradients need fp32)."""
+
+    maximize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
+    """Target to drive up: value, value-delta, action:NAME, group:DIR, ic:K, pc:K or hook:NAME[:I]."""
+    minimize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
+    """Target to drive down (same grammar as --maximize)."""
+    step: int | None = None
+    """Simulation step whose target is optimised (default: the mean over every step)."""
+    n: int = 8
+    """Vectors optimised together."""
+    init: str = "informed"
+    """informed (the sample store's first N bottleneck vectors) or random (uniform on the sphere)."""
+    iterations: int = 200
+    """Optimiser steps."""
+    lr: float = 0.01
+    """Learning rate (seed optimiser: its initial value, decaying linearly to zero)."""
+    optimizer: str = "adam"
+    """adam, or seed (SGD with decay and annealed acceptance, interpreting-rl-behavior's)."""
+    diversity: float = 0.1
+    """Weight of the mean cosine similarity between vectors in the objective (0: none)."""
+    temperature: float = 0.01
+    """seed optimiser: initial acceptance temperature."""
+    steps: int | None = None
+    """Simulated steps per rollout (default: the sample store's)."""
+    samples: SAMPLES = None
+    """Sample store (proclab wm sample): informed vectors and the simulation settings (default: the folder's)."""
+    wm: WM = None
+    """World model: a world-model run or checkpoint directory (default: the one the samples were simulated
+    with)."""
+    videos: int = 4
+    """Videos of the first K optimised rollouts."""
+
+
+def run_visualize(args: VisualizeArgs) -> Path:
+    start = time.time()
+    settings, runtime = settings_from(args, VisualizeSettings), settings_from(args, RuntimeConfig)
+    settings.check()  # before the folder is opened: a mistake leaves none behind
+    ws = Workspace.open(args.out)
+    out, name, files = write_visualization(ws, args.samples, args.wm, settings, runtime, start)
+    ws.record_command(name, asdict(args), files, time.time() - start)
+    return ws.final(out)

@@ -1,4 +1,4 @@
-"""``proclab analyze visualize``: generative visualisation, bottleneck vectors optimised to drive a target.
+"""Generative visualisation, bottleneck vectors optimised to drive a target (``proclab analyze visualize``).
 
 ``n`` bottleneck vectors ``v`` are optimised through the differentiable closed-loop simulation
 (modal latents, greedy agent with straight-through actions, as ``wm sample`` makes samples) so
@@ -26,18 +26,15 @@ the folder has a basis), and ``summary.json``.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
-import tyro
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.targets import AgentTrace, Target, evaluate, parse_target
 from proclab.interpret.saliency.world_model import SampleSettings, basis_hook, open_samples, per_step
-from proclab.interpret.workspace.args import SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
@@ -46,6 +43,7 @@ from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture
 from proclab.models.loading import freeze
+from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
 from proclab.store.state_codec import StateCodec
@@ -71,46 +69,32 @@ class OptimConfig:
 
 
 @dataclass(frozen=True)
-class VisualizeArgs(AnalysisArgs):
-    """Visualize: optimise bottleneck vectors through the simulation to maximise or minimise a target."""
+class VisualizeSettings:
+    """What :func:`write_visualization` optimises (the options of ``proclab analyze visualize``, same names and
+    meanings)."""
 
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"n": 4, "iterations": 50, "videos": 2}}
+    maximize: str | None = None  # target to drive up (one of maximize and minimize)
+    minimize: str | None = None  # target to drive down
+    step: int | None = None  # simulation step whose target is optimised (None: the mean over every step)
+    n: int = 8  # vectors optimised together
+    init: str = "informed"  # informed (the sample store's first n bottleneck vectors) or random
+    iterations: int = 200  # optimiser steps
+    lr: float = 0.01  # learning rate (seed optimiser: its initial value)
+    optimizer: str = "adam"  # adam or seed
+    diversity: float = 0.1  # weight of the mean cosine similarity between vectors
+    temperature: float = 0.01  # seed optimiser: initial acceptance temperature
+    steps: int | None = None  # simulated steps per rollout (None: the sample store's)
+    videos: int = 4  # videos of the first K optimised rollouts
+    seed: int = 0  # the random initial vectors and the seed optimiser's acceptance draws
 
-    seed: int = 0
-    """Seed of the random initial vectors (--init random) and the seed optimiser's acceptance draws."""
-    precision: str = field(default="auto", kw_only=True)
-    """Arithmetic: fp32, bf16 or auto. The vectors are optimised through the simulation in fp32 whatever
-    this says (the gradients need fp32)."""
-
-    maximize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
-    """Target to drive up: value, value-delta, action:NAME, group:DIR, ic:K, pc:K or hook:NAME[:I]."""
-    minimize: Annotated[str | None, tyro.conf.arg(metavar="TARGET")] = None
-    """Target to drive down (same grammar as --maximize)."""
-    step: int | None = None
-    """Simulation step whose target is optimised (default: the mean over every step)."""
-    n: int = 8
-    """Vectors optimised together."""
-    init: str = "informed"
-    """informed (the sample store's first N bottleneck vectors) or random (uniform on the sphere)."""
-    iterations: int = 200
-    """Optimiser steps."""
-    lr: float = 0.01
-    """Learning rate (seed optimiser: its initial value, decaying linearly to zero)."""
-    optimizer: str = "adam"
-    """adam, or seed (SGD with decay and annealed acceptance, interpreting-rl-behavior's)."""
-    diversity: float = 0.1
-    """Weight of the mean cosine similarity between vectors in the objective (0: none)."""
-    temperature: float = 0.01
-    """seed optimiser: initial acceptance temperature."""
-    steps: int | None = None
-    """Simulated steps per rollout (default: the sample store's)."""
-    samples: SAMPLES = None
-    """Sample store (proclab wm sample): informed vectors and the simulation settings (default: the folder's)."""
-    wm: WM = None
-    """World model: a world-model run or checkpoint directory (default: the one the samples were simulated
-    with)."""
-    videos: int = 4
-    """Videos of the first K optimised rollouts."""
+    def check(self) -> None:
+        if self.init not in INITS:
+            raise unknown_choice("--init", self.init, INITS)
+        if self.optimizer not in OPTIMIZERS:
+            raise unknown_choice("--optimizer", self.optimizer, OPTIMIZERS)
+        for name in ("n", "iterations"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
@@ -231,8 +215,8 @@ def optimise(objective: Objective, v0: torch.Tensor, config: OptimConfig, seed: 
     )
 
 
-def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
-    given = [(t, s) for t, s in ((args.maximize, 1.0), (args.minimize, -1.0)) if t is not None]
+def _target(settings: VisualizeSettings, num_actions: int) -> tuple[Target, float]:
+    given = [(t, s) for t, s in ((settings.maximize, 1.0), (settings.minimize, -1.0)) if t is not None]
     if len(given) != 1:
         raise ProclabError(
             "give exactly one of --maximize TARGET or --minimize TARGET (e.g. --maximize value)"
@@ -244,80 +228,83 @@ def _target(args: VisualizeArgs, num_actions: int) -> tuple[Target, float]:
     return targets[0], sign
 
 
-def run_visualize(args: VisualizeArgs) -> Path:
-    start = time.time()
-    if args.init not in INITS:
-        raise unknown_choice("--init", args.init, INITS)
-    if args.optimizer not in OPTIMIZERS:
-        raise unknown_choice("--optimizer", args.optimizer, OPTIMIZERS)
-    args.require_positive("n", "iterations")
-    ws = Workspace.open(args.out)
-    store, settings, steps, wm_path = _simulation_inputs(args, ws)
-    rt = args.runtime()
+def write_visualization(
+    ws: Workspace,
+    samples: Path | None,
+    world_model: Path | None,
+    settings: VisualizeSettings,
+    runtime: RuntimeConfig,
+    start: float,
+) -> tuple[Path, str, list[str]]:
+    """Optimise bottleneck vectors of the sample store ``samples`` (default: the folder's) through the world
+    model ``world_model`` (default: the one that simulated them) on ``runtime``, written into
+    ``ANALYSIS/visualize/<direction>_<target>/`` (the wall time since ``start``, a ``time.time()`` value, in
+    its summary); returns the folder, the name the folder records the run under, and its files."""
+    settings.check()
+    store, simulation, steps, wm_path = _simulation_inputs(settings, ws, samples, world_model)
+    rt = runtime.runtime()
     wm, agent, ckpt = load_world_model(wm_path, rt)
     freeze(wm)
-    objective = _objective(args, ws, wm, agent, steps)
-    torch.manual_seed(args.seed)
-    v0 = _initial_vectors(args, store, wm.config.bottleneck)
-    config = OptimConfig(args.iterations, args.lr, args.optimizer, args.diversity, args.temperature)
+    objective = _objective(settings, ws, wm, agent, steps)
+    torch.manual_seed(settings.seed)
+    v0 = _initial_vectors(settings, store, wm.config.bottleneck)
+    config = OptimConfig(
+        settings.iterations, settings.lr, settings.optimizer, settings.diversity, settings.temperature
+    )
     out = ws.command_dir(f"{NAME}/{objective.direction}_{objective.target.key}")  # a re-run replaces it
     with phases(2, NAME) as ph:
-        with ph.phase(f"optimising {len(v0)} vectors ({args.iterations} iterations)"):
+        with ph.phase(f"optimising {len(v0)} vectors ({settings.iterations} iterations)"):
             done = [0]
 
             def tick() -> None:
                 done[0] += 1
-                ph.fraction(done[0], args.iterations)
+                ph.fraction(done[0], settings.iterations)
 
-            res = optimise(objective, v0.to(rt.device), config, args.seed, tick)
+            res = optimise(objective, v0.to(rt.device), config, settings.seed, tick)
         with ph.phase("store, videos and plots"):
-            files = _outputs(out, objective, res, settings, ckpt, args, steps)
-    summary = _summary(args, objective, config, res, steps, ckpt)
+            files = _outputs(out, objective, res, simulation, ckpt, settings, steps)
+    summary = _summary(settings, objective, config, res, steps, ckpt)
     write_json_atomic(out / "summary.json", {**summary, "seconds": round(time.time() - start, 3)})
-    ws.record_command(
-        f"{NAME}-{objective.direction}-{objective.target.key}",
-        asdict(args),
-        [str(out / "summary.json"), *files],
-        time.time() - start,
-    )
-    return ws.final(out)
+    return out, f"{NAME}-{objective.direction}-{objective.target.key}", [str(out / "summary.json"), *files]
 
 
-def _simulation_inputs(args: VisualizeArgs, ws: Workspace) -> tuple[EpisodeStore, SampleSettings, int, Path]:
-    """The sample store, its simulation settings, the steps per rollout and the world model's path,
+def _simulation_inputs(
+    settings: VisualizeSettings, ws: Workspace, samples: Path | None, wm: Path | None
+) -> tuple[EpisodeStore, SampleSettings, int, Path]:
+    """The sample store, its simulation simulation, the steps per rollout and the world model's path,
     checked against the flags and the folder's recorded inputs before the world model is loaded."""
-    store, settings, wm_path = open_samples(
-        ws, args.samples, args.wm, "no sample store: pass --samples SAMPLES (proclab wm sample)"
+    store, simulation, wm_path = open_samples(
+        ws, samples, wm, "no sample store: pass --samples SAMPLES (proclab wm sample)"
     )
-    steps = args.steps or settings.steps
-    if args.step is not None and not 0 <= args.step < steps:
-        raise ProclabError(f"--step {args.step} is outside the rollouts' steps 0-{steps - 1}")
-    return store, settings, steps, wm_path
+    steps = settings.steps or simulation.steps
+    if settings.step is not None and not 0 <= settings.step < steps:
+        raise ProclabError(f"--step {settings.step} is outside the rollouts' steps 0-{steps - 1}")
+    return store, simulation, steps, wm_path
 
 
-def _objective(args: VisualizeArgs, ws: Workspace, wm, agent, steps: int) -> Objective:
+def _objective(settings: VisualizeSettings, ws: Workspace, wm, agent, steps: int) -> Objective:
     """The target of ``--maximize``/``--minimize`` on simulations of ``steps`` steps, with the folder's
     basis when it has one (targets on ICs need it)."""
-    target, sign = _target(args, wm.num_actions)
+    target, sign = _target(settings, wm.num_actions)
     basis, _ = ws.optional_basis(needed=False)
     if target.needs_basis and basis is None:
         raise ProclabError(
             f"target {target.spec!r} needs the folder's basis: run `proclab analyze hidden` first"
         )
     # one step more than the rollouts: the store's reward and done of the last action come from it
-    return Objective(wm, agent, target, steps + 1, args.step, sign, basis, ws.inputs.get("activation"))
+    return Objective(wm, agent, target, steps + 1, settings.step, sign, basis, ws.inputs.get("activation"))
 
 
-def _initial_vectors(args: VisualizeArgs, store: EpisodeStore, dim: int) -> torch.Tensor:
+def _initial_vectors(settings: VisualizeSettings, store: EpisodeStore, dim: int) -> torch.Tensor:
     """``(n, D)`` starting vectors: the store's first ``n`` bottlenecks (informed) or seeded random ones."""
-    if args.init == "informed":
-        n = min(args.n, store.num_episodes)
+    if settings.init == "informed":
+        n = min(settings.n, store.num_episodes)
         return torch.from_numpy(np.stack([store.info(i)["bottleneck"] for i in range(n)])).float()
-    return random_bottlenecks(args.n, dim, torch.Generator().manual_seed(args.seed))
+    return random_bottlenecks(settings.n, dim, torch.Generator().manual_seed(settings.seed))
 
 
 def _summary(
-    args: VisualizeArgs, objective: Objective, config: OptimConfig, res: Optimised, steps: int, ckpt
+    settings: VisualizeSettings, objective: Objective, config: OptimConfig, res: Optimised, steps: int, ckpt
 ) -> dict:
     """``summary.json`` without its wall time: the target per vector before and after, and how far the
     vectors spread."""
@@ -325,8 +312,8 @@ def _summary(
     return {
         "target": objective.target.spec,
         "direction": objective.direction,
-        "step": args.step,
-        "init": args.init,
+        "step": settings.step,
+        "init": settings.init,
         "optimizer": asdict(config),
         "vectors": len(res.vectors),
         "steps": steps,

@@ -1,4 +1,4 @@
-"""``proclab analyze bottleneck``: the world model's bottleneck vectors, informed vs random init.
+"""The world model's bottleneck vectors, informed vs random init (``proclab analyze bottleneck``).
 
 As the seed's ``bottleneck_vec_analysis`` (whose config-key typo kept it from running): the
 per-sample ``bottleneck`` vectors of informed-init samples are standardised and PCA'd
@@ -13,10 +13,8 @@ distance bandwidth) on the standardised vectors, with a permutation p-value (at 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
@@ -33,7 +31,6 @@ from proclab.interpret.stats.clustering import (
     ward_fit_assign,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
@@ -41,28 +38,16 @@ from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
-class BottleneckArgs(MapArgs):
-    """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test.
+class BottleneckSettings:
+    """What :func:`write_bottleneck` fits and draws (``analyze bottleneck``'s options of these names)."""
 
-    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 16, "permutations": 200}}
-
-    seed: int = 0
-    """Seed of t-SNE, the silhouette's sample, the MMD test's subsamples and its permutations."""
-    samples: SAMPLES = None
-    """Sample store with informed-init samples (default: the one the analysis folder was made with);
-    random-init samples in it are used too."""
-    random_samples: SAMPLES = None
-    """A second sample store with random-init samples (proclab wm sample --init random)."""
-    pcs: int = 128
-    """Principal components of the standardised informed vectors (the random ones are projected on them)."""
-    clusters: int = 100
-    """Ward clusters (kNN connectivity) of the vectors."""
-    permutations: int = 1000
-    """Permutations for the p-value of the informed-vs-random MMD test."""
-    test_points: int = 2000
-    """Vectors per group used by the MMD test (a seeded subsample beyond this)."""
+    pcs: int = 128  # principal components of the standardised informed vectors (the random ones projected)
+    clusters: int = 100  # Ward clusters (kNN connectivity) of the vectors
+    permutations: int = 1000  # permutations for the p-value of the informed-vs-random MMD test
+    test_points: int = 2000  # vectors per group used by the MMD test (a seeded subsample beyond this)
+    perplexity: float = 30.0  # t-SNE perplexity
+    plots: bool = True  # write the PNG plots
+    seed: int = 0  # seed of t-SNE, the silhouette's sample, the MMD test's subsamples and its permutations
 
 
 NAME = "bottleneck"
@@ -89,45 +74,48 @@ def _vectors(path: Path, default_init: str | None) -> tuple[np.ndarray, np.ndarr
     return vectors, init
 
 
-def run_bottleneck(args: BottleneckArgs) -> Path:
-    start = time.perf_counter()
-    ws = Workspace.open(args.out)
-    samples, vectors, init = _inputs(args, ws)
+def write_bottleneck(
+    ws: Workspace, samples: Path | None, random_samples: Path | None, settings: BottleneckSettings
+) -> tuple[list[Path], dict]:
+    """The maps and the test of the bottleneck vectors of ``samples`` (default: the folder's sample store) and
+    ``random_samples``, written into ``ANALYSIS/bottleneck/``; returns the files and the summary."""
+    samples, vectors, init = _inputs(ws, samples, random_samples, settings.clusters)
     with phases(5, "analyze bottleneck") as ph:
         with ph.phase("pca"):
             # every vector on the informed vectors' PCs, so random ones are seen in their coordinates
-            pcs, ratio = standard_pca(vectors, np.flatnonzero(init == 0), args.pcs)
+            pcs, ratio = standard_pca(vectors, np.flatnonzero(init == 0), settings.pcs)
             n95 = pcs_to(ratio, 0.95)
         everyone = np.arange(len(vectors))
         with ph.phase("ward clusters"):
-            clusters = ward_fit_assign(pcs[:, :n95], everyone, args.clusters)
-            sil = silhouette(pcs[:, :n95], clusters, args.seed)
+            clusters = ward_fit_assign(pcs[:, :n95], everyone, settings.clusters)
+            sil = silhouette(pcs[:, :n95], clusters, settings.seed)
         with ph.phase("t-sne"):
-            tsne = tsne_fit_assign(pcs[:, :n95], everyone, args.perplexity, args.seed)
+            tsne = tsne_fit_assign(pcs[:, :n95], everyone, settings.perplexity, settings.seed)
         with ph.phase("two-sample test"):
-            test = _informed_vs_random(vectors, init, args)
+            test = _informed_vs_random(vectors, init, settings)
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {"init": init, "pcs": pcs, "clusters": clusters, "tsne": tsne}
             save_npz(out / "bottleneck.npz", "bottleneck arrays", **arrays)
             files = [out / "bottleneck.npz"]
-            if args.plots:
-                files += _plots(out, arrays, args)
+            if settings.plots:
+                files += _plots(out, arrays, settings)
     fits = {"ratio": ratio, "n95": n95, "sil": sil, "test": test}
-    summary = _summary(args, samples, vectors.shape[1], arrays, fits, ph.seconds)
-    return ws.finish(NAME, args, files, summary, start)
+    return files, _summary(settings, samples, random_samples, vectors.shape[1], arrays, fits, ph.seconds)
 
 
-def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
+def _inputs(
+    ws, given: Path | None, random_samples: Path | None, clusters: int
+) -> tuple[Path, np.ndarray, np.ndarray]:
     """The sample store, and the vectors and inits of it and ``--random-samples`` together, checked
     (same dimension, two informed vectors, a feasible cluster count) before any long work."""
-    samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
+    samples = ws.input_path("samples", given, "--samples SAMPLES")
     vectors, init = _vectors(samples, None)
-    if args.random_samples is not None:
-        more, more_init = _vectors(args.random_samples, "random")
+    if random_samples is not None:
+        more, more_init = _vectors(random_samples, "random")
         if more.shape[1] != vectors.shape[1]:
             raise ProclabError(
-                f"--random-samples {str(args.random_samples)!r} has {more.shape[1]}-d bottleneck vectors; "
+                f"--random-samples {str(random_samples)!r} has {more.shape[1]}-d bottleneck vectors; "
                 f"{str(samples)!r} has {vectors.shape[1]}-d"
             )
         vectors, init = np.concatenate([vectors, more]), np.concatenate([init, more_init])
@@ -135,11 +123,11 @@ def _inputs(args: BottleneckArgs, ws) -> tuple[Path, np.ndarray, np.ndarray]:
     informed = int(np.sum(init == 0))
     if informed < 2:
         raise ProclabError(f"{str(samples)!r} holds {informed} informed-init samples; need at least 2")
-    check_clusters(args.clusters, len(vectors))
+    check_clusters(clusters, len(vectors))
     return samples, vectors, init
 
 
-def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckArgs) -> dict | None:
+def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, settings: BottleneckSettings) -> dict | None:
     """The MMD test on seeded subsamples of the vectors standardised by the informed ones; None with
     fewer than two random."""
     # lazy: scikit-learn is slow to import, only the fits need it
@@ -149,25 +137,33 @@ def _informed_vs_random(vectors: np.ndarray, init: np.ndarray, args: BottleneckA
     if len(random) < 2:
         return None
     z = StandardScaler().fit(vectors[informed]).transform(vectors)
-    a = informed[subsample(len(informed), args.test_points, args.seed)]
-    b = random[subsample(len(random), args.test_points, args.seed + 1)]
+    a = informed[subsample(len(informed), settings.test_points, settings.seed)]
+    b = random[subsample(len(random), settings.test_points, settings.seed + 1)]
     return {
         "method": "MMD^2 (unbiased, Gaussian kernel, median bandwidth) on standardised vectors",
-        **mmd_test(z[a], z[b], args.permutations, args.seed),
+        **mmd_test(z[a], z[b], settings.permutations, settings.seed),
     }
 
 
-def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict, seconds) -> dict:
+def _summary(
+    settings: BottleneckSettings,
+    samples: Path,
+    random_samples: Path | None,
+    dim: int,
+    a: dict,
+    fits: dict,
+    seconds,
+) -> dict:
     init, clusters, ratio, n_pcs = a["init"], a["clusters"], fits["ratio"], a["pcs"].shape[1]
     random_share = [
         float(np.mean(init[clusters == c] == 1)) if np.any(clusters == c) else None
-        for c in range(args.clusters)
+        for c in range(settings.clusters)
     ]
-    maps = pca_cluster_summary(ratio, n_pcs, fits["n95"], clusters, args.clusters, fits["sil"])
+    maps = pca_cluster_summary(ratio, n_pcs, fits["n95"], clusters, settings.clusters, fits["sil"])
     maps["clusters"]["random_share"] = random_share
     return {
         "samples": str(samples.resolve()),
-        "random_samples": str(args.random_samples) if args.random_samples else None,
+        "random_samples": str(random_samples) if random_samples else None,
         "informed": int(np.sum(init == 0)),
         "random": int(np.sum(init == 1)),
         "dim": dim,
@@ -177,7 +173,7 @@ def _summary(args: BottleneckArgs, samples: Path, dim: int, a: dict, fits: dict,
     }
 
 
-def _plots(out: Path, a: dict, args: BottleneckArgs) -> list[Path]:
+def _plots(out: Path, a: dict, args: BottleneckSettings) -> list[Path]:
     panels = [
         figures.Colouring("init", a["init"], INITS),
         figures.Colouring("Ward cluster", a["clusters"], [f"c{c}" for c in range(args.clusters)]),

@@ -13,7 +13,7 @@ and tested for lying inside the real cloud. :func:`hidden` runs it on a
     res = proclab.analyze.hidden(ro, "core.0.hook_h", proclab.analyze.HiddenSettings(n_ics=8))
     proclab.analyze.sweep(agent, res.basis, ro, "core.0.hook_h", levels=50)
 
-``proclab analyze hidden`` (:mod:`proclab.interpret.states.hidden_command`) reads the states of a
+``proclab analyze hidden`` (:mod:`proclab.interpret.states.command`) reads the states of a
 recorded store and calls the same function.
 """
 

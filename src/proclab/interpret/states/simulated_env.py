@@ -1,4 +1,4 @@
-"""``proclab analyze env``: the world model's environment states ``env_h`` of a sample store.
+"""The world model's environment states ``env_h`` of a sample store (``proclab analyze env``).
 
 As the seed's ``env_h_analysis``: StandardScaler and PCA (``--pcs``, 128) of the per-step
 deterministic RSSM state, Ward clusters (kNN connectivity, ``--clusters``, 128) on the PCs that
@@ -10,10 +10,8 @@ value, and the predicted reward.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
@@ -31,7 +29,6 @@ from proclab.interpret.stats.clustering import (
     ward_fit_assign,
 )
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
@@ -39,26 +36,16 @@ from proclab.store.store import EpisodeStore
 
 
 @dataclass(frozen=True)
-class EnvArgs(MapArgs):
-    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h.
+class EnvSettings:
+    """What :func:`write_env` fits and draws (``analyze env``'s options of these names)."""
 
-    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "paper": {},
-        "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
-    }
-
-    seed: int = 0
-    """Seed of the fitting subsample, t-SNE, the silhouette's sample and the plotted points."""
-    samples: SAMPLES = None
-    """Sample store (proclab wm sample; default: the one the analysis folder was made with)."""
-    pcs: int = 128
-    """Principal components kept of the standardised env states."""
-    clusters: int = 128
-    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
-    fit_points: int = 20_000
-    """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
+    pcs: int = 128  # principal components kept of the standardised env states
+    clusters: int = 128  # Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance
+    fit_points: int = 20_000  # Ward and t-SNE fitted on a seeded subsample this big, the rest assigned
+    perplexity: float = 30.0  # t-SNE perplexity
+    plot_points: int = 20_000  # points drawn in the scatter plots (a seeded subsample)
+    plots: bool = True  # write the PNG plots
+    seed: int = 0  # seed of the fitting subsample, t-SNE, the silhouette's sample and the plotted points
 
 
 NAME = "env"
@@ -80,14 +67,14 @@ class EnvMap:
     tsne: np.ndarray
 
 
-def run_env(args: EnvArgs) -> Path:
-    start = time.perf_counter()
-    ws = Workspace.open(args.out)
-    samples = ws.input_path("samples", args.samples, "--samples SAMPLES")
+def write_env(ws: Workspace, samples: Path | None, settings: EnvSettings) -> tuple[list[Path], dict]:
+    """The maps of the env states of ``samples`` (default: the folder's sample store), written into
+    ``ANALYSIS/env/``; returns the files and the summary."""
+    samples = ws.input_path("samples", samples, "--samples SAMPLES")
     store = _sample_store(samples)
     ws.require_inputs(samples=samples)
     episodes = np.arange(store.num_episodes)
-    check_clusters(args.clusters, min(store.num_steps, args.fit_points))
+    check_clusters(settings.clusters, min(store.num_steps, settings.fit_points))
     with phases(5, "analyze env") as ph:
         with ph.phase("reading env states"):
             x = store.read_steps(FIELD, episodes).astype(np.float32)
@@ -97,7 +84,7 @@ def run_env(args: EnvArgs) -> Path:
                 for k in ("action", "value", "reward")
                 if k in store.step_fields
             }
-        m = _fit_maps(x, args, ph)
+        m = _fit_maps(x, settings, ph)
         out = ws.command_dir(NAME)
         with ph.phase("writing"):
             arrays = {
@@ -110,17 +97,17 @@ def run_env(args: EnvArgs) -> Path:
             }
             save_npz(out / "env.npz", "environment-state arrays", **arrays)
             files = [out / "env.npz"]
-            if args.plots:
-                files += _plots(out, arrays, args)
+            if settings.plots:
+                files += _plots(out, arrays, settings)
     summary = {
         "samples": str(samples.resolve()),
         "episodes": len(episodes),
         "points": len(x),
         "dim": x.shape[1],
-        **_map_summary(m, args.clusters),
+        **_map_summary(m, settings.clusters),
         "seconds": ph.seconds,
     }
-    return ws.finish(NAME, args, files, summary, start)
+    return files, summary
 
 
 def _sample_store(samples: Path) -> EpisodeStore:
@@ -135,17 +122,17 @@ def _sample_store(samples: Path) -> EpisodeStore:
     return store
 
 
-def _fit_maps(x: np.ndarray, args: EnvArgs, ph) -> EnvMap:
+def _fit_maps(x: np.ndarray, settings: EnvSettings, ph) -> EnvMap:
     """PCA, Ward clusters and t-SNE of the env states ``x``, one phase of ``ph`` each."""
     with ph.phase("pca"):
-        fit = subsample(len(x), args.fit_points, args.seed)
-        pcs, ratio = standard_pca(x, fit, args.pcs)
+        fit = subsample(len(x), settings.fit_points, settings.seed)
+        pcs, ratio = standard_pca(x, fit, settings.pcs)
         n95 = pcs_to(ratio, 0.95)
     with ph.phase("ward clusters"):
-        clusters = ward_fit_assign(pcs[:, :n95], fit, args.clusters)
-        sil = silhouette(pcs[fit, :n95], clusters[fit], args.seed)
+        clusters = ward_fit_assign(pcs[:, :n95], fit, settings.clusters)
+        sil = silhouette(pcs[fit, :n95], clusters[fit], settings.seed)
     with ph.phase("t-sne"):
-        tsne = tsne_fit_assign(pcs[:, :n95], fit, args.perplexity, args.seed)
+        tsne = tsne_fit_assign(pcs[:, :n95], fit, settings.perplexity, settings.seed)
     return EnvMap(fit, pcs, ratio, n95, clusters, sil, tsne)
 
 
@@ -156,7 +143,7 @@ def _map_summary(m: EnvMap, n_clusters: int) -> dict:
     )
 
 
-def _plots(out: Path, a: dict, args: EnvArgs) -> list[Path]:
+def _plots(out: Path, a: dict, args: EnvSettings) -> list[Path]:
     shown = subsample(len(a["pcs"]), args.plot_points, args.seed + 1)
     panels = [
         figures.Colouring("Ward cluster", a["clusters"][shown], [f"c{c}" for c in range(args.clusters)]),

@@ -14,7 +14,7 @@ outcomes are judged by exact McNemar tests, Holm-corrected over all of them.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,10 +23,10 @@ import torch
 from proclab.errors import ProclabError
 from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.steering.steer import SteerSettings, check_coefficients, steer
-from proclab.interpret.workspace.args import AGENT, AnalysisArgs
+from proclab.interpret.workspace.command import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
-from proclab.io.arguments import LevelRuleFlag
+from proclab.io.arguments import LevelRuleFlag, settings_from
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
@@ -105,14 +105,9 @@ def parse_coefficients(text: str) -> tuple[float, ...]:
     return tuple(check_coefficients(values))
 
 
-def settings_of(args: SteerArgs) -> SteerSettings:
-    given = {f.name: getattr(args, f.name) for f in fields(SteerSettings) if f.name != "coefficients"}
-    return SteerSettings(**given, coefficients=parse_coefficients(args.coefficients))
-
-
 def run_steer(args: SteerArgs) -> Path:
     start = time.time()
-    settings = settings_of(args)
+    settings = settings_from(args, SteerSettings, coefficients=parse_coefficients(args.coefficients))
     ws = Workspace.open(args.out)
     checkpoint = agent_checkpoint(ws, args.agent, "analyze steer")
     ws.require_inputs(checkpoint=checkpoint)

@@ -1,4 +1,5 @@
-"""The sweep as a stage on an analysis folder: ``proclab analyze sweep``, and the quickstart.
+"""The sweep as a stage on an analysis folder: ``proclab analyze sweep`` (its arguments, :class:`SweepArgs`),
+and the quickstart.
 
 Reads the folder's basis and the coordinates ``analyze hidden`` recorded (the recorded
 distribution every arm is placed in), loads the agent, draws the paired levels from the split,
@@ -13,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -23,22 +25,111 @@ from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
-from proclab.interpret.interventions.arms import Recorded, parse_arms
+from proclab.interpret.interventions.arms import DEFAULT_ARMS, Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels
+from proclab.interpret.interventions.command import BasisArgs, PlayArgs
 from proclab.interpret.interventions.edit_target import HIDDEN, agent_checkpoint, recorded, state_key
 from proclab.interpret.interventions.goal_watch import GoalWatch
-from proclab.interpret.sweep.deaths import Deaths
-from proclab.interpret.sweep.grid import FORMAT, NAME, SweepArgs, sweep
+from proclab.interpret.sweep.deaths import RADIUS, Deaths
+from proclab.interpret.sweep.grid import FORMAT, NAME, SweepSettings, sweep
 from proclab.interpret.sweep.parts import Parts
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
 from proclab.interpret.sweep.swaps import parse_swaps, read_atlas, resolve
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.interpret.workspace.systems import file_digest, open_coordinates, suffix, system_file
+from proclab.interpret.workspace.systems import (
+    check_system,
+    file_digest,
+    open_coordinates,
+    suffix,
+    system_file,
+)
+from proclab.io.arguments import settings_from
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
+
+
+@dataclass(frozen=True)
+class SweepArgs(BasisArgs, PlayArgs):
+    """Sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
+
+    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs
+    in ANALYSIS/sweep (sweep-BASIS for a basis other than ica): one table sorted by effect size, one plot,
+    one JSON."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
+
+    seed: int = 0
+    """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
+    basis: str = "ica"
+    """Coordinates the arms hold: ica (the folder's ICs), pca (its first k PCs), nmf (the NMF of analyze
+    hidden), sparse (the dictionary of analyze atlas --basis sparse) or units (the state's own units, z-scored
+    as the basis z-scores them)."""
+    arms: str = ",".join(DEFAULT_ARMS)
+    """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
+    every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
+    directions: str | None = None
+    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis; none: no
+    direction is held, only the baseline and --swaps are played)."""
+    levels: int = 200
+    """Paired levels, drawn from --split: every (direction, arm) and the baseline play each once."""
+    levels_from: Path | None = None
+    """Play the states of this level-state file as the paired levels (every state once per variant;
+    --levels and --split unused): edited levels (proclab level edit) or recorded ones (level export)."""
+    rows: int = 256
+    """Episodes played at once: env slots stepped together, one batched agent forward per step."""
+    precision: str = field(default="auto", kw_only=True)
+    """The agent's arithmetic: fp32, bf16 (autocast), or auto (bf16 where the hardware computes it natively).
+    Every variant of a sweep runs at the same precision, so its comparisons stay paired; fp32 reproduces
+    sweeps made before this option."""
+    permutations: int = 5000
+    """Permutations of the paired tests' p-values."""
+    correction: str = "holm"
+    """Multiple-comparison correction over the directions: holm or bh (Benjamini-Hochberg)."""
+    alpha: float = 0.05
+    """Family-wise error rate (holm) or false discovery rate (bh) of each arm and metric."""
+    sort: str = "return"
+    """Table order: the size of the change in return, level_complete, length or tv_distance."""
+    random_directions: int = 0
+    """Also sweep this many random unit directions of the basis's span, same arms and levels, as the
+    baseline of how many directions "matter" (docs/analyses.md; 64 or more for a study)."""
+    landing: int = 200
+    """States kept per variant (a uniform sample of its steps) to measure how far edited states lie from the
+    recorded ones in the full state space, against the baseline's (0: not measured)."""
+    equivalence_margin: float = 0.5
+    """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
+    to lie within +-this margin."""
+    swaps: str = ""
+    """Pairs of directions whose coordinates are exchanged at every step, each one more variant on the same
+    levels (comma-separated I:J; a side named by a kind, saw:crate, is the direction that tracks proximity to
+    it most strongly in the atlas of this basis) (docs/analyses.md)."""
+    random_swaps: int = 0
+    """The swaps' control: also swap this many random pairs of the basis's directions on the same levels, and
+    report where each chosen swap's change falls among theirs (rank, empirical p-values, intervals;
+    proclab.interpret.sweep.random_swaps; 20 or more for a claim)."""
+    deaths: bool = True
+    """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
+    with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
+    death_radius: float = RADIUS
+    """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
+    units of its box; farther, the cause is 'unclear'."""
+    goals: bool = False
+    """In a game with two goals (coinrun: the coin and the level's end; maze: the cheese and the top-right
+    corner), whether each episode reached each, per variant against the baseline by the exact McNemar test
+    (reads every slot's game state after every step: about 1.4x the play's time, hence off by default)."""
+    parts: int = 1
+    """Play the levels in this many blocks, each saved in ANALYSIS/sweep-parts/ once played: the same
+    command run again plays only the blocks not yet saved (a sweep of hours resumes where it stopped), and
+    the tests run when the last block is saved (docs/analyses.md)."""
+    part: int | None = None
+    """Play only block I of --parts (1-based), e.g. one process per core, each with its own I; whichever
+    saves the last block writes the sweep's results."""
+
+    def check(self) -> None:
+        check_system(self.basis)
+        settings_from(self, SweepSettings).check()
 
 
 def run_sweep(args: SweepArgs) -> Path:
@@ -91,7 +182,7 @@ def run_sweep(args: SweepArgs) -> Path:
                 env,
                 levels,
                 directions,
-                args,
+                settings_from(args, SweepSettings),
                 rt,
                 tick,
                 states,

@@ -8,7 +8,7 @@ held at the arm's value. All ``1 + directions x arms`` variants of a batch of le
 correction over the directions (:mod:`proclab.interpret.sweep.stats`).
 
 :func:`sweep` is the computation (any agent, basis, env: tests run it on a planted agent in a
-small deterministic env); :func:`run_sweep` is the stage on an analysis folder (``proclab analyze
+small deterministic env); :func:`~proclab.interpret.sweep.command.run_sweep` is the stage on an analysis folder (``proclab analyze
 sweep``, and the quickstart), which writes ``ANALYSIS/sweep/``: ``sweep.json`` (every
 number), ``sweep_table.txt`` / ``sweep_table.csv`` (one row per direction and arm, sorted by
 effect size), ``sweep.png`` (changes per direction and arm) and ``episodes.npz`` (per variant and
@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
@@ -46,7 +45,6 @@ from proclab.interpret.interventions.arms import (
     split_arm,
 )
 from proclab.interpret.interventions.batched_play import Outcomes, play
-from proclab.interpret.interventions.edit_target import BasisArgs, PlayArgs
 from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.stats.paired import binary_change, correct
 from proclab.interpret.sweep.claims import sweep_claims
@@ -57,7 +55,6 @@ from proclab.interpret.sweep.plan import SweepPlan, planned, swap_code
 from proclab.interpret.sweep.random_swaps import draw_pairs, swap_control
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
-from proclab.interpret.workspace.systems import check_system
 from proclab.models.edited import Intervened
 from proclab.stats.corrections import CORRECTIONS
 
@@ -67,83 +64,38 @@ SORTS = (*MEANS, TV)
 
 
 @dataclass(frozen=True)
-class SweepArgs(BasisArgs, PlayArgs):
-    """Sweep: every arm on every basis direction, on paired real levels, with corrected CIs.
+class SweepSettings:
+    """What :func:`sweep` plays and tests (the options of ``proclab analyze sweep``, same names and meanings)."""
 
-    Arms: collapse, mean, resample, p05, p95, on, resample-step, and brief ARM@K (docs/analyses.md). Outputs
-    in ANALYSIS/sweep (sweep-BASIS for a basis other than ica): one table sorted by effect size, one plot,
-    one JSON."""
-
-    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"levels": 50, "permutations": 2000}}
-
-    seed: int = 0
-    """Seed of the level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
-    basis: str = "ica"
-    """Coordinates the arms hold: ica (the folder's ICs), pca (its first k PCs), nmf (the NMF of analyze
-    hidden), sparse (the dictionary of analyze atlas --basis sparse) or units (the state's own units, z-scored
-    as the basis z-scores them)."""
-    arms: str = ",".join(DEFAULT_ARMS)
-    """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step (a recorded value drawn at
-    every step), and brief ones, ARM@K (held for the first K steps, then released: p95@10) (docs/analyses.md)."""
-    directions: str | None = None
-    """Directions swept, as ids and ranges (e.g. 0:8,12; default: every direction of the basis; none: no
-    direction is held, only the baseline and --swaps are played)."""
-    levels: int = 200
-    """Paired levels, drawn from --split: every (direction, arm) and the baseline play each once."""
-    levels_from: Path | None = None
-    """Play the states of this level-state file as the paired levels (every state once per variant;
-    --levels and --split unused): edited levels (proclab level edit) or recorded ones (level export)."""
-    rows: int = 256
-    """Episodes played at once: env slots stepped together, one batched agent forward per step."""
-    precision: str = field(default="auto", kw_only=True)
-    """The agent's arithmetic: fp32, bf16 (autocast), or auto (bf16 where the hardware computes it natively).
-    Every variant of a sweep runs at the same precision, so its comparisons stay paired; fp32 reproduces
-    sweeps made before this option."""
-    permutations: int = 5000
-    """Permutations of the paired tests' p-values."""
-    correction: str = "holm"
-    """Multiple-comparison correction over the directions: holm or bh (Benjamini-Hochberg)."""
-    alpha: float = 0.05
-    """Family-wise error rate (holm) or false discovery rate (bh) of each arm and metric."""
-    sort: str = "return"
-    """Table order: the size of the change in return, level_complete, length or tv_distance."""
-    random_directions: int = 0
-    """Also sweep this many random unit directions of the basis's span, same arms and levels, as the
-    baseline of how many directions "matter" (docs/analyses.md; 64 or more for a study)."""
-    landing: int = 200
-    """States kept per variant (a uniform sample of its steps) to measure how far edited states lie from the
-    recorded ones in the full state space, against the baseline's (0: not measured)."""
-    equivalence_margin: float = 0.5
-    """TOST margin on return: a direction has "no effect" only where every on-data arm's change is shown
-    to lie within +-this margin."""
-    swaps: str = ""
-    """Pairs of directions whose coordinates are exchanged at every step, each one more variant on the same
-    levels (comma-separated I:J; a side named by a kind, saw:crate, is the direction that tracks proximity to
-    it most strongly in the atlas of this basis) (docs/analyses.md)."""
-    random_swaps: int = 0
-    """The swaps' control: also swap this many random pairs of the basis's directions on the same levels, and
-    report where each chosen swap's change falls among theirs (rank, empirical p-values, intervals;
-    proclab.interpret.sweep.random_swaps; 20 or more for a claim)."""
-    deaths: bool = True
-    """In a game whose hazards are named (coinrun: saws, enemies, lava), report each variant's deaths by cause
-    with paired CIs (keeps each episode's actions and replays the deaths; --no-deaths skips it)."""
-    death_radius: float = RADIUS
-    """A death's cause is the hazard nearest the agent on the step before the fatal one, when within this many world
-    units of its box; farther, the cause is 'unclear'."""
-    goals: bool = False
-    """In a game with two goals (coinrun: the coin and the level's end; maze: the cheese and the top-right
-    corner), whether each episode reached each, per variant against the baseline by the exact McNemar test
-    (reads every slot's game state after every step: about 1.4x the play's time, hence off by default)."""
-    parts: int = 1
-    """Play the levels in this many blocks, each saved in ANALYSIS/sweep-parts/ once played: the same
-    command run again plays only the blocks not yet saved (a sweep of hours resumes where it stopped), and
-    the tests run when the last block is saved (docs/analyses.md)."""
-    part: int | None = None
-    """Play only block I of --parts (1-based), e.g. one process per core, each with its own I; whichever
-    saves the last block writes the sweep's results."""
+    arms: str = ",".join(DEFAULT_ARMS)  # comma-separated arms, brief ones ARM@K (docs/analyses.md)
+    directions: str | None = None  # ids and ranges swept (None: every direction; "none": only the swaps)
+    levels: int = 200  # paired levels drawn from split
+    split: str = "test1"  # level split played (named or START:NUM)
+    levels_from: Path | None = None  # a level-state file whose states are the paired levels instead
+    level_rule: str | None = None  # a level rule (proclab.envs.rules); None: the agent's own
+    greedy: bool = True  # the most likely action (False: sampled, the same random numbers in every variant)
+    rows: int = 256  # episodes played at once
+    bootstrap: int = 2000  # resamples of the paired intervals
+    permutations: int = 5000  # permutations of the paired tests' p-values
+    correction: str = "holm"  # over the directions: holm or bh
+    alpha: float = 0.05  # family-wise error rate (holm) or false discovery rate (bh)
+    sort: str = "return"  # table order: return, level_complete, length or tv_distance
+    random_directions: int = 0  # random unit directions of the span swept beside the basis's
+    landing: int = 200  # states kept per variant for where edits land (0: not measured)
+    equivalence_margin: float = 0.5  # TOST margin on return of "no effect"
+    swaps: str = ""  # pairs I:J of coordinates exchanged at every step
+    random_swaps: int = 0  # random pairs swapped as the swaps' control
+    deaths: bool = True  # deaths by cause, in a game whose hazards are named
+    death_radius: float = RADIUS  # world units within which the nearest hazard is a death's cause
+    goals: bool = False  # both goals per episode, in a game with two
+    parts: int = 1  # blocks the levels are played in (each saved once played)
+    part: int | None = None  # play only this block (1-based)
+    seed: int = 0  # the level draw, resample draws, sampled actions, bootstrap and permutations
 
     def check(self) -> None:
-        self.require_positive("levels", "rows", "bootstrap", "permutations", "parts")
+        for name in ("levels", "rows", "bootstrap", "permutations", "parts"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
         if self.levels_from is None and self.parts > self.levels:
             raise ProclabError(
                 f"--parts must be between 1 and the number of levels ({self.levels}), got {self.parts}"
@@ -154,7 +106,6 @@ class SweepArgs(BasisArgs, PlayArgs):
             raise ProclabError(f"--equivalence-margin must be > 0, got {self.equivalence_margin}")
         if self.random_directions < 0:
             raise ProclabError(f"--random-directions must be >= 0, got {self.random_directions}")
-        check_system(self.basis)
         if self.correction not in CORRECTIONS:
             raise unknown_choice("--correction", self.correction, CORRECTIONS)
         if self.sort not in SORTS:
@@ -239,7 +190,7 @@ def sweep(
     env,
     levels: np.ndarray,
     directions: list[int],
-    config: SweepArgs,
+    config: SweepSettings,
     runtime,
     tick: Callable[[int], None] | None = None,
     states: np.ndarray | None = None,
@@ -345,7 +296,7 @@ def _play_block(
     levels,
     variants: Variants,
     block,
-    config: SweepArgs,
+    config: SweepSettings,
     runtime,
     tick,
     deaths,
@@ -382,7 +333,7 @@ def _play_block(
 
 
 def _player(
-    agent, key: str, config: SweepArgs, arms, swapping: bool, landed: bool, seed: int
+    agent, key: str, config: SweepSettings, arms, swapping: bool, landed: bool, seed: int
 ) -> tuple[Intervened, Landing | None]:
     """The agent wrapper that plays the variants (counting each row's steps for brief edits; its redraws
     seeded with ``seed``) and, when ``landed``, what keeps the states its edits land on (in a carried
@@ -397,7 +348,7 @@ def _player(
     return player, (Landing(key, config.landing, seed) if landed else None)
 
 
-def _body(config: SweepArgs, out: Outcomes, names, results, swapped, claimed, arms) -> dict:
+def _body(config: SweepSettings, out: Outcomes, names, results, swapped, claimed, arms) -> dict:
     return {
         "bootstrap": config.bootstrap,
         "greedy": config.greedy,
@@ -421,7 +372,7 @@ def _timing(out: Outcomes, played: float) -> dict:
     }
 
 
-def _deaths_head(deaths: Deaths, rates: dict[str, np.ndarray], config: SweepArgs) -> dict:
+def _deaths_head(deaths: Deaths, rates: dict[str, np.ndarray], config: SweepSettings) -> dict:
     """What the deaths by cause are and the baseline's rates (each variant's changes are in its row)."""
     return {
         "causes": ["any", *deaths.causes],
@@ -554,7 +505,7 @@ def _effect(result: dict, sort: str) -> tuple[float, float]:
     return size, result[TV]["value"]
 
 
-def _correction(config: SweepArgs, tests: int) -> dict:
+def _correction(config: SweepSettings, tests: int) -> dict:
     return {
         "method": config.correction,
         "name": CORRECTIONS[config.correction],

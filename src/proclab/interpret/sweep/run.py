@@ -15,7 +15,6 @@ coordinates of the rollout's states, the start coordinates those of the agent's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.goal_watch import GoalWatch
-from proclab.interpret.sweep.grid import SweepArgs, sweep
+from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.results import Result
 from proclab.run.runtime import make_runtime
@@ -83,7 +82,7 @@ def sweep_agent(
     (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``,
     ``level_rule`` (default: the agent's own), ``goals`` (both goals per episode), ..., as ``proclab analyze
     sweep`` names them)."""
-    config = SweepArgs(out=Path("."), **options)
+    config = SweepSettings(**options)
     config.check()
     if config.parts != 1:
         raise ProclabError(

@@ -1,4 +1,4 @@
-"""What every ``proclab analyze`` command's arguments share: the analysis folder, a seed and the runtime
+"""The arguments every ``proclab analyze`` command shares: the analysis folder, a seed and the runtime
 group (``--device``, ``--precision``, ``--channels-last``, ``--torch-threads``) of every other command."""
 
 from __future__ import annotations

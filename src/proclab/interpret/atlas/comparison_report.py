@@ -1,4 +1,4 @@
-"""``proclab analyze compare-bases``: coordinate systems side by side on the atlas's and the sweep's measurements.
+"""Coordinate systems side by side on the atlas's and the sweep's measurements (``proclab analyze compare-bases``).
 
 Run after ``analyze atlas --basis B`` (and, for the causal share, ``analyze sweep --basis B``)
 of every system ``B`` compared; reads their ``atlas.json`` and ``sweep.json`` (the statistics are in
@@ -9,7 +9,7 @@ number), ``bases.txt`` (the table, also printed) and ``bases.png`` (one panel pe
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,6 @@ import numpy as np
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.atlas.causes import load_sweep
 from proclab.interpret.atlas.comparison import against, measure
-from proclab.interpret.workspace.args import AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.systems import SYSTEMS, check_system, file_digest, suffix, system_file
@@ -28,26 +27,14 @@ FORMAT = "proclab-compare-bases"
 
 
 @dataclass(frozen=True)
-class CompareBasesArgs(AnalysisArgs):
-    """Compare bases: coordinate systems (ICs, units, ...) side by side on their atlases and sweeps.
+class BasesComparison:
+    """What :func:`write_comparison` compares (``analyze compare-bases``' options of these names)."""
 
-    How strongly their directions track what the atlas measures, how many track ground truth, how many
-    matter when edited; with intervals and differences.
-
-    Runs no network (it reads the atlases and sweeps): the runtime options change nothing."""
-
-    seed: int = 0
-    """Seed of the resamples of directions."""
-    basis: tuple[str, ...] = ("ica", "units")
-    """Systems compared (ica, pca, nmf, sparse, units), each with its atlas on the same episodes (analyze atlas
-    --basis B) and, for the share that matters when edited, its sweep (analyze sweep --basis B)."""
-    reference: str = "ica"
-    """The system every other is compared with: differences of means, medians and shares with 95 % intervals."""
-    threshold: float = 0.3
-    """A direction has a ground-truth correlate when a gt quantity is tracked (as on its card) with |r| at or
-    above this, at lag 0."""
-    bootstrap: int = 2000
-    """Resamples of the directions for the intervals of means, medians and their differences."""
+    basis: tuple[str, ...] = ("ica", "units")  # systems compared, each with its atlas (and sweep)
+    reference: str = "ica"  # the system every other is compared with
+    threshold: float = 0.3  # |r| at lag 0 from which a tracked gt quantity is a ground-truth correlate
+    bootstrap: int = 2000  # resamples of the directions for the intervals of means, medians and differences
+    seed: int = 0  # seed of the resamples of directions
 
     def check(self) -> None:
         for name in self.basis:
@@ -60,7 +47,8 @@ class CompareBasesArgs(AnalysisArgs):
             raise unknown_choice("--reference", self.reference, {b: SYSTEMS[b] for b in self.basis})
         if not 0 <= self.threshold <= 1:
             raise ProclabError(f"--threshold must be in [0, 1], got {self.threshold}")
-        self.require_positive("bootstrap")
+        if self.bootstrap < 1:
+            raise ProclabError(f"--bootstrap must be >= 1, got {self.bootstrap}")
 
 
 def read_system(ws: Workspace, name: str) -> tuple[dict, dict | None, str]:
@@ -82,37 +70,36 @@ def read_system(ws: Workspace, name: str) -> tuple[dict, dict | None, str]:
     return atlas, sweep, note
 
 
-def run_compare_bases(args: CompareBasesArgs) -> Path:
-    """Compare the systems of ``args.basis`` in the analysis folder ``args.out``; returns the output folder."""
-    start = time.perf_counter()
-    args.check()
-    ws = Workspace.open(args.out, create=False)
+def write_comparison(ws: Workspace, settings: BasesComparison, start: float) -> tuple[Path, list[Path], dict]:
+    """Compare the systems of ``settings.basis`` in the analysis folder ``ws``, written into
+    ``ANALYSIS/compare-bases/`` (the wall time since ``start``, a ``perf_counter`` value, in its JSON); returns
+    the folder, its files and the comparison (``bases.json``; :func:`table` prints it)."""
     systems, notes, described = {}, {}, set()
-    for name in dict.fromkeys(args.basis):
+    for name in dict.fromkeys(settings.basis):
         atlas, sweep, notes[name] = read_system(ws, name)
         described.add((atlas["data"], atlas["episodes"]))
-        systems[name] = measure(atlas, sweep, args.threshold, args.bootstrap, args.seed)
+        systems[name] = measure(atlas, sweep, settings.threshold, settings.bootstrap, settings.seed)
     if len(described) > 1:
         raise ProclabError(
             "the atlases describe different episodes ("
             + "; ".join(f"{d}: {e}" for d, e in sorted(described))
             + "); build them with the same --data and --episodes"
         )
-    reference = systems[args.reference]
+    reference = systems[settings.reference]
     doc = {
         "format": FORMAT,
         "version": 1,
-        "reference": args.reference,
-        "threshold": args.threshold,
-        "bootstrap": args.bootstrap,
+        "reference": settings.reference,
+        "threshold": settings.threshold,
+        "bootstrap": settings.bootstrap,
         "data": next(iter(described))[0],
         "episodes": next(iter(described))[1],
         "systems": systems,
         "sweep_notes": notes,
         "against_reference": {
-            n: against(s, reference, args.bootstrap, args.seed)
+            n: against(s, reference, settings.bootstrap, settings.seed)
             for n, s in systems.items()
-            if n != args.reference
+            if n != settings.reference
         },
     }
     folder = ws.command_dir(NAME)
@@ -121,13 +108,9 @@ def run_compare_bases(args: CompareBasesArgs) -> Path:
         write_text(folder / "bases.txt", text, "comparison table"),
         figure(doc, folder / "bases.png"),
     ]
-    print(text, end="")
     doc["seconds"] = round(time.perf_counter() - start, 3)
     files.append(write_json(folder / "bases.json", doc, "comparison JSON"))
-    ws.record_command(
-        NAME, asdict(args), [str(ws.final(f).relative_to(ws.path)) for f in files], doc["seconds"]
-    )
-    return ws.final(folder)
+    return folder, files, doc
 
 
 def _ci(v: dict, fmt: str = "{:.2f}") -> str:

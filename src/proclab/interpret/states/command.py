@@ -1,4 +1,6 @@
-"""``proclab analyze hidden``: the agent's hidden states, their basis, clusters and maps.
+"""``proclab analyze hidden``, ``analyze bottleneck`` and ``analyze env``: the agent's hidden states, their basis,
+clusters and maps; the world model's bottleneck vectors (:mod:`.bottleneck`) and environment states
+(:mod:`.simulated_env`).
 
 Parse -> call -> write: the states of the first ``--episodes`` real episodes (a recorded state, or a hook
 point replayed on the stored frames) go through :func:`proclab.interpret.states.hidden.hidden` (the
@@ -11,7 +13,7 @@ NMF components in ``ANALYSIS/nmf.npz`` (:mod:`proclab.interpret.bases.nmf`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -27,6 +29,8 @@ from proclab.interpret.bases.activations import (
 )
 from proclab.interpret.bases.nmf import FILE as NMF_FILE
 from proclab.interpret.bases.nmf import save_nmf
+from proclab.interpret.states.bottleneck import NAME as BOTTLENECK
+from proclab.interpret.states.bottleneck import BottleneckSettings, write_bottleneck
 from proclab.interpret.states.hidden import (
     Hidden,
     HiddenSettings,
@@ -36,10 +40,13 @@ from proclab.interpret.states.hidden import (
     hidden,
     shown_points,
 )
+from proclab.interpret.states.simulated_env import NAME as ENV
+from proclab.interpret.states.simulated_env import EnvSettings, write_env
 from proclab.interpret.workspace import figures
-from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, MapArgs
+from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.progress import phases
+from proclab.io.arguments import settings_from
 from proclab.io.files import save_npz
 from proclab.store.store import EpisodeStore
 
@@ -88,10 +95,6 @@ class HiddenArgs(MapArgs):
 
 
 NAME = "hidden"
-
-
-def settings_of(args: HiddenArgs) -> HiddenSettings:
-    return HiddenSettings(**{f.name: getattr(args, f.name) for f in fields(HiddenSettings)})
 
 
 def _step_attributes(store: EpisodeStore, episodes: np.ndarray) -> dict[str, np.ndarray]:
@@ -145,7 +148,7 @@ def _inputs(args: HiddenArgs, ws: Workspace) -> _Inputs:
             f"--episodes {args.episodes} of a store of {store.num_episodes}: need at least one"
         )
     episodes = np.arange(min(args.episodes, store.num_episodes))
-    settings_of(args).check(int(store.episodes["length"][episodes].sum()))
+    settings_from(args, HiddenSettings).check(int(store.episodes["length"][episodes].sum()))
     return _Inputs(data, store, source, checkpoint, agent, samples, sample_store, episodes)
 
 
@@ -164,7 +167,7 @@ def run_hidden(args: HiddenArgs) -> Path:
         }
         res = hidden(
             acts,
-            settings=settings_of(args),
+            settings=settings_from(args, HiddenSettings),
             attributes=attrs,
             samples=inp.sample_store,
             agent=inp.agent,
@@ -250,3 +253,68 @@ def _plots(out: Path, res: Hidden, args: HiddenArgs) -> list[Path]:
         )
         files.append(figures.drift(generated, drift_summary(generated), out / "generated_drift.png"))
     return files
+
+
+# -- analyze bottleneck -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BottleneckArgs(MapArgs):
+    """Bottleneck vectors of informed vs random-init samples: PCA, Ward, t-SNE and an MMD test.
+
+    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {"paper": {}, "small": {"clusters": 16, "permutations": 200}}
+
+    seed: int = 0
+    """Seed of t-SNE, the silhouette's sample, the MMD test's subsamples and its permutations."""
+    samples: SAMPLES = None
+    """Sample store with informed-init samples (default: the one the analysis folder was made with);
+    random-init samples in it are used too."""
+    random_samples: SAMPLES = None
+    """A second sample store with random-init samples (proclab wm sample --init random)."""
+    pcs: int = 128
+    """Principal components of the standardised informed vectors (the random ones are projected on them)."""
+    clusters: int = 100
+    """Ward clusters (kNN connectivity) of the vectors."""
+    permutations: int = 1000
+    """Permutations for the p-value of the informed-vs-random MMD test."""
+    test_points: int = 2000
+    """Vectors per group used by the MMD test (a seeded subsample beyond this)."""
+
+
+def run_bottleneck(args: BottleneckArgs) -> Path:
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    settings = settings_from(args, BottleneckSettings)
+    files, summary = write_bottleneck(ws, args.samples, args.random_samples, settings)
+    return ws.finish(BOTTLENECK, args, files, summary, start)
+
+
+# -- analyze env ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EnvArgs(MapArgs):
+    """Environment-state analysis of a sample store: PCA, Ward clusters and t-SNE of env_h.
+
+    Runs no network (numpy and scikit-learn): the runtime options change nothing."""
+
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "paper": {},
+        "small": {"pcs": 32, "clusters": 16, "fit_points": 4000, "plot_points": 5000},
+    }
+
+    seed: int = 0
+    """Seed of the fitting subsample, t-SNE, the silhouette's sample and the plotted points."""
+    samples: SAMPLES = None
+    """Sample store (proclab wm sample; default: the one the analysis folder was made with)."""
+    pcs: int = 128
+    """Principal components kept of the standardised env states."""
+    clusters: int = 128
+    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
+    fit_points: int = 20_000
+    """Ward and t-SNE are fitted on a seeded subsample of this many points; the rest are assigned."""
+
+
+def run_env(args: EnvArgs) -> Path:
+    start = time.perf_counter()
+    ws = Workspace.open(args.out)
+    files, summary = write_env(ws, args.samples, settings_from(args, EnvSettings))
+    return ws.finish(ENV, args, files, summary, start)

@@ -22,7 +22,7 @@ class GamesArgs:
     """Print machine-readable JSON instead of tables."""
 
 
-def main(argv: list[str], prog: str = "proclab games") -> None:
+def games_command(argv: list[str], prog: str = "proclab games") -> None:
     args = tyro.cli(GamesArgs, args=argv, prog=prog)
 
     support = {m: set(games_for_mode(m)) for m in MODES}

@@ -2,8 +2,9 @@
 
 Each analysis is a typed, frozen arguments dataclass (a subclass of :class:`AnalysisArgs`,
 whose field docstrings are the ``--help`` text) and a run function that takes the parsed
-arguments, writes into the analysis folder and returns the folder of its outputs. Adding an
-analysis is one line in :data:`ANALYSES`. Analysis modules import their heavy libraries
+arguments, writes into the analysis folder and returns the folder of its outputs; both live in the
+``command`` module of the analysis' room (``interpret/<room>/command.py``), which hands the room's library
+its settings. Adding an analysis is one line in :data:`ANALYSES`. Analysis modules import their heavy libraries
 (scikit-learn, openTSNE, matplotlib) inside their run functions, so ``--help`` stays fast.
 
 ``--preset NAME`` picks the defaults (each arguments class lists its presets in
@@ -24,30 +25,37 @@ from pathlib import Path
 import tyro
 
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.atlas.build import AtlasArgs
-from proclab.interpret.atlas.command import run_atlas
-from proclab.interpret.atlas.comparison_command import CompareBasesArgs, run_compare_bases
-from proclab.interpret.behaviours.command import BehavioursArgs, run_behaviours
-from proclab.interpret.behaviours.consistency import ConsistencyArgs, run_consistency
-from proclab.interpret.behaviours.xcorr import XcorrArgs, run_xcorr
+from proclab.interpret.atlas.command import AtlasArgs, CompareBasesArgs, run_atlas, run_compare_bases
+from proclab.interpret.behaviours.command import (
+    BehavioursArgs,
+    ConsistencyArgs,
+    XcorrArgs,
+    run_behaviours,
+    run_consistency,
+    run_xcorr,
+)
 from proclab.interpret.goals.command import DecisionSquareArgs, run_decision_square
-from proclab.interpret.interventions.at_hook import HookEditArgs, run_edit
 from proclab.interpret.interventions.command import (
+    HookEditArgs,
     InterveneArgs,
     InterveneSimArgs,
+    run_edit,
     run_intervene,
     run_intervene_sim,
 )
 from proclab.interpret.probes.command import ProbeArgs, run_probe
-from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
-from proclab.interpret.saliency.visualize import VisualizeArgs, run_visualize
-from proclab.interpret.states.bottleneck import BottleneckArgs, run_bottleneck
-from proclab.interpret.states.hidden_command import HiddenArgs, run_hidden
-from proclab.interpret.states.simulated_env import EnvArgs, run_env
+from proclab.interpret.saliency.command import SaliencyArgs, VisualizeArgs, run_saliency, run_visualize
+from proclab.interpret.states.command import (
+    BottleneckArgs,
+    EnvArgs,
+    HiddenArgs,
+    run_bottleneck,
+    run_env,
+    run_hidden,
+)
 from proclab.interpret.steering.command import SteerArgs, run_steer
-from proclab.interpret.sweep.command import run_sweep
-from proclab.interpret.sweep.grid import SweepArgs
-from proclab.interpret.workspace.args import AnalysisArgs
+from proclab.interpret.sweep.command import SweepArgs, run_sweep
+from proclab.interpret.workspace.command import AnalysisArgs
 from proclab.interpret.workspace.folder import discard_staged, published_path
 from proclab.io.files import DiskFullError
 
@@ -131,7 +139,7 @@ def parse(cls: type[AnalysisArgs], argv: list[str], prog: str) -> AnalysisArgs:
     return tyro.cli(cls, args=rest, default=defaults(cls, known.preset), prog=prog, description=description)
 
 
-def main(argv: list[str], prog: str = "proclab analyze") -> None:
+def analyze_command(argv: list[str], prog: str = "proclab analyze") -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage(prog))
         sys.exit(0)

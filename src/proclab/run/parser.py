@@ -1,7 +1,7 @@
 """One command line for every trainer: start from a preset, override fields with flags, or ``--resume``.
 
 ``proclab train`` (``--preset``, ``--algo``; also on a learned reward, ``--reward-model``), ``proclab wm
-train`` and ``proclab trex train`` all parse with :class:`RunArgs`:
+train`` and ``proclab trex train`` all parse with :class:`RunParser`:
 
 * ``--preset NAME`` (and ``train``'s ``--algo``) picks the defaults; flags override fields;
 * ``--resume RUN_DIR`` reads the run's ``config.json`` instead and accepts one flag only
@@ -40,7 +40,7 @@ C = TypeVar("C")
 
 
 @dataclass(frozen=True)
-class RunArgs(Generic[C]):
+class RunParser(Generic[C]):
     """How one trainer's command line becomes its config (and the run to resume, if any)."""
 
     prog: str

@@ -1,0 +1,163 @@
+"""``proclab eval``, ``proclab render`` and ``proclab plot``: an agent's returns per level split
+(:mod:`.evaluate`), a video of it playing (:mod:`.render`), and runs' training curves (:mod:`.curves`).
+
+``proclab plot --help`` must load no torch, and this module holds its arguments too: the arguments here are
+torch-free (the runtime group as :class:`~proclab.run.runtime_flags.RuntimeFlags`), and the evaluation and
+the video, which play the agent with torch, are imported when their command runs. (``proclab train``, which
+also trains on a learned reward from the layer above, is :mod:`proclab.command`.)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import tyro
+from rich.console import Console
+
+from proclab.errors import ProclabError
+from proclab.io.arguments import AGENT, LevelRuleFlag, settings_from
+from proclab.io.files import write_json
+from proclab.rl.curves import plot_runs
+from proclab.run.runtime_flags import RuntimeFlags
+
+if TYPE_CHECKING:
+    from proclab.rl.evaluate import Evaluation
+
+
+# -- proclab eval -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EvalArgs(RuntimeFlags, LevelRuleFlag):
+    """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
+
+    agent: Annotated[Path, AGENT]
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
+    split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
+    (or the preset's)."""
+    episodes: int | None = None
+    """Complete episodes per split and game (default: 100, or the preset's)."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling."""
+    preset: str | None = None
+    """Named defaults, a seed's test protocol: srwm (greedy, 200 episodes per game, splits train test1
+    test2 test3, printed as the paper's table of scores x 100 per game) or srwm-sampled (the same,
+    sampling actions); --episodes and --split override them."""
+    envs_per_game: int = 16
+    """Parallel envs per game (each runs a fixed quota of episodes)."""
+    reset_every: int = 0
+    """Reset the agent's memory every N steps (modern-srwm's --test_no_carry_sr used its unroll
+    length, 50); 0 = only at episode starts."""
+    score_table: str | None = None
+    """Difficulty whose (R_min, R_max) normalise scores: easy or hard (default: easy for easy runs,
+    hard for every other mode; Procgen publishes constants for easy and hard only)."""
+    seed: int = 0
+    """Seed of the evaluation envs and action sampling."""
+    levels_from: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
+    """Play the states of this level-state file instead of level splits (proclab level edit writes
+    them): each episode starts from one, in order; --episodes defaults to one per state."""
+    edit: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Evaluate the agent with this edit applied at a hook point on every forward pass: "HOOK SELECTION KIND
+    VALUE", e.g. "torso.block1.hook_out channel 7 set 0" (kinds set, add, scale; see proclab analyze edit for
+    paired comparisons and recorded-distribution edits); repeatable."""
+    random_baseline: bool = False
+    """Also play a uniformly random agent on the same splits, episodes and seed: the baseline every
+    return should be read against (rows under "random" in the JSON)."""
+    goals: bool = False
+    """Also count, for CoinRun and Maze, the episodes that reached each of the game's two goals: CoinRun's
+    coin (level completed) and the level's end cell (touched at some step), Maze's cheese and the maze's
+    top-right corner cell; rates with exact 95 % intervals (docs/ground-truth.md). Reads the game state
+    after every step, which slows a fast agent down (a random one by about a third)."""
+    json: bool = False
+    """Print the results as JSON."""
+    out: Path | None = None
+    """Also write the JSON results to this file."""
+
+
+def eval_command(argv: list[str], prog: str = "proclab eval") -> None:
+    run_evaluation(tyro.cli(EvalArgs, args=argv, prog=prog))
+
+
+def run_evaluation(args: EvalArgs) -> Evaluation:
+    """``proclab eval``: the evaluation, printed (JSON with ``--json``) and written to ``--out``."""
+    # lazy: command dispatch; playing the agent needs torch, which `proclab plot --help` must not load
+    from proclab.rl.evaluate import EvalSettings, evaluate_agent, print_results
+    from proclab.run.runtime import RuntimeConfig
+
+    console = Console(stderr=args.json)
+    evaluation = evaluate_agent(
+        args.agent, settings_from(args, EvalSettings), settings_from(args, RuntimeConfig), console
+    )
+    if args.out is not None:
+        write_json(args.out, evaluation.table, "evaluation results")
+    if args.json:
+        print(json.dumps(evaluation.table, indent=2))
+    else:
+        print_results(console, evaluation, args.out)
+    return evaluation
+
+
+# -- proclab render ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RenderArgs(RuntimeFlags):
+    """Render an agent playing: what it sees, with action, value and reward overlays."""
+
+    agent: Annotated[Path, AGENT]
+    """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
+    out: Path = Path("agent.mp4")
+    """Output mp4."""
+    episodes: int = 1
+    """Episodes in the video (played one after the other)."""
+    split: str | None = None
+    """Level split to play (default: the training split)."""
+    game: str | None = None
+    """Game to play, for multi-task agents (default: the first game)."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling."""
+    human: bool = False
+    """Show procgen's 512x512 high-resolution view beside the agent's view."""
+    scale: int = 4
+    """Upscaling of the 64x64 agent view (8 when --human, to match its height)."""
+    fps: float = 15
+    """Frames per second of the video."""
+    max_steps: int = 3000
+    """Stop after this many steps even if the episodes have not ended."""
+    seed: int = 0
+    """Seed of the level sequence and action sampling."""
+
+
+def render_command(argv: list[str], prog: str = "proclab render") -> None:
+    args = tyro.cli(RenderArgs, args=argv, prog=prog)
+    # lazy: command dispatch, as for eval
+    from proclab.rl.render import RenderSettings, render
+    from proclab.run.runtime import RuntimeConfig
+
+    path, returns = render(
+        args.agent, args.out, settings_from(args, RenderSettings), settings_from(args, RuntimeConfig)
+    )
+    print(f"episode returns: {', '.join(f'{r:g}' for r in returns) or 'none finished'}")
+    print(f"video: {path}")
+
+
+# -- proclab plot -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlotArgs:
+    """Plot training curves (return train vs validation, length, score, losses, SPS) of runs."""
+
+    runs: Annotated[tuple[Path, ...], tyro.conf.Positional, tyro.conf.arg(metavar="RUN [RUN ...]")]
+    """Run directories; seeds of the same experiment are drawn as mean +- std."""
+    out: Path | None = None
+    """Output PNG (default: curves.png in the run directory, or in the current one for several runs)."""
+    title: str | None = None
+    """Figure title (default: the experiment names)."""
+
+
+def plot_command(argv: list[str], prog: str = "proclab plot") -> None:
+    args = tyro.cli(PlotArgs, args=argv, prog=prog)
+    for run in args.runs:
+        if not run.is_dir():
+            raise ProclabError(f"run directory {str(run)!r} does not exist")
+    out = args.out or ((args.runs[0] / "curves.png") if len(args.runs) == 1 else Path("curves.png"))
+    print(f"plot: {plot_runs(list(args.runs), out, args.title)}")
