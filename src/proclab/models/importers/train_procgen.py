@@ -36,6 +36,57 @@ NAMES = ImpalaNames(
 )
 NATURE_CONVS, NATURE_FC = (0, 2, 4), 7  # indices in embedder.layers (nn.Sequential with ReLUs between)
 
+# proclab's hook names and the activation labels of procgen-tools (its module hooks on a train-procgen-pytorch
+# policy: ``<module path>_out``), which count blocks and residual blocks from 1 where proclab counts from 0.
+_LABELS = (
+    ("torso.block{b}.hook_conv", "embedder.block{B}.conv_out"),
+    ("torso.block{b}.hook_pool", "embedder.block{B}.maxpool_out"),
+    ("torso.block{b}.res{r}.hook_hidden", "embedder.block{B}.res{R}.relu2_out"),
+    ("torso.block{b}.res{r}.hook_out", "embedder.block{B}.res{R}.resadd_out"),
+    ("torso.hook_relu", "embedder.relu3_out"),
+    ("torso.hook_fc", "embedder.relufc_out"),
+    ("heads.hook_logits", "fc_policy_out"),
+    ("heads.hook_value", "fc_value_out"),
+)
+
+
+def _renamed(name: str, pairs) -> str | None:
+    """``name`` matched against each ``(from, to)`` template pair, its numbers carried over (lower-case
+    placeholders count from 0, upper-case from 1); None when no template matches."""
+    for source, target in pairs:
+        regex = re.escape(source)
+        for key in "bBrR":
+            regex = regex.replace(re.escape("{" + key + "}"), f"(?P<{key}>\\d+)")
+        if (m := re.fullmatch(regex, name)) is not None:
+            found = {k: int(v) for k, v in m.groupdict().items()}
+            numbers = {**{k.upper(): v + 1 for k, v in found.items() if k.islower()},
+                       **{k.lower(): v - 1 for k, v in found.items() if k.isupper()}}  # fmt: skip
+            return target.format(**numbers)
+    return None
+
+
+def procgen_tools_label(hook: str) -> str | None:
+    """The procgen-tools label of proclab's hook point ``hook`` on an imported train-procgen-pytorch agent
+    (``torso.block1.res0.hook_out`` -> ``embedder.block2.res1.resadd_out``, the cheese vector's layer), or
+    None where procgen-tools has none. ``torso.block<i>.hook_out`` is the same tensor as its last residual
+    block's ``hook_out`` (``res2.resadd_out``); docs/import.md has the whole table."""
+    block = re.fullmatch(r"torso\.block(\d+)\.hook_out", hook)
+    if block is not None:
+        hook = f"torso.block{block.group(1)}.res1.hook_out"
+    return _renamed(hook, _LABELS)
+
+
+def hook_of_label(label: str) -> str:
+    """proclab's hook point for a procgen-tools label (the inverse of :func:`procgen_tools_label`); a one-line
+    error for a label proclab has no hook point for (a convolution before its ReLU, ``flatten_out``)."""
+    hook = _renamed(label, [(b, a) for a, b in _LABELS])
+    if hook is None:
+        raise ProclabError(
+            f"procgen-tools label {label!r} has no proclab hook point; labels with one: "
+            + ", ".join(b for _, b in _LABELS)
+        )
+    return hook
+
 
 def detect(source: SourceFile) -> bool:
     tensors = state_dict_of(source.payload)
