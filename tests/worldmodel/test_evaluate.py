@@ -201,7 +201,7 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     window, the reward labels and the no-dynamics baseline from the recorded rows, controllability as 0
     for a model whose frames ignore the actions (and not 0 for the trained one)."""
     from proclab.worldmodel.checkpoint import TrainedWorldModel
-    from proclab.worldmodel.evaluation import evaluate_world_model
+    from proclab.worldmodel.evaluation import EvaluationSettings, evaluate_world_model
     from proclab.worldmodel.frame_error import pick_windows
     from proclab.worldmodel.simulate import imagined, teacher_forced
 
@@ -301,9 +301,8 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     deaf = TrainedWorldModel.load(trained_run, runtime=rt)
     with torch.no_grad():
         deaf.model.rssm.a_in.weight.zero_()
-    blind = evaluate_world_model(
-        deaf, data, windows=8, horizon=H, within=within, real_game=False, resamples=10
-    )
+    settings = EvaluationSettings(windows=8, horizon=H, within=within, real_game=False, resamples=10)
+    blind = evaluate_world_model(deaf, data=data, settings=settings)
     assert [c["mean"] for c in blind.psnr["controllability"]] == [0.0] * H
     # benchmarks/wm_hours.py reads the evaluation as written, at the hours of training its checkpoint had
     hours = benchmark("wm_hours")

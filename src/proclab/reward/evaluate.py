@@ -4,7 +4,7 @@ printed and written as one JSON list of reports (:meth:`~proclab.reward.evaluati
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +13,7 @@ import tyro
 from proclab.errors import ProclabError
 from proclab.io.arguments import DATA, REWARD_MODELS
 from proclab.io.files import write_json
-from proclab.reward.evaluation import evaluate_trex
+from proclab.reward.evaluation import TrexEvaluationSettings, evaluate_trex
 from proclab.reward.nets import RewardModel
 from proclab.run.runtime import RuntimeConfig
 
@@ -66,17 +66,12 @@ def main(argv: list[str], prog: str = "proclab trex evaluate") -> None:
     if args.out is not None and args.out.exists():
         raise ProclabError(f"{str(args.out)!r} exists; give another --out (reports are never overwritten)")
     rt = args.runtime()
+    settings = TrexEvaluationSettings(
+        **{f.name: getattr(args, f.name) for f in fields(TrexEvaluationSettings)}
+    )
     reports = []
     for path in args.reward_model:
-        evaluation = evaluate_trex(
-            RewardModel.load(path, runtime=rt),
-            args.data,
-            split=args.split,
-            length_bins=args.length_bins,
-            min_bin=args.min_bin,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
-        )
+        evaluation = evaluate_trex(RewardModel.load(path, runtime=rt), demos=args.data, settings=settings)
         reports.append(evaluation.report())
         print(format_report(reports[-1]))
     if args.out is not None:

@@ -55,8 +55,8 @@ class EvaluateArgs(EvaluationSettings, RuntimeConfig):
     overwrite: bool = False
     """Replace an existing evaluation in --out."""
 
-    def validate(self) -> None:
-        super().validate()
+    def check(self) -> None:
+        super().check()
         if self.strip_windows < 0:
             raise ProclabError(f"--strip-windows must be >= 0, got {self.strip_windows}")
         if self.strip_near is not None and self.strip_windows == 0:
@@ -70,9 +70,9 @@ class EvaluateArgs(EvaluationSettings, RuntimeConfig):
 def evaluate(args: EvaluateArgs, progress: bool = True) -> dict:
     """Run the evaluation; write ``out/evaluation.json``, ``out/evaluation.png`` (and with ``strip_windows``,
     ``out/strip.png``); return the JSON data."""
-    args.validate()
+    args.check()
     world = TrainedWorldModel.load(args.wm, runtime=args.runtime())
-    result = evaluate_world_model(world, args.data, args, progress=progress).summary()
+    result = evaluate_world_model(world, data=args.data, settings=args, progress=progress).summary()
     write_json(args.out / "evaluation.json", result, "world-model evaluation", indent=1)
     plot_evaluation(result, args.out / "evaluation.png")
     if args.strip_windows:

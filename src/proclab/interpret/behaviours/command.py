@@ -33,9 +33,9 @@ from proclab.interpret.behaviours.grouping import (
 from proclab.interpret.workspace.args import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.figures import scatter_grid
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import save_npz
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import annotate, to_hwc, upscale, write_video
 from proclab.store import EpisodeStore
@@ -75,7 +75,7 @@ class BehavioursArgs(AnalysisArgs):
 
 
 def settings_of(args: BehavioursArgs) -> BehaviourSettings:
-    names = ("clusters", "pcs", "env_pcs", "lags", "perplexity", "stability", "seed")
+    names = ("ids", "clusters", "pcs", "env_pcs", "lags", "perplexity", "stability", "seed")
     return BehaviourSettings(**{n: getattr(args, n) for n in names})
 
 
@@ -92,9 +92,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
         agent = replay_agent(store, source.removeprefix(HOOK), ws.agent_checkpoint(), args.runtime())
     basis, _ = ws.optional_basis(needed=False)
     with phases(4 + int(args.stability), "behaviours") as ph:
-        res = behaviours(
-            store, settings_of(args), ids=args.ids, source=source, agent=agent, basis=basis, phase=ph.phase
-        )
+        res = behaviours(store, source, agent=agent, basis=basis, settings=settings_of(args))
         with ph.phase("writing, plots and videos"):
             res.model.save(out / TRANSFORM)
             save_npz(

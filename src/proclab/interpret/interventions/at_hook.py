@@ -25,7 +25,7 @@ from proclab.interpret.interventions.command import ARMS, ArmEpisodes, compare_r
 from proclab.interpret.interventions.edit_target import ArmArgs, agent_checkpoint
 from proclab.interpret.workspace.args import DATA
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.edited import Intervened, hook_shapes
 from proclab.models.interventions import NEEDS_SOURCE, Intervention, parse_intervention

@@ -24,7 +24,7 @@ from proclab.interpret.probes.spatial import centres_of_mass
 from proclab.interpret.probes.targets import StoreTruth
 from proclab.interpret.workspace.args import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.edited import hook_shapes
 from proclab.store import EpisodeStore

@@ -39,8 +39,8 @@ from proclab.interpret.states.hidden import (
 from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.args import AGENT, DATA, SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
+from proclab.io.progress import phases
 from proclab.store.store import EpisodeStore
 
 
@@ -169,7 +169,6 @@ def run_hidden(args: HiddenArgs) -> Path:
             samples=inp.sample_store,
             agent=inp.agent,
             provenance=provenance,
-            phase=ph.phase,
         )
         with ph.phase("writing"):
             files = _write(ws, res, args)
