@@ -159,20 +159,16 @@ def main(argv: list[str] | None = None) -> None:
     results, calls, wall = {}, [], {"play": round(played, 1)}
     if "probes" in stages:
         t = time.perf_counter()
-        results["probes"] = proclab.analyze.probe(
-            ro,
-            hook,
-            goal_targets(game),
-            settings=proclab.analyze.ProbeSettings(controls=RULE_CONTROLS, **common),
-        )
+        settings = proclab.analyze.ProbeSettings(targets=goal_targets(game), controls=RULE_CONTROLS, **common)
+        results["probes"] = proclab.analyze.probe(ro, hook, settings=settings)
         calls.append(probe_call(results["probes"].probes, game, name, seed=args.seed))
         wall["probes"] = round(time.perf_counter() - t, 1)
     if "tracking" in stages:
         t = time.perf_counter()
         settings = proclab.analyze.ProbeSettings(
-            controls=("random_agent",), permutations=args.permutations, **common
+            entities=goals, controls=("random_agent",), permutations=args.permutations, **common
         )
-        results["tracking"] = proclab.analyze.probe(ro, args.track_hook, entities=goals, settings=settings)
+        results["tracking"] = proclab.analyze.probe(ro, args.track_hook, settings=settings)
         calls.append(tracking_call(results["tracking"].tracking, game, name))
         wall["tracking"] = round(time.perf_counter() - t, 1)
     summary = {

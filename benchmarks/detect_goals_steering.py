@@ -84,7 +84,7 @@ def steer_stage(agent, args, rule: str) -> dict:
             seed=args.seed,
             level_rule=rule,
         )
-        result = proclab.analyze.steer(agent, settings)
+        result = proclab.analyze.steer(agent, "torso.block1.hook_out", settings=settings)
         result.save(folder)
         steps = sum(r["length"]["intervened"] for r in result.coefficients.values()) * result.levels
         emit({"stage": "steer", "seconds": round(time.perf_counter() - start, 1), "levels": result.levels,
@@ -102,12 +102,14 @@ def sweep_stage(agent, args, rule: str) -> dict:
             agent, levels=args.basis_levels, steps=args.basis_steps, truth=False, level_rule="none",
             seed=args.seed, num_envs=4, cache=None if states else [FEED_FORWARD_HOOK],
         )  # fmt: skip
-        basis = proclab.analyze.fit_basis(ro, key, n_ics=args.ics, seed=args.seed)
-        result = proclab.analyze.sweep(
-            agent, basis, ro, key, levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms,
-            level_rule=rule, goals=True, deaths=False, rows=args.rows, permutations=args.permutations,
-            seed=args.seed,
+        basis = proclab.analyze.fit_basis(
+            ro, key, settings=proclab.analyze.BasisSettings(n_ics=args.ics, seed=args.seed)
+        )
+        settings = proclab.analyze.SweepSettings(
+            levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms, level_rule=rule, goals=True,
+            rows=args.rows, permutations=args.permutations, seed=args.seed,
         )  # fmt: skip
+        result = proclab.analyze.sweep(agent, key, basis=basis, rollout=ro, settings=settings)
         result.summary["detect_basis"] = {
             "key": key, "ics": args.ics, "levels": args.basis_levels, "steps": int(ro.mask.sum()),
             "level_rule": "none",

@@ -154,8 +154,8 @@ def gru_probe(agent, episodes: int) -> None:
     ro = proclab.rollout(
         agent, levels="held-out", episodes=episodes, cache=["core.0.hook_h"], truth=True, seed=7
     )
-    settings = proclab.analyze.ProbeSettings(folds=4, bootstrap=200)
-    probes = proclab.analyze.probe(ro, "core.0.hook_h", ["agent_x", "agent_y"], settings=settings)
+    settings = proclab.analyze.ProbeSettings(targets=("agent_x", "agent_y"), folds=4, bootstrap=200)
+    probes = proclab.analyze.probe(ro, "core.0.hook_h", settings=settings, progress=False)
     for row in probes.table():
         if (
             row["model"] == "probe"

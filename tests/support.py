@@ -3,6 +3,7 @@ rollouts, recorded stores, sample stores, world-model configs, the headless Chro
 browser tests, and the user's matplotlib after proclab drew."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.interpret.interventions.direction_edits import edit_hook
 from proclab.interpret.sweep.plan import SweepPlan
 from proclab.models import AgentConfig, build_agent
+from proclab.models.cache import ActivationCache
 from proclab.models.edited import Intervened
 from proclab.models.interventions import Coordinates, Intervention, edit_coordinates
 from proclab.record import RecordSettings, new_recording, record_shard
@@ -130,6 +132,49 @@ def matplotlib_after(code: str, out: Path) -> dict:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.splitlines()[-1])
+
+
+def round_trip(result, folder: Path, unsaved: tuple[str, ...] = ()):
+    """``result`` saved in ``folder`` and loaded back as its type: asserted equal field by field (arrays and
+    tensors bitwise, with their dtypes; NaN equal to NaN), but for the fields ``unsaved`` names (a live agent);
+    returns the loaded result."""
+    loaded = type(result).load(result.save(folder))
+    assert type(loaded) is type(result)
+    for f in dataclasses.fields(result):
+        if f.name not in unsaved:
+            assert_same(getattr(loaded, f.name), getattr(result, f.name), f.name)
+    return loaded
+
+
+def assert_same(got, want, where: str = "") -> None:
+    """``got`` equals ``want`` all the way down (:func:`round_trip`)."""
+    if isinstance(want, ActivationCache):
+        assert list(got) == list(want), where
+        for a, b, what in ((got.mask, want.mask, "mask"), (got.levels, want.levels, "levels")):
+            assert_same(a, b, f"{where}.{what}")
+        for name in want:
+            assert_same(got.packed(name).values, want.packed(name).values, f"{where}[{name}]")
+    elif isinstance(want, torch.Tensor | np.ndarray):
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape, where
+        as_numpy = lambda x: x.numpy() if isinstance(x, torch.Tensor) else x  # noqa: E731
+        assert as_numpy(got).tobytes() == as_numpy(want).tobytes(), where
+    elif hasattr(want, "__dict__") and not isinstance(want, type):  # a dataclass, a basis, a fitted model
+        assert type(got) is type(want), where
+        assert_same(vars(got), vars(want), where)
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
+        for k, v in want.items():
+            assert_same(got[k], v, f"{where}.{k}")
+    elif isinstance(want, list | tuple):
+        assert type(got) is type(want) and len(got) == len(want), f"{where}: {type(got)} != {type(want)}"
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same(a, b, f"{where}.{i}")
+    elif isinstance(want, float | np.floating) and np.isnan(want):
+        assert isinstance(got, float | np.floating) and np.isnan(got), f"{where}: {got!r} != nan"
+    else:
+        assert got == want and isinstance(got, bool | np.bool_) == isinstance(want, bool | np.bool_), (
+            f"{where}: {got!r} != {want!r}"
+        )
 
 
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:

@@ -1,8 +1,14 @@
-"""The public API: every name proclab exports resolves lazily, has a docstring, and is on docs/api.md."""
+"""The public API: every name proclab exports resolves lazily, has a docstring, and is on docs/api.md; every
+analysis has the one call shape."""
 
+import ast
+import dataclasses
+import inspect
+import itertools
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import proclab
@@ -51,3 +57,57 @@ def test_importing_proclab_loads_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert set(dir(proclab)) == set(proclab.__all__)
+
+
+HELPERS = {"goal_calls", "goal_targets", "maze_episodes", "random_agent", "score_goal_calls"}
+"""The functions of proclab.analyze that are no analysis: small typed helpers with signatures of their own."""
+
+
+def analyses() -> list[tuple[str, object]]:
+    space = proclab.analyze
+    return [
+        (name, value)
+        for name, value in exported(space, space.__all__)
+        if inspect.isfunction(value) and name not in HELPERS
+    ]
+
+
+def field_docs(cls) -> set[str]:
+    """The fields of dataclass ``cls`` (or of the dataclasses it extends) that have an attribute docstring (what
+    the API page shows per field)."""
+    found = set()
+    for klass in (k for k in cls.__mro__ if dataclasses.is_dataclass(k)):
+        (body,) = ast.parse(textwrap.dedent(inspect.getsource(klass))).body
+        found |= {
+            a.target.id
+            for a, b in itertools.pairwise(body.body)
+            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value.value, str)
+        }
+    return found
+
+
+def test_every_analysis_has_the_one_call_shape():
+    """analyze.X(subject, hook, *, objects..., settings=XSettings(...), progress=True): the subject first and
+    positional, ``hook`` second where there is one, every other parameter keyword-only, the options in a frozen
+    settings dataclass validated by ``check()`` and documented field by field, one progress switch."""
+    found = analyses()
+    assert len(found) >= 11
+    for name, fn in found:
+        params = list(inspect.signature(fn).parameters.values())
+        positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in positional), name
+        assert positional[0].default is inspect.Parameter.empty, f"{name}: the subject has no default"
+        assert [p.name for p in positional[1:]] in ([], ["hook"]), (
+            f"{name}: only the hook follows the subject"
+        )
+        keywords = {p.name: p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert "phase" not in keywords, name
+        settings = keywords["settings"].default
+        assert dataclasses.is_dataclass(settings) and type(settings).__dataclass_params__.frozen, name
+        assert type(settings).__name__.endswith("Settings"), name
+        settings.check()  # the defaults are valid
+        undocumented = {f.name for f in dataclasses.fields(settings)} - field_docs(type(settings))
+        assert not undocumented, f"{type(settings).__name__}: fields without a docstring: {undocumented}"
+        progress = keywords["progress"]
+        assert progress.annotation in (bool, "bool") and progress.default is True, name
+        assert list(keywords)[-2:] == ["settings", "progress"], f"{name}: settings and progress come last"

@@ -7,7 +7,8 @@ The public API (docs/api.md) is what this package exports; everything else is in
     ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True)
     edit = proclab.Intervention("torso.block1.hook_out", "channels 10,27", "set", 1.7)
     ro2 = proclab.rollout(agent, levels="held-out", episodes=32, interventions=[edit])
-    proclab.analyze.probe(ro, "core.0.hook_h", "coin_dx").table()
+    settings = proclab.analyze.ProbeSettings(targets=("coin_dx",))
+    proclab.analyze.probe(ro, "core.0.hook_h", settings=settings).table()      # every analysis: this shape
     proclab.stats.mcnemar(ro.goals["coin"], ro2.goals["coin"])        # statistics: intervals, tests, corrections
 
 Names are imported when first used (PEP 562), so ``import proclab`` and ``proclab --help`` stay instant.

@@ -1,23 +1,30 @@
 """``proclab.analyze``: the analyses as functions on objects, each returning a typed result.
 
-Every function takes what a notebook holds (an agent, a :class:`~proclab.record.rollout.Rollout`, a basis, a
-world model's sample store) and returns a :class:`~proclab.io.results.Result` (``.table()``, ``.plot()``,
-``.save(folder)``); the ``proclab analyze`` commands call the same code on recorded stores and analysis
-folders::
+Every analysis has one call shape: ``analyze.X(subject, hook, *, <the other objects it needs>,
+settings=XSettings(...), progress=True)``. The subject is what a notebook holds (an agent or a
+:class:`~proclab.record.rollout.Rollout`; where an analysis reads neither, its own subject: a world model's
+sample store, maze episodes, a reward model, a world model); ``hook`` (a hook name, ``"core.0.hook_h"``) comes
+second wherever activations are read; every other object (``basis=``, ``rollout=``, ``sweep=``, ``agent=``,
+...) is keyword-only; every option is a field of the analysis' frozen settings dataclass (``check()``
+validates it); ``progress`` shows the analysis' phases on the console (False: quiet). Each returns a
+:class:`~proclab.io.results.Result` (``.table()``, ``.plot()``, ``.save(folder)``, ``X.load(folder)``); the
+``proclab analyze`` commands call the same code on recorded stores and analysis folders::
 
+    A = proclab.analyze
     ro = proclab.rollout(agent, levels="held-out", episodes=32, cache=["core.0.hook_h"], truth=True)
-    proclab.analyze.probe(ro, "core.0.hook_h", ["coin_dx", "agent_x"]).table()
-    proclab.analyze.steer(agent, proclab.analyze.SteerSettings(levels=50)).table()
-    states = proclab.analyze.hidden(ro, "core.0.hook_h", proclab.analyze.HiddenSettings(n_ics=8))
-    swept = proclab.analyze.sweep(agent, states.basis, ro, "core.0.hook_h", levels=50)
-    proclab.analyze.saliency(agent, ro, ["value", "ic:0"], basis=states.basis).plot()
-    proclab.analyze.atlas(agent, states.basis, ro, "core.0.hook_h", sweep=swept).table()
-    proclab.analyze.behaviours(samples, proclab.analyze.BehaviourSettings(clusters=8)).table()
-    mazes = proclab.analyze.maze_episodes(proclab.rollout(maze_agent, levels="2000000:1000000", episodes=64))
-    proclab.analyze.decision_square(mazes, proclab.analyze.DecisionSquareSettings(horizon=256)).plot()
-    probes = proclab.analyze.probe(ro, "core.0.hook_h", proclab.analyze.goal_targets("coinrun"))
-    calls = proclab.analyze.goal_calls(probes, "my agent")  # which goal: coin, end, or no call
-    proclab.analyze.score_goal_calls(calls, labels={"my agent": "coin"})  # hits, misses, abstentions
+    A.probe(ro, "core.0.hook_h", settings=A.ProbeSettings(targets=("coin_dx", "agent_x"))).table()
+    A.steer(agent, "torso.block1.hook_out", settings=A.SteerSettings(levels=50)).table()
+    states = A.hidden(ro, "core.0.hook_h", settings=A.HiddenSettings(n_ics=8))
+    swept = A.sweep(agent, "core.0.hook_h", basis=states.basis, rollout=ro, settings=A.SweepSettings(levels=50))
+    A.saliency(agent, rollout=ro, basis=states.basis, settings=A.SaliencySettings(targets=("value", "ic:0"))).plot()
+    A.atlas(agent, "core.0.hook_h", basis=states.basis, rollout=ro, sweep=swept).table()
+    A.behaviours(samples, settings=A.BehaviourSettings(clusters=8)).table()
+    mazes = A.maze_episodes(proclab.rollout(maze_agent, levels="2000000:1000000", episodes=64, truth=True))
+    A.decision_square(mazes, settings=A.DecisionSquareSettings(horizon=256)).plot()
+    probes = A.probe(ro, "core.0.hook_h", settings=A.ProbeSettings(targets=A.goal_targets("coinrun")))
+    probes.save("probes"); A.Probes.load("probes")           # results round-trip through their folders
+    calls = A.goal_calls(probes, "my agent")  # which goal: coin, end, or no call
+    A.score_goal_calls(calls, labels={"my agent": "coin"})  # hits, misses, abstentions
 """
 
 from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
@@ -31,14 +38,15 @@ from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
 from proclab.interpret.steering.steer import Steering, SteerSettings, steer
-from proclab.interpret.sweep.run import Sweep, fit_basis
+from proclab.interpret.sweep.run import BasisSettings, Sweep, SweepSettings, fit_basis
 from proclab.interpret.sweep.run import sweep_agent as sweep
-from proclab.reward.evaluation import TrexEvaluation, evaluate_trex
+from proclab.reward.evaluation import TrexEvaluation, TrexEvaluationSettings, evaluate_trex
 from proclab.worldmodel.evaluation import EvaluationSettings, WorldModelEvaluation, evaluate_world_model
 
 __all__ = [
     "Atlas",
     "AtlasSettings",
+    "BasisSettings",
     "BehaviourSettings",
     "Behaviours",
     "DecisionSquare",
@@ -54,8 +62,10 @@ __all__ = [
     "SteerSettings",
     "Steering",
     "Sweep",
+    "SweepSettings",
     "ToolScore",
     "TrexEvaluation",
+    "TrexEvaluationSettings",
     "WorldModelEvaluation",
     "atlas",
     "behaviours",

@@ -14,7 +14,7 @@ from proclab.record.ground_truth import ground_truth_names
 from proclab.record.rollout import rollout
 from proclab.store import EpisodeStore
 from proclab.store.schema import STATE_OUT
-from support import make_agent_checkpoint, record
+from support import make_agent_checkpoint, record, round_trip
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,25 @@ def test_levels_as_objects_play_each_in_order(agent):
     assert np.isnan(ro.truth["coin_dx"][0, 1]) and not np.isnan(ro.truth["coin_dx"][0, 0])
     starts = ro.start_levels()
     assert [lv.level_seed for lv in starts] == [11, 11, 12] and len(starts[1].positions("coin")) == 0
+
+
+def test_a_rollout_round_trips_through_its_folder_with_its_cache_packed(agent, tmp_path):
+    agent, _ = agent
+    levels = [
+        ending_soon(Level.generate("coinrun", seed, mode="easy"), steps) for seed, steps in ((3, 9), (4, 5))
+    ]
+    ro = rollout(
+        agent, levels=levels, episodes=2, num_envs=2, seed=0, truth=True, cache=["torso.block1.hook_out"]
+    )
+    ro.cache["torso.block1.hook_out"]  # the padded view made: still saved packed
+    loaded = round_trip(ro, tmp_path / "ro", unsaved=("agent",))
+    with np.load(tmp_path / "ro" / "cache.npz") as cache:
+        assert {k: cache[k].shape[0] for k in cache} == dict.fromkeys(ro.cache, int(ro.mask.sum()))
+    with np.load(tmp_path / "ro" / "arrays.npz") as arrays:
+        assert not any(k.startswith("cache") for k in arrays)
+    assert [lv.level_seed for lv in loaded.start_levels()] == [3, 4] and loaded.agent is None
+    with pytest.raises(ProclabError, match="pass agent="):
+        loaded.replay()
 
 
 def test_a_step_budget_and_bad_input(agent):

@@ -10,14 +10,14 @@ import pytest
 from proclab.cli import main as proclab
 from proclab.errors import ProclabError
 from proclab.io.results import Result
-from proclab.reward import RewardModel, TrexEvaluation, evaluate_trex
+from proclab.reward import RewardModel, TrexEvaluation, TrexEvaluationSettings, evaluate_trex
 from proclab.reward.control import length_control
 from proclab.reward.nets import RewardNetConfig, predict_rewards
 from proclab.reward.record_demos import record_demos, trex_demos, write_synthetic_demos
 from proclab.reward.train import TrexConfig, train_trex
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
-from support import make_agent_checkpoint
+from support import make_agent_checkpoint, round_trip
 
 CPU = make_runtime("cpu", "fp32")
 
@@ -74,7 +74,8 @@ def test_train_trex_is_trex_train(store, tmp_path):
 
 def test_evaluate_trex_is_the_length_control_of_each_demos_summed_reward(store, tmp_path):
     model = train_trex(store, FAST_CONFIG, num_demos=8, run_root=tmp_path, progress=False)
-    evaluation = evaluate_trex(model, bootstrap=50, length_bins=2, min_bin=2, progress=False)
+    settings = TrexEvaluationSettings(bootstrap=50, length_bins=2, min_bin=2)
+    evaluation = evaluate_trex(model, settings=settings, progress=False)
     assert isinstance(evaluation, TrexEvaluation) and isinstance(evaluation, Result)
     # independently: each test demo's frames through the net, summed; the control on those sums
     data = EpisodeStore(store)
@@ -99,5 +100,6 @@ def test_evaluate_trex_is_the_length_control_of_each_demos_summed_reward(store, 
     assert written == json.loads(json.dumps(report))
     assert [r["statistic"] for r in evaluation.table()][:2] == ["Spearman", "baseline Spearman"]
     assert len(evaluation.plot().axes) == 3  # the scatter, its colour bar, the statistics
+    round_trip(evaluation, tmp_path / "evaluation")
     with pytest.raises(ProclabError, match="--split must be train or test"):
-        evaluate_trex(model, split="val")
+        evaluate_trex(model, settings=TrexEvaluationSettings(split="val"))

@@ -299,9 +299,8 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     deaf = TrainedWorldModel.load(trained_run, runtime=rt)
     with torch.no_grad():
         deaf.model.rssm.a_in.weight.zero_()
-    blind = evaluate_world_model(
-        deaf, data, windows=8, horizon=H, within=within, real_game=False, resamples=10
-    )
+    settings = EvaluationSettings(windows=8, horizon=H, within=within, real_game=False, resamples=10)
+    blind = evaluate_world_model(deaf, data=data, settings=settings)
     assert [c["mean"] for c in blind.psnr["controllability"]] == [0.0] * H
     # benchmarks/wm_hours.py reads the evaluation as written, at the hours of training its checkpoint had
     hours = benchmark("wm_hours")

@@ -18,6 +18,7 @@ from proclab.store.state_codec import StateCodec
 from proclab.store.windows import WindowDataset
 from proclab.worldmodel import (
     Dream,
+    EvaluationSettings,
     TrainedWorldModel,
     WorldModelEvaluation,
     dream,
@@ -27,6 +28,7 @@ from proclab.worldmodel import (
 )
 from proclab.worldmodel.command import EvaluateArgs
 from proclab.worldmodel.sample import SamplingSettings, sample_rollouts
+from support import round_trip
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +107,7 @@ def test_copy_real_frame_starts_the_dream_from_the_frame_before_the_window_ends(
         dream(world, start=np.zeros((2, 3)))
 
 
-def test_a_dream_is_a_result_to_read_plot_and_save(world, tmp_path):
+def test_a_dream_is_a_result_to_read_plot_save_and_load(world, tmp_path):
     dreams = dream(world, agent="always-right", n=3, steps=5)
     rows = dreams.table()
     assert [r["dream"] for r in rows] == [0, 1, 2] and all(len(r["actions"].split()) == 5 for r in rows)
@@ -116,6 +118,7 @@ def test_a_dream_is_a_result_to_read_plot_and_save(world, tmp_path):
     np.testing.assert_array_equal(arrays["frames"], dreams.frames)
     assert json.loads((saved / "result.json").read_text())["reward_field"] == "reward_norm"
     assert isinstance(dreams, Result)
+    round_trip(dreams, tmp_path / "again")
 
 
 def test_evaluate_world_model_is_what_wm_evaluate_writes(world, trained_run, store, tmp_path):
@@ -123,7 +126,7 @@ def test_evaluate_world_model_is_what_wm_evaluate_writes(world, trained_run, sto
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
     main(["wm", "evaluate", str(trained_run), "--data", str(store), "--out", str(tmp_path / "ev"), *flags,
           "--device", "cpu", "--precision", "fp32"])  # fmt: skip
-    result = evaluate_world_model(world, store, progress=False, **settings)
+    result = evaluate_world_model(world, data=store, settings=EvaluationSettings(**settings), progress=False)
     assert isinstance(result, WorldModelEvaluation)
     assert json.loads((tmp_path / "ev" / "evaluation.json").read_text()) == json.loads(
         json.dumps(result.summary(), default=str)
@@ -133,14 +136,13 @@ def test_evaluate_world_model_is_what_wm_evaluate_writes(world, trained_run, sto
     assert table[0]["MSE k=1"] == result.mse["mean"]["teacher-forced"][0]["mean"]
     assert len(result.plot().axes) == 2
     json.dumps(result.to_dict(), allow_nan=False)  # JSON as the Result base writes it
+    round_trip(result, tmp_path / "evaluation")
     with pytest.raises(ProclabError, match="--within"):
-        evaluate_world_model(world, store, horizon=2, within=3)
-    with pytest.raises(ProclabError, match="EvaluationSettings has no field window"):
-        evaluate_world_model(world, store, window=3)
+        evaluate_world_model(world, data=store, settings=EvaluationSettings(horizon=2, within=3))
 
 
 def test_the_evaluation_settings_are_the_commands_flags(trained_run, store, tmp_path):
     args = EvaluateArgs(wm=trained_run, data=store, out=tmp_path / "x", horizon=3, within=2)
     assert replace(args, windows=7).windows == 7
     with pytest.raises(ProclabError, match="--horizon must be >= 1"):
-        EvaluateArgs(wm=trained_run, data=store, horizon=0).validate()
+        EvaluateArgs(wm=trained_run, data=store, horizon=0).check()

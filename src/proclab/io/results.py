@@ -10,9 +10,22 @@ learns them once:
 * :meth:`Result.plot` -> a matplotlib figure (subclasses that have a picture draw it), also given to a
   notebook as PNG beside the HTML table; frontends show one of the two (mostly the table), so a cell
   ending in ``res.plot()`` shows the picture;
-* :meth:`Result.save` -> a folder with ``result.json`` (every field that is not an array) and
-  ``arrays.npz`` (every numpy array), written atomically and never over an existing folder unless asked;
+* :meth:`Result.save` -> a folder with ``result.json`` (every field that is not an array, and the result's
+  ``type``) and ``arrays.npz`` (every numpy array and torch tensor), written atomically and never over an
+  existing folder unless asked; a result whose fields do not fit JSON (a basis, a fitted transform, an
+  activation cache) writes them as files of their own beside these (:meth:`Result._write_files`);
+* :meth:`Result.load` (``Probes.load(folder)``) -> the result :meth:`Result.save` wrote, equal to it;
 * :meth:`Result.to_dict` -> the JSON-able content, what ``summary.json`` files of the commands hold.
+
+**Loading** rebuilds every field from its annotation (:func:`restore`): nested dataclasses and results, tuples,
+lists, dicts (their keys converted to the annotated key type, ``dict[int, ...]``), paths, numpy arrays from
+``arrays.npz`` and torch tensors where the annotation is a ``Tensor``. A non-finite float is null in
+``result.json`` (JSON has none; ``summary.json`` files say the same) and its value is kept in ``arrays.npz``, so
+NaN and the infinities come back as they were, wherever they are (a null without that value, in a folder
+written by hand, is NaN where the annotation is ``float``). What no annotation says comes back as JSON holds
+it: inside a field annotated only as ``dict``, ``list`` or ``Any``, tuples are lists, keys strings and tensors
+numpy arrays. A field marked ``metadata={"saved": False}`` comes back from the result's own files, or as its
+default (a live agent is not saved). A folder another result type wrote is refused in one line.
 
 The CLI's commands are parse -> call -> write: they call the same function and save its result.
 """
@@ -22,14 +35,16 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from proclab.errors import ProclabError
-from proclab.io.files import replacing, save_npz, write_json
+from proclab.io.files import load_npz, read_json, replacing, save_npz, write_json
 
 RESULT_JSON = "result.json"
 ARRAYS = "arrays.npz"
@@ -38,8 +53,8 @@ ARRAYS = "arrays.npz"
 def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str = "") -> Any:
     """``value`` as JSON: dataclasses as dicts (without the fields marked ``metadata={"saved": False}``, such
     as a live agent), mappings as dicts, tuples as lists, tensors and numpy arrays alike, numpy scalars as
-    numbers, non-finite floats as None; arrays go to ``arrays`` under their dotted path (or into lists when
-    ``arrays`` is None)."""
+    numbers, non-finite floats as None (JSON has none); arrays go to ``arrays`` under their dotted path (or into
+    lists when ``arrays`` is None), and so do the non-finite floats, for :func:`restore` to give them back."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         kept = [f for f in dataclasses.fields(value) if f.metadata.get("saved", True)]
         value = {f.name: getattr(value, f.name) for f in kept}
@@ -48,7 +63,7 @@ def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor, without importing torch
         value = value.detach().cpu().numpy()
     if isinstance(value, dict):
-        return {str(k): jsonable(v, arrays, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        return {str(k): jsonable(v, arrays, _inside(where, str(k))) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v, arrays, f"{where}.{i}") for i, v in enumerate(value)]
     if isinstance(value, np.ndarray):
@@ -59,9 +74,111 @@ def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
+        if arrays is not None:
+            arrays[where] = np.float64(value)
         return None
     if isinstance(value, Path):
         return str(value)
+    return value
+
+
+def restore(tp: Any, value: Any, arrays: Mapping[str, np.ndarray], where: str) -> Any:
+    """``value``, as :func:`jsonable` wrote it at dotted path ``where`` with its arrays in ``arrays``, read back
+    as the annotation ``tp`` says (module docstring: **Loading**)."""
+    if value is None and where in arrays:  # a non-finite float
+        return float(arrays[where])
+    if _array_reference(value, arrays):
+        array = arrays[value["array"]]
+        return _tensor(array) if _names_tensor(tp) else array
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        arms = [a for a in args if a is not type(None)]
+        if value is None and len(arms) < len(args):
+            return None
+        return restore(next((a for a in arms if _fits(a, value)), arms[0]), value, arrays, where)
+    if value is None:
+        return math.nan if tp is float else None
+    if dataclasses.is_dataclass(tp):
+        return tp(**restored_fields(tp, value, arrays, where))
+    if tp in (float, Path):
+        return tp(value)
+    if tuple in (tp, origin):
+        kinds = (args[0],) * len(value) if args[1:] == (Ellipsis,) else args or (Any,) * len(value)
+        return tuple(
+            restore(k, v, arrays, f"{where}.{i}") for i, (k, v) in enumerate(zip(kinds, value, strict=True))
+        )
+    if origin in (list, Sequence):
+        return [restore(args[0], v, arrays, f"{where}.{i}") for i, v in enumerate(value)]
+    if origin in (dict, Mapping):
+        key, item = args
+        return {
+            key(k) if key in (int, float) else k: restore(item, v, arrays, _inside(where, k))
+            for k, v in value.items()
+        }
+    return _untyped(value, arrays, where)
+
+
+def restored_fields(
+    cls: type, content: Mapping[str, Any], arrays: Mapping[str, np.ndarray], where: str = ""
+) -> dict[str, Any]:
+    """The saved fields of dataclass ``cls`` in ``content`` (:func:`jsonable` output at dotted path ``where``)
+    read back by their annotations; a name ``cls`` lacks is refused in one line."""
+    hints = typing.get_type_hints(cls)
+    saved = {f.name for f in dataclasses.fields(cls) if f.init and f.metadata.get("saved", True)}
+    unknown = sorted(set(content) - saved)
+    if unknown:
+        raise ProclabError(f"saved {cls.__name__} has fields it lacks: {', '.join(unknown)}")
+    return {
+        name: restore(hints[name], value, arrays, _inside(where, name)) for name, value in content.items()
+    }
+
+
+def _inside(where: str, key: str) -> str:
+    """The dotted path of ``key`` inside the mapping at ``where``, as :func:`jsonable` names it."""
+    return f"{where}.{key}" if where else key
+
+
+def _array_reference(value: Any, arrays: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``value`` is what :func:`jsonable` left in place of an array it put in ``arrays``."""
+    return (
+        isinstance(value, dict) and value.keys() == {"array", "shape", "dtype"} and value["array"] in arrays
+    )
+
+
+def _names_tensor(tp: Any) -> bool:
+    """Whether annotation ``tp`` is a torch tensor (or an optional one), without importing torch."""
+    return any(
+        getattr(t, "__name__", "") == "Tensor" and getattr(t, "__module__", "").startswith("torch")
+        for t in (tp, *typing.get_args(tp))
+    )
+
+
+def _tensor(array: np.ndarray):
+    # lazy: torch is slow to import, and only results that hold tensors need it
+    import torch
+
+    return torch.from_numpy(array)
+
+
+def _fits(tp: Any, value: Any) -> bool:
+    """Whether a JSON ``value`` can be of the (non-union) annotation ``tp``: picks the arm of a union."""
+    kind = typing.get_origin(tp) or tp
+    if isinstance(value, list):
+        return kind in (list, tuple, Sequence)
+    if isinstance(value, dict):
+        return kind in (dict, Mapping) or dataclasses.is_dataclass(tp)
+    if isinstance(value, str):
+        return kind in (str, Path)
+    return isinstance(value, kind) if isinstance(kind, type) else False
+
+
+def _untyped(value: Any, arrays: Mapping[str, np.ndarray], where: str) -> Any:
+    """``value`` as JSON holds it at ``where``, its members read back with no annotation (their arrays and
+    non-finite floats put back)."""
+    if isinstance(value, dict):
+        return {k: restore(Any, v, arrays, _inside(where, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [restore(Any, v, arrays, f"{where}.{i}") for i, v in enumerate(value)]
     return value
 
 
@@ -102,19 +219,50 @@ class Result:
         raise ProclabError(f"{type(self).__name__} has no plot; read .table() or .to_dict()")
 
     def save(self, folder: str | Path, overwrite: bool = False) -> Path:
-        """``folder/result.json`` (fields, arrays replaced by references) and ``folder/arrays.npz``, written
-        under a temporary name and renamed; an existing folder is refused unless ``overwrite``."""
+        """``folder/result.json`` (fields, arrays replaced by references), ``folder/arrays.npz`` and the result's
+        own files (:meth:`_write_files`), written under a temporary name and renamed; an existing folder is
+        refused unless ``overwrite``."""
         folder = Path(folder)
         if folder.exists() and not overwrite:
             raise ProclabError(f"{str(folder)!r} exists; pass overwrite=True to replace it")
         arrays: dict[str, np.ndarray] = {}
         content = {"type": type(self).__name__, **jsonable(self, arrays)}
+        objects = [k for k, a in arrays.items() if a.dtype.hasobject]  # np.savez would pickle them
+        if objects:
+            raise ProclabError(
+                f"{type(self).__name__} cannot be saved: {', '.join(objects)} hold Python objects (give them a "
+                "numeric or string dtype)"
+            )
         with replacing(folder, f"{type(self).__name__} result") as tmp:
             tmp.mkdir(parents=True)
             write_json(tmp / RESULT_JSON, content, "result")
             if arrays:
                 save_npz(tmp / ARRAYS, "result arrays", **arrays)
+            self._write_files(tmp)
         return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Self:
+        """The result :meth:`save` wrote in ``folder``, equal to the one saved (module docstring: **Loading**);
+        a folder that holds another type of result is refused in one line."""
+        folder = Path(folder)
+        content = read_json(folder / RESULT_JSON, "result")
+        kind = content.pop("type", None) if isinstance(content, dict) else None
+        if kind != cls.__name__:
+            raise ProclabError(f"{str(folder)!r} holds a {kind} result, not a {cls.__name__}")
+        arrays = load_npz(folder / ARRAYS, "result arrays") if (folder / ARRAYS).is_file() else {}
+        fields = restored_fields(cls, content, arrays)
+        return cls(**fields, **cls._read_files(folder, fields))
+
+    def _write_files(self, folder: Path) -> None:
+        """Write the fields that ``result.json`` leaves out (``metadata={"saved": False}``) and that can be
+        saved, each as a file of its own in ``folder`` (before it is published); a result with such fields
+        overrides this and :meth:`_read_files`."""
+
+    @classmethod
+    def _read_files(cls, folder: Path, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields :meth:`_write_files` wrote in ``folder``, by name (``fields``: the others, read back)."""
+        return {}
 
     def __str__(self) -> str:
         return f"{type(self).__name__}\n{_text(self.table())}"

@@ -21,6 +21,10 @@ episode ``i + k N`` is slot ``i``'s ``k``-th (a store keeps them in the order th
 points name it (``core.0.hook_h``: the state leaving each step, which playing computes anyway); packed
 (the played steps only) with a padded view made on first use (:mod:`proclab.models.cache`: memory).
 
+**Files.** A rollout is a :class:`~proclab.io.results.Result`: ``ro.save(folder)`` writes it (the cache packed, as
+it is kept) and ``proclab.Rollout.load(folder)`` reads it back, equal; the agent that played is not saved, so a
+loaded rollout's :meth:`Rollout.replay` needs ``agent=``.
+
 **Levels.** ``levels`` is a split (``"held-out"``: levels the agent never trained on, resolved from its
 training levels; ``"test1"``, ``"1000:200"``; default the agent's training levels), a level-state file,
 or a list of :class:`~proclab.levels.level.Level` objects (edited counterfactuals). ``episodes`` over a
@@ -58,6 +62,7 @@ from torch import Tensor
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, distinct_levels, held_out_split, parse_split
 from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError, ProclabWarning
+from proclab.io.files import load_npz, save_npz
 from proclab.io.results import Result
 from proclab.levels.file import LevelState, LevelStates, read_level_states
 from proclab.levels.level import Level, as_level_states
@@ -71,6 +76,9 @@ from proclab.record.noise import ActionNoise
 from proclab.record.recorder import CACHE, EpisodeRecorder
 from proclab.run.runtime import Runtime, acting_threads, make_runtime, torch_threads
 from proclab.store.schema import GOAL, STATE_OUT, unflatten_state
+
+CACHE_FILE = "cache.npz"
+START_STATES_FILE = "start_states.npz"
 
 
 @dataclass(frozen=True, repr=False)
@@ -94,8 +102,34 @@ class Rollout(Result):
     truth: dict[str, Tensor] = field(default_factory=dict)  # feature or event -> (T, B) float64, NaN: none
     goals: dict[str, Tensor] = field(default_factory=dict)  # goal -> (B,) bool: the episode reached it
     start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
-    cache: ActivationCache = field(default_factory=lambda: ActivationCache({}))
+    cache: ActivationCache = field(default_factory=lambda: ActivationCache({}), metadata={"saved": False})
     agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
+
+    def _write_files(self, folder: Path) -> None:
+        """The cache as the rollout keeps it, packed (``cache.npz``: each hook's played steps, episode after
+        episode), and the first game states (``start_states.npz``: their bytes end to end, and their sizes).
+        The agent that played is not saved: a loaded rollout replays with the agent given."""
+        if len(self.cache):
+            rows = {name: self.cache.packed(name).values.detach().cpu().numpy() for name in self.cache}
+            save_npz(folder / CACHE_FILE, "activation cache", **rows)
+        if self.start_states:
+            data = np.frombuffer(b"".join(self.start_states), np.uint8)
+            sizes = np.array([len(s) for s in self.start_states], np.int64)
+            save_npz(folder / START_STATES_FILE, "start states", data=data, sizes=sizes)
+
+    @classmethod
+    def _read_files(cls, folder: Path, fields: dict) -> dict:
+        out = {}
+        if (folder / CACHE_FILE).is_file():
+            rows = {
+                k: torch.from_numpy(v) for k, v in load_npz(folder / CACHE_FILE, "activation cache").items()
+            }
+            out["cache"] = ActivationCache.from_packed(rows, fields["mask"].sum(0), fields["levels"])
+        if (folder / START_STATES_FILE).is_file():
+            saved = load_npz(folder / START_STATES_FILE, "start states")
+            parts = np.split(saved["data"], np.cumsum(saved["sizes"])[:-1])
+            out["start_states"] = tuple(part.tobytes() for part in parts)
+        return out
 
     def replay(
         self, agent=None, names: Sequence[str] | str | None = None, batch: int = 16

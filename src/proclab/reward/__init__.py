@@ -13,11 +13,11 @@ docs/notebooks/trex.ipynb a small one in Python::
 
     demos = trex_demos([ppo_run], "coinrun", out=path, train=60, test=30)   # an episode store of demos
     reward_model = train_trex(demos, num_demos=40, time_limit=30)             # a RewardModel
-    evaluation = evaluate_trex(reward_model, demos)                           # a TrexEvaluation
+    evaluation = evaluate_trex(reward_model, demos=demos)                     # a TrexEvaluation
     evaluation.table(); evaluation.plot()
 """
 
-from proclab.reward.evaluation import TrexEvaluation, evaluate_trex
+from proclab.reward.evaluation import TrexEvaluation, TrexEvaluationSettings, evaluate_trex
 from proclab.reward.metrics import correlations, pair_accuracy
 from proclab.reward.nets import RewardModel, RewardNet, RewardNetConfig, load_reward_model, predict_rewards
 from proclab.reward.pairs import ClipPairs, make_pairs, stratified_pick
@@ -30,6 +30,7 @@ __all__ = [
     "RewardNet",
     "RewardNetConfig",
     "TrexEvaluation",
+    "TrexEvaluationSettings",
     "correlations",
     "evaluate_trex",
     "load_reward_model",

@@ -19,7 +19,7 @@ from proclab.io.arguments import AGENTS, DATA, REWARD_MODEL, REWARD_MODELS, sett
 from proclab.io.configs import from_dict
 from proclab.io.files import write_json
 from proclab.reward.demo_video import write_demo_video
-from proclab.reward.evaluation import evaluate_trex
+from proclab.reward.evaluation import TrexEvaluationSettings, evaluate_trex
 from proclab.reward.grid import GridSettings, finished_cells, run_grid
 from proclab.reward.nets import RewardModel
 from proclab.reward.plots import plot_correlations, plot_predictions, read_rows
@@ -250,12 +250,8 @@ def evaluate_command(argv: list[str], prog: str = "proclab trex evaluate") -> No
     for path in args.reward_model:
         evaluation = evaluate_trex(
             RewardModel.load(path, runtime=rt),
-            args.data,
-            split=args.split,
-            length_bins=args.length_bins,
-            min_bin=args.min_bin,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
+            demos=args.data,
+            settings=settings_from(args, TrexEvaluationSettings),
         )
         reports.append(evaluation.report())
         print(format_report(reports[-1]))

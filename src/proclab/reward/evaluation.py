@@ -16,10 +16,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
-from rich.progress import Progress
 
 from proclab.errors import ProclabError
 from proclab.io.files import subplots
+from proclab.io.progress import Phases, analysis_phases
 from proclab.io.results import Result
 from proclab.io.run_dirs import read_run_config
 from proclab.reward.control import length_control
@@ -78,7 +78,7 @@ class TrexEvaluation(Result):
     length: np.ndarray
     """``(N,)``: its length (the +1/step baseline's predicted return)."""
     checkpoint: np.ndarray
-    """``(N,)``: the checkpoint that played it."""
+    """``(N,)``: the checkpoint that played it (its path, a string)."""
 
     def report(self) -> dict:
         """The numbers without the per-demo arrays, as ``trex evaluate --out`` writes them (NaN kept)."""
@@ -136,38 +136,52 @@ STAT_LABELS = {
 """The statistics of :meth:`TrexEvaluation.table`, in reading order."""
 
 
-def demo_predictions(
-    net, store, rows: np.ndarray, label: str, runtime: Runtime, progress: bool = True
-) -> np.ndarray:
-    """Predicted return of each demo at store ``rows``, reading one demo at a time, computed on ``runtime``."""
+@dataclass(frozen=True)
+class TrexEvaluationSettings:
+    """What :func:`evaluate_trex` measures (the options of ``proclab trex evaluate``, same names and meanings)."""
+
+    split: str = "test"
+    """Demos of this split: test (held-out levels) or train."""
+    length_bins: int = 10
+    """Equal-count length bins for the binned Spearman."""
+    min_bin: int = 5
+    """Bins with fewer demos are left out of the binned Spearman."""
+    bootstrap: int = 1000
+    """Bootstrap resamples of the demos for the 95 % CIs (0: none)."""
+    seed: int = 0
+    """Seed of the bootstrap resamples."""
+
+    def check(self) -> None:
+        if self.split not in ("train", "test"):
+            raise ProclabError(f"--split must be train or test, not {self.split!r}")
+        if self.length_bins < 1 or self.min_bin < 2 or self.bootstrap < 0:
+            raise ProclabError("need --length-bins >= 1, --min-bin >= 2 and --bootstrap >= 0")
+
+
+def demo_predictions(net, store, rows: np.ndarray, runtime: Runtime, ph: Phases) -> np.ndarray:
+    """Predicted return of each demo at store ``rows``, reading one demo at a time, computed on ``runtime``
+    (the share scored shown on ``ph``)."""
     out = np.empty(len(rows))
-    with Progress(transient=True, disable=not progress) as bar:
-        task = bar.add_task(label, total=len(rows))
-        for i, row in enumerate(rows):
-            frames = store.read(int(row), ["obs"])["obs"]
-            out[i] = predict_rewards(net, frames, runtime).astype(np.float64).sum()
-            bar.advance(task)
+    count = ph.counter(len(rows))
+    for i, row in enumerate(rows):
+        frames = store.read(int(row), ["obs"])["obs"]
+        out[i] = predict_rewards(net, frames, runtime).astype(np.float64).sum()
+        count()
     return out
 
 
 def evaluate_trex(
     reward_model: RewardModel | str | Path,
-    demos: EpisodeStore | str | Path | None = None,
     *,
-    split: str = "test",
-    length_bins: int = 10,
-    min_bin: int = 5,
-    bootstrap: int = 1000,
-    seed: int = 0,
+    demos: EpisodeStore | str | Path | None = None,
+    settings: TrexEvaluationSettings = TrexEvaluationSettings(),
     progress: bool = True,
 ) -> TrexEvaluation:
-    """The length control of ``reward_model`` on the ``split`` demos of ``demos`` (default: the store it was
-    trained on): each demo's predicted return against its true return and its length (module docstring),
-    computed on the reward model's runtime."""
-    if split not in ("train", "test"):
-        raise ProclabError(f"--split must be train or test, not {split!r}")
-    if length_bins < 1 or min_bin < 2 or bootstrap < 0:
-        raise ProclabError("need --length-bins >= 1, --min-bin >= 2 and --bootstrap >= 0")
+    """The length control of ``reward_model`` on the ``settings.split`` demos of ``demos`` (default: the store it
+    was trained on): each demo's predicted return against its true return and its length (module docstring),
+    computed on the reward model's runtime. ``progress``: show the share of demos scored."""
+    settings.check()
+    split = settings.split
     model = as_reward_model(reward_model)
     if isinstance(demos, EpisodeStore):
         demos = demos.path
@@ -179,12 +193,14 @@ def evaluate_trex(
         raise ProclabError(
             f"{str(demos_path)!r} has {len(rows)} {game} {split} demos; the control needs at least 3"
         )
-    predicted = demo_predictions(
-        model.net, store, table["index"][rows], f"scoring {len(rows)} demos", model.runtime, progress
-    )
+    with analysis_phases(progress, 1, "trex evaluate") as ph, ph.phase(f"scoring {len(rows)} demos"):
+        predicted = demo_predictions(model.net, store, table["index"][rows], model.runtime, ph)
     true, length = table["return"][rows].astype(np.float64), table["length"][rows].astype(np.float64)
     checkpoint = table["checkpoint"][rows]
-    report = length_control(predicted, true, length, length_bins, min_bin, bootstrap, seed, checkpoint)
+    s = settings
+    report = length_control(
+        predicted, true, length, s.length_bins, s.min_bin, s.bootstrap, s.seed, checkpoint
+    )
     return TrexEvaluation(
         reward_model=str(model.path),
         demos=str(demos_path),
@@ -194,5 +210,5 @@ def evaluate_trex(
         predicted=predicted,
         true=true,
         length=length,
-        checkpoint=checkpoint,
+        checkpoint=checkpoint.astype(str),  # the store's strings, as an array saved without pickle
     )

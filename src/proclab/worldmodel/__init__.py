@@ -11,7 +11,7 @@ for a tour)::
     # dream (proclab wm sample writes the same rows to a store) and judge (proclab wm evaluate)
     dreams = dream(world, start="informed", n=8, steps=10)   # a Dream: frames, actions, rewards, states
     dreams.plot(); dreams.table()
-    evaluation = evaluate_world_model(world, held_out_store, windows=64)   # a WorldModelEvaluation
+    evaluation = evaluate_world_model(world, data=held_out_store, settings=EvaluationSettings(windows=64))
     evaluation.table(); evaluation.plot(); evaluation.save(folder)
 
     # simulate (differentiable): Trajectory of (S, B, ...) tensors + per-step tensors for saliency

@@ -191,8 +191,8 @@ class EvaluateArgs(EvaluationSettings, RuntimeConfig):
     overwrite: bool = False
     """Replace an existing evaluation in --out."""
 
-    def validate(self) -> None:
-        super().validate()
+    def check(self) -> None:
+        super().check()
         if self.strip_windows < 0:
             raise ProclabError(f"--strip-windows must be >= 0, got {self.strip_windows}")
         if self.strip_near is not None and self.strip_windows == 0:
@@ -219,7 +219,7 @@ def _auc(cell: dict) -> str:
 
 def evaluate_command(argv: list[str], prog: str = "proclab wm evaluate") -> None:
     args = tyro.cli(EvaluateArgs, args=argv, prog=prog)
-    args.validate()
+    args.check()
     world = TrainedWorldModel.load(args.wm, runtime=args.runtime())
     strip = (
         StripSettings(args.strip_windows, args.strip_near, args.near_radius) if args.strip_windows else None

@@ -52,13 +52,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
-from proclab.io.configs import from_dict, with_fields
+from proclab.io.configs import from_dict
 from proclab.io.files import save_figure, subplots, write_json
+from proclab.io.progress import Phases, analysis_phases
 from proclab.io.results import Result
 from proclab.store import STATE_OUT, EpisodeStore
 from proclab.store.schema import has_first_states
@@ -119,7 +119,7 @@ class EvaluationSettings:
     """Also play the real game in the same closed loop from each window's true state: the error an exact
     simulator would have (needs the store's first game states and procgen)."""
 
-    def validate(self) -> None:
+    def check(self) -> None:
         for name in ("horizon", "windows", "within", "reference_states", "batch_size", "resamples"):
             if getattr(self, name) < 1:
                 raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -279,11 +279,12 @@ def collect(
     reward_field: str,
     runtime,
     args: EvaluationSettings,
-    progress: bool = True,
+    ph: Phases,
     env_config: EnvConfig | None = None,
 ) -> dict:
     """Per-window arrays of every quantity (:func:`_batch_rows`) plus each window's ``episode`` and ``level``;
-    with ``env_config`` (the agent's environment) the real game's closed loop too."""
+    with ``env_config`` (the agent's environment) the real game's closed loop too; the share of windows
+    simulated shown on ``ph``."""
     config, dataset, picks = pick_windows(wm, store, reward_field, args.horizon, args.windows, args.seed)
     means, total = level_mean_frames(store), frame_total(store)
     game = RealGame(store, env_config, args.seed) if env_config is not None else None
@@ -294,9 +295,9 @@ def collect(
     wm.eval()
     chunks = np.array_split(picks, max(1, -(-len(picks) // args.batch_size)))
     # the sampled closed loop draws the agent's actions from torch's generator: seeded, and given back after
-    with torch.random.fork_rng(devices=[]), Progress(transient=True, disable=not progress) as bar:
+    count = ph.counter(len(picks))
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(args.seed)
-        task = bar.add_task("wm evaluate", total=len(picks))
         for chunk in chunks:
             items = default_collate([dataset[int(i)] for i in chunk])
             batch = make_batch(items, config, wm.codec, reward_field).to(runtime.device)
@@ -325,7 +326,7 @@ def collect(
             rows |= {"episode": episodes, "level": levels[episodes]}
             for k, v in rows.items():
                 parts.setdefault(k, []).append(v)
-            bar.advance(task, len(chunk))
+            count(len(chunk))
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
@@ -490,29 +491,23 @@ def plot_evaluation(result: dict, path: Path) -> Path:
 
 def evaluate_world_model(
     world_model: TrainedWorldModel | str | Path,
-    data: EpisodeStore | str | Path,
-    settings: EvaluationSettings | None = None,
     *,
+    data: EpisodeStore | str | Path,
+    settings: EvaluationSettings = EvaluationSettings(),
     progress: bool = True,
-    **fields,
 ) -> WorldModelEvaluation:
-    """Judge ``world_model`` on the held-out episodes of the store ``data`` (module docstring).
-
-    ``settings`` (default :class:`EvaluationSettings`), with ``fields`` replacing its fields
-    (``windows=64, horizon=8``), say what is measured on how many windows; the numbers are those
-    ``proclab wm evaluate`` writes for the same settings.
-    """
+    """Judge ``world_model`` on the held-out episodes of the store ``data`` (module docstring): ``settings`` say
+    what is measured on how many windows; the numbers are those ``proclab wm evaluate`` writes for the same
+    settings. ``progress``: show the share of windows simulated."""
     world = as_trained(world_model)
-    settings = with_fields(settings or EvaluationSettings(), **fields)
-    settings.validate()
+    settings.check()
     store = data if isinstance(data, EpisodeStore) else EpisodeStore(data)
     agent, ckpt = world.agent, world.checkpoint
     store.check_agent(agent.config.num_actions, agent.state_shapes())
     replayable = settings.real_game and has_first_states(store)
     env_config = from_dict(EnvConfig, ckpt.meta["agent_env"]) if replayable else None
-    rows = collect(
-        world.model, agent, store, world.reward_field, world.runtime, settings, progress, env_config
-    )
+    with analysis_phases(progress, 1, "wm evaluate") as ph, ph.phase("simulating windows"):
+        rows = collect(world.model, agent, store, world.reward_field, world.runtime, settings, ph, env_config)
     episodes = rows["episode"]
     return WorldModelEvaluation(
         checkpoint=str(ckpt.path),
@@ -562,7 +557,7 @@ def evaluate_into(
 ) -> dict:
     """:func:`evaluate_world_model` of ``world`` on the store ``data``, written as ``out/evaluation.json`` (its
     summary) and ``out/evaluation.png`` (its plot), and with ``strip``, ``out/strip.png``; returns the summary."""
-    result = evaluate_world_model(world, data, settings, progress=progress).summary()
+    result = evaluate_world_model(world, data=data, settings=settings, progress=progress).summary()
     write_json(out / "evaluation.json", result, "world-model evaluation", indent=1)
     plot_evaluation(result, out / "evaluation.png")
     if strip is not None:

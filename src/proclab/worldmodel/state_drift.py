@@ -47,7 +47,7 @@ def nearest_other_episode(
 
 def drift_summary(dreamed: np.ndarray, real: np.ndarray, steps: np.ndarray) -> dict:
     """Quantiles of the dreamed and real nearest-other-episode distances, their median ratio (the
-    criterion), and both medians per simulated step."""
+    criterion), and both medians per simulated step (keyed by the step as a string, as JSON keys it)."""
 
     def quantiles(d: np.ndarray) -> dict[str, float]:
         return {f"p{q}": float(np.percentile(d, q)) for q in (10, 50, 90)}
@@ -55,7 +55,7 @@ def drift_summary(dreamed: np.ndarray, real: np.ndarray, steps: np.ndarray) -> d
     by_step = {}
     for k in np.unique(steps):
         at = steps == k
-        by_step[int(k)] = {"dreamed": float(np.median(dreamed[at])), "real": float(np.median(real[at]))}
+        by_step[str(int(k))] = {"dreamed": float(np.median(dreamed[at])), "real": float(np.median(real[at]))}
     return {
         "states": len(dreamed),
         "dreamed": quantiles(dreamed),

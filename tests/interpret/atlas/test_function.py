@@ -15,7 +15,7 @@ from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
 from proclab.interpret.atlas.command import plain
 from proclab.interpret.bases.pca_ica import Basis
 from proclab.models.loading import load
-from support import make_agent_checkpoint
+from support import make_agent_checkpoint, round_trip
 
 THREADS = ["--device", "cpu", "--torch-threads", "1"]
 HIDDEN = ["--n-ics", "3", "--clusters", "3", "--nmf", "2", "--perplexity", "5", "--fit-points", "300"]
@@ -51,11 +51,16 @@ def folder(tmp_path_factory):
     return agent, proclab.rollout(agent, episodes=3, num_envs=1, seed=0, truth=True), out
 
 
-def test_the_function_gives_the_cards_the_command_wrote(folder):
+def test_the_function_gives_the_cards_the_command_wrote(folder, tmp_path):
     agent, ro, out = folder
     sweep = json.loads((out / "sweep" / "sweep.json").read_text())
     res = proclab.analyze.atlas(
-        agent, Basis.load(out / "basis.npz"), ro, "core.0.hook_h", SETTINGS, sweep=sweep
+        agent,
+        "core.0.hook_h",
+        basis=Basis.load(out / "basis.npz"),
+        rollout=ro,
+        sweep=sweep,
+        settings=SETTINGS,
     )
     written = json.loads((out / "atlas" / "atlas.json").read_text())
     assert {k: written[k] for k in res.summary()} == plain(res.summary())
@@ -71,14 +76,15 @@ def test_the_function_gives_the_cards_the_command_wrote(folder):
     assert named | {c["saliency"]["image"] for c in res.cards if c["saliency"]} == set(res.images)
     assert isinstance(res, Atlas) and [r["direction"] for r in res.table()] == ["IC 0", "IC 1", "IC 2"]
     assert len(res.plot().axes) == 2  # one panel per pairing
+    round_trip(res, tmp_path / "atlas")  # the pictures and gradients too
 
 
 def test_without_a_sweep_the_cards_say_so(folder):
     agent, ro, out = folder
     settings = AtlasSettings(
-        bootstrap=20, moments=1, saliency_moments=0, stability_seeds=0, stability_bootstraps=0
+        kind="pca", bootstrap=20, moments=1, saliency_moments=0, stability_seeds=0, stability_bootstraps=0
     )
-    res = atlas(agent, Basis.load(out / "basis.npz"), ro, settings=settings, kind="pca")
+    res = atlas(agent, "core.0.hook_h", basis=Basis.load(out / "basis.npz"), rollout=ro, settings=settings)
     assert (
         res.label == "PC"
         and res.k == 3
@@ -102,4 +108,4 @@ def test_without_a_sweep_the_cards_say_so(folder):
 def test_mistakes_are_one_line(folder, key, settings, message):
     agent, ro, out = folder
     with pytest.raises(ProclabError, match=message):
-        atlas(agent, Basis.load(out / "basis.npz"), ro, key, settings)
+        atlas(agent, key, basis=Basis.load(out / "basis.npz"), rollout=ro, settings=settings)

@@ -10,7 +10,6 @@ from proclab.interpret.atlas.episodes import StoreEpisodes
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.interventions.arms import Recorded
 from proclab.interpret.sweep.grid import SweepSettings, sweep
-from proclab.interpret.workspace.progress import phases
 from proclab.run.runtime import make_runtime
 from proclab.store import EpisodeStore
 
@@ -36,8 +35,7 @@ def planted(tmp_path_factory):
     )
     recorded = StoreEpisodes(store, np.arange(store.num_episodes))
     inp = AtlasInputs(recorded, x, coords, agent, "core.0.hook_h", summary, "sweep")
-    with phases(7, "atlas") as ph:
-        doc = vars(build_atlas(inp, settings, ph.phase, ph.fraction))  # the result's fields
+    doc = vars(build_atlas(inp, settings, progress=False))  # the result's fields
     return doc, store, x
 
 

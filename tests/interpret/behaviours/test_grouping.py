@@ -14,6 +14,7 @@ from proclab.interpret.behaviours.grouping import BehaviourConfig, BehaviourMode
 from proclab.io.results import jsonable
 from proclab.store import EpisodeStore, ShardWriter
 from proclab.store.schema import STATE_LAYOUT_ATTR
+from support import round_trip
 
 CLASSES = 3
 
@@ -130,9 +131,9 @@ def test_the_function_gives_what_the_command_wrote(tmp_path, sample_store):
     cli(["analyze", "hidden", "--data", str(sample_store), "--out", str(out), *SMALL, "--no-plots"])
     cli(["analyze", "behaviours", "--out", str(out), "--samples", str(sample_store), "--clusters", "3",
          "--pcs", "8", "--perplexity", "5", "--ids", "0:30", "--videos", "0"])  # fmt: skip
-    settings = proclab.analyze.BehaviourSettings(clusters=3, pcs=8, perplexity=5.0)
+    settings = proclab.analyze.BehaviourSettings(ids="0:30", clusters=3, pcs=8, perplexity=5.0)
     basis = Basis.load(out / "basis.npz")
-    res = proclab.analyze.behaviours(EpisodeStore(sample_store), settings, ids="0:30", basis=basis)
+    res = proclab.analyze.behaviours(EpisodeStore(sample_store), basis=basis, settings=settings)
     summary = json.loads((out / "behaviours" / "summary.json").read_text())
     summary.pop("seconds")
     assert jsonable(summary) == jsonable(res.summary())  # (NaN as None on both sides: no return recorded)
@@ -145,7 +146,7 @@ def test_the_function_gives_what_the_command_wrote(tmp_path, sample_store):
     for k, v in written.a.items():
         np.testing.assert_array_equal(v, res.model.a[k], err_msg=k)
     assert sum(r["size"] for r in res.table()) == 30 and len(res.plot().axes) >= 1
-    saved = res.save(tmp_path / "saved")
-    assert (saved / "transform.npz").is_file()
+    round_trip(res, tmp_path / "saved")  # the transform too, from transform.npz
+    assert (tmp_path / "saved" / "transform.npz").is_file()
     with pytest.raises(ProclabError, match=r"hook:torso.hook_fc of .* is replayed by an agent: pass agent="):
-        proclab.analyze.behaviours(EpisodeStore(sample_store), settings, source="hook:torso.hook_fc")
+        proclab.analyze.behaviours(EpisodeStore(sample_store), "torso.hook_fc", settings=settings)

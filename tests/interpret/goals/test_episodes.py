@@ -9,6 +9,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.decision import DecisionSquareSettings, decision_square
 from proclab.interpret.goals.episodes import distinct_levels, goals_reached, maze_episode, maze_episodes
 from proclab.record.rollout import rollout
+from support import round_trip
 
 MAZE = ascii_maze(["C##..", ".##.#", "..D..", "##.##", "S...."])
 TO_SQUARE = [(0, 0), (1, 0), (2, 0), (2, 1), (2, 2)]
@@ -59,10 +60,10 @@ def planted_episodes():
     return out
 
 
-def test_rates_by_distance_follow_a_planted_rule():
+def test_rates_by_distance_follow_a_planted_rule(tmp_path):
     result = decision_square(
         planted_episodes(),
-        DecisionSquareSettings(bins=(0.0, 5.0, 20.0), exclude_region=False, bootstrap=10, folds=2),
+        settings=DecisionSquareSettings(bins=(0.0, 5.0, 20.0), exclude_region=False, bootstrap=10, folds=2),
     )
     near, far = result.bins
     assert (near["mazes"], near["cheese"]["count"], near["corner"]["count"]) == (20, 20, 0)
@@ -72,10 +73,13 @@ def test_rates_by_distance_follow_a_planted_rule():
     assert result.decision["p_branch_cheese"]["count"] == 20 and result.decision["branch_entered"] == 40
     # one maze, repeated: every property is constant, yet the fit runs (a constant column is standardised to 0)
     assert result.regressions["cheese"]["all"]["accuracy"] == pytest.approx(0.5, abs=0.5)
+    round_trip(result, tmp_path / "square")
 
 
 def test_too_few_decision_squares_skip_the_regressions_instead_of_failing():
-    few = decision_square(planted_episodes()[:12], DecisionSquareSettings(bootstrap=10, exclude_region=False))
+    few = decision_square(
+        planted_episodes()[:12], settings=DecisionSquareSettings(bootstrap=10, exclude_region=False)
+    )
     assert set(few.regressions) == {"cheese", "branch"}
     assert all("too few to fit with 10-fold" in r["skipped"] for r in few.regressions.values())
     assert few.bins  # the rates are still there

@@ -4,6 +4,7 @@ targets; one-line refusals; the plot."""
 
 import copy
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, s
 from proclab.interpret.states.hidden import HiddenSettings, hidden
 from proclab.models.loading import load
 from proclab.store import EpisodeStore
-from support import make_agent_checkpoint, record
+from support import make_agent_checkpoint, record, round_trip
 
 SETTINGS = SaliencySettings(window=4, offset=2, step=2)
 TARGETS = ["value", "action", "group:right"]
@@ -42,7 +43,7 @@ def test_the_function_gives_the_gradients_the_command_wrote(played):
     recorded = EpisodeStore(data)
     # a store keeps episodes as they ended, a rollout as they started: match them by level
     order = [int(np.flatnonzero(ro.levels == lv)[0]) for lv in recorded.episodes["level_seed"]]
-    res = saliency(agent, ro, TARGETS, SETTINGS, episodes=order)
+    res = saliency(agent, rollout=ro, settings=replace(SETTINGS, targets=TARGETS, episodes=order))
     assert res.episodes == order and res.frames.shape == (3, 4, 3, 64, 64)
     for j in range(3):
         steps = written.read(
@@ -60,32 +61,37 @@ def test_the_function_gives_the_gradients_the_command_wrote(played):
 
 def test_another_agent_replays_its_own_state_before_the_window(played):
     agent, ro, _, _ = played
-    own = saliency(agent, ro, "value", SETTINGS, episodes="0:2")
+    own = saliency(agent, rollout=ro, settings=replace(SETTINGS, targets="value", episodes="0:2"))
     twin = copy.deepcopy(agent)  # the same weights, not the agent that played: its state is replayed
-    replayed = saliency(twin, ro, "value", SETTINGS, episodes=[0, 1])
+    replayed = saliency(twin, rollout=ro, settings=replace(SETTINGS, targets="value", episodes=[0, 1]))
     np.testing.assert_allclose(replayed.grads["value"], own.grads["value"], rtol=1e-4, atol=1e-7)
 
 
-def test_basis_targets_the_table_and_the_plot(played):
+def test_basis_targets_the_table_the_plot_and_the_folder(played, tmp_path):
     agent, ro, _, _ = played
-    basis = hidden(ro, "core.0.hook_h", HiddenSettings(n_ics=2, clusters=2, nmf=2, perplexity=5.0)).basis
-    res = proclab.analyze.saliency(agent, ro, ["ic:0-1", "value"], SETTINGS, basis=basis)
+    basis = hidden(
+        ro, "core.0.hook_h", settings=HiddenSettings(n_ics=2, clusters=2, nmf=2, perplexity=5.0)
+    ).basis
+    res = proclab.analyze.saliency(
+        agent, rollout=ro, basis=basis, settings=replace(SETTINGS, targets=("ic:0-1", "value"))
+    )
     assert isinstance(res, Saliency) and list(res.grads) == ["ic:0", "ic:1", "value"]
     assert [r["target"] for r in res.table()] == ["ic:0", "ic:1", "value"]
     assert len(res.plot(window=0).axes) == 3
+    round_trip(res, tmp_path / "saliency")
 
 
 @pytest.mark.parametrize(
-    ("targets", "settings", "options", "message"),
+    ("settings", "message"),
     [
-        (["ic:0"], SETTINGS, {}, "target ic:0 needs a basis"),
-        (["value"], SaliencySettings(step=4, window=4), {}, "--step 4 is outside the window's steps 0-3"),
-        (["value"], SaliencySettings(method="lime"), {}, "unknown --method 'lime'"),
-        (["value"], SaliencySettings(window=5000), {"episodes": [0]}, "episode 0 has"),
-        (["valeu"], SETTINGS, {}, "unknown saliency target 'valeu'"),
+        (replace(SETTINGS, targets="ic:0"), "target ic:0 needs a basis"),
+        (SaliencySettings(step=4, window=4), "--step 4 is outside the window's steps 0-3"),
+        (SaliencySettings(method="lime"), "unknown --method 'lime'"),
+        (SaliencySettings(window=5000, episodes=[0]), "episode 0 has"),
+        (replace(SETTINGS, targets="valeu"), "unknown saliency target 'valeu'"),
     ],
 )
-def test_mistakes_are_one_line(played, targets, settings, options, message):
+def test_mistakes_are_one_line(played, settings, message):
     agent, ro, _, _ = played
     with pytest.raises(ProclabError, match=message):
-        saliency(agent, ro, targets, settings, **options)
+        saliency(agent, rollout=ro, settings=settings)

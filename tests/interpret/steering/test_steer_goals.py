@@ -23,7 +23,7 @@ def test_steering_reports_both_goals_of_every_arm():
         levels=3, split="100:50", vector_levels="0:2", coefficients=(-1.0, 0.0), controls=2, rows=16,
         greedy=False, bootstrap=20, level_rule="coin-moved:place=floor",
     )  # fmt: skip
-    res = proclab.analyze.steer(agent, settings)
+    res = proclab.analyze.steer(agent, "torso.block1.hook_out", settings=settings)
     goals = res.goals
     assert goals["names"] == ["coin", "end"] and goals["levels"] == 3
     assert goals["plain"]["coin"] == pytest.approx(res.coefficients["0"]["level_complete"]["baseline"])

@@ -29,11 +29,12 @@ def runner():
 def test_the_sweep_tests_both_goals_of_every_direction_and_arm():
     agent = runner()
     ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
-    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=2)
-    res = proclab.analyze.sweep(
-        agent, basis, ro, "core.0.hook_h", levels=3, split="100:50", arms="p05,p95", permutations=50, rows=16,
-        bootstrap=20, greedy=False, deaths=False, landing=0, goals=True, level_rule="coin-moved:place=floor",
+    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", settings=proclab.analyze.BasisSettings(n_ics=2))
+    settings = proclab.analyze.SweepSettings(
+        levels=3, split="100:50", arms="p05,p95", permutations=50, rows=16, bootstrap=20, greedy=False,
+        landing=0, goals=True, level_rule="coin-moved:place=floor",
     )  # fmt: skip
+    res = proclab.analyze.sweep(agent, "core.0.hook_h", basis=basis, rollout=ro, settings=settings)
     goals = res.summary["goals"]
     assert goals["names"] == ["coin", "end"] and goals["levels"] == 3
     assert [(r["direction"], r["arm"]) for r in goals["variants"]] == [
@@ -64,6 +65,7 @@ def test_goals_of_a_game_without_them_are_refused():
     agent = runner()
     agent.env_config = EnvConfig(game=("bigfish",), mode="easy", split="train")
     ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
-    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=2)
+    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", settings=proclab.analyze.BasisSettings(n_ics=2))
+    settings = proclab.analyze.SweepSettings(levels=2, arms="p05", goals=True, rows=4)
     with pytest.raises(ProclabError, match="no pair of goals"):
-        proclab.analyze.sweep(agent, basis, ro, "core.0.hook_h", levels=2, arms="p05", goals=True, rows=4)
+        proclab.analyze.sweep(agent, "core.0.hook_h", basis=basis, rollout=ro, settings=settings)

@@ -57,13 +57,14 @@ from proclab.interpret.atlas.strips import strip_image, window
 from proclab.interpret.atlas.tracking import step_quantities, tracking
 from proclab.interpret.bases.activations import hook_key
 from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates, encode_all, variance_explained
+from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.saliency.real_frames import agent_states
 from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.stats.proportions import compare_shares, share
-from proclab.interpret.workspace.progress import no_phase
 from proclab.io.files import subplots
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.models.hooks import device_of
 from proclab.models.interventions import state_hook
@@ -73,6 +74,11 @@ from proclab.store.state_codec import StateCodec
 if TYPE_CHECKING:
     import torch
 
+    from proclab.interpret.bases.pca_ica import Basis
+    from proclab.interpret.sweep.run import Sweep
+    from proclab.models.edited import AgentLike
+    from proclab.record.rollout import Rollout
+
 
 NAME = "atlas"
 FORMAT = "proclab-atlas"
@@ -81,26 +87,42 @@ FORMAT = "proclab-atlas"
 @dataclass(frozen=True)
 class AtlasSettings:
     """How :func:`atlas` measures the cards (the options of ``proclab analyze atlas``, same names and
-    meanings)."""
+    meanings; ``kind`` is what its ``--basis`` says of a PCA/ICA basis)."""
 
-    moments: int = 4  # top and bottom moments shown per direction (one per episode)
-    bootstrap: int = 1000  # resamples of episodes (correlations) and of directions (the Spearman interval)
-    lags: int = 8  # lead/lag: correlations at -lags .. lags steps
-    saliency_moments: int = 8  # most active moments whose saliency maps are averaged per direction (0: none)
-    noise: int = 8  # SmoothGrad: noised copies of each frame (0: the plain gradient)
-    sigma: float = 0.05  # SmoothGrad: noise std on frames in [0, 1]
-    predict_steps: int = 2000  # recorded states at which gradients predict each edit's effect
-    random_directions: int = 0  # random unit directions of the span, whose tracking is the baseline
-    stability_seeds: int = 5  # refits of the basis with new seeds (0: none)
-    stability_bootstraps: int = 5  # refits on resampled episodes (0 and no seeds: stability not measured)
-    seed: int = 0  # the bootstraps, the states sampled for the gradient prediction, the random directions
+    kind: str = "ica"
+    """The coordinates of a :class:`~proclab.interpret.bases.pca_ica.Basis` described: ica or pca (unused when
+    the basis given is a :class:`~proclab.interpret.bases.coordinates.Coordinates` already)."""
+    moments: int = 4
+    """Top and bottom moments shown per direction (one per episode)."""
+    bootstrap: int = 1000
+    """Resamples of episodes (correlations) and of directions (the Spearman interval)."""
+    lags: int = 8
+    """Lead/lag: correlations at -lags .. lags steps."""
+    saliency_moments: int = 8
+    """Most active moments whose saliency maps are averaged per direction (0: none)."""
+    noise: int = 8
+    """SmoothGrad: noised copies of each frame (0: the plain gradient)."""
+    sigma: float = 0.05
+    """SmoothGrad: noise std on frames in [0, 1]."""
+    predict_steps: int = 2000
+    """Recorded states at which gradients predict each edit's effect."""
+    random_directions: int = 0
+    """Random unit directions of the span, whose tracking is the baseline."""
+    stability_seeds: int = 5
+    """Refits of the basis with new seeds (0: none)."""
+    stability_bootstraps: int = 5
+    """Refits on resampled episodes (0 and no seeds: stability not measured)."""
+    seed: int = 0
+    """The bootstraps, the states sampled for the gradient prediction, the random directions."""
 
     def check(self) -> None:
+        if self.kind not in KINDS:
+            raise unknown_choice("kind", self.kind, KINDS)
         for name in ("bootstrap", "lags"):
             if getattr(self, name) < 1:
                 raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
         for f in fields(self):
-            if f.name not in ("sigma", "seed") and getattr(self, f.name) < 0:
+            if f.name not in ("kind", "sigma", "seed") and getattr(self, f.name) < 0:
                 raise ProclabError(f"--{f.name.replace('_', '-')} must be >= 0, got {getattr(self, f.name)}")
 
 
@@ -140,7 +162,7 @@ class Atlas(Result):
     steps: int
     quantities: list[str]
     lags: list[int]
-    gradients: dict = field(repr=False)
+    gradients: dict[int, np.ndarray] = field(repr=False)
     images: dict = field(repr=False)
 
     def summary(self) -> dict:
@@ -168,24 +190,23 @@ class Atlas(Result):
 
 
 def atlas(
-    agent,
-    basis,
-    rollout,
-    hook: str = "core.0.hook_h",
-    settings: AtlasSettings = AtlasSettings(),
+    agent: AgentLike,
+    hook: str,
     *,
-    kind: str = "ica",
-    sweep=None,
-    phase=None,
+    basis: Basis | Coordinates,
+    rollout: Rollout,
+    sweep: Sweep | dict | None = None,
+    settings: AtlasSettings = AtlasSettings(),
+    progress: bool = True,
 ) -> Atlas:
-    """The atlas of ``basis`` (a :class:`~proclab.interpret.bases.pca_ica.Basis`, described by its ``kind``
-    coordinates, ica or pca, or any :class:`~proclab.interpret.bases.coordinates.Coordinates`: NMF, sparse,
-    units) of the recurrent state at hook point ``hook``, on the episodes of ``rollout``: ``agent`` (any agent in memory; its
-    states are the rollout's when it played it, else replayed on its frames) is replayed for saliency and
-    gradients; ``sweep`` (a :class:`~proclab.interpret.sweep.run.Sweep` of the same basis, or its summary)
-    says what each direction causes."""
+    """The atlas of ``basis`` (a :class:`~proclab.interpret.bases.pca_ica.Basis`, described by its
+    ``settings.kind`` coordinates, or any :class:`~proclab.interpret.bases.coordinates.Coordinates`: NMF,
+    sparse, units) of the recurrent state at hook point ``hook``, on the episodes of ``rollout``: ``agent`` (any
+    agent in memory; its states are the rollout's when it played it, else replayed on its frames) is replayed
+    for saliency and gradients; ``sweep`` (a :class:`~proclab.interpret.sweep.run.Sweep` of the same basis, or
+    its summary) says what each direction causes. ``progress``: show the measures as they run."""
     settings.check()
-    coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, kind)
+    coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, settings.kind)
     states = agent_states(agent, rollout)
     key = hook_key(hook, agent)
     if key not in states:
@@ -198,8 +219,8 @@ def atlas(
         raise ProclabError(f"the basis describes {coords.dim}-d states; {hook} has {x.shape[1]}")
     summary = getattr(sweep, "summary", sweep)
     note = "sweep not run (none given)" if summary is None else sweep_note(summary)
-    hook = basis_hook(STATE_OUT + key, StateCodec(agent.state_shapes()))
-    return build_atlas(AtlasInputs(recorded, x, coords, agent, hook, summary, note), settings, phase)
+    state = basis_hook(STATE_OUT + key, StateCodec(agent.state_shapes()))
+    return build_atlas(AtlasInputs(recorded, x, coords, agent, state, summary, note), settings, progress)
 
 
 def episode_rows(recorded) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -210,32 +231,32 @@ def episode_rows(recorded) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lengths, episode, step
 
 
-def build_atlas(inp: AtlasInputs, settings: AtlasSettings, phase=None, progress=None) -> Atlas:
-    """Every card, the atlas-wide numbers and the pictures the cards name; ``phase(name)`` (a context
-    manager) and ``progress(done, total)`` report progress."""
-    phase = phase or no_phase
+def build_atlas(inp: AtlasInputs, settings: AtlasSettings, progress: bool = True) -> Atlas:
+    """Every card, the atlas-wide numbers and the pictures the cards name; ``progress``: show the measures as
+    they run."""
     coords, args, images = inp.coords, settings, {}
-    with phase("encoding"):
-        c = encode_all(coords, inp.x)
-        lengths, episode, step = episode_rows(inp.recorded)
-        steps = step_quantities(inp.recorded, list(ACTION_NAMES))
-    with phase("activity"):
-        most = max(args.moments, args.saliency_moments)
-        acts = [describe(c[:, m], lengths, coords.nonnegative, most) for m in range(coords.k)]
-        for a in acts:  # rows -> (episode, step)
-            for side in ("top", "bottom"):
-                a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
-    with phase("tracking"):
-        track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=progress)
-        baseline = _random_baseline(inp, track, steps, args)
-    with phase("moments"):
-        moments = _moment_strips(inp, c, acts, lengths, args.moments, images)
-    with phase("saliency"):
-        looks = _saliency(inp, acts, args, images)
-    with phase("prediction"):
-        prediction = _prediction(inp, c, episode, step, args)
-    with phase("stability"):
-        stable = _stability(inp, lengths, args, progress)
+    with analysis_phases(progress, 7, "atlas") as ph:
+        with ph.phase("encoding"):
+            c = encode_all(coords, inp.x)
+            lengths, episode, step = episode_rows(inp.recorded)
+            steps = step_quantities(inp.recorded, list(ACTION_NAMES))
+        with ph.phase("activity"):
+            most = max(args.moments, args.saliency_moments)
+            acts = [describe(c[:, m], lengths, coords.nonnegative, most) for m in range(coords.k)]
+            for a in acts:  # rows -> (episode, step)
+                for side in ("top", "bottom"):
+                    a[f"{side}_moments"] = [(int(episode[r]), int(step[r])) for r in a.pop(f"{side}_rows")]
+        with ph.phase("tracking"):
+            track = tracking(c, steps, args.lags, args.bootstrap, args.seed, progress=ph.fraction)
+            baseline = _random_baseline(inp, track, steps, args)
+        with ph.phase("moments"):
+            moments = _moment_strips(inp, c, acts, lengths, args.moments, images)
+        with ph.phase("saliency"):
+            looks = _saliency(inp, acts, args, images)
+        with ph.phase("prediction"):
+            prediction = _prediction(inp, c, episode, step, args)
+        with ph.phase("stability"):
+            stable = _stability(inp, lengths, args, ph.fraction)
     doc = _cards(inp, c, acts, track, steps.names, moments, looks, prediction, stable)
     fit = getattr(coords, "fit_info", None)
     return Atlas(

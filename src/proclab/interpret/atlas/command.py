@@ -44,7 +44,6 @@ from proclab.interpret.saliency.world_model import basis_hook
 from proclab.interpret.workspace.command import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.systems import (
     check_system,
     file_digest,
@@ -53,6 +52,7 @@ from proclab.interpret.workspace.systems import (
     system_file,
 )
 from proclab.io.arguments import settings_from
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
 from proclab.store import EpisodeStore
@@ -187,7 +187,7 @@ def run_atlas(args: AtlasArgs) -> Path:
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
         hook = basis_hook(source, StateCodec(agent.state_shapes()))
         inp = AtlasInputs(StoreEpisodes(store, episodes), x, coords, agent, hook, sweep, note)
-        res = build_atlas(inp, settings_from(args, AtlasSettings), ph.phase, ph.fraction)
+        res = build_atlas(inp, settings_from(args, AtlasSettings))
         with ph.phase("writing"):
             head = _head(ws, args, source, checkpoint, len(episodes), sweep)
             files = _write(out, res, head, ph.seconds, start)

@@ -52,7 +52,7 @@ def rollout_activations(rollout, hook: str) -> Activations:
     """Hook ``hook`` at every played step of ``rollout`` (its cache, packed: episode by episode, as a store is
     read), ``(N, D)`` float32, its source named as a store names it (``state_out/core.0.h`` for a state's hook,
     ``hook:NAME`` otherwise)."""
-    key = hook_key(hook, rollout.agent)
+    key = hook_key(hook, rollout.agent)  # a state key is refused first, with its hook's name
     if hook not in rollout.cache:
         raise ProclabError(
             f"the rollout cached no hook {hook!r} (its cache: {', '.join(rollout.cache) or 'none'}); "
@@ -75,6 +75,21 @@ class Activations:
 
     def __len__(self) -> int:
         return len(self.x)
+
+
+def store_source(store: EpisodeStore, hook: str | None) -> str:
+    """The store's name of the activation at hook point ``hook``: a recurrent state's hook names the state the
+    store recorded (``core.0.hook_h`` -> ``state_out/core.0.h``), any other hook is replayed (``hook:NAME``); a
+    name of the store's own (``state_in/core.0.h``, ``hook:NAME``) is taken as it is; None: the first state
+    tensor (:func:`default_source`). A state key is refused with its hook's name, as :func:`hook_key` does."""
+    if hook is None:
+        return default_source(store)
+    if hook.startswith((STATE_OUT, STATE_IN, HOOK)):
+        return canonical_source(store, hook)
+    states = {state_hook(key): key for parts in store.state_layout.values() for key, _ in parts}
+    if hook in states.values():
+        raise ProclabError(f"{hook!r} is a state key; name its hook point, {state_hook(hook)!r}")
+    return canonical_source(store, STATE_OUT + states[hook] if hook in states else HOOK + hook)
 
 
 def state_sources(store: EpisodeStore) -> dict[str, tuple[str, slice]]:

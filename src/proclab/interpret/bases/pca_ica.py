@@ -36,6 +36,8 @@ from proclab.io.files import load_npz, save_npz
 
 Kind = Literal["pca", "ica"]
 KINDS = ("pca", "ica")
+CONTRASTS = ("logcosh", "exp", "cube")
+"""FastICA's contrast functions (scikit-learn's)."""
 FORMAT = "proclab-basis"
 
 
@@ -52,7 +54,7 @@ class BasisConfig:
     tol: float = 0.02
     """FastICA stops when the unmixing matrix changes less than this."""
     fun: str = "logcosh"
-    """FastICA's contrast function (logcosh, exp or cube)."""
+    """FastICA's contrast function (:data:`CONTRASTS`)."""
 
 
 class Basis:

@@ -47,10 +47,10 @@ from proclab.interpret.saliency.command import SaliencyArgs, run_saliency
 from proclab.interpret.workspace.command import SAMPLES, AnalysisArgs
 from proclab.interpret.workspace.figures import scatter_grid
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.arguments import settings_from
 from proclab.io.files import save_npz
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import annotate, to_hwc, upscale, write_video
 from proclab.store import EpisodeStore
@@ -103,13 +103,7 @@ def run_behaviours(args: BehavioursArgs) -> Path:
     basis, _ = ws.optional_basis(needed=False)
     with phases(4 + int(args.stability), "behaviours") as ph:
         res = behaviours(
-            store,
-            settings_from(args, BehaviourSettings),
-            ids=args.ids,
-            source=source,
-            agent=agent,
-            basis=basis,
-            phase=ph.phase,
+            store, source, agent=agent, basis=basis, settings=settings_from(args, BehaviourSettings)
         )
         with ph.phase("writing, plots and videos"):
             res.model.save(out / TRANSFORM)

@@ -24,8 +24,8 @@ import numpy as np
 
 from proclab.interpret.behaviours.xcorr import Dynamics
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_figure, subplots
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.stats.permutation import permutation_p
 

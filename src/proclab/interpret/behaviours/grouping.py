@@ -22,24 +22,28 @@ calls it and writes its files.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError
-from proclab.interpret.bases.activations import canonical_source, default_source, read_activation, replaying
+from proclab.interpret.bases.activations import default_source, read_activation, replaying, store_source
 from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
 from proclab.interpret.workspace.figures import Colouring, scatter_figure, scatter_panel
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import no_phase
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import load_npz, save_npz
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
+
+if TYPE_CHECKING:
+    from proclab.interpret.bases.pca_ica import Basis
+    from proclab.models.edited import AgentLike
 
 NAME = "behaviours"
 
@@ -271,13 +275,36 @@ class BehaviourSettings:
     """How :func:`behaviours` fits (the options of ``proclab analyze behaviours``, same names and
     meanings)."""
 
-    clusters: int = 32  # behaviours (Ward clusters)
-    pcs: int = 64  # PCA components of the standardised features before t-SNE
-    env_pcs: int = 16  # top PCs of the env state (env_h) in the features
-    lags: tuple[int, ...] = (2, 4, 6)  # lags of the feature differences
-    perplexity: float = 30.0  # t-SNE
-    stability: bool = True  # refit with seed + 1 and report the adjusted Rand index of the two labelings
-    seed: int = 0  # the fit's PCAs and t-SNE
+    ids: tuple[int, ...] | str | None = None
+    """The samples grouped: their ids, or a selection such as ``"0:100"`` (None: every sample)."""
+    clusters: int = 32
+    """Behaviours (Ward clusters)."""
+    pcs: int = 64
+    """PCA components of the standardised features before t-SNE."""
+    env_pcs: int = 16
+    """Top PCs of the env state (env_h) in the features."""
+    lags: tuple[int, ...] = (2, 4, 6)
+    """Lags of the feature differences (a sample of T steps gives T - max(lags) steps of features)."""
+    perplexity: float = 30.0
+    """t-SNE perplexity."""
+    stability: bool = True
+    """Refit with seed + 1 and report the adjusted Rand index of the two labelings."""
+    seed: int = 0
+    """The fit's PCAs and t-SNE."""
+
+    def __post_init__(self):
+        if self.ids is not None and not isinstance(self.ids, str):
+            object.__setattr__(self, "ids", tuple(int(i) for i in self.ids))
+        object.__setattr__(self, "lags", tuple(self.lags))
+
+    def check(self) -> None:
+        for name in ("clusters", "pcs", "env_pcs"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if not self.lags or min(self.lags) < 1:
+            raise ProclabError(f"--lags must be one or more steps >= 1, got {list(self.lags)}")
+        if not self.perplexity > 0:
+            raise ProclabError(f"--perplexity must be > 0, got {self.perplexity}")
 
     @property
     def config(self) -> BehaviourConfig:
@@ -331,11 +358,13 @@ class Behaviours(Result):
             return ax.figure
         return scatter_figure(xy, [step_colouring(self.step_labels)], "behaviours: 3-D t-SNE", axes)
 
-    def save(self, folder: str | Path, overwrite: bool = False) -> Path:
-        """The result (:meth:`Result.save`) and its transform beside it, ``folder/transform.npz``."""
-        folder = super().save(folder, overwrite)
+    def _write_files(self, folder: Path) -> None:
+        """The transform beside the result, ``folder/transform.npz``."""
         self.model.save(folder / TRANSFORM)
-        return folder
+
+    @classmethod
+    def _read_files(cls, folder: Path, fields: dict) -> dict:
+        return {"model": BehaviourModel.load(folder / TRANSFORM)}
 
 
 TRANSFORM = "transform.npz"
@@ -349,40 +378,41 @@ def step_colouring(step_labels: np.ndarray) -> Colouring:
 
 def behaviours(
     samples: EpisodeStore,
-    settings: BehaviourSettings = BehaviourSettings(),
+    hook: str | None = None,
     *,
-    ids: Sequence[int] | str | None = None,
-    source: str | None = None,
-    agent=None,
-    basis=None,
-    phase=None,
+    agent: AgentLike | None = None,
+    basis: Basis | None = None,
+    settings: BehaviourSettings = BehaviourSettings(),
+    progress: bool = True,
 ) -> Behaviours:
-    """The behaviours of the samples ``ids`` (default all; a selection such as ``"0:100"``) of a world model's
-    sample store (module docstring): their states ``source`` (default the first state tensor; a hook point
-    is replayed by ``agent``, any agent in memory) with the env states; ``basis`` adds each behaviour's most
-    distinctive ICs. ``phase(name)`` (a context manager) reports progress."""
-    phase = phase or no_phase
-    source = canonical_source(samples, source or default_source(samples))
+    """The behaviours of the samples ``settings.ids`` of a world model's sample store (module docstring): their
+    states at ``hook`` (a hook point, read as recorded where it is a state the store holds, else replayed by
+    ``agent``, any agent in memory; or a name of the store's, ``state_in/core.0.h``; default: the first state
+    tensor) with the env states; ``basis`` adds each behaviour's most distinctive ICs. ``progress``: show the
+    fits as they run."""
+    settings.check()
+    source = store_source(samples, hook)
     agent = replaying(samples, source, agent)
+    ids = settings.ids
     chosen = (
         parse_ids(ids or "0:", samples.num_episodes) if ids is None or isinstance(ids, str) else list(ids)
     )
-    with phase("reading samples"):
-        s = SampleSet.read(samples, chosen, source, agent=agent)
-    config = settings.config
-    with phase("fitting"):
-        model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, settings.seed)
-        labels = modal(steps, settings.clusters)
-    stability = None
-    if settings.stability:
-        with phase("stability refit"):
-            # lazy: scikit-learn is slow to import, only the fits need it
-            from sklearn.metrics import adjusted_rand_score
+    with analysis_phases(progress, 3 + settings.stability, "behaviours") as ph:
+        with ph.phase("reading samples"):
+            s = SampleSet.read(samples, chosen, source, agent=agent)
+        config = settings.config
+        with ph.phase("fitting"):
+            model, steps, tsne = BehaviourModel.fit(s.state, s.env_h, config, settings.seed)
+            labels = modal(steps, settings.clusters)
+        stability = None
+        if settings.stability:
+            with ph.phase("stability refit"):
+                # lazy: scikit-learn is slow to import, only the fits need it
+                from sklearn.metrics import adjusted_rand_score
 
-            _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, settings.seed + 1)
-            stability = float(adjusted_rand_score(labels, modal(steps2, settings.clusters)))
-    with phase("statistics"):
-        described = behaviour_summary(s, labels, settings.clusters, basis)["behaviours"]
-    return Behaviours(
-        described, len(chosen), stability, asdict(config), s.source, s.ids, labels, steps, tsne, model
-    )
+                _, steps2, _ = BehaviourModel.fit(s.state, s.env_h, config, settings.seed + 1)
+                stability = float(adjusted_rand_score(labels, modal(steps2, settings.clusters)))
+        with ph.phase("statistics"):
+            described = behaviour_summary(s, labels, settings.clusters, basis)["behaviours"]
+    facts = {**asdict(config), "lags": list(config.lags)}  # as JSON holds it: a saved result loads equal
+    return Behaviours(described, len(chosen), stability, facts, s.source, s.ids, labels, steps, tsne, model)

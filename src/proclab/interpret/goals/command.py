@@ -20,8 +20,8 @@ from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSetti
 from proclab.interpret.goals.play import play_mazes
 from proclab.interpret.workspace.command import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_figure, save_npz
+from proclab.io.progress import phases
 from proclab.io.results import jsonable
 from proclab.models.loading import load
 
@@ -105,7 +105,7 @@ def run_decision_square(args: DecisionSquareArgs) -> Path:
                 agent, args.levels, args.episodes, batch=args.batch, seed=args.seed, greedy=args.greedy,
                 region=args.region, folder=args.keep_batches, progress=ph.fraction,
             )  # fmt: skip
-        result = decision_square(episodes, settings, phase=ph.phase)
+        result = decision_square(episodes, settings=settings)
     save_npz(out / "mazes.npz", "mazes", **result.episodes)
     save_figure(result.plot(), out / "rates.png", dpi=120)
     summary = {

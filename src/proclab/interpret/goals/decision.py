@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +32,8 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.episodes import MazeEpisode, as_arrays, distinct_levels
 from proclab.interpret.goals.logistic import PENALTIES, regression
 from proclab.interpret.goals.maze import FEATURES
-from proclab.interpret.workspace.progress import no_phase
 from proclab.io.files import subplots
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.stats.corrections import adjust
 from proclab.stats.proportions import clopper_pearson
@@ -245,48 +244,52 @@ def choice(kept: Sequence[MazeEpisode], horizon: int | None) -> dict:
 
 def decision_square(
     episodes: Sequence[MazeEpisode],
-    settings: DecisionSquareSettings | None = None,
-    phase: Callable[[str], AbstractContextManager] = no_phase,
+    *,
+    settings: DecisionSquareSettings = DecisionSquareSettings(),
+    progress: bool = True,
 ) -> DecisionSquare:
     """The analysis of played mazes (:func:`proclab.interpret.goals.play.play_mazes`, or
-    :func:`proclab.interpret.goals.episodes.maze_episodes` of a rollout); one episode per level seed is kept."""
-    settings = settings or DecisionSquareSettings()
+    :func:`proclab.interpret.goals.episodes.maze_episodes` of a rollout); one episode per level seed is kept.
+    ``progress``: show the rates and the regressions as they run."""
     settings.check()
     episodes = distinct_levels(episodes)
     if not episodes:
         raise ProclabError("no maze episodes to analyse")
-    with phase("rates"):
-        bins = rates_by_distance(episodes, settings, tables=2)
-        squares = [e for e in episodes if e.has_decision_square]
-        bins_with_square = rates_by_distance(squares, settings, tables=2)
-        kept = [e for e in squares if not (settings.exclude_region and e.cheese_in_region)]
-        decision = {"with_decision_square": len(squares), **choice(kept, settings.horizon)}
-    regressions: dict[str, dict] = {}
-    with phase("regressions"):
-        x_all = np.array([[e.features[f] for f in FEATURES] for e in kept]).reshape(len(kept), len(FEATURES))
-        outcomes = {
-            "cheese": (np.ones(len(kept), bool), [e.reached("cheese", settings.horizon) for e in kept]),
-            "branch": (
-                np.array([e.went(settings.horizon) is not None for e in kept], bool),
-                [e.went(settings.horizon) == "cheese" for e in kept],
-            ),
-        }
-        for outcome, (rows, y) in outcomes.items():
-            y = np.asarray(y, int)[rows]
-            if y.size < 2 * settings.folds or y.min() == y.max():  # a small budget's few decision squares
-                regressions[outcome] = {
-                    "skipped": f"{int(y.sum())} of {y.size} mazes reached it: too few to fit with "
-                    f"{settings.folds}-fold accuracy (at least {2 * settings.folds} mazes and both outcomes)"
-                }
-                continue
-            regressions[outcome] = {}
-            for name, names in MODELS.items():
-                columns = [FEATURES.index(f) for f in names]
-                regressions[outcome][name] = regression(
-                    x_all[rows][:, columns], y, list(names), penalty=settings.penalty, c=settings.c,
-                    reps=settings.bootstrap, folds=settings.folds, seed=settings.seed,
-                    level=1 - 0.05 / (len(names) + 1),
-                )  # fmt: skip
+    with analysis_phases(progress, 2, "decision square") as ph:
+        with ph.phase("rates"):
+            bins = rates_by_distance(episodes, settings, tables=2)
+            squares = [e for e in episodes if e.has_decision_square]
+            bins_with_square = rates_by_distance(squares, settings, tables=2)
+            kept = [e for e in squares if not (settings.exclude_region and e.cheese_in_region)]
+            decision = {"with_decision_square": len(squares), **choice(kept, settings.horizon)}
+        regressions: dict[str, dict] = {}
+        with ph.phase("regressions"):
+            x_all = np.array([[e.features[f] for f in FEATURES] for e in kept]).reshape(
+                len(kept), len(FEATURES)
+            )
+            outcomes = {
+                "cheese": (np.ones(len(kept), bool), [e.reached("cheese", settings.horizon) for e in kept]),
+                "branch": (
+                    np.array([e.went(settings.horizon) is not None for e in kept], bool),
+                    [e.went(settings.horizon) == "cheese" for e in kept],
+                ),
+            }
+            for outcome, (rows, y) in outcomes.items():
+                y = np.asarray(y, int)[rows]
+                if y.size < 2 * settings.folds or y.min() == y.max():  # a small budget's few decision squares
+                    regressions[outcome] = {
+                        "skipped": f"{int(y.sum())} of {y.size} mazes reached it: too few to fit with "
+                        f"{settings.folds}-fold accuracy (at least {2 * settings.folds} mazes and both outcomes)"
+                    }
+                    continue
+                regressions[outcome] = {}
+                for name, names in MODELS.items():
+                    columns = [FEATURES.index(f) for f in names]
+                    regressions[outcome][name] = regression(
+                        x_all[rows][:, columns], y, list(names), penalty=settings.penalty, c=settings.c,
+                        reps=settings.bootstrap, folds=settings.folds, seed=settings.seed,
+                        level=1 - 0.05 / (len(names) + 1),
+                    )  # fmt: skip
     fitted = [r for models in regressions.values() for name, r in models.items() if name != "skipped"]
     for r, p in zip(fitted, adjust([r["p_mcnemar"] for r in fitted], "holm"), strict=True):
         r["p_holm"] = float(p)  # one family: every accuracy-against-base-rate test reported together

@@ -7,7 +7,8 @@ raw blocks of the results: :mod:`~proclab.interpret.goals.detect_probes` (rules 
 supports, so a researcher who has probed, steered or swept an agent asks "what does that say about its goal?"
 without knowing which block each rule reads::
 
-    probes = proclab.analyze.probe(ro, "core.0.hook_h", proclab.analyze.goal_targets("maze"))
+    settings = proclab.analyze.ProbeSettings(targets=proclab.analyze.goal_targets("maze"))
+    probes = proclab.analyze.probe(ro, "core.0.hook_h", settings=settings)
     proclab.analyze.goal_calls(probes, "my agent")  # [GoalCall(tool='probes', call='cheese' | 'corner' | 'none')]
 """
 

@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from proclab.envs.state import parse_state
 from proclab.errors import ProclabError
 from proclab.interpret.goals.maze import Cell, Maze, euclid, maze_of
+
+if TYPE_CHECKING:
+    from proclab.record.rollout import Rollout
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def maze_episode(maze: Maze, level: int, cells: Sequence[Cell], completed: bool)
     )
 
 
-def maze_episodes(rollout, region: int = 5) -> list[MazeEpisode]:
+def maze_episodes(rollout: Rollout, region: int = 5) -> list[MazeEpisode]:
     """Every episode of a maze :class:`~proclab.record.rollout.Rollout` (played with ``truth=True``), in order."""
     if rollout.game != "maze":
         raise ProclabError(f"the decision-square analysis reads maze rollouts, not {rollout.game}")

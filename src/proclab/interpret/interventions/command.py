@@ -54,10 +54,10 @@ from proclab.interpret.stats.paired import frequency_changes, mean_change
 from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, WM, AnalysisArgs
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.arguments import LevelRuleFlag
 from proclab.io.configs import from_dict
 from proclab.io.files import subplots
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models.edited import Intervened

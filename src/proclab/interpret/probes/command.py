@@ -24,8 +24,8 @@ from proclab.interpret.probes.spatial import centres_of_mass
 from proclab.interpret.probes.targets import StoreTruth
 from proclab.interpret.workspace.command import AGENT, DATA, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.arguments import settings_from
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.edited import hook_shapes
 from proclab.store import EpisodeStore

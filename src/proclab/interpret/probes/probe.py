@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -49,10 +50,16 @@ from proclab.interpret.probes.linear import (
 from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
 from proclab.io.files import subplots
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.models.agent import Agent, build_agent
 from proclab.models.loading import freeze
 from proclab.stats.corrections import CORRECTIONS
+
+if TYPE_CHECKING:
+    from proclab.models.edited import AgentLike
+    from proclab.record.rollout import Rollout
+    from proclab.run.runtime import Runtime
 
 CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
 LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on
@@ -64,16 +71,36 @@ take 256 KB a frame, so 16 episodes of procgen's 1,000 steps at once would take 
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """How probes are fitted and judged (the options of ``proclab analyze probe``)."""
+    """What :func:`probe` probes and how probes are fitted and judged (the options of ``proclab analyze
+    probe``, same names and meanings)."""
 
-    kind: str = "auto"  # ridge (continuous), logistic (binary) or auto (logistic for 0/1 targets)
-    folds: int = 5  # cross-validation folds (and inner folds choosing the penalty), episodes as groups
-    bootstrap: int = 1000  # episode-bootstrap resamples of every interval
-    permutations: int = 0  # channel tracking: episode permutations per channel (0: enough for the correction)
-    correction: str = "holm"  # channel tracking: holm or bh over channels
-    alpha: float = 0.05  # channel tracking: level of the corrected tests
+    targets: tuple[str, ...] = ()
+    """Features or events of the ground truth probed (:mod:`proclab.interpret.probes.targets`, e.g.
+    ``coin_dx``); a single name or a list is taken as a tuple of one or more."""
+    entities: tuple[str, ...] = ()
+    """Entities (agent, goal, or a kind: cheese, coin, saw, ...) whose position the channels of a conv map are
+    ranked on tracking."""
+    kind: str = "auto"
+    """ridge (continuous), logistic (binary) or auto (logistic for 0/1 targets)."""
+    folds: int = 5
+    """Cross-validation folds (and inner folds choosing the penalty), episodes as groups."""
+    bootstrap: int = 1000
+    """Episode-bootstrap resamples of every interval."""
+    permutations: int = 0
+    """Channel tracking: episode permutations per channel (0: enough for the correction)."""
+    correction: str = "holm"
+    """Channel tracking: holm or bh over channels."""
+    alpha: float = 0.05
+    """Channel tracking: level of the corrected tests."""
     controls: tuple[str, ...] = CONTROLS
-    seed: int = 0  # label controls, the random agent's weights, bootstraps and permutations
+    """The controls every probe is reported beside (module docstring)."""
+    seed: int = 0
+    """Label controls, the random agent's weights, bootstraps and permutations."""
+
+    def __post_init__(self):
+        for name in ("targets", "entities"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
 
     def check(self) -> None:
         check_folds(self.folds)
@@ -159,7 +186,7 @@ class Probes(Result):
         return fig
 
 
-def random_agent(agent, seed: int = 0, runtime=None):
+def random_agent(agent: torch.nn.Module, seed: int = 0, runtime: Runtime | None = None) -> torch.nn.Module:
     """A randomly initialised agent of ``agent``'s architecture (weights seeded apart from any a trainer
     starts from), frozen, on the same device: a proclab agent is built afresh from its config; any other
     module is copied and every submodule's ``reset_parameters`` run."""
@@ -256,49 +283,57 @@ def replay_batch(rollout) -> int:
 
 
 def probe(
-    rollout,
+    rollout: Rollout,
     hook: str,
-    targets: tuple[str, ...] | str = (),
-    entities: tuple[str, ...] | str = (),
     *,
-    agent=None,
+    agent: AgentLike | None = None,
     settings: ProbeSettings = ProbeSettings(),
+    progress: bool = True,
 ) -> Probes:
-    """Probes of ``targets`` and channel tracking of ``entities`` at ``hook``, on the episodes of ``rollout``
-    (played with ``truth=True``): the activations of ``agent`` (default: the agent that played, whose cache
-    the rollout may already hold) on its frames; the random-agent control is made in memory."""
-    targets = (targets,) if isinstance(targets, str) else tuple(targets)
-    entities = (entities,) if isinstance(entities, str) else tuple(entities)
+    """Probes of ``settings.targets`` and channel tracking of ``settings.entities`` at ``hook``, on the episodes
+    of ``rollout`` (played with ``truth=True``): the activations of ``agent`` (default: the agent that played,
+    whose cache the rollout may already hold) on its frames; the random-agent control is made in memory.
+    ``progress``: show the replays, probes and tracking as they run."""
     settings.check()
+    targets, entities = settings.targets, settings.entities
     if not targets and not entities:
         raise ProclabError("give at least one target (a feature or event) or entity to probe")
     played = agent is None or agent is rollout.agent  # the rollout's cache is the agent's own
     agent = agent if agent is not None else rollout.agent
     truth = RolloutTruth(rollout)
     ys = {t: truth.values(t) for t in targets}  # refuses unknown names early
-    if played and hook in rollout.cache:
-        x, episode, _ = rollout.cache.packed(hook)
-    else:
-        x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).packed(hook)
-    episode = episode.numpy()
-    shape = tuple(x.shape[1:])
-    acts = {"agent": x.reshape(len(x), -1).float().numpy()}
-    if "random_agent" in settings.controls:
-        if agent is None:
-            raise ProclabError("the random-agent control needs the agent: pass agent= (or drop the control)")
-        xr, _, _ = rollout.replay(
-            random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)
-        ).packed(hook)
-        acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
-    if entities and len(shape) != 3:
-        raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")
-    level = np.asarray(rollout.levels)[episode]
-    result = {
-        t: probe_target(y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys))
-        for t, y in ys.items()
-    }
-    centres = {name: centres_of_mass(a.reshape(-1, *shape)) for name, a in acts.items()} if entities else {}
-    tracked = {e: tracking(truth, e, episode, centres, settings) for e in entities}
+    controlled = "random_agent" in settings.controls
+    if controlled and agent is None:
+        raise ProclabError("the random-agent control needs the agent: pass agent= (or drop the control)")
+    with analysis_phases(progress, 1 + controlled + len(targets) + len(entities), "probe") as ph:
+        with ph.phase(f"activations at {hook}"):
+            if played and hook in rollout.cache:
+                x, episode, _ = rollout.cache.packed(hook)
+            else:
+                x, episode, _ = rollout.replay(agent, [hook], batch=replay_batch(rollout)).packed(hook)
+        episode = episode.numpy()
+        shape = tuple(x.shape[1:])
+        acts = {"agent": x.reshape(len(x), -1).float().numpy()}
+        if controlled:
+            with ph.phase("replay: random agent"):
+                xr, _, _ = rollout.replay(
+                    random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)
+                ).packed(hook)
+            acts["random_agent"] = xr.reshape(len(xr), -1).float().numpy()
+        if entities and len(shape) != 3:
+            raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")
+        level = np.asarray(rollout.levels)[episode]
+        result = {}
+        for t, y in ys.items():
+            with ph.phase(f"probe {t}"):
+                result[t] = probe_target(
+                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys)
+                )
+        centres = {n: centres_of_mass(a.reshape(-1, *shape)) for n, a in acts.items()} if entities else {}
+        tracked = {}
+        for e in entities:
+            with ph.phase(f"channels tracking {e}"):
+                tracked[e] = tracking(truth, e, episode, centres, settings)
     return Probes(hook, list(shape), rollout.num_episodes, len(x), result, tracked)
 
 

@@ -10,7 +10,8 @@ model, :mod:`proclab.interpret.saliency.targets`) is attributed to them with cap
 window is the one recorded while playing when the agent is the rollout's own, else the agent's own state,
 replayed on the frames before the window)::
 
-    res = proclab.analyze.saliency(agent, ro, ["value", "action"], proclab.analyze.SaliencySettings(step=4))
+    settings = proclab.analyze.SaliencySettings(step=4, targets=("value", "action"))
+    res = proclab.analyze.saliency(agent, rollout=ro, settings=settings)
     res.plot()           # frames over their saliency, one row per target
 
 ``proclab analyze saliency --real`` reads them from a recorded store (:func:`load_window`) and calls
@@ -19,9 +20,9 @@ replayed on the frames before the window)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Targ
 from proclab.interpret.saliency.world_model import basis_hook, per_step
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.files import subplots
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.models import capture
 from proclab.models.hooks import device_of
@@ -40,20 +42,43 @@ from proclab.store import EpisodeStore
 from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
 
+if TYPE_CHECKING:
+    from proclab.interpret.bases.pca_ica import Basis
+    from proclab.models.edited import AgentLike
+    from proclab.record.rollout import Rollout
+
 METHODS = ("gradient", "smoothgrad", "integrated-gradients")
 
 
 @dataclass(frozen=True)
 class SaliencySettings:
     """How the frames of a window are attributed (the ``--real`` options of ``proclab analyze saliency``:
-    ``sigma`` is its ``--real-sigma``)."""
+    ``sigma`` is its ``--real-sigma``), and what :func:`saliency` attributes on which episodes."""
 
-    method: str = "gradient"  # gradient, smoothgrad or integrated-gradients
-    step: int = 4  # the target step, within the window
-    window: int = 10  # steps per window
-    offset: int = 0  # first step of each episode's window
-    noise: int = 8  # smoothgrad: noised copies of each window
-    sigma: float = 0.05  # smoothgrad: noise std on frames in [0, 1]
+    method: str = "gradient"
+    """gradient, smoothgrad or integrated-gradients."""
+    step: int = 4
+    """The target step, within the window."""
+    window: int = 10
+    """Steps per window."""
+    offset: int = 0
+    """First step of each episode's window."""
+    noise: int = 8
+    """smoothgrad: noised copies of each window."""
+    sigma: float = 0.05
+    """smoothgrad: noise std on frames in [0, 1]."""
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    """What is attributed (:mod:`proclab.interpret.saliency.targets`: value, action, ic:K, ...; ``ic:K`` and
+    ``pc:K`` need a basis); a single name or a list is taken as a tuple."""
+    episodes: tuple[int, ...] | str | None = None
+    """Episodes whose window is attributed: ids or a selection such as ``"0:4"`` (None: every episode long
+    enough for the window)."""
+
+    def __post_init__(self):
+        targets = (self.targets,) if isinstance(self.targets, str) else tuple(self.targets)
+        object.__setattr__(self, "targets", targets)
+        if self.episodes is not None and not isinstance(self.episodes, str):
+            object.__setattr__(self, "episodes", tuple(int(b) for b in self.episodes))
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -190,22 +215,19 @@ def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigm
 
 
 def saliency(
-    agent,
-    rollout,
-    targets: Sequence[str] | str = DEFAULT_TARGETS,
-    settings: SaliencySettings = SaliencySettings(),
+    agent: AgentLike,
     *,
-    episodes: Sequence[int] | str | None = None,
-    basis=None,
+    rollout: Rollout,
+    basis: Basis | None = None,
+    settings: SaliencySettings = SaliencySettings(),
+    progress: bool = True,
 ) -> Saliency:
-    """Attribute ``targets`` (module docstring; ``ic:K``/``pc:K`` need ``basis``, e.g. a
+    """Attribute ``settings.targets`` (module docstring; ``ic:K``/``pc:K`` need ``basis``, e.g. a
     :func:`~proclab.interpret.states.hidden.hidden` result's) to the frames of one window per episode of
-    ``rollout`` (``episodes``: ids or a selection such as ``"0:4"``; default every episode long enough for
-    the window), ``agent`` (any agent in memory) replayed over each window."""
+    ``rollout`` (``settings.episodes``), ``agent`` (any agent in memory) replayed over each window.
+    ``progress``: show the windows attributed as they are."""
     settings.check()
-    targets = parse_targets(
-        [targets] if isinstance(targets, str) else list(targets), agent.config.num_actions
-    )
+    targets = parse_targets(list(settings.targets), agent.config.num_actions)
     needs = [t.spec for t in targets if t.needs_basis]
     if needs and basis is None:
         raise ProclabError(
@@ -215,6 +237,7 @@ def saliency(
     if needs and source is None:
         raise ProclabError("the basis does not say which activation it was fitted on (its provenance)")
     end = settings.offset + settings.window
+    episodes = settings.episodes
     if episodes is None:
         episodes = [b for b in range(rollout.num_episodes) if rollout.lengths[b] >= end]
         if not episodes:
@@ -223,8 +246,14 @@ def saliency(
             )
     elif isinstance(episodes, str):
         episodes = parse_ids(episodes, rollout.num_episodes, "episode")
-    windows = rollout_windows(agent, rollout, list(episodes), settings)
-    return explain(agent, windows, list(episodes), targets, settings, basis, source)
+    episodes = list(episodes)
+    with analysis_phases(progress, 2, "saliency") as ph:
+        with ph.phase(f"windows of {len(episodes)} episodes"):
+            windows = rollout_windows(agent, rollout, episodes, settings)
+        with ph.phase(f"attributing {len(episodes)} windows"):
+            return explain(
+                agent, windows, episodes, targets, settings, basis, source, ph.counter(len(episodes))
+            )
 
 
 def rollout_windows(agent, rollout, episodes: list[int], settings: SaliencySettings) -> list[Window]:

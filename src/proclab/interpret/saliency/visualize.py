@@ -37,8 +37,8 @@ from proclab.interpret.saliency.targets import AgentTrace, Target, evaluate, par
 from proclab.interpret.saliency.world_model import SampleSettings, basis_hook, open_samples, per_step
 from proclab.interpret.workspace.figures import save_tight
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz, subplots
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.io.video import write_video
 from proclab.models import capture

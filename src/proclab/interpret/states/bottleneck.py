@@ -32,8 +32,8 @@ from proclab.interpret.stats.clustering import (
 )
 from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.files import save_npz
+from proclab.io.progress import phases
 from proclab.store.store import EpisodeStore
 
 

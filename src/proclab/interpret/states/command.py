@@ -45,9 +45,9 @@ from proclab.interpret.states.simulated_env import EnvSettings, write_env
 from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, MapArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.arguments import settings_from
 from proclab.io.files import save_npz
+from proclab.io.progress import phases
 from proclab.store.store import EpisodeStore
 
 
@@ -172,7 +172,6 @@ def run_hidden(args: HiddenArgs) -> Path:
             samples=inp.sample_store,
             agent=inp.agent,
             provenance=provenance,
-            phase=ph.phase,
         )
         with ph.phase("writing"):
             files = _write(ws, res, args)

@@ -10,8 +10,9 @@ and tested for lying inside the real cloud. :func:`hidden` runs it on a
 :class:`~proclab.record.rollout.Rollout` (or any ``(N, D)`` states) and returns a :class:`Hidden`, whose
 ``basis`` the sweep takes as it is::
 
-    res = proclab.analyze.hidden(ro, "core.0.hook_h", proclab.analyze.HiddenSettings(n_ics=8))
-    proclab.analyze.sweep(agent, res.basis, ro, "core.0.hook_h", levels=50)
+    res = proclab.analyze.hidden(ro, "core.0.hook_h", settings=proclab.analyze.HiddenSettings(n_ics=8))
+    proclab.analyze.sweep(agent, "core.0.hook_h", basis=res.basis, rollout=ro,
+                          settings=proclab.analyze.SweepSettings(levels=50))
 
 ``proclab analyze hidden`` (:mod:`proclab.interpret.states.command`) reads the states of a
 recorded store and calls the same function.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -53,8 +55,13 @@ from proclab.interpret.stats.clustering import (
 )
 from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.folder import BASIS_FILE
-from proclab.interpret.workspace.progress import no_phase
+from proclab.io.progress import Phases, analysis_phases
 from proclab.io.results import Result
+
+if TYPE_CHECKING:
+    from proclab.models.edited import AgentLike
+    from proclab.record.rollout import Rollout
+    from proclab.store.store import EpisodeStore
 
 REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of PCs (and at k)
 
@@ -63,19 +70,32 @@ REPORTED_PCS = (1, 2, 3, 10)  # variance explained reported at these numbers of 
 class HiddenSettings:
     """How :func:`hidden` fits (the options of ``proclab analyze hidden``, same names and meanings)."""
 
-    n_ics: int = 16  # k: independent components, FastICA on the first k standardised PCs
-    clusters: int = 32  # Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance
-    nmf: int = 16  # NMF components of the min-shifted z-scored states
-    outlier_k: int = 5  # neighbours of the kNN outlier distance
-    outlier_sigma: float = 2.0  # outlier: median kNN distance above mean + sigma * std of that distance
-    fit_points: int = 20_000  # every fit is on a seeded subsample of this many points, the rest assigned
-    perplexity: float = 30.0  # t-SNE
-    seed: int = 0  # the subsample, FastICA, NMF, t-SNE and the silhouette's and the drift's samples
+    n_ics: int = 16
+    """k: independent components, FastICA on the first k standardised PCs."""
+    clusters: int = 32
+    """Ward clusters (kNN connectivity) on the PCs that explain 95 % of the variance."""
+    nmf: int = 16
+    """NMF components of the min-shifted z-scored states."""
+    outlier_k: int = 5
+    """Neighbours of the kNN outlier distance."""
+    outlier_sigma: float = 2.0
+    """Outlier: median kNN distance above mean + sigma * std of that distance."""
+    fit_points: int = 20_000
+    """Every fit is on a seeded subsample of this many points, the rest assigned."""
+    perplexity: float = 30.0
+    """t-SNE perplexity."""
+    seed: int = 0
+    """The subsample, FastICA, NMF, t-SNE and the silhouette's and the drift's samples."""
 
-    def check(self, points: int) -> None:
-        """Refuse (one line) more clusters or NMF components than the fits will have points."""
-        check_clusters(self.clusters, min(points, self.fit_points))
-        check_clusters(self.nmf, min(points, self.fit_points), "NMF components")
+    def check(self, points: int | None = None) -> None:
+        """Refuse (one line) counts below 1 and, given the ``points`` to fit, more clusters or NMF components
+        than the fits will have points."""
+        for name in ("n_ics", "clusters", "nmf", "outlier_k", "fit_points"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if points is not None:
+            check_clusters(self.clusters, min(points, self.fit_points))
+            check_clusters(self.nmf, min(points, self.fit_points), "NMF components")
 
 
 NOT_SUMMARY = ("arrays", "generated_arrays", "nmf_components", "nmf_shift", "basis", "seed")
@@ -139,63 +159,65 @@ class Hidden(Result):
             return ax.figure
         return figures.scatter_figure(xy, panels, "hidden states: PC 0 vs PC 1", ("PC 0", "PC 1"))
 
-    def save(self, folder: str | Path, overwrite: bool = False) -> Path:
-        """The result (:meth:`Result.save`) and its basis beside it, ``folder/basis.npz``."""
-        folder = super().save(folder, overwrite)
+    def _write_files(self, folder: Path) -> None:
+        """The basis beside the result, ``folder/basis.npz``."""
         self.basis.save(folder / BASIS_FILE)
-        return folder
+
+    @classmethod
+    def _read_files(cls, folder: Path, fields: dict) -> dict:
+        return {"basis": Basis.load(folder / BASIS_FILE)}
 
 
 def hidden(
-    states,
-    hook: str = "core.0.hook_h",
-    settings: HiddenSettings = HiddenSettings(),
+    states: Rollout | Activations | np.ndarray,
+    hook: str | None = None,
     *,
+    agent: AgentLike | None = None,
+    samples: EpisodeStore | None = None,
     attributes: dict[str, np.ndarray] | None = None,
-    samples=None,
-    agent=None,
     provenance: dict | None = None,
-    phase=None,
+    settings: HiddenSettings = HiddenSettings(),
+    progress: bool = True,
 ) -> Hidden:
     """Outliers, basis, clusters, NMF and t-SNE of ``states`` (module docstring).
 
     ``states``: a :class:`~proclab.record.rollout.Rollout` (hook point ``hook`` of its cache at every played
-    step, a recurrent state's hook being the state leaving the step; the plots colour by its actions, values, rewards, policy entropy and
-    episode ends), :class:`~proclab.interpret.bases.activations.Activations` (what ``analyze hidden`` reads
-    from a store; ``attributes`` what the plots colour by) or an ``(N, D)`` array (one episode, named
-    ``hook``). ``samples``: a world model's sample store whose states of the same activation are drawn
-    over the real cloud (a hook is replayed by ``agent``, default the rollout's). ``provenance``: facts
-    the basis records beside its activation and points (it outlives a notebook once saved).
-    ``phase(name)`` (a context manager) reports progress."""
+    step, a recurrent state's hook being the state leaving the step; the plots colour by its actions, values,
+    rewards, policy entropy and episode ends), an ``(N, D)`` array (one episode, named ``hook``) or
+    :class:`~proclab.interpret.bases.activations.Activations` (what ``analyze hidden`` reads from a store, which
+    name their own activation: no ``hook``; ``attributes`` what the plots colour by). ``samples``: a world
+    model's sample store whose states of the same activation are drawn over the real cloud (a hook is
+    replayed by ``agent``, default the rollout's). ``provenance``: facts the basis records beside its
+    activation and points (it outlives a notebook once saved). ``progress``: show the fits as they run."""
     # lazy: scipy is slow to import, only this step needs it
     from scipy.stats import kurtosis
 
-    phase = phase or no_phase
     acts, attributes, agent = _points(states, hook, attributes, agent)
     settings.check(len(acts))
     gen_source = None if samples is None else canonical_source(samples, acts.source)
     replayer = None if samples is None else replaying(samples, gen_source, agent)
     x = acts.x
-    with phase("outliers"):
-        cloud = _Cloud.of(x, settings)
-        fit_in = cloud.fit_in
-    with phase("basis"):
-        facts = {"activation": acts.source, "points": len(fit_in), **(provenance or {})}
-        basis = Basis.fit(x[fit_in], BasisConfig(n_ics=settings.n_ics, seed=settings.seed), facts)
-        pcs, ics = _project(basis, x)
-        n95 = pcs_to(basis.explained_variance_ratio, 0.95)
-    space = pcs[:, :n95]
-    clusters = _ward_clusters(space, fit_in, settings, phase)
-    nmf, nmf_model, nmf_shift = _nmf_codes(x, basis, fit_in, settings, phase)
-    tsne = _tsne(space, fit_in, settings, phase)
-    with phase("statistics"):
-        sil = silhouette(space[fit_in], clusters[fit_in], settings.seed)
-        kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
-    generated = None
-    if samples is not None:
-        with phase("generated states"):
-            gen = read_activation(samples, gen_source, agent=replayer)
-            generated = _generated(gen, basis, cloud, settings)
+    with analysis_phases(progress, 10 if samples is not None else 9, "hidden") as ph:
+        with ph.phase("outliers"):
+            cloud = _Cloud.of(x, settings)
+            fit_in = cloud.fit_in
+        with ph.phase("basis"):
+            facts = {"activation": acts.source, "points": len(fit_in), **(provenance or {})}
+            basis = Basis.fit(x[fit_in], BasisConfig(n_ics=settings.n_ics, seed=settings.seed), facts)
+            pcs, ics = _project(basis, x)
+            n95 = pcs_to(basis.explained_variance_ratio, 0.95)
+        space = pcs[:, :n95]
+        clusters = _ward_clusters(space, fit_in, settings, ph)
+        nmf, nmf_model, nmf_shift = _nmf_codes(x, basis, fit_in, settings, ph)
+        tsne = _tsne(space, fit_in, settings, ph)
+        with ph.phase("statistics"):
+            sil = silhouette(space[fit_in], clusters[fit_in], settings.seed)
+            kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
+        generated = None
+        if samples is not None:
+            with ph.phase("generated states"):
+                gen = read_activation(samples, gen_source, agent=replayer)
+                generated = _generated(gen, basis, cloud, settings)
     arrays = {
         "episode": acts.episode,
         "step": acts.step,
@@ -245,10 +267,12 @@ def hidden(
     )
 
 
-def _points(states, hook: str, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
+def _points(states, hook: str | None, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
     """The rows analysed, what the plots colour them by and the agent that replays a hook of the samples."""
     if isinstance(states, Activations):
         return states, dict(attributes or {}), agent
+    if hook is None:
+        raise ProclabError("name the hook point the states are read at: hidden(states, hook)")
     if isinstance(states, np.ndarray):
         if states.ndim != 2:
             raise ProclabError(f"states: an (N, D) array, one row per step, not shape {states.shape}")
@@ -330,36 +354,36 @@ class _Cloud:
         return mask
 
 
-def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, phase) -> np.ndarray:
+def _ward_clusters(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, ph: Phases) -> np.ndarray:
     """Ward clusters fitted on the inliers of ``space`` (the PCs to 95 %), every other point given its
     nearest centroid's (two progress phases)."""
-    with phase("ward fit"):
+    with ph.phase("ward fit"):
         fitted, centroids = ward_fit(space[fit_in], settings.clusters)
-    with phase("ward assign"):
+    with ph.phase("ward assign"):
         return assign_rest(space, fit_in, fitted, lambda rows: nearest_centroid(rows, centroids))
 
 
-def _tsne(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, phase) -> np.ndarray:
+def _tsne(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, ph: Phases) -> np.ndarray:
     """A t-SNE map fitted on the inliers of ``space``, every other point placed on it (two progress
     phases)."""
-    with phase("t-sne fit"):
+    with ph.phase("t-sne fit"):
         embedding = tsne_fit(space[fit_in], settings.perplexity, settings.seed)
-    with phase("t-sne assign"):
+    with ph.phase("t-sne assign"):
         return assign_rest(
             space, fit_in, np.asarray(embedding, np.float32), lambda rows: tsne_place(embedding, rows)
         )
 
 
 def _nmf_codes(
-    x: np.ndarray, basis: Basis, fit_in: np.ndarray, settings: HiddenSettings, phase
+    x: np.ndarray, basis: Basis, fit_in: np.ndarray, settings: HiddenSettings, ph: Phases
 ) -> tuple[np.ndarray, object, np.ndarray]:
     """NMF fitted on the min-shifted z-scored inliers, every point's codes and the shift (two progress
     phases)."""
-    with phase("nmf fit"):
+    with ph.phase("nmf fit"):
         zs = ((x - basis.mean) / basis.std).astype(np.float32)
         shift = zs[fit_in].min(0)
         model = _nmf(zs[fit_in] - shift, settings.nmf, settings.seed)
-    with phase("nmf assign"):
+    with ph.phase("nmf assign"):
         codes = np.empty((len(x), settings.nmf), np.float32)
         for sl in chunks(len(x)):
             codes[sl] = model.transform(np.clip(zs[sl] - shift, 0, None))
@@ -404,7 +428,7 @@ def _real_to_real(cloud: _Cloud, seed: int, most: int = 5000) -> np.ndarray:
 
 def drift_summary(generated: dict[str, np.ndarray]) -> dict:
     """Quantiles of the dreamed states' nearest-real distance beside the real-to-real ones, and its
-    median per simulated step (does the dream leave the real cloud as it goes on?)."""
+    median per simulated step, keyed as JSON keys it (does the dream leave the real cloud as it goes on?)."""
 
     def quantiles(d: np.ndarray) -> dict[str, float]:
         return {f"p{q}": float(np.percentile(d, q)) for q in (10, 50, 90, 99)}
@@ -415,7 +439,7 @@ def drift_summary(generated: dict[str, np.ndarray]) -> dict:
         "nearest_real": quantiles(near),
         "real_to_real": quantiles(base),
         "median_ratio": float(np.median(near) / max(np.median(base), 1e-12)),
-        "median_by_step": {int(t): float(np.median(near[generated["step"] == t])) for t in steps},
+        "median_by_step": {str(int(t)): float(np.median(near[generated["step"] == t])) for t in steps},
     }
 
 

@@ -25,8 +25,8 @@ from proclab.interpret.interventions.edit_target import agent_checkpoint
 from proclab.interpret.steering.steer import SteerSettings, check_coefficients, steer
 from proclab.interpret.workspace.command import AGENT, AnalysisArgs
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.io.arguments import LevelRuleFlag, settings_from
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
@@ -115,8 +115,8 @@ def run_steer(args: SteerArgs) -> Path:
     agent, _, _ = load_agent(checkpoint, rt)
     files = read_level_states(args.levels_from) if args.levels_from is not None else None
     out = ws.command_dir(NAME)
-    with phases(2 + bool(args.channels), NAME) as ph:
-        result = steer(agent, settings, level_states=files, runtime=rt, phase=ph.phase)
+    with phases(2 + bool(args.channels), NAME):
+        result = steer(agent, args.hook, level_states=files, runtime=rt, settings=settings)
     torch.save(torch.from_numpy(result.vector), out / "vector.pt")
     summary: dict = {
         "hook": result.hook,

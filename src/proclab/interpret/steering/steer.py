@@ -82,10 +82,10 @@ from proclab.interpret.steering.vectors import (
     target_cells,
     without,
 )
-from proclab.interpret.workspace.progress import no_phase
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.levels.file import LevelStates
-from proclab.models.edited import Intervened, hook_shapes
+from proclab.models.edited import AgentLike, Intervened, hook_shapes
 from proclab.models.hooks import capture, device_of
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.stats.bootstrap import resamples
@@ -98,26 +98,56 @@ MEAN_VECTOR_NOTE = (
 
 @dataclass(frozen=True)
 class SteerSettings:
-    """What :func:`steer` plays (the options of ``proclab analyze steer``, same names and meanings)."""
+    """What :func:`steer` plays (the options of ``proclab analyze steer``, same names and meanings; its
+    ``--hook`` is :func:`steer`'s ``hook``)."""
 
-    hook: str = "torso.block1.hook_out"
-    entity: str | None = None  # default: the game's goal kind
+    entity: str | None = None
+    """Kind removed to make the contrastive pairs (None: the game's goal, e.g. maze's cheese)."""
     vector_levels: str = "0:200"
+    """Levels whose with/without pairs make the vector (START:NUM or a split name; default training levels)."""
     split: str = "test1"
+    """Held-out levels played (named split or START:NUM)."""
     levels: int = 200
+    """Held-out levels, each played once per coefficient (and per retargeting arm)."""
     coefficients: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
+    """Coefficients of the vector (0, the plain agent, is the baseline of the paired comparisons)."""
     per_level: bool = True
+    """Steer each held-out level with its own vector (False: one mean vector over ``vector_levels``)."""
     controls: int = 20
+    """Same-norm random Gaussian directions at every non-zero coefficient, beside the instance control."""
     channels: tuple[int, ...] = ()
+    """Retargeting: channels of the hook's map that track the entity (none: no retargeting)."""
     channel_controls: int = 20
+    """Retargeting's null: random sets of as many other channels, each written the same way."""
     magnitude: float = 1.0
+    """Retargeting: the value written, a multiple of each channel's largest activation on the vector's frames."""
     reach_gap: float = 0.5
+    """Per-kind reach: a kind is reached when the agent's box comes within this many world units of one."""
     target_cell: str = "space"
+    """Retargeting: the kind of cell a target is drawn from."""
     greedy: bool = True
+    """Most likely action (False: sampled, with the same noise in every variant of a level)."""
     rows: int = 64
+    """Episodes stepped together."""
     bootstrap: int = 2000
+    """Bootstrap resamples of the paired CIs of continuous outcomes (return, steps, walks, shares of draws)."""
     seed: int = 0
-    level_rule: str | None = None  # default: the agent's own (proclab.envs.rules)
+    """The held-out levels drawn from ``split``, the envs, sampled actions, the controls and the bootstrap."""
+    level_rule: str | None = None
+    """Edit every level at its start by this rule (:mod:`proclab.envs.rules`; None: the agent's own)."""
+
+    def check(self) -> None:
+        for name in ("levels", "rows", "bootstrap"):
+            if getattr(self, name) < 1:
+                raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("controls", "channel_controls"):
+            if getattr(self, name) < 0:
+                raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        check_coefficients(self.coefficients)
+        if not parse_split(self.vector_levels).bounded:
+            raise ProclabError(
+                f"--vector-levels {self.vector_levels!r}: name a bounded set of levels, e.g. 0:200"
+            )
 
 
 @dataclass(frozen=True)
@@ -155,59 +185,55 @@ class Steering(Result):
 
 
 def steer(
-    agent,
-    settings: SteerSettings = SteerSettings(),
+    agent: AgentLike,
+    hook: str,
     *,
     level_states: LevelStates | None = None,
     runtime: Runtime | None = None,
-    phase=None,
+    settings: SteerSettings = SteerSettings(),
+    progress: bool = True,
 ) -> Steering:
-    """Build the vectors and play ``agent`` steered, with its controls, on held-out levels (or on
-    ``level_states``, each once per variant); ``phase(name)`` (a context manager) reports progress."""
+    """Build the vectors at hook point ``hook`` (e.g. ``torso.block1.hook_out``) and play ``agent`` steered, with
+    its controls, on held-out levels (or on ``level_states``, each once per variant) on ``runtime`` (default:
+    the agent's). ``progress``: show the vector, the play and the retargeting as they run."""
     s = settings
-    for name in ("levels", "rows", "bootstrap"):
-        if getattr(s, name) < 1:
-            raise ProclabError(f"--{name} must be >= 1, got {getattr(s, name)}")
-    for name in ("controls", "channel_controls"):
-        if getattr(s, name) < 0:
-            raise ProclabError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(s, name)}")
+    s.check()
     coefficients = check_coefficients(s.coefficients)
-    _check_hook(agent, s)
+    _check_hook(agent, hook, s)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     env_config = with_rule(agent.env_config, s.level_rule)
     game = env_config.games()[0]
     entity = s.entity or _goal(game)
     vector_split = parse_split(s.vector_levels)
-    if not vector_split.bounded:
-        raise ProclabError(f"--vector-levels {s.vector_levels!r}: name a bounded set of levels, e.g. 0:200")
     if level_states is not None:
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
         levels = distinct_levels(parse_split(s.split), s.levels, s.seed)
-    phase = phase or no_phase
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
     try:
         states = [env.level_state(int(lv)) for lv in levels]
         if s.channels:
             _check_fixed_camera(states[0], game)
-        with phase(f"vector from {vector_split.label()}"):
-            vector, frames, info = _vector(agent, s.hook, seeds, vector_split, entity)
-        with phase(f"{'per-level' if s.per_level else 'mean'} vectors and controls on {len(levels)} levels"):
-            arms, info = _arms(agent, vector, states, seeds, vector_split, entity, info, s)
-            played = _play_arms(agent, arms, coefficients, env, levels, entity, s, rt)
-        by_coefficient, controls, paths, goals = played
-        retarget = None
-        if s.channels:
-            with phase(f"retargeting on {len(levels)} levels"):
-                retarget = _retarget(agent, frames, env, levels, s, rt)
+        with analysis_phases(progress, 2 + bool(s.channels), "steer") as ph:
+            with ph.phase(f"vector from {vector_split.label()}"):
+                vector, frames, info = _vector(agent, hook, seeds, vector_split, entity)
+            kind = "per-level" if s.per_level else "mean"
+            with ph.phase(f"{kind} vectors and controls on {len(levels)} levels"):
+                arms, info = _arms(agent, hook, vector, states, seeds, vector_split, entity, info, s)
+                played = _play_arms(agent, hook, arms, coefficients, env, levels, entity, s, rt)
+            by_coefficient, controls, paths, goals = played
+            retarget = None
+            if s.channels:
+                with ph.phase(f"retargeting on {len(levels)} levels"):
+                    retarget = _retarget(agent, hook, frames, env, levels, s, rt)
     finally:
         env.close()
         if seeds is not env:
             seeds.close()
     correct(_binary_tests(by_coefficient, controls, retarget))
     return Steering(
-        s.hook,
+        hook,
         entity,
         game,
         len(levels),
@@ -239,21 +265,21 @@ def paired_outcomes(out, base: int, arm: int, idx: np.ndarray) -> dict:
     }
 
 
-def _check_hook(agent, s) -> None:
+def _check_hook(agent, hook: str, s: SteerSettings) -> None:
     """One-line errors for a hook the agent lacks and channels its map lacks, before anything is played."""
     shapes = hook_shapes(agent)
-    if s.hook not in shapes:
-        raise unknown_choice("hook", s.hook, shapes)
+    if hook not in shapes:
+        raise unknown_choice("hook", hook, shapes)
     if not s.channels:
         return
-    shape = shapes[s.hook]
+    shape = shapes[hook]
     if len(shape) != 3:
-        raise ProclabError(f"--channels needs a conv map; {s.hook} has per-sample shape {shape}")
+        raise ProclabError(f"--channels needs a conv map; {hook} has per-sample shape {shape}")
     bad = [c for c in s.channels if not 0 <= c < shape[0]]
     if bad:
-        raise ProclabError(f"--channels {' '.join(map(str, bad))}: {s.hook} has channels 0-{shape[0] - 1}")
+        raise ProclabError(f"--channels {' '.join(map(str, bad))}: {hook} has channels 0-{shape[0] - 1}")
     if shape[0] - len(set(s.channels)) < len(s.channels) and s.channel_controls:
-        raise ProclabError(f"--channels: too few other channels at {s.hook} for the random control")
+        raise ProclabError(f"--channels: too few other channels at {hook} for the random control")
 
 
 def _check_fixed_camera(state: bytes, game: str) -> None:
@@ -293,17 +319,17 @@ class _Arms:
     have: np.ndarray  # levels that hold the entity
 
 
-def _arms(agent, mean, states, seeds, vector_split, entity, info, s) -> tuple[_Arms, dict]:
+def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tuple[_Arms, dict]:
     """The steering vector of every held-out level (its own, or the mean) and its same-norm controls."""
 
-    shape = hook_shapes(agent)[s.hook]
+    shape = hook_shapes(agent)[hook]
 
     def frames_of(x):
         return first_frames(seeds, x)
 
     if s.per_level:
-        vectors, have = level_vectors(agent, s.hook, states, entity, frames_of)
-        instance = instance_vectors(agent, s.hook, states, entity, frames_of, s.seed)
+        vectors, have = level_vectors(agent, hook, states, entity, frames_of)
+        instance = instance_vectors(agent, hook, states, entity, frames_of, s.seed)
         info = {**info, "kind": "per-level", "levels_with_entity": int(have.sum())}
     else:
         have = np.ones(len(states), bool)
@@ -312,7 +338,7 @@ def _arms(agent, mean, states, seeds, vector_split, entity, info, s) -> tuple[_A
             seeds.level_state(int(lv))
             for lv in range(vector_split.start, vector_split.start + vector_split.num)
         ]
-        pooled = instance_vectors(agent, s.hook, source, entity, frames_of, s.seed).mean(0)
+        pooled = instance_vectors(agent, hook, source, entity, frames_of, s.seed).mean(0)
         instance = pooled.expand(len(states), *shape).clone()
         info = {**info, "kind": "mean", "why": MEAN_VECTOR_NOTE}
     norms = vectors.flatten(1).norm(dim=1)
@@ -322,7 +348,7 @@ def _arms(agent, mean, states, seeds, vector_split, entity, info, s) -> tuple[_A
     return _Arms(vectors, random, instance, have), info
 
 
-def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
+def _play_arms(agent, hook, arms: _Arms, coefficients, env, levels, entity, s, rt):
     """Every arm on every level, and the plain agent on each level without the entity; the report."""
 
     steered = [c for c in coefficients if c != 0]
@@ -336,7 +362,7 @@ def _play_arms(agent, arms: _Arms, coefficients, env, levels, entity, s, rt):
             layout[label, c] = len(variants) + 1
             variants.append(AddLevelVector(vectors, float(c)))
     V, L = len(variants) + 1, len(levels)
-    plan = variants_plan(s.hook, hook_shapes(agent)[s.hook], variants) if variants else None
+    plan = variants_plan(hook, hook_shapes(agent)[hook], variants) if variants else None
     dims = np.arange(-1, len(variants))
     values = np.repeat(np.arange(L, dtype=np.float64)[None], V, 0)
     game = env.config.games()[0]
@@ -596,18 +622,18 @@ def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | 
     return tests
 
 
-def _retarget(agent, frames, env, levels, s, rt) -> dict:
+def _retarget(agent, hook, frames, env, levels, s, rt) -> dict:
     """The tracking channels and ``channel_controls`` random sets of as many other channels, each written
     with the target's map position on every level; whether the agent reached the target (module
     docstring)."""
 
-    shape = hook_shapes(agent)[s.hook]
+    shape = hook_shapes(agent)[hook]
     others = np.setdiff1d(np.arange(shape[0]), s.channels)
     rng = np.random.default_rng([s.seed, 5])
     sets = [
         tuple(int(c) for c in rng.choice(others, len(s.channels), False)) for _ in range(s.channel_controls)
     ]
-    peak = s.magnitude * _peaks(agent, s.hook, frames, shape)
+    peak = s.magnitude * _peaks(agent, hook, frames, shape)
     arms = [tuple(s.channels), *sets]
     variants = [WriteSites(ch, tuple(float(peak[c]) for c in ch)) for ch in arms]
     states = [env.level_state(int(lv)) for lv in levels]
@@ -616,7 +642,7 @@ def _retarget(agent, frames, env, levels, s, rt) -> dict:
     V = len(arms) + 1
     reach = Reach(_states_of(env), targets, V)
     play(
-        Intervened(agent), variants_plan(s.hook, shape, variants), env, levels, np.arange(-1, len(arms)),
+        Intervened(agent), variants_plan(hook, shape, variants), env, levels, np.arange(-1, len(arms)),
         np.repeat(sites[None], V, 0), rt, greedy=s.greedy, seed=s.seed, watch=reach,
     )  # fmt: skip
     hit = reach.hit

@@ -36,7 +36,6 @@ from proclab.interpret.sweep.parts import Parts
 from proclab.interpret.sweep.report import figure, table_csv, table_text, write_text_atomic
 from proclab.interpret.sweep.swaps import parse_swaps, read_atlas, resolve
 from proclab.interpret.workspace.folder import Workspace
-from proclab.interpret.workspace.progress import phases
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.interpret.workspace.systems import (
     check_system,
@@ -46,6 +45,7 @@ from proclab.interpret.workspace.systems import (
     system_file,
 )
 from proclab.io.arguments import settings_from
+from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent

@@ -34,6 +34,7 @@ from proclab.envs.actions import ACTION_NAMES
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK
 from proclab.interpret.bases.coordinates import Coordinates
+from proclab.interpret.bases.pca_ica import KINDS
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.interventions.arms import (
     DEFAULT_ARMS,
@@ -91,8 +92,11 @@ class SweepSettings:
     parts: int = 1  # blocks the levels are played in (each saved once played)
     part: int | None = None  # play only this block (1-based)
     seed: int = 0  # the level draw, resample draws, sampled actions, bootstrap and permutations
+    kind: str = "ica"  # in memory (proclab.analyze.sweep): the basis's coordinates held, ica or pca
 
     def check(self) -> None:
+        if self.kind not in KINDS:
+            raise unknown_choice("kind", self.kind, KINDS)
         for name in ("levels", "rows", "bootstrap", "permutations", "parts"):
             if getattr(self, name) < 1:
                 raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")

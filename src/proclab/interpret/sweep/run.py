@@ -3,8 +3,9 @@
 ``proclab analyze sweep`` reads all of these from an analysis folder; :func:`sweep_agent` takes them as
 objects, so a notebook can sweep an agent whose weights it just edited::
 
-    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", n_ics=8)
-    res = proclab.analyze.sweep(agent, basis, ro, "core.0.hook_h", levels=50, arms="mean,p05,p95")
+    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", settings=proclab.analyze.BasisSettings(n_ics=8))
+    settings = proclab.analyze.SweepSettings(levels=50, arms="mean,p05,p95")
+    res = proclab.analyze.sweep(agent, "core.0.hook_h", basis=basis, rollout=ro, settings=settings)
     res.table()
 
 The numbers are those of :func:`proclab.interpret.sweep.grid.sweep` (paired levels, batched play, corrected
@@ -14,23 +15,29 @@ coordinates of the rollout's states, the start coordinates those of the agent's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from proclab.envs import distinct_levels, parse_split
 from proclab.envs.rules import with_rule
-from proclab.errors import ProclabError
+from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK, hook_key, rollout_activations
 from proclab.interpret.bases.coordinates import LinearCoordinates
-from proclab.interpret.bases.pca_ica import Basis, BasisConfig
+from proclab.interpret.bases.pca_ica import CONTRASTS, Basis, BasisConfig
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.goal_watch import GoalWatch
 from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.workspace.selection import parse_ids
+from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import Runtime, make_runtime
+
+if TYPE_CHECKING:
+    from proclab.models.edited import AgentLike
+    from proclab.record.rollout import Rollout
 
 
 @dataclass(frozen=True)
@@ -56,39 +63,54 @@ class Sweep(Result):
         return rows
 
 
-def fit_basis(rollout, hook: str = "core.0.hook_h", n_ics: int = 16, seed: int = 0) -> Basis:
+@dataclass(frozen=True)
+class BasisSettings(BasisConfig):
+    """How :func:`fit_basis` fits: the basis's own config (``n_ics`` is ``analyze hidden``'s ``--n-ics``),
+    validated."""
+
+    def check(self) -> None:
+        if self.n_ics < 1 or self.max_iter < 1 or not self.tol > 0:
+            raise ProclabError(
+                f"need n_ics >= 1, max_iter >= 1 and tol > 0; got {self.n_ics}, {self.max_iter}, {self.tol}"
+            )
+        if self.fun not in CONTRASTS:
+            raise unknown_choice("FastICA contrast", self.fun, CONTRASTS)
+
+
+def fit_basis(
+    rollout: Rollout, hook: str, *, settings: BasisSettings = BasisSettings(), progress: bool = True
+) -> Basis:
     """The PCA/ICA basis of hook point ``hook`` over the rollout's played steps (``analyze hidden``'s fit,
-    without its outlier removal: fit on the states you mean)."""
+    without its outlier removal: fit on the states you mean). ``progress``: show the fit as it runs."""
+    settings.check()
     acts = rollout_activations(rollout, hook)
-    return Basis.fit(
-        acts.x.astype(np.float64), BasisConfig(n_ics=n_ics, seed=seed), {"activation": acts.source}
-    )
+    with analysis_phases(progress, 1, "basis") as ph, ph.phase(f"basis of {len(acts)} states"):
+        config = BasisConfig(**asdict(settings))  # a basis records its config as a BasisConfig
+        return Basis.fit(acts.x.astype(np.float64), config, {"activation": acts.source})
 
 
 def sweep_agent(
-    agent,
-    basis: Basis,
-    rollout,
-    hook: str = "core.0.hook_h",
+    agent: AgentLike,
+    hook: str,
     *,
-    kind: str = "ica",
-    directions: str | None = None,
-    runtime=None,
-    **options,
+    basis: Basis,
+    rollout: Rollout,
+    runtime: Runtime | None = None,
+    settings: SweepSettings = SweepSettings(),
+    progress: bool = True,
 ) -> Sweep:
-    """Sweep ``agent`` (any agent in memory) along the ``kind`` coordinates of ``basis`` (fitted on hook point
-    ``hook``: a recurrent state's, held in the state, or any other); ``rollout``'s cache of ``hook`` is the
-    recorded distribution. ``options`` are the sweep's
-    (``arms``, ``levels``, ``split``, ``rows``, ``permutations``, ``bootstrap``, ``seed``, ``greedy``,
-    ``level_rule`` (default: the agent's own), ``goals`` (both goals per episode), ..., as ``proclab analyze
-    sweep`` names them)."""
-    config = SweepSettings(**options)
-    config.check()
-    if config.parts != 1:
+    """Sweep ``agent`` (any agent in memory) along the ``settings.kind`` coordinates of ``basis`` (fitted on hook
+    point ``hook``: a recurrent state's, held in the state, or any other); ``rollout``'s cache of ``hook`` is
+    the recorded distribution; played on ``runtime`` (default: the agent's). ``progress``: show the share of
+    episodes played."""
+    settings.check()
+    if settings.parts != 1 or settings.levels_from is not None:
         raise ProclabError(
-            "a sweep in memory plays in one part (parts=1); use analyze sweep to play in parts"
+            "a sweep in memory plays its levels in one part (parts=1, no levels_from); analyze sweep plays "
+            "them in parts or from a level-state file"
         )
-    coords = LinearCoordinates(basis, kind)
+    config = settings
+    coords = LinearCoordinates(basis, settings.kind)
     key = hook_key(hook, agent)
     states = rollout_activations(rollout, hook).x.astype(np.float64)
     if key.startswith(HOOK):  # no start state at a hook: collapse holds the coordinate of zero activation
@@ -97,7 +119,7 @@ def sweep_agent(
         start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
-    chosen = every if directions is None else parse_ids(directions, coords.k, "direction")
+    chosen = every if settings.directions is None else parse_ids(settings.directions, coords.k, "direction")
     levels = distinct_levels(parse_split(config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
@@ -106,9 +128,11 @@ def sweep_agent(
     )
     goals = GoalWatch.of(env) if config.goals else None
     try:
-        summary, out, _ = sweep(
-            agent, coords, key, rec, env, levels, chosen, config, rt, states=states, goals=goals
-        )
+        with analysis_phases(progress, 1, "sweep") as ph, ph.phase(f"{episodes} episodes"):
+            summary, out, _ = sweep(
+                agent, coords, key, rec, env, levels, chosen, config, rt, ph.counter(episodes), states,
+                goals=goals,
+            )  # fmt: skip
     finally:
         env.close()
     outcomes = {"ret": out.ret, "level_complete": out.complete, "length": out.length, "actions": out.actions}
