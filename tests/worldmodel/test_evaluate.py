@@ -292,7 +292,7 @@ def test_evaluate_end_to_end(trained_run, store, tmp_path):
     same = [c["mean"] for c in result["closed_loop_same_actions"]]
     assert len(same) == H and same == sorted(same, reverse=True)
     with pytest.raises(ProclabError, match="exists"):  # wm evaluate never overwrites unasked
-        EvaluateArgs(wm=trained_run, data=store, out=tmp_path / "ev").validate()
+        EvaluateArgs(wm=trained_run, data=store, out=tmp_path / "ev").check()
     # controllability: the trained model's frames follow its actions somewhere; with the action's input to
     # the dynamics zeroed they cannot, and the delta-PSNR is exactly 0 at every step
     assert any(abs(c["mean"]) > 1e-6 for c in result["psnr"]["controllability"])

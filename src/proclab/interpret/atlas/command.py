@@ -126,10 +126,15 @@ class AtlasArgs(AnalysisArgs):
     """Refits on resamples of whole episodes (new seeds too): a direction found again by every refit is
     stable; the atlas flags the others and rests no claim on them (0 and --stability-seeds 0: not measured)."""
 
+    def settings(self) -> AtlasSettings:
+        """The library's settings of this command line (``--basis`` picks the folder's coordinates itself:
+        ``kind``, the library's in-memory choice, is unused here)."""
+        return settings_from(self, AtlasSettings, kind="ica")
+
     def check(self) -> None:
         check_system(self.basis)
         self.require_positive("episodes")
-        settings_from(self, AtlasSettings).check()
+        self.settings().check()
 
 
 def _states(ws: Workspace, args: AtlasArgs, rt, ph):
@@ -187,7 +192,7 @@ def run_atlas(args: AtlasArgs) -> Path:
         sweep, note = load_sweep(ws.path / ("sweep" + suffix(args.basis)), system_file(ws, args.basis))
         hook = basis_hook(source, StateCodec(agent.state_shapes()))
         inp = AtlasInputs(StoreEpisodes(store, episodes), x, coords, agent, hook, sweep, note)
-        res = build_atlas(inp, settings_from(args, AtlasSettings))
+        res = build_atlas(inp, args.settings())
         with ph.phase("writing"):
             head = _head(ws, args, source, checkpoint, len(episodes), sweep)
             files = _write(out, res, head, ph.seconds, start)

@@ -94,7 +94,7 @@ def run_probe(args: ProbeArgs) -> Path:
 
     start = time.time()
     args.require_positive("max_steps")
-    settings = settings_from(args, ProbeSettings)
+    settings = settings_from(args, ProbeSettings, targets=args.target, entities=args.entity)
     settings.check()
     if not args.target and not args.entity:
         raise ProclabError("give at least one --target FEATURE or --entity ENTITY to probe")

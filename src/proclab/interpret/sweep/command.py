@@ -127,9 +127,14 @@ class SweepArgs(BasisArgs, PlayArgs):
     """Play only block I of --parts (1-based), e.g. one process per core, each with its own I; whichever
     saves the last block writes the sweep's results."""
 
+    def settings(self) -> SweepSettings:
+        """The library's settings of this command line (the coordinates are the folder's system, ``--basis``,
+        given to the grid as such: ``kind`` is the library's in-memory choice and unused here)."""
+        return settings_from(self, SweepSettings, kind="ica")
+
     def check(self) -> None:
         check_system(self.basis)
-        settings_from(self, SweepSettings).check()
+        self.settings().check()
 
 
 def run_sweep(args: SweepArgs) -> Path:
@@ -182,7 +187,7 @@ def run_sweep(args: SweepArgs) -> Path:
                 env,
                 levels,
                 directions,
-                settings_from(args, SweepSettings),
+                args.settings(),
                 rt,
                 tick,
                 states,

@@ -66,33 +66,60 @@ SORTS = (*MEANS, TV)
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """What :func:`sweep` plays and tests (the options of ``proclab analyze sweep``, same names and meanings)."""
+    """What a sweep plays and how it tests: the options of ``proclab analyze sweep``, same names and meanings
+    (docs/analyses.md); :func:`proclab.analyze.sweep` plays an agent in memory with them, in one part."""
 
-    arms: str = ",".join(DEFAULT_ARMS)  # comma-separated arms, brief ones ARM@K (docs/analyses.md)
-    directions: str | None = None  # ids and ranges swept (None: every direction; "none": only the swaps)
-    levels: int = 200  # paired levels drawn from split
-    split: str = "test1"  # level split played (named or START:NUM)
-    levels_from: Path | None = None  # a level-state file whose states are the paired levels instead
-    level_rule: str | None = None  # a level rule (proclab.envs.rules); None: the agent's own
-    greedy: bool = True  # the most likely action (False: sampled, the same random numbers in every variant)
-    rows: int = 256  # episodes played at once
-    bootstrap: int = 2000  # resamples of the paired intervals
-    permutations: int = 5000  # permutations of the paired tests' p-values
-    correction: str = "holm"  # over the directions: holm or bh
-    alpha: float = 0.05  # family-wise error rate (holm) or false discovery rate (bh)
-    sort: str = "return"  # table order: return, level_complete, length or tv_distance
-    random_directions: int = 0  # random unit directions of the span swept beside the basis's
-    landing: int = 200  # states kept per variant for where edits land (0: not measured)
-    equivalence_margin: float = 0.5  # TOST margin on return of "no effect"
-    swaps: str = ""  # pairs I:J of coordinates exchanged at every step
-    random_swaps: int = 0  # random pairs swapped as the swaps' control
-    deaths: bool = True  # deaths by cause, in a game whose hazards are named
-    death_radius: float = RADIUS  # world units within which the nearest hazard is a death's cause
-    goals: bool = False  # both goals per episode, in a game with two
-    parts: int = 1  # blocks the levels are played in (each saved once played)
-    part: int | None = None  # play only this block (1-based)
-    seed: int = 0  # the level draw, resample draws, sampled actions, bootstrap and permutations
-    kind: str = "ica"  # in memory (proclab.analyze.sweep): the basis's coordinates held, ica or pca
+    arms: str = ",".join(DEFAULT_ARMS)
+    """Arms, comma-separated: collapse, mean, resample, p05, p95, on, resample-step, and brief ones, ARM@K."""
+    directions: str | None = None
+    """Directions swept, as ids and ranges (``"0:8,12"``; None: every direction; ``"none"``: only the swaps)."""
+    levels: int = 200
+    """Paired levels, drawn from ``split``: every (direction, arm) and the baseline play each once."""
+    split: str = "test1"
+    """Level split played (named or START:NUM)."""
+    levels_from: Path | None = None
+    """A level-state file whose states are the paired levels instead (the command only)."""
+    level_rule: str | None = None
+    """Edit every level at its start by this rule (:mod:`proclab.envs.rules`; None: the agent's own)."""
+    greedy: bool = True
+    """Take the most likely action (False: sampled, with the same random numbers in every variant)."""
+    rows: int = 256
+    """Episodes played at once: env slots stepped together, one batched agent forward per step."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the paired intervals."""
+    permutations: int = 5000
+    """Permutations of the paired tests' p-values."""
+    correction: str = "holm"
+    """Multiple-comparison correction over the directions: holm or bh (Benjamini-Hochberg)."""
+    alpha: float = 0.05
+    """Family-wise error rate (holm) or false discovery rate (bh) of each arm and metric."""
+    sort: str = "return"
+    """Table order: the size of the change in return, level_complete, length or tv_distance."""
+    random_directions: int = 0
+    """Random unit directions of the basis's span swept beside its own, as their control (the command only)."""
+    landing: int = 200
+    """States kept per variant to measure how far edited states lie from the recorded ones (0: not measured)."""
+    equivalence_margin: float = 0.5
+    """TOST margin on return: a direction has "no effect" only where every on-data arm's change lies within it."""
+    swaps: str = ""
+    """Pairs ``I:J`` of directions whose coordinates are exchanged at every step, each one more variant."""
+    random_swaps: int = 0
+    """The swaps' control: this many random pairs of directions swapped on the same levels."""
+    deaths: bool = True
+    """Deaths by cause, in a game whose hazards are named (the command only)."""
+    death_radius: float = RADIUS
+    """World units within which the nearest hazard is a death's cause."""
+    goals: bool = False
+    """In a game with two goals, whether each episode reached each, per variant (exact McNemar)."""
+    parts: int = 1
+    """Blocks the levels are played in, each saved once played (the command only; in memory: 1)."""
+    part: int | None = None
+    """Play only this block (1-based; the command only)."""
+    seed: int = 0
+    """The level draw, the resample-ablation draws, sampled actions, bootstrap and permutations."""
+    kind: str = "ica"
+    """In memory: the basis's coordinates the arms hold, ica (its ICs) or pca (its first k PCs); the command
+    picks a folder's coordinate system with ``--basis`` instead."""
 
     def check(self) -> None:
         if self.kind not in KINDS:
