@@ -31,7 +31,7 @@ test: setup
 
 # The browser tests drive Debian's chromium (apt-get install -y chromium); Playwright downloads nothing.
 test-browser: setup
-	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel tests/test_quickstart.py
+	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel tests/test_quickstart.py tests/docs
 
 test-all: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""

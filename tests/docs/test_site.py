@@ -1,0 +1,79 @@
+"""The built documentation as a reader opens it: every notebook page shows the figures its notebook draws, no
+error, download failure or library warning in its outputs, and a screenshot of each page is kept.
+
+Needs the site (``make docs``, which executes the notebooks; ``.ci/run`` builds it before the browser tests)
+and Debian's chromium. The screenshots go to ``site-screenshots/`` (or ``$PROCLAB_SCREENSHOTS``), CI's
+artefacts of the pages as rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from proclab.panel.server import make_server, url_of
+from support import CHROMIUM_FLAGS, chromium
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "site"
+NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
+DRAWS = re.compile(r"\.show\(\)|\.plot\(|display\(|^fig$|plt\.show\(\)", re.M)
+"""A code cell that draws: it shows a level, plots a result, displays a figure or ends on one."""
+NOT_IN_OUTPUTS = ("Traceback", "Error:", "Warning:", "could not download", "ipywidgets")
+
+
+def figures_drawn(notebook: Path) -> int:
+    """The code cells of ``notebook`` that draw a figure (each shows at least one)."""
+    cells = json.loads(notebook.read_text())["cells"]
+    code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+            if c["cell_type"] == "code"]  # fmt: skip
+    return sum(bool(DRAWS.search(src)) for src in code)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (SITE / "index.html").is_file():
+        pytest.fail("the site is not built: make docs (it executes the notebooks) before the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    server = make_server(SITE, 0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    pw = sync_playwright().start()
+    context = pw.chromium.launch_persistent_context(
+        str(tmp_path_factory.mktemp("profile")), executable_path=chromium(), headless=True, args=CHROMIUM_FLAGS,
+        viewport={"width": 1280, "height": 1000},
+    )  # fmt: skip
+    page = context.pages[0] if context.pages else context.new_page()
+    yield url_of(server), page
+    context.close()
+    pw.stop()
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_the_notebooks_draw():
+    assert {p.stem: figures_drawn(p) for p in NOTEBOOKS if figures_drawn(p) == 0} == {}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_page_shows_its_figures_and_no_error(browser, notebook):
+    url, page = browser
+    page.goto(f"{url}/notebooks/{notebook.stem}/")
+    page.wait_for_load_state("load")
+    shown = page.locator("img[src^='data:image/png']").count()
+    outputs = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+    folder = Path(os.environ.get("PROCLAB_SCREENSHOTS", ROOT / "site-screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{notebook.stem}.png"), full_page=True)
+    assert shown >= figures_drawn(notebook), f"{notebook.stem}: {shown} figures shown"
+    found = [word for word in NOT_IN_OUTPUTS if word in outputs]
+    assert not found, f"{notebook.stem}'s outputs print {found}"
