@@ -10,7 +10,7 @@ fp32 like any other), resumable::
 
     python tools/notebook_agents.py train coinrun --runs /work/agents      # again to continue a stopped run
     python tools/notebook_agents.py check coinrun RUN_DIR                  # the bars on held-out levels
-    python tools/notebook_agents.py ship coinrun RUN_DIR                   # its last checkpoint, into the package
+    python tools/notebook_agents.py ship coinrun RUN_DIR --steps 25600 ...   # checkpoints into the package
 
 ``check`` prints one JSON line per measure: the share of held-out levels completed (CoinRun) or whose cheese
 was reached (Maze), with its exact interval, over ``--levels`` distinct levels, sampled actions.
@@ -37,11 +37,18 @@ class Spec:
     steps: int
     bar: float
     """The share of held-out levels the notebooks' prose needs (completed; for Maze, cheese reached)."""
+    rule: str = "none"
+    """The level rule of its training levels (and so of its held-out ones)."""
 
 
-SPECS = {"coinrun": Spec("coinrun", 2_000_000, 0.70), "maze": Spec("maze", 6_000_000, 0.80)}
+SPECS = {
+    "coinrun": Spec("coinrun", 2_000_000, 0.70),
+    # the goal-misgeneralization setting: the cheese always in the top-right 5 x 5 cells while it trains, so on
+    # standard mazes it may go for the corner; its own held-out mazes keep the rule
+    "maze": Spec("maze", 6_000_000, 0.80, "cheese-region:size=5"),
+}
 TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--precision", "auto",
-         "--val-split", "None", "--no-tensorboard", "--checkpoint-every", "250000", "--torch-threads", "1"]  # fmt: skip
+         "--val-split", "None", "--no-tensorboard", "--checkpoint-every", "25000", "--torch-threads", "1"]  # fmt: skip
 
 
 def train(name: str, runs: Path, seed: int) -> None:
@@ -50,8 +57,8 @@ def train(name: str, runs: Path, seed: int) -> None:
     if existing:
         cmd = ["--resume", str(existing[-1].parent), "--total-steps", str(spec.steps)]
     else:
-        cmd = [*TRAIN, "--game", spec.game, "--total-steps", str(spec.steps), "--seed", str(seed),
-               "--run-root", str(runs), "--name", f"small-{name}"]  # fmt: skip
+        cmd = [*TRAIN, "--game", spec.game, "--level-rule", spec.rule, "--total-steps", str(spec.steps),
+               "--seed", str(seed), "--run-root", str(runs), "--name", f"small-{name}"]  # fmt: skip
     subprocess.run([sys.executable, "-m", "proclab", "train", *cmd], check=True)
 
 
@@ -69,13 +76,21 @@ def check(name: str, run: str, levels: int) -> dict:
     return row
 
 
-def ship(name: str, run: str) -> Path:
-    checkpoint = find_checkpoint(run)
+def ship(name: str, run: str, steps: list[int]) -> Path:
+    """The run's checkpoints at ``steps`` (default: its last) as a run folder of the package, weights and configs
+    only: ``proclab.load`` takes the last, T-REX's demos all of them (checkpoints of varied skill)."""
+    chosen = (
+        [find_checkpoint(run)] if not steps else [Path(run) / "checkpoints" / f"step_{s:012d}" for s in steps]
+    )
     target = bundled_path(f"{SPECS[name].game}/small")
-    target.mkdir(parents=True, exist_ok=True)
-    for file in (META, WEIGHTS):
-        shutil.copyfile(checkpoint / file, target / file)
-    print(f"shipped {checkpoint} as {target}")
+    if target.exists():
+        shutil.rmtree(target)
+    for checkpoint in chosen:
+        folder = target / "checkpoints" / checkpoint.name
+        folder.mkdir(parents=True)
+        for file in (META, WEIGHTS):
+            shutil.copyfile(checkpoint / file, folder / file)
+        print(f"shipped {checkpoint} as {folder}")
     return target
 
 
@@ -92,16 +107,19 @@ def main() -> None:
     p.add_argument("name", choices=SPECS)
     p.add_argument("run", nargs="?", help="a run or checkpoint (default: the shipped agent)")
     p.add_argument("--levels", type=int, default=200)
-    p = sub.add_parser("ship", help="copy a run's last checkpoint into the package")
+    p = sub.add_parser("ship", help="copy a run's checkpoints (default: its last) into the package")
     p.add_argument("name", choices=SPECS)
     p.add_argument("run")
+    p.add_argument(
+        "--steps", type=int, nargs="*", default=[], help="the checkpoints' steps (the last: proclab.load's)"
+    )
     args = parser.parse_args()
     if args.command == "train":
         train(args.name, args.runs, args.seed)
     elif args.command == "check":
         check(args.name, args.run or f"{SPECS[args.name].game}/small", args.levels)
     else:
-        ship(args.name, args.run)
+        ship(args.name, args.run, args.steps)
     assert set(BUNDLED) == {f"{s.game}/small" for s in SPECS.values()}
 
 

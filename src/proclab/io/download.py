@@ -20,7 +20,6 @@ from pathlib import Path
 from rich.progress import (
     BarColumn,
     DownloadColumn,
-    Progress,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
@@ -28,6 +27,7 @@ from rich.progress import (
 
 from proclab.errors import ProclabError
 from proclab.io.files import remove, replacing, sweep_temporaries
+from proclab.io.progress import progress_bar
 
 CHUNK = 1 << 16
 TIMEOUT_S = 30.0
@@ -70,7 +70,7 @@ def _fetch(url: str, tmp: Path, what: str, size: int | None) -> str:
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(tmp, "wb") as out:
             total = int(response.headers.get("Content-Length") or size or 0) or None
-            with Progress(*columns) as progress:
+            with progress_bar(*columns) as progress:
                 task = progress.add_task(what, total=total)
                 while chunk := response.read(CHUNK):
                     digest.update(chunk)

@@ -9,11 +9,13 @@ counts and times them beside its own (reading, writing) and its ``summary.json``
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +24,21 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+
+
+def console() -> Console:
+    """The console every progress bar of proclab draws on: rich's own, except in a Jupyter kernel without
+    ipywidgets, where rich would print a warning at every bar (it draws live bars there with widgets): a plain
+    stream then, on which a bar shows nothing while it runs (and nothing at all once a transient one ends)."""
+    shown = Console()
+    if shown.is_jupyter and importlib.util.find_spec("ipywidgets") is None:
+        return Console(force_jupyter=False, force_terminal=False)
+    return shown
+
+
+def progress_bar(*columns, **options) -> Progress:
+    """A rich progress bar (``Progress(*columns, **options)``) on :func:`console`."""
+    return Progress(*columns, console=console(), **options)
 
 
 class Phases:
@@ -78,8 +95,8 @@ def phases(total: int, title: str) -> Iterator[Phases]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, transient=True) as bar:
-        shown = Phases(bar, bar.add_task("starting", total=total))
+    with progress_bar(*columns, transient=True) as progress:
+        shown = Phases(progress, progress.add_task("starting", total=total))
         token = _open.set(shown)
         try:
             yield shown

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES
 from proclab.errors import ProclabError
@@ -34,6 +33,7 @@ from proclab.interpret.bases.pca_ica import Basis
 from proclab.interpret.saliency.pictures import overlay, process
 from proclab.interpret.workspace.folder import Workspace
 from proclab.io.files import load_npz, read_json
+from proclab.io.progress import progress_bar
 from proclab.io.run_dirs import read_metrics
 from proclab.panel.atlas_export import atlas_section, find_atlases, linked_moments
 from proclab.panel.bundle import PanelData, extrema, histograms, rounded, write_panel
@@ -362,7 +362,7 @@ def export(
     ws, basis, steps = src.ws, src.basis, src.steps
     rows = Rows([], [], [], [], {})
     saliency_step = None
-    with Progress(transient=True, disable=not progress) as bar:
+    with progress_bar(transient=True, disable=not progress) as bar:
         if src.n_sim:
             saliency_step = _add_simulated(src, rows, bar)
         if src.data is not None and settings.real:

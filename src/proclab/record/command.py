@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Annotated
 
 import tyro
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from proclab.errors import ProclabError
 from proclab.io.arguments import AGENT, DATA, LevelRuleFlag, settings_from
 from proclab.io.checkpoint import Checkpoint
+from proclab.io.progress import progress_bar
 from proclab.record.recording import (
     AgentFacts,
     Recording,
@@ -160,7 +161,7 @@ def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
     runtime = settings_from(args, RuntimeConfig)
     workers = dict(runtime=runtime, workers=args.workers, commit_seconds=args.commit_seconds)
     columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=True) as bar:
+    with progress_bar(*columns, transient=True) as bar:
         task = bar.add_task("record", total=missing)
 
         def advance(n: int) -> None:

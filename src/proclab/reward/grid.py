@@ -23,10 +23,10 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
-from rich.progress import Progress
 
 from proclab.errors import ProclabError
 from proclab.io.files import disk_errors
+from proclab.io.progress import progress_bar
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.train import TrexConfig, append_summary, train_reward
 from proclab.run.distributed import connect_ray
@@ -96,7 +96,7 @@ def run_grid(settings: GridSettings) -> list[dict]:
     """Train every cell; rows are appended to ``settings.out`` as cells finish. Returns the rows."""
     configs = grid_configs(settings)
     rows = []
-    with Progress() as bar:
+    with progress_bar() as bar:
         task = bar.add_task(f"trex grid ({len(configs)} runs)", total=len(configs))
 
         def done(row: dict) -> None:

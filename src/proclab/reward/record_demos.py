@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 
 from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, parse_split
 from proclab.envs.episodes import quotas
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import META, find_checkpoint
+from proclab.io.progress import progress_bar
 from proclab.models.loading import load_agent
 from proclab.record import EpisodeRecorder
 from proclab.reward.demo_reader import open_store
@@ -195,7 +195,7 @@ def record_demos(
     written = 0
     with (
         ShardWriter(out, attrs={"trex_demos": meta}) as writer,
-        Progress(transient=True, disable=not progress) as bar,
+        progress_bar(transient=True, disable=not progress) as bar,
     ):
         task = bar.add_task(f"{split} demos", total=num)
         for c, (agent, _, ckpt) in agents.items():

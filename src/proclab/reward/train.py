@@ -36,12 +36,12 @@ from typing import Annotated
 import numpy as np
 import torch
 import tyro
-from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from proclab.io.configs import to_dict, with_fields
 from proclab.io.files import disk_errors, replacing
+from proclab.io.progress import progress_bar
 from proclab.io.run_dirs import create_run_dir
 from proclab.reward.control import CONTROL_STATS, length_control
 from proclab.reward.demo_reader import Demos, demo_table, open_store, read_demos
@@ -461,7 +461,7 @@ def _train_epochs(
     start = time.time()
     with (
         _TrainLog(run_dir / "train_log.csv", done.epoch) as log,
-        Progress(transient=True, disable=not progress) as bar,
+        progress_bar(transient=True, disable=not progress) as bar,
     ):
         task = bar.add_task("trex train", total=cfg.max_epochs, completed=done.epoch)
         while done.epoch < cfg.max_epochs and done.stopped is None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 
 from proclab.envs import ACTION_NAMES, ProcgenVecEnv
 from proclab.errors import ProclabError
+from proclab.io.progress import progress_bar
 from proclab.io.video import annotate, upscale, write_video
 from proclab.models.loading import load_agent
 from proclab.rl.rollout import Actor
@@ -62,7 +62,7 @@ def render(
     human = actor.reset_info.get("human")
     scale = 8 if settings.human else settings.scale
     frames, returns, ret, reward = [], [], 0.0, 0.0
-    with Progress(transient=True) as bar:
+    with progress_bar(transient=True) as bar:
         task = bar.add_task("render", total=settings.episodes)
         for _ in range(settings.max_steps):
             obs = actor.obs[0].permute(1, 2, 0).cpu().numpy()

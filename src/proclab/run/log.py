@@ -12,9 +12,10 @@ import math
 from collections import deque
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from proclab.errors import ProclabError
+from proclab.io.progress import progress_bar
 from proclab.io.run_dirs import MetricsLogger
 
 
@@ -78,7 +79,7 @@ class StepBar:
     """A rich progress bar over a run's steps (or updates) with a short note (recent return, loss)."""
 
     def __init__(self, label: str, total: int, start: int, enabled: bool = True):
-        self.bar = Progress(
+        self.bar = progress_bar(
             TextColumn(f"[bold]{label}"),
             BarColumn(),
             MofNCompleteColumn(),

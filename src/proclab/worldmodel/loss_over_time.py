@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 from torch.utils.data import default_collate
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.files import save_figure, subplots, write_json
+from proclab.io.progress import progress_bar
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore
 from proclab.worldmodel.batch import make_batch, window_dataset
@@ -78,7 +78,7 @@ def loss_over_time(
     picks = rng.choice(len(windows), total, replace=total > len(windows))
     torch.manual_seed(settings.seed)
     per_batch: dict[str, list[np.ndarray]] = {}
-    with Progress(transient=True, disable=not progress) as bar, torch.no_grad():
+    with progress_bar(transient=True, disable=not progress) as bar, torch.no_grad():
         task = bar.add_task("loss over time", total=settings.batches)
         for chunk in np.split(picks, settings.batches):
             items = default_collate([windows[int(i)] for i in chunk])

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
+from proclab.io.progress import progress_bar
 from proclab.io.video import write_video
 from proclab.run.runtime import RuntimeConfig
 from proclab.store import EpisodeStore, ShardWriter
@@ -139,7 +139,7 @@ def sample_rollouts(
     }
     _check_joinable(out, step_fields(reward_field, codec))
     writer = ShardWriter(out, attrs={"simulation": simulation, STATE_LAYOUT_ATTR: layout})
-    with Progress(transient=True, disable=not progress) as bar, writer, torch.no_grad():
+    with progress_bar(transient=True, disable=not progress) as bar, writer, torch.no_grad():
         task = bar.add_task("wm sample", total=settings.n)
         for lo in range(0, settings.n, settings.batch_size):
             hi = min(lo + settings.batch_size, settings.n)

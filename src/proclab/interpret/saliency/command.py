@@ -31,7 +31,6 @@ from typing import Annotated, ClassVar
 import numpy as np
 import torch
 import tyro
-from rich.progress import Progress
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.saliency.pictures import write_side_by_side, write_strip
@@ -49,6 +48,7 @@ from proclab.interpret.workspace.command import AGENT, DATA, SAMPLES, WM, Analys
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.arguments import settings_from
+from proclab.io.progress import progress_bar
 from proclab.io.run_dirs import write_json_atomic
 from proclab.models.loading import freeze, load_agent
 from proclab.run.runtime import RuntimeConfig
@@ -162,7 +162,7 @@ def _run_real(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[Path, 
     basis, source = ws.optional_basis(any(t.needs_basis for t in targets))
     episodes = parse_ids(args.episodes, store.num_episodes, "episode")
     out = ws.command_dir(args.name)
-    with Progress(transient=True, disable=not progress) as bar:
+    with progress_bar(transient=True, disable=not progress) as bar:
         task = bar.add_task("saliency --real", total=len(episodes))
         windows = (load_window(store, e, args.offset, args.window, codec, rt.device) for e in episodes)
         res = explain(agent, windows, episodes, targets, settings, basis, source, lambda: bar.advance(task))
@@ -246,7 +246,7 @@ def _run_simulated(args: SaliencyArgs, ws: Workspace, progress: bool) -> tuple[P
     generator = torch.Generator().manual_seed(args.seed)
     shown = 0
     with (
-        Progress(transient=True, disable=not progress) as bar,
+        progress_bar(transient=True, disable=not progress) as bar,
         ShardWriter(out / "store.zarr", attrs=attrs) as writer,
     ):
         task = bar.add_task("saliency", total=len(groups) * len(ENV_GRADS[args.env_grads]))
