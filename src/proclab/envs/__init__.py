@@ -4,9 +4,12 @@ from proclab.envs.actions import ACTION_NAMES, ACTIONS, NOOP, NUM_ACTIONS
 from proclab.envs.episodes import EpisodeLog
 from proclab.envs.games import EPISODE_TIME_LIMIT, GAME_LISTS, GAMES, MODES, check_game, resolve_games
 from proclab.envs.levels import (
+    HELD_OUT,
     NAMED_SPLITS,
     LevelSplit,
+    agent_split,
     check_disjoint,
+    check_split_name,
     distinct_levels,
     held_out_split,
     parse_split,
@@ -21,6 +24,7 @@ __all__ = [
     "EPISODE_TIME_LIMIT",
     "GAMES",
     "GAME_LISTS",
+    "HELD_OUT",
     "MODES",
     "NAMED_SPLITS",
     "NOOP",
@@ -32,8 +36,10 @@ __all__ = [
     "ProcgenVecEnv",
     "RewardNormalizer",
     "RunningMeanStd",
+    "agent_split",
     "check_disjoint",
     "check_game",
+    "check_split_name",
     "distinct_levels",
     "held_out_split",
     "mean_normalized_score",

@@ -9,11 +9,12 @@ level uniformly from ``[s, s + n)``; ``num_levels = 0`` draws from all 2^31 leve
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from proclab.errors import ProclabError, unknown_choice
+from proclab.errors import ProclabError, ProclabWarning, unknown_choice
 
 LEVEL_SEED_SPACE = 2**31  # Procgen level seeds are non-negative int32
 
@@ -141,3 +142,42 @@ def distinct_levels(split: LevelSplit, n: int, seed: int) -> np.ndarray:
     while len(levels) < n:
         levels.update(int(x) for x in rng.integers(0, LEVEL_SEED_SPACE, n - len(levels)))
     return np.array(sorted(levels), np.int64)
+
+
+HELD_OUT = "held-out"
+"""The split name that means: levels the agent never trained on (:func:`agent_split`)."""
+
+
+def check_split_name(name: str) -> None:
+    """Refuse, in one line, a split that is neither ``"held-out"`` nor a split :func:`parse_split` reads."""
+    if name != HELD_OUT:
+        parse_split(name)
+
+
+def agent_split(name: str, trained: str | LevelSplit | None) -> LevelSplit:
+    """The levels ``name`` means for an agent trained on ``trained``: ``"held-out"`` is
+    :func:`held_out_split` of them (a one-line error when the agent trained on every level, or when its training
+    levels are unknown), any other name is :func:`parse_split`'s. A split that overlaps the training levels
+    (other than the training split itself) plays, with a :class:`~proclab.errors.ProclabWarning`: the agent saw
+    those levels, which a held-out test must not have (``test1`` lies inside an agent trained on ``train-1m``)."""
+    if name == HELD_OUT:
+        if trained is None:
+            raise ProclabError(f"{HELD_OUT!r} levels need the agent's training levels; name a split instead")
+        split = held_out_split(trained)
+        if split is None:
+            raise ProclabError(
+                f"the agent trained on {parse_split(trained).label()}: no level is held out from it"
+            )
+        return split
+    split = parse_split(name)
+    if trained is not None:
+        train = parse_split(trained)
+        if train.bounded and split != train and split.overlaps(train):
+            lo, hi = max(split.start, train.start), min(split.stop, train.stop)
+            warnings.warn(
+                f"levels {split.label()} overlap the agent's training levels {train.label()} on [{lo}, {hi}): "
+                f"it has seen them; {HELD_OUT!r} plays {held_out_split(train).label()}",
+                ProclabWarning,
+                stacklevel=3,
+            )
+    return split

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, parse_split
+from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, agent_split, check_split_name, parse_split
 from proclab.envs.episodes import quotas
 from proclab.envs.rules import check_rule, with_rule
 from proclab.errors import ProclabError, unknown_choice
@@ -230,7 +230,7 @@ def _validate(settings: RecordSettings) -> None:
     ActionNoise.parse(settings.action_noise)
     parse_edits(settings.edit)
     if settings.split is not None:
-        parse_split(settings.split)
+        check_split_name(settings.split)
     if settings.levels_from is not None and settings.split is not None:
         raise ProclabError("--levels-from plays a file's levels; it excludes --split")
 
@@ -301,7 +301,10 @@ def prepare_recording(agent: Path, out: Path, settings: RecordSettings) -> tuple
         raise ProclabError(
             f"checkpoint {facts.path!r} has an agent with {facts.num_actions} actions; Procgen has {NUM_ACTIONS}"
         )
-    split = settings.split if settings.split is not None else facts.train_split
+    # the agent's training levels by default; "held-out": the levels after them (a split that overlaps them warns)
+    split = (
+        facts.train_split if settings.split is None else str(agent_split(settings.split, facts.train_split))
+    )
     # the rule resolved and spelled out (the agent's own by default), so the recording names what it played
     rule = with_rule(from_dict(EnvConfig, ckpt.meta["env"]), settings.level_rule).level_rule
     check_rule(rule, facts.games)

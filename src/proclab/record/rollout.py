@@ -50,7 +50,6 @@ intra-op thread on a CPU (``threads``), no ground truth unless ``truth=True`` (i
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,9 +58,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.envs import EnvConfig, LevelSplit, ProcgenVecEnv, distinct_levels, held_out_split, parse_split
+from proclab.envs import HELD_OUT, EnvConfig, ProcgenVecEnv, agent_split, distinct_levels, parse_split
 from proclab.envs.rules import with_rule
-from proclab.errors import ProclabError, ProclabWarning
+from proclab.errors import ProclabError
 from proclab.io.files import load_npz, save_npz
 from proclab.io.results import Result
 from proclab.levels.file import LevelState, LevelStates, read_level_states
@@ -384,7 +383,12 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
     elif isinstance(levels, Path) or (isinstance(levels, str) and Path(levels).is_file()):
         level_states = read_level_states(levels)
     elif isinstance(levels, str):
-        base = replace(base, split=str(_split_for(levels, trained)))
+        if levels == HELD_OUT and trained is None:
+            raise ProclabError(
+                "levels='held-out' needs the agent's training levels (agent.env_config, set by proclab.load); "
+                "name a split instead, e.g. levels='test1'"
+            )
+        base = replace(base, split=str(agent_split(levels, trained)))
     elif levels is not None:
         raise ProclabError(
             f"levels: a split, a level-state file or Level objects, not {type(levels).__name__}"
@@ -392,36 +396,6 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
     if level_states is not None:
         base = replace(base, game=(level_states.game,), mode=level_states.mode, level_rule="")
     return with_rule(base, level_rule), level_states
-
-
-HELD_OUT = "held-out"
-"""The split name that means: levels this agent never trained on (:func:`~proclab.envs.held_out_split`)."""
-
-
-def _split_for(levels: str, trained: LevelSplit | None) -> LevelSplit:
-    """The split ``levels`` names; ``"held-out"`` resolved from the agent's training levels ``trained``. A split
-    that overlaps them (other than the training split itself) plays, with a warning: the agent saw those
-    levels, which a held-out test must not have."""
-    if levels == HELD_OUT:
-        if trained is None:
-            raise ProclabError(
-                "levels='held-out' needs the agent's training levels (agent.env_config, set by proclab.load); "
-                "name a split instead, e.g. levels='test1'"
-            )
-        split = held_out_split(trained)
-        if split is None:
-            raise ProclabError(f"the agent trained on {trained.label()}: no level is held out from it")
-        return split
-    split = parse_split(levels)
-    if trained is not None and trained.bounded and split != trained and split.overlaps(trained):
-        lo, hi = max(split.start, trained.start), min(split.stop, trained.stop)
-        warnings.warn(
-            f"levels {split.label()} overlap the agent's training levels {trained.label()} on [{lo}, {hi}): "
-            f"it has seen them; levels='held-out' plays {held_out_split(trained).label()}",
-            ProclabWarning,
-            stacklevel=4,
-        )
-    return split
 
 
 def _assemble(

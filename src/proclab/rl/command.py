@@ -35,8 +35,8 @@ class EvalArgs(RuntimeFlags, LevelRuleFlag):
     agent: Annotated[Path, AGENT]
     """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """Level split to evaluate on (named or START:NUM); repeat for several. Default: train and test1
-    (or the preset's)."""
+    """Level split to evaluate on (named, START:NUM, or held-out: the levels after the agent's training levels);
+    repeat for several. Default: train and held-out (or the preset's)."""
     episodes: int | None = None
     """Complete episodes per split and game (default: 100, or the preset's)."""
     greedy: bool = False

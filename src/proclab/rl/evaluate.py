@@ -33,8 +33,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from proclab.envs import (
+    HELD_OUT,
     EnvConfig,
     ProcgenVecEnv,
+    agent_split,
     check_disjoint,
     mean_normalized_score,
     normalized_score,
@@ -230,7 +232,9 @@ PROTOCOLS = {  # modern-srwm (spec 1.6): 200 episodes per game, train [0, 200) a
 class EvalSettings:
     """How :func:`evaluate_agent` plays an agent: its fields are ``proclab eval``'s options (see its ``--help``)."""
 
-    split: tuple[str, ...] = ()  # level splits (named or START:NUM); empty: train and test1, or the preset's
+    split: tuple[
+        str, ...
+    ] = ()  # level splits (named, START:NUM or held-out); empty: train and held-out, or the preset's
     episodes: int | None = None  # per split and game (None: 100, the preset's, one per state of levels_from)
     greedy: bool = False  # take the most likely action instead of sampling
     preset: str | None = None  # a seed's test protocol (PROTOCOLS): defaults of split, episodes and greedy
@@ -249,7 +253,9 @@ def protocol_settings(settings: EvalSettings) -> tuple[int, bool, tuple[str, ...
     """Episodes per game, greedy or not, and splits: the settings, with a preset's protocol as defaults."""
     if settings.preset is not None and settings.preset not in PROTOCOLS:
         raise unknown_choice("eval preset", settings.preset, PROTOCOLS)
-    protocol = PROTOCOLS.get(settings.preset, Protocol(greedy=False, episodes=100, splits=("train", "test1")))
+    protocol = PROTOCOLS.get(
+        settings.preset, Protocol(greedy=False, episodes=100, splits=("train", HELD_OUT))
+    )
     episodes = protocol.episodes if settings.episodes is None else settings.episodes
     if episodes < 1:
         raise ProclabError(f"--episodes must be >= 1, got {episodes}")
@@ -308,7 +314,10 @@ def evaluate_agent(agent_path: Path, settings: EvalSettings, runtime: RuntimeCon
         )
         split_names = (levels_label(settings.levels_from),)
         episodes = len(levels) if settings.episodes is None else episodes
-    else:
+    else:  # "held-out": the levels after the agent's training levels (test1 for an agent trained on train)
+        split_names = tuple(
+            str(agent_split(n, env_config.split)) if n == HELD_OUT else n for n in split_names
+        )
         note_training_overlaps(split_names, env_config.split)
     goals = goals_wanted(settings, env_config)
     rows = []

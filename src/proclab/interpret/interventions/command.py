@@ -86,8 +86,8 @@ class PlayArgs(AnalysisArgs, LevelRuleFlag):
     agent: AGENT = None
     """Agent played: a proclab run or checkpoint directory (default: the folder's, else the one that recorded
     its data)."""
-    split: str = "test1"
-    """Level split played (named or START:NUM)."""
+    split: str = "held-out"
+    """Levels played: held-out (levels the agent never trained on), a named split or START:NUM."""
     greedy: bool = True
     """Take the most likely action (--no-greedy samples, with the same random numbers in every arm)."""
     bootstrap: int = 2000
@@ -245,8 +245,8 @@ def record_arm(agent, checkpoint: Path, path: Path, args: ArmArgs, rt, attrs: di
     n_envs = max(len(env_config.games()), min(args.num_envs, args.episodes))
     rule = recording.settings.level_rule or ""  # resolved by prepare_recording: the agent's own by default
     env = ProcgenVecEnv(
-        replace(env_config, num_envs=n_envs, level_rule=rule), seed=args.seed, split=args.split
-    )
+        replace(env_config, num_envs=n_envs, level_rule=rule), seed=args.seed, split=recording.settings.split
+    )  # the split resolved by prepare_recording ("held-out": the levels after the agent's training levels)
     torch.manual_seed(args.seed)  # sampled actions: the same random stream in both arms
     norm = recording.reward_norm
     writer = ShardWriter(

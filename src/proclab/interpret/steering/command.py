@@ -56,8 +56,8 @@ class SteerArgs(AnalysisArgs, LevelRuleFlag):
     """Kind removed to make the contrastive pairs (default: the game's goal, e.g. maze's cheese)."""
     vector_levels: str = "0:200"
     """Levels whose with/without pairs make the vector (START:NUM or a split name; default training levels)."""
-    split: str = "test1"
-    """Held-out levels played (named split or START:NUM)."""
+    split: str = "held-out"
+    """Levels played: held-out (levels the agent never trained on), a named split or START:NUM."""
     levels: int = 200
     """Held-out levels, each played once per coefficient (and per retargeting arm)."""
     levels_from: Path | None = None

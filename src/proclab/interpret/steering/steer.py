@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from proclab.envs import distinct_levels, parse_split
+from proclab.envs import agent_split, distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary, goal_names, parse_state, remove_entities, serialize_state
 from proclab.errors import ProclabError, unknown_choice
@@ -105,8 +105,8 @@ class SteerSettings:
     """Kind removed to make the contrastive pairs (None: the game's goal, e.g. maze's cheese)."""
     vector_levels: str = "0:200"
     """Levels whose with/without pairs make the vector (START:NUM or a split name; default training levels)."""
-    split: str = "test1"
-    """Held-out levels played (named split or START:NUM)."""
+    split: str = "held-out"
+    """Levels played: ``"held-out"`` (levels the agent never trained on), a named split or START:NUM."""
     levels: int = 200
     """Held-out levels, each played once per coefficient (and per retargeting arm)."""
     coefficients: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -208,7 +208,7 @@ def steer(
     if level_states is not None:
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
-        levels = distinct_levels(parse_split(s.split), s.levels, s.seed)
+        levels = distinct_levels(agent_split(s.split, agent.env_config.split), s.levels, s.seed)
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
     try:

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from proclab.envs import distinct_levels, parse_split
+from proclab.envs import agent_split, distinct_levels
 from proclab.envs.rules import with_rule
 from proclab.envs.state import glossary
 from proclab.interpret.bases.random_directions import WithRandom
@@ -163,7 +163,7 @@ def run_sweep(args: SweepArgs) -> Path:
     if files is not None:
         levels = np.arange(len(files))  # the file's states, in order
     else:
-        levels = distinct_levels(parse_split(args.split), args.levels, args.seed)
+        levels = distinct_levels(agent_split(args.split, env_config.split), args.levels, args.seed)
     store = parts_store(ws, args, checkpoint, levels)
     episodes = len(levels) * (
         1 + len(directions) * len(parse_arms(args.arms)) + len(pairs) + args.random_swaps

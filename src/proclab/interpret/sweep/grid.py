@@ -75,8 +75,8 @@ class SweepSettings:
     """Directions swept, as ids and ranges (``"0:8,12"``; None: every direction; ``"none"``: only the swaps)."""
     levels: int = 200
     """Paired levels, drawn from ``split``: every (direction, arm) and the baseline play each once."""
-    split: str = "test1"
-    """Level split played (named or START:NUM)."""
+    split: str = "held-out"
+    """Levels played: ``"held-out"`` (levels the agent never trained on), a named split or START:NUM."""
     levels_from: Path | None = None
     """A level-state file whose states are the paired levels instead (the command only)."""
     level_rule: str | None = None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from proclab.envs import distinct_levels, parse_split
+from proclab.envs import agent_split, distinct_levels
 from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK, hook_key, rollout_activations
@@ -120,7 +120,7 @@ def sweep_agent(
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
     chosen = every if settings.directions is None else parse_ids(settings.directions, coords.k, "direction")
-    levels = distinct_levels(parse_split(config.split), config.levels, config.seed)
+    levels = distinct_levels(agent_split(config.split, agent.env_config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
     env = ProcgenLevels(
