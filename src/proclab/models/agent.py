@@ -53,7 +53,7 @@ class Agent(AgentBase):
     (:class:`~proclab.models.edited.AgentBase`: ``hook_names``, ``hook_shapes``, ``run_with_cache``,
     ``run_with_hooks``, ``with_interventions``)."""
 
-    def __init__(self, config: AgentConfig):
+    def __init__(self, config: AgentConfig) -> None:
         super().__init__()
         self.config = config
         self.env_config: EnvConfig | None = None

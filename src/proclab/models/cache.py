@@ -82,7 +82,7 @@ class ActivationCache(Mapping[str, Tensor]):
         values: Mapping[str, Tensor],
         mask: Tensor | None = None,
         levels: Tensor | np.ndarray | None = None,
-    ):
+    ) -> None:
         self._padded = dict(values)
         self._packed: dict[str, Tensor] = {}
         self._graph: tuple[dict, int, int] | None = None

@@ -80,6 +80,17 @@ def module_of(agent: AgentLike) -> nn.Module:
     return agent
 
 
+def env_config_of(agent: AgentLike) -> EnvConfig:
+    """The environment ``agent`` plays (``agent.env_config``, set by :func:`proclab.load`); an agent that does not
+    say (one built in memory, a scripted policy) is refused in one line."""
+    env = getattr(agent, "env_config", None)
+    if env is None:
+        raise ProclabError(
+            "this agent does not say which game it plays (no env_config): load it with proclab.load"
+        )
+    return env
+
+
 class AgentBase(nn.Module):
     """What :class:`~proclab.models.agent.Agent`, :class:`Intervened` and the scripted policies share: hook
     points by name, caches and edits (the rest of :class:`AgentLike` is each one's own)."""
@@ -456,7 +467,9 @@ __all__ = [
     "AgentLike",
     "HookFn",
     "Intervened",
+    "env_config_of",
     "hook_shapes",
+    "module_of",
     "run_with_cache",
     "run_with_hooks",
 ]

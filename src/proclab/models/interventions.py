@@ -82,7 +82,7 @@ class _MaskSelection:
 class All(_MaskSelection):
     """The whole activation."""
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         return torch.ones(tuple(shape), dtype=torch.bool)
 
     def describe(self) -> str:
@@ -95,7 +95,7 @@ class Channels(_MaskSelection):
 
     channels: tuple[int, ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         m = torch.zeros(tuple(shape), dtype=torch.bool)
         for c in self.channels:
             _check_index(c, shape[0], "channel", hook)
@@ -112,7 +112,7 @@ class Sites(_MaskSelection):
 
     sites: tuple[tuple[int, int, int], ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         if len(shape) != 3:
             raise ProclabError(f"a site edit needs a conv map; {hook} has per-sample shape {tuple(shape)}")
         m = torch.zeros(tuple(shape), dtype=torch.bool)
@@ -132,7 +132,7 @@ class Units(_MaskSelection):
 
     units: tuple[int, ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         if len(shape) != 1:
             raise ProclabError(f"a units edit needs a flat hook; {hook} has per-sample shape {tuple(shape)}")
         for u in self.units:
@@ -151,7 +151,7 @@ class Mask(_MaskSelection):
 
     mask_: Tensor
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         return self.mask_.bool()
 
     def describe(self) -> str:
