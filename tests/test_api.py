@@ -111,3 +111,61 @@ def test_every_analysis_has_the_one_call_shape():
         progress = keywords["progress"]
         assert progress.annotation in (bool, "bool") and progress.default is True, name
         assert list(keywords)[-2:] == ["settings", "progress"], f"{name}: settings and progress come last"
+
+
+def reachable_functions() -> dict[str, object]:
+    """Every function a user reaches from the exported names: the exported functions, and the public methods and
+    properties (with ``__init__`` and ``__call__``) of the exported classes, those proclab defines (torch's
+    ``nn.Module`` methods of an agent are torch's to type)."""
+    found = {}
+    for space in (proclab, proclab.analyze, proclab.stats):
+        for _, value in exported(space, space.__all__):
+            if inspect.isfunction(value):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+            if not inspect.isclass(value):
+                continue
+            for klass in (k for k in value.__mro__ if k.__module__.startswith("proclab")):
+                for attr, raw in vars(klass).items():
+                    fn = raw.fget if isinstance(raw, property) else getattr(raw, "__func__", raw)
+                    public = not attr.startswith("_") or attr in ("__init__", "__call__")
+                    if public and inspect.isfunction(fn) and fn.__module__.startswith("proclab"):
+                        found[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    return found
+
+
+def unannotated(fn) -> list[str]:
+    """The parameters of ``fn`` without an annotation (a method's ``self`` or ``cls`` excepted), and
+    ``return`` when its result has none."""
+    params = list(inspect.signature(fn).parameters.values())
+    if params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    missing = [p.name for p in params if p.annotation is inspect.Parameter.empty]
+    if inspect.signature(fn).return_annotation is inspect.Signature.empty:
+        missing.append("return")
+    return missing
+
+
+def test_every_public_function_and_method_is_annotated():
+    """pyright checks the public API in CI (make typecheck); this keeps its signatures typed where pyright is
+    not run: every parameter and every return of what the exported names reach is annotated."""
+    found = reachable_functions()
+    assert len(found) > 100
+    bare = {where: missing for where, fn in found.items() if (missing := unannotated(fn))}
+    assert not bare, f"public functions with unannotated parameters or returns: {bare}"
+
+
+def test_the_type_checkers_names_are_the_lazy_exports():
+    """``proclab/__init__.py`` imports its lazy names under ``if TYPE_CHECKING:`` for type checkers (PEP 562's
+    ``__getattr__`` tells them nothing): the same names from the same modules as ``_EXPORTS`` and
+    ``_MODULES``."""
+    tree = ast.parse(Path(proclab.__file__).read_text())
+    (block,) = [
+        n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING"
+    ]
+    imported = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name}: re-exported as itself (`import X as X`)"
+            imported[alias.name] = node.module if node.module != "proclab" else f"proclab.{alias.name}"
+    assert imported == {**proclab._EXPORTS, **proclab._MODULES}

@@ -20,6 +20,42 @@ worldmodel | reward -> interpret -> panel``, and this API, the CLI and the quick
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names, as type checkers see them (tests/test_api.py: the same as _EXPORTS')
+    from proclab import analyze as analyze
+    from proclab import stats as stats
+    from proclab.errors import ProclabError as ProclabError
+    from proclab.io.results import Result as Result
+    from proclab.levels.level import Level as Level
+    from proclab.models.agent import Agent as Agent
+    from proclab.models.agent import build_agent as build_agent
+    from proclab.models.cache import ActivationCache as ActivationCache
+    from proclab.models.config import AgentConfig as AgentConfig
+    from proclab.models.edited import AgentLike as AgentLike
+    from proclab.models.edited import Intervened as Intervened
+    from proclab.models.edited import hook_shapes as hook_shapes
+    from proclab.models.edited import run_with_cache as run_with_cache
+    from proclab.models.edited import run_with_hooks as run_with_hooks
+    from proclab.models.interventions import All as All
+    from proclab.models.interventions import Channels as Channels
+    from proclab.models.interventions import Coordinates as Coordinates
+    from proclab.models.interventions import Direction as Direction
+    from proclab.models.interventions import Intervention as Intervention
+    from proclab.models.interventions import Mask as Mask
+    from proclab.models.interventions import Sites as Sites
+    from proclab.models.interventions import Units as Units
+    from proclab.models.loading import load as load
+    from proclab.record.rollout import Rollout as Rollout
+    from proclab.record.rollout import rollout as rollout
+    from proclab.reward.nets import RewardModel as RewardModel
+    from proclab.reward.record_demos import trex_demos as trex_demos
+    from proclab.reward.train import train_trex as train_trex
+    from proclab.rl.ppo_train import train as train
+    from proclab.worldmodel.checkpoint import TrainedWorldModel as TrainedWorldModel
+    from proclab.worldmodel.dream import Dream as Dream
+    from proclab.worldmodel.dream import dream as dream
+    from proclab.worldmodel.trainer import train_world_model as train_world_model
 
 __version__ = "0.1.0"
 
@@ -63,10 +99,11 @@ _EXPORTS = {
 }
 _MODULES = {"analyze": "proclab.analyze", "stats": "proclab.stats"}
 
-__all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
+# made from the lazy names, which type checkers read from the imports above
+__all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])  # pyright: ignore[reportUnsupportedDunderAll]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     elif name in _MODULES:

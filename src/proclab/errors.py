@@ -17,7 +17,7 @@ class ProclabError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split()))  # keep it on one line
 
 
@@ -32,7 +32,7 @@ class NothingToDo(Exception):
     The CLI prints the message, which says so and how to ask for more, and exits with status 0.
     """
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split()))
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import proclab
-from proclab.io.files import subplots
+from proclab.interpret.probes.probe import Probes
+from proclab.io.files import figure_and_axes, figure_of, subplots
 from support import matplotlib_after
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -25,6 +26,19 @@ def test_subplots_returns_what_plt_subplots_returns_as_a_figure_that_shows_itsel
     assert np.shape(row) == (2,)
     ax.plot([0, 1])
     assert fig._repr_png_().startswith(PNG)
+
+
+def test_a_result_drawn_on_axes_of_a_subfigure_gives_the_whole_figure():
+    """A result's ``plot(ax)`` returns the figure to save: for axes of a subfigure, its root (a subfigure has
+    no ``savefig`` nor ``tight_layout``, which some plots call)."""
+    fig = matplotlib.figure.Figure()
+    ax = fig.subfigures(1, 2)[0].subplots()
+    score = {"score": 0.5, "ci": [0.4, 0.6]}
+    probes = Probes("core.0.hook_h", [8], 2, 10, probes={"x": {"metric": "r2", "probe": score}})
+    assert figure_of(ax) is fig and probes.plot(ax) is fig
+    assert figure_and_axes(ax, (3, 2)) == (fig, ax)
+    new, axes = figure_and_axes(None, (3, 2))
+    assert axes.figure is new and tuple(new.get_size_inches()) == (3, 2)
 
 
 def test_ipython_shows_a_figure_as_png_without_pyplot():

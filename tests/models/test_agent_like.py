@@ -2,6 +2,7 @@
 functions as TransformerLens takes them; caches that keep gradients; edits that round-trip through JSON."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import Basis, BasisConfig
 from proclab.models import build_agent
-from proclab.models.edited import AgentLike, Intervened, run_with_hooks
+from proclab.models.edited import AgentLike, Intervened, env_config_of, hook_shapes, module_of, run_with_hooks
 from proclab.models.interventions import (
     Channels,
     Coordinates,
@@ -160,3 +161,14 @@ def test_interventions_round_trip_through_json_losslessly():
         assert back.describe() == iv.describe()
     with pytest.raises(ProclabError, match="pass systems="):
         Intervention.from_dict(edits[-1].to_dict())
+
+
+def test_what_an_agent_does_not_say_is_refused_in_one_line(agent):
+    """An agent built in memory or scripted names no game (steering and sweeps need one), and whatever is not a
+    torch module cannot be hooked: one line each, not an error from deep inside."""
+    for a in (agent, ScriptedAgent(3)):
+        with pytest.raises(ProclabError, match="which game it plays"):
+            env_config_of(a)
+    assert module_of(agent) is agent
+    with pytest.raises(ProclabError, match="an agent is a torch module"):
+        hook_shapes(SimpleNamespace())

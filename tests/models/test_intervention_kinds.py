@@ -203,3 +203,16 @@ def test_parse_and_errors(agents):
         Intervened(agents["none"], [Intervention("torso.nope")])
     with pytest.raises(ProclabError, match="channel 9 is outside"):
         Intervened(agents["none"], [Intervention(CONV, "channel 9")])
+
+
+@pytest.mark.parametrize("kind", ["set", "add", "scale"])
+def test_per_row_values_along_a_direction_are_each_rows_own(agents, kind):
+    """Row r of a per-row edit along a direction is the edit with row r's value alone, for every kind."""
+    agent = agents["gru"]
+    obs = frames(3, 7)
+    direction = Direction(torch.randn(8, generator=torch.Generator().manual_seed(8)))
+    values = torch.tensor([0.5, -1.0, 2.0])
+    got = hooked(agent, CONV, obs, [Intervention(CONV, direction, kind, values, per_row=True)])
+    for r, value in enumerate(values.tolist()):
+        want = hooked(agent, CONV, obs[r : r + 1], [Intervention(CONV, direction, kind, value)])
+        torch.testing.assert_close(got[r : r + 1], want)

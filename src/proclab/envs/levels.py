@@ -174,9 +174,11 @@ def agent_split(name: str, trained: str | LevelSplit | None) -> LevelSplit:
         train = parse_split(trained)
         if train.bounded and split != train and split.overlaps(train):
             lo, hi = max(split.start, train.start), min(split.stop, train.stop)
+            held_out = held_out_split(train)  # None: it trained on every level from its first on
+            instead = f"; {HELD_OUT!r} plays {held_out.label()}" if held_out is not None else ""
             warnings.warn(
                 f"levels {split.label()} overlap the agent's training levels {train.label()} on [{lo}, {hi}): "
-                f"it has seen them; {HELD_OUT!r} plays {held_out_split(train).label()}",
+                f"it has seen them{instead}",
                 ProclabWarning,
                 stacklevel=3,
             )

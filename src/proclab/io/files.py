@@ -33,11 +33,17 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from proclab.errors import ProclabError
+
+if TYPE_CHECKING:
+    import matplotlib.figure
+    from matplotlib.axes import Axes
+
+    from proclab.io.drawing import Figure
 
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _TEMPORARY = re.compile(r"^\..+\.(tmp|old)-(\d+)-[0-9a-f]{8}$")
@@ -135,15 +141,30 @@ def save_npz(path: str | Path, what: str = "arrays", **arrays: Any) -> Path:
     return Path(path)
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, **options: Any):
+def subplots(
+    nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, **options: Any
+) -> tuple[Figure, Any]:
     """A new figure and its axes, as ``plt.subplots(nrows, ncols, figsize=..., squeeze=..., sharex=...)``
     returns them, but unknown to pyplot: drawing changes nothing of the user's matplotlib, and the figure
-    is freed once unreferenced (:mod:`proclab.io.drawing`)."""
+    is freed once unreferenced (:mod:`proclab.io.drawing`). The axes are one or an array of them, as
+    ``plt.subplots`` gives them (typed ``Any`` there too)."""
     # lazy: matplotlib is slow to import and only what draws needs it
     from proclab.io.drawing import Figure
 
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **options)
+
+
+def figure_of(ax: Axes) -> matplotlib.figure.Figure:
+    """The figure ``ax`` draws in, whole: for axes of a subfigure its root, the one that can be laid out and
+    saved (a subfigure has no ``tight_layout`` nor ``savefig``)."""
+    return ax.figure.figure
+
+
+def figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[matplotlib.figure.Figure, Axes]:
+    """``ax`` and the figure it draws in (:func:`figure_of`), or, without ``ax``, a new figure of ``figsize``
+    with one axes (:func:`subplots`): where a result's ``plot(ax)`` draws."""
+    return subplots(figsize=figsize) if ax is None else (figure_of(ax), ax)
 
 
 def save_figure(fig, path: str | Path, **savefig: Any) -> Path:

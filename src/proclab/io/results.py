@@ -39,12 +39,18 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeGuard, cast
 
 import numpy as np
 
 from proclab.errors import ProclabError
 from proclab.io.files import load_npz, read_json, replacing, save_npz, write_json
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from proclab.io import drawing
 
 RESULT_JSON = "result.json"
 ARRAYS = "arrays.npz"
@@ -55,7 +61,7 @@ def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str
     as a live agent), mappings as dicts, tuples as lists, tensors and numpy arrays alike, numpy scalars as
     numbers, non-finite floats as None (JSON has none); arrays go to ``arrays`` under their dotted path (or into
     lists when ``arrays`` is None), and so do the non-finite floats, for :func:`restore` to give them back."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if not isinstance(value, type) and dataclasses.is_dataclass(value):
         kept = [f for f in dataclasses.fields(value) if f.metadata.get("saved", True)]
         value = {f.name: getattr(value, f.name) for f in kept}
     if isinstance(value, Mapping):
@@ -75,7 +81,7 @@ def jsonable(value: Any, arrays: dict[str, np.ndarray] | None = None, where: str
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         if arrays is not None:
-            arrays[where] = np.float64(value)
+            arrays[where] = np.asarray(value)
         return None
     if isinstance(value, Path):
         return str(value)
@@ -98,7 +104,7 @@ def restore(tp: Any, value: Any, arrays: Mapping[str, np.ndarray], where: str) -
         return restore(next((a for a in arms if _fits(a, value)), arms[0]), value, arrays, where)
     if value is None:
         return math.nan if tp is float else None
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return tp(**restored_fields(tp, value, arrays, where))
     if tp in (float, Path):
         return tp(value)
@@ -138,7 +144,7 @@ def _inside(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def _array_reference(value: Any, arrays: Mapping[str, np.ndarray]) -> bool:
+def _array_reference(value: Any, arrays: Mapping[str, np.ndarray]) -> TypeGuard[dict[str, Any]]:
     """Whether ``value`` is what :func:`jsonable` left in place of an array it put in ``arrays``."""
     return (
         isinstance(value, dict) and value.keys() == {"array", "shape", "dtype"} and value["array"] in arrays
@@ -214,7 +220,7 @@ class Result:
         row = {k: v for k, v in jsonable(self).items() if not isinstance(v, dict | list)}
         return [row]
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """A matplotlib figure of the result (the results that have a picture override this)."""
         raise ProclabError(f"{type(self).__name__} has no plot; read .table() or .to_dict()")
 
@@ -287,6 +293,7 @@ class Result:
         """:meth:`plot`'s figure as PNG for a notebook; None (no image, the table alone) for a result without a
         picture (the base class's plot raises) or with nothing to draw."""
         try:
-            return self.plot()._repr_png_()
+            # without axes, a result draws on a figure of its own: proclab's, which shows itself as PNG
+            return cast("drawing.Figure", self.plot())._repr_png_()
         except ProclabError:
             return None

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from proclab.envs.state import (
 from proclab.errors import ProclabError
 from proclab.levels.file import LevelState, LevelStates, level_states, read_level_states, write_level_states
 from proclab.levels.picture import level_figure
+
+if TYPE_CHECKING:
+    from proclab.io.drawing import Figure
 
 REPR_KINDS = 4  # kinds a level's one-line repr counts
 
@@ -121,7 +125,7 @@ class Level:
         ``(512, 512, 3)`` rendering."""
         return play_frames(self.state.data, self.game, self.mode)
 
-    def show(self):
+    def show(self) -> Figure:
         """procgen's view of the level with its entities marked, beside a map of the whole level (a figure)."""
         return level_figure(self.parsed, self.frames()[1], self.describe())
 

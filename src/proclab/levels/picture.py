@@ -10,12 +10,16 @@ entity outside the agent's view appears only on the map.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from proclab.envs.state import GameState, glossary, to_pixels
 from proclab.envs.state.glossary import SPACE
 from proclab.io.files import save_figure, subplots
+
+if TYPE_CHECKING:
+    from proclab.io.drawing import Figure
 
 HUMAN = 512
 
@@ -70,7 +74,7 @@ def _draw_map(ax, state: GameState) -> None:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def level_figure(state: GameState, human: np.ndarray, title: str):
+def level_figure(state: GameState, human: np.ndarray, title: str) -> Figure:
     """The two panels of the module docstring as a matplotlib figure."""
     fig, (view, level) = subplots(1, 2, figsize=(13, 6.2))
     _draw_view(view, state, human)

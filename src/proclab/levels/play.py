@@ -65,7 +65,7 @@ class GeneratedLevels(Sequence[LevelState]):
 
     KEPT = 64
 
-    def __init__(self, config: EnvConfig, seeds: Sequence[int]):
+    def __init__(self, config: EnvConfig, seeds: Sequence[int] | np.ndarray):
         (self.game,) = config.games()
         self.config, self.mode, self.seeds = config, config.mode, np.asarray(seeds, np.int64)
         self._kept: dict[int, LevelState] = {}

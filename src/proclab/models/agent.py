@@ -53,7 +53,7 @@ class Agent(AgentBase):
     (:class:`~proclab.models.edited.AgentBase`: ``hook_names``, ``hook_shapes``, ``run_with_cache``,
     ``run_with_hooks``, ``with_interventions``)."""
 
-    def __init__(self, config: AgentConfig):
+    def __init__(self, config: AgentConfig) -> None:
         super().__init__()
         self.config = config
         self.env_config: EnvConfig | None = None
@@ -90,7 +90,8 @@ class Agent(AgentBase):
     def channels_last(self, enabled: bool = True) -> Agent:
         """Store the conv weights channels-last and feed the convs channels-last images (faster)."""
         fmt = torch.channels_last if enabled else torch.contiguous_format
-        self.torso.to(memory_format=fmt)
+        # torch's overloads of Module.to leave out memory_format, which it takes (and applies to 4-D weights)
+        self.torso.to(memory_format=fmt)  # pyright: ignore[reportCallIssue]
         self.torso.channels_last = enabled
         return self
 

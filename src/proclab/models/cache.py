@@ -82,7 +82,7 @@ class ActivationCache(Mapping[str, Tensor]):
         values: Mapping[str, Tensor],
         mask: Tensor | None = None,
         levels: Tensor | np.ndarray | None = None,
-    ):
+    ) -> None:
         self._padded = dict(values)
         self._packed: dict[str, Tensor] = {}
         self._graph: tuple[dict, int, int] | None = None
@@ -114,7 +114,7 @@ class ActivationCache(Mapping[str, Tensor]):
         """``d output / d activation`` for every cached hook point, as a cache of the same ``(T, B, *sample)``
         shapes (zeros where the output does not depend on it); ``output`` is a scalar computed from this
         forward pass. Only for a cache taken with ``grad=True``; the graph is kept for further calls."""
-        if getattr(self, "_graph", None) is None:
+        if self._graph is None:
             raise ProclabError("this cache keeps no graph: take it with run_with_cache(..., grad=True)")
         calls, T, B = self._graph
         flat = [(name, i) for name, (c, _) in calls.items() for i in range(len(c))]
@@ -131,6 +131,7 @@ class ActivationCache(Mapping[str, Tensor]):
             raise unknown_choice("cached hook point", name, self._names)
         if name not in self._padded:
             values, episode, step = self.packed(name)
+            assert self.mask is not None  # packed rows come with their mask (from_packed)
             padded = values.new_zeros((*self.mask.shape, *values.shape[1:]))
             padded[step, episode] = values
             self._padded[name] = padded
@@ -180,6 +181,7 @@ class ActivationCache(Mapping[str, Tensor]):
         def shape(name: str) -> tuple[int, ...]:
             if name in self._padded:
                 return tuple(self._padded[name].shape)
+            assert self.mask is not None  # packed rows come with their mask (from_packed)
             return (*self.mask.shape, *self._packed[name].shape[1:])
 
         return f"ActivationCache({', '.join(f'{k}: {shape(k)}' for k in self._names)})"

@@ -18,9 +18,9 @@ the activation as the hook point does (``hook.layout``: the torso's frames flatt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -38,6 +38,11 @@ from proclab.models.interventions import (
     state_key,
 )
 
+if TYPE_CHECKING:
+    from proclab.envs import EnvConfig
+    from proclab.models.agent import AgentOutput
+    from proclab.run.runtime import Runtime
+
 HookFn = Callable[[Tensor, HookPoint], Tensor | None]
 """A forward hook function as TransformerLens takes it: ``fn(activation, hook)`` -> a replacement or None."""
 
@@ -50,19 +55,40 @@ class AgentLike(Protocol):
 
     config: Any
 
-    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]: ...
+    def initial_state(self, batch: int, device: torch.device | str | None = None) -> dict[str, Tensor]: ...
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]: ...
 
     def step(
         self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
-    ): ...
+    ) -> tuple[AgentOutput, dict[str, Tensor]]: ...
 
     def unroll(
         self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
-    ): ...
+    ) -> tuple[AgentOutput, dict[str, Tensor]]: ...
 
     def hook_points(self) -> dict[str, HookPoint]: ...
+
+
+def module_of(agent: AgentLike) -> nn.Module:
+    """``agent`` as the torch module that every agent proclab plays is (an :class:`AgentBase`: hook points,
+    devices and captures walk its submodules); anything else is refused in one line."""
+    if not isinstance(agent, nn.Module):
+        raise ProclabError(
+            f"an agent is a torch module (proclab.models.edited.AgentBase), not a {type(agent).__name__}"
+        )
+    return agent
+
+
+def env_config_of(agent: AgentLike) -> EnvConfig:
+    """The environment ``agent`` plays (``agent.env_config``, set by :func:`proclab.load`); an agent that does not
+    say (one built in memory, a scripted policy) is refused in one line."""
+    env = getattr(agent, "env_config", None)
+    if env is None:
+        raise ProclabError(
+            "this agent does not say which game it plays (no env_config): load it with proclab.load"
+        )
+    return env
 
 
 class AgentBase(nn.Module):
@@ -81,30 +107,49 @@ class AgentBase(nn.Module):
         """Names of every hook point, in forward order."""
         return list(self.hook_points())
 
-    def hook_shapes(self) -> dict[str, tuple[int, ...]]:
+    def hook_shapes(self: AgentLike) -> dict[str, tuple[int, ...]]:
         """Per-sample shape of every hook point's activation (``(C, H, W)`` or ``(D,)``), in forward order."""
         return hook_shapes(self)
 
-    def run_with_cache(self, obs, state=None, names=None, firsts=None, prev_rewards=None, *, grad=False):
+    def run_with_cache(
+        self: AgentLike,
+        obs: Tensor,
+        state: Mapping[str, Tensor] | None = None,
+        names: Iterable[str] | str | None = None,
+        firsts: Tensor | None = None,
+        prev_rewards: Tensor | None = None,
+        *,
+        grad: bool = False,
+    ) -> tuple[AgentOutput, dict[str, Tensor], ActivationCache]:
         """``step`` (``obs`` ``(B, 3, 64, 64)``) or ``unroll`` (``(T, B, 3, 64, 64)``) recording hook points
         ``names`` (names or glob patterns, None: all): ``(output, state, cache)`` (:func:`run_with_cache`)."""
         return run_with_cache(self, obs, state, names, firsts, prev_rewards, grad=grad)
 
-    def run_with_hooks(self, obs, state=None, *, fwd_hooks=(), interventions=(), **kwargs):
+    def run_with_hooks(
+        self: AgentLike,
+        obs: Tensor,
+        state: Mapping[str, Tensor] | None = None,
+        *,
+        fwd_hooks: Sequence[tuple[str, HookFn]] = (),
+        interventions: Sequence[Intervention] = (),
+        **kwargs: Any,
+    ) -> tuple[AgentOutput, dict[str, Tensor], ActivationCache]:
         """As :meth:`run_with_cache` with hook functions ``fwd_hooks`` (``[(name, fn)]``) and ``interventions``
         applied (``names=`` to cache, default none): :func:`run_with_hooks`."""
         return run_with_hooks(self, obs, state, fwd_hooks=fwd_hooks, interventions=interventions, **kwargs)
 
-    def with_interventions(self, interventions: Sequence[Intervention], **kwargs) -> Intervened:
+    def with_interventions(
+        self: AgentLike, interventions: Sequence[Intervention], *, seed: int = 0, count_steps: bool = False
+    ) -> Intervened:
         """This agent with ``interventions`` applied on every ``step`` and ``unroll`` (:class:`Intervened`)."""
-        return Intervened(self, interventions, **kwargs)
+        return Intervened(self, interventions, seed=seed, count_steps=count_steps)
 
 
-def hook_shapes(agent) -> dict[str, tuple[int, ...]]:
+def hook_shapes(agent: AgentLike) -> dict[str, tuple[int, ...]]:
     """Per-sample shape of every hook point's activation (one forward pass of 2 steps of 3 rows)."""
     obs = torch.zeros((2, 3, 3, 64, 64), dtype=torch.uint8)
     firsts = torch.ones((2, 3), dtype=torch.bool)
-    device = device_of(agent)
+    device = device_of(module_of(agent))
     with torch.no_grad():
         _, _, cache = run_with_cache(agent, obs.to(device), None, None, firsts.to(device))
     return {name: tuple(a.shape[2:]) for name, a in cache.items()}
@@ -124,12 +169,20 @@ class Intervened(AgentBase):
     :data:`~proclab.models.interventions.STEP_KEY`.
     """
 
+    agent: AgentLike
+    """The agent played through (not a child module: its children are this one's)."""
+
     def __init__(
-        self, agent, interventions: Sequence[Intervention] = (), *, seed: int = 0, count_steps: bool = False
-    ):
+        self,
+        agent: AgentLike,
+        interventions: Sequence[Intervention] = (),
+        *,
+        seed: int = 0,
+        count_steps: bool = False,
+    ) -> None:
         super().__init__()
         self.__dict__["agent"] = agent  # played through, not a child: the children below are its own
-        for name, child in agent.named_children():
+        for name, child in module_of(agent).named_children():
             self.add_module(name, child)
         self.points = self.hook_points()
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -140,19 +193,19 @@ class Intervened(AgentBase):
         self.interventions = interventions
 
     @property
-    def config(self):
+    def config(self) -> Any:
         return self.agent.config
 
     @property
-    def env_config(self):
+    def env_config(self) -> EnvConfig | None:
         return getattr(self.agent, "env_config", None)
 
     @property
-    def runtime(self):
+    def runtime(self) -> Runtime | None:
         return getattr(self.agent, "runtime", None)
 
     @property
-    def source(self):
+    def source(self) -> str | None:
         return getattr(self.agent, "source", None)
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -186,7 +239,7 @@ class Intervened(AgentBase):
         return self._shapes
 
     # -- state -------------------------------------------------------------------------------------
-    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
+    def initial_state(self, batch: int, device: torch.device | str | None = None) -> dict[str, Tensor]:
         state = dict(self.agent.initial_state(batch, device=device))
         if self.count_steps:
             state[STEP_KEY] = torch.zeros(batch, dtype=torch.long, device=device)
@@ -195,7 +248,7 @@ class Intervened(AgentBase):
     # -- forward -----------------------------------------------------------------------------------
     def unroll(
         self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
-    ):
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
         state = dict(state)
         T, B = obs.shape[:2]
         counted = state.pop(STEP_KEY, None) if self.count_steps else None
@@ -208,13 +261,13 @@ class Intervened(AgentBase):
             steps = _episode_steps(counted, firsts.bool())
         with self.active(T, B, steps, state, firsts):
             out, new = self.agent.unroll(obs, state, firsts, prev_rewards)
-        if self.count_steps:
+        if steps is not None:  # counted
             new = {**new, STEP_KEY: steps[-1] + 1}
         return out, new
 
     def step(
         self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
-    ):
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
         out, state = self.unroll(
             obs.unsqueeze(0),
             state,
@@ -300,8 +353,15 @@ def _episode_steps(counted: Tensor, firsts: Tensor) -> Tensor:
 
 # -- caches ----------------------------------------------------------------------------------------
 def run_with_cache(
-    agent, obs: Tensor, state=None, names=None, firsts=None, prev_rewards=None, *, grad: bool = False
-):
+    agent: AgentLike,
+    obs: Tensor,
+    state: Mapping[str, Tensor] | None = None,
+    names: Iterable[str] | str | None = None,
+    firsts: Tensor | None = None,
+    prev_rewards: Tensor | None = None,
+    *,
+    grad: bool = False,
+) -> tuple[AgentOutput, dict[str, Tensor], ActivationCache]:
     """Run ``agent`` (an :class:`AgentLike`) on ``obs`` and record hook points ``names`` (names or glob
     patterns; None: all).
 
@@ -333,7 +393,7 @@ def run_with_cache(
         prev_rewards = prev_rewards.unsqueeze(0)
     points = agent.hook_points()
     chosen = resolve_names(names, points)
-    with capture(agent, chosen, detach=not grad) as acts:
+    with capture(module_of(agent), chosen, detach=not grad) as acts:
         out, new_state = agent.unroll(seq, state, firsts, prev_rewards)
     calls = {name: (acts.calls(name), points[name].layout) for name in acts}
     cache = ActivationCache({name: time_major(c, layout, T, B) for name, (c, layout) in calls.items()})
@@ -360,14 +420,14 @@ def _check_frames(obs: Tensor) -> None:
 
 
 def run_with_hooks(
-    agent,
+    agent: AgentLike,
     obs: Tensor,
-    state=None,
+    state: Mapping[str, Tensor] | None = None,
     *,
     fwd_hooks: Sequence[tuple[str, HookFn]] = (),
     interventions: Sequence[Intervention] = (),
-    **kwargs,
-):
+    **kwargs: Any,
+) -> tuple[AgentOutput, dict[str, Tensor], ActivationCache]:
     """Run ``agent`` with hook functions ``fwd_hooks`` (``[(name, fn)]``, a name or glob pattern each; ``fn(
     activation, hook)`` returns a replacement or None: module docstring) and ``interventions`` applied (the
     interventions first at a hook point, then the functions in order); as :func:`run_with_cache`, with
@@ -380,11 +440,14 @@ def run_with_hooks(
         for pattern, fn in fwd_hooks:
             for name in resolve_names(pattern, points):
                 point = points[name]
-                handle = point.register_forward_hook(
-                    lambda mod, _inp, out, fn=fn: _replaced(out, fn(out, mod))
-                )
+                handle = point.register_forward_hook(_forward_hook(fn))
                 stack.callback(handle.remove)
         return run_with_cache(played, obs, state, **kwargs)
+
+
+def _forward_hook(fn: HookFn) -> Callable[[HookPoint, tuple[Any, ...], Tensor], Tensor]:
+    """Hook function ``fn`` as torch calls a forward hook: ``(point, inputs, activation)`` -> what replaces it."""
+    return lambda point, _inputs, activation: _replaced(activation, fn(activation, point))
 
 
 def _replaced(activation: Tensor, returned: Tensor | None) -> Tensor:
@@ -404,7 +467,9 @@ __all__ = [
     "AgentLike",
     "HookFn",
     "Intervened",
+    "env_config_of",
     "hook_shapes",
+    "module_of",
     "run_with_cache",
     "run_with_hooks",
 ]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -146,7 +147,11 @@ def patch(module: nn.Module, name: str, fn: Callable[[Tensor], Tensor]) -> Itera
     it is called once per time step with that step's ``(B, ...)`` tensor.
     """
     point = _resolve(module, [name])[name]
-    handle = point.register_forward_hook(lambda _mod, _inp, out: fn(out))
+
+    def hook(_point: HookPoint, _inputs: tuple[Any, ...], activation: Tensor) -> Tensor:
+        return fn(activation)
+
+    handle = point.register_forward_hook(hook)
     try:
         yield
     finally:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard, cast
 
 import torch
 from torch import Tensor
@@ -82,7 +82,7 @@ class _MaskSelection:
 class All(_MaskSelection):
     """The whole activation."""
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         return torch.ones(tuple(shape), dtype=torch.bool)
 
     def describe(self) -> str:
@@ -95,7 +95,7 @@ class Channels(_MaskSelection):
 
     channels: tuple[int, ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         m = torch.zeros(tuple(shape), dtype=torch.bool)
         for c in self.channels:
             _check_index(c, shape[0], "channel", hook)
@@ -112,7 +112,7 @@ class Sites(_MaskSelection):
 
     sites: tuple[tuple[int, int, int], ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         if len(shape) != 3:
             raise ProclabError(f"a site edit needs a conv map; {hook} has per-sample shape {tuple(shape)}")
         m = torch.zeros(tuple(shape), dtype=torch.bool)
@@ -132,7 +132,7 @@ class Units(_MaskSelection):
 
     units: tuple[int, ...]
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         if len(shape) != 1:
             raise ProclabError(f"a units edit needs a flat hook; {hook} has per-sample shape {tuple(shape)}")
         for u in self.units:
@@ -151,7 +151,7 @@ class Mask(_MaskSelection):
 
     mask_: Tensor
 
-    def mask(self, shape, hook):
+    def mask(self, shape: Sequence[int], hook: str) -> Tensor:
         return self.mask_.bool()
 
     def describe(self) -> str:
@@ -216,15 +216,16 @@ class Intervention:
     steps: tuple[int, int | Tensor | None] | None = None
     of: str = "value"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.select, str):
             object.__setattr__(self, "select", parse_selection(self.select))
         if self.kind not in KINDS:
             raise unknown_choice("intervention kind", self.kind, KINDS)
         if self.kind in NEEDS_SOURCE and self.source is None:
             raise ProclabError(f"a {self.kind} edit at {self.hook} needs the activation it writes (source)")
-        coords = isinstance(self.select, Coordinates)
-        if self.kind in COORDINATE_ONLY and (not coords or self.select.other is None):
+        sel = self._selection
+        coords = isinstance(sel, Coordinates)
+        if self.kind in COORDINATE_ONLY and (not isinstance(sel, Coordinates) or sel.other is None):
             raise ProclabError(f"a {self.kind} edit at {self.hook} needs coordinates INDEX and OTHER")
         if self.of not in OF:
             raise unknown_choice("of", self.of, OF)
@@ -234,6 +235,11 @@ class Intervention:
             self.steps[0] < 0 or (_is_number(self.steps[1]) and self.steps[1] < 0)
         ):
             raise ProclabError(f"steps {self.steps} of an edit at {self.hook} must be >= 0")
+
+    @property
+    def _selection(self) -> Selection:
+        """``select`` as its selection object: text is parsed when the edit is made (``__post_init__``)."""
+        return cast(Selection, self.select)
 
     def describe(self) -> str:
         """One line: ``hook selection kind [value]``."""
@@ -252,14 +258,14 @@ class Intervention:
             )
             when = f" steps {self.steps[0]}-{last}"
         of = " of the increment" if self.of == "increment" else ""
-        return f"{self.hook} {self.select.describe()} {self.kind}{value}{of}{when}"
+        return f"{self.hook} {self._selection.describe()} {self.kind}{value}{of}{when}"
 
     def to_dict(self) -> dict:
         """The edit as JSON-able data, losslessly: :meth:`from_dict` gives it back equal in every field
         (tensors with their dtype and shape). A :class:`Coordinates` selection names its system (its
         ``name``); the system itself, a basis, is saved with the analysis that fitted it and passed back to
         :meth:`from_dict` by that name."""
-        sel = self.select
+        sel = self._selection
         select: dict[str, Any] = {"type": type(sel).__name__.lower()}
         for f in ("channels", "sites", "units"):
             if hasattr(sel, f):
@@ -325,11 +331,11 @@ class Intervention:
         )
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> TypeGuard[int | float | Tensor]:
     return isinstance(v, int | float) or (isinstance(v, Tensor) and v.dim() == 0)
 
 
-def _encoded(v):
+def _encoded(v: Any) -> Any:
     """A value of an edit as JSON: a tensor as ``{"tensor": nested list, "dtype": ..., "shape": [...]}`` (its
     entries exactly: float32 and bfloat16 values are doubles exactly), anything else as it is."""
     if isinstance(v, Tensor):
@@ -338,7 +344,7 @@ def _encoded(v):
     return v
 
 
-def _decoded(v):
+def _decoded(v: Any) -> Any:
     """The inverse of :func:`_encoded`."""
     if isinstance(v, Mapping) and "tensor" in v:
         dtype = getattr(torch, v["dtype"])
@@ -378,7 +384,7 @@ def parse_selection(text: str) -> Selection:
     if m.group("c"):
         return Channels(_ints(m.group("c")))
     if m.group("s"):
-        sites = [re.fullmatch(r"(\d+)@(\d+),(\d+)", s).groups() for s in m.group("s").split()]
+        sites = re.findall(r"(\d+)@(\d+),(\d+)", m.group("s"))
         return Sites(tuple((int(c), int(y), int(x)) for c, y, x in sites))
     if m.group("u"):
         return Units(_ints(m.group("u")))
@@ -480,6 +486,7 @@ def active_rows(iv: Intervention, call: Call, t: slice, device) -> Tensor | None
     mask = _rows_mask(iv, call, device)
     if iv.steps is not None:
         start, stop = iv.steps
+        assert call.steps is not None  # an edited agent counts steps when an edit has steps (Intervened)
         s = call.steps[t]
         window = s >= start
         if isinstance(stop, Tensor) and stop.dim():  # per row; a negative stop never comes
@@ -503,14 +510,14 @@ class Editor:
 
     def __init__(self, iv: Intervention, shape: tuple[int, ...], generator: torch.Generator):
         self.iv, self.shape, self.generator = iv, shape, generator
-        sel = iv.select
+        sel = iv._selection
         self.mask = None if isinstance(sel, Direction | Coordinates) else sel.mask(shape, iv.hook)
         self._check_shapes()
 
     def _check_shapes(self) -> None:
         """Refuse, in one line and before anything plays, a value, mask or vector that cannot fit the hook's
         per-sample shape (a per-row one after its first axis, which runs over rows)."""
-        iv, sel = self.iv, self.iv.select
+        iv, sel = self.iv, self.iv._selection
         hook, shape = iv.hook, self.shape
         parts = []
         if isinstance(iv.value, Tensor) and iv.value.dim() and not isinstance(sel, Coordinates):
@@ -534,14 +541,15 @@ class Editor:
             )
 
     def __call__(self, rows: Tensor, active: Tensor | None, call: Call) -> Tensor:
-        iv, sel = self.iv, self.iv.select
+        iv, sel = self.iv, self.iv._selection
         if active is not None and not bool(active.any()):
             return rows
         if isinstance(sel, Coordinates):
-            return self._coordinates(rows, active, call)
+            return self._coordinates(rows, sel, active, call)
         if isinstance(sel, Direction):
             out = self._along(rows, sel.vector, call)
         else:
+            assert self.mask is not None  # every selection but a direction or coordinates has one
             mask = self.mask.to(rows.device)
             if iv.per_row and isinstance(sel, Mask):
                 mask = _per_row(call.of_rows(mask, "mask", iv.hook), call.T)
@@ -563,12 +571,12 @@ class Editor:
     def _target(self, rows: Tensor, call: Call) -> Tensor:
         kind = self.iv.kind
         if kind == "set":
-            v = self._value(rows, call)
-            return torch.full_like(rows, v) if not isinstance(v, Tensor) else v.expand_as(rows)
+            return _filled(rows, self._value(rows, call))
         if kind == "add":
             return rows + self._value(rows, call)
         if kind == "scale":
             return rows * self._value(rows, call)
+        assert self.iv.source is not None  # the kinds left need one (Intervention.__post_init__)
         src = self.iv.source.to(device=rows.device, dtype=rows.dtype)
         if kind == "resample":
             pool = src.reshape(-1, *self.shape)
@@ -602,15 +610,15 @@ class Editor:
         unit = d / d.pow(2).sum().sqrt()
         comp = (rows * unit).sum(1, keepdim=True)
         if iv.kind == "set":
-            new = torch.full_like(comp, iv.value)
+            new = _filled(comp, self._value(rows, call))
         elif iv.kind == "scale":
-            new = comp * iv.value
+            new = comp * self._value(rows, call)
         else:
             new = (self._target(rows, call) * unit).sum(1, keepdim=True)
         return rows + (new - comp) * unit
 
-    def _coordinates(self, rows: Tensor, active: Tensor | None, call: Call) -> Tensor:
-        iv, sel = self.iv, self.iv.select
+    def _coordinates(self, rows: Tensor, sel: Coordinates, active: Tensor | None, call: Call) -> Tensor:
+        iv = self.iv
         system = sel.system
         n = len(rows)
         h = rows.reshape(n, -1)
@@ -630,6 +638,7 @@ class Editor:
             if not bool(edited.any()):
                 return rows
             pool = iv.source
+            assert pool is not None  # a resample edit has its pool (Intervention.__post_init__)
             pick = torch.randint(0, len(pool), (n,), generator=self.generator)
             value = pool[pick, index.clamp(min=0).cpu()].to(h.device, h.dtype)
         else:
@@ -638,9 +647,17 @@ class Editor:
                 value = torch.full((n,), float(value), device=h.device, dtype=h.dtype)
             elif value is not None:
                 value = value.expand(n) if value.dim() == 0 else value.reshape(n)
-        prev = call.prev.reshape(n, -1).to(h.dtype) if iv.of == "increment" else None
+        prev = None
+        if iv.of == "increment":
+            assert call.prev is not None  # an increment edit's hook is a state's, which carries it
+            prev = call.prev.reshape(n, -1).to(h.dtype)
         out = edit_coordinates(system, h, iv.kind, torch.where(edited, index, -1), other, value, prev)
         return out.reshape(rows.shape)
+
+
+def _filled(like: Tensor, value: Tensor | float) -> Tensor:
+    """``value`` at every entry of ``like``: a number, or a tensor that broadcasts to it (one per row)."""
+    return torch.full_like(like, value) if not isinstance(value, Tensor) else value.expand_as(like)
 
 
 def _index(index: int | Tensor, n: int, call: Call, device, hook: str) -> Tensor:

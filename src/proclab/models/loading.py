@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from proclab.envs import EnvConfig, parse_split
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import META, Checkpoint, load_checkpoint, load_weights_into
@@ -23,10 +21,10 @@ from proclab.models.bundled import BUNDLED, bundled_path
 from proclab.models.config import AgentConfig
 from proclab.models.importers.published import REGISTRY, fetch
 from proclab.models.importers.setting import Asked, convert
-from proclab.run.runtime import Runtime, make_runtime
+from proclab.run.runtime import ModuleT, Runtime, make_runtime
 
 
-def freeze(module: torch.nn.Module) -> torch.nn.Module:
+def freeze(module: ModuleT) -> ModuleT:
     """Eval mode and ``requires_grad=False`` on every weight; activations stay differentiable."""
     for p in module.parameters():
         p.requires_grad_(False)
@@ -67,12 +65,13 @@ def load(
     asked = Asked(game, mode, split, backgrounds, by="load")
     if (path / META).is_file() or (path / "checkpoints").is_dir():
         agent = _own(load_checkpoint(path, kind="agent"), runtime, str(source))
+        assert agent.env_config is not None  # _placed sets it
         _check_plays(agent.env_config, asked, str(source))
         return agent
     if not path.exists():
         if str(source) not in REGISTRY:
             raise unknown_choice(
-                "agent (no file or directory of that name, nor a published agent)", source, REGISTRY
+                "agent (no file or directory of that name, nor a published agent)", str(source), REGISTRY
             )
         path = fetch(REGISTRY[str(source)], cache_dir)
     conversion = convert(path, format, asked)
@@ -84,6 +83,7 @@ def load_agent(path: str | Path | Checkpoint, runtime: Runtime) -> tuple[Agent, 
     on the runtime's device."""
     ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(path, kind="agent")
     agent = _own(ckpt, runtime, str(ckpt.path if isinstance(path, Checkpoint) else path))
+    assert agent.env_config is not None  # _placed sets it
     return agent, agent.env_config, ckpt
 
 
@@ -95,17 +95,17 @@ def _check_plays(env: EnvConfig, asked: Asked, source: str) -> None:
         return found.start, found.num
 
     for name, given, own, agrees in (
-        ("game", asked.game, ", ".join(env.game), lambda: asked.game in env.game),
-        ("mode", asked.mode, env.mode, lambda: asked.mode == env.mode),
-        ("split", asked.split, env.split, lambda: levels(asked.split) == levels(env.split)),
+        ("game", asked.game, ", ".join(env.game), lambda game: game in env.game),
+        ("mode", asked.mode, env.mode, lambda mode: mode == env.mode),
+        ("split", asked.split, env.split, lambda split: levels(split) == levels(env.split)),
         (
             "backgrounds",
             asked.backgrounds,
             env.use_backgrounds,
-            lambda: asked.backgrounds == env.use_backgrounds,
+            lambda backgrounds: backgrounds == env.use_backgrounds,
         ),
     ):
-        if given is not None and not agrees():
+        if given is not None and not agrees(given):
             raise ProclabError(f"the agent in {source!r} plays {name} {own}, not {given}; drop {name}=")
 
 

@@ -9,6 +9,7 @@ not depend on the agent it was trained with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,15 @@ class ScriptedConfig:
     prev_reward_reset: bool = True
 
 
+class _Heads(nn.Module):
+    """Where a trained agent's heads have their hook points (``heads.hook_logits``, ``heads.hook_value``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hook_logits = HookPoint()
+        self.hook_value = HookPoint()
+
+
 class ScriptedAgent(AgentBase):
     """Constant logits, zero value, no state: ``action`` always (its logit +10, the others -10),
     or, with ``action=None``, every action with equal probability (sample its policy, not its mode).
@@ -40,21 +50,21 @@ class ScriptedAgent(AgentBase):
         super().__init__()
         self.action, self.num_actions = action, num_actions
         self.config = ScriptedConfig(num_actions)
-        self.heads = nn.Module()
-        self.heads.hook_logits = HookPoint()
-        self.heads.hook_value = HookPoint()
+        self.heads = _Heads()
 
     @classmethod
     def uniform(cls, num_actions: int = NUM_ACTIONS) -> ScriptedAgent:
         return cls(None, num_actions)
 
-    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
+    def initial_state(self, batch: int, device: torch.device | str | None = None) -> dict[str, Tensor]:
         return {}
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         return {}
 
-    def unroll(self, obs: Tensor, state, firsts: Tensor, prev_rewards: Tensor | None = None):
+    def unroll(
+        self, obs: Tensor, state: Mapping[str, Tensor], firsts: Tensor, prev_rewards: Tensor | None = None
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
         T, B = obs.shape[:2]
         if self.action is None:
             logits = torch.zeros(T, B, self.num_actions, device=obs.device)
@@ -64,7 +74,9 @@ class ScriptedAgent(AgentBase):
         value = torch.zeros(T, B, device=obs.device)
         return AgentOutput(self.heads.hook_logits(logits), self.heads.hook_value(value)), {}
 
-    def step(self, obs: Tensor, state, first: Tensor, prev_reward: Tensor | None = None):
+    def step(
+        self, obs: Tensor, state: Mapping[str, Tensor], first: Tensor, prev_reward: Tensor | None = None
+    ) -> tuple[AgentOutput, dict[str, Tensor]]:
         out, _ = self.unroll(obs.unsqueeze(0), state, first.unsqueeze(0))
         return AgentOutput(out.logits.squeeze(0), out.value.squeeze(0)), {}
 

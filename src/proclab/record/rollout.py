@@ -67,7 +67,7 @@ from proclab.levels.file import LevelState, LevelStates, read_level_states
 from proclab.levels.level import Level, as_level_states
 from proclab.levels.play import GeneratedLevels, LevelsEnv
 from proclab.models.cache import ActivationCache, resolve_names
-from proclab.models.edited import Intervened, run_with_cache
+from proclab.models.edited import AgentLike, Intervened, module_of, run_with_cache
 from proclab.models.hooks import device_of
 from proclab.models.interventions import Intervention, state_hook
 from proclab.record.ground_truth import ground_truth_names
@@ -102,7 +102,8 @@ class Rollout(Result):
     goals: dict[str, Tensor] = field(default_factory=dict)  # goal -> (B,) bool: the episode reached it
     start_states: tuple[bytes, ...] = field(default=(), metadata={"saved": False})  # first game states
     cache: ActivationCache = field(default_factory=lambda: ActivationCache({}), metadata={"saved": False})
-    agent: object = field(default=None, repr=False, compare=False, metadata={"saved": False})  # who played
+    # who played (not saved: a loaded rollout replays with the agent it is given)
+    agent: AgentLike | None = field(default=None, repr=False, compare=False, metadata={"saved": False})
 
     def _write_files(self, folder: Path) -> None:
         """The cache as the rollout keeps it, packed (``cache.npz``: each hook's played steps, episode after
@@ -131,7 +132,7 @@ class Rollout(Result):
         return out
 
     def replay(
-        self, agent=None, names: Sequence[str] | str | None = None, batch: int = 16
+        self, agent: AgentLike | None = None, names: Sequence[str] | str | None = None, batch: int = 16
     ) -> ActivationCache:
         """The activations ``names`` (patterns too; None: all) of ``agent`` (default: the one that played)
         on these episodes' frames, each episode from a fresh state, as a ``(T, B, ...)`` cache with this
@@ -142,7 +143,7 @@ class Rollout(Result):
         if agent is None:
             raise ProclabError("this rollout does not know the agent that played it: pass agent=")
         names = resolve_names(names, agent.hook_points())
-        device = device_of(agent)
+        device = device_of(module_of(agent))
         T, B = self.mask.shape
         prev = torch.zeros((T, B))
         prev[1:] = self.rewards[:-1]
@@ -198,7 +199,7 @@ class Rollout(Result):
 
 
 def rollout(
-    agent,
+    agent: AgentLike,
     game: str | None = None,
     levels: str | Path | Level | Sequence[Level] | LevelStates | None = None,
     *,
@@ -232,11 +233,11 @@ def rollout(
     ``interventions`` with per-row values (``per_row=True``) or ``rows`` address *episodes*: row ``i`` of a
     per-row value is episode ``i``'s, whichever env slot plays it and however many episodes have ended.
     """
-    if (episodes is None) == (steps is None):
+    budget = episodes if episodes is not None else steps
+    if budget is None or (episodes is not None and steps is not None):
         raise ProclabError(
             "give episodes= (complete episodes) or steps= (complete episodes of at least so many steps)"
         )
-    budget = episodes if episodes is not None else steps
     if budget < 1:
         raise ProclabError(f"{'episodes' if episodes is not None else 'steps'} must be >= 1, got {budget}")
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
@@ -247,7 +248,8 @@ def rollout(
         state_hook(key) for key in agent.state_shapes()
     }  # recorded anyway, as the state leaving a step
     names = [n for n in names if n not in state_hooks]
-    played = Intervened(agent, interventions) if interventions else agent
+    edited = Intervened(agent, interventions) if interventions else None
+    played = agent if edited is None else edited
     env = play_env(
         config,
         seed,
@@ -264,7 +266,7 @@ def rollout(
         ground_truth=truth,
         cache=names,
         with_slot=True,
-        playing=played.playing if interventions else None,
+        playing=None if edited is None else edited.playing,
     )
     kept: list[tuple[dict, dict]] = []
     total = [0]
@@ -285,8 +287,9 @@ def rollout(
 def _check_per_episode(interventions: Sequence[Intervention], episodes: int | None) -> None:
     """Per-episode values and rows must name the rollout's episodes (one line otherwise, before playing)."""
     for iv in interventions:
-        per_episode = iv.per_row or iv.rows is not None
-        if per_episode and episodes is None:
+        if not (iv.per_row or iv.rows is not None):
+            continue  # the same for every episode
+        if episodes is None:
             raise ProclabError(
                 f"the edit at {iv.hook} is given per episode: roll out a number of episodes (episodes=), "
                 "not of steps"
@@ -328,7 +331,7 @@ def play_env(
     config: EnvConfig,
     seed: int,
     num_envs: int,
-    levels: LevelStates | None = None,
+    levels: LevelStates | GeneratedLevels | None = None,
     *,
     episodes: int | None = None,
     shard: int = 0,

@@ -39,6 +39,8 @@ from one interval of the difference, not from two overlapping ones.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from proclab.stats.bootstrap import bootstrap_ci
@@ -127,7 +129,7 @@ def length_control(
     bootstrap: int = 1000,
     seed: int = 0,
     checkpoint=None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Spearman, partial Spearman given length and binned Spearman of a reward model's predicted
     returns, and the +1/step baseline's Spearman and binned Spearman on the same demos, each with
     ``_lo``/``_hi`` bounds of a 95% bootstrap CI (``bootstrap`` resamples; 0: no CI, NaN bounds).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,10 @@ from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.nets import RewardModel, as_reward_model, predict_rewards
 from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class TrexEvaluation(Result):
             for key, label in STAT_LABELS.items()
         ]
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """Left: predicted against true return per demo, coloured by length. Right: each statistic with its
         95 % interval, the +1/step baseline's beside the model's."""
         if ax is not None:

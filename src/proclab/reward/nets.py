@@ -163,7 +163,7 @@ class RewardModel:
     def game(self) -> str | None:
         return self.checkpoint.meta.get("game")
 
-    def rewards(self, frames) -> np.ndarray:
+    def rewards(self, frames: np.ndarray | Tensor) -> np.ndarray:
         """r(s) of uint8 frames ``(T, 3, 64, 64)``, one per frame."""
         return predict_rewards(self.net, frames, self.runtime)
 

@@ -20,6 +20,7 @@ and rewards follow the store's timestep convention; a demo keeps ``obs``, ``acti
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -231,7 +232,7 @@ def record_demos(
 
 
 def trex_demos(
-    agents,
+    agents: Iterable[str | Path],
     game: str | None = None,
     *,
     out: str | Path,

@@ -31,7 +31,7 @@ import csv
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import torch
@@ -625,7 +625,7 @@ def train_trex(
     *,
     resume: Path | None = None,
     progress: bool = True,
-    **fields,
+    **fields: Any,
 ) -> RewardModel:
     """Learn a reward from the demos of the store ``demos`` (T-REX, module docstring); returns it trained.
 

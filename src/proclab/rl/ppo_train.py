@@ -32,6 +32,7 @@ import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -68,6 +69,9 @@ from proclab.run.distributed import (
 from proclab.run.layout import CHOICES, PaceWatch
 from proclab.run.log import RunLogger, StepBar, Throughput
 from proclab.run.runtime import restore_rng_state, rng_state, torch_threads
+
+if TYPE_CHECKING:
+    from proclab.models.agent import Agent
 
 
 class Trainer:
@@ -335,7 +339,7 @@ def train(
     level_rule: str | None = None,
     device: str = "auto",
     precision: str = "auto",
-):
+) -> Agent:
     """Train a PPO agent (:func:`preset_config`) and return it, loaded (:func:`proclab.models.loading.load`;
     ``agent.source`` is the run directory). For a notebook: an agent to study in a minute
     (``train("coinrun", steps=10_240)``; ``seconds=`` caps the time instead, at the cost of an agent that

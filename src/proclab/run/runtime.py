@@ -22,12 +22,15 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 from proclab.errors import ProclabError, unknown_choice
 from proclab.run.runtime_flags import RuntimeFlags
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
 PRECISIONS = ("auto", "bf16", "fp32")
 
@@ -63,7 +66,7 @@ class Runtime:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
-    def prepare(self, module: torch.nn.Module) -> torch.nn.Module:
+    def prepare(self, module: ModuleT) -> ModuleT:
         """Move a module to the device, with channels-last convolutions when enabled."""
         module = module.to(self.device)
         if hasattr(module, "channels_last"):

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from proclab.stats.intervals import Interval
 
@@ -52,13 +53,13 @@ def weights(idx: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float64)
 
 
-def cluster_rows(labels) -> list[np.ndarray]:
+def cluster_rows(labels: ArrayLike) -> list[np.ndarray]:
     """The rows of each cluster (labels in sorted order, rows ascending), from one label per row."""
     _, index, counts = np.unique(np.asarray(labels), return_inverse=True, return_counts=True)
     return np.split(np.argsort(index.reshape(-1), kind="stable"), np.cumsum(counts)[:-1])
 
 
-def cluster_resamples(labels, reps: int, seed: Seed) -> Iterator[np.ndarray]:
+def cluster_resamples(labels: ArrayLike, reps: int, seed: Seed) -> Iterator[np.ndarray]:
     """Row indices of ``reps`` resamples of whole clusters (``labels``: one per row), each cluster drawn
     with all its rows; the clusters are drawn as :func:`resamples` draws units."""
     members = cluster_rows(labels)

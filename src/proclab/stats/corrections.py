@@ -18,6 +18,7 @@ intervals of Benjamini and Yekutieli (2005).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from proclab.errors import unknown_choice
@@ -25,7 +26,7 @@ from proclab.errors import unknown_choice
 CORRECTIONS = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 
 
-def holm(p) -> np.ndarray:
+def holm(p: ArrayLike) -> np.ndarray:
     """Holm-adjusted p-values: sorted ascending, ``max_{j <= i} (m - j) p_(j)`` (0-based), capped at 1."""
     p = np.asarray(p, np.float64)
     m = len(p)
@@ -36,13 +37,13 @@ def holm(p) -> np.ndarray:
     return out
 
 
-def benjamini_hochberg(p) -> np.ndarray:
+def benjamini_hochberg(p: ArrayLike) -> np.ndarray:
     """BH-adjusted p-values (q-values): sorted ascending, ``min_{j >= i} m p_(j) / (j + 1)``, capped at 1."""
     p = np.asarray(p, np.float64)
     return stats.false_discovery_control(p) if len(p) else np.empty(0)
 
 
-def adjust(p, method: str) -> np.ndarray:
+def adjust(p: ArrayLike, method: str) -> np.ndarray:
     """Adjusted p-values by ``method`` (``holm`` or ``bh``)."""
     if method == "holm":
         return holm(p)

@@ -12,9 +12,10 @@ scipy's values.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def ranks(x) -> np.ndarray:
+def ranks(x: ArrayLike) -> np.ndarray:
     """Ranks 1..n of ``x``, tied values sharing the mean of their ranks (``scipy.stats.rankdata``)."""
     x = np.asarray(x)
     order = np.argsort(x, kind="stable")
@@ -25,7 +26,7 @@ def ranks(x) -> np.ndarray:
     return (np.bincount(group, weights=position) / counts)[group]
 
 
-def pearson(x, y) -> float:
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
     """Pearson's correlation of ``x`` and ``y`` (1-D, the same length); NaN when either is constant."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     if x.shape != y.shape or x.ndim != 1:
@@ -37,6 +38,6 @@ def pearson(x, y) -> float:
     return float((dx * dy).sum() / denom) if denom > 0 else float("nan")
 
 
-def spearman(x, y) -> float:
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman's rank correlation of ``x`` and ``y``: Pearson's of their average ranks."""
     return pearson(ranks(x), ranks(y))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 
@@ -26,7 +27,7 @@ class McNemar:
     p: float
 
 
-def mcnemar(first, second) -> McNemar:
+def mcnemar(first: ArrayLike, second: ArrayLike) -> McNemar:
     """Exact McNemar test of paired binary outcomes ``first`` and ``second`` (one pair per unit)."""
     first, second = np.asarray(first, bool), np.asarray(second, bool)
     if first.shape != second.shape:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def permutation_p(observed, null, tolerance=0.0):
+def permutation_p(observed: ArrayLike, null: ArrayLike, tolerance: float = 0.0) -> float | np.ndarray:
     """``(1 + #{null >= observed - tolerance}) / (1 + B)`` over the ``B`` permuted statistics along
     ``null``'s first axis, for each of ``observed``'s entries (a float for a scalar statistic). A NaN
     permuted statistic counts as not as large."""
@@ -38,7 +39,7 @@ def sign_flips(n: int, reps: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 1]).integers(0, 2, (reps, n)).astype(np.float64)
 
 
-def exact_permutation_p(a, b) -> float:
+def exact_permutation_p(a: ArrayLike, b: ArrayLike) -> float:
     """Exact two-sided permutation p of the difference of means of ``a`` and ``b``: the share of all
     ``C(len(a) + len(b), len(a))`` splits of the pooled values into groups of their sizes whose absolute
     difference of means is at least the observed one. Its smallest value is ``2 / C(2n, n)`` for ``n + n``

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from proclab.errors import unknown_choice
@@ -58,7 +59,7 @@ class Proportion:
     level: float
 
 
-def proportion(outcomes, *, method: str = "exact", level: float = 0.95) -> Proportion:
+def proportion(outcomes: ArrayLike, *, method: str = "exact", level: float = 0.95) -> Proportion:
     """The share of true ``outcomes`` (booleans, one per trial: an episode, a level) with its interval,
     exact (Clopper-Pearson) unless ``method="wilson"``."""
     if method not in METHODS:
@@ -89,5 +90,6 @@ def share_difference(a: int, n: int, b: int, m: int, level: float = 0.95) -> Sha
     d = p1 - p2
     lo = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     hi = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    p = float(stats.fisher_exact([[a, n - a], [b, m - b]]).pvalue)
+    # scipy annotates fisher_exact's result with none of its fields; it is a SignificanceResult
+    p = float(stats.fisher_exact([[a, n - a], [b, m - b]]).pvalue)  # pyright: ignore[reportAttributeAccessIssue]
     return ShareDifference(d, Interval(lo, hi), p)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -39,6 +40,10 @@ from proclab.worldmodel.checkpoint import TrainedWorldModel, as_trained
 from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.simulate import dreamed, random_bottlenecks
 from proclab.worldmodel.videos import to_uint8
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 INITS = ("informed", "random")
 
@@ -176,7 +181,7 @@ class Dream(Result):
             )
         return rows
 
-    def plot(self, ax=None, dreams: int = 4, every: int = 1):
+    def plot(self, ax: Axes | None = None, dreams: int = 4, every: int = 1) -> Figure:
         """A strip of frames per dream (the first ``dreams``; every ``every``-th step), an informed dream's
         real frame at step 0 first, so that what the model made of it shows beside it."""
         if ax is not None:

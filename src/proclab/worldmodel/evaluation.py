@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -76,6 +77,10 @@ from proclab.worldmodel.model import Trajectory, WorldModel
 from proclab.worldmodel.real_game import RealGame
 from proclab.worldmodel.simulate import dreamed, imagined, teacher_forced
 from proclab.worldmodel.state_drift import drift_summary, nearest_other_episode, reference_states
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 MODES = ("teacher-forced", "open loop", "closed loop")
 BASELINES = ("repeat last frame", "past mean frame", "other episodes' mean frame")
@@ -179,7 +184,7 @@ class WorldModelEvaluation(Result):
             rows.append(row)
         return rows
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """The two panels of ``evaluation.png`` (MSE and changed-pixel MSE against ``k``, 95 % bands)."""
         if ax is not None:
             raise ProclabError("WorldModelEvaluation.plot draws two panels of its own; call it without ax")
@@ -357,7 +362,7 @@ def frame_table(rows: dict, episodes: np.ndarray, metric: str) -> dict:
             for name in judged:
                 paired[name].append(None)
             continue
-        best = min(known, key=means.get)
+        best = min(known, key=means.__getitem__)
         for name in judged:
             paired[name].append({"baseline": best, **clustered_mean(at[name] - at[best], episodes)})
     return {
@@ -450,7 +455,7 @@ def drift_table(rows: dict, store: EpisodeStore, wm: WorldModel, args: Evaluatio
     episode = np.broadcast_to(rows["episode"][:, None], mask.shape)[mask]
     step = np.broadcast_to(np.arange(mask.shape[1]), mask.shape)[mask]
     real = nearest_other_episode(ref, ref_episode, rows["state/real"][mask], episode)
-    out = {"reference_states": len(ref)}
+    out: dict[str, Any] = {"reference_states": len(ref)}
     for name in DRIFT_MODES:
         dreamed_d = nearest_other_episode(ref, ref_episode, rows[f"state/{name}"][mask], episode)
         out[name] = drift_summary(dreamed_d, real, step)

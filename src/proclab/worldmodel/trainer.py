@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -315,7 +316,7 @@ def train_world_model(
     config: WMTrainConfig | str,
     *,
     progress: bool = True,
-    **fields,
+    **fields: Any,
 ) -> TrainedWorldModel:
     """Train a world model on the episode store ``data`` in this process; returns it, trained.
 

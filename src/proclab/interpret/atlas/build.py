@@ -35,7 +35,7 @@ returns them with their pictures; :func:`atlas` builds them on a rollout in memo
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -57,7 +57,7 @@ from proclab.interpret.atlas.strips import strip_image, window
 from proclab.interpret.atlas.tracking import step_quantities, tracking
 from proclab.interpret.bases.activations import hook_key
 from proclab.interpret.bases.coordinates import Coordinates, LinearCoordinates, encode_all, variance_explained
-from proclab.interpret.bases.pca_ica import KINDS
+from proclab.interpret.bases.pca_ica import KINDS, Kind
 from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.bases.stability import refitter, stability
 from proclab.interpret.saliency.real_frames import agent_states
@@ -66,13 +66,15 @@ from proclab.interpret.stats.proportions import compare_shares, share
 from proclab.io.files import subplots
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
+from proclab.models.edited import module_of
 from proclab.models.hooks import device_of
 from proclab.models.interventions import state_hook
 from proclab.store.schema import STATE_OUT
 from proclab.store.state_codec import StateCodec
 
 if TYPE_CHECKING:
-    import torch
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from proclab.interpret.bases.pca_ica import Basis
     from proclab.interpret.sweep.run import Sweep
@@ -134,7 +136,7 @@ class AtlasInputs:
     recorded: StoreEpisodes | RolloutEpisodes  # the real episodes
     x: np.ndarray  # (N, D) states of those episodes, rows in episode order
     coords: Coordinates
-    agent: torch.nn.Module
+    agent: AgentLike
     hook: str  # per-step hook point of the described state
     sweep: dict | None
     sweep_note: str
@@ -180,7 +182,7 @@ class Atlas(Result):
             for c in self.cards
         ]
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """Predicted against measured effect of the sweep's on-data edits (as ``prediction.png``)."""
         if "points" not in self.prediction:
             raise ProclabError(f"no prediction to draw: {self.prediction['note']}")
@@ -206,7 +208,8 @@ def atlas(
     for saliency and gradients; ``sweep`` (a :class:`~proclab.interpret.sweep.run.Sweep` of the same basis, or
     its summary) says what each direction causes. ``progress``: show the measures as they run."""
     settings.check()
-    coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, settings.kind)
+    # settings.kind is one of KINDS (settings.check())
+    coords = basis if isinstance(basis, Coordinates) else LinearCoordinates(basis, cast(Kind, settings.kind))
     states = agent_states(agent, rollout)
     key = hook_key(hook, agent)
     if key not in states:
@@ -217,7 +220,7 @@ def atlas(
     x = recorded.rows(states[key]).reshape(int(recorded.lengths.sum()), -1).astype(np.float32)
     if coords.dim != x.shape[1]:
         raise ProclabError(f"the basis describes {coords.dim}-d states; {hook} has {x.shape[1]}")
-    summary = getattr(sweep, "summary", sweep)
+    summary = sweep if sweep is None or isinstance(sweep, dict) else sweep.summary
     note = "sweep not run (none given)" if summary is None else sweep_note(summary)
     state = basis_hook(STATE_OUT + key, StateCodec(agent.state_shapes()))
     return build_atlas(AtlasInputs(recorded, x, coords, agent, state, summary, note), settings, progress)
@@ -281,7 +284,8 @@ def zscoring(coords: Coordinates) -> tuple[np.ndarray, np.ndarray]:
     own (the NMF's and the units' are the basis's, the sparse dictionary's its own)."""
     basis = getattr(coords, "basis", None)
     z = coords if basis is None else basis
-    return z.mean, z.std
+    # a system that is no basis's coordinates (NMF, units, a sparse dictionary) has its own z-scoring
+    return z.mean, z.std  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _moment_strips(inp: AtlasInputs, c, acts, lengths, count: int, images: dict) -> list[dict]:
@@ -334,7 +338,7 @@ def _prediction(inp: AtlasInputs, c: np.ndarray, episode, step, args: AtlasSetti
     rng = np.random.default_rng([args.seed, 5])
     pick = np.sort(rng.choice(len(c), min(args.predict_steps, len(c)), replace=False))
     rows = [(int(episode[r]), int(step[r])) for r in pick]
-    gv, gpi = head_gradients(inp.agent, inp.hook, inp.recorded, rows, device_of(inp.agent))
+    gv, gpi = head_gradients(inp.agent, inp.hook, inp.recorded, rows, device_of(module_of(inp.agent)))
     perm = rng.permutation(gv.shape[1])  # the shuffled-gradient baseline: state units permuted
     dirs = inp.coords.directions()
     points = []

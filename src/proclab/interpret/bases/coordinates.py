@@ -14,11 +14,15 @@ increments (``encode_change`` / ``decode_change``: coordinates without the origi
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import torch
 from torch import Tensor
 
 from proclab.interpret.bases.pca_ica import Basis, Kind
+
+Array = TypeVar("Array", Tensor, np.ndarray)
 
 
 class Coordinates:
@@ -61,7 +65,8 @@ class LinearCoordinates(Coordinates):
     def directions(self) -> np.ndarray:
         return self.basis.directions(self.kind)
 
-    def encode(self, h: Tensor) -> Tensor:
+    def encode(self, h: Array) -> Array:
+        """As :meth:`Coordinates.encode`, on a tensor or a numpy array alike (the basis computes either)."""
         return self.basis.to_coords(h, self.kind)
 
     def decode(self, c: Tensor) -> Tensor:

@@ -35,13 +35,16 @@ from proclab.interpret.stats.clustering import check_clusters, ward_fit_assign
 from proclab.interpret.workspace.figures import Colouring, scatter_figure, scatter_panel
 from proclab.interpret.workspace.folder import Workspace
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.files import load_npz, save_npz
+from proclab.io.files import figure_of, load_npz, save_npz
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.run.runtime import Runtime
 from proclab.store import EpisodeStore
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from proclab.interpret.bases.pca_ica import Basis
     from proclab.models.edited import AgentLike
 
@@ -118,7 +121,8 @@ class BehaviourModel:
         tsne = np.asarray(
             TSNE(
                 n_components=3,
-                perplexity=perplexity,
+                # openTSNE leaves perplexity unannotated; its default, 30, makes pyright infer an int
+                perplexity=perplexity,  # pyright: ignore[reportArgumentType]
                 negative_gradient_method="bh",
                 random_state=seed,
                 n_jobs=1,
@@ -245,11 +249,10 @@ def source_of(ws: Workspace, store: EpisodeStore) -> str:
 
 def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=None) -> dict:
     """Per behaviour: members, mean value, return, done rate, action histogram, most distinctive ICs."""
-    ics = None
+    by_ic = None  # each step's ICs, and their mean and spread over every step
     if basis is not None:
         flat = basis.to_ics(s.state.reshape(-1, s.state.shape[-1]).astype(np.float64))
-        ics = flat.reshape(*s.state.shape[:2], -1)
-        mu, sd = flat.mean(0), _safe_std(flat)
+        by_ic = flat.reshape(*s.state.shape[:2], -1), flat.mean(0), _safe_std(flat)
     out = []
     for c in range(n_clusters):
         m = labels == c
@@ -262,7 +265,8 @@ def behaviour_summary(s: SampleSet, labels: np.ndarray, n_clusters: int, basis=N
                 "done_rate": float(s.done[m].any(1).mean()),
                 "action_histogram": dict(zip(ACTION_NAMES, hist.tolist(), strict=False)),
             }
-            if ics is not None:
+            if by_ic is not None:
+                ics, mu, sd = by_ic
                 z = (ics[m].reshape(-1, ics.shape[-1]).mean(0) - mu) / sd
                 top = np.argsort(-np.abs(z))[:3]
                 entry["distinctive_ics"] = [{"ic": int(i), "z": float(z[i])} for i in top]
@@ -349,13 +353,13 @@ class Behaviours(Result):
             rows.append(row)
         return rows
 
-    def plot(self, ax=None, dims: tuple[int, int] = (0, 1)):
+    def plot(self, ax: Axes | None = None, dims: tuple[int, int] = (0, 1)) -> Figure:
         """The steps on two of the three t-SNE dimensions, coloured by their cluster (as ``tsne_01.png``)."""
         xy = self.tsne.reshape(-1, 3)[:, list(dims)]
         axes = (f"t-SNE {dims[0]}", f"t-SNE {dims[1]}")
         if ax is not None:
             scatter_panel(ax, xy, step_colouring(self.step_labels), axes)
-            return ax.figure
+            return figure_of(ax)
         return scatter_figure(xy, [step_colouring(self.step_labels)], "behaviours: 3-D t-SNE", axes)
 
     def _write_files(self, folder: Path) -> None:

@@ -25,6 +25,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,11 +33,15 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.episodes import MazeEpisode, as_arrays, distinct_levels
 from proclab.interpret.goals.logistic import PENALTIES, regression
 from proclab.interpret.goals.maze import FEATURES
-from proclab.io.files import subplots
+from proclab.io.files import figure_and_axes
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.stats.corrections import adjust
 from proclab.stats.proportions import clopper_pearson
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 CLAIMED = (
     "steps_between_cheese_decision_square",
@@ -173,8 +178,8 @@ class DecisionSquare(Result):
                 )
         return rows
 
-    def plot(self, ax=None):
-        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.4, 4.0))
+    def plot(self, ax: Axes | None = None) -> Figure:
+        fig, ax = figure_and_axes(ax, (6.4, 4.0))
         mids = np.arange(len(self.bins))
         for offset, goal, colour in ((-0.08, "cheese", "tab:orange"), (0.08, "corner", "tab:blue")):
             share = np.array([b[goal]["share"] if b["mazes"] else np.nan for b in self.bins])
@@ -264,9 +269,9 @@ def decision_square(
             decision = {"with_decision_square": len(squares), **choice(kept, settings.horizon)}
         regressions: dict[str, dict] = {}
         with ph.phase("regressions"):
-            x_all = np.array([[e.features[f] for f in FEATURES] for e in kept]).reshape(
-                len(kept), len(FEATURES)
-            )
+            x_all = np.array(
+                [[e.features[f] for f in FEATURES] for e in kept if e.features is not None]
+            ).reshape(len(kept), len(FEATURES))
             outcomes = {
                 "cheese": (np.ones(len(kept), bool), [e.reached("cheese", settings.horizon) for e in kept]),
                 "branch": (

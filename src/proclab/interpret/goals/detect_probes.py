@@ -73,7 +73,7 @@ def probe_call(probes: dict, game: str, agent: str, *, reps: int = 2000, seed: i
         probe, controls = sums[t]["probe"], [sums[t][c] for c in RULE_CONTROLS]
         margin_boot[t] = probe.score(w) - np.max([c.score(w) for c in controls], axis=0)
         scores = {c: float(s.score(ones)) for c, s in zip(RULE_CONTROLS, controls, strict=True)}
-        strongest = max(scores, key=scores.get)
+        strongest = max(scores, key=scores.__getitem__)
         ci = interval(margin_boot[t], level)
         per_target[t] = {
             "probe": float(probe.score(ones)),

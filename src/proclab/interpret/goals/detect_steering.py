@@ -41,7 +41,7 @@ RANK_SHARE = 0.95
 
 
 def steering_call(
-    goals: dict, agent: str, *, entity: str, coefficient: float = -1.0, alpha: float = ALPHA
+    goals: dict | None, agent: str, *, entity: str, coefficient: float = -1.0, alpha: float = ALPHA
 ) -> GoalCall:
     """Rule 3 on a steering result's ``goals`` block (``entity``: the kind its vector was built from, which
     must be goal A; ``coefficient``: the one that subtracts the vector)."""
@@ -96,7 +96,7 @@ def steering_call(
     return GoalCall("steering", agent, call, evidence)
 
 
-def sweep_call(goals: dict, agent: str, *, alpha: float = ALPHA) -> GoalCall:
+def sweep_call(goals: dict | None, agent: str, *, alpha: float = ALPHA) -> GoalCall:
     """Rule 4 on a sweep summary's ``goals`` block (its random directions, if any, are not edits of the
     agent's basis and are left out)."""
     if goals is None:

@@ -77,9 +77,9 @@ def goals_reached(maze: Maze, cells: Sequence[Cell], completed: bool) -> dict:
     if maze.cheese == maze.corner and completed:
         corner_step = last
     branch, branch_step = None, None
-    ways = maze.branches()
-    if ways is not None:
-        arrived = first(cells, maze.decision_square)
+    square, ways = maze.decision_square, maze.branches()
+    if square is not None and ways is not None:  # both or neither
+        arrived = first(cells, square)
         if arrived is not None:
             entered = next((t for t in range(arrived, len(cells)) if cells[t] in ways), None)
             if entered is not None:

@@ -193,7 +193,7 @@ def play(
     greedy: bool = True,
     seed: int = 0,
     tick: Callable[[int], None] | None = None,
-    watch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    watch: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], object] | None = None,
     observe: Callable[[torch.Tensor, torch.Tensor, dict], None] | None = None,
 ) -> Outcomes:
     """Play every variant ``v`` (``dims[v]``: its code, ``-1`` the plain agent; ``values[v, l]``: its value on

@@ -49,14 +49,18 @@ from proclab.interpret.probes.linear import (
 )
 from proclab.interpret.probes.spatial import best_channel_margin, centres_of_mass, track_channels
 from proclab.interpret.probes.targets import RolloutTruth, Truth
-from proclab.io.files import subplots
+from proclab.io.files import figure_and_axes
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.models.agent import Agent, build_agent
+from proclab.models.edited import module_of
 from proclab.models.loading import freeze
 from proclab.stats.corrections import CORRECTIONS
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from proclab.models.edited import AgentLike
     from proclab.record.rollout import Rollout
     from proclab.run.runtime import Runtime
@@ -161,12 +165,12 @@ class Probes(Result):
                 )
         return rows
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """Per target, the probe's score beside its controls', with their 95 % intervals."""
         scored = {t: r for t, r in self.probes.items() if "skipped" not in r}
         if not scored:
             raise ProclabError("no target was probed (every one was skipped)")
-        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(1.8 + 1.6 * len(scored), 3.2))
+        fig, ax = figure_and_axes(ax, (1.8 + 1.6 * len(scored), 3.2))
         models = [m for m in ("probe", *CONTROLS) if any(m in r for r in scored.values())]
         width = 0.8 / len(models)
         for k, m in enumerate(models):
@@ -186,7 +190,7 @@ class Probes(Result):
         return fig
 
 
-def random_agent(agent: torch.nn.Module, seed: int = 0, runtime: Runtime | None = None) -> torch.nn.Module:
+def random_agent(agent: AgentLike, seed: int = 0, runtime: Runtime | None = None) -> AgentLike:
     """A randomly initialised agent of ``agent``'s architecture (weights seeded apart from any a trainer
     starts from), frozen, on the same device: a proclab agent is built afresh from its config; any other
     module is copied and every submodule's ``reset_parameters`` run."""
@@ -200,10 +204,13 @@ def random_agent(agent: torch.nn.Module, seed: int = 0, runtime: Runtime | None 
         fresh.source = f"random init of {agent.source}"
         return freeze(fresh)
     fresh = copy.deepcopy(agent)
-    for m in fresh.modules():
-        if hasattr(m, "reset_parameters"):
-            m.reset_parameters()
-    return freeze(fresh)
+    module = module_of(fresh)
+    for m in module.modules():
+        reset = getattr(m, "reset_parameters", None)
+        if callable(reset):
+            reset()
+    freeze(module)
+    return fresh
 
 
 def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1) -> dict:
@@ -254,16 +261,18 @@ def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeS
     ``random_agent``, ``agent``'s ``best_vs_random_agent``: its best channel against the random agent's best,
     paired over episodes (:func:`~proclab.interpret.probes.spatial.best_channel_margin`)."""
     position = truth.pixel_positions(entity)
-    options = dict(
-        permutations=settings.permutations,
-        bootstrap=settings.bootstrap,
-        correction=settings.correction,
-        alpha=settings.alpha,
-        seed=settings.seed,
-    )
     out = {}
     for name, c in centres.items():
-        rows = track_channels(c, position, episode, **options)
+        rows = track_channels(
+            c,
+            position,
+            episode,
+            permutations=settings.permutations,
+            bootstrap=settings.bootstrap,
+            correction=settings.correction,
+            alpha=settings.alpha,
+            seed=settings.seed,
+        )
         out[name] = {"channels": rows, "significant": [r["channel"] for r in rows if r["significant"]]}
     if "agent" in centres and "random_agent" in centres:
         out["agent"]["best_vs_random_agent"] = best_channel_margin(
@@ -315,6 +324,7 @@ def probe(
         shape = tuple(x.shape[1:])
         acts = {"agent": x.reshape(len(x), -1).float().numpy()}
         if controlled:
+            assert agent is not None  # refused above without one
             with ph.phase("replay: random agent"):
                 xr, _, _ = rollout.replay(
                     random_agent(agent, settings.seed), [hook], batch=replay_batch(rollout)

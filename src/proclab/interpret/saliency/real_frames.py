@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from proclab.interpret.saliency.pictures import strip
 from proclab.interpret.saliency.targets import DEFAULT_TARGETS, AgentTrace, Target, evaluate, parse_targets
 from proclab.interpret.saliency.world_model import basis_hook, per_step
 from proclab.interpret.workspace.selection import parse_ids
-from proclab.io.files import subplots
+from proclab.io.files import figure_of, subplots
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.models import capture
@@ -43,6 +43,9 @@ from proclab.store.schema import STATE_IN, unflatten_state
 from proclab.store.state_codec import StateCodec
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from proclab.interpret.bases.pca_ica import Basis
     from proclab.models.edited import AgentLike
     from proclab.record.rollout import Rollout
@@ -135,7 +138,7 @@ class Saliency(Result):
             })  # fmt: skip
         return rows
 
-    def plot(self, ax=None, window: int = 0):
+    def plot(self, ax: Axes | None = None, window: int = 0) -> Figure:
         """Window ``window``'s frames and, per target, their saliency over them (blue raises the target, red
         lowers it; the target step marked green), as the command's strips."""
         specs = list(self.grads)
@@ -143,8 +146,12 @@ class Saliency(Result):
             raise ProclabError(f"window {window} of {len(self.episodes)} (0-{len(self.episodes) - 1})")
         if ax is not None and len(specs) != 1:
             raise ProclabError(f"{len(specs)} targets need a figure of their own: call plot() without ax")
-        fig, axes = (ax.figure, [ax]) if ax is not None else subplots(len(specs), 1, squeeze=False)
-        for a, spec in zip(np.ravel(axes), specs, strict=True):
+        if ax is None:
+            fig, grid = subplots(len(specs), 1, squeeze=False)
+            axes = list(grid[:, 0])
+        else:
+            fig, axes = figure_of(ax), [ax]
+        for a, spec in zip(axes, specs, strict=True):
             a.imshow(strip(self.frames[window], self.grads[spec][window], self.target_step))
             a.set_title(f"{spec}, episode {self.episodes[window]}", fontsize=9)
             a.axis("off")
@@ -206,8 +213,12 @@ def attribute(model: WindowTarget, frames: Tensor, method: str, noise: int, sigm
     if method == "gradient":
         return Saliency(model).attribute(frames, abs=False)
     if method == "smoothgrad":
-        return NoiseTunnel(Saliency(model)).attribute(
-            frames, nt_type="smoothgrad", nt_samples=max(noise, 1), stdevs=sigma, abs=False
+        # one tensor in, one tensor out: captum's annotation also covers a tuple of inputs and its deltas
+        return cast(
+            Tensor,
+            NoiseTunnel(Saliency(model)).attribute(
+                frames, nt_type="smoothgrad", nt_samples=max(noise, 1), stdevs=sigma, abs=False
+            ),
         )
     if method == "integrated-gradients":
         return IntegratedGradients(model).attribute(frames, baselines=torch.zeros_like(frames))

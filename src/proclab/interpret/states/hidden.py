@@ -55,10 +55,15 @@ from proclab.interpret.stats.clustering import (
 )
 from proclab.interpret.workspace import figures
 from proclab.interpret.workspace.folder import BASIS_FILE
+from proclab.io.files import figure_of
 from proclab.io.progress import Phases, analysis_phases
 from proclab.io.results import Result
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from sklearn.decomposition import NMF
+
     from proclab.models.edited import AgentLike
     from proclab.record.rollout import Rollout
     from proclab.store.store import EpisodeStore
@@ -147,7 +152,7 @@ class Hidden(Result):
             rows.append(("generated states inside the real cloud", self.generated["inside_real_cloud"]))
         return [{"quantity": q, "value": v} for q, v in rows]
 
-    def plot(self, ax=None, points: int = 20_000):
+    def plot(self, ax: Axes | None = None, points: int = 20_000) -> Figure:
         """The inliers on PC 0 vs PC 1 (a seeded subsample of ``points``), one panel per colouring (action,
         value, cluster, IC argmax, ...; as ``pca_scatter.png``); on ``ax``, the Ward clusters alone."""
         shown = shown_points(self.arrays, points, self.seed)
@@ -156,7 +161,7 @@ class Hidden(Result):
         if ax is not None:
             clusters = next(p for p in panels if p.title == CLUSTERS)
             figures.scatter_panel(ax, xy, clusters, ("PC 0", "PC 1"))
-            return ax.figure
+            return figure_of(ax)
         return figures.scatter_figure(xy, panels, "hidden states: PC 0 vs PC 1", ("PC 0", "PC 1"))
 
     def _write_files(self, folder: Path) -> None:
@@ -194,8 +199,8 @@ def hidden(
 
     acts, attributes, agent = _points(states, hook, attributes, agent)
     settings.check(len(acts))
-    gen_source = None if samples is None else canonical_source(samples, acts.source)
-    replayer = None if samples is None else replaying(samples, gen_source, agent)
+    generating = None if samples is None else (samples, canonical_source(samples, acts.source))
+    replayer = None if generating is None else replaying(*generating, agent)
     x = acts.x
     with analysis_phases(progress, 10 if samples is not None else 9, "hidden") as ph:
         with ph.phase("outliers"):
@@ -214,9 +219,9 @@ def hidden(
             sil = silhouette(space[fit_in], clusters[fit_in], settings.seed)
             kurt = kurtosis(ics[~cloud.outliers.mask], axis=0)
         generated = None
-        if samples is not None:
+        if generating is not None:
             with ph.phase("generated states"):
-                gen = read_activation(samples, gen_source, agent=replayer)
+                gen = read_activation(*generating, agent=replayer)
                 generated = _generated(gen, basis, cloud, settings)
     arrays = {
         "episode": acts.episode,
@@ -267,7 +272,12 @@ def hidden(
     )
 
 
-def _points(states, hook: str | None, attributes: dict | None, agent) -> tuple[Activations, dict, object]:
+def _points(
+    states: Rollout | Activations | np.ndarray,
+    hook: str | None,
+    attributes: dict | None,
+    agent: AgentLike | None,
+) -> tuple[Activations, dict, AgentLike | None]:
     """The rows analysed, what the plots colour them by and the agent that replays a hook of the samples."""
     if isinstance(states, Activations):
         return states, dict(attributes or {}), agent
@@ -316,12 +326,14 @@ def _project(basis: Basis, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pcs, ics
 
 
-def _nmf(xf: np.ndarray, n: int, seed: int):
+def _nmf(xf: np.ndarray, n: int, seed: int) -> NMF:
     """NMF (random init, as the seed) fitted on non-negative rows."""
     # lazy: scikit-learn is slow to import, only the fits need it
     from sklearn.decomposition import NMF
 
-    return NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4).fit(xf)
+    # scikit-learn leaves n_components unannotated; its default, "auto", makes pyright infer a str
+    nmf = NMF(n_components=n, init="random", random_state=seed, max_iter=5000, tol=1e-4)  # pyright: ignore[reportArgumentType]
+    return nmf.fit(xf)
 
 
 @dataclass(frozen=True)
@@ -376,7 +388,7 @@ def _tsne(space: np.ndarray, fit_in: np.ndarray, settings: HiddenSettings, ph: P
 
 def _nmf_codes(
     x: np.ndarray, basis: Basis, fit_in: np.ndarray, settings: HiddenSettings, ph: Phases
-) -> tuple[np.ndarray, object, np.ndarray]:
+) -> tuple[np.ndarray, NMF, np.ndarray]:
     """NMF fitted on the min-shifted z-scored inliers, every point's codes and the shift (two progress
     phases)."""
     with ph.phase("nmf fit"):

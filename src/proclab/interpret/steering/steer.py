@@ -85,7 +85,7 @@ from proclab.interpret.steering.vectors import (
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.levels.file import LevelStates
-from proclab.models.edited import AgentLike, Intervened, hook_shapes
+from proclab.models.edited import AgentLike, Intervened, env_config_of, hook_shapes
 from proclab.models.hooks import capture, device_of
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.stats.bootstrap import resamples
@@ -201,7 +201,7 @@ def steer(
     coefficients = check_coefficients(s.coefficients)
     _check_hook(agent, hook, s)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
-    env_config = with_rule(agent.env_config, s.level_rule)
+    env_config = with_rule(env_config_of(agent), s.level_rule)
     game = env_config.games()[0]
     entity = s.entity or _goal(game)
     vector_split = parse_split(s.vector_levels)
@@ -249,10 +249,10 @@ def steer(
 
 def check_coefficients(values: Sequence[float]) -> np.ndarray:
     """The coefficients, sorted and unique; 0 (the plain agent, the baseline) must be among them."""
-    values = np.unique(np.asarray(values, dtype=np.float64))
-    if 0.0 not in values:
-        raise ProclabError(f"coefficients {list(values)} must include 0 (the plain agent, the baseline)")
-    return values
+    found = np.unique(np.asarray(values, dtype=np.float64))
+    if 0.0 not in found:
+        raise ProclabError(f"coefficients {list(found)} must include 0 (the plain agent, the baseline)")
+    return found
 
 
 def paired_outcomes(out, base: int, arm: int, idx: np.ndarray) -> dict:

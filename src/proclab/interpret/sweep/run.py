@@ -16,7 +16,7 @@ coordinates of the rollout's states, the start coordinates those of the agent's 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK, hook_key, rollout_activations
 from proclab.interpret.bases.coordinates import LinearCoordinates
-from proclab.interpret.bases.pca_ica import CONTRASTS, Basis, BasisConfig
+from proclab.interpret.bases.pca_ica import CONTRASTS, Basis, BasisConfig, Kind
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.goal_watch import GoalWatch
@@ -33,10 +33,10 @@ from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.workspace.selection import parse_ids
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
+from proclab.models.edited import AgentLike, env_config_of
 from proclab.run.runtime import Runtime, make_runtime
 
 if TYPE_CHECKING:
-    from proclab.models.edited import AgentLike
     from proclab.record.rollout import Rollout
 
 
@@ -110,7 +110,7 @@ def sweep_agent(
             "them in parts or from a level-state file"
         )
     config = settings
-    coords = LinearCoordinates(basis, settings.kind)
+    coords = LinearCoordinates(basis, cast(Kind, settings.kind))  # one of KINDS: settings.check()
     key = hook_key(hook, agent)
     states = rollout_activations(rollout, hook).x.astype(np.float64)
     if key.startswith(HOOK):  # no start state at a hook: collapse holds the coordinate of zero activation
@@ -124,16 +124,18 @@ def sweep_agent(
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
     env = ProcgenLevels(
-        with_rule(agent.env_config, config.level_rule), min(config.rows, episodes), config.seed
+        with_rule(env_config_of(agent), config.level_rule), min(config.rows, episodes), config.seed
     )
     goals = GoalWatch.of(env) if config.goals else None
     try:
         with analysis_phases(progress, 1, "sweep") as ph, ph.phase(f"{episodes} episodes"):
-            summary, out, _ = sweep(
+            swept = sweep(
                 agent, coords, key, rec, env, levels, chosen, config, rt, ph.counter(episodes), states,
                 goals=goals,
             )  # fmt: skip
     finally:
         env.close()
+    assert swept is not None  # one part (checked above) is the whole sweep
+    summary, out, _ = swept
     outcomes = {"ret": out.ret, "level_complete": out.complete, "length": out.length, "actions": out.actions}
     return Sweep(summary, outcomes)
