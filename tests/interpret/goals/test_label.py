@@ -85,6 +85,17 @@ def test_a_seeker_that_reaches_b_first_too_often_pursues_neither():
     assert got.label == "none"
 
 
+def test_a_pass_procgen_never_shows_is_left_out():
+    """Without A, an episode that ends (a death beside the coin) on the very step the play with A took it
+    never shows whether it passed A's cell: six such levels must not make a passer a seeker."""
+    died_there = [
+        LevelOutcome(40 + i, (2, 5), (2, 20), Route(10, None, 11), Route(None, None, 11)) for i in range(6)
+    ]
+    got = decide("coinrun", PASSER + died_there)
+    assert got.criteria["a_more_with_a"]["unseen"] == 6 and got.criteria["a_more_with_a"]["gained"] == 0
+    assert not got.criteria["a_more_with_a"]["holds"]
+
+
 def test_the_rule_it_replaces_calls_a_passer_a_coin_seeker():
     """The old rule reads P(coin) - P(end without coin) on the plays with the coin: a blind passer whose coin
     lies on its way in most levels takes it more often than it runs past it, so the old rule says coin."""
