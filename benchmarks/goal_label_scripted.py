@@ -21,6 +21,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 from proclab.interpret.goals.label import (
     LEVELS,
     LabelSettings,
@@ -71,11 +73,13 @@ def row(policy: str, expected: str, label) -> dict:
             c["a_more_with_a"]["gained"],
             c["a_more_with_a"]["p_mcnemar_one_sided"],
         ],
+        "unseen": c["a_more_with_a"]["unseen"],
         "p_b_first_present": c["route_unchanged"]["b_first_present"],
         "b_first_upper": c["b_first_seldom"]["upper_bound"],
         "p_b_first_absent": c["route_unchanged"]["b_first_absent"],
         "tost_b_first": c["route_unchanged"]["b_first"],
         "tost_a_cell": c["route_unchanged"]["a_cell"],
+        "p_b_present": float(np.mean([o.present.reached_b for o in label.outcomes])),
         "p_b_absent": c["b_mostly"]["share"],
         "b_absent_lower": c["b_mostly"]["lower_bound"],
         "previous": label.previous,
