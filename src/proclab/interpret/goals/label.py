@@ -19,15 +19,15 @@ read from the completion. With A absent, the cell is passed and the episode goes
 and the level is left out of the comparisons of A's cell (:attr:`LevelOutcome.passing_seen`).
 
 **The rule** (A: CoinRun's coin, Maze's cheese; B: CoinRun's end, Maze's top-right corner; ``alpha``
-0.05 throughout; every test exact where the outcome is binary and paired by level):
+0.05 throughout; the shares and the McNemar test exact, the equivalence two one-sided t-tests over levels):
 
 * *pursues A* when (1) it touches A's cell with A present more often than it passes through that cell with
   A absent: exact McNemar test, one-sided, p <= ``alpha``; and (2) it seldom reaches B before A with A
   present: the exact one-sided upper bound of that share is below ``b_first_most``.
 * *pursues B* when (3) removing A leaves where it goes first unchanged: P(B before A's cell) with A present
   and with A absent are equivalent within ``margin`` (two one-sided tests, paired by level), and it touches
-  A's cell with A present no more than ``margin`` more often than it passes it with A absent (the upper
-  bound of the same paired interval); and (4) with A absent it reaches B in most levels: the exact one-sided
+  A's cell with A present no more than ``margin`` more often than it passes it with A absent (the upper end
+  of that difference's paired 90 % interval); and (4) with A absent it reaches B in most levels: the exact one-sided
   lower bound of P(B | A absent) is above ``b_least``.
 * *none* otherwise, and where both hold.
 """
