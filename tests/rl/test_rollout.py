@@ -1,4 +1,5 @@
-"""The actor's previous-reward input across episode boundaries, per the agent's config; acting side by side."""
+"""The actor's previous-reward input across episode boundaries, per the agent's config; acting side by side; the
+env given to an agent that acts from the game state."""
 
 import dataclasses
 
@@ -8,6 +9,7 @@ import torch
 
 from proclab.envs import ProcgenVecEnv
 from proclab.models import AgentConfig, build_agent
+from proclab.models.scripted import ScriptedAgent
 from proclab.rl.config import EnvConfig
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import make_runtime
@@ -76,3 +78,17 @@ def test_side_by_side_acting_fills_the_same_rollout(core):
     torch.testing.assert_close(split.next_value, whole.next_value, atol=1e-5, rtol=1e-5)
     for key, value in states[0].items():
         torch.testing.assert_close(states[1][key], value, atol=1e-5, rtol=1e-5)
+
+
+def test_an_agent_that_watches_is_given_the_env_its_actor_plays():
+    """A policy that acts from the game state (``watch(env)``) reads the slots' states from the env it is
+    given; an agent without the hook is played as before."""
+
+    class Watcher(ScriptedAgent):
+        def watch(self, env):
+            self.env = env
+
+    env, agent = _CountingEnv([3, 5]), Watcher(None)
+    Actor(env, agent, make_runtime("cpu", "fp32"))
+    assert agent.env is env
+    Actor(_CountingEnv([3, 5]), ScriptedAgent(None), make_runtime("cpu", "fp32"))

@@ -47,3 +47,17 @@ def test_concordant_units_carry_no_evidence():
     assert mcnemar(*paired_outcomes(6, 0, 0, 0)).p == pytest.approx(2 / 2**6)
     with pytest.raises(ValueError, match="shape"):
         mcnemar([True, False], [True])
+
+
+def test_one_sided_mcnemar_counts_only_the_tail_asked_for():
+    """``greater``: the chance of at least ``gained`` of the discordant units going the second condition's
+    way, ``less`` of at most that many; 6 of 6 one way is 1 / 2^6 on its side and 1 on the other."""
+    one_way = paired_outcomes(0, 6, 10, 10)
+    assert mcnemar(*one_way, alternative="greater").p == pytest.approx(1 / 2**6)
+    assert mcnemar(*one_way, alternative="less").p == 1.0
+    mixed = paired_outcomes(2, 7, 0, 0)
+    tail = sum(math.comb(9, k) for k in range(7, 10)) / 2**9
+    assert mcnemar(*mixed, alternative="greater").p == pytest.approx(tail)
+    assert mcnemar(*mixed, alternative="less").p == pytest.approx(1 - tail + math.comb(9, 7) / 2**9)
+    with pytest.raises(ValueError, match="alternative"):
+        mcnemar(*mixed, alternative="bigger")

@@ -90,6 +90,11 @@ class Actor:
     runtime's acting workers (one slice per core, :meth:`Runtime.map`) when its layout has them;
     the rows are independent, so the outputs are the whole batch's. Only for agents without hooks
     that collect activations (they would see the slices, from other threads).
+
+    An agent that acts from the game state instead of the frames (a scripted planner, the known goal of
+    a check of a behavioural label) defines ``watch(env)``: the actor calls it once with the env it
+    plays, whose ``slot_state(i)`` is then, at every forward pass, the state of slot ``i``'s observation.
+    Such an agent keeps each row's slot in its own state, which the actor slices with the rows.
     """
 
     def __init__(self, env, agent, runtime: Runtime, side_by_side: bool = False):
@@ -102,6 +107,9 @@ class Actor:
         self.first = torch.ones(n, dtype=torch.bool, device=runtime.device)
         self.prev_reward = torch.zeros(n, device=runtime.device)
         self.state = agent.initial_state(n, device=runtime.device)
+        watch = getattr(agent, "watch", None)
+        if watch is not None:
+            watch(env)
 
     def close(self) -> None:
         """Close the envs now rather than at interpreter exit, where native teardown runs in no set order."""

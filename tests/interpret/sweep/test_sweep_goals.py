@@ -1,11 +1,14 @@
-"""Both goals in the sweep: every (direction, arm) of a real CoinRun sweep gets each goal's paired test, the
-goals survive a sweep saved in parts, and a game without two goals is refused in one line."""
+"""Both goals in the sweep: every (direction, arm) of a real CoinRun sweep gets each goal's paired test, and the
+tests move as a planted agent's edit moves its goals; the goals survive a sweep saved in parts, and a game
+without two goals is refused in one line."""
 
 import numpy as np
 import pytest
 import torch
 
 import proclab
+from planted import unit_basis
+from planted_goals import GoRunner
 from proclab.envs import EnvConfig
 from proclab.errors import ProclabError
 from proclab.interpret.interventions.batched_play import Outcomes
@@ -14,8 +17,7 @@ from support import TINY_GRU
 
 
 def runner():
-    """A tiny GRU agent whose policy ignores its state: it runs or jumps right at random (sampled play), so
-    no edit of its state changes what it does, and it passes a moved coin on some levels."""
+    """A tiny GRU agent whose policy ignores its state: it runs or jumps right at random (sampled play)."""
     torch.manual_seed(0)
     agent = proclab.build_agent(TINY_GRU).eval()
     with torch.no_grad():
@@ -26,28 +28,34 @@ def runner():
     return agent
 
 
-def test_the_sweep_tests_both_goals_of_every_direction_and_arm():
-    agent = runner()
-    ro = proclab.rollout(agent, levels="0:20", episodes=2, num_envs=2, seed=1)
-    basis = proclab.analyze.fit_basis(ro, "core.0.hook_h", settings=proclab.analyze.BasisSettings(n_ics=2))
+def test_the_sweep_s_goal_columns_move_as_planted():
+    """:class:`GoRunner` stops where it starts when its ``go`` unit (direction 0) is held at the start state's
+    zero: that arm loses every coin and every end the baseline reached on the same levels and gains none; its
+    other arm (p95, as in play) and every edit of the unit read by nothing (direction 1) change no level."""
+    agent = GoRunner()
+    ro = proclab.rollout(agent, levels="held-out", episodes=2, num_envs=2, seed=1)
     settings = proclab.analyze.SweepSettings(
-        levels=3, split="100:50", arms="p05,p95", permutations=50, rows=16, bootstrap=20, greedy=False,
-        landing=0, goals=True, level_rule="coin-moved:place=floor",
+        levels=6, split="1999990000:10000", arms="collapse,p95", permutations=50, rows=30, bootstrap=20,
+        landing=0, goals=True, level_rule="coin-moved",
     )  # fmt: skip
-    res = proclab.analyze.sweep(agent, "core.0.hook_h", basis=basis, rollout=ro, settings=settings)
+    res = proclab.analyze.sweep(agent, "core.0.hook_h", basis=unit_basis(2), rollout=ro, settings=settings)
     goals = res.summary["goals"]
-    assert goals["names"] == ["coin", "end"] and goals["levels"] == 3
+    assert goals["names"] == ["coin", "end"] and goals["levels"] == 6
     assert [(r["direction"], r["arm"]) for r in goals["variants"]] == [
-        (0, "p05"),
+        (0, "collapse"),
         (0, "p95"),
-        (1, "p05"),
+        (1, "collapse"),
         (1, "p95"),
     ]
     complete = np.asarray(res.outcomes["level_complete"]) > 0
     assert goals["baseline"]["coin"] == pytest.approx(complete[0].mean())  # the coin is the level completed
-    for r in goals["variants"]:  # a policy that ignores the state: every arm plays the baseline's episodes
+    reached = {g: round(goals["baseline"][g] * 6) for g in ("coin", "end")}
+    assert reached["coin"] >= 3  # the runner takes the moved coin on its way on most of these levels
+    for r in goals["variants"]:
         for g in ("coin", "end"):
-            assert (r[g]["lost"], r[g]["gained"], r[g]["p_adjusted"]) == (0, 0, 1.0)
+            stopped = (r["direction"], r["arm"]) == (0, "collapse")
+            assert (r[g]["lost"], r[g]["gained"]) == ((reached[g], 0) if stopped else (0, 0)), (r, g)
+            assert r[g]["intervened"] == (0.0 if stopped else goals["baseline"][g])
     assert "holm over the swept directions' 8 tests" in goals["correction"]
 
 

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.envs.state.glossary import glossary
-from proclab.envs.state.model import PLAYER, GameState, parse_state
-from proclab.envs.state.scan import scan
+from proclab.envs.state.model import GameState, parse_state
+from proclab.envs.state.scan import agent_record, scan
 from proclab.errors import ProclabError
 
 GOALS: dict[str, tuple[str, str]] = {"coinrun": ("coin", "end"), "maze": ("cheese", "corner")}
@@ -85,6 +85,20 @@ def corner_cell(state: GameState) -> tuple[int, int]:
     return low + size - 1, low + size - 1
 
 
+def touches(game: str, cell: tuple[int, int], x, y, rx, ry) -> np.ndarray:
+    """Whether an agent with box centre ``(x, y)`` and half-extents ``(rx, ry)`` (numbers or arrays, one per
+    position) touches the cell ``(row, col)``, as the game tests it: Maze the cell ``int(x), int(y)`` (where
+    maze.cpp looks for the cheese), CoinRun procgen's grid collision (module docstring), in float32."""
+    row, col = cell
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
+    if game == "maze":
+        return (x.astype(np.int64) == col) & (y.astype(np.int64) == row)
+    rx, ry = np.asarray(rx, np.float32) + POS_EPS, np.asarray(ry, np.float32) + POS_EPS
+    cols = (x - rx).astype(np.int64), (x + rx).astype(np.int64)
+    rows = (y - ry).astype(np.int64), (y + ry).astype(np.int64)
+    return (cols[0] <= col) & (col <= cols[1]) & (rows[0] <= row) & (row <= rows[1])
+
+
 @dataclass(frozen=True)
 class GoalPlan:
     """Where an episode's second goal is, read from its first state."""
@@ -99,13 +113,7 @@ class GoalPlan:
 
     def reached_by(self, x: float, y: float, rx: float, ry: float) -> bool:
         """Whether an agent with box centre ``(x, y)`` and half-extents ``(rx, ry)`` reaches the cell."""
-        row, col = self.cell
-        if self.game == "maze":  # maze.cpp checks the cell int(x), int(y) for the cheese
-            return int(np.float32(x)) == col and int(np.float32(y)) == row
-        x, y, rx, ry = np.float32(x), np.float32(y), np.float32(rx), np.float32(ry)
-        cols = int(x - (rx + POS_EPS)), int(x + (rx + POS_EPS))
-        rows = int(y - (ry + POS_EPS)), int(y + (ry + POS_EPS))
-        return cols[0] <= col <= cols[1] and rows[0] <= row <= rows[1]
+        return bool(touches(self.game, self.cell, x, y, rx, ry))
 
     def outcome(self, reached: bool, completed: bool) -> dict[str, bool]:
         """Both goals of the episode: the level completed, and the cell reached (seen, or by completing)."""
@@ -165,7 +173,7 @@ class GoalTracker:
         if self.reached[slot]:
             return
         _, entities, _ = scan(data)
-        me = entities[np.flatnonzero(entities["type"] == PLAYER)[0]]
+        me = agent_record(entities)
         self.reached[slot] = self.plans[slot].reached_by(me["x"], me["y"], me["rx"], me["ry"])
 
     def step(

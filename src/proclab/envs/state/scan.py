@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from proclab.envs.state.layout import BASIC_FIELDS, GAME_FIELDS
-from proclab.envs.state.model import ENTITY_FIELDS
+from proclab.envs.state.model import ENTITY_FIELDS, PLAYER
 
 _I32 = struct.Struct("<i")
 _ENTITY = np.dtype([(name, "<f4" if kind == "f" else "<i4") for name, kind in ENTITY_FIELDS])
@@ -74,3 +74,8 @@ def scan(data: bytes) -> tuple[dict, np.ndarray, np.ndarray]:
     width, height = _I32.unpack_from(data, offset)[0], _I32.unpack_from(data, offset + 4)[0]
     grid = np.frombuffer(data, "<i4", width * height, offset + 12).reshape(height, width)
     return header, entities, grid
+
+
+def agent_record(entities: np.ndarray) -> np.void:
+    """The agent's record among the entities :func:`scan` read (the first of type 0, as procgen finds it)."""
+    return entities[np.flatnonzero(entities["type"] == PLAYER)[0]]
