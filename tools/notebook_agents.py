@@ -88,8 +88,10 @@ def ship(name: str, run: str, steps: list[int]) -> Path:
     for checkpoint in chosen:
         folder = target / "checkpoints" / checkpoint.name
         folder.mkdir(parents=True)
-        for file in (META, WEIGHTS):
-            shutil.copyfile(checkpoint / file, folder / file)
+        shutil.copyfile(checkpoint / WEIGHTS, folder / WEIGHTS)
+        meta = json.loads((checkpoint / META).read_text())
+        meta["train"]["run_root"] = "runs"  # where it was trained says nothing to its users
+        (folder / META).write_text(json.dumps(meta, indent=1) + "\n")
         print(f"shipped {checkpoint} as {folder}")
     return target
 
