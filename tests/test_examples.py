@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_five_experiments_run_on_the_shipped_agents():
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "five_experiments.py"), "--episodes", "16", "--levels", "12"],
+        [sys.executable, str(ROOT / "examples" / "five_experiments.py"), "--episodes", "8", "--levels", "6"],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,11 +10,11 @@ import torch
 
 import proclab
 from proclab.envs import LevelSplit
-from proclab.envs.levels import LEVEL_SEED_SPACE
+from proclab.envs.levels import LEVEL_SEED_SPACE, agent_split
 from proclab.errors import ProclabError, ProclabWarning
 from proclab.models.interventions import Intervention
 from proclab.models.loading import load
-from proclab.record.rollout import _split_for, rollout
+from proclab.record.rollout import rollout
 from proclab.run.runtime import acting_threads, make_runtime
 from support import make_agent_checkpoint
 
@@ -56,7 +56,7 @@ def test_held_out_levels_are_held_out_for_the_agent(agent):
 def test_an_overlap_warns_also_when_no_level_is_held_out():
     trained = LevelSplit(1000, LEVEL_SEED_SPACE - 1000)  # every level from 1000 on: none left after them
     with pytest.warns(ProclabWarning, match=r"on \[1100, 1110\): it has seen them$"):
-        assert _split_for("1100:10", trained) == LevelSplit(1100, 10)
+        assert agent_split("1100:10", trained) == LevelSplit(1100, 10)
 
 
 def test_ground_truth_is_opt_in(agent):

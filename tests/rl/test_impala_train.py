@@ -239,7 +239,7 @@ def test_srwm_protocol_settings():
         False,
         ("test2",),
     )
-    assert protocol_settings(EvalSettings()) == (100, False, ("train", "test1"))
+    assert protocol_settings(EvalSettings()) == (100, False, ("train", "held-out"))
     with pytest.raises(ProclabError, match="unknown eval preset 'srvm'"):
         protocol_settings(replace(args, preset="srvm"))
 
