@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 INITS = ("informed", "random")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Dream(Result):
     """``B`` dreams of ``T`` steps (module docstring); every array is batch-first."""
 

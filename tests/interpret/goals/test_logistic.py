@@ -2,6 +2,8 @@
 bootstrap intervals, and a cross-validated accuracy that beats the base rate only when a feature carries
 the outcome."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -63,3 +65,14 @@ def test_accuracy_beats_the_base_rate_only_with_an_informative_feature():
 def test_a_regression_of_one_outcome_is_refused_in_one_line():
     with pytest.raises(ProclabError, match="both outcomes"):
         regression(np.ones((50, 1)), np.ones(50), ["a"])
+
+
+def test_folds_shrink_to_the_rarer_outcome_so_every_fold_holds_both():
+    z, y = planted(60, seed=3)
+    y[:] = 0
+    y[[4, 17, 40]] = 1  # three mazes of the rarer outcome: ten stratified folds would leave seven without one
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = cross_validated(standardise(z), y, "l1", 1.0, folds=10, seed=0)
+    assert out["folds"] == 3
+    assert cross_validated(standardise(z), planted(60, seed=3)[1], "l1", 1.0, folds=10, seed=0)["folds"] == 10

@@ -67,10 +67,12 @@ def bootstrap(z: np.ndarray, y: np.ndarray, penalty: str, c: float, reps: int, s
 
 
 def cross_validated(z: np.ndarray, y: np.ndarray, penalty: str, c: float, folds: int, seed: int) -> dict:
-    """Accuracy of ``folds``-fold cross-validated predictions against the training folds' majority class."""
+    """Accuracy of ``folds``-fold cross-validated predictions against the training folds' majority class; at
+    most as many folds as the rarer outcome has mazes (at least 2), so that every fold holds both outcomes."""
     from sklearn.model_selection import StratifiedKFold  # lazy: scikit-learn is slow to import
 
     n = len(y)
+    folds = max(2, min(folds, int(np.bincount(y).min())))
     model_right, base_right = np.zeros(n, bool), np.zeros(n, bool)
     for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(z, y):
         model_right[test] = predict(fit(z[train], y[train], penalty, c), z[test]) == y[test]
