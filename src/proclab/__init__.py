@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the lazy names, as type checkers see them (tests/test_api.p
     from proclab.worldmodel.dream import dream as dream
     from proclab.worldmodel.trainer import train_world_model as train_world_model
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
     # agents

@@ -144,6 +144,7 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     )
 
 
+@pytest.mark.distributed  # two processes of a full trainer each: make test-all
 def test_torchrun_two_cpu_processes(tmp_path):
     proc = torchrun_proclab(
         "train", *TINY, "--total-steps", "512", "--run-root", str(tmp_path), "--device", "cpu"

@@ -39,6 +39,7 @@ def faults(mode: str) -> int:
     return int(out.stdout.split()[-1])
 
 
+@pytest.mark.slow  # a learner pass at full size (16 s on 2 cores): make test-all
 @pytest.mark.skipif(
     platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt"
 )
