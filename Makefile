@@ -27,14 +27,14 @@ demo: setup
 # One torch/OpenMP thread per pytest worker: the workers already use every core, and tiny tensors
 # on oversubscribed threads run several times slower.
 test: setup
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -q
 
 # The browser tests drive Debian's chromium (apt-get install -y chromium); Playwright downloads nothing.
 test-browser: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m browser -s tests/panel tests/test_quickstart.py tests/docs
 
 test-all: setup
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m ""
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -q -m ""
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks tools examples

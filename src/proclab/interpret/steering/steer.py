@@ -208,7 +208,7 @@ def steer(
     if level_states is not None:
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
-        levels = distinct_levels(agent_split(s.split, agent.env_config.split), s.levels, s.seed)
+        levels = distinct_levels(agent_split(s.split, env_config.split), s.levels, s.seed)
     env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
     seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
     try:

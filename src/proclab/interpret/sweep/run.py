@@ -120,7 +120,9 @@ def sweep_agent(
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
     chosen = every if settings.directions is None else parse_ids(settings.directions, coords.k, "direction")
-    levels = distinct_levels(agent_split(config.split, agent.env_config.split), config.levels, config.seed)
+    levels = distinct_levels(
+        agent_split(config.split, env_config_of(agent).split), config.levels, config.seed
+    )
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
     env = ProcgenLevels(
