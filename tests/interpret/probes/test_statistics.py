@@ -204,7 +204,12 @@ def test_control_task_is_one_draw_of_the_target_per_level_in_every_episode():
 
 def test_time_features_by_hand():
     episode = np.array([5, 5, 5, 9, 2, 2])
-    np.testing.assert_allclose(time_features(episode), [[0, 0], [1, 0.5], [2, 1], [0, 0], [0, 0], [1, 1]])
+    np.testing.assert_allclose(time_features(episode), [[0, 0], [1, 1], [2, 4], [0, 0], [0, 0], [1, 1]])
+
+
+def test_the_time_features_of_a_step_do_not_depend_on_how_long_its_episode_runs():
+    short, long = np.repeat([0, 1], [4, 9]), np.repeat([0, 1], [4, 30])  # the second episode runs on
+    np.testing.assert_array_equal(time_features(short), time_features(long)[: len(short)])
 
 
 def test_headline_is_the_margin_over_the_strongest_control_in_each_resample():

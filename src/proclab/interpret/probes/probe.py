@@ -11,8 +11,8 @@ For each target (a feature or event of the ground truth, e.g. ``goal_x`` or ``ch
   (the same in every fold): what the probe's capacity buys by recognising levels;
 * ``shuffled_labels``: the same probe on labels whose episodes were permuted (each episode gets
   another's course of the label): what the shape of a course over time buys;
-* ``time_baseline``: the same probe on the step index and the episode's progress alone: many targets
-  grow with time, and a state that carries a clock reads them out as well;
+* ``time_baseline``: the same probe on the step index (and its square) alone, what is known at the step:
+  many targets grow with time, and a state that carries a clock reads them out as well;
 * ``constant``: the training folds' mean (or majority class), the score of knowing nothing.
 
 Every score has an episode-bootstrap interval, each control the paired interval of the probe's margin
