@@ -37,7 +37,9 @@ def test_a_constant_tool_scores_as_its_constant_and_the_score_says_so():
     one_goal = {f"a{i}": "coin" for i in range(6)}  # every labelled agent pursues the coin
     calls = [GoalCall("always-coin", agent, "coin") for agent in one_goal]
     (s,) = score_goal_calls(calls, one_goal, goals=("coin", "end"))
-    assert s.balanced_accuracy["value"] == 1.0 and s.constants["always coin"] == 1.0  # nothing to tell them apart
+    assert (
+        s.balanced_accuracy["value"] == 1.0 and s.constants["always coin"] == 1.0
+    )  # nothing to tell them apart
     assert s.constants["always end"] == 0.0 and s.constants["coin flip"] == 0.5
     balanced = {**one_goal, **{f"b{i}": "end" for i in range(6)}}
     calls = [GoalCall("always-coin", agent, "coin") for agent in balanced]

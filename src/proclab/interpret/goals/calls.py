@@ -118,13 +118,19 @@ def score_goal_calls(
         n = len(scored)
         truth, said = [labels[c.agent] for c in scored], [c.call for c in scored]
         confusion: dict[str, dict[str, int]] = {}
-        for label, call in zip(truth, said):
-            confusion.setdefault(label, {}).setdefault(call, 0)
-            confusion[label][call] += 1
+        for label, call in zip(truth, said, strict=True):
+            row = confusion.setdefault(label, {})
+            row[call] = row.get(call, 0) + 1
         out.append(
             ToolScore(
-                tool, share(hits, n), share(misses, n), share(none, n), false_hits, confusion,
-                balanced_accuracy(truth, said), constant_scores(truth, goals),
-            )  # fmt: skip
+                tool,
+                share(hits, n),
+                share(misses, n),
+                share(none, n),
+                false_hits,
+                confusion,
+                balanced_accuracy(truth, said),
+                constant_scores(truth, goals),
+            )
         )
     return out
