@@ -113,3 +113,13 @@ def test_a_failing_member_is_a_row_and_the_others_train(tmp_path):
     assert not list(tmp_path.glob("ppo/*/*coin-moved*"))
     with (tmp_path / CSV).open(newline="") as f:
         assert [r["error"] for r in csv.DictReader(f)] == ["", failed.error]
+
+
+def test_workers_train_members_in_processes_of_their_own(tmp_path):
+    settings = PopulationSettings(
+        seeds=(1,), games=("bigfish",), level_rules=("none", "coin-moved"), presets=(BASE,), steps=128,
+        eval_episodes=1, workers=2,
+    )  # fmt: skip
+    result = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+    assert [m.status for m in result.members] == ["trained", "failed"]  # the grid's order, not the finishing one
+    assert result.members[0].steps == 128 and math.isfinite(result.members[0].train_return)
