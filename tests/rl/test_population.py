@@ -29,7 +29,10 @@ STEPS = 256
 
 def test_members_expand_the_grid_in_a_fixed_order_with_stable_names():
     settings = PopulationSettings(
-        seeds=(1, 2), games=("coinrun", "maze"), level_rules=("none", "coin-moved:percent=50"), presets=("tiny",)
+        seeds=(1, 2),
+        games=("coinrun", "maze"),
+        level_rules=("none", "coin-moved:percent=50"),
+        presets=("tiny",),
     )
     expected = [
         Member(seed, game, rule, "tiny")
@@ -121,5 +124,6 @@ def test_workers_train_members_in_processes_of_their_own(tmp_path):
         eval_episodes=1, workers=2,
     )  # fmt: skip
     result = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
-    assert [m.status for m in result.members] == ["trained", "failed"]  # the grid's order, not the finishing one
+    # the grid's order, whichever finished first
+    assert [m.status for m in result.members] == ["trained", "failed"]
     assert result.members[0].steps == 128 and math.isfinite(result.members[0].train_return)

@@ -88,6 +88,12 @@ class Member:
         rule = _UNSAFE.sub("_", self.level_rule).strip("_") or NO_RULE
         return f"{_UNSAFE.sub('_', self.game)}-{_UNSAFE.sub('_', self.preset_name)}-rule_{rule}-s{self.seed}"
 
+    def result(self, status: str, **outcome: Any) -> MemberResult:
+        """The member's row: its settings, ``status`` and what came of it (:class:`MemberResult`'s fields)."""
+        return MemberResult(
+            self.name, self.seed, self.game, self.level_rule, self.preset_name, status, **outcome
+        )
+
     def config(self, steps: int, root: Path, runtime: RuntimeConfig) -> TrainConfig:
         """The member's training run: its preset on its game and levels, ``steps`` env steps, under ``root``."""
         return preset_config(
@@ -134,7 +140,9 @@ class PopulationSettings:
         names = [m.name for m in grid]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ProclabError(f"population members share a name (a setting given twice?): {', '.join(twice)}")
+            raise ProclabError(
+                f"population members share a name (a setting given twice?): {', '.join(twice)}"
+            )
         return grid
 
     def check(self) -> None:
@@ -245,7 +253,12 @@ def train_population(
     else:
         done = (train_member(job) for job in jobs)
     results: dict[str, MemberResult] = {}
-    columns = (TextColumn("population: {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("population: {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with progress_bar(*columns, disable=not progress) as bar:
         task = bar.add_task(jobs[0].member.name, total=len(jobs))
         for result in done:
@@ -277,8 +290,6 @@ def train_member(job: _Job) -> MemberResult:
     """Train (or resume, or skip) one member and evaluate it; whatever it raises is its row's error, so that a
     population goes on without it."""
     member, run_dir = job.member, None
-    base = dict(name=member.name, seed=member.seed, game=member.game, level_rule=member.level_rule,
-                preset=member.preset_name)  # fmt: skip
     try:
         config = member.config(job.steps, job.root, job.runtime)
         config.validate()  # before a run directory is made for it
@@ -289,11 +300,11 @@ def train_member(job: _Job) -> MemberResult:
             run_dir = _train(config, run_dir, step)
         step = int(load_checkpoint_meta(run_dir, kind="agent")["step"])
         train_return, held_out_return = _evaluation(run_dir, step, job)
-        return MemberResult(**base, status=status, steps=step, train_return=train_return,
-                            held_out_return=held_out_return, run_dir=run_dir)  # fmt: skip
+        return member.result(status, steps=step, train_return=train_return,
+                             held_out_return=held_out_return, run_dir=run_dir)  # fmt: skip
     except Exception as err:  # the member's failure, recorded; the population goes on
         text = str(err) if isinstance(err, ProclabError) else f"{type(err).__name__}: {err}"
-        return MemberResult(**base, status="failed", run_dir=run_dir, error=text)
+        return member.result("failed", run_dir=run_dir, error=text)
 
 
 def latest_run(root: Path, config: TrainConfig) -> tuple[Path | None, int]:
@@ -335,7 +346,10 @@ def _evaluation(run_dir: Path, step: int, job: _Job) -> tuple[float, float]:
     path = run_dir / EVAL
     if path.is_file():
         kept = read_json(path, "population evaluation")
-        if kept.get("checkpoint") == find_checkpoint(run_dir).name and kept.get("episodes") == job.eval_episodes:
+        if (
+            kept.get("checkpoint") == find_checkpoint(run_dir).name
+            and kept.get("episodes") == job.eval_episodes
+        ):
             return _nan(kept["train_return"]), _nan(kept["held_out_return"])
     settings = EvalSettings(
         split=(from_dict(TrainConfig, read_run_config(run_dir)).env.split, HELD_OUT),
@@ -390,7 +404,4 @@ def _or_failed(result: Callable[[], MemberResult], job: _Job) -> MemberResult:
     try:
         return result()
     except Exception as err:
-        m = job.member
-        return MemberResult(m.name, m.seed, m.game, m.level_rule, m.preset_name, "failed",
-                            error=f"{type(err).__name__}: {err}")  # fmt: skip
-
+        return job.member.result("failed", error=f"{type(err).__name__}: {err}")
