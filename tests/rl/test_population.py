@@ -2,13 +2,16 @@
 trains nothing again, and a failing member that leaves the others alone."""
 
 import csv
+import importlib.util
 import math
+import shutil
 from dataclasses import replace
 
 import pytest
 
+from proclab.errors import ProclabError
 from proclab.rl.config import preset
-from proclab.rl.population import CSV, Member, PopulationSettings, train_population
+from proclab.rl.population import CSV, Member, Population, PopulationSettings, train_population
 from proclab.run.runtime import RuntimeConfig
 from support import TINY_AGENT
 
@@ -78,6 +81,17 @@ def test_every_member_trains_and_is_evaluated(population):
     assert [float(r["train_return"]) for r in written] == pytest.approx([r["train_return"] for r in rows])
 
 
+def test_the_population_saves_loads_and_becomes_a_frame(population, tmp_path):
+    _, _, result = population
+    assert Population.load(result.save(tmp_path / "saved")) == result
+    if importlib.util.find_spec("pandas") is None:
+        with pytest.raises(ProclabError, match="pip install pandas"):
+            result.to_frame()
+    else:
+        frame = result.to_frame()
+        assert list(frame["member"]) == [m.name for m in result.members]
+
+
 def test_a_second_call_trains_nothing_again(population):
     settings, root, first = population
     checkpoints = sorted(root.glob("ppo/*/*/*/checkpoints/*/*"))
@@ -91,9 +105,7 @@ def test_a_second_call_trains_nothing_again(population):
 
 def test_a_larger_budget_resumes_the_finished_run(population, tmp_path):
     settings, root, first = population
-    # a copy of one member's folder, so that the module's population stays as the other tests read it
-    import shutil
-
+    # a copy of the runs, so that the module's population stays as the other tests read it
     shutil.copytree(root / "ppo", tmp_path / "ppo")
     more = replace(settings, seeds=(1,), steps=2 * STEPS)
     (member,) = train_population(more, tmp_path, runtime=RUNTIME, progress=False).members
@@ -127,3 +139,10 @@ def test_workers_train_members_in_processes_of_their_own(tmp_path):
     # the grid's order, whichever finished first
     assert [m.status for m in result.members] == ["trained", "failed"]
     assert result.members[0].steps == 128 and math.isfinite(result.members[0].train_return)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed: nothing to refuse")
+def test_ray_without_ray_is_one_line_naming_the_extra(tmp_path):
+    settings = PopulationSettings(seeds=(1,), games=("bigfish",), presets=(BASE,), ray_address="auto")
+    with pytest.raises(ProclabError, match=r"pip install 'proclab\[distributed\]'"):
+        train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
