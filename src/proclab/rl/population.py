@@ -239,11 +239,14 @@ def train_population(
     """Train and evaluate every member of ``settings``' grid under ``root`` (module docstring), skipping the
     members already trained and resuming the unfinished, and write the table as ``root/population.csv``.
 
-    ``runtime`` (device, precision, threads) applies to every member's training and evaluation; ``progress``
-    shows a bar over the members (their own bars are off: one live display at a time)."""
+    ``runtime`` (device, precision, threads) applies to every member's training and evaluation (with
+    ``workers`` and torch's default threads, each worker gets its share of the cores); ``progress`` shows a bar
+    over the members (their own bars are off: one live display at a time)."""
     settings.check()
     root = Path(root)
     runtime = runtime or RuntimeConfig()
+    if settings.workers > 1 and runtime.torch_threads == 0:  # torch's default, every core, in every worker
+        runtime = replace(runtime, torch_threads=max(1, (os.cpu_count() or 1) // settings.workers))
     jobs = [_Job(m, settings.steps, root, settings.eval_episodes, runtime) for m in settings.members()]
     address = settings.ray_address or os.environ.get("RAY_ADDRESS")
     if address:
@@ -260,7 +263,7 @@ def train_population(
         TimeElapsedColumn(),
     )
     with progress_bar(*columns, disable=not progress) as bar:
-        task = bar.add_task(jobs[0].member.name, total=len(jobs))
+        task = bar.add_task(f"{len(jobs)} members", total=len(jobs))
         for result in done:
             results[result.name] = result
             bar.update(task, advance=1, description=f"{result.name} {result.status}")
