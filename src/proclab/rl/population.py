@@ -79,6 +79,7 @@ class Member:
 
     @property
     def preset_name(self) -> str:
+        """The preset as the member's name and table say it."""
         return self.preset if isinstance(self.preset, str) else self.preset.name
 
     @property
