@@ -28,8 +28,9 @@ LAYERS = [
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
-# the PPO trainer with its configs (reward/policy.py trains PPO on a learned reward) and the actor (recording)
-RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout"}
+# the PPO trainer with its configs (reward/policy.py trains PPO on a learned reward), the actor (recording), and
+# populations of PPO runs (exported by `proclab` as train_population)
+RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout", "proclab.rl.population"}
 
 
 def module_name(path: Path) -> str:

@@ -51,6 +51,9 @@ if TYPE_CHECKING:  # the lazy names, as type checkers see them (tests/test_api.p
     from proclab.reward.nets import RewardModel as RewardModel
     from proclab.reward.record_demos import trex_demos as trex_demos
     from proclab.reward.train import train_trex as train_trex
+    from proclab.rl.population import Population as Population
+    from proclab.rl.population import PopulationSettings as PopulationSettings
+    from proclab.rl.population import train_population as train_population
     from proclab.rl.ppo_train import train as train
     from proclab.worldmodel.checkpoint import TrainedWorldModel as TrainedWorldModel
     from proclab.worldmodel.dream import Dream as Dream
@@ -66,6 +69,9 @@ _EXPORTS = {
     "Agent": "proclab.models.agent",
     "AgentConfig": "proclab.models.config",
     "build_agent": "proclab.models.agent",
+    "train_population": "proclab.rl.population",
+    "PopulationSettings": "proclab.rl.population",
+    "Population": "proclab.rl.population",
     # playing
     "rollout": "proclab.record.rollout",
     "Rollout": "proclab.record.rollout",

@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "video of what the agent sees, with action/value/reward overlays",
     ),
     "plot": ("proclab.rl.command:plot_command", "training curves of one or several runs (PNG)"),
+    "population": (
+        "proclab.rl.command:population_command",
+        "a grid of PPO agents (seeds x games x level rules x presets), resumable, evaluated in one table",
+    ),
     "record": (
         "proclab.record.command:record_command",
         "record episodes with the agent's internals into an episode store",

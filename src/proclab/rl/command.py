@@ -1,9 +1,10 @@
-"""``proclab eval``, ``proclab render`` and ``proclab plot``: an agent's returns per level split
-(:mod:`.evaluate`), a video of it playing (:mod:`.render`), and runs' training curves (:mod:`.curves`).
+"""``proclab eval``, ``proclab render``, ``proclab plot`` and ``proclab population``: an agent's returns per level
+split (:mod:`.evaluate`), a video of it playing (:mod:`.render`), runs' training curves (:mod:`.curves`), and a
+grid of PPO agents trained and evaluated as one call (:mod:`.population`).
 
 ``proclab plot --help`` must load no torch, and this module holds its arguments too: the arguments here are
 torch-free (the runtime group as :class:`~proclab.run.runtime_flags.RuntimeFlags`), and the evaluation and
-the video, which play the agent with torch, are imported when their command runs. (``proclab train``, which
+the video (and the population), which play the agent with torch, are imported when their command runs. (``proclab train``, which
 also trains on a learned reward from the layer above, is :mod:`proclab.command`.)
 """
 
@@ -161,3 +162,51 @@ def plot_command(argv: list[str], prog: str = "proclab plot") -> None:
             raise ProclabError(f"run directory {str(run)!r} does not exist")
     out = args.out or ((args.runs[0] / "curves.png") if len(args.runs) == 1 else Path("curves.png"))
     print(f"plot: {plot_runs(list(args.runs), out, args.title)}")
+
+
+# -- proclab population -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PopulationArgs(RuntimeFlags):
+    """Train a population of PPO agents (seeds x games x level rules x presets), each an ordinary resumable run,
+    evaluate each on its training and held-out levels, and write the table as OUT/population.csv. Run it again
+    to resume: finished members are skipped, unfinished ones continue from their last checkpoint."""
+
+    seeds: tuple[int, ...] = (1,)
+    """Seeds of every setting."""
+    games: tuple[str, ...] = ("coinrun",)
+    """Games (see proclab games), one per member."""
+    level_rules: tuple[str, ...] = ("none",)
+    """Level rules NAME[:KEY=VALUE,...] (see proclab train --help, --level-rule), none for the standard levels."""
+    presets: tuple[str, ...] = ("quickstart",)
+    """Training presets (see proclab train --help)."""
+    steps: int = 200_000
+    """Env steps each member trains for."""
+    eval_episodes: int = 20
+    """Complete episodes per member on its training levels and on held-out levels."""
+    workers: int = 1
+    """Members trained at the same time on this machine, each in a process of its own."""
+    ray_address: str | None = None
+    """Run members as Ray tasks on this cluster (auto, ray://HOST:10001, local; default: $RAY_ADDRESS, else no
+    Ray); OUT must be a folder every node writes to. Needs pip install 'proclab[distributed]'."""
+    cpus_per_member: float = 1
+    """CPUs Ray reserves for each member."""
+    gpus_per_member: float = 0
+    """GPUs (or a fraction of one) Ray reserves for each member."""
+    out: Path = Path("population")
+    """Folder of the members' runs and of population.csv."""
+
+
+def population_command(argv: list[str], prog: str = "proclab population") -> None:
+    args = tyro.cli(PopulationArgs, args=argv, prog=prog)
+    # lazy: command dispatch; training needs torch, which `proclab plot --help` must not load
+    from proclab.rl.population import CSV, PopulationSettings, train_population
+    from proclab.run.runtime import RuntimeConfig
+
+    population = train_population(
+        settings_from(args, PopulationSettings), args.out, runtime=settings_from(args, RuntimeConfig)
+    )
+    print(population)
+    print(f"table: {args.out / CSV}")
+    if population.failed:
+        lines = "; ".join(f"{m.name}: {m.error}" for m in population.failed)
+        raise ProclabError(f"{len(population.failed)} of {len(population.members)} members failed: {lines}")

@@ -300,7 +300,7 @@ def run_ppo(trainer_class: type[Trainer], config: TrainConfig, resume_dir: Path 
 
 def preset_config(
     game: str,
-    preset_name: str,
+    preset_name: str | TrainConfig,
     *,
     steps: int | None = None,
     seconds: float | None = None,
@@ -310,18 +310,19 @@ def preset_config(
     level_rule: str | None = None,
     **runtime,
 ) -> TrainConfig:
-    """The PPO run of preset ``preset_name`` (``proclab train --preset``) on ``game``: ``steps`` environment
+    """The PPO run of preset ``preset_name`` (``proclab train --preset``; or a config of one's own to start from,
+    so that a population can train a setting no preset names) on ``game``: ``steps`` environment
     steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, on
     levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), with the runtime fields given
     (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
-    config = preset(preset_name)
+    config = preset(preset_name) if isinstance(preset_name, str) else preset_name
     return replace(
         config,
         env=with_rule(replace(config.env, game=(game,)), level_rule),
         ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
         run_root=Path(runs),
         seed=seed,
-        name=name or preset_name,
+        name=name or (preset_name if isinstance(preset_name, str) else config.name),
         time_limit=seconds or 0,
         **runtime,
     )

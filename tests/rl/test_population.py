@@ -1,0 +1,148 @@
+"""A population of PPO agents: the grid's order and names, training and evaluating its members, a restart that
+trains nothing again, and a failing member that leaves the others alone."""
+
+import csv
+import importlib.util
+import math
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from proclab.errors import ProclabError
+from proclab.rl.config import preset
+from proclab.rl.population import CSV, Member, Population, PopulationSettings, train_population
+from proclab.run.runtime import RuntimeConfig
+from support import TINY_AGENT
+
+TINY = preset("tiny")
+BASE = replace(
+    TINY,
+    env=replace(TINY.env, num_envs=4),
+    agent=replace(TINY.agent, **TINY_AGENT),
+    ppo=replace(TINY.ppo, num_steps=32, num_minibatches=2),
+    val_num_envs=0,
+    tensorboard=False,
+    learner_layout="whole:intra,acting:intra",  # nothing to time: the tests pay for training alone
+)
+"""The tiny preset at its smallest: one update is 4 envs x 32 steps."""
+RUNTIME = RuntimeConfig(device="cpu", precision="fp32", torch_threads=1)
+STEPS = 256
+
+
+def test_members_expand_the_grid_in_a_fixed_order_with_stable_names():
+    settings = PopulationSettings(
+        seeds=(1, 2),
+        games=("coinrun", "maze"),
+        level_rules=("none", "coin-moved:percent=50"),
+        presets=("tiny",),
+    )
+    expected = [
+        Member(seed, game, rule, "tiny")
+        for seed in (1, 2)
+        for game in ("coinrun", "maze")
+        for rule in ("none", "coin-moved:percent=50")
+    ]
+    assert list(settings.members()) == expected
+    assert [m.name for m in settings.members()][:2] == [
+        "coinrun-tiny-rule_none-s1",
+        "coinrun-tiny-rule_coin-moved_percent_50-s1",
+    ]
+    assert settings.members() == settings.members()
+    assert Member(1, "bigfish", "none", BASE).name == "bigfish-tiny-rule_none-s1"  # a config: its name
+
+
+def test_settings_given_twice_are_refused():
+    with pytest.raises(Exception, match="share a name"):
+        PopulationSettings(seeds=(1, 1)).members()
+
+
+@pytest.fixture(scope="module")
+def population(tmp_path_factory):
+    root = tmp_path_factory.mktemp("population")
+    settings = PopulationSettings(
+        seeds=(1, 2), games=("bigfish",), presets=(BASE,), steps=STEPS, eval_episodes=2
+    )
+    return settings, root, train_population(settings, root, runtime=RUNTIME, progress=False)
+
+
+def test_every_member_trains_and_is_evaluated(population):
+    _, root, result = population
+    rows = result.table()
+    assert [r["member"] for r in rows] == ["bigfish-tiny-rule_none-s1", "bigfish-tiny-rule_none-s2"]
+    for row in rows:
+        assert row["error"] is None and row["status"] == "trained"
+        assert row["steps"] == STEPS
+        assert math.isfinite(row["train_return"]) and math.isfinite(row["held_out_return"])
+        assert (root / "ppo" / "bigfish" / row["member"]).is_dir()
+    with (root / CSV).open(newline="") as f:
+        written = list(csv.DictReader(f))
+    assert [r["member"] for r in written] == [r["member"] for r in rows]
+    assert [float(r["train_return"]) for r in written] == pytest.approx([r["train_return"] for r in rows])
+
+
+def test_the_population_saves_loads_and_becomes_a_frame(population, tmp_path):
+    _, _, result = population
+    assert Population.load(result.save(tmp_path / "saved")) == result
+    if importlib.util.find_spec("pandas") is None:
+        with pytest.raises(ProclabError, match="pip install pandas"):
+            result.to_frame()
+    else:
+        frame = result.to_frame()
+        assert list(frame["member"]) == [m.name for m in result.members]
+
+
+def test_a_second_call_trains_nothing_again(population):
+    settings, root, first = population
+    checkpoints = sorted(root.glob("ppo/*/*/*/checkpoints/*/*"))
+    stamps = {p: p.stat().st_mtime_ns for p in checkpoints}
+    again = train_population(settings, root, runtime=RUNTIME, progress=False)
+    assert [m.status for m in again.members] == ["finished before"] * 2
+    assert [{**r, "status": None} for r in again.table()] == [{**r, "status": None} for r in first.table()]
+    assert sorted(root.glob("ppo/*/*/*/checkpoints/*/*")) == checkpoints
+    assert {p: p.stat().st_mtime_ns for p in checkpoints} == stamps
+
+
+def test_a_larger_budget_resumes_the_finished_run(population, tmp_path):
+    settings, root, first = population
+    # a copy of the runs, so that the module's population stays as the other tests read it
+    shutil.copytree(root / "ppo", tmp_path / "ppo")
+    more = replace(settings, seeds=(1,), steps=2 * STEPS)
+    (member,) = train_population(more, tmp_path, runtime=RUNTIME, progress=False).members
+    assert member.status == "resumed" and member.steps == 2 * STEPS and member.error is None
+    assert member.run_dir is not None and member.run_dir.name == first.members[0].run_dir.name
+    assert "ppo.total_steps" in (member.run_dir / "config_history.jsonl").read_text()
+
+
+def test_a_failing_member_is_a_row_and_the_others_train(tmp_path):
+    # a CoinRun rule on BigFish fails as the member starts, before any run folder is made
+    settings = PopulationSettings(
+        seeds=(1,), games=("bigfish",), level_rules=("none", "coin-moved"), presets=(BASE,), steps=128,
+        eval_episodes=1,
+    )  # fmt: skip
+    result = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+    fine, failed = result.members
+    assert fine.error is None and fine.steps == 128 and fine.status == "trained"
+    assert failed.status == "failed" and "coinrun" in (failed.error or "") and failed.run_dir is None
+    assert result.failed == (failed,)
+    assert not list(tmp_path.glob("ppo/*/*coin-moved*"))
+    with (tmp_path / CSV).open(newline="") as f:
+        assert [r["error"] for r in csv.DictReader(f)] == ["", failed.error]
+
+
+def test_workers_train_members_in_processes_of_their_own(tmp_path):
+    settings = PopulationSettings(
+        seeds=(1,), games=("bigfish",), level_rules=("none", "coin-moved"), presets=(BASE,), steps=128,
+        eval_episodes=1, workers=2,
+    )  # fmt: skip
+    result = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+    # the grid's order, whichever finished first
+    assert [m.status for m in result.members] == ["trained", "failed"]
+    assert result.members[0].steps == 128 and math.isfinite(result.members[0].train_return)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed: nothing to refuse")
+def test_ray_without_ray_is_one_line_naming_the_extra(tmp_path):
+    settings = PopulationSettings(seeds=(1,), games=("bigfish",), presets=(BASE,), ray_address="auto")
+    with pytest.raises(ProclabError, match=r"pip install 'proclab\[distributed\]'"):
+        train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
