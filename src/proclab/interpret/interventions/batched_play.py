@@ -39,6 +39,7 @@ from proclab.errors import ProclabError
 from proclab.levels.file import LevelStates
 from proclab.levels.play import check_levels_fit, with_options_of
 from proclab.models.interventions import Intervention
+from proclab.run.runtime import acting_threads, torch_threads
 
 KEPT_LEVELS = 64
 """Level start states :meth:`ProcgenLevels.level_state` keeps (about 40 KB each in CoinRun)."""
@@ -214,44 +215,45 @@ def play(
     state = agent.initial_state(R, device=dev)
     first = torch.ones(R, dtype=torch.bool, device=dev)
     prev_reward = torch.zeros(R, device=dev)
-    while (slots.job >= 0).any():
-        live = np.flatnonzero(slots.job >= 0)
-        variant, level = slots.job[live] % V, slots.job[live] // V
-        held = (
-            torch.from_numpy(dims[variant]).to(dev),
-            torch.from_numpy(values[variant, level]).float().to(dev),
-        )
-        logits, state = _forward(
-            agent, plan, observe, runtime.obs_tensor(obs), state, first, prev_reward, live, *held, runtime
-        )
-        act = _choose(logits, greedy, seed, slots.levels[level], slots.length[live])
-        actions = np.full(R, NOOP, np.int64)
-        actions[live] = act
-        obs, reward, terminated, truncated, info = env.step(actions)
-        if watch is not None:
-            watch(live, slots.job[live], (terminated | truncated)[live], act)
-        slots.ret[live] += reward[live]
-        slots.length[live] += 1
-        slots.counts[live, act] += 1
-        ended = live[(terminated | truncated)[live]]
-        complete = info["episode"]["level_complete"]
-        for r in ended:
-            lv, v = divmod(int(slots.job[r]), V)
-            out.ret[v, lv], out.complete[v, lv], out.length[v, lv] = (
-                slots.ret[r],
-                complete[r],
-                slots.length[r],
+    with torch_threads(acting_threads(runtime)):  # one intra-op thread on a CPU: rollout's reason
+        while (slots.job >= 0).any():
+            live = np.flatnonzero(slots.job >= 0)
+            variant, level = slots.job[live] % V, slots.job[live] // V
+            held = (
+                torch.from_numpy(dims[variant]).to(dev),
+                torch.from_numpy(values[variant, level]).float().to(dev),
             )
-            out.actions[v, lv] = slots.counts[r]
-            out.timed_out[v, lv] = truncated[r]
-        raw = torch.from_numpy(np.where(terminated | truncated, 0.0, reward).astype(np.float32)).to(dev)
-        prev_reward, first = raw, torch.zeros(R, dtype=torch.bool, device=dev)
-        if len(ended):
-            slots.start(ended)
-            first[torch.from_numpy(ended).to(dev)] = True
-            obs = env.observe()
-            if tick is not None:
-                tick(len(ended))
+            logits, state = _forward(
+                agent, plan, observe, runtime.obs_tensor(obs), state, first, prev_reward, live, *held, runtime
+            )
+            act = _choose(logits, greedy, seed, slots.levels[level], slots.length[live])
+            actions = np.full(R, NOOP, np.int64)
+            actions[live] = act
+            obs, reward, terminated, truncated, info = env.step(actions)
+            if watch is not None:
+                watch(live, slots.job[live], (terminated | truncated)[live], act)
+            slots.ret[live] += reward[live]
+            slots.length[live] += 1
+            slots.counts[live, act] += 1
+            ended = live[(terminated | truncated)[live]]
+            complete = info["episode"]["level_complete"]
+            for r in ended:
+                lv, v = divmod(int(slots.job[r]), V)
+                out.ret[v, lv], out.complete[v, lv], out.length[v, lv] = (
+                    slots.ret[r],
+                    complete[r],
+                    slots.length[r],
+                )
+                out.actions[v, lv] = slots.counts[r]
+                out.timed_out[v, lv] = truncated[r]
+            raw = torch.from_numpy(np.where(terminated | truncated, 0.0, reward).astype(np.float32)).to(dev)
+            prev_reward, first = raw, torch.zeros(R, dtype=torch.bool, device=dev)
+            if len(ended):
+                slots.start(ended)
+                first[torch.from_numpy(ended).to(dev)] = True
+                obs = env.observe()
+                if tick is not None:
+                    tick(len(ended))
     return out
 
 
