@@ -77,3 +77,27 @@ def test_a_notebook_page_shows_its_figures_and_no_error(browser, notebook):
     assert shown >= figures_drawn(notebook), f"{notebook.stem}: {shown} figures shown"
     found = [word for word in NOT_IN_OUTPUTS if word in outputs]
     assert not found, f"{notebook.stem}'s outputs print {found}"
+
+
+FINDINGS = {
+    "probes": (
+        re.compile(r"coin_dx from core\.0\.hook_h: .*margin ([+-]?[\d.]+) \[([+-]?[\d.]+), ([+-]?[\d.]+)\]"),
+        "the trained GRU reads the offset to the coin better than its random-initialised twin: the margin's "
+        "interval lies above 0",
+    ),
+}
+"""Per notebook, the printed line that carries the finding its prose states, and the finding: the interval
+(the last two numbers) must lie above zero on the executed page, so that a change of agent or code that loses
+the finding fails here rather than leaving the prose wrong."""
+
+
+@pytest.mark.parametrize("name", sorted(FINDINGS))
+def test_a_notebook_page_shows_the_finding_its_prose_states(browser, name):
+    url, page = browser
+    page.goto(f"{url}/notebooks/{name}/")
+    page.wait_for_load_state("load")
+    pattern, finding = FINDINGS[name]
+    match = pattern.search("\n".join(page.locator(".jp-OutputArea-output").all_inner_texts()))
+    assert match, f"{name}: the line with the finding is not on the page"
+    low = float(match.group(2))
+    assert low > 0, f"{name}: {finding}, but the page shows {match.group(0)}"
