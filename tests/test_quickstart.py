@@ -163,7 +163,9 @@ def test_the_quickstart_panel_opens_on_the_atlas(demo, tmp_path):
 @pytest.mark.parametrize(
     "variant",
     [
-        "train-procgen-gru",
+        pytest.param(
+            "train-procgen-gru", marks=pytest.mark.slow
+        ),  # 20 s: every stage runs in the default suite
         pytest.param("cleanrl", marks=pytest.mark.slow),
         pytest.param("torchbeast-srwm", marks=pytest.mark.slow),
         pytest.param("cleanba", marks=pytest.mark.slow),

@@ -131,6 +131,7 @@ def test_bad_input_is_one_line_exit_2(store, tmp_path, capsys, args, message):
     assert exc.value.code == 2 and err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.slow  # make test-all: 10 s of a grid of T-REX runs
 def test_grid_csv_has_one_row_per_cell(store, tmp_path):
     args = GridSettings(
         replace(FAST_CONFIG, demos=store, run_root=tmp_path),

@@ -182,6 +182,7 @@ def test_checkpoint_of_another_core_is_one_line(impala_run, tmp_path, capsys):
     assert "does not match this architecture" in one_line_error(capsys, ["eval", "--agent", str(ckpt)])
 
 
+@pytest.mark.slow  # make test-all: 10 s of a killed actor process
 def test_killed_actor_is_restarted_and_training_continues(tmp_path, capsys):
     from proclab.rl.impala_train import ImpalaTrainer
 

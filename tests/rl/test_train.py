@@ -85,6 +85,7 @@ def test_flags_override_preset_fields():
     assert cfg.env.num_envs == 256  # untouched preset field
 
 
+@pytest.mark.slow  # make test-all: 9 s; multi-task runs are trained by IMPALA's default test
 def test_multitask_run_logs_per_game_curves(tmp_path):
     proc = proclab(
         "train",

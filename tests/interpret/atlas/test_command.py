@@ -72,6 +72,7 @@ def test_ica_atlas_reads_the_sweep_and_writes_every_card(folder, capsys):
     assert "atlas/atlas.json" in record_["outputs"]
 
 
+@pytest.mark.slow  # make test-all: 14 s; the ICA atlas runs in the default suite
 def test_sparse_atlas_fits_its_dictionary_and_the_sweep_edits_its_atoms(folder, capsys):
     proclab("atlas", "--out", folder, "--basis", "sparse", "--dictionary-steps", "100", *SPARSE)
     first = strict_json(folder / "atlas-sparse" / "atlas.json")

@@ -324,6 +324,7 @@ def test_sweep_levels_from_plays_the_files_states_as_the_paired_levels(tmp_path)
         assert arrays["ret"][0, k] == alone["ret"][0, 0] and arrays["length"][0, k] == alone["length"][0, 0]
 
 
+@pytest.mark.slow  # make test-all: 17 s; swaps and deaths have their own tests
 def test_sweep_swaps_directions_picked_from_the_atlas_and_counts_deaths_by_cause(tmp_path, capsys):
     """--swaps saw:crate,0:1 on CoinRun: the kinds are the atlas's directions that track their proximity most
     strongly (picked here by hand from the same atlas), every swap is a variant on the same levels, and each

@@ -157,6 +157,7 @@ def test_coefficients_must_include_zero(tmp_path, maze_agent, capsys):
     assert e.value.code == 2 and "must include 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # make test-all: 10 s; level files are played by the sweep's default test
 def test_steer_levels_from_plays_the_files_states_as_the_held_out_levels(tmp_path, maze_agent):
     """``--levels-from``: the file's states are the held-out levels (one each per coefficient, --levels
     unused), the vector still comes from --vector-levels, and the summary names the file."""

@@ -68,8 +68,11 @@ def _reference_actions(ref, rec: RecordingEnv) -> tuple[np.ndarray, float]:
 
 @pytest.mark.parametrize(
     "variant",
-    ["train-procgen-gru", "cleanrl", "pufferlib-lstm", "torchbeast-srwm", "torchbeast-lstm", "cleanba"],
-)
+    [
+        "train-procgen-gru", "cleanrl", "pufferlib-lstm", "torchbeast-srwm", "torchbeast-lstm",
+        pytest.param("cleanba", marks=pytest.mark.slow),  # 17 s; its forward pass is checked in the default suite
+    ],
+)  # fmt: skip
 def test_greedy_eval_takes_the_reference_actions(imported, variant):
     ref, agent, run = imported(variant)
     env_config = from_dict(EnvConfig, load_checkpoint(run, kind="agent").meta["env"])
