@@ -162,7 +162,10 @@ def agent_split(name: str, trained: str | LevelSplit | None) -> LevelSplit:
     those levels, which a held-out test must not have (``test1`` lies inside an agent trained on ``train-1m``)."""
     if name == HELD_OUT:
         if trained is None:
-            raise ProclabError(f"{HELD_OUT!r} levels need the agent's training levels; name a split instead")
+            raise ProclabError(
+                f"levels={HELD_OUT!r} needs the agent's training levels (agent.env_config, set by proclab.load); "
+                "name a split instead, e.g. 'test1'"
+            )
         split = held_out_split(trained)
         if split is None:
             raise ProclabError(

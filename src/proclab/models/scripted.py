@@ -29,7 +29,7 @@ class ScriptedConfig:
     prev_reward_reset: bool = True
 
 
-class _Heads(nn.Module):
+class ScriptedHeads(nn.Module):
     """Where a trained agent's heads have their hook points (``heads.hook_logits``, ``heads.hook_value``)."""
 
     def __init__(self) -> None:
@@ -50,7 +50,7 @@ class ScriptedAgent(AgentBase):
         super().__init__()
         self.action, self.num_actions = action, num_actions
         self.config = ScriptedConfig(num_actions)
-        self.heads = _Heads()
+        self.heads = ScriptedHeads()
 
     @classmethod
     def uniform(cls, num_actions: int = NUM_ACTIONS) -> ScriptedAgent:

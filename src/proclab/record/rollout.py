@@ -58,7 +58,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from proclab.envs import HELD_OUT, EnvConfig, ProcgenVecEnv, agent_split, distinct_levels, parse_split
+from proclab.envs import EnvConfig, ProcgenVecEnv, agent_split, distinct_levels, parse_split
 from proclab.envs.rules import with_rule
 from proclab.errors import ProclabError
 from proclab.io.files import load_npz, save_npz
@@ -386,11 +386,6 @@ def _setting(agent, game, mode, levels, level_rule=None) -> tuple[EnvConfig, Lev
     elif isinstance(levels, Path) or (isinstance(levels, str) and Path(levels).is_file()):
         level_states = read_level_states(levels)
     elif isinstance(levels, str):
-        if levels == HELD_OUT and trained is None:
-            raise ProclabError(
-                "levels='held-out' needs the agent's training levels (agent.env_config, set by proclab.load); "
-                "name a split instead, e.g. levels='test1'"
-            )
         base = replace(base, split=str(agent_split(levels, trained)))
     elif levels is not None:
         raise ProclabError(

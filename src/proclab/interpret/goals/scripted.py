@@ -22,15 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from proclab.envs.actions import ACTION_NAMES, NUM_ACTIONS
 from proclab.envs.state import glossary
 from proclab.envs.state.scan import agent_record, scan
 from proclab.models.agent import AgentOutput
 from proclab.models.edited import AgentBase
-from proclab.models.hooks import HookPoint
-from proclab.models.scripted import ScriptedAgent, ScriptedConfig
+from proclab.models.scripted import ScriptedAgent, ScriptedConfig, ScriptedHeads
 
 NOOP, LEFT, RIGHT, UP, DOWN = (ACTION_NAMES.index(n) for n in ("no-op", "left", "right", "up", "down"))
 UP_LEFT, UP_RIGHT = ACTION_NAMES.index("up-left"), ACTION_NAMES.index("up-right")
@@ -48,9 +47,7 @@ class StatePolicy(AgentBase):
     def __init__(self):
         super().__init__()
         self.config = ScriptedConfig()
-        self.heads = nn.Module()
-        self.heads.hook_logits = HookPoint()
-        self.heads.hook_value = HookPoint()
+        self.heads = ScriptedHeads()
         self.env = None
 
     def watch(self, env) -> None:

@@ -120,14 +120,11 @@ def sweep_agent(
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
     every = list(range(coords.k))
     chosen = every if settings.directions is None else parse_ids(settings.directions, coords.k, "direction")
-    levels = distinct_levels(
-        agent_split(config.split, env_config_of(agent).split), config.levels, config.seed
-    )
+    env_config = env_config_of(agent)
+    levels = distinct_levels(agent_split(config.split, env_config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
     episodes = len(levels) * (1 + len(chosen) * len(parse_arms(config.arms)))
-    env = ProcgenLevels(
-        with_rule(env_config_of(agent), config.level_rule), min(config.rows, episodes), config.seed
-    )
+    env = ProcgenLevels(with_rule(env_config, config.level_rule), min(config.rows, episodes), config.seed)
     goals = GoalWatch.of(env) if config.goals else None
     try:
         with analysis_phases(progress, 1, "sweep") as ph, ph.phase(f"{episodes} episodes"):
