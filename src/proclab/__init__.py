@@ -46,6 +46,8 @@ if TYPE_CHECKING:  # the lazy names, as type checkers see them (tests/test_api.p
     from proclab.models.interventions import Sites as Sites
     from proclab.models.interventions import Units as Units
     from proclab.models.loading import load as load
+    from proclab.record.recording import RecordSettings as RecordSettings
+    from proclab.record.recording import record_episodes as record_episodes
     from proclab.record.rollout import Rollout as Rollout
     from proclab.record.rollout import rollout as rollout
     from proclab.reward.nets import RewardModel as RewardModel
@@ -76,6 +78,8 @@ _EXPORTS = {
     "rollout": "proclab.record.rollout",
     "Rollout": "proclab.record.rollout",
     "Level": "proclab.levels.level",
+    "record_episodes": "proclab.record.recording",
+    "RecordSettings": "proclab.record.recording",
     # activations and edits
     "ActivationCache": "proclab.models.cache",
     "Intervention": "proclab.models.interventions",

@@ -1,5 +1,6 @@
 """`proclab record` and `proclab data info`: a real recording, kill -9 and resume, workers, and every user error."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -228,3 +229,26 @@ def test_bad_stores_are_one_line_errors(tmp_path, helpers, capsys):
     half = helpers.write_store(tmp_path / "h", [[3, 4]])
     (half / "shard-00000" / "steps" / "value" / "c" / "0").unlink()
     assert "half-written" in one_line_error(capsys, ["data", "info", "--data", str(half), "--verify"])
+
+
+def test_the_library_call_records_what_the_command_records(recorded, tmp_path):
+    """``proclab.record_episodes`` is the command without its parser: the same settings give the same episodes
+    (actions, frames, logits), and an episode count and an existing store behave as ``--out`` does."""
+    import proclab
+    from proclab.run.runtime import RuntimeConfig
+
+    (rec,) = EpisodeStore(recorded).recordings().values()
+    checkpoint = rec["recording"]["checkpoint"]
+    settings = proclab.RecordSettings(episodes=6, num_envs=3, videos=1, action_noise="seed")
+    runtime = RuntimeConfig(torch_threads=1)  # the command's --precision auto, as in `recorded`
+    store = proclab.record_episodes(checkpoint, tmp_path / "DATA", settings, runtime=runtime, progress=False)
+    ours, theirs = store, EpisodeStore(recorded)
+    assert ours.num_episodes == theirs.num_episodes == 6
+    for i in range(6):
+        a, b = ours.episode(i), theirs.episode(i)
+        for field in ("action", "obs", "logits", "value"):
+            np.testing.assert_array_equal(a[field], b[field], err_msg=f"episode {i} {field}")
+    assert len(list((tmp_path / "DATA" / "videos").glob("*.mp4"))) == 1
+    fewer = dataclasses.replace(settings, episodes=2, videos=0)
+    again = proclab.record_episodes(checkpoint, tmp_path / "DATA", fewer, runtime=runtime, progress=False)
+    assert again.num_episodes == 8  # a compatible store gets a new shard; nothing is overwritten

@@ -13,21 +13,17 @@ from pathlib import Path
 from typing import Annotated
 
 import tyro
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from proclab.errors import ProclabError
 from proclab.io.arguments import AGENT, DATA, LevelRuleFlag, settings_from
 from proclab.io.checkpoint import Checkpoint
-from proclab.io.progress import progress_bar
 from proclab.record.recording import (
     AgentFacts,
     Recording,
     RecordSettings,
     open_checkpoint,
     prepare_recording,
-    record_ray,
-    record_shard,
-    record_workers,
+    run_recording,
 )
 from proclab.run.runtime import RuntimeConfig
 from proclab.store.store import EpisodeStore
@@ -135,10 +131,6 @@ def _resume(args: RecordArgs) -> list[_Plan]:
 
 def run(args: RecordArgs) -> tuple[Path, list[str]]:
     """Record (or resume); returns the store and the ids of the recordings that ran."""
-    if args.workers < 1:
-        raise ProclabError(f"--workers must be >= 1, got {args.workers}")
-    if args.commit_seconds < 0:
-        raise ProclabError(f"--commit-seconds must be >= 0, got {args.commit_seconds}")
     if args.resume is not None:
         if args.out is not None:
             raise ProclabError("give either --out DATA (a new recording) or --resume DATA, not both")
@@ -152,37 +144,18 @@ def run(args: RecordArgs) -> tuple[Path, list[str]]:
         recording, ckpt = prepare_recording(args.agent, args.out, settings_from(args, RecordSettings))
         store, plans = args.out, [_Plan(recording, args.episodes, args.videos, ckpt)]
     for plan in plans:
-        _record_with_progress(plan, store, args)
-    return store, [plan.recording.id for plan in plans]
-
-
-def _record_with_progress(plan: _Plan, store: Path, args: RecordArgs) -> None:
-    recording, missing, videos = plan.recording, plan.episodes, plan.videos
-    runtime = settings_from(args, RuntimeConfig)
-    workers = dict(runtime=runtime, workers=args.workers, commit_seconds=args.commit_seconds)
-    columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with progress_bar(*columns, transient=True) as bar:
-        task = bar.add_task("record", total=missing)
-
-        def advance(n: int) -> None:
-            bar.advance(task, n)
-
-        if args.ray_address is not None:
-            record_ray(recording, store, missing, videos, advance, address=args.ray_address, **workers)
-            return
-        if args.workers > 1:
-            record_workers(recording, store, missing, videos, advance, **workers)
-            return
-        record_shard(
-            recording,
+        run_recording(
+            plan.recording,
             store,
-            missing,
+            plan.episodes,
+            plan.videos,
             checkpoint=plan.checkpoint,
-            runtime=runtime,
+            runtime=settings_from(args, RuntimeConfig),
+            workers=args.workers,
+            ray_address=args.ray_address,
             commit_seconds=args.commit_seconds,
-            videos=videos,
-            on_commit=lambda episodes, _: bar.update(task, completed=episodes),
         )
+    return store, [plan.recording.id for plan in plans]
 
 
 def record_command(argv: list[str], prog: str = "proclab record") -> None:

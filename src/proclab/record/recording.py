@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from proclab.envs import NUM_ACTIONS, EnvConfig, ProcgenVecEnv, agent_split, check_split_name, parse_split
 from proclab.envs.episodes import quotas
@@ -36,10 +37,12 @@ from proclab.envs.rules import check_rule, with_rule
 from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import Checkpoint, load_checkpoint, load_train_state
 from proclab.io.configs import from_dict
+from proclab.io.progress import progress_bar
 from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
+from proclab.models.bundled import BUNDLED, bundled_path
 from proclab.models.edited import Intervened
 from proclab.models.interventions import parse_edits
 from proclab.models.loading import load_agent
@@ -560,3 +563,90 @@ def record_ray(
             advance(pending.pop(ready[0]))
     finally:
         ray.shutdown()
+
+
+# -- a whole recording ----------------------------------------------------------------------------
+def run_recording(
+    recording: Recording,
+    store: Path,
+    episodes: int,
+    videos: int,
+    *,
+    checkpoint: Checkpoint | None = None,
+    runtime: RuntimeConfig,
+    workers: int = 1,
+    ray_address: str | None = None,
+    commit_seconds: float = 1.0,
+    progress: bool = True,
+) -> None:
+    """Record ``episodes`` more episodes of ``recording`` into ``store``: in this process (one shard), in
+    ``workers`` local processes, or as ``workers`` Ray tasks on the cluster at ``ray_address``, with a progress
+    bar over the episodes committed (``progress=False``: none)."""
+    if workers < 1:
+        raise ProclabError(f"workers must be >= 1, got {workers}")
+    if commit_seconds < 0:
+        raise ProclabError(f"commit_seconds must be >= 0, got {commit_seconds}")
+    columns = (TextColumn("[bold]record"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with progress_bar(*columns, transient=True, disable=not progress) as bar:
+        task = bar.add_task("record", total=episodes)
+
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+
+        options = dict(runtime=runtime, workers=workers, commit_seconds=commit_seconds)
+        if ray_address is not None:
+            record_ray(recording, store, episodes, videos, advance, address=ray_address, **options)
+        elif workers > 1:
+            record_workers(recording, store, episodes, videos, advance, **options)
+        else:
+            record_shard(
+                recording,
+                store,
+                episodes,
+                checkpoint=checkpoint,
+                runtime=runtime,
+                commit_seconds=commit_seconds,
+                videos=videos,
+                on_commit=lambda committed, _: bar.update(task, completed=committed),
+            )
+
+
+def record_episodes(
+    agent: str | Path,
+    out: str | Path,
+    settings: RecordSettings | None = None,
+    *,
+    runtime: RuntimeConfig | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+    commit_seconds: float = 1.0,
+    progress: bool = True,
+) -> EpisodeStore:
+    """Record ``settings.episodes`` complete episodes of ``agent`` into the episode store ``out``; returns it.
+
+    ``agent`` is a proclab run or checkpoint directory, or a shipped agent's name (``"coinrun/small"``);
+    ``settings`` says what the data is (split, edits, noise, seed, ...: ``proclab record``'s options of those
+    names), ``runtime`` where and how the agent computes (default: fp32, on a GPU if there is one). A new store is created; an existing
+    one gets new shards when it is compatible (same games, actions, state layout and fields), so nothing in it
+    is overwritten. The function behind ``proclab record --agent AGENT --out DATA``, for a notebook or script::
+
+        store = proclab.record_episodes("coinrun/small", "episodes", RecordSettings(episodes=50, split="held-out"))
+    """
+    settings = settings or RecordSettings()
+    runtime = runtime or RuntimeConfig(precision="fp32")
+    path = bundled_path(str(agent)) if str(agent) in BUNDLED else Path(agent)
+    out = Path(out)
+    recording, ckpt = prepare_recording(path, out, settings)
+    run_recording(
+        recording,
+        out,
+        settings.episodes,
+        settings.videos,
+        checkpoint=ckpt,
+        runtime=runtime,
+        workers=workers,
+        ray_address=ray_address,
+        commit_seconds=commit_seconds,
+        progress=progress,
+    )
+    return EpisodeStore(out)
