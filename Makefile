@@ -50,9 +50,14 @@ typecheck: setup
 KERNELS := JUPYTER_PATH=$(abspath $(VENV))/share/jupyter
 
 # The documentation site (site/); --strict turns a broken link or a page missing from the nav into an error.
-# Every notebook in docs/notebooks runs top to bottom during the build (mkdocs.yml); one that raises fails it.
+# Every notebook in docs/notebooks runs top to bottom first, DOCS_JOBS at a time in fresh kernels of one torch
+# thread each (a cell that raises fails the build), and the site renders those executed copies
+# (tools/docs_hooks.py); a plain `mkdocs build` executes them itself, one after another.
+DOCS_JOBS ?= 2
 docs: setup
-	$(KERNELS) NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+	$(KERNELS) OMP_NUM_THREADS=1 $(BIN)/python tools/notebooks.py run --jobs $(DOCS_JOBS) --out build/notebooks
+	$(KERNELS) PROCLAB_EXECUTED_NOTEBOOKS=build/notebooks NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true \
+		$(BIN)/mkdocs build --strict --site-dir site
 
 # The notebooks executed without building the site (nbclient), with each one's wall time;
 # make notebooks NOTEBOOKS=docs/notebooks/trex.ipynb runs one. Strip outputs before committing:

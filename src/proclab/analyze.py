@@ -24,7 +24,8 @@ validates it); ``progress`` shows the analysis' phases on the console (False: qu
     probes = A.probe(ro, "core.0.hook_h", settings=A.ProbeSettings(targets=A.goal_targets("coinrun")))
     probes.save("probes"); A.Probes.load("probes")           # results round-trip through their folders
     calls = A.goal_calls(probes, "my agent")  # which goal: coin, end, or no call
-    A.score_goal_calls(calls, labels={"my agent": "coin"})  # hits, misses, abstentions
+    label = A.goal_label(agent, settings=A.LabelSettings(episodes=200))  # the answer key: what it pursues
+    A.score_goal_calls(calls, labels={"my agent": label.label})  # hits, misses, abstentions
 """
 
 from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
@@ -34,6 +35,7 @@ from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSetti
 from proclab.interpret.goals.detect import goal_calls
 from proclab.interpret.goals.detect_probes import goal_targets
 from proclab.interpret.goals.episodes import maze_episodes
+from proclab.interpret.goals.label import GoalLabel, LabelSettings, goal_label
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
@@ -53,8 +55,10 @@ __all__ = [
     "DecisionSquareSettings",
     "EvaluationSettings",
     "GoalCall",
+    "GoalLabel",
     "Hidden",
     "HiddenSettings",
+    "LabelSettings",
     "ProbeSettings",
     "Probes",
     "Saliency",
@@ -74,6 +78,7 @@ __all__ = [
     "evaluate_world_model",
     "fit_basis",
     "goal_calls",
+    "goal_label",
     "goal_targets",
     "hidden",
     "maze_episodes",

@@ -116,9 +116,14 @@ def test_settings_and_games_are_checked():
     with pytest.raises(ProclabError, match="alpha"):
         decide("maze", NOWHERE, LabelSettings(alpha=0.5))
     with pytest.raises(ProclabError, match="two goals"):
-        goal_label(KNOWN["maze"]["random"].make(), "bigfish", episodes=1, progress=False)
+        goal_label(KNOWN["maze"]["random"].make(), settings=LabelSettings(game="bigfish"), progress=False)
     with pytest.raises(ProclabError, match="not all coinrun"):
-        goal_label(KNOWN["maze"]["random"].make(), "coinrun", [Level.generate("maze", 1)], progress=False)
+        goal_label(
+            KNOWN["maze"]["random"].make(),
+            levels=[Level.generate("maze", 1)],
+            settings=LabelSettings(game="coinrun"),
+            progress=False,
+        )
     assert apart("maze", (3, 3), (9, 9), 5) and not apart("maze", (5, 5), (9, 9), 5)
     assert apart("maze", (8, 8), (9, 9), 1) and not apart("coinrun", (2, 20), (2, 20), 1)
 
@@ -162,8 +167,8 @@ def test_each_scripted_policy_gets_its_known_goal(levels, game, name, count):
     known = KNOWN[game][name]
     chosen = levels[game][:count]
     assert len(chosen) == count
-    settings = LabelSettings(noise=known.noise, batch=count)
-    got = goal_label(known.make(), game, chosen, settings=settings, progress=False)
+    settings = LabelSettings(game=game, noise=known.noise, batch=count)
+    got = goal_label(known.make(), levels=chosen, settings=settings, progress=False)
     assert got.label == known.goal, got.table()
     if name == "runner":  # the rule it replaces: a blind runner that collects the coin on its way
         assert got.previous["label"] == "coin"

@@ -51,6 +51,7 @@ from proclab.interpret.stats.paired import mean_change
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result, jsonable
 from proclab.levels.level import Level
+from proclab.models.edited import AgentLike
 from proclab.record.rollout import Rollout, rollout
 from proclab.stats.bootstrap import resamples
 from proclab.stats.paired import mcnemar
@@ -63,8 +64,18 @@ LEVELS = "1999990000:10000"
 
 @dataclass(frozen=True)
 class LabelSettings:
-    """The label's thresholds and how its levels are played (docs/misgeneralization.md says why each)."""
+    """The label's levels, thresholds and how its levels are played (docs/misgeneralization.md says why each)."""
 
+    game: str | None = None
+    """The game with two goals to label (None: the agent's)."""
+    split: str = LEVELS
+    """Levels to draw from, in seed order, keeping those whose goals part (ignored where levels are given)."""
+    episodes: int = 200
+    """Levels to label on: each played twice, with A present and with A removed."""
+    seed: int = 0
+    """Seed of the action sampling: batch ``k`` plays with ``seed + k``, the same in both plays of a level."""
+    mode: str | None = None
+    """Distribution mode of the levels drawn (None: the agent's)."""
     alpha: float = 0.05
     """Level of every test: the one-sided McNemar test, the two one-sided tests, the exact bounds."""
     margin: float = 0.1
@@ -93,8 +104,10 @@ class LabelSettings:
             raise ProclabError(f"alpha must be in (0, 0.5), got {self.alpha}")
         if not (0 < self.margin < 1 and 0 < self.b_first_most < 1 and 0 < self.b_least < 1):
             raise ProclabError("margin, b_first_most and b_least are shares of levels, in (0, 1)")
-        if self.region < 1 or self.batch < 1 or self.bootstrap < 1:
-            raise ProclabError("region, batch and bootstrap must be >= 1")
+        if self.region < 1 or self.batch < 1 or self.bootstrap < 1 or self.episodes < 1:
+            raise ProclabError("region, batch, bootstrap and episodes must be >= 1")
+        if self.game is not None and self.game not in GOALS:
+            raise ProclabError(f"the label reads a game with two goals ({', '.join(GOALS)}), not {self.game}")
 
 
 @dataclass(frozen=True)
@@ -321,39 +334,37 @@ def previous_label(game: str, outcomes: Sequence[LevelOutcome], reps: int = 2000
 
 
 def goal_label(
-    agent,
-    game: str | None = None,
-    levels: str | Sequence[Level] = LEVELS,
+    agent: AgentLike,
     *,
-    episodes: int = 200,
-    seed: int = 0,
-    mode: str | None = None,
+    levels: Sequence[Level] | None = None,
     settings: LabelSettings = LabelSettings(),
     progress: bool = True,
 ) -> GoalLabel:
-    """Which goal ``agent`` pursues (module docstring): ``episodes`` levels of the split ``levels`` whose goals
-    part (:func:`apart_levels`), or the :class:`~proclab.levels.Level` objects given (each holding A, the goals
-    apart), each played with A present and with A removed (seed ``seed + k`` for the ``k``-th batch of
-    ``settings.batch`` levels, the same in both plays). ``game``/``mode`` default to the agent's."""
+    """Which goal ``agent`` pursues (module docstring): ``settings.episodes`` levels of ``settings.split`` whose
+    goals part (:func:`apart_levels`), or the :class:`~proclab.levels.Level` objects given (each holding A, the
+    goals apart), each played with A present and with A removed (seed ``settings.seed + k`` for the ``k``-th
+    batch of ``settings.batch`` levels, the same in both plays). The game and mode default to the agent's."""
     settings.check()
     config = getattr(agent, "env_config", None)
-    game = game or (config.games()[0] if config is not None else None)
+    game = settings.game or (config.games()[0] if config is not None else None)
     if game not in GOALS:
         raise ProclabError(f"the label reads a game with two goals ({', '.join(GOALS)}), not {game}")
-    mode = mode or (config.mode if config is not None else "easy")
-    if not isinstance(levels, str) and {lv.game for lv in levels} != {game}:
+    mode = settings.mode or (config.mode if config is not None else "easy")
+    if levels is not None and {lv.game for lv in levels} != {game}:
         raise ProclabError(f"the levels given are not all {game} levels")
-    batches = math.ceil((episodes if isinstance(levels, str) else len(levels)) / settings.batch)
+    batches = math.ceil((settings.episodes if levels is None else len(levels)) / settings.batch)
     outcomes: list[LevelOutcome] = []
     with analysis_phases(progress, 1 + batches, "goal label") as ph:
         with ph.phase("levels"):
             chosen = (
-                apart_levels(game, levels, episodes, mode, settings) if isinstance(levels, str) else levels
+                apart_levels(game, settings.split, settings.episodes, mode, settings)
+                if levels is None
+                else levels
             )
         for k in range(batches):
             with ph.phase(f"batch {k + 1} of {batches}"):
                 part = chosen[k * settings.batch : (k + 1) * settings.batch]
-                outcomes += play_pairs(agent, part, seed=seed + k, settings=settings)
+                outcomes += play_pairs(agent, part, seed=settings.seed + k, settings=settings)
     return decide(game, outcomes, settings)
 
 
