@@ -42,5 +42,7 @@ def on_files(files, config):
             raise PluginError(f"{VARIABLE}: no executed copy of {page.src_uri} in {folder}")
         if copy.stat().st_mtime < source.stat().st_mtime:
             raise PluginError(f"{VARIABLE}: {copy} is older than {page.src_uri}; execute the notebooks again")
-        getattr(page, "file", page).abs_src_path = str(copy)  # mkdocs-jupyter wraps the file it renders
+        page.abs_src_path = str(copy)
+        if hasattr(page, "file"):  # mkdocs-jupyter's wrapper: the file inside caches its own path
+            page.file.abs_src_path = str(copy)
     return files
