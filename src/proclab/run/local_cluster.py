@@ -40,7 +40,9 @@ class Process:
 
 def processes() -> list[Process]:
     """Every process of the machine (``ps``, at full width whatever COLUMNS says: Linux and macOS)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+    ).stdout
     rows = (line.split(None, 2) for line in out.splitlines())
     return [
         Process(int(row[0]), int(row[1]), row[2] if len(row) > 2 else "") for row in rows if len(row) >= 2
