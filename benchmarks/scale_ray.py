@@ -63,7 +63,7 @@ def analysis_folder(work: Path) -> Path:
     torch.manual_seed(0)
     agent, env = AgentConfig(core="gru", rnn_size=16, **TINY), EnvConfig(game=("bossfight",), num_envs=3)
     ckpt = save_agent_checkpoint(
-        work / "run", build_agent(agent), TrainConfig(env=env, agent=agent), env.games(), 0
+        work / "run", build_agent(agent), TrainConfig(env=env, agent=agent), env.games(), 0, None
     )
     store, out = work / "DATA", work / "A"
     main(["record", "--agent", str(ckpt), "--precision", "fp32", "--episodes", "6", "--num-envs", "3",
