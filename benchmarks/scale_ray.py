@@ -18,8 +18,10 @@ machine whose cores other processes use too, the speed-up is a floor. Two nodes 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -131,13 +133,19 @@ def cli() -> None:
     if args.workdir.exists():
         shutil.rmtree(args.workdir)
     args.workdir.mkdir(parents=True)
-    folder = analysis_folder(args.workdir)
+    with contextlib.redirect_stdout(
+        sys.stderr
+    ):  # the commands' own output: stdout holds the JSON lines alone
+        folder = analysis_folder(args.workdir)
     with LocalCluster(2, args.cpus, env={"OMP_NUM_THREADS": "1"}, dashboard=False) as cluster:
-        for line in (
-            overhead(cluster.address, args.noop_tasks),
-            sweep(folder, cluster.address, args.levels, args.parts),
-            population(args.workdir / "population", cluster.address, args.members, args.steps),
-        ):
+        measures = (
+            lambda: overhead(cluster.address, args.noop_tasks),
+            lambda: sweep(folder, cluster.address, args.levels, args.parts),
+            lambda: population(args.workdir / "population", cluster.address, args.members, args.steps),
+        )
+        for measure in measures:
+            with contextlib.redirect_stdout(sys.stderr):
+                line = measure()
             print(json.dumps(line), flush=True)
 
 
