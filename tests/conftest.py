@@ -72,3 +72,14 @@ def loopback(tmp_path, monkeypatch):
     server = Loopback(folder)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A Ray cluster of two nodes of one CPU each on this machine (head and worker, ``ray start`` on 127.0.0.1,
+    its own temporary folder and free ports), stopped after the session; skips without Ray."""
+    pytest.importorskip("ray")
+    from proclab.run.local_cluster import LocalCluster
+
+    with LocalCluster(2, 1, env={"OMP_NUM_THREADS": "1"}) as cluster:
+        yield cluster

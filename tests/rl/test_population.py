@@ -1,10 +1,12 @@
 """A population of PPO agents: the grid's order and names, training and evaluating its members, a restart that
-trains nothing again, and a failing member that leaves the others alone."""
+trains nothing again, and a failing member that leaves the others alone; with Ray, the same on a cluster of two
+nodes on this machine (``ray_cluster``)."""
 
 import csv
 import importlib.util
 import math
 import shutil
+import sys
 from dataclasses import replace
 
 import pytest
@@ -141,8 +143,34 @@ def test_workers_train_members_in_processes_of_their_own(tmp_path):
     assert result.members[0].steps == 128 and math.isfinite(result.members[0].train_return)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed: nothing to refuse")
-def test_ray_without_ray_is_one_line_naming_the_extra(tmp_path):
+def test_ray_without_ray_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as without the extra, installed or not: import ray fails
     settings = PopulationSettings(seeds=(1,), games=("bigfish",), presets=(BASE,), ray_address="auto")
     with pytest.raises(ProclabError, match=r"pip install 'proclab\[distributed\]'"):
         train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+
+
+@pytest.mark.distributed
+def test_a_population_trains_on_a_two_node_cluster(ray_cluster, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    settings = PopulationSettings(
+        seeds=(1, 2), games=("bigfish",), level_rules=("none", "coin-moved"), presets=(BASE,), steps=128,
+        eval_episodes=1, ray_address=ray_cluster.address,
+    )  # fmt: skip
+    result = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+    # the grid's order; the CoinRun rule on BigFish is a failed row with its error, the others trained
+    assert [m.name for m in result.members] == [m.name for m in settings.members()]
+    assert [m.status for m in result.members] == ["trained", "failed", "trained", "failed"]
+    for m in result.members[::2]:
+        assert m.steps == 128 and m.run_dir is not None and math.isfinite(m.held_out_return)
+    assert all("coinrun" in (m.error or "") for m in result.failed)
+    again = train_population(settings, tmp_path, runtime=RUNTIME, progress=False)
+    assert [m.status for m in again.members[::2]] == ["finished before"] * 2
+    assert [m.train_return for m in again.members[::2]] == [m.train_return for m in result.members[::2]]
+    # the same member trained without Ray: the same run (training is seeded; one thread each)
+    local = train_population(
+        PopulationSettings(seeds=(1,), games=("bigfish",), presets=(BASE,), steps=128, eval_episodes=1),
+        tmp_path / "local", runtime=RUNTIME, progress=False,
+    )  # fmt: skip
+    assert local.members[0].train_return == result.members[0].train_return
+    assert local.members[0].held_out_return == result.members[0].held_out_return

@@ -185,11 +185,12 @@ class PopulationArgs(RuntimeFlags):
     """Complete episodes per member on its training levels and on held-out levels."""
     workers: int = 1
     """Members trained at the same time on this machine, each in a process of its own."""
-    ray_address: str | None = None
-    """Run members as Ray tasks on this cluster (auto, ray://HOST:10001, local; default: $RAY_ADDRESS, else no
-    Ray); OUT must be a folder every node writes to. Needs pip install 'proclab[distributed]'."""
+    ray_address: Annotated[str | None, tyro.conf.arg(aliases=("--ray",))] = None
+    """Run members as Ray tasks on this cluster (HOST:6379, auto, ray://HOST:10001, local; default: $RAY_ADDRESS,
+    else no Ray); OUT must be a folder every node writes to (docs/scale.md). Needs pip install
+    'proclab[distributed]'."""
     cpus_per_member: float = 1
-    """CPUs Ray reserves for each member."""
+    """CPUs Ray reserves for each member (also its torch threads unless --torch-threads is given)."""
     gpus_per_member: float = 0
     """GPUs (or a fraction of one) Ray reserves for each member."""
     out: Path = Path("population")

@@ -19,22 +19,22 @@ or whose training raises is a row with its error; the other members still train.
 
 **Where members run.** By default one after another in this process; ``workers=N`` runs N at a time in
 processes of their own (spawned, so that no torch state is shared); with ``ray_address`` (or ``RAY_ADDRESS``)
-each member is a Ray task with ``cpus_per_member`` and ``gpus_per_member``, and the folder must then be one
-every node writes to (a shared file system).
+each member is a Ray task with ``cpus_per_member`` (also its torch threads) and ``gpus_per_member``, and the
+folder must then be one every node writes to (a shared file system); :mod:`proclab.run.tasks` runs them. A
+member whose worker is killed is run again by Ray and resumes from its run's last checkpoint. Members are plain
+Ray tasks rather than Ray Tune trials: the run folder already is what Tune's experiment state would be (a
+restart skips finished members and resumes the others), there is no search to schedule, and Tune would add
+its own dependencies and a second copy of each member's state.
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import itertools
 import math
-import multiprocessing
-import os
 import re
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,8 +53,8 @@ from proclab.io.run_dirs import read_run_config, record_config_change
 from proclab.rl.config import TrainConfig
 from proclab.rl.evaluate import EvalSettings, evaluate_agent
 from proclab.rl.ppo_train import Trainer, preset_config
-from proclab.run.distributed import connect_ray
 from proclab.run.runtime import RuntimeConfig
+from proclab.run.tasks import TaskSettings, run_tasks
 
 if TYPE_CHECKING:
     import pandas  # pyright: ignore[reportMissingImports]  (optional: only to_frame needs it)
@@ -146,14 +146,17 @@ class PopulationSettings:
             )
         return grid
 
+    def tasks(self) -> TaskSettings:
+        """Where the members train (:func:`~proclab.run.tasks.run_tasks`): one unit per member."""
+        return TaskSettings(self.workers, self.ray_address, self.cpus_per_member, self.gpus_per_member)
+
     def check(self) -> None:
         """Refuse a population that cannot run, before any member trains."""
         if not self.members():
             raise ProclabError("the population is empty: give at least one seed, game, level rule and preset")
-        if self.steps < 1 or self.eval_episodes < 1 or self.workers < 1:
-            raise ProclabError("steps, eval_episodes and workers must be >= 1")
-        if self.cpus_per_member <= 0 or self.gpus_per_member < 0:
-            raise ProclabError("cpus_per_member must be > 0 and gpus_per_member >= 0")
+        if self.steps < 1 or self.eval_episodes < 1:
+            raise ProclabError("steps and eval_episodes must be >= 1")
+        self.tasks().check()
 
 
 @dataclass(frozen=True)
@@ -246,16 +249,13 @@ def train_population(
     settings.check()
     root = Path(root)
     runtime = runtime or RuntimeConfig()
-    if settings.workers > 1 and runtime.torch_threads == 0:  # torch's default, every core, in every worker
-        runtime = replace(runtime, torch_threads=max(1, (os.cpu_count() or 1) // settings.workers))
+    where = settings.tasks()
+    if runtime.torch_threads == 0 and (
+        where.address() or settings.workers > 1
+    ):  # not every core in every member
+        runtime = replace(runtime, torch_threads=where.threads())
     jobs = [_Job(m, settings.steps, root, settings.eval_episodes, runtime) for m in settings.members()]
-    address = settings.ray_address or os.environ.get("RAY_ADDRESS")
-    if address:
-        done = _on_ray(jobs, address, settings.cpus_per_member, settings.gpus_per_member)
-    elif settings.workers > 1:
-        done = _in_processes(jobs, settings.workers)
-    else:
-        done = (train_member(job) for job in jobs)
+    done = (_or_failed(get, jobs[i]) for i, get in run_tasks(train_member, jobs, where))
     results: dict[str, MemberResult] = {}
     columns = (
         TextColumn("population: {task.description}"),
@@ -377,34 +377,10 @@ def _nan(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _in_processes(jobs: list[_Job], workers: int) -> Iterator[MemberResult]:
-    """Members ``workers`` at a time, each in a spawned process (no torch state or env threads shared), in the
-    order they finish."""
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
-        futures = {pool.submit(train_member, job): job for job in jobs}
-        for future in as_completed(futures):
-            yield _or_failed(future.result, futures[future])
-
-
-def _on_ray(jobs: list[_Job], address: str, cpus: float, gpus: float) -> Iterator[MemberResult]:
-    """Members as Ray tasks with ``cpus`` and ``gpus`` each, in the order they finish; a task that dies (its
-    node lost, out of memory) is its member's error. Untested in proclab's suite (Ray is optional)."""
-    ray = connect_ray(address)
-    try:
-        task = ray.remote(num_cpus=cpus, num_gpus=gpus)(train_member)
-        pending = {task.remote(job): job for job in jobs}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            job = pending.pop(ready[0])
-            yield _or_failed(functools.partial(ray.get, ready[0]), job)
-    finally:
-        ray.shutdown()
-
-
 def _or_failed(result: Callable[[], MemberResult], job: _Job) -> MemberResult:
     """The member's result, or, when its process or task died before it could say (``train_member`` catches
-    what training raises), a failed row with what killed it."""
+    what training raises; a Ray task is first run again, :mod:`proclab.run.tasks`), a failed row with what
+    killed it."""
     try:
         return result()
     except Exception as err:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
+import tyro
 
 from proclab.envs import agent_split, distinct_levels
 from proclab.envs.rules import with_rule
@@ -49,6 +50,7 @@ from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
+from proclab.run.tasks import TaskSettings, run_tasks
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,14 @@ class SweepArgs(BasisArgs, PlayArgs):
     part: int | None = None
     """Play only block I of --parts (1-based), e.g. one process per core, each with its own I; whichever
     saves the last block writes the sweep's results."""
+    workers: int = 1
+    """Play the blocks of --parts in this many local processes at a time; the tests run once, here, when every
+    block is saved (the results are those of the same sweep played in one process)."""
+    ray_address: Annotated[str | None, tyro.conf.arg(aliases=("--ray",))] = None
+    """Play the blocks of --parts as Ray tasks on this cluster (HOST:6379, auto; default: $RAY_ADDRESS, else
+    locally); ANALYSIS must be a folder every node reads and writes. Needs pip install 'proclab[distributed]'."""
+    cpus_per_part: float = 1
+    """CPUs Ray reserves for each block (also its torch threads unless --torch-threads is given)."""
 
     def settings(self) -> SweepSettings:
         """The library's settings of this command line (the coordinates are the folder's system, ``--basis``,
@@ -137,9 +147,10 @@ class SweepArgs(BasisArgs, PlayArgs):
         self.settings().check()
 
 
-def run_sweep(args: SweepArgs) -> Path:
+def run_sweep(args: SweepArgs, *, test: bool = True) -> Path:
     """Run the sweep on the analysis folder ``args.out``; returns its output folder (``ANALYSIS/sweep``,
-    or ``ANALYSIS/sweep-<basis>``)."""
+    or ``ANALYSIS/sweep-<basis>``). With ``--parts`` and ``--workers`` or ``--ray``, the blocks not yet saved
+    are played elsewhere first (:func:`spread`); ``test=False`` plays ``--part`` and saves it, untested."""
     start = time.perf_counter()
     args.check()
     ws = Workspace.open(args.out, create=False)
@@ -165,6 +176,8 @@ def run_sweep(args: SweepArgs) -> Path:
     else:
         levels = distinct_levels(agent_split(args.split, env_config.split), args.levels, args.seed)
     store = parts_store(ws, args, checkpoint, levels)
+    if args.part is None and args.parts > 1 and (args.workers > 1 or tasks_of(args).address()):
+        spread(args, store)
     episodes = len(levels) * (
         1 + len(directions) * len(parse_arms(args.arms)) + len(pairs) + args.random_swaps
     )
@@ -195,6 +208,7 @@ def run_sweep(args: SweepArgs) -> Path:
                 deaths,
                 store,
                 goals,
+                test,
             )
     finally:
         env.close()
@@ -225,7 +239,39 @@ def run_sweep(args: SweepArgs) -> Path:
     return _write(ws, args, summary, out, variants, coords.label, start, deaths)
 
 
-UNPLAYED = ("part", "torch_threads", "rows", "out")
+def tasks_of(args: SweepArgs) -> TaskSettings:
+    """Where the blocks of ``--parts`` are played: ``--workers`` local processes or Ray tasks (``--ray``)."""
+    return TaskSettings(args.workers, args.ray_address, args.cpus_per_part)
+
+
+def spread(args: SweepArgs, store: Parts) -> None:
+    """Play every block of ``store`` not yet saved as a unit of :func:`~proclab.run.tasks.run_tasks` (each
+    :func:`play_part` saves its own, atomically); the first block that fails is raised once the others are
+    done, so that a second run plays only what is still missing. A block's torch threads are
+    ``--torch-threads``, else the CPUs it was given: they do not change its outcomes (``UNPLAYED``)."""
+    where = tasks_of(args)
+    threads = args.torch_threads or where.threads()
+    missing = sorted(set(range(args.parts)) - store.saved())
+    units = [replace(args, part=i + 1, workers=1, ray_address=None, torch_threads=threads) for i in missing]
+    failed: list[Exception] = []
+    with phases(1, NAME) as ph, ph.phase(f"{len(units)} of {args.parts} parts"):
+        for n, (_, get) in enumerate(run_tasks(play_part, units, where), start=1):
+            try:
+                get()
+            except Exception as err:
+                failed.append(err)
+            ph.fraction(n, len(units))
+    if failed:
+        raise failed[0]
+
+
+def play_part(args: SweepArgs) -> None:
+    """One block of a spread sweep (``args.part``), played and saved in this process, a spawned one or a
+    Ray task."""
+    run_sweep(args, test=False)
+
+
+UNPLAYED = ("part", "torch_threads", "rows", "out", "workers", "ray_address", "cpus_per_part")
 """Options that do not change a sweep's outcomes: blocks played with different values of them merge."""
 
 

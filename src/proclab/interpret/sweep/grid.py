@@ -229,6 +229,7 @@ def sweep(
     deaths: Deaths | None = None,
     store: Parts | None = None,
     goals: GoalWatch | None = None,
+    test: bool = True,
 ) -> tuple[dict, Outcomes, Variants] | None:
     """Play and test every (direction, arm) of ``config`` on ``levels`` of ``env``, and every swap
     (``swaps``: coordinate pairs; default the ids of ``config.swaps``); returns the sweep's results
@@ -237,7 +238,9 @@ def sweep(
     the env's game states), every variant's deaths by cause; with ``goals`` (a :class:`GoalWatch` of the
     env), whether every episode reached each of the game's two goals. The levels are played in
     ``config.parts`` blocks kept in ``store`` (:mod:`proclab.interpret.sweep.parts`; default: in memory);
-    with ``config.part``, only that block is played, and None is returned while other blocks are missing."""
+    with ``config.part``, only that block is played, and None is returned while other blocks are missing.
+    ``test=False`` plays and saves, and returns None even when the last block is saved: a task of a sweep
+    spread over processes or a cluster leaves the tests to the caller that merges every block, once."""
     config.check()
     arms = parse_arms(config.arms)
     pairs = resolve(parse_swaps(config.swaps), recorded.k, None)[0] if swaps is None else list(swaps)
@@ -261,7 +264,7 @@ def sweep(
                     *player, plan, env, levels[block], variants, block, config, runtime, tick, deaths, goals
                 ),
             )
-    if not store.complete():
+    if not test or not store.complete():
         return None
     played = store.everything(config.landing, config.seed)
     out = played.outcomes
