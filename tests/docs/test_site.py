@@ -101,3 +101,21 @@ def test_a_notebook_page_shows_the_finding_its_prose_states(browser, name):
     assert match, f"{name}: the line with the finding is not on the page"
     low = float(match.group(2))
     assert low > 0, f"{name}: {finding}, but the page shows {match.group(0)}"
+
+
+LABEL_LINE = re.compile(r"(\w+)\s+([\w-]+)\s+known goal (\w+)\s+label (\w+)\s+\(the replaced rule: (\w+)\)")
+
+
+def test_the_misgeneralization_page_shows_the_label_right_on_its_scripted_policies(browser):
+    """The prose: the planners get their goal, the blind runner is never called a coin-seeker (the replaced
+    rule calls it one), at the notebook's 16 levels."""
+    url, page = browser
+    page.goto(f"{url}/notebooks/misgeneralization/")
+    page.wait_for_load_state("load")
+    shown = LABEL_LINE.findall("\n".join(page.locator(".jp-OutputArea-output").all_inner_texts()))
+    assert [name for _, name, *_ in shown] == ["runner", "corner-planner", "cheese-planner"], shown
+    for _, name, goal, label, replaced in shown:
+        if name == "runner":
+            assert label in (goal, "none") and replaced == "coin", (name, label, replaced)
+        else:
+            assert label == goal, (name, label)
