@@ -130,9 +130,9 @@ def cli() -> None:
     parser.add_argument("--members", type=int, default=4)
     parser.add_argument("--steps", type=int, default=512)
     args = parser.parse_args()
-    if args.workdir.exists():
-        shutil.rmtree(args.workdir)
-    args.workdir.mkdir(parents=True)
+    if args.workdir.exists() and any(args.workdir.iterdir()):
+        sys.exit(f"--workdir {args.workdir} is not empty: give a new folder (nothing in it is overwritten)")
+    args.workdir.mkdir(parents=True, exist_ok=True)
     with contextlib.redirect_stdout(
         sys.stderr
     ):  # the commands' own output: stdout holds the JSON lines alone
