@@ -1,9 +1,10 @@
 """A Ray cluster of several nodes on this machine: a head and workers started with ``ray start``, then stopped.
 
 What runs on a cluster (``--ray ADDRESS``) is tried, tested and measured without one: every node is a
-``ray start`` on 127.0.0.1 (nothing listens on another interface, the dashboard included) with its own CPUs,
-all of them in one fresh temporary folder and on free ports, so that two clusters (or a cluster and a
-user's own) never meet. :meth:`LocalCluster.stop` ends only this cluster's processes (those whose command line
+``ray start`` with 127.0.0.1 as its address (the dashboard bound there too) and its own CPUs, all of them in one
+fresh temporary folder and on free ports, so that two clusters (or a cluster and a user's own) never meet.
+Ray 2.60 still opens some of its own ports on every interface (GCS, raylets, agents; ``ss -ltnp`` shows them),
+with no switch to narrow them: on a machine others can reach, a firewall keeps them in. :meth:`LocalCluster.stop` ends only this cluster's processes (those whose command line
 names its folder, and their children), never ``ray stop``, which would end every Ray process of the machine.
 """
 
