@@ -117,3 +117,28 @@ def test_a_worker_killed_mid_block_costs_that_block_alone(analysis, ray_cluster)
     spread, spread_arrays = outputs(folder)
     # every level played once: the merged outcomes and every statistic are those of the one-process sweep
     assert spread == summary and same_arrays(spread_arrays, arrays)
+
+
+def test_a_driver_killed_mid_run_resumes_from_the_blocks_it_saved(analysis):
+    """kill -9 of the whole command (driver and its worker processes) once some blocks are saved: the same
+    command again plays only the missing blocks (the saved ones are not rewritten) and ends with the outputs of
+    the one-process sweep."""
+    folder, _, (summary, arrays) = analysis
+    command = [sys.executable, "-m", "proclab", "analyze", "sweep", "--out", str(folder), *SWEEP,
+               "--parts", "4", "--workers", "2"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # fmt: skip
+    parts = folder / "sweep-parts"
+    deadline = time.monotonic() + 300
+    while driver.poll() is None and time.monotonic() < deadline and not list(parts.glob("part-*.npz")):
+        time.sleep(0.02)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    saved = {p.name: p.stat().st_mtime_ns for p in parts.glob("part-*.npz")}
+    assert 1 <= len(saved) < 4, f"killed with {len(saved)} of 4 blocks saved"
+    assert not (folder / "sweep" / "sweep.json").exists()
+    main(["analyze", "sweep", "--out", str(folder), *SWEEP, "--parts", "4", "--workers", "2"])
+    assert {name: (parts / name).stat().st_mtime_ns for name in saved} == saved  # not played again
+    resumed, resumed_arrays = outputs(folder)
+    assert resumed == summary and same_arrays(resumed_arrays, arrays)
