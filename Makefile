@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.proclab-installed-$(HASH)
 PYTEST_WORKERS ?= 2
 PIP_ARGS ?=
 
-.PHONY: setup demo test test-browser test-all lint typecheck docs notebooks readme bench clean
+.PHONY: setup demo test test-heavy test-browser test-all lint typecheck docs notebooks readme bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,11 @@ demo: setup
 # on oversubscribed threads run several times slower.
 test: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -q
+
+# The end-to-end tests of tens of seconds each that make test leaves out to stay under 10 minutes (kill -9 and
+# resume of training and recording, real training runs, the steering and goal commands whole); .ci/run runs them.
+test-heavy: setup
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -q -m heavy
 
 # The browser tests drive Debian's chromium (apt-get install -y chromium); Playwright downloads nothing.
 test-browser: setup

@@ -43,6 +43,7 @@ def test_a_checkpoint_on_a_full_disk_leaves_the_previous_one_loadable(tmp_path):
     assert load_checkpoint(tmp_path, train_state=True).path == first.resolve()
 
 
+@pytest.mark.heavy
 def test_train_on_a_full_tmpfs_stops_in_one_line_and_resumes_once_space_is_freed(tmp_path, capsys):
     """A real file system that fills up during `proclab train`: exit 2 with one line naming the checkpoint,
     no temporary directory, the earlier checkpoints load, and --resume finishes the run afterwards."""

@@ -81,6 +81,7 @@ def test_data_info_json(recorded, capsys):
     assert 0 < info["bytes_per_step"] < 12288 and info["recordings"][0]["requested"] == 6
 
 
+@pytest.mark.heavy
 def test_kill_9_then_resume(checkpoint, tmp_path, helpers):
     """SIGKILL a real recording mid-way: committed episodes stay readable; --resume completes the count."""
     store = tmp_path / "DATA"

@@ -108,6 +108,7 @@ def test_a_learned_reward_trains_ppo_only_and_sigmoid_needs_one(tmp_path, capsys
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.heavy
 def test_per_step_reward_pays_one_per_step_and_resumes(tmp_path, capsys):
     proclab(["train", "--reward-model", "per-step", *TINY, "--run-root", str(tmp_path / "runs")])
     (run,) = (tmp_path / "runs" / "ppo" / "dodgeball" / "trex").iterdir()

@@ -182,6 +182,7 @@ def test_demo_video(store, tmp_path, capsys):
     assert len(frames) == EpisodeStore(store).episodes["length"][3] and frames.shape[1:] == (128, 128, 3)
 
 
+@pytest.mark.heavy
 def test_resume_continues_exactly_and_a_finished_run_stays_finished(store, tmp_path, capsys):
     """A run of 3 epochs resumed with --max-epochs 4 ends with the weights of an uninterrupted run of 4;
     --resume of a finished run does nothing; the extension is recorded in the run's config history."""

@@ -111,6 +111,7 @@ def tiny_run(tmp_path_factory):
     return sorted(root.glob("ppo/bossfight/tiny/*"))
 
 
+@pytest.mark.heavy
 def test_eval_json_per_split(tiny_run, tmp_path):
     out = tmp_path / "eval.json"
     proc = subprocess.run(
@@ -143,6 +144,7 @@ def test_eval_json_per_split(tiny_run, tmp_path):
     assert json.loads(out.read_text()) == table
 
 
+@pytest.mark.heavy
 def test_render_writes_video_with_overlays(tiny_run, tmp_path):
     from proclab.io.video import read_video
 
@@ -169,6 +171,7 @@ def test_render_writes_video_with_overlays(tiny_run, tmp_path):
     assert frames.shape[1:] == (512, 1024, 3) and 1 <= len(frames) <= 20
 
 
+@pytest.mark.heavy
 def test_plot_groups_seeds(tiny_run, tmp_path):
     out = tmp_path / "curves.png"
     proc = subprocess.run(

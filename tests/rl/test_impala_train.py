@@ -153,6 +153,7 @@ def test_multi_task_run_logs_per_game_stats(impala_run):
     assert meta["algo"] == "impala" and meta["games"] == GAMES.split(",")
 
 
+@pytest.mark.heavy
 def test_resume_restores_counters_and_schedule(impala_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(impala_run, run)

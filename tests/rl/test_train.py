@@ -119,6 +119,7 @@ def test_checkpoints_carry_the_reward_normalisation(tmp_path):
     assert reward_normalisation(legacy).scale == norm["scale"]  # a checkpoint written before, from its state
 
 
+@pytest.mark.heavy
 def test_killed_run_resumes_to_identical_weights(tmp_path):
     """A run killed with SIGKILL and resumed ends with exactly the weights of an uninterrupted run."""
     args = [*TINY, "--total-steps", str(4 * 32 * 8), "--checkpoint-every", "128"]

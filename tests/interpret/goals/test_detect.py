@@ -57,6 +57,7 @@ def test_probes_of_other_targets_are_refused_not_answered(maze_rollout):
         proclab.analyze.goal_calls(maze_rollout, "tiny")
 
 
+@pytest.mark.heavy
 def test_steering_and_the_sweep_give_rules_3_and_4_as_by_hand(maze_agent, maze_rollout, tmp_path):
     steered = proclab.analyze.steer(
         maze_agent, "torso.block1.hook_out",

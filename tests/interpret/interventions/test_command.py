@@ -37,6 +37,7 @@ def folder(path, checkpoint=None):
     return path
 
 
+@pytest.mark.heavy
 def test_identity_in_the_real_env_replays_the_baseline(tmp_path, capsys):
     ckpt = make_agent_checkpoint(tmp_path / "agent", game="bossfight")
     out = folder(tmp_path / "analysis", ckpt)

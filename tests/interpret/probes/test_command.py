@@ -43,6 +43,7 @@ def maze_store(tmp_path_factory):
     return tmp / "DATA"
 
 
+@pytest.mark.heavy
 def test_probe_reports_controls_and_ranks_channels(tmp_path, maze_store, capsys):
     out = tmp_path / "A"
     main(

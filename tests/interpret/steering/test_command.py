@@ -27,6 +27,7 @@ def steer_cli(out, agent, *extra):
     main(["analyze", "steer", "--out", str(out), "--agent", str(agent), "--torch-threads", "1", *extra])
 
 
+@pytest.mark.heavy
 def test_steer_builds_the_vector_and_pairs_every_coefficient(tmp_path, maze_agent, capsys):
     out = tmp_path / "S"
     steer_cli(

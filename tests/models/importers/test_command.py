@@ -162,6 +162,7 @@ def test_directory_means_its_latest_train_procgen_checkpoint(tmp_path):
     assert source.path.name == "model_131072.pth" and imported.facts.step == 131072
 
 
+@pytest.mark.heavy
 def test_command_line_imports_and_eval_plays_it(tmp_path):
     src = CleanbaRef().save(tmp_path / "cleanba.cleanrl_model")
     out = tmp_path / "run"
