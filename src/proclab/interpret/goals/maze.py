@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,20 @@ the maze's unique path; ``5x5`` is the top-right region; ``cheese_coord_norm`` t
 
 def euclid(a: Cell, b: Cell) -> float:
     return math.hypot(a[0] - b[0], a[1] - b[1])
+
+
+def tree_towards(root: Cell, neighbours: Callable[[Cell], Iterable[Cell]]) -> dict[Cell, Cell | None]:
+    """Every cell reachable from ``root`` with its parent in a breadth-first search from ``root``: the next cell
+    of a shortest path towards ``root`` (``root``'s own is None); cells in breadth-first order."""
+    parents: dict[Cell, Cell | None] = {root: None}
+    queue = deque([root])
+    while queue:
+        cell = queue.popleft()
+        for n in neighbours(cell):
+            if n not in parents:
+                parents[n] = cell
+                queue.append(n)
+    return parents
 
 
 @dataclass(frozen=True)
@@ -81,15 +96,7 @@ class Maze:
     def _tree_from(self, root: Cell) -> dict[Cell, Cell | None]:
         """Breadth-first parents of every open cell towards ``root`` (cached per root)."""
         if root not in self._parents:
-            parents: dict[Cell, Cell | None] = {root: None}
-            queue = deque([root])
-            while queue:
-                cell = queue.popleft()
-                for n in self.neighbours(cell):
-                    if n not in parents:
-                        parents[n] = cell
-                        queue.append(n)
-            self._parents[root] = parents
+            self._parents[root] = tree_towards(root, self.neighbours)
         return self._parents[root]
 
     def path(self, a: Cell, b: Cell) -> list[Cell]:

@@ -16,7 +16,6 @@ stands still.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from torch import Tensor
 from proclab.envs.actions import ACTION_NAMES, NUM_ACTIONS
 from proclab.envs.state import glossary
 from proclab.envs.state.scan import agent_record, scan
+from proclab.interpret.goals.maze import tree_towards
 from proclab.models.agent import AgentOutput
 from proclab.models.edited import AgentBase
 from proclab.models.scripted import ScriptedAgent, ScriptedConfig, ScriptedHeads
@@ -111,23 +111,12 @@ class MazePlanner(StatePolicy):
 def first_move(open_: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> int:
     """The first action of a shortest path from cell ``start`` to ``goal`` (``(row, col)``, row 0 at the
     bottom) over the open cells; no-op at the goal or where none leads there."""
-    if start == goal:
-        return NOOP
-    back = {goal: None}
-    queue = deque([goal])
-    while queue:  # breadth-first from the goal: each cell learns its step towards it
-        r, c = queue.popleft()
-        for _, dr, dc in _MAZE_MOVES:
-            nxt = (r + dr, c + dc)
-            if nxt in back or not (0 <= nxt[0] < open_.shape[0] and 0 <= nxt[1] < open_.shape[1]):
-                continue
-            if open_[nxt]:
-                back[nxt] = (r, c)
-                if nxt == start:
-                    queue.clear()
-                    break
-                queue.append(nxt)
-    step = back.get(start)
+    cells = {(int(r), int(c)) for r, c in np.argwhere(open_)}
+
+    def neighbours(cell: tuple[int, int]) -> list[tuple[int, int]]:
+        return [n for _, dr, dc in _MAZE_MOVES if (n := (cell[0] + dr, cell[1] + dc)) in cells]
+
+    step = tree_towards(goal, neighbours).get(start) if start != goal else None
     if step is None:
         return NOOP
     return next(a for a, dr, dc in _MAZE_MOVES if (start[0] + dr, start[1] + dc) == step)
