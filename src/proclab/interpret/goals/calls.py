@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from proclab.errors import ProclabError
+from proclab.interpret.goals.manifest import Manifest
 from proclab.interpret.stats.proportions import share
 from proclab.stats import percentile_interval
 
@@ -67,6 +69,8 @@ class ToolScore:
     constants: dict = field(default_factory=dict)
     """The balanced accuracy, on the same agents, of ``"always <goal>"`` for each goal and of ``"coin flip"``
     (each goal with equal probability: its expected score)."""
+    manifest_sha256: str = ""
+    """The sha256 of the pre-registered manifest the calls were scored under (:mod:`.manifest`), or empty."""
 
 
 def balanced_accuracy(labels: list[str], calls: list[str], reps: int = 2000, seed: int = 0) -> dict:
@@ -96,13 +100,26 @@ def score_goal_calls(
     labels: dict[str, str],
     controls: Iterable[str] = (),
     goals: Iterable[str] | None = None,
+    *,
+    manifest: Manifest | None = None,
 ) -> list[ToolScore]:
     """Per tool: hits (call = label), misses (call = another goal), abstentions (no call), each a share of
     the labelled agents with its Wilson interval; the confusion matrix, the balanced accuracy and the
     constant answers' (module docstring) over ``goals`` (default: every goal labelled or called). ``controls``
     name agents with no goal (randomly initialised): any goal call on one is a false hit, and a tool with one
-    gets no hits counted (its balanced accuracy is read beside ``false_hits_on_controls``)."""
+    gets no hits counted (its balanced accuracy is read beside ``false_hits_on_controls``). With a ``manifest``
+    (:func:`~proclab.interpret.goals.manifest.read_manifest`) its controls are the controls, an agent it does
+    not name is refused, and every score carries its sha256."""
     controls, calls = set(controls), list(calls)
+    if manifest is not None:
+        controls |= set(manifest.controls)
+        named = {c.agent for c in calls} | set(labels) | controls
+        outside = sorted(named - set(manifest.agents))
+        if outside:
+            raise ProclabError(
+                f"{', '.join(outside)}: not among the agents of manifest {manifest.path!r} (sha256 "
+                f"{manifest.sha256[:12]}); a run scores only the agents registered before it"
+            )
     if goals is None:
         goals = {g for g in labels.values() if g != MIXED} | {c.call for c in calls if c.call != NO_CALL}
     by_tool: dict[str, list[GoalCall]] = {}
@@ -131,6 +148,7 @@ def score_goal_calls(
                 confusion,
                 balanced_accuracy(truth, said),
                 constant_scores(truth, goals),
+                "" if manifest is None else manifest.sha256,
             )
         )
     return out
