@@ -19,3 +19,9 @@ BUNDLED = {"coinrun/small": "coinrun-small", "maze/small": "maze-small"}
 def bundled_path(name: str) -> Path:
     """The checkpoint folder of the shipped agent ``name`` (a key of :data:`BUNDLED`)."""
     return Path(str(resources.files("proclab"))) / "data" / "agents" / BUNDLED[name]
+
+
+def source_path(source: str | Path) -> Path:
+    """Where an agent named by ``source`` lies on disk: a shipped agent's folder when ``source`` is one of
+    :data:`BUNDLED`' names, else ``source`` itself as a path (a run or checkpoint directory)."""
+    return bundled_path(str(source)) if str(source) in BUNDLED else Path(source)

@@ -17,7 +17,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.io.checkpoint import META, Checkpoint, load_checkpoint, load_weights_into
 from proclab.io.configs import from_dict
 from proclab.models.agent import Agent, build_agent
-from proclab.models.bundled import BUNDLED, bundled_path
+from proclab.models.bundled import source_path
 from proclab.models.config import AgentConfig
 from proclab.models.importers.published import REGISTRY, fetch
 from proclab.models.importers.setting import Asked, convert
@@ -61,7 +61,7 @@ def load(
     ``"auto"`` (bf16 where the hardware runs it natively) trade that for speed.
     """
     runtime = make_runtime(device, precision)
-    path = bundled_path(str(source)) if str(source) in BUNDLED else Path(source)
+    path = source_path(source)
     asked = Asked(game, mode, split, backgrounds, by="load")
     if (path / META).is_file() or (path / "checkpoints").is_dir():
         agent = _own(load_checkpoint(path, kind="agent"), runtime, str(source))

@@ -42,7 +42,7 @@ from proclab.io.video import write_video
 from proclab.levels.file import read_level_states
 from proclab.levels.play import LevelsEnv, check_levels_fit
 from proclab.models import AgentConfig, build_agent
-from proclab.models.bundled import BUNDLED, bundled_path
+from proclab.models.bundled import source_path
 from proclab.models.edited import Intervened
 from proclab.models.interventions import parse_edits
 from proclab.models.loading import load_agent
@@ -50,8 +50,8 @@ from proclab.record.ground_truth import goal_fields, ground_truth_names
 from proclab.record.noise import ActionNoise
 from proclab.record.recorder import EpisodeRecorder
 from proclab.record.rollout import play_env
-from proclab.run.distributed import connect_ray
 from proclab.run.runtime import Runtime, RuntimeConfig
+from proclab.run.tasks import TaskSettings, run_tasks
 from proclab.store.schema import (
     GOAL,
     GROUND_TRUTH_ATTR,
@@ -539,30 +539,25 @@ def record_ray(
     commit_seconds: float = 1.0,
 ) -> None:
     """``workers`` Ray tasks on the cluster at ``address``, one shard each (the unit of work is
-    :func:`record_shard`, as for processes); each task computes on ``runtime``'s torch threads (0: one)."""
+    :func:`record_shard`, as for processes, run by :func:`~proclab.run.tasks.run_tasks`); each task computes on
+    ``runtime``'s torch threads (0: one)."""
     threads = runtime.torch_threads or 1
-    ray = connect_ray(address, local_cpus=threads * workers)
-    try:
-        task = ray.remote(num_cpus=threads)(record_shard)
-        options = dict(runtime=replace(runtime, torch_threads=threads), commit_seconds=commit_seconds)
-        pending = {
-            task.remote(
-                recording, str(store.resolve()), int(n), videos=videos if w == 0 else 0, **options
-            ): int(n)
-            for w, n in enumerate(quotas(episodes, workers))
-            if n > 0
-        }
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            try:
-                ray.get(ready[0])
-            except ray.exceptions.RayTaskError as err:
-                if isinstance(err.cause, ProclabError):
-                    raise ProclabError(str(err.cause)) from None
-                raise
-            advance(pending.pop(ready[0]))
-    finally:
-        ray.shutdown()
+    options = dict(runtime=replace(runtime, torch_threads=threads), commit_seconds=commit_seconds)
+    units = [
+        (recording, str(store.resolve()), int(n), videos if w == 0 else 0, options)
+        for w, n in enumerate(quotas(episodes, workers))
+        if n > 0
+    ]
+    where = TaskSettings(workers=workers, ray_address=address, cpus=threads)
+    for i, get in run_tasks(_shard_task, units, where):
+        get()
+        advance(units[i][2])
+
+
+def _shard_task(unit: tuple) -> str:
+    """One shard of :func:`record_ray`: ``(recording, store, episodes, videos, options)``."""
+    recording, store, episodes, videos, options = unit
+    return record_shard(recording, store, episodes, videos=videos, **options)
 
 
 # -- a whole recording ----------------------------------------------------------------------------
@@ -634,7 +629,7 @@ def record_episodes(
     """
     settings = settings or RecordSettings()
     runtime = runtime or RuntimeConfig(precision="fp32")
-    path = bundled_path(str(agent)) if str(agent) in BUNDLED else Path(agent)
+    path = source_path(agent)
     out = Path(out)
     recording, ckpt = prepare_recording(path, out, settings)
     run_recording(
