@@ -26,7 +26,15 @@ def join_info(a: dict, b: dict) -> dict:
 class HalvedVecEnv:
     """``num_envs`` envs as two :class:`ProcgenVecEnv` halves (rows ``[0, n/2)`` and ``[n/2, n)``)."""
 
-    def __init__(self, config: EnvConfig, seed: int = 0, *, num_envs: int | None = None, split=None):
+    def __init__(
+        self,
+        config: EnvConfig,
+        seed: int = 0,
+        *,
+        num_envs: int | None = None,
+        split=None,
+        reward_rule: str = "",
+    ):
         n = config.num_envs if num_envs is None else num_envs
         games = len(config.games())
         if n % (2 * games):
@@ -35,7 +43,10 @@ class HalvedVecEnv:
                 "use an even number of envs per game"
             )
         # Distinct seeds per half: each half draws its own levels.
-        self.halves = [ProcgenVecEnv(config, seed=2 * seed + h, num_envs=n // 2, split=split) for h in (0, 1)]
+        self.halves = [
+            ProcgenVecEnv(config, seed=2 * seed + h, num_envs=n // 2, split=split, reward_rule=reward_rule)
+            for h in (0, 1)
+        ]
         self.num_envs = n
         self.rows = [slice(0, n // 2), slice(n // 2, n)]
         self.games = self.halves[0].games

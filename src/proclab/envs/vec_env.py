@@ -15,19 +15,25 @@
   that ended at this step (``done`` mask, ``return``, ``length``, ``level_seed``,
   ``level_complete``). With ``render_human=True`` also ``human``: the 512x512 HWC frames.
 
+``reward_rule`` (``end-pays``, ``corner-pays``; :mod:`proclab.envs.rewards`) pays a game's second goal instead
+of its own, ending the episode there; ``level_complete`` then means the paid goal was reached. It is an argument
+of the env, not a field of :class:`EnvConfig`: what pays is how an agent was trained (``TrainConfig.reward_rule``),
+while an agent's ``EnvConfig`` is where analyses play it, under the game's own rules.
+
 Multi-task: with games ``(g_0, ..., g_{G-1})`` env slot ``i`` plays ``g_{i mod G}`` (the
 modern-srwm layout); ``game_index[i]`` says which. Each game is one procgen vector env.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from proclab.envs._procgen import ProcgenBackend
 from proclab.envs.games import EPISODE_TIME_LIMIT, check_mode, resolve_games
 from proclab.envs.levels import LevelSplit, parse_split
+from proclab.envs.rewards import PaidGoal, check_reward_rule
 from proclab.envs.rules import check_rule
 from proclab.envs.state import parse_state, serialize_state
 from proclab.errors import ProclabError
@@ -84,6 +90,7 @@ class ProcgenVecEnv:
         num_envs: int | None = None,
         split: str | LevelSplit | None = None,
         render_human: bool = False,
+        reward_rule: str = "",
     ):
         check_mode(config.mode)
         self.config = config
@@ -102,6 +109,8 @@ class ProcgenVecEnv:
             )
         self.game_index = np.arange(self.num_envs) % G
         self.rule = check_rule(config.level_rule, self.games)
+        paid = check_reward_rule(reward_rule, self.games)
+        self.paid = None if paid is None else PaidGoal(paid, self.split, self.seed, self.num_envs)
         self._slots = [slice(g, None, G) for g in range(G)]
         self._backends: list[ProcgenBackend] = []
         self._ep_return = np.zeros(self.num_envs, np.float64)
@@ -141,6 +150,9 @@ class ProcgenVecEnv:
         obs, _, _, info, _ = self._observe()
         if self.rule is not None:
             obs, info = self._apply_rule(np.arange(self.num_envs), obs, info)
+        if self.paid is not None:
+            for slot in range(self.num_envs):
+                self.paid.start(slot, self.slot_state(slot))
         return obs, info
 
     def close(self) -> None:
@@ -159,12 +171,18 @@ class ProcgenVecEnv:
         for backend, sl in zip(self._backends, self._slots, strict=True):
             backend.act(actions[sl])
         obs, reward, first, info, (prev_seed, prev_complete) = self._observe()
+        game_ended = first
+        if self.paid is not None:
+            going = {int(i): self.slot_state(int(i)) for i in np.flatnonzero(~first)}
+            reward, paid_end, prev_complete = self.paid.settle(reward, first, prev_complete, going)
+            prev_seed = np.where(paid_end, info["level_seed"], prev_seed)
+            first = first | paid_end
 
         self._ep_return += reward
         self._ep_length += 1
         length = self._ep_length.copy()
         complete = prev_complete & first
-        truncated = first & (length >= EPISODE_TIME_LIMIT) & ~complete
+        truncated = game_ended & (length >= EPISODE_TIME_LIMIT) & ~complete
         info["episode"] = {
             "done": first.copy(),
             "return": np.where(first, self._ep_return, 0.0),
@@ -174,10 +192,38 @@ class ProcgenVecEnv:
         }
         self._ep_return[first] = 0
         self._ep_length[first] = 0
-        if self.rule is not None and first.any():
-            obs, fresh = self._apply_rule(np.flatnonzero(first), obs, info)
+        if self.paid is not None and (first & ~game_ended).any():
+            obs, fresh = self._next_levels(np.flatnonzero(first & ~game_ended))
             info.update(fresh)
+        if self.rule is not None and game_ended.any():
+            obs, fresh = self._apply_rule(np.flatnonzero(game_ended), obs, info)
+            info.update(fresh)
+        if self.paid is not None:
+            for slot in np.flatnonzero(first):
+                self.paid.start(int(slot), self.slot_state(int(slot)))
         return obs, reward, first & ~truncated, truncated, info
+
+    def _next_levels(self, slots: np.ndarray) -> tuple[np.ndarray, dict]:
+        """Start ``slots``, whose episodes the reward rule ended, on their next levels (drawn by the rule,
+        generated in a one-env procgen of this env's options, edited by the level rule)."""
+        assert self.paid is not None
+        states = {}
+        for slot in slots.tolist():
+            level = self.paid.next_level(slot)
+            one = ProcgenVecEnv(
+                replace(self.config, num_envs=1, num_threads=1, level_rule=""),
+                seed=self.seed,
+                split=LevelSplit(level, 1),
+                render_human=self.render_human,
+            )
+            with one:
+                one.reset()
+                state = parse_state(one.slot_state(0))
+            state = self.paid.continuing(state, parse_state(self.slot_state(slot)))
+            if self.rule is not None:
+                state = self.rule.apply(state, level)
+            states[slot] = serialize_state(state)
+        return self.restart_slots(states)
 
     def _apply_rule(self, slots: np.ndarray, obs: np.ndarray, info: dict) -> tuple[np.ndarray, dict]:
         """Restart ``slots``, whose episodes have just begun, from their levels edited by the level rule
@@ -268,11 +314,14 @@ class ProcgenVecEnv:
     # -- state (exact resume) -----------------------------------------------------------------
     def get_state(self) -> dict:
         """Everything needed to continue exactly: procgen game states and episode accumulators."""
-        return {
+        state = {
             "procgen": [backend.get_state() for backend in self._backends],
             "ep_return": self._ep_return.copy(),
             "ep_length": self._ep_length.copy(),
         }
+        if self.paid is not None:
+            state["paid"] = self.paid.state()
+        return state
 
     def set_state(self, state: dict) -> tuple[np.ndarray, dict]:
         """Restore :meth:`get_state` output; returns the current observation and info."""
@@ -284,6 +333,8 @@ class ProcgenVecEnv:
             backend.set_state(list(games_state))
         self._ep_return[:] = state["ep_return"]
         self._ep_length[:] = state["ep_length"]
+        if self.paid is not None:
+            self.paid.set_state(state["paid"], self.slot_states())
         obs, _, _, info, _ = self._observe()
         return obs, info
 

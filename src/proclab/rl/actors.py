@@ -152,7 +152,9 @@ class ActorWorker:
         games = config.env.games()
         self.game_index, env_games = slot_games(games, spec.first_env, spec.num_envs)
         env_config = replace(config.env, game=env_games, num_threads=0)  # step in this thread
-        env = ProcgenVecEnv(env_config, seed=seed, num_envs=spec.num_envs, split=spec.split)
+        env = ProcgenVecEnv(
+            env_config, seed=seed, num_envs=spec.num_envs, split=spec.split, reward_rule=config.reward_rule
+        )
         self.agent = freeze(rt.prepare(build_agent(config.agent)))
         self.version = -1
         self.actor = Actor(env, self.agent, rt)

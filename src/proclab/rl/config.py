@@ -18,6 +18,7 @@ from pathlib import Path
 import tyro
 
 from proclab.envs import GAME_LISTS, EnvConfig, check_disjoint, parse_split
+from proclab.envs.rewards import check_reward_rule
 from proclab.envs.rules import check_rule
 from proclab.errors import ProclabError, unknown_choice
 from proclab.models import STATELESS_CORES, AgentConfig, agent_preset
@@ -149,6 +150,10 @@ class TrainConfig(RuntimeConfig):
     impala: ImpalaConfig = field(default_factory=ImpalaConfig)
     algo: str = "ppo"
     """Training algorithm: ppo or impala (its settings are the ppo or the impala fields)."""
+    reward_rule: str = ""
+    """Pay the game's second goal instead of its own (proclab.envs.rewards): end-pays (CoinRun: the end of
+    the level pays 10 and ends the episode, the coin pays nothing) or corner-pays (Maze: the top-right corner
+    pays, the cheese nothing); empty: the game's own reward. Training only: analyses play the game's rules."""
     seed: int = 1
     """Seed for levels, initial weights and action sampling."""
     name: str = "default"
@@ -199,6 +204,7 @@ class TrainConfig(RuntimeConfig):
             raise unknown_choice("algo", self.algo, ALGOS)
         games = self.env.games()
         check_rule(self.env.level_rule, games)
+        check_reward_rule(self.reward_rule, games)
         train_split = parse_split(self.env.split)
         if self.val_split is not None and self.val_num_envs > 0:
             check_disjoint(train_split, parse_split(self.val_split))

@@ -96,7 +96,9 @@ class Trainer:
             print(f"learner layout: {self.layout.layout} ({self.layout.how})", flush=True)
         gamma = cfg.ppo.reward_norm_gamma if cfg.ppo.reward_norm_gamma is not None else cfg.ppo.gamma
         vec_env = HalvedVecEnv if cfg.ppo.acting == "overlap" else ProcgenVecEnv
-        env = self.wrap_env(vec_env(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local))
+        env = self.wrap_env(
+            vec_env(cfg.env, seed=cfg.seed * 1000 + self.rank, num_envs=n_local, reward_rule=cfg.reward_rule)
+        )
         self.env = RewardNormalizer(env, gamma, cfg.ppo.reward_clip) if cfg.ppo.normalize_reward else env
         if cfg.ppo.acting == "eager":
             self.actor = Actor(self.env, self.agent, self.rt, side_by_side=True)
@@ -109,6 +111,7 @@ class Trainer:
                 seed=cfg.seed * 1000 + 500 + self.rank,
                 num_envs=cfg.val_num_envs,
                 split=cfg.val_split,
+                reward_rule=cfg.reward_rule,
             )
             self.val_actor = Actor(val_env, self.agent, self.rt, side_by_side=True)
 
@@ -308,13 +311,15 @@ def preset_config(
     runs: str | Path = "runs",
     name: str | None = None,
     level_rule: str | None = None,
+    reward_rule: str = "",
     **runtime,
 ) -> TrainConfig:
     """The PPO run of preset ``preset_name`` (``proclab train --preset``; or a config of one's own to start from,
     so that a population can train a setting no preset names) on ``game``: ``steps`` environment
     steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, on
-    levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), with the runtime fields given
-    (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
+    levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), paid by ``reward_rule``
+    (:mod:`proclab.envs.rewards`; default the game's reward), with the runtime fields given (``device``,
+    ``precision``, ``channels_last``, ``torch_threads``)."""
     config = preset(preset_name) if isinstance(preset_name, str) else preset_name
     return replace(
         config,
@@ -324,6 +329,7 @@ def preset_config(
         seed=seed,
         name=name or (preset_name if isinstance(preset_name, str) else config.name),
         time_limit=seconds or 0,
+        reward_rule=reward_rule,
         **runtime,
     )
 
@@ -338,6 +344,7 @@ def train(
     runs: str | Path = "runs",
     name: str | None = None,
     level_rule: str | None = None,
+    reward_rule: str = "",
     device: str = "auto",
     precision: str = "auto",
 ) -> Agent:
@@ -347,7 +354,7 @@ def train(
     depends on the machine's speed)."""
     config = preset_config(
         game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, level_rule=level_rule,
-        device=device, precision=precision,
+        reward_rule=reward_rule, device=device, precision=precision,
     )  # fmt: skip
     run_dir = Trainer(config).train()
     # the activations as the agent computes them: fp32, whatever precision it trained in
