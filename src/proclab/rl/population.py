@@ -301,7 +301,7 @@ def train_member(job: _Job) -> MemberResult:
         status = "finished before"
         if run_dir is None or step < config.end_step():
             status = "trained" if run_dir is None else "resumed"
-            run_dir = _train(config, run_dir, step)
+            run_dir = train_or_resume(config, run_dir, step)
         step = int(load_checkpoint_meta(run_dir, kind="agent")["step"])
         train_return, held_out_return = _evaluation(run_dir, step, job)
         return member.result(status, steps=step, train_return=train_return,
@@ -325,9 +325,9 @@ def latest_run(root: Path, config: TrainConfig) -> tuple[Path | None, int]:
     return best
 
 
-def _train(config: TrainConfig, run_dir: Path | None, step: int) -> Path:
+def train_or_resume(config: TrainConfig, run_dir: Path | None, step: int) -> Path:
     """Train a new run of ``config``, or resume ``run_dir`` (at ``step``) with its saved config to
-    ``config``'s budget, as ``proclab train --resume RUN --total-steps N`` does."""
+    ``config``'s budget and time limit, as ``proclab train --resume RUN --total-steps N --time-limit S`` does."""
     if run_dir is not None:
         saved = from_dict(TrainConfig, read_run_config(run_dir))
         total = config.ppo.total_steps
@@ -335,7 +335,7 @@ def _train(config: TrainConfig, run_dir: Path | None, step: int) -> Path:
             old = saved.ppo.total_steps
             saved = replace(saved, ppo=replace(saved.ppo, total_steps=total))
             record_config_change(run_dir, to_dict(saved), {"ppo.total_steps": (old, total)}, step)
-        config = saved
+        config = replace(saved, time_limit=config.time_limit)  # a time limit bounds this call alone
     trainer = Trainer(config, run_dir=run_dir, resume=run_dir is not None)
     try:
         return trainer.train(progress=False)
