@@ -54,6 +54,22 @@ def test_members_expand_the_grid_in_a_fixed_order_with_stable_names():
     assert Member(1, "bigfish", "none", BASE).name == "bigfish-tiny-rule_none-s1"  # a config: its name
 
 
+def test_a_reward_rule_is_an_axis_of_the_grid_and_reaches_the_member_s_training_config(tmp_path):
+    settings = PopulationSettings(
+        games=("maze",),
+        level_rules=("cheese-region:size=99",),
+        reward_rules=("none", "corner-pays"),
+        presets=("tiny",),
+    )
+    plain, paid = settings.members()
+    assert (plain.reward_rule, paid.reward_rule) == ("none", "corner-pays")
+    assert plain.name == "maze-tiny-rule_cheese-region_size_99-s1"  # unchanged: earlier populations resume
+    assert paid.name == "maze-tiny-rule_cheese-region_size_99-pays_corner-pays-s1"
+    assert plain.config(STEPS, tmp_path, RUNTIME).reward_rule == ""
+    assert paid.config(STEPS, tmp_path, RUNTIME).reward_rule == "corner-pays"
+    assert paid.result("trained").reward_rule == "corner-pays"
+
+
 def test_settings_given_twice_are_refused():
     with pytest.raises(Exception, match="share a name"):
         PopulationSettings(seeds=(1, 1)).members()

@@ -167,7 +167,7 @@ def plot_command(argv: list[str], prog: str = "proclab plot") -> None:
 # -- proclab population -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PopulationArgs(RuntimeFlags):
-    """Train a population of PPO agents (seeds x games x level rules x presets), each an ordinary resumable run,
+    """Train a population of PPO agents (seeds x games x level rules x reward rules x presets), each an ordinary resumable run,
     evaluate each on its training and held-out levels, and write the table as OUT/population.csv. Run it again
     to resume: finished members are skipped, unfinished ones continue from their last checkpoint."""
 
@@ -177,6 +177,9 @@ class PopulationArgs(RuntimeFlags):
     """Games (see proclab games), one per member."""
     level_rules: tuple[str, ...] = ("none",)
     """Level rules NAME[:KEY=VALUE,...] (see proclab train --help, --level-rule), none for the standard levels."""
+    reward_rules: tuple[str, ...] = ("none",)
+    """Reward rules: the goal that pays (end-pays, corner-pays; see proclab train --help, --reward-rule), none for
+    the game's own reward."""
     presets: tuple[str, ...] = ("quickstart",)
     """Training presets (see proclab train --help)."""
     steps: int = 200_000

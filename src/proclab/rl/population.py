@@ -1,4 +1,5 @@
-"""A population of PPO agents trained as one call: a grid of seeds x games x level rules x presets.
+"""A population of PPO agents trained as one call: a grid of seeds x games x level rules x reward rules x
+presets.
 
 Research on Procgen compares agents, not one agent: several seeds of a setting, the same setting on several
 games, with and without a level rule. :func:`train_population` trains such a grid, each member an ordinary
@@ -13,6 +14,11 @@ or the episodes changed), an unfinished one resumes from its last checkpoint exa
 --resume`` would, and a larger budget trains a finished run further (recorded in its
 ``config_history.jsonl``). A killed population therefore loses at most the work since each member's last
 checkpoint.
+
+**What the table's returns are.** Every member is evaluated under the game's own reward, on its level rule's
+levels: a member paid by a reward rule (:mod:`proclab.envs.rewards`, the goal-misgeneralization organisms) is
+trained for one goal and measured by what the game pays, and which goal it pursues is the counterfactual label's
+question (:func:`proclab.analyze.goal_label`), not a return's.
 
 **One member's failure is the member's.** A member whose settings are invalid (a level rule of another game)
 or whose training raises is a row with its error; the other members still train.
@@ -76,6 +82,8 @@ class Member:
     """A rule of :mod:`proclab.envs.rules` (``NAME[:KEY=VALUE,...]``), or ``none``."""
     preset: str | TrainConfig
     """A preset's name (``proclab train --preset``) or a config to start from (its ``name`` names it)."""
+    reward_rule: str = NO_RULE
+    """A rule of :mod:`proclab.envs.rewards` (the goal that pays), or ``none`` for the game's own reward."""
 
     @property
     def preset_name(self) -> str:
@@ -84,22 +92,34 @@ class Member:
 
     @property
     def name(self) -> str:
-        """The member's run name, ``GAME-PRESET-rule_RULE-sSEED`` (e.g. ``coinrun-quickstart-rule_none-s1``): the
-        same settings always give the same name, which is how a restarted population finds the member's run."""
+        """The member's run name, ``GAME-PRESET-rule_RULE[-pays_REWARD]-sSEED`` (e.g.
+        ``coinrun-quickstart-rule_none-s1``, ``maze-quickstart-rule_cheese-region_size_99-pays_corner-pays-s2``):
+        the same settings always give the same name, which is how a restarted population finds the member's
+        run (a member paid by the game's own reward has no ``pays_`` part)."""
         rule = _UNSAFE.sub("_", self.level_rule).strip("_") or NO_RULE
-        return f"{_UNSAFE.sub('_', self.game)}-{_UNSAFE.sub('_', self.preset_name)}-rule_{rule}-s{self.seed}"
+        pays = "" if self.reward_rule == NO_RULE else f"-pays_{_UNSAFE.sub('_', self.reward_rule)}"
+        game, preset = _UNSAFE.sub("_", self.game), _UNSAFE.sub("_", self.preset_name)
+        return f"{game}-{preset}-rule_{rule}{pays}-s{self.seed}"
 
     def result(self, status: str, **outcome: Any) -> MemberResult:
         """The member's row: its settings, ``status`` and what came of it (:class:`MemberResult`'s fields)."""
         return MemberResult(
-            self.name, self.seed, self.game, self.level_rule, self.preset_name, status, **outcome
+            self.name,
+            self.seed,
+            self.game,
+            self.level_rule,
+            self.reward_rule,
+            self.preset_name,
+            status,
+            **outcome,
         )
 
     def config(self, steps: int, root: Path, runtime: RuntimeConfig) -> TrainConfig:
         """The member's training run: its preset on its game and levels, ``steps`` env steps, under ``root``."""
         return preset_config(
             self.game, self.preset, steps=steps, seed=self.seed, runs=root, name=self.name,
-            level_rule=self.level_rule, device=runtime.device, precision=runtime.precision,
+            level_rule=self.level_rule, reward_rule="" if self.reward_rule == NO_RULE else self.reward_rule,
+            device=runtime.device, precision=runtime.precision,
             channels_last=runtime.channels_last, torch_threads=runtime.torch_threads,
         )  # fmt: skip
 
@@ -114,6 +134,8 @@ class PopulationSettings:
     """Games, one per member."""
     level_rules: tuple[str, ...] = (NO_RULE,)
     """Level rules (:mod:`proclab.envs.rules`), ``none`` for the standard levels."""
+    reward_rules: tuple[str, ...] = (NO_RULE,)
+    """Reward rules (:mod:`proclab.envs.rewards`: the goal that pays), ``none`` for the game's own reward."""
     presets: tuple[str | TrainConfig, ...] = ("quickstart",)
     """Presets by name, or configs to start from (e.g. a preset with a smaller agent; its ``name`` names it)."""
     steps: int = 200_000
@@ -133,9 +155,9 @@ class PopulationSettings:
     def members(self) -> tuple[Member, ...]:
         """The grid, seeds outermost: a stopped population holds one seed of every setting before a second."""
         grid = tuple(
-            Member(seed, game, rule, preset)
-            for seed, game, rule, preset in itertools.product(
-                self.seeds, self.games, self.level_rules, self.presets
+            Member(seed, game, rule, preset, pays)
+            for seed, game, rule, pays, preset in itertools.product(
+                self.seeds, self.games, self.level_rules, self.reward_rules, self.presets
             )
         )
         names = [m.name for m in grid]
@@ -167,6 +189,7 @@ class MemberResult:
     seed: int
     game: str
     level_rule: str
+    reward_rule: str
     preset: str
     status: str
     """``trained`` (a new run), ``resumed``, ``finished before`` (nothing to train) or ``failed``."""
@@ -196,6 +219,7 @@ class Population(Result):
                 "seed": m.seed,
                 "game": m.game,
                 "level_rule": m.level_rule,
+                "reward_rule": m.reward_rule,
                 "preset": m.preset,
                 "status": m.status,
                 "steps": m.steps,
