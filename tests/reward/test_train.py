@@ -174,6 +174,23 @@ def test_grid_runs_in_local_processes(store, tmp_path):
     assert sorted(int(r["seed"]) for r in rows) == [0, 1]
 
 
+@pytest.mark.distributed
+def test_grid_cells_run_as_ray_tasks_from_ray_address_with_the_local_rows(
+    ray_cluster, store, tmp_path, monkeypatch
+):
+    """The cells as Ray tasks on the two-node cluster named by RAY_ADDRESS alone (as a population and a sweep
+    read it): the same rows, cell for cell, as the grid run in this process."""
+    train = replace(FAST_CONFIG, demos=store, run_root=tmp_path, torch_threads=1)
+    local = run_grid(GridSettings(train, num_demos=(6,), seeds=2, out=tmp_path / "local.csv"))
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster.address)
+    ray_rows = run_grid(GridSettings(train, num_demos=(6,), seeds=2, out=tmp_path / "ray.csv"))
+
+    def by_seed(rows):
+        return {int(r["seed"]): float(r["spearman"]) for r in rows}
+
+    assert by_seed(ray_rows) == by_seed(local) and len(local) == 2
+
+
 def test_demo_video(store, tmp_path, capsys):
     out = tmp_path / "demo.mp4"
     proclab(["trex", "demo-video", "0_000_000_003", "--data", str(store), "--out", str(out), "--scale", "2"])

@@ -157,7 +157,8 @@ class GridArgs(RuntimeConfig):
     """Runs at a time on this machine (1: one after another in this process); with --torch-threads 0 each
     computes on cores / workers threads (a Ray task: 1)."""
     ray_address: str | None = None
-    """Run each cell as a Ray task on this cluster (e.g. auto, or ray://HOST:10001) instead of local processes."""
+    """Run each cell as a Ray task on this cluster (e.g. auto, HOST:6379, ray://HOST:10001; default: $RAY_ADDRESS,
+    else local processes)."""
     train: TrexConfig = field(default_factory=TrexConfig)
     """Settings of every run, from --preset; the grid sets their demo store, game, num-demos, seed and runtime
     (--data, --games, --num-demos, --train.seed + s, and --device, --precision, --channels-last,

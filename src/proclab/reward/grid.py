@@ -4,7 +4,8 @@ The seed ran its grid serially, one subprocess per cell, without passing the see
 (every cell drew its own random seed). Here cell ``(game, n, s)`` trains with seed
 ``--train.seed + s`` from the settings of ``--preset`` (``trex train``'s: batched, or parity, the
 seed's), the cells run in parallel (local processes, or Ray tasks on a cluster
-with ``--ray-address``), and each finished cell appends its summary row (the columns of
+with ``--ray-address`` or ``RAY_ADDRESS``: :func:`proclab.run.tasks.run_tasks`, as a population's members and
+a sweep's blocks), and each finished cell appends its summary row (the columns of
 ``trex train``'s summary) to ``--out`` at once, so an interrupted grid keeps what it finished.
 Every cell is checked before any starts: a num-demos that a game's demos cannot supply is an
 error up front, not a crash an hour in. Cells that already have a row in ``--out`` are skipped
@@ -17,9 +18,7 @@ from __future__ import annotations
 import csv
 import itertools
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,7 @@ from proclab.io.files import disk_errors
 from proclab.io.progress import progress_bar
 from proclab.reward.demo_reader import demo_table, open_store
 from proclab.reward.train import TrexConfig, append_summary, train_reward
-from proclab.run.distributed import connect_ray
+from proclab.run.tasks import TaskSettings, run_tasks
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,13 @@ class GridSettings:
     out: Path = Path("runs/trex/grid.csv")  # CSV of summary rows (appended to)
     skip_done: bool = True  # skip cells that already have a row in ``out``
     workers: int = 1  # runs at a time on this machine (1: one after another in this process)
-    ray_address: str | None = None  # run each cell as a Ray task on this cluster instead of local processes
+    ray_address: str | None = (
+        None  # run each cell as a Ray task on this cluster (default: $RAY_ADDRESS, else none)
+    )
+
+    def tasks(self) -> TaskSettings:
+        """Where the cells run (:func:`~proclab.run.tasks.run_tasks`): a Ray task reserves its torch threads."""
+        return TaskSettings(self.workers, self.ray_address, cpus=max(1, self.train.torch_threads))
 
 
 def grid_configs(settings: GridSettings) -> list[TrexConfig]:
@@ -75,7 +80,7 @@ def grid_configs(settings: GridSettings) -> list[TrexConfig]:
 
 def threads(settings: GridSettings) -> int:
     """Torch threads per run: the runs' own, or with 0 the cores shared among the workers (a Ray task's 1)."""
-    if settings.train.torch_threads or settings.ray_address is not None:
+    if settings.train.torch_threads or settings.tasks().address() is not None:
         return max(1, settings.train.torch_threads)
     return max(1, (os.cpu_count() or 1) // settings.workers) if settings.workers > 1 else 0
 
@@ -104,19 +109,6 @@ def run_grid(settings: GridSettings) -> list[dict]:
             rows.append(row)
             bar.advance(task)
 
-        if settings.ray_address is not None:
-            ray = connect_ray(settings.ray_address)
-            remote = ray.remote(num_cpus=threads(settings))(_quiet_run)
-            pending = [remote.remote(c) for c in configs]
-            while pending:
-                ready, pending = ray.wait(pending)
-                for ref in ready:
-                    done(ray.get(ref))
-        elif settings.workers <= 1:
-            for cfg in configs:
-                done(_quiet_run(cfg))
-        else:
-            with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
-                for future in as_completed([pool.submit(_quiet_run, c) for c in configs]):
-                    done(future.result())
+        for _, result in run_tasks(_quiet_run, configs, settings.tasks()):
+            done(result())
     return rows
