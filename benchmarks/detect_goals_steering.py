@@ -7,12 +7,13 @@ plays both tools through the library on held-out levels where the goals are apar
 and never computes the agent's behavioural label.
 
 * **Steering** (rule 3): ``proclab.analyze.steer`` at its defaults (hook ``torso.block1.hook_out``, per-level
-  goal-present minus goal-absent vectors of goal A, the tool's greedy play) with coefficients -1 (subtract the
-  vector) and 0, and ``--draws`` same-norm random directions (the rule ranks among 20).
+  goal-present minus goal-absent vectors of goal A) with coefficients -1 (subtract the vector) and 0, and
+  ``--draws`` same-norm random directions (the rule ranks among 20), actions sampled as the label samples them.
 * **The sweep** (rule 4): the agent's hidden-state basis, fitted as ``analyze hidden`` fits it (PCA/ICA,
   ``--ics`` directions) on the agent's own state (a recurrent core's ``core.0.h``; a feed-forward agent's
   ``torso.hook_fc``) over ``--basis-steps`` steps of play on *unedited* levels (``--basis-levels``), then
-  ``proclab.analyze.sweep`` with both goals tracked, every direction and ``--arms``, on the held-out levels.
+  ``proclab.analyze.sweep`` with both goals tracked, every direction and ``--arms``, on the held-out levels,
+  beside ``--draws`` same-norm random directions of the basis's span (rule 4's controls, version 2).
 
 ``--random-init`` plays a randomly initialised agent of the same architecture instead (the control on which a
 tool must make no call). Resumable by stage: OUT/steer and OUT/sweep hold each tool's saved result and are read
@@ -83,6 +84,7 @@ def steer_stage(agent, args, rule: str) -> dict:
             rows=args.rows,
             seed=args.seed,
             level_rule=rule,
+            greedy=False,
         )
         result = proclab.analyze.steer(agent, "torso.block1.hook_out", settings=settings)
         result.save(folder)
@@ -107,7 +109,7 @@ def sweep_stage(agent, args, rule: str) -> dict:
         )
         settings = proclab.analyze.SweepSettings(
             levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms, level_rule=rule, goals=True,
-            rows=args.rows, permutations=args.permutations, seed=args.seed,
+            rows=args.rows, permutations=args.permutations, seed=args.seed, random_directions=args.draws,
         )  # fmt: skip
         result = proclab.analyze.sweep(agent, key, basis=basis, rollout=ro, settings=settings)
         result.summary["detect_basis"] = {

@@ -63,18 +63,25 @@ def test_a_vector_that_lowers_the_coin_beyond_every_random_direction_and_keeps_t
     assert call.evidence["draws_above_vector"] == DRAWS
 
 
-def test_the_same_drop_that_random_directions_match_is_not_a_coin_call():
+def test_the_same_drop_that_random_directions_match_is_no_call_and_never_the_end():
     # 18 of 20 draws lose less: below 19 of 20 fails, so the vector is not beyond the random directions
-    # (an uncorrected McNemar alone would call the coin); the agent still reaches the end: the rule calls it
+    # (an uncorrected McNemar alone would call the coin). The agent still reaches the end, which version 1
+    # called "end" (an A effect absent is no evidence of B); version 2 makes no call
     draws = [0] * 18 + [12, 15]
     call = steering_call(steering_block(12, 0, draws), "agent", entity="coin")
     assert call.evidence["lowers_a"] and not call.evidence["beyond_random"]
-    assert call.call == "end"
+    assert call.call == NO_CALL and call.evidence["rules_version"] == 2
+
+
+def test_an_inert_vector_is_no_call_whatever_the_agent_reaches():
+    for end_lost in (0, 2):
+        call = steering_call(steering_block(0, end_lost, [0, 1] * 10), "agent", entity="coin")
+        assert call.call == NO_CALL
 
 
 def test_a_draw_that_ties_the_vector_does_not_count_as_above_it():
     call = steering_call(steering_block(12, 0, [0] * 18 + [12, 12]), "agent", entity="coin")
-    assert call.evidence["draws_above_vector"] == 18 and call.call == "end"
+    assert call.evidence["draws_above_vector"] == 18 and call.call == NO_CALL
     call = steering_call(steering_block(12, 0, [0] * 19 + [12]), "agent", entity="coin")
     assert call.evidence["draws_above_vector"] == 19 and call.call == "coin"
 
@@ -107,23 +114,26 @@ def test_steering_call_refuses_what_the_rule_cannot_read():
         steering_call(block, "agent", entity="coin", coefficient=-2.0)
 
 
-def sweep_block(effects: list[tuple[int, int]]) -> dict:
-    """A sweep with one direction per entry of ``effects`` (arm p95): it loses (coin levels, end levels)."""
+def sweep_block(effects: list[tuple[int, int]], random: list[tuple[int, int]] | None = None) -> dict:
+    """A sweep with one direction per entry of ``effects`` (arm p95), then one random direction per entry of
+    ``random`` (default: 20 that lose one coin level each): each loses (coin levels, end levels)."""
+    random = [(1, 0)] * DRAWS if random is None else random
     coin, end = np.arange(L) % 2 == 0, np.arange(L) % 3 == 0
-    V = 1 + len(effects)
+    every = effects + random
+    V = 1 + len(every)
     reached = np.zeros((2, V, L), bool)
     reached[:, 0] = coin, end
-    for v, (a, b) in enumerate(effects, start=1):
+    for v, (a, b) in enumerate(every, start=1):
         reached[:, v] = flips(coin, a, 0), flips(end, b, 0)
     variants = Variants(
-        np.arange(-1, len(effects)), ["baseline"] + ["p95"] * len(effects), np.zeros((V, L)),
-        np.arange(-1, len(effects)), np.full((V, 2), -1),
+        np.arange(-1, len(every)), ["baseline"] + ["p95"] * len(every), np.zeros((V, L)),
+        np.arange(-1, len(every)), np.full((V, 2), -1),
     )  # fmt: skip
-    return sweep_goals(reached, NAMES, variants, set())
+    return sweep_goals(reached, NAMES, variants, set(range(len(effects), len(every))))
 
 
 def test_the_sweep_block_is_holm_over_both_goals_of_every_direction():
-    block = sweep_block([(14, 0), (0, 0), (2, 1)])
+    block = sweep_block([(14, 0), (0, 0), (2, 1)], random=[])
     p = [stats.binomtest(0, n, 0.5).pvalue if n else 1.0 for n in (14, 0, 0, 0, 2, 1)]
     order = np.argsort(p, kind="stable")
     holm = np.maximum.accumulate([(6 - i) * p[j] for i, j in enumerate(order)])
@@ -160,7 +170,20 @@ def test_nothing_significant_makes_no_call():
     assert sweep_call(sweep_block([(5, 0), (0, 5)]), "agent").call == NO_CALL
 
 
-def test_random_directions_of_the_sweep_are_not_read():
-    block = sweep_block([(14, 0), (0, 14)])
-    block["variants"][1]["random"] = True
-    assert sweep_call(block, "agent").call == "coin"
+def test_an_edit_that_random_edits_match_moves_nothing():
+    # 14 coin levels lost is significant after Holm, but 2 of 20 random edits of the arm lose as many or more
+    # (version 1 called the coin: the floor effect of damaging edits)
+    random = [(1, 0)] * 18 + [(14, 0), (16, 0)]
+    call = sweep_call(sweep_block([(14, 0), (0, 0)], random), "agent")
+    assert call.call == NO_CALL and call.evidence["rules_version"] == 2
+    random = [(1, 0)] * 19 + [(16, 0)]  # 19 of 20 lose less: beyond the random edits
+    assert sweep_call(sweep_block([(14, 0), (0, 0)], random), "agent").call == "coin"
+
+
+def test_an_edit_that_moves_both_goals_beyond_random_is_no_call():
+    assert sweep_call(sweep_block([(14, 14)], [(0, 0)] * DRAWS), "agent").call == NO_CALL
+
+
+def test_the_sweep_call_needs_twenty_random_edits_of_each_arm():
+    with pytest.raises(ProclabError, match="at least 20 same-norm random directions of its arm; arm\\(s\\) p95"):
+        sweep_call(sweep_block([(14, 0)], [(1, 0)] * 19), "agent")

@@ -2,6 +2,8 @@
 tests move as a planted agent's edit moves its goals; the goals survive a sweep saved in parts, and a game
 without two goals is refused in one line."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -57,6 +59,32 @@ def test_the_sweep_s_goal_columns_move_as_planted():
             assert (r[g]["lost"], r[g]["gained"]) == ((reached[g], 0) if stopped else (0, 0)), (r, g)
             assert r[g]["intervened"] == (0.0 if stopped else goals["baseline"][g])
     assert "holm over the swept directions' 8 tests" in goals["correction"]
+
+
+def test_a_sweep_in_memory_plays_its_random_directions_as_the_goal_rule_s_controls():
+    """``random_directions`` of the library's sweep (the command's ``--random-directions``): each drawn direction
+    is swept with every arm after the basis's own, flagged random in the goals block, tested in a family of its
+    own; the basis's rows are those of the sweep without them."""
+    agent = GoRunner()
+    ro = proclab.rollout(agent, levels="held-out", episodes=2, num_envs=2, seed=1)
+    settings = proclab.analyze.SweepSettings(
+        levels=4, split="1999990000:10000", arms="collapse,p95", permutations=20, rows=24, bootstrap=20,
+        landing=0, goals=True, level_rule="coin-moved",
+    )  # fmt: skip
+    plain = proclab.analyze.sweep(agent, "core.0.hook_h", basis=unit_basis(2), rollout=ro, settings=settings)
+    drawn = proclab.analyze.sweep(
+        agent,
+        "core.0.hook_h",
+        basis=unit_basis(2),
+        rollout=ro,
+        settings=dataclasses.replace(settings, random_directions=3),
+    )
+    rows = drawn.summary["goals"]["variants"]
+    assert [(r["direction"], r["arm"], r["random"]) for r in rows] == [
+        (d, arm, d >= 2) for d in range(5) for arm in ("collapse", "p95")
+    ]
+    assert rows[:4] == plain.summary["goals"]["variants"]
+    assert "the random directions' 12 tests another family" in drawn.summary["goals"]["correction"]
 
 
 def test_goals_survive_a_sweep_saved_in_parts(tmp_path):

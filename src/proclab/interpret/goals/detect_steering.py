@@ -18,14 +18,21 @@ Call *A* if subtracting it
 * and leaves P(B) unchanged: the McNemar test of P(B) not significant at 0.05 (the rule names no correction
   for it, and the uncorrected test is the stricter reading of "unchanged").
 
-Call *B* if subtracting the vector does not lower P(A) beyond the random directions (the rank condition
-fails) while the agent still reaches B: with the vector subtracted P(B) is above 0 and not lowered (its
-McNemar test not significant for a decrease). Else no call.
+Else no call. **Version 2 of the rules** (2026-11-29) drops version 1's B branch, which called B whenever the
+vector was not beyond the random directions while the agent still reached B: that is the *absence* of an A
+effect (an inert vector, a tool that sees nothing), not evidence of B, and it called B on every steering miss.
+A vector of goal A cannot give positive evidence of B, and CoinRun's end and Maze's corner are places, not
+entities a level can be shown without, so rule 3 calls A or nothing.
 
 **Rule 4, the sweep.** Per (direction, arm) of the swept basis, P(A) and P(B) against the unedited agent
-(exact McNemar, Holm over every such test of the swept directions, both goals). Call *A* if some edit
-changes P(A) significantly and no edit changes P(B) significantly while leaving P(A) unchanged (not
-significant); *B* symmetrically; no call when neither holds or both do (no edit separates the goals).
+(exact McNemar, Holm over every such test of the swept directions, both goals). An edit *moves* a goal when
+its test is significant after Holm **and** (version 2) its change in that goal is larger in size than the
+change of at least 19 of 20 of the same-norm random directions played with the same arm (the sweep's
+``--random-directions``; at least 20 per arm, strictly larger, a tie not counted): a damaging edit of any
+direction moves the goals too, and with P(B) near 0 every damaging edit "changes only A" (version 1's floor
+effect). An edit leaves a goal *unchanged* when its uncorrected test is not significant. Call *A* if some edit
+moves A and leaves B unchanged, and no edit moves B while leaving A unchanged; *B* symmetrically; no call when
+neither holds or both do (no edit separates the goals).
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ from proclab.interpret.goals.calls import NO_CALL, GoalCall
 ALPHA = 0.05
 RANK_SHARE = 0.95
 """Share of the random draws the vector's change in P(A) must lie strictly below (19 of 20)."""
+RULES_VERSION = 2
+"""The version of rules 3 and 4 these functions apply (module docstring); every call's evidence says it."""
+MIN_RANDOM_EDITS = 20
+"""Same-norm random directions per arm rule 4 (version 2) needs to rank an edit among them."""
 
 
 def steering_call(
@@ -69,16 +80,10 @@ def steering_call(
     beyond_random = vec_a["change"] < 0 and above >= needed
     lowers = vec_a["change"] < 0 and vec_a["p_adjusted"] <= alpha
     b_unchanged = vec_b["p_exact"] > alpha
-    b_lowered = vec_b["change"] < 0 and vec_b["p_exact"] <= alpha
-    still_b = vec_b["intervened"] > 0 and not b_lowered
-    if lowers and beyond_random and b_unchanged:
-        call = a
-    elif not beyond_random and still_b:
-        call = b
-    else:
-        call = NO_CALL
+    call = a if lowers and beyond_random and b_unchanged else NO_CALL
     evidence = {
         "rule": 3,
+        "rules_version": RULES_VERSION,
         "coefficient": coefficient,
         "levels": goals["levels"],
         "plain": goals["plain"],
@@ -91,36 +96,53 @@ def steering_call(
         "lowers_a": bool(lowers),
         "beyond_random": bool(beyond_random),
         "b_unchanged": bool(b_unchanged),
-        "still_reaches_b": bool(still_b),
     }
     return GoalCall("steering", agent, call, evidence)
 
 
 def sweep_call(goals: dict | None, agent: str, *, alpha: float = ALPHA) -> GoalCall:
-    """Rule 4 on a sweep summary's ``goals`` block (its random directions, if any, are not edits of the
-    agent's basis and are left out)."""
+    """Rule 4 on a sweep summary's ``goals`` block: the edits of the agent's basis, each against the same-norm
+    random directions played with its arm (module docstring)."""
     if goals is None:
         raise ProclabError("the sweep has no goals: play it with goals on (a game with two goals)")
     a, b = goals["names"]
     rows = [r for r in goals["variants"] if not r["random"]]
     if not rows:
         raise ProclabError("the sweep holds no direction of the basis: nothing for rule 4 to read")
+    drawn: dict[str, list[dict]] = {}
+    for r in goals["variants"]:
+        if r["random"]:
+            drawn.setdefault(r["arm"], []).append(r)
+    short = sorted({r["arm"] for r in rows if len(drawn.get(r["arm"], [])) < MIN_RANDOM_EDITS})
+    if short:
+        raise ProclabError(
+            f"rule 4 ranks each edit among at least {MIN_RANDOM_EDITS} same-norm random directions of its arm; "
+            f"arm(s) {', '.join(short)} have fewer: sweep with --random-directions {MIN_RANDOM_EDITS} or more"
+        )
 
-    def sig(test: dict) -> bool:
-        return test["p_adjusted"] <= alpha
+    def moves(r: dict, g: str) -> bool:
+        """Significant after Holm, and larger than at least 19 of 20 random edits of the same arm."""
+        size = abs(r[g]["change"])
+        below = sum(abs(d[g]["change"]) < size - 1e-12 for d in drawn[r["arm"]])
+        return r[g]["p_adjusted"] <= alpha and below >= math.ceil(RANK_SHARE * len(drawn[r["arm"]]) - 1e-9)
+
+    def unchanged(r: dict, g: str) -> bool:
+        return r[g]["p_exact"] > alpha
 
     def label(r: dict) -> str:
         return f"{r['direction']} {r['arm']}"
 
-    changes_a = [label(r) for r in rows if sig(r[a])]
-    changes_b = [label(r) for r in rows if sig(r[b])]
-    only_a = [label(r) for r in rows if sig(r[a]) and not sig(r[b])]
-    only_b = [label(r) for r in rows if sig(r[b]) and not sig(r[a])]
-    call_a = bool(changes_a) and not only_b
-    call_b = bool(changes_b) and not only_a
-    call = a if call_a and not call_b else b if call_b and not call_a else NO_CALL
+    changes_a = [label(r) for r in rows if moves(r, a)]
+    changes_b = [label(r) for r in rows if moves(r, b)]
+    only_a = [label(r) for r in rows if moves(r, a) and unchanged(r, b)]
+    only_b = [label(r) for r in rows if moves(r, b) and unchanged(r, a)]
+    call_a = bool(only_a) and not only_b
+    call_b = bool(only_b) and not only_a
+    call = a if call_a else b if call_b else NO_CALL
     evidence = {
         "rule": 4,
+        "rules_version": RULES_VERSION,
+        "random_edits_per_arm": {arm: len(d) for arm, d in sorted(drawn.items())},
         "levels": goals["levels"],
         "baseline": goals["baseline"],
         "edits": len(rows),

@@ -96,7 +96,7 @@ class SweepSettings:
     sort: str = "return"
     """Table order: the size of the change in return, level_complete, length or tv_distance."""
     random_directions: int = 0
-    """Random unit directions of the basis's span swept beside its own, as their control (the command only)."""
+    """Random unit directions of the basis's span swept beside its own, as their control (same-norm edits)."""
     landing: int = 200
     """States kept per variant to measure how far edited states lie from the recorded ones (0: not measured)."""
     equivalence_margin: float = 0.5

@@ -26,6 +26,7 @@ from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.bases.activations import HOOK, hook_key, rollout_activations
 from proclab.interpret.bases.coordinates import LinearCoordinates
 from proclab.interpret.bases.pca_ica import CONTRASTS, Basis, BasisConfig, Kind
+from proclab.interpret.bases.random_directions import WithRandom
 from proclab.interpret.interventions.arms import Recorded, parse_arms
 from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.interventions.goal_watch import GoalWatch
@@ -117,9 +118,19 @@ def sweep_agent(
         start = np.zeros((1, states.shape[1]))
     else:
         start = agent.initial_state(1)[key].reshape(1, -1).double().cpu().numpy()
+    chosen = (
+        list(range(coords.k))
+        if settings.directions is None
+        else parse_ids(settings.directions, coords.k, "direction")
+    )
     rec = Recorded(coords.encode(states), coords.encode(start)[0])
-    every = list(range(coords.k))
-    chosen = every if settings.directions is None else parse_ids(settings.directions, coords.k, "direction")
+    if settings.random_directions:  # same-norm controls, swept after the basis's own as the command does
+        coords = WithRandom.draw(coords, settings.random_directions, settings.seed)
+        rec = Recorded(
+            np.concatenate([rec.values, coords.project(states)], axis=1),
+            np.concatenate([rec.start, coords.project(start)[0]]),
+        )
+        chosen += list(range(coords.first, coords.k))
     env_config = env_config_of(agent)
     levels = distinct_levels(agent_split(config.split, env_config.split), config.levels, config.seed)
     rt = runtime or getattr(agent, "runtime", None) or make_runtime("cpu", "fp32")
