@@ -9,6 +9,10 @@ levels (seed ``--seed + k`` for batch ``k``).
 
     python benchmarks/goal_label_scripted.py --out OUT [--levels 200] [--games coinrun maze]
 
+``--agents NAME ...`` labels agents instead (shipped or published names, runs, checkpoints), each on the first
+``--levels`` apart levels of ``--split`` in its own game and mode, with sampled actions; their goal is what
+is asked, so ``expected`` is empty.
+
 Resumable: each batch's per-level outcomes go to ``OUT/<game>/<policy>/batch_<k>.json`` and a batch already
 there is read, not played. Prints one JSON line per batch (its time) and per policy (the label, the previous
 rule's, and the numbers of the doc's table); the policy lines also go to ``OUT/labels.jsonl``.
@@ -56,7 +60,7 @@ def outcomes(agent, levels, out: Path, settings: LabelSettings, seed: int, tag: 
     return got
 
 
-def row(policy: str, expected: str, label) -> dict:
+def row(policy: str, expected: str | None, label) -> dict:
     c = label.criteria
     return {
         "policy": policy,
@@ -64,7 +68,7 @@ def row(policy: str, expected: str, label) -> dict:
         "levels": label.levels,
         "expected": expected,
         "label": label.label,
-        "right": label.label == expected,
+        "right": None if expected is None else label.label == expected,
         "previous_label": label.previous["label"],
         "p_a_present": c["a_more_with_a"]["present"],
         "p_a_cell_absent": c["a_more_with_a"]["absent"],
@@ -101,7 +105,13 @@ def main() -> None:
     ap.add_argument("--region", type=int, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--agents", nargs="*", default=None, help="label these agents instead of the scripted policies"
+    )
     args = ap.parse_args()
+    if args.agents:
+        label_agents(args)
+        return
     for game in args.games:
         levels = apart_levels(game, args.split, args.levels, args.mode, LabelSettings(region=args.region))
         write_json(args.out / game / "levels.json", [lv.level_seed for lv in levels])
@@ -115,6 +125,28 @@ def main() -> None:
             print(json.dumps(line), flush=True)
             with open(args.out / "labels.jsonl", "a") as f:
                 f.write(json.dumps(line) + "\n")
+
+
+def label_agents(args) -> None:
+    """Each agent of ``--agents`` labelled on the apart levels of its own game and mode (module docstring)."""
+    import re
+
+    import proclab
+    from proclab.models.edited import env_config_of
+
+    for name in args.agents:
+        agent = proclab.load(name)
+        env = env_config_of(agent)
+        (game,), mode = env.games(), env.mode
+        settings = LabelSettings(batch=args.batch, region=args.region)
+        levels = apart_levels(game, args.split, args.levels, mode, settings)
+        slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+        write_json(args.out / game / slug / "levels.json", [lv.level_seed for lv in levels])
+        played = outcomes(agent, levels, args.out / game / slug, settings, args.seed, {"agent": name})
+        line = {**row(name, None, decide(game, played, settings)), "mode": mode}
+        print(json.dumps(line), flush=True)
+        with open(args.out / "labels.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":
