@@ -177,6 +177,15 @@ def assert_same(got, want, where: str = "") -> None:
         )
 
 
+def ray_tasks(cluster, name: str, seen: set | None = None) -> list:
+    """Every attempt of a Ray task named ``name`` (its function's name) that ``cluster`` (a ``LocalCluster``) has
+    seen (Ray's state API, through its dashboard), but those of the tasks ``seen``."""
+    from ray.util.state import list_tasks
+
+    attempts = list_tasks(address=cluster.dashboard_url, filters=[("name", "=", name)], limit=1000)
+    return [t for t in attempts if t.task_id not in (seen or set())]
+
+
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:
     """A freshly initialised agent saved exactly as the trainers save theirs (seeded: same weights every time)."""
     torch.manual_seed(0)
