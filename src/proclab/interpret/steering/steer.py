@@ -195,10 +195,10 @@ def steer(
     *,
     level_states: LevelStates | None = None,
     runtime: Runtime | None = None,
-    settings: SteerSettings = SteerSettings(),
-    progress: bool = True,
     tasks: TaskSettings | None = None,
     folder: Path | None = None,
+    settings: SteerSettings = SteerSettings(),
+    progress: bool = True,
 ) -> Steering:
     """Build the vectors at hook point ``hook`` (e.g. ``torso.block1.hook_out``) and play ``agent`` steered, with
     its controls, on held-out levels (or on ``level_states``, each once per variant) on ``runtime`` (default:
