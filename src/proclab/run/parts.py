@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from proclab.io.run_dirs import write_json_atomic
 from proclab.run.tasks import TaskSettings, run_tasks
 
 FINGERPRINT = "fingerprint.json"
+T = TypeVar("T")
 
 
 def digest(*arrays: np.ndarray | bytes) -> str:
@@ -34,6 +35,13 @@ def digest(*arrays: np.ndarray | bytes) -> str:
     for a in arrays:
         h.update(a if isinstance(a, bytes) else np.ascontiguousarray(a).tobytes())
     return h.hexdigest()
+
+
+def joined(values: Sequence[T | None], join: Callable[[list[T]], T]) -> T | None:
+    """What the units hold of one optional output, merged by ``join`` (in unit order); None where they hold none
+    (an output measured in one unit is measured in all: the same settings made them)."""
+    present = [v for v in values if v is not None]
+    return join(present) if present else None
 
 
 def blocks(levels: int, parts: int) -> list[np.ndarray]:

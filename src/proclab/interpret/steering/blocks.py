@@ -30,6 +30,7 @@ from proclab.interpret.steering.reach import Near, Paths, Reach
 from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
 from proclab.levels.file import LevelStates
 from proclab.models.edited import AgentLike, Intervened, hook_shapes
+from proclab.run.parts import joined
 from proclab.run.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -139,7 +140,6 @@ class Played:
     @classmethod
     def concatenate(cls, blocks: list[Played]) -> Played:
         """The blocks as one play of all their levels, in block order."""
-        first = blocks[0]
 
         def levels(cells: list[Cells]) -> Cells:
             return [[walk for c in cells for walk in c[v]] for v in range(len(cells[0]))]
@@ -148,9 +148,9 @@ class Played:
             Outcomes.concatenate([b.outcomes for b in blocks]),
             np.concatenate([b.near for b in blocks], axis=1),
             levels([b.cells for b in blocks]),
-            None if first.goals is None else np.concatenate([b.goals for b in blocks], axis=2),  # type: ignore[misc]
-            None if first.blind is None else levels([b.blind for b in blocks]),  # type: ignore[misc]
-            None if first.hit is None else np.concatenate([b.hit for b in blocks], axis=1),  # type: ignore[misc]
+            joined([b.goals for b in blocks], lambda goals: np.concatenate(goals, axis=2)),
+            joined([b.blind for b in blocks], levels),
+            joined([b.hit for b in blocks], lambda hits: np.concatenate(hits, axis=1)),
         )
 
 

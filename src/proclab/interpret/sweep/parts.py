@@ -29,6 +29,7 @@ import numpy as np
 from proclab.interpret.interventions.batched_play import Outcomes
 from proclab.interpret.sweep.landing import Reservoirs
 from proclab.run.parts import Parts as UnitParts
+from proclab.run.parts import joined
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -74,18 +75,15 @@ class Played:
 
 def concatenate(played: list[Played], cap: int, seed: int) -> Played:
     """The blocks as one, along the levels, in block order (the merged reservoirs drawn with ``seed``)."""
-    outcomes = Outcomes.concatenate([p.outcomes for p in played])
-    causes = [p.cause for p in played]
-    goals = [p.goals for p in played]
-    reservoirs = [p.reservoirs for p in played]
     return Played(
-        outcomes,
-        None if causes[0] is None else np.concatenate(causes, axis=1),
-        None
-        if reservoirs[0] is None
-        else Reservoirs.merged(reservoirs, cap, np.random.default_rng([seed, 29])),
+        Outcomes.concatenate([p.outcomes for p in played]),
+        joined([p.cause for p in played], lambda causes: np.concatenate(causes, axis=1)),
+        joined(
+            [p.reservoirs for p in played],
+            lambda kept: Reservoirs.merged(kept, cap, np.random.default_rng([seed, 29])),
+        ),
         sum(p.seconds for p in played),
-        None if goals[0] is None else np.concatenate(goals, axis=2),
+        joined([p.goals for p in played], lambda goals: np.concatenate(goals, axis=2)),
     )
 
 
