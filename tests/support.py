@@ -186,6 +186,17 @@ def ray_tasks(cluster, name: str, seen: set | None = None) -> list:
     return [t for t in attempts if t.task_id not in (seen or set())]
 
 
+@contextlib.contextmanager
+def ray_tasks_run(cluster, name: str, count: int, nodes: int | None = None):
+    """Check that the block runs ``count`` Ray tasks named ``name`` on ``cluster``, each once, to the end (and on
+    ``nodes`` nodes of it)."""
+    before = {t.task_id for t in ray_tasks(cluster, name)}
+    yield
+    ran = ray_tasks(cluster, name, before)
+    assert len(ran) == count and {t.state for t in ran} == {"FINISHED"}, ran
+    assert nodes is None or len({t.node_id for t in ran}) == nodes, ran
+
+
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:
     """A freshly initialised agent saved exactly as the trainers save theirs (seeded: same weights every time)."""
     torch.manual_seed(0)

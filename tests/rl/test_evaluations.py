@@ -17,7 +17,7 @@ from proclab.rl.evaluations import evaluate_agents
 from proclab.rl.population import CSV, agent_sources
 from proclab.run.runtime import RuntimeConfig
 from proclab.run.tasks import TaskSettings
-from support import TINY_AGENT, TINY_GRU, agent_checkpoint, make_agent_checkpoint, ray_tasks
+from support import TINY_AGENT, TINY_GRU, agent_checkpoint, make_agent_checkpoint, ray_tasks_run
 
 SETTINGS = EvalSettings(episodes=2, envs_per_game=2)
 """Two episodes on the training levels and two on held-out ones, actions sampled."""
@@ -107,11 +107,8 @@ def test_agent_and_agents_exclude_each_other(agents, capsys):
 
 
 @pytest.mark.distributed
-def test_agents_on_a_two_node_cluster_equal_the_one_process_evaluation(agents, ray_cluster, monkeypatch):
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+def test_agents_on_a_two_node_cluster_equal_the_one_process_evaluation(agents, ray_cluster):
     paths, evaluations = agents
-    before = {t.task_id for t in ray_tasks(ray_cluster, "evaluate_one")}
     tasks = TaskSettings(ray_address=ray_cluster.address)
-    assert evaluate_agents(paths, SETTINGS, runtime=RUNTIME, tasks=tasks, progress=False) == evaluations
-    ran = ray_tasks(ray_cluster, "evaluate_one", before)
-    assert len(ran) == 2 and {t.state for t in ran} == {"FINISHED"}
+    with ray_tasks_run(ray_cluster, "evaluate_one", 2):
+        assert evaluate_agents(paths, SETTINGS, runtime=RUNTIME, tasks=tasks, progress=False) == evaluations

@@ -34,7 +34,7 @@ from proclab.io.checkpoint import find_checkpoint
 from proclab.io.results import Result
 from proclab.rl.evaluate import EvalSettings, evaluate_agent
 from proclab.rl.population import agent_sources
-from proclab.run.parts import Parts, fingerprint_of, run_parts
+from proclab.run.parts import Parts, fingerprint_of
 from proclab.run.runtime import RuntimeConfig
 from proclab.run.tasks import TaskSettings
 
@@ -102,18 +102,16 @@ def evaluate_agents(
     runtime = replace(runtime, torch_threads=tasks.unit_threads(runtime.torch_threads))
     fingerprint = _fingerprint(sources, settings, runtime)  # also refuses a missing agent before any plays
     store = Parts(len(sources), None if folder is None else Path(folder), fingerprint, job="evaluation")
-    units = [(i, _Job(sources[i][1], settings, runtime)) for i in store.missing()]
-    run_parts(
+    tables = store.run(
         evaluate_one,
-        units,
+        lambda i: _Job(sources[i][1], settings, runtime),
         tasks,
-        done=lambda i, table: store.keep(i, table, _arrays),
+        arrays=_arrays,
+        of_arrays=_table,
         title="eval",
-        label=f"{len(units)} of {len(sources)} agents",
         progress=progress,
     )
-    tables = tuple(store.value(i, _table) for i in range(len(sources)))
-    return Evaluations(tuple(name for name, _ in sources), tables)
+    return Evaluations(tuple(name for name, _ in sources), tuple(tables))
 
 
 def _fingerprint(sources: list[tuple[str, Path]], settings: EvalSettings, runtime: RuntimeConfig) -> dict:

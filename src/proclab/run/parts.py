@@ -114,6 +114,33 @@ class Parts:
         """Unit ``i``'s value: the one kept, or ``of_arrays`` of what it saved."""
         return self.kept[i] if self.folder is None else of_arrays(self.read(i))
 
+    def run(
+        self,
+        fn: Callable[[Any], Any],
+        unit: Callable[[int], Any],
+        where: TaskSettings,
+        *,
+        arrays: Callable[[Any], Mapping[str, np.ndarray]] = dict,
+        of_arrays: Callable[[dict[str, np.ndarray]], Any] = dict,
+        title: str = "parts",
+        label: str | None = None,
+        progress: bool = True,
+    ) -> list[Any]:
+        """``fn(unit(i))`` for every unit ``i`` not yet done, where ``where`` says (:func:`run_parts`), each result
+        kept as it comes back (:meth:`keep`, with ``arrays``); then every unit's value, in unit order
+        (:meth:`value`, with ``of_arrays``). The units are made only for the missing (a unit may carry much)."""
+        missing = [(i, unit(i)) for i in self.missing()]
+        run_parts(
+            fn,
+            missing,
+            where,
+            done=lambda i, value: self.keep(i, value, arrays),
+            title=title,
+            label=label or f"{len(missing)} of {self.count} {self.job} units",
+            progress=progress,
+        )
+        return [self.value(i, of_arrays) for i in range(self.count)]
+
 
 def fingerprint_of(fields: Mapping[str, Any], unplayed: Iterable[str], **extra: Any) -> dict[str, str]:
     """A job's fingerprint: its options (``fields``) but those that do not change its outputs (``unplayed``:

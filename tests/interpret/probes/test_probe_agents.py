@@ -9,7 +9,7 @@ from proclab.envs import EnvConfig
 from proclab.interpret.probes.agents import ProbeAgentsSettings, ProbesByAgent, probe_agents
 from proclab.models import AgentConfig
 from proclab.run.tasks import TaskSettings
-from support import TINY_AGENT, agent_checkpoint, ray_tasks
+from support import TINY_AGENT, agent_checkpoint, ray_tasks_run
 
 HOOK = "torso.hook_fc"
 SETTINGS = ProbeAgentsSettings(
@@ -57,14 +57,9 @@ def test_agents_in_local_processes_equal_the_one_process_probes(probed, tmp_path
 
 
 @pytest.mark.distributed
-def test_agents_on_a_two_node_cluster_equal_the_one_process_probes(probed, ray_cluster, monkeypatch):
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+def test_agents_on_a_two_node_cluster_equal_the_one_process_probes(probed, ray_cluster):
     paths, result = probed
-    before = {t.task_id for t in ray_tasks(ray_cluster, "probe_one")}
     tasks = TaskSettings(ray_address=ray_cluster.address)
-    assert (
-        probe_agents(paths, HOOK, settings=SETTINGS, tasks=tasks, progress=False).to_dict()
-        == result.to_dict()
-    )
-    ran = ray_tasks(ray_cluster, "probe_one", before)
-    assert len(ran) == 2 and {t.state for t in ran} == {"FINISHED"}
+    with ray_tasks_run(ray_cluster, "probe_one", 2):
+        spread = probe_agents(paths, HOOK, settings=SETTINGS, tasks=tasks, progress=False)
+    assert spread.to_dict() == result.to_dict()

@@ -13,7 +13,7 @@ import torch
 from proclab.cli import main
 from proclab.envs import EnvConfig
 from proclab.models import AgentConfig
-from support import TINY_AGENT, agent_checkpoint, ray_tasks
+from support import TINY_AGENT, agent_checkpoint, ray_tasks_run
 
 STEER = ["--levels", "2", "--split", "1084:2", "--vector-levels", "0:2", "--coefficients", "0,300", "--controls", "1", "--rows", "8",
          "--no-greedy", "--bootstrap", "50", "--torch-threads", "1", "--precision", "fp32"]  # fmt: skip
@@ -78,10 +78,7 @@ def test_blocks_in_local_processes_equal_the_one_process_steering(steering, caps
 @pytest.mark.distributed
 def test_blocks_on_a_two_node_cluster_equal_the_one_process_steering(steering, ray_cluster):
     folder, agent, (summary, vector) = steering
-    before = {t.task_id for t in ray_tasks(ray_cluster, "play_block")}
-    spread, spread_vector = steered(folder, agent, "--parts", "2", "--ray", ray_cluster.address)
+    with ray_tasks_run(ray_cluster, "play_block", 2, nodes=2):  # both nodes played a block
+        spread, spread_vector = steered(folder, agent, "--parts", "2", "--ray", ray_cluster.address)
     assert spread == summary and np.array_equal(spread_vector, vector)
-    ran = ray_tasks(ray_cluster, "play_block", before)
-    assert len(ran) == 2 and {t.state for t in ran} == {"FINISHED"}
-    assert len({t.node_id for t in ran}) == 2  # both nodes played a block
     shutil.rmtree(folder / "steer-parts")

@@ -25,7 +25,7 @@ from proclab.io.results import Result
 from proclab.models.loading import load
 from proclab.record.rollout import rollout
 from proclab.rl.population import agent_sources
-from proclab.run.parts import Parts, fingerprint_of, run_parts
+from proclab.run.parts import Parts, fingerprint_of
 from proclab.run.runtime import torch_threads
 from proclab.run.tasks import TaskSettings
 
@@ -124,15 +124,13 @@ def probe_agents(
         asdict(settings), ("threads",), hook=hook, agents=[str(p) for _, p in sources]
     )
     store = Parts(len(sources), None if folder is None else Path(folder), fingerprint, job="probing")
-    units = [(i, _Job(sources[i][1], hook, settings)) for i in store.missing()]
-    run_parts(
+    probes = store.run(
         probe_one,
-        units,
+        lambda i: _Job(sources[i][1], hook, settings),
         tasks,
-        done=lambda i, probes: store.keep(i, probes, Probes.to_arrays),
+        arrays=Probes.to_arrays,
+        of_arrays=Probes.from_arrays,
         title="probe",
-        label=f"{len(units)} of {len(sources)} agents",
         progress=progress,
     )
-    probes = tuple(store.value(i, Probes.from_arrays) for i in range(len(sources)))
-    return ProbesByAgent(hook, tuple(name for name, _ in sources), probes)
+    return ProbesByAgent(hook, tuple(name for name, _ in sources), tuple(probes))

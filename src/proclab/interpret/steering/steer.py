@@ -87,7 +87,7 @@ from proclab.io.results import Result
 from proclab.levels.file import LevelStates
 from proclab.models.edited import AgentLike, env_config_of, hook_shapes
 from proclab.models.hooks import capture, device_of
-from proclab.run.parts import Parts, blocks, digest, fingerprint_of, run_parts
+from proclab.run.parts import Parts, blocks, digest, fingerprint_of
 from proclab.run.runtime import Runtime, make_runtime
 from proclab.run.tasks import TaskSettings
 from proclab.stats.bootstrap import resamples
@@ -279,10 +279,9 @@ def _played(
     """Every level of ``whole`` played in blocks (the level indices of each: ``parts``) as units of
     :func:`~proclab.run.parts.run_parts`, those not yet in ``store``; all blocks merged in level order."""
     s = whole.settings
-    units = [(i, _block(whole, parts[i])) for i in store.missing()]
     label = f"play {len(whole.levels)} levels" + (f" in {s.parts} blocks" if s.parts > 1 else "")
-    run_parts(play_block, units, tasks, done=store.keep, label=label, progress=progress)
-    return Played.concatenate([Played.of_arrays(store.value(i)) for i in range(s.parts)])
+    kept = store.run(play_block, lambda i: _block(whole, parts[i]), tasks, label=label, progress=progress)
+    return Played.concatenate([Played.of_arrays(arrays) for arrays in kept])
 
 
 def _block(whole: Block, rows: np.ndarray) -> Block:
