@@ -77,6 +77,12 @@ def test_a_population_folder_stands_for_its_members_that_trained(agents, tmp_pat
         writer.writerow({"member": "broken", "run_dir": str(paths[0]), "error": "ValueError: nan"})
         writer.writerow({"member": "a", "run_dir": str(paths[0]), "error": ""})
     assert agent_sources([tmp_path]) == [("b", paths[1]), ("a", paths[0])]
+    # a run the table names relative to where the population trained is found under the folder itself
+    relative = tmp_path / "pop"
+    run = relative / "ppo" / "bossfight" / "m" / "1-2026"
+    run.mkdir(parents=True)
+    (relative / CSV).write_text("member,run_dir,error\nm,elsewhere/pop/ppo/bossfight/m/1-2026,\n")
+    assert agent_sources([relative]) == [("m", run)]
     with pytest.raises(ProclabError, match="agents given twice: b"):
         agent_sources([tmp_path, "b"])
     with pytest.raises(ProclabError, match="does not exist"):

@@ -79,9 +79,8 @@ class EvalArgs(RuntimeFlags, LevelRuleFlag):
     json: bool = False
     """Print the results as JSON."""
     out: Path | None = None
-    """Also write the JSON results to this file (with --agents, also the table as CSV beside it, and each agent's
-    results in OUT-parts/ as they come: run the same command again after a crash, and only the agents missing
-    play)."""
+    """Also write the JSON results to this file (with --agents, also the table as CSV beside it, and
+    the results of each agent in OUT-parts/ as they come: the same command again plays only the agents missing)."""
     workers: int = 1
     """--agents: evaluate this many agents at a time, each in a local process of its own."""
     ray_address: Annotated[str | None, tyro.conf.arg(aliases=("--ray",))] = None

@@ -279,10 +279,15 @@ def member_runs(root: str | Path) -> list[tuple[str, Path]]:
             f"{str(root)!r} holds no {CSV}: train a population there first (proclab population)"
         )
     with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    return [
-        (row["member"], Path(row["run_dir"])) for row in rows if row.get("run_dir") and not row.get("error")
-    ]
+        rows = [row for row in csv.DictReader(f) if row.get("run_dir") and not row.get("error")]
+    return [(row["member"], _anchored(Path(root), Path(row["run_dir"]))) for row in rows]
+
+
+def _anchored(root: Path, run_dir: Path) -> Path:
+    """A member's run as the table names it, found under ``root``: a relative path was relative to where the
+    population trained, so its last four parts (``ALGO/GAME/NAME/RUN``, :func:`latest_run`) are taken under
+    ``root`` wherever the caller stands."""
+    return run_dir if run_dir.is_absolute() else root.joinpath(*run_dir.parts[-4:])
 
 
 def agent_sources(agents: list[str | Path] | tuple[str | Path, ...]) -> list[tuple[str, Path]]:

@@ -50,7 +50,11 @@ held-out level how often the agent reached it on those levels (its box within ``
 coefficient 0 over the same levels.
 
 :func:`steer` plays any agent in memory (:class:`SteerSettings` are ``proclab analyze steer``'s options)
-and returns a :class:`Steering` result; the command is parse -> call -> write.
+and returns a :class:`Steering` result; the command is parse -> call -> write. Everything is drawn first (the
+levels, the vectors and their controls, retargeting's targets), the levels are then played in
+``SteerSettings.parts`` blocks (:mod:`proclab.interpret.steering.blocks`: here, in local processes or as Ray
+tasks, each saved as it comes back), and the statistics run once on the blocks merged in level order, so the
+numbers do not depend on how the levels were split or where the blocks were played.
 """
 
 from __future__ import annotations
@@ -269,7 +273,7 @@ def steer(
     )
 
 
-UNPLAYED = ("rows", "bootstrap", "parts")
+UNPLAYED = ("rows", "bootstrap")
 """Settings that do not change what a block plays: saved blocks are merged whatever their values."""
 
 
