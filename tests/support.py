@@ -177,6 +177,26 @@ def assert_same(got, want, where: str = "") -> None:
         )
 
 
+def ray_tasks(cluster, name: str, seen: set | None = None) -> list:
+    """Every attempt of a Ray task named ``name`` (its function's name) that ``cluster`` (a ``LocalCluster``) has
+    seen (Ray's state API, through its dashboard), but those of the tasks ``seen``."""
+    from ray.util.state import list_tasks
+
+    attempts = list_tasks(address=cluster.dashboard_url, filters=[("name", "=", name)], limit=1000)
+    return [t for t in attempts if t.task_id not in (seen or set())]
+
+
+@contextlib.contextmanager
+def ray_tasks_run(cluster, name: str, count: int, nodes: int | None = None):
+    """Check that the block runs ``count`` Ray tasks named ``name`` on ``cluster``, each once, to the end (and on
+    ``nodes`` nodes of it)."""
+    before = {t.task_id for t in ray_tasks(cluster, name)}
+    yield
+    ran = ray_tasks(cluster, name, before)
+    assert len(ran) == count and {t.state for t in ran} == {"FINISHED"}, ran
+    assert nodes is None or len({t.node_id for t in ran}) == nodes, ran
+
+
 def agent_checkpoint(run_dir: Path, agent: AgentConfig, env: EnvConfig, state: dict | None = None) -> Path:
     """A freshly initialised agent saved exactly as the trainers save theirs (seeded: same weights every time)."""
     torch.manual_seed(0)

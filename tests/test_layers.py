@@ -28,9 +28,17 @@ LAYERS = [
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 TOP = LAYERS[-1]
-# the PPO trainer with its configs (reward/policy.py trains PPO on a learned reward), the actor (recording), and
-# populations of PPO runs (exported by `proclab` as train_population)
-RL_FOR_OTHERS = {"proclab.rl.ppo_train", "proclab.rl.config", "proclab.rl.rollout", "proclab.rl.population"}
+# the PPO trainer with its configs (reward/policy.py trains PPO on a learned reward), the actor (recording),
+# populations of PPO runs (exported by `proclab` as train_population) and the evaluation of many agents (exported
+# as evaluate_agents, with its settings)
+RL_FOR_OTHERS = {
+    "proclab.rl.ppo_train",
+    "proclab.rl.config",
+    "proclab.rl.rollout",
+    "proclab.rl.population",
+    "proclab.rl.evaluations",
+    "proclab.rl.evaluate",
+}
 
 
 def module_name(path: Path) -> str:

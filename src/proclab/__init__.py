@@ -53,10 +53,14 @@ if TYPE_CHECKING:  # the lazy names, as type checkers see them (tests/test_api.p
     from proclab.reward.nets import RewardModel as RewardModel
     from proclab.reward.record_demos import trex_demos as trex_demos
     from proclab.reward.train import train_trex as train_trex
+    from proclab.rl.evaluate import EvalSettings as EvalSettings
+    from proclab.rl.evaluations import Evaluations as Evaluations
+    from proclab.rl.evaluations import evaluate_agents as evaluate_agents
     from proclab.rl.population import Population as Population
     from proclab.rl.population import PopulationSettings as PopulationSettings
     from proclab.rl.population import train_population as train_population
     from proclab.rl.ppo_train import train as train
+    from proclab.run.tasks import TaskSettings as TaskSettings
     from proclab.worldmodel.checkpoint import TrainedWorldModel as TrainedWorldModel
     from proclab.worldmodel.dream import Dream as Dream
     from proclab.worldmodel.dream import dream as dream
@@ -74,6 +78,10 @@ _EXPORTS = {
     "train_population": "proclab.rl.population",
     "PopulationSettings": "proclab.rl.population",
     "Population": "proclab.rl.population",
+    "evaluate_agents": "proclab.rl.evaluations",
+    "Evaluations": "proclab.rl.evaluations",
+    "EvalSettings": "proclab.rl.evaluate",
+    "TaskSettings": "proclab.run.tasks",
     # playing
     "rollout": "proclab.record.rollout",
     "Rollout": "proclab.record.rollout",

@@ -36,6 +36,7 @@ from proclab.interpret.goals.detect import goal_calls
 from proclab.interpret.goals.detect_probes import goal_targets
 from proclab.interpret.goals.episodes import maze_episodes
 from proclab.interpret.goals.label import GoalLabel, LabelSettings, goal_label
+from proclab.interpret.probes.agents import ProbeAgentsSettings, ProbesByAgent, probe_agents
 from proclab.interpret.probes.probe import Probes, ProbeSettings, probe, random_agent
 from proclab.interpret.saliency.real_frames import Saliency, SaliencySettings, saliency
 from proclab.interpret.states.hidden import Hidden, HiddenSettings, hidden
@@ -59,8 +60,10 @@ __all__ = [
     "Hidden",
     "HiddenSettings",
     "LabelSettings",
+    "ProbeAgentsSettings",
     "ProbeSettings",
     "Probes",
+    "ProbesByAgent",
     "Saliency",
     "SaliencySettings",
     "SteerSettings",
@@ -83,6 +86,7 @@ __all__ = [
     "hidden",
     "maze_episodes",
     "probe",
+    "probe_agents",
     "random_agent",
     "saliency",
     "score_goal_calls",

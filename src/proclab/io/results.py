@@ -32,8 +32,11 @@ The CLI's commands are parse -> call -> write: they call the same function and s
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import html
+import io
+import json
 import math
 import types
 import typing
@@ -44,9 +47,10 @@ from typing import TYPE_CHECKING, Any, Self, TypeGuard, cast
 import numpy as np
 
 from proclab.errors import ProclabError
-from proclab.io.files import load_npz, read_json, replacing, save_npz, write_json
+from proclab.io.files import load_npz, read_json, replacing, save_npz, write_json, write_text
 
 if TYPE_CHECKING:
+    import pandas  # pyright: ignore[reportMissingImports]  (optional: only to_frame needs it)
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -206,6 +210,16 @@ def _cell(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def csv_text(rows: list[dict]) -> str:
+    """``rows`` as CSV text: one column per key, in the order the rows first name them; None is empty."""
+    heads = list(dict.fromkeys(k for row in rows for k in row))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=heads, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
+    return text.getvalue()
+
+
 @dataclasses.dataclass(frozen=True)
 class Result:
     """Base of every analysis' result (module docstring). Subclasses add fields and override :meth:`table`
@@ -219,6 +233,23 @@ class Result:
         """The rows worth reading as a table; by default one row of the fields that are plain values."""
         row = {k: v for k, v in jsonable(self).items() if not isinstance(v, dict | list)}
         return [row]
+
+    def to_frame(self) -> pandas.DataFrame:
+        """:meth:`table` as a pandas DataFrame (pandas is not a dependency of proclab: install it to use this)."""
+        try:
+            # lazy: optional, only this method needs it
+            import pandas  # pyright: ignore[reportMissingImports]
+        except ImportError:
+            raise ProclabError(f"{type(self).__name__}.to_frame needs pandas: pip install pandas") from None
+        return pandas.DataFrame(self.table())
+
+    def to_csv(self, path: str | Path | None = None) -> str:
+        """:meth:`table` as CSV (one column per key, in the order the rows first name them; None is empty),
+        also written to ``path`` atomically when given."""
+        text = csv_text(self.table())
+        if path is not None:
+            write_text(path, text, f"{type(self).__name__} table")
+        return text
 
     def plot(self, ax: Axes | None = None) -> Figure:
         """A matplotlib figure of the result (the results that have a picture override this)."""
@@ -253,12 +284,34 @@ class Result:
         a folder that holds another type of result is refused in one line."""
         folder = Path(folder)
         content = read_json(folder / RESULT_JSON, "result")
+        arrays = load_npz(folder / ARRAYS, "result arrays") if (folder / ARRAYS).is_file() else {}
+        fields = cls._fields_of(content, arrays, repr(str(folder)))
+        return cls(**fields, **cls._read_files(folder, fields))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The result as named arrays, for one file of arrays to hold it (a unit of a long job kept by
+        :mod:`proclab.run.parts`): what :meth:`save` writes, ``result.json`` as text and each array under
+        ``arrays.npz:PATH``; :meth:`from_arrays` reads it back, equal. A result with files of its own (fields
+        ``result.json`` leaves out) is not held whole this way."""
+        arrays: dict[str, np.ndarray] = {}
+        content = {"type": type(self).__name__, **jsonable(self, arrays)}
+        return {RESULT_JSON: np.array(json.dumps(content)), **{f"{ARRAYS}:{k}": v for k, v in arrays.items()}}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Self:
+        """The result :meth:`to_arrays` gave (a dict, or an open ``.npz`` of it)."""
+        content = json.loads(str(arrays[RESULT_JSON]))
+        inner = {k.split(":", 1)[1]: np.asarray(arrays[k]) for k in arrays if k.startswith(f"{ARRAYS}:")}
+        return cls(**cls._fields_of(content, inner, "these arrays"))
+
+    @classmethod
+    def _fields_of(cls, content: Any, arrays: Mapping[str, np.ndarray], where: str) -> dict[str, Any]:
+        """The fields saved as ``content`` (``result.json``'s) and ``arrays``; refused in one line when they are
+        another type of result's (``where``: what holds them)."""
         kind = content.pop("type", None) if isinstance(content, dict) else None
         if kind != cls.__name__:
-            raise ProclabError(f"{str(folder)!r} holds a {kind} result, not a {cls.__name__}")
-        arrays = load_npz(folder / ARRAYS, "result arrays") if (folder / ARRAYS).is_file() else {}
-        fields = restored_fields(cls, content, arrays)
-        return cls(**fields, **cls._read_files(folder, fields))
+            raise ProclabError(f"{where} holds a {kind} result, not a {cls.__name__}")
+        return restored_fields(cls, content, arrays)
 
     def _write_files(self, folder: Path) -> None:
         """Write the fields that ``result.json`` leaves out (``metadata={"saved": False}``) and that can be

@@ -19,22 +19,27 @@ import tyro
 from rich.console import Console
 
 from proclab.errors import ProclabError
-from proclab.io.arguments import AGENT, LevelRuleFlag, settings_from
+from proclab.io.arguments import AGENT, AGENTS, LevelRuleFlag, settings_from
 from proclab.io.files import write_json
 from proclab.rl.curves import plot_runs
 from proclab.run.runtime_flags import RuntimeFlags
 
 if TYPE_CHECKING:
     from proclab.rl.evaluate import Evaluation
+    from proclab.rl.evaluations import Evaluations
 
 
 # -- proclab eval -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvalArgs(RuntimeFlags, LevelRuleFlag):
-    """Evaluate an agent: mean/std return and normalised score per level split (and per game)."""
+    """Evaluate an agent, or several: mean/std return and normalised score per level split (and per game)."""
 
-    agent: Annotated[Path, AGENT]
+    agent: Annotated[Path | None, AGENT] = None
     """The agent: a proclab run or checkpoint directory (a run: its latest checkpoint)."""
+    agents: Annotated[tuple[Path, ...], AGENTS] = ()
+    """Evaluate several agents instead, each alone as --agent would (the same numbers), in one table of a row per
+    agent, split and game: run or checkpoint directories, shipped agents' names (coinrun/small), or population
+    folders (proclab population --out: the members that trained, in population.csv's order)."""
     split: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """Level split to evaluate on (named, START:NUM, or held-out: the levels after the agent's training levels);
     repeat for several. Default: train and held-out (or the preset's)."""
@@ -74,11 +79,27 @@ class EvalArgs(RuntimeFlags, LevelRuleFlag):
     json: bool = False
     """Print the results as JSON."""
     out: Path | None = None
-    """Also write the JSON results to this file."""
+    """Also write the JSON results to this file (with --agents, also the table as CSV beside it, and
+    the results of each agent in OUT-parts/ as they come: the same command again plays only the agents missing)."""
+    workers: int = 1
+    """--agents: evaluate this many agents at a time, each in a local process of its own."""
+    ray_address: Annotated[str | None, tyro.conf.arg(aliases=("--ray",))] = None
+    """--agents: evaluate each agent as a Ray task on this cluster (HOST:6379, auto, ray://HOST:10001, local;
+    default: $RAY_ADDRESS, else no Ray); every node must read the agents (docs/scale.md). Needs pip install
+    'proclab[distributed]'."""
+    cpus_per_agent: float = 1
+    """--agents with --ray: CPUs Ray reserves for each agent (also its torch threads unless --torch-threads is
+    given)."""
+    gpus_per_agent: float = 0
+    """--agents with --ray: GPUs (or a fraction of one) Ray reserves for each agent."""
 
 
 def eval_command(argv: list[str], prog: str = "proclab eval") -> None:
-    run_evaluation(tyro.cli(EvalArgs, args=argv, prog=prog))
+    args = tyro.cli(EvalArgs, args=argv, prog=prog)
+    if args.agents:
+        run_evaluations(args)
+    else:
+        run_evaluation(args)
 
 
 def run_evaluation(args: EvalArgs) -> Evaluation:
@@ -87,6 +108,8 @@ def run_evaluation(args: EvalArgs) -> Evaluation:
     from proclab.rl.evaluate import EvalSettings, evaluate_agent, print_results
     from proclab.run.runtime import RuntimeConfig
 
+    if args.agent is None or args.agents:
+        raise ProclabError("name the agent with --agent AGENT, or several with --agents AGENT [AGENT ...]")
     console = Console(stderr=args.json)
     evaluation = evaluate_agent(
         args.agent, settings_from(args, EvalSettings), settings_from(args, RuntimeConfig), console
@@ -98,6 +121,39 @@ def run_evaluation(args: EvalArgs) -> Evaluation:
     else:
         print_results(console, evaluation, args.out)
     return evaluation
+
+
+def run_evaluations(args: EvalArgs) -> Evaluations:
+    """``proclab eval --agents``: every agent evaluated alone, where --workers or --ray say, in one table, printed
+    (JSON with ``--json``) and written to ``--out`` (JSON, and the table as CSV beside it)."""
+    # lazy: command dispatch, as for one agent
+    from proclab.rl.evaluate import EvalSettings
+    from proclab.rl.evaluations import evaluate_agents
+    from proclab.run.runtime import RuntimeConfig
+    from proclab.run.tasks import TaskSettings
+
+    if args.agent is not None:
+        raise ProclabError("--agent and --agents exclude each other: give every agent to --agents")
+    tasks = TaskSettings(args.workers, args.ray_address, args.cpus_per_agent, args.gpus_per_agent)
+    folder = None if args.out is None else args.out.with_name(f"{args.out.stem}-parts")
+    evaluations = evaluate_agents(
+        args.agents,
+        settings_from(args, EvalSettings),
+        runtime=settings_from(args, RuntimeConfig),
+        tasks=tasks,
+        folder=folder,
+        progress=not args.json,
+    )
+    if args.out is not None:
+        write_json(args.out, evaluations.to_dict(), "evaluation results")
+        evaluations.to_csv(args.out.with_suffix(".csv"))
+    if args.json:
+        print(json.dumps(evaluations.to_dict(), indent=2))
+    else:
+        print(evaluations)
+        if args.out is not None:
+            print(f"results written to {args.out} and {args.out.with_suffix('.csv')}")
+    return evaluations
 
 
 # -- proclab render ---------------------------------------------------------------------------------

@@ -36,14 +36,13 @@ its own dependencies and a second copy of each member's state.
 from __future__ import annotations
 
 import csv
-import io
 import itertools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -54,16 +53,14 @@ from proclab.io.checkpoint import find_checkpoint, load_checkpoint_meta
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.files import read_json, write_json, write_text
 from proclab.io.progress import progress_bar
-from proclab.io.results import Result
+from proclab.io.results import Result, csv_text
 from proclab.io.run_dirs import read_run_config, record_config_change
+from proclab.models.bundled import source_path
 from proclab.rl.config import TrainConfig
 from proclab.rl.evaluate import EvalSettings, evaluate_agent
 from proclab.rl.ppo_train import Trainer, preset_config
 from proclab.run.runtime import RuntimeConfig
 from proclab.run.tasks import TaskSettings, run_tasks
-
-if TYPE_CHECKING:
-    import pandas  # pyright: ignore[reportMissingImports]  (optional: only to_frame needs it)
 
 CSV = "population.csv"
 EVAL = "population-eval.json"
@@ -231,15 +228,6 @@ class Population(Result):
             for m in self.members
         ]
 
-    def to_frame(self) -> pandas.DataFrame:
-        """:meth:`table` as a pandas DataFrame (pandas is not a dependency of proclab: install it to use this)."""
-        try:
-            # lazy: optional, only this method needs it
-            import pandas  # pyright: ignore[reportMissingImports]
-        except ImportError:
-            raise ProclabError("Population.to_frame needs pandas: pip install pandas") from None
-        return pandas.DataFrame(self.table())
-
     @property
     def failed(self) -> tuple[MemberResult, ...]:
         """The members whose training or evaluation raised."""
@@ -274,10 +262,7 @@ def train_population(
     root = Path(root)
     runtime = runtime or RuntimeConfig()
     where = settings.tasks()
-    if runtime.torch_threads == 0 and (
-        where.address() or settings.workers > 1
-    ):  # not every core in every member
-        runtime = replace(runtime, torch_threads=where.threads())
+    runtime = replace(runtime, torch_threads=where.unit_threads(runtime.torch_threads))
     jobs = [_Job(m, settings.steps, root, settings.eval_episodes, runtime) for m in settings.members()]
     done = (_or_failed(get, jobs[i]) for i, get in run_tasks(train_member, jobs, where))
     results: dict[str, MemberResult] = {}
@@ -306,12 +291,49 @@ def write_csv(population: Population) -> Path:
     if path.is_file():
         with path.open(newline="") as f:
             rows = [row for row in csv.DictReader(f) if row.get("member") not in names] + rows
-    heads = list(dict.fromkeys(k for row in rows for k in row))
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=heads, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
-    return write_text(path, text.getvalue(), "population table")
+    return write_text(path, csv_text(rows), "population table")
+
+
+def member_runs(root: str | Path) -> list[tuple[str, Path]]:
+    """The run of every member ``root/population.csv`` lists (in its order) that has one and did not fail, with
+    the member's name: how a population folder names its agents (:func:`~proclab.rl.evaluations.evaluate_agents`)."""
+    path = Path(root) / CSV
+    if not path.is_file():
+        raise ProclabError(
+            f"{str(root)!r} holds no {CSV}: train a population there first (proclab population)"
+        )
+    with path.open(newline="") as f:
+        rows = [row for row in csv.DictReader(f) if row.get("run_dir") and not row.get("error")]
+    return [(row["member"], _anchored(Path(root), Path(row["run_dir"]))) for row in rows]
+
+
+def _anchored(root: Path, run_dir: Path) -> Path:
+    """A member's run as the table names it, found under ``root``: a relative path was relative to where the
+    population trained, so its last four parts (``ALGO/GAME/NAME/RUN``, :func:`latest_run`) are taken under
+    ``root`` wherever the caller stands."""
+    return run_dir if run_dir.is_absolute() else root.joinpath(*run_dir.parts[-4:])
+
+
+def agent_sources(agents: list[str | Path] | tuple[str | Path, ...]) -> list[tuple[str, Path]]:
+    """Each agent's name and folder, in order, as the calls on many agents take them
+    (:func:`~proclab.rl.evaluations.evaluate_agents`, :func:`~proclab.interpret.probes.agents.probe_agents`): a
+    population folder (holding ``population.csv``) stands for its members' runs (:func:`member_runs`), a shipped
+    agent's name for its folder, anything else for itself."""
+    out: list[tuple[str, Path]] = []
+    for agent in agents:
+        if (Path(agent) / CSV).is_file():
+            out.extend(member_runs(agent))
+        else:
+            out.append((str(agent), source_path(agent)))
+    names = [name for name, _ in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ProclabError(f"agents given twice: {', '.join(twice)}")
+    if not out:
+        raise ProclabError(
+            "no agent to evaluate: name at least one (a population folder's members that trained)"
+        )
+    return out
 
 
 def train_member(job: _Job) -> MemberResult:

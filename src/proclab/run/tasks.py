@@ -65,6 +65,14 @@ class TaskSettings:
             return max(1, int(self.cpus))
         return max(1, (os.cpu_count() or 1) // self.workers)
 
+    def unit_threads(self, given: int) -> int:
+        """Torch threads of each unit: ``given`` (a ``--torch-threads``), else, where units run side by side
+        (local workers, Ray), its share of the cores (:meth:`threads`: not every core in every unit), else 0
+        (torch's default: the units run one after another here)."""
+        if given or not (self.address() or self.workers > 1):
+            return given
+        return self.threads()
+
 
 Done = tuple[int, Callable[[], Any]]
 """A finished unit: its index among the units and ``get()``, which returns its result or raises what ended it."""

@@ -10,7 +10,8 @@ from planted import KEY, Corridor, PlantedAgent, planted_recorded, recorded_stat
 from proclab.errors import ProclabError
 from proclab.interpret.sweep.grid import SweepSettings, sweep
 from proclab.interpret.sweep.landing import Reservoirs
-from proclab.interpret.sweep.parts import Parts, blocks
+from proclab.interpret.sweep.parts import Parts
+from proclab.run.parts import blocks
 from proclab.run.runtime import make_runtime
 
 RT = make_runtime("cpu", "fp32", 1)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from proclab.cli import main
+from support import ray_tasks
 
 pytestmark = pytest.mark.distributed
 
@@ -74,12 +75,8 @@ def test_parts_in_local_processes_equal_the_one_process_sweep(analysis):
 
 
 def play_part_tasks(cluster, seen: set | None = None) -> list:
-    """Every attempt of a ``play_part`` task the cluster has seen (Ray's state API, through its dashboard), but
-    those of the tasks ``seen``."""
-    from ray.util.state import list_tasks
-
-    attempts = list_tasks(address=cluster.dashboard_url, filters=[("name", "=", "play_part")], limit=1000)
-    return [t for t in attempts if t.task_id not in (seen or set())]
+    """Every attempt of a ``play_part`` task the cluster has seen, but those of the tasks ``seen``."""
+    return ray_tasks(cluster, "play_part", seen)
 
 
 def test_parts_on_a_two_node_cluster_equal_the_one_process_sweep(analysis, ray_cluster):

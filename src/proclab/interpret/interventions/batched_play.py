@@ -113,6 +113,10 @@ class ProcgenLevels:
             self._replayer.close()
 
 
+OUTCOMES = ("ret", "complete", "length", "actions", "timed_out")
+"""The fields of :class:`Outcomes`, each ``(V, L, ...)``: variants first, then levels."""
+
+
 @dataclass(frozen=True)
 class Outcomes:
     """Per variant and level (``(V, L)``): return, level completed, length; action counts ``(V, L, A)``;
@@ -133,6 +137,20 @@ class Outcomes:
             np.zeros((variants, levels, num_actions), np.int64),
             np.zeros((variants, levels), bool),
         )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The outcomes by name (:data:`OUTCOMES`), as a block of levels saves them."""
+        return {name: getattr(self, name) for name in OUTCOMES}
+
+    @classmethod
+    def of_arrays(cls, arrays) -> Outcomes:
+        """The outcomes :meth:`arrays` gave (any mapping holding those names: a dict, an open ``.npz``)."""
+        return cls(*(np.asarray(arrays[name]) for name in OUTCOMES))
+
+    @classmethod
+    def concatenate(cls, blocks: Sequence[Outcomes]) -> Outcomes:
+        """Blocks of levels played apart, as one play of all their levels (along the levels, in block order)."""
+        return cls(*(np.concatenate([getattr(b, name) for b in blocks], axis=1) for name in OUTCOMES))
 
 
 class _Slots:

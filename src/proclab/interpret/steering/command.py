@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import torch
+import tyro
 
 from proclab.errors import ProclabError
 from proclab.interpret.interventions.edit_target import agent_checkpoint
@@ -30,6 +31,7 @@ from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
+from proclab.run.tasks import TaskSettings
 
 NAME = "steer"
 
@@ -93,6 +95,17 @@ class SteerArgs(AnalysisArgs, LevelRuleFlag):
     """Episodes stepped together."""
     bootstrap: int = 2000
     """Bootstrap resamples of the paired CIs of continuous outcomes (return, steps, walks, shares of draws)."""
+    parts: int = 1
+    """Play the held-out levels in this many blocks, each saved in ANALYSIS/steer-parts/ as it is played: the
+    same command run again plays only the blocks not yet saved, and the statistics run once, when every block
+    is in (the numbers are those of the steering in one block; docs/scale.md)."""
+    workers: int = 1
+    """Play the blocks of --parts in this many local processes at a time."""
+    ray_address: Annotated[str | None, tyro.conf.arg(aliases=("--ray",))] = None
+    """Play the blocks of --parts as Ray tasks on this cluster (HOST:6379, auto; default: $RAY_ADDRESS, else
+    locally); each block comes back to this process, which saves it. Needs pip install 'proclab[distributed]'."""
+    cpus_per_part: float = 1
+    """CPUs Ray reserves for each block."""
 
 
 def parse_coefficients(text: str) -> tuple[float, ...]:
@@ -115,8 +128,12 @@ def run_steer(args: SteerArgs) -> Path:
     agent, _, _ = load_agent(checkpoint, rt)
     files = read_level_states(args.levels_from) if args.levels_from is not None else None
     out = ws.command_dir(NAME)
-    with phases(2 + bool(args.channels), NAME):
-        result = steer(agent, args.hook, level_states=files, runtime=rt, settings=settings)
+    tasks = TaskSettings(args.workers, args.ray_address, args.cpus_per_part)
+    blocks = ws.path / f"{NAME}-parts" if args.parts > 1 else None
+    with phases(3, NAME):
+        result = steer(
+            agent, args.hook, level_states=files, runtime=rt, settings=settings, tasks=tasks, folder=blocks
+        )
     torch.save(torch.from_numpy(result.vector), out / "vector.pt")
     summary: dict = {
         "hook": result.hook,

@@ -50,26 +50,30 @@ held-out level how often the agent reached it on those levels (its box within ``
 coefficient 0 over the same levels.
 
 :func:`steer` plays any agent in memory (:class:`SteerSettings` are ``proclab analyze steer``'s options)
-and returns a :class:`Steering` result; the command is parse -> call -> write.
+and returns a :class:`Steering` result; the command is parse -> call -> write. Everything is drawn first (the
+levels, the vectors and their controls, retargeting's targets), the levels are then played in
+``SteerSettings.parts`` blocks (:mod:`proclab.interpret.steering.blocks`: here, in local processes or as Ray
+tasks, each saved as it comes back), and the statistics run once on the blocks merged in level order, so the
+numbers do not depend on how the levels were split or where the blocks were played.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from proclab.envs import agent_split, distinct_levels, parse_split
 from proclab.envs.rules import with_rule
-from proclab.envs.state import glossary, goal_names, parse_state, remove_entities, serialize_state
+from proclab.envs.state import glossary, goal_names, parse_state
 from proclab.errors import ProclabError, unknown_choice
-from proclab.interpret.interventions.batched_play import ProcgenLevels, play
-from proclab.interpret.interventions.goal_watch import GoalWatch
+from proclab.interpret.interventions.batched_play import ProcgenLevels
 from proclab.interpret.stats.paired import against_share, binary_change, correct, mean_change
-from proclab.interpret.steering.reach import Near, Paths, Reach, agreement
-from proclab.interpret.steering.variants import AddLevelVector, WriteSites, variants_plan
+from proclab.interpret.steering.blocks import Arms, Block, Cells, Played, Writes, layout_of, play_block
+from proclab.interpret.steering.reach import agreement
 from proclab.interpret.steering.vectors import (
     contrast_vector,
     first_frames,
@@ -85,9 +89,11 @@ from proclab.interpret.steering.vectors import (
 from proclab.io.progress import analysis_phases
 from proclab.io.results import Result
 from proclab.levels.file import LevelStates
-from proclab.models.edited import AgentLike, Intervened, env_config_of, hook_shapes
+from proclab.models.edited import AgentLike, env_config_of, hook_shapes
 from proclab.models.hooks import capture, device_of
+from proclab.run.parts import Parts, blocks, digest, fingerprint_of
 from proclab.run.runtime import Runtime, make_runtime
+from proclab.run.tasks import TaskSettings
 from proclab.stats.bootstrap import resamples
 
 MEAN_VECTOR_NOTE = (
@@ -135,9 +141,12 @@ class SteerSettings:
     """The held-out levels drawn from ``split``, the envs, sampled actions, the controls and the bootstrap."""
     level_rule: str | None = None
     """Edit every level at its start by this rule (:mod:`proclab.envs.rules`; None: the agent's own)."""
+    parts: int = 1
+    """Play the levels in this many blocks, each a unit of its own (:mod:`~proclab.interpret.steering.blocks`;
+    the numbers are those of one block)."""
 
     def check(self) -> None:
-        for name in ("levels", "rows", "bootstrap"):
+        for name in ("levels", "rows", "bootstrap", "parts"):
             if getattr(self, name) < 1:
                 raise ProclabError(f"--{name} must be >= 1, got {getattr(self, name)}")
         for name in ("controls", "channel_controls"):
@@ -190,12 +199,20 @@ def steer(
     *,
     level_states: LevelStates | None = None,
     runtime: Runtime | None = None,
+    tasks: TaskSettings | None = None,
+    folder: Path | None = None,
     settings: SteerSettings = SteerSettings(),
     progress: bool = True,
 ) -> Steering:
     """Build the vectors at hook point ``hook`` (e.g. ``torso.block1.hook_out``) and play ``agent`` steered, with
     its controls, on held-out levels (or on ``level_states``, each once per variant) on ``runtime`` (default:
-    the agent's). ``progress``: show the vector, the play and the retargeting as they run."""
+    the agent's). ``progress``: show the vector, the arms and the play as they run.
+
+    With ``settings.parts`` the levels are played in that many blocks (:mod:`.blocks`), each a unit run where
+    ``tasks`` says (local processes, Ray tasks; default: here, one after the other), and merged in level order
+    before the statistics, which run once, here: the numbers are those of one block, bit for bit. With
+    ``folder``, each block is saved there as it comes back, with a fingerprint of what it depends on, and the
+    same call again plays only the blocks not yet saved."""
     s = settings
     s.check()
     coefficients = check_coefficients(s.coefficients)
@@ -209,28 +226,37 @@ def steer(
         levels = np.arange(len(level_states))  # the file's states, in order
     else:
         levels = distinct_levels(agent_split(s.split, env_config.split), s.levels, s.seed)
-    env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
-    seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)  # the vector's levels
-    try:
-        states = [env.level_state(int(lv)) for lv in levels]
-        if s.channels:
-            _check_fixed_camera(states[0], game)
-        with analysis_phases(progress, 2 + bool(s.channels), "steer") as ph:
+    parts = blocks(
+        len(levels), s.parts
+    )  # refused before anything is computed, as blocks of another steering are
+    fingerprint = None if folder is None else _fingerprint(agent, hook, s, levels, level_states, rt)
+    store = Parts(s.parts, folder, fingerprint, job="steering")
+    with analysis_phases(progress, 3, "steer") as ph:
+        env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
+        # the vector's levels are seeds, also when the levels played are a file's states
+        seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)
+        try:
+            states = [env.level_state(int(lv)) for lv in levels]
+            if s.channels:
+                _check_fixed_camera(states[0], game)
             with ph.phase(f"vector from {vector_split.label()}"):
                 vector, frames, info = _vector(agent, hook, seeds, vector_split, entity)
             kind = "per-level" if s.per_level else "mean"
             with ph.phase(f"{kind} vectors and controls on {len(levels)} levels"):
                 arms, info = _arms(agent, hook, vector, states, seeds, vector_split, entity, info, s)
-                played = _play_arms(agent, hook, arms, coefficients, env, levels, entity, s, rt)
-            by_coefficient, controls, paths, goals = played
-            retarget = None
-            if s.channels:
-                with ph.phase(f"retargeting on {len(levels)} levels"):
-                    retarget = _retarget(agent, hook, frames, env, levels, s, rt)
-    finally:
-        env.close()
-        if seeds is not env:
-            seeds.close()
+                writes = _writes(agent, hook, frames, states, s) if s.channels else None
+        finally:
+            env.close()
+            if seeds is not env:
+                seeds.close()
+        whole = Block(
+            agent, hook, env_config, level_states, levels, arms, coefficients, entity, s, rt, writes
+        )
+        played = _played(whole, parts, store, tasks or TaskSettings(), progress)
+    steered, layout = layout_of(coefficients, len(arms.random))
+    present = kinds_present(states, glossary(game).feature_kinds())
+    by_coefficient, controls, paths, goals = _report(played, layout, steered, arms, present, entity, game, s)
+    retarget = None if writes is None or played.hit is None else _retargeted(writes, played.hit, s)
     correct(_binary_tests(by_coefficient, controls, retarget))
     return Steering(
         hook,
@@ -245,6 +271,57 @@ def steer(
         retarget,
         goals,
     )
+
+
+UNPLAYED = ("rows", "bootstrap")
+"""Settings that do not change what a block plays: saved blocks are merged whatever their values."""
+
+
+def _played(
+    whole: Block, parts: list[np.ndarray], store: Parts, tasks: TaskSettings, progress: bool
+) -> Played:
+    """Every level of ``whole`` played in blocks (the level indices of each: ``parts``) as units of
+    :func:`~proclab.run.parts.run_parts`, those not yet in ``store``; all blocks merged in level order."""
+    s = whole.settings
+    label = f"play {len(whole.levels)} levels" + (f" in {s.parts} blocks" if s.parts > 1 else "")
+    kept = store.run(play_block, lambda i: _block(whole, parts[i]), tasks, label=label, progress=progress)
+    return Played.concatenate([Played.of_arrays(arrays) for arrays in kept])
+
+
+def _block(whole: Block, rows: np.ndarray) -> Block:
+    """The block of ``whole``'s levels at ``rows`` (indices), with the arms and writes of those levels alone."""
+    return replace(
+        whole,
+        levels=whole.levels[rows],
+        arms=whole.arms.rows(rows),
+        writes=None if whole.writes is None else whole.writes.rows(rows),
+    )
+
+
+def _fingerprint(agent, hook: str, s: SteerSettings, levels, states: LevelStates | None, rt: Runtime) -> dict:
+    """What the blocks' outcomes depend on: the settings (but :data:`UNPLAYED`), the hook, the agent's weights
+    and edits, the levels (and the states of a level-state file), the device and the precision."""
+    return fingerprint_of(
+        asdict(s),
+        UNPLAYED,
+        hook=hook,
+        agent=digest(*_weights(agent)),
+        edits=repr(getattr(agent, "interventions", None)),
+        levels=digest(np.asarray(levels, np.int64)),
+        level_states=None if states is None else digest(*(st.data for st in states.states)),
+        precision="bf16" if rt.bf16 else "fp32",
+        device=rt.device.type,
+    )
+
+
+def _weights(agent) -> list[np.ndarray]:
+    """The agent's weights as bytes (the wrapped agent's for an edited one; none for a policy without any)."""
+    for module in (agent, getattr(agent, "agent", None)):
+        if isinstance(module, torch.nn.Module):
+            return [
+                t.detach().cpu().reshape(-1).view(torch.uint8).numpy() for t in module.state_dict().values()
+            ]
+    return []
 
 
 def check_coefficients(values: Sequence[float]) -> np.ndarray:
@@ -308,18 +385,7 @@ def _vector(agent, hook, env, split, entity):
     return vector, frames, info
 
 
-@dataclass(frozen=True)
-class _Arms:
-    """Per-level vectors ``(L, *shape)`` of the steering vector, its random draws ``(D, L, *shape)`` and its
-    instance control."""
-
-    vector: torch.Tensor
-    random: torch.Tensor
-    instance: torch.Tensor
-    have: np.ndarray  # levels that hold the entity
-
-
-def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tuple[_Arms, dict]:
+def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tuple[Arms, dict]:
     """The steering vector of every held-out level (its own, or the mean) and its same-norm controls."""
 
     shape = hook_shapes(agent)[hook]
@@ -345,58 +411,38 @@ def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tu
     instance = same_norm(instance, norms)
     random = random_directions(shape, norms, s.controls, s.seed, shared=not s.per_level)
     info["mean_norm_played"] = float(norms[torch.as_tensor(have)].mean()) if have.any() else 0.0
-    return _Arms(vectors, random, instance, have), info
+    return Arms(vectors, random, instance, have), info
 
 
-def _play_arms(agent, hook, arms: _Arms, coefficients, env, levels, entity, s, rt):
-    """Every arm on every level, and the plain agent on each level without the entity; the report."""
+def _report(
+    played: Played, layout: dict, steered: list[float], arms: Arms, present: np.ndarray, entity, game, s
+):
+    """The paired comparisons of every arm with the plain agent, its controls, the walks and both goals, on
+    the merged blocks (``present``: which kinds each level holds at its start)."""
 
-    steered = [c for c in coefficients if c != 0]
-    variants, layout = [], {}  # layout[(label, c)] = variant index in the outcomes (0: the plain agent)
-    for c in steered:
-        for label, vectors in (
-            ("vector", arms.vector),
-            ("instance", arms.instance),
-            *((f"random {d}", arms.random[d]) for d in range(len(arms.random))),
-        ):
-            layout[label, c] = len(variants) + 1
-            variants.append(AddLevelVector(vectors, float(c)))
-    V, L = len(variants) + 1, len(levels)
-    plan = variants_plan(hook, hook_shapes(agent)[hook], variants) if variants else None
-    dims = np.arange(-1, len(variants))
-    values = np.repeat(np.arange(L, dtype=np.float64)[None], V, 0)
-    game = env.config.games()[0]
-    states = _StepStates(env)
-    near = Near(states, game, V, L, s.reach_gap)
-    paths = Paths(states, V, L)
-    tracked = GoalWatch(states, env.level_state, game).start(V, levels) if goal_names(game) else None
-    outcomes = play(
-        Intervened(agent), plan, env, levels, dims, values, rt, greedy=s.greedy, seed=s.seed,
-        watch=lambda *a: (states.next_step(), near(*a), paths(*a), tracked and tracked(*a)),
-    )  # fmt: skip
-    reached_goal = _reached(outcomes, near, env, entity)
-    idx = resamples(L, s.bootstrap, s.seed)
+    outcomes, kinds = played.outcomes, glossary(game).feature_kinds()
+    idx = resamples(outcomes.ret.shape[1], s.bootstrap, s.seed)
     by_coefficient = {"0": paired_outcomes(outcomes, 0, 0, idx)}
-    by_coefficient["0"]["reach"] = _reach(near, outcomes, 0, 0, env, levels)
+    by_coefficient["0"]["reach"] = _reach(played.near, kinds, present, outcomes, 0, 0, game)
     for c in steered:
         v = layout["vector", c]
         by_coefficient[f"{c:g}"] = paired_outcomes(outcomes, 0, v, idx)
-        by_coefficient[f"{c:g}"]["reach"] = _reach(near, outcomes, 0, v, env, levels)
+        by_coefficient[f"{c:g}"]["reach"] = _reach(played.near, kinds, present, outcomes, 0, v, game)
     order = sorted(by_coefficient, key=float)
     by_coefficient = {k: by_coefficient[k] for k in order}
     if not steered:
         return by_coefficient, None, None, None
+    draws = len(arms.random)
     goals = (
         None
-        if tracked is None
-        else goal_changes(
-            tracked.outcomes(outcomes.complete), tracked.names, layout, steered, len(arms.random), arms.have
-        )
+        if played.goals is None
+        else goal_changes(played.goals, goal_names(game), layout, steered, draws, arms.have)
     )
+    reached_goal = _reached(outcomes, played.near, kinds, game, entity)
     binary = {"level_complete": outcomes.complete > 0, f"reached {entity}": reached_goal}
-    controls = {f"{c:g}": _controls(binary, layout, c, len(arms.random), arms.have, s) for c in steered}
-    blind = _without_entity(agent, env, levels, entity, s, rt)
-    walks = _walks(paths, blind, layout, steered, len(arms.random), arms.have, s)
+    controls = {f"{c:g}": _controls(binary, layout, c, draws, arms.have, s) for c in steered}
+    assert played.blind is not None  # played wherever a coefficient steers
+    walks = _walks(played.cells, played.blind, layout, steered, draws, arms.have, s)
     return by_coefficient, controls, walks, goals
 
 
@@ -441,47 +487,27 @@ def goal_changes(reached: np.ndarray, names, layout: dict, steered, draws: int, 
     return out
 
 
-def _states_of(env):
-    """Every slot's game state now (one game: the vector env's slots in order, through its reused buffer)."""
-    return env.env.slot_states
-
-
-class _StepStates:
-    """Every slot's game state after the current step, read once however many watchers ask for it (a read
-    of every slot costs about as much as the step); :meth:`next_step` forgets it."""
-
-    def __init__(self, env):
-        self.read, self.data = _states_of(env), None
-
-    def __call__(self) -> list[bytes]:
-        if self.data is None:
-            self.data = self.read()
-        return self.data
-
-    def next_step(self) -> None:
-        self.data = None
-
-
-def _reached(outcomes, near: Near, env, entity) -> np.ndarray:
+def _reached(outcomes, near: np.ndarray, kinds: list[str], game: str, entity: str) -> np.ndarray:
     """``(V, L)``: the agent reached the entity (came near it, or completed the level when it is the goal)."""
-    k = near.kinds.index(entity) if entity in near.kinds else None
-    near_entity = near.reached[:, :, k] if k is not None else np.zeros(outcomes.complete.shape, bool)
-    goal = glossary(env.config.games()[0]).goal
-    return near_entity | ((outcomes.complete > 0) if entity == goal else False)
+    near_entity = (
+        near[:, :, kinds.index(entity)] if entity in kinds else np.zeros(outcomes.complete.shape, bool)
+    )
+    return near_entity | ((outcomes.complete > 0) if entity == glossary(game).goal else False)
 
 
-def _reach(near: Near, outcomes, base: int, arm: int, env, levels) -> dict:
+def _reach(
+    near: np.ndarray, kinds: list[str], present: np.ndarray, outcomes, base: int, arm: int, game
+) -> dict:
     """Per kind present at the start of some level: the share of those levels on which the agent reached
     it (the goal also by completing the level), arm against base over the same levels (McNemar)."""
 
-    present = kinds_present([env.level_state(int(lv)) for lv in levels], near.kinds)
-    goal = glossary(env.config.games()[0]).goal
+    goal = glossary(game).goal
     out = {}
-    for k, kind in enumerate(near.kinds):
+    for k, kind in enumerate(kinds):
         have = np.flatnonzero(present[:, k])
         if not len(have):
             continue  # the game's kind appears on none of these levels
-        reached = near.reached[:, :, k] | ((outcomes.complete > 0) if kind == goal else False)
+        reached = near[:, :, k] | ((outcomes.complete > 0) if kind == goal else False)
         out[kind] = {"levels": len(have), **binary_change(reached[base, have], reached[arm, have])}
     return out
 
@@ -525,37 +551,7 @@ def _controls(binary: dict, layout: dict, c: float, draws: int, have: np.ndarray
     return out
 
 
-class _Without:
-    """The held-out levels with every ``kind`` removed (the plain agent's walk when it cannot see it)."""
-
-    def __init__(self, env, kind: str):
-        self.env, self.kind, self.num_envs = env, kind, env.num_envs
-
-    def level_state(self, level: int) -> bytes:
-        state = parse_state(self.env.level_state(level))
-        return serialize_state(remove_entities(state, self.kind))
-
-    def load(self, slot, state):
-        self.env.load(slot, state)
-
-    def observe(self):
-        return self.env.observe()
-
-    def step(self, actions):
-        return self.env.step(actions)
-
-
-def _without_entity(agent, env, levels, entity, s, rt) -> Paths:
-    paths = Paths(_states_of(env), 1, len(levels))
-    values = np.zeros((1, len(levels)))
-    play(
-        agent, None, _Without(env, entity), levels, np.array([-1]), values, rt,
-        greedy=s.greedy, seed=s.seed, watch=paths,
-    )  # fmt: skip
-    return paths
-
-
-def _walks(paths: Paths, blind: Paths, layout, steered, draws: int, have: np.ndarray, s) -> dict:
+def _walks(cells: Cells, blind: Cells, layout, steered, draws: int, have: np.ndarray, s) -> dict:
     """Per arm, the share of steps at which its walk on the level with the entity stood where the plain
     agent's walk without the entity stood (per level, then the mean over the levels that hold the
     entity); the vector against the plain agent, the random draws' mean and the instance control
@@ -565,7 +561,7 @@ def _walks(paths: Paths, blind: Paths, layout, steered, draws: int, have: np.nda
     rows = np.flatnonzero(have)
 
     def agree(v):
-        return np.array([agreement(paths.cells[v][lv], blind.cells[0][lv]) for lv in rows])
+        return np.array([agreement(cells[v][lv], blind[0][lv]) for lv in rows])
 
     def change(a, b):
         keep = np.isfinite(a) & np.isfinite(b)
@@ -622,10 +618,9 @@ def _binary_tests(by_coefficient: dict, controls: dict | None, retarget: dict | 
     return tests
 
 
-def _retarget(agent, hook, frames, env, levels, s, rt) -> dict:
-    """The tracking channels and ``channel_controls`` random sets of as many other channels, each written
-    with the target's map position on every level; whether the agent reached the target (module
-    docstring)."""
+def _writes(agent, hook, frames, states: list[bytes], s) -> Writes:
+    """Retargeting's arms: the tracking channels and ``channel_controls`` random sets of as many other channels,
+    each written at each channel's peak times ``magnitude``, and every level's target (module docstring)."""
 
     shape = hook_shapes(agent)[hook]
     others = np.setdiff1d(np.arange(shape[0]), s.channels)
@@ -634,26 +629,29 @@ def _retarget(agent, hook, frames, env, levels, s, rt) -> dict:
         tuple(int(c) for c in rng.choice(others, len(s.channels), False)) for _ in range(s.channel_controls)
     ]
     peak = s.magnitude * _peaks(agent, hook, frames, shape)
-    arms = [tuple(s.channels), *sets]
-    variants = [WriteSites(ch, tuple(float(peak[c]) for c in ch)) for ch in arms]
-    states = [env.level_state(int(lv)) for lv in levels]
+    arms = (tuple(s.channels), *sets)
     targets = target_cells(states, s.target_cell, s.seed)
-    sites = map_sites(states, targets, shape).astype(np.float64)
-    V = len(arms) + 1
-    reach = Reach(_states_of(env), targets, V)
-    play(
-        Intervened(agent), variants_plan(hook, shape, variants), env, levels, np.arange(-1, len(arms)),
-        np.repeat(sites[None], V, 0), rt, greedy=s.greedy, seed=s.seed, watch=reach,
-    )  # fmt: skip
-    hit = reach.hit
+    magnitudes = tuple(tuple(float(peak[c]) for c in ch) for ch in arms)
+    return Writes(arms, magnitudes, targets, map_sites(states, targets, shape))
+
+
+def _retargeted(writes: Writes, hit: np.ndarray, s) -> dict:
+    """Whether the agent reached the target (``hit``: ``(1 + arms, L)``, the plain agent first): the tracking
+    channels against the plain agent and against the random sets."""
+
+    arms, sets = writes.arms, list(writes.arms[1:])
     out = {
         "channels": {"tracking": arms[0], "random_sets": sets},
-        "magnitudes": {c: float(peak[c]) for ch in arms for c in ch},
+        "magnitudes": {
+            c: m
+            for ch, mags in zip(arms, writes.magnitudes, strict=True)
+            for c, m in zip(ch, mags, strict=True)
+        },
         "reached": {"plain": float(hit[0].mean()), "tracking": float(hit[1].mean())},
         "tracking_vs_plain": binary_change(hit[0], hit[1]),
     }
     if sets:
-        idx = resamples(len(levels), s.bootstrap, s.seed)
+        idx = resamples(hit.shape[1], s.bootstrap, s.seed)
         share = hit[2:].mean(0)  # per level: the share of random sets whose write got the agent there
         changes = hit[2:].mean(1) - hit[0].mean()
         out["reached"]["random"] = float(share.mean())

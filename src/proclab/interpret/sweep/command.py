@@ -11,7 +11,6 @@ coordinate outside the recorded 0.5-99.5 % range is named in a one-line warning.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -50,7 +49,8 @@ from proclab.io.progress import phases
 from proclab.io.run_dirs import write_json_atomic
 from proclab.levels.file import read_level_states
 from proclab.models.loading import load_agent
-from proclab.run.tasks import TaskSettings, run_tasks
+from proclab.run.parts import digest, fingerprint_of, run_parts
+from proclab.run.tasks import TaskSettings
 
 
 @dataclass(frozen=True)
@@ -245,24 +245,17 @@ def tasks_of(args: SweepArgs) -> TaskSettings:
 
 
 def spread(args: SweepArgs, store: Parts) -> None:
-    """Play every block of ``store`` not yet saved as a unit of :func:`~proclab.run.tasks.run_tasks` (each
+    """Play every block of ``store`` not yet saved as a unit of :func:`~proclab.run.parts.run_parts` (each
     :func:`play_part` saves its own, atomically); the first block that fails is raised once the others are
     done, so that a second run plays only what is still missing. A block's torch threads are
     ``--torch-threads``, else the CPUs it was given: they do not change its outcomes (``UNPLAYED``)."""
     where = tasks_of(args)
-    threads = args.torch_threads or where.threads()
-    missing = sorted(set(range(args.parts)) - store.saved())
-    units = [replace(args, part=i + 1, workers=1, ray_address=None, torch_threads=threads) for i in missing]
-    failed: list[Exception] = []
-    with phases(1, NAME) as ph, ph.phase(f"{len(units)} of {args.parts} parts"):
-        for n, (_, get) in enumerate(run_tasks(play_part, units, where), start=1):
-            try:
-                get()
-            except Exception as err:
-                failed.append(err)
-            ph.fraction(n, len(units))
-    if failed:
-        raise failed[0]
+    threads = where.unit_threads(args.torch_threads)
+    units = [
+        (i, replace(args, part=i + 1, workers=1, ray_address=None, torch_threads=threads))
+        for i in store.missing()
+    ]
+    run_parts(play_part, units, where, title=NAME, label=f"{len(units)} of {args.parts} parts")
 
 
 def play_part(args: SweepArgs) -> None:
@@ -281,15 +274,13 @@ def parts_store(ws: Workspace, args: SweepArgs, checkpoint: Path, levels: np.nda
     if args.parts == 1:
         return Parts(1)
     # a sweep without --level-rule or --goals keeps the fingerprint it had before rules existed, so its parts resume
-    fingerprint = {
-        k: str(v)
-        for k, v in asdict(args).items()
-        if k not in UNPLAYED and (k, v) not in (("level_rule", None), ("goals", False))
-    }
-    fingerprint.update(
+    fields = {k: v for k, v in asdict(args).items() if (k, v) not in (("level_rule", None), ("goals", False))}
+    fingerprint = fingerprint_of(
+        fields,
+        UNPLAYED,
         basis_digest=file_digest(system_file(ws, args.basis)),
-        checkpoint=str(checkpoint),
-        levels=hashlib.sha256(np.asarray(levels, np.int64).tobytes()).hexdigest(),
+        checkpoint=checkpoint,
+        levels=digest(np.asarray(levels, np.int64)),
     )
     return Parts(args.parts, ws.path / f"{NAME}{suffix(args.basis)}-parts", fingerprint)
 

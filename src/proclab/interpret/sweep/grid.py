@@ -51,12 +51,13 @@ from proclab.interpret.stats.paired import binary_change, correct
 from proclab.interpret.sweep.claims import sweep_claims
 from proclab.interpret.sweep.deaths import RADIUS, Deaths
 from proclab.interpret.sweep.landing import Landing, landing
-from proclab.interpret.sweep.parts import Parts, Played, block_seed, blocks
+from proclab.interpret.sweep.parts import Parts, Played, block_seed
 from proclab.interpret.sweep.plan import SweepPlan, planned, swap_code
 from proclab.interpret.sweep.random_swaps import draw_pairs, swap_control
 from proclab.interpret.sweep.stats import MEANS, TV, baseline_summary, compare, halves
 from proclab.interpret.sweep.swaps import parse_swaps, resolve
 from proclab.models.edited import Intervened
+from proclab.run.parts import blocks
 from proclab.stats.corrections import CORRECTIONS
 
 NAME = "sweep"

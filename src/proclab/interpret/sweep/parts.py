@@ -21,26 +21,15 @@ checks it and names the options that differ.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from proclab.errors import ProclabError
 from proclab.interpret.interventions.batched_play import Outcomes
 from proclab.interpret.sweep.landing import Reservoirs
-from proclab.io.run_dirs import write_json_atomic
-
-FINGERPRINT = "fingerprint.json"
-OUTCOMES = ("ret", "complete", "length", "actions", "timed_out")
-
-
-def blocks(levels: int, parts: int) -> list[np.ndarray]:
-    """The level indices of each of ``parts`` contiguous blocks of ``levels`` (sizes differ by at most 1)."""
-    if not 1 <= parts <= levels:
-        raise ProclabError(f"--parts must be between 1 and the number of levels ({levels}), got {parts}")
-    return np.array_split(np.arange(levels), parts)
+from proclab.run.parts import Parts as UnitParts
+from proclab.run.parts import joined
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -62,7 +51,7 @@ class Played:
     goals: np.ndarray | None = None  # (2, V, levels of the block): each goal reached (None: not tracked)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        out = {name: getattr(self.outcomes, name) for name in OUTCOMES}
+        out = self.outcomes.arrays()
         out["seconds"] = np.array(self.seconds)
         if self.cause is not None:
             out["cause"] = self.cause
@@ -76,7 +65,7 @@ class Played:
         if "landing_dims" in f:
             reservoirs = Reservoirs.from_arrays(f, cap, np.random.default_rng([seed, 23]))
         return cls(
-            Outcomes(*(np.asarray(f[name]) for name in OUTCOMES)),
+            Outcomes.of_arrays(f),
             np.asarray(f["cause"]) if "cause" in f else None,
             reservoirs,
             float(f["seconds"]),
@@ -86,69 +75,30 @@ class Played:
 
 def concatenate(played: list[Played], cap: int, seed: int) -> Played:
     """The blocks as one, along the levels, in block order (the merged reservoirs drawn with ``seed``)."""
-    outcomes = Outcomes(*(np.concatenate([getattr(p.outcomes, n) for p in played], axis=1) for n in OUTCOMES))
-    causes = [p.cause for p in played]
-    goals = [p.goals for p in played]
-    reservoirs = [p.reservoirs for p in played]
     return Played(
-        outcomes,
-        None if causes[0] is None else np.concatenate(causes, axis=1),
-        None
-        if reservoirs[0] is None
-        else Reservoirs.merged(reservoirs, cap, np.random.default_rng([seed, 29])),
+        Outcomes.concatenate([p.outcomes for p in played]),
+        joined([p.cause for p in played], lambda causes: np.concatenate(causes, axis=1)),
+        joined(
+            [p.reservoirs for p in played],
+            lambda kept: Reservoirs.merged(kept, cap, np.random.default_rng([seed, 29])),
+        ),
         sum(p.seconds for p in played),
-        None if goals[0] is None else np.concatenate(goals, axis=2),
+        joined([p.goals for p in played], lambda goals: np.concatenate(goals, axis=2)),
     )
 
 
-class Parts:
-    """The blocks of one sweep, kept in memory (``folder`` None: a sweep in one process) or saved as
-    ``part-I-of-N.npz`` in ``folder`` with the sweep's ``fingerprint``."""
+class Parts(UnitParts):
+    """The blocks of one sweep (:class:`~proclab.run.parts.Parts` of :class:`Played`), kept in memory (``folder``
+    None: a sweep in one process) or saved as ``part-I-of-N.npz`` in ``folder`` with the sweep's ``fingerprint``."""
 
     def __init__(self, count: int, folder: Path | None = None, fingerprint: dict | None = None):
-        self.count, self.folder = count, folder
-        self.kept: dict[int, Played] = {}
-        if folder is not None:
-            self._check(fingerprint or {})
-
-    def _check(self, fingerprint: dict) -> None:
-        path = self.folder / FINGERPRINT
-        if path.is_file():
-            saved = json.loads(path.read_text())
-            differ = sorted(k for k in {*saved, *fingerprint} if saved.get(k) != fingerprint.get(k))
-            if differ:
-                raise ProclabError(
-                    f"{self.folder} holds the parts of another sweep ({', '.join(differ)} differ): run with "
-                    "the same options, or remove that folder to start again"
-                )
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, fingerprint)
-
-    def _file(self, i: int) -> Path:
-        return self.folder / f"part-{i + 1:04d}-of-{self.count:04d}.npz"
-
-    def saved(self) -> set[int]:
-        if self.folder is None:
-            return set(self.kept)
-        return {i for i in range(self.count) if self._file(i).is_file()}
-
-    def complete(self) -> bool:
-        return len(self.saved()) == self.count
+        super().__init__(count, folder, fingerprint, job="sweep")
 
     def save(self, i: int, played: Played) -> None:
-        if self.folder is None:
-            self.kept[i] = played
-            return
-        tmp = self.folder / f".part-{i + 1:04d}.tmp.npz"
-        np.savez(tmp, **played.arrays())
-        tmp.replace(self._file(i))
+        self.keep(i, played, Played.arrays)
 
     def load(self, i: int, cap: int, seed: int) -> Played:
-        if self.folder is None:
-            return self.kept[i]
-        with np.load(self._file(i)) as f:
-            return Played.from_arrays(dict(f), cap, seed)
+        return self.value(i, lambda f: Played.from_arrays(f, cap, seed))
 
     def everything(self, cap: int, seed: int) -> Played:
         """All blocks as one (:func:`concatenate`)."""
