@@ -33,12 +33,13 @@ from pathlib import Path
 import torch
 
 import proclab
+from proclab.interpret.goals.benchmark import BenchmarkSettings, steer_for_goals, sweep_for_goals
 from proclab.interpret.goals.calls import APART
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
+from proclab.interpret.steering.steer import SteerSettings
+from proclab.interpret.sweep.grid import SweepSettings
+from proclab.interpret.sweep.run import BasisSettings
 from proclab.io.run_dirs import write_json_atomic
-from proclab.models.interventions import state_hook
-
-FEED_FORWARD_HOOK = "torso.hook_fc"
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -71,22 +72,29 @@ def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
 
 
-def steer_stage(agent, args, rule: str) -> dict:
-    folder = args.out / "steer"
+def settings_of(args, rule: str) -> BenchmarkSettings:
+    """The options as the library's benchmark settings (:mod:`proclab.interpret.goals.benchmark`)."""
+    return BenchmarkSettings(
+        steer=SteerSettings(
+            split=args.split, levels=args.levels, coefficients=(-1.0, 0.0), controls=args.draws,
+            vector_levels=args.vector_levels, rows=args.rows, seed=args.seed, level_rule=rule, greedy=False,
+        ),
+        sweep=SweepSettings(
+            levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms, level_rule=rule, goals=True,
+            rows=args.rows, permutations=args.permutations, seed=args.seed, random_directions=args.draws,
+        ),
+        basis=BasisSettings(n_ics=args.ics, seed=args.seed),
+        basis_levels=args.basis_levels,
+        basis_steps=args.basis_steps,
+        seed=args.seed,
+    )  # fmt: skip
+
+
+def steer_stage(agent, settings: BenchmarkSettings, out: Path) -> dict:
+    folder = out / "steer"
     if not (folder / "result.json").is_file():
         start = time.perf_counter()
-        settings = proclab.analyze.SteerSettings(
-            split=args.split,
-            levels=args.levels,
-            coefficients=(-1.0, 0.0),
-            controls=args.draws,
-            vector_levels=args.vector_levels,
-            rows=args.rows,
-            seed=args.seed,
-            level_rule=rule,
-            greedy=False,
-        )
-        result = proclab.analyze.steer(agent, "torso.block1.hook_out", settings=settings)
+        result = steer_for_goals(agent, settings)
         result.save(folder)
         steps = sum(r["length"]["intervened"] for r in result.coefficients.values()) * result.levels
         emit({"stage": "steer", "seconds": round(time.perf_counter() - start, 1), "levels": result.levels,
@@ -94,28 +102,11 @@ def steer_stage(agent, args, rule: str) -> dict:
     return json.loads((folder / "result.json").read_text())
 
 
-def sweep_stage(agent, args, rule: str) -> dict:
-    folder = args.out / "sweep"
+def sweep_stage(agent, settings: BenchmarkSettings, out: Path) -> dict:
+    folder = out / "sweep"
     if not (folder / "result.json").is_file():
         start = time.perf_counter()
-        states = agent.state_shapes()
-        key = state_hook(next(iter(states))) if states else FEED_FORWARD_HOOK
-        ro = proclab.rollout(
-            agent, levels=args.basis_levels, steps=args.basis_steps, truth=False, level_rule="none",
-            seed=args.seed, num_envs=4, cache=None if states else [FEED_FORWARD_HOOK],
-        )  # fmt: skip
-        basis = proclab.analyze.fit_basis(
-            ro, key, settings=proclab.analyze.BasisSettings(n_ics=args.ics, seed=args.seed)
-        )
-        settings = proclab.analyze.SweepSettings(
-            levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms, level_rule=rule, goals=True,
-            rows=args.rows, permutations=args.permutations, seed=args.seed, random_directions=args.draws,
-        )  # fmt: skip
-        result = proclab.analyze.sweep(agent, key, basis=basis, rollout=ro, settings=settings)
-        result.summary["detect_basis"] = {
-            "key": key, "ics": args.ics, "levels": args.basis_levels, "steps": int(ro.mask.sum()),
-            "level_rule": "none",
-        }  # fmt: skip
+        result = sweep_for_goals(agent, settings)
         result.save(folder)
         emit({"stage": "sweep", "seconds": round(time.perf_counter() - start, 1),
               "steps": result.summary["steps"], "episodes": result.summary["episodes"]})  # fmt: skip
@@ -155,12 +146,13 @@ def main(argv=None) -> None:
     game = agent.env_config.games()[0]
     rule = args.level_rule if args.level_rule is not None else APART.get(game, "none")
     stages = set(args.stages.split(","))
+    settings = settings_of(args, rule)
     calls = []
     if "steer" in stages:
-        steered = steer_stage(agent, args, rule)
+        steered = steer_stage(agent, settings, args.out)
         calls.append(steering_call(steered["goals"], name, entity=steered["entity"]))
     if "sweep" in stages:
-        swept = sweep_stage(agent, args, rule)
+        swept = sweep_stage(agent, settings, args.out)
         calls.append(sweep_call(swept["summary"]["goals"], name))
     rows = [{"tool": c.tool, "agent": c.agent, "call": c.call, "evidence": c.evidence} for c in calls]
     for row in rows:
