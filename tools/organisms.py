@@ -80,7 +80,7 @@ def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float)
     cfg = config(organism, seed, steps, runs, seconds)
     cfg = replace(cfg, val_split=None, tensorboard=False, checkpoint_every=50_000)
     run_dir, done = latest_run(runs, cfg)
-    if run_dir is not None and done >= cfg.total_steps():
+    if run_dir is not None and done >= cfg.end_step():
         print(f"{organism.name} seed {seed}: finished ({done} steps) in {run_dir}")
         return run_dir
     return train_or_resume(cfg, run_dir, done)

@@ -30,6 +30,7 @@ validates it); ``progress`` shows the analysis' phases on the console (False: qu
 
 from proclab.interpret.atlas.build import Atlas, AtlasSettings, atlas
 from proclab.interpret.behaviours.grouping import Behaviours, BehaviourSettings, behaviours
+from proclab.interpret.goals.benchmark import BenchmarkSettings, goal_calls_of_agents
 from proclab.interpret.goals.calls import GoalCall, ToolScore, score_goal_calls
 from proclab.interpret.goals.decision import DecisionSquare, DecisionSquareSettings, decision_square
 from proclab.interpret.goals.detect import goal_calls
@@ -51,6 +52,7 @@ __all__ = [
     "AtlasSettings",
     "BasisSettings",
     "BehaviourSettings",
+    "BenchmarkSettings",
     "Behaviours",
     "DecisionSquare",
     "DecisionSquareSettings",
@@ -81,6 +83,7 @@ __all__ = [
     "evaluate_world_model",
     "fit_basis",
     "goal_calls",
+    "goal_calls_of_agents",
     "goal_label",
     "goal_targets",
     "hidden",

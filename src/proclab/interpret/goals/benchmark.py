@@ -145,9 +145,9 @@ def _play(unit: _Unit) -> list[dict]:
 def goal_calls_of_agents(
     agents: list[str | Path] | tuple[str | Path, ...],
     *,
-    settings: BenchmarkSettings = BenchmarkSettings(),
     tasks: TaskSettings = TaskSettings(),
     folder: str | Path | None = None,
+    settings: BenchmarkSettings = BenchmarkSettings(),
     progress: bool = True,
 ) -> list[GoalCall]:
     """Every tool's call on every agent (runs, checkpoints, shipped names, population folders) and, with
