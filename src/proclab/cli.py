@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("proclab.rl.command:plot_command", "training curves of one or several runs (PNG)"),
     "population": (
         "proclab.rl.command:population_command",
-        "a grid of PPO agents (seeds x games x level rules x presets), resumable, evaluated in one table",
+        "a grid of PPO agents (seeds x games x level rules x reward rules x presets), resumable, evaluated in one table",
     ),
     "record": (
         "proclab.record.command:record_command",
