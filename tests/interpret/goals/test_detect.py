@@ -76,12 +76,12 @@ def test_steering_and_the_sweep_give_rules_3_and_4_as_by_hand(maze_agent, maze_r
     swept = proclab.analyze.sweep(
         maze_agent, key, basis=basis, rollout=maze_rollout,
         settings=proclab.analyze.SweepSettings(levels=3, split="6000000:100", arms="p95", goals=True, rows=64,
-                                               permutations=20),
+                                               permutations=20, random_directions=20),
     )  # fmt: skip
     (call,) = proclab.analyze.goal_calls(swept, "tiny")
     assert call.tool == "sweep"
     assert dataclasses.asdict(call) == dataclasses.asdict(sweep_call(swept.summary["goals"], "tiny"))
-    assert call.evidence["edits"] == 2
+    assert call.evidence["edits"] == 2 and call.evidence["random_edits_per_arm"] == {"p95": 20}
     round_trip(swept, tmp_path / "sweep")
 
 
