@@ -62,6 +62,7 @@ def test_each_agent_has_the_rows_of_its_evaluation_alone(agents):
     assert rows[0]["return_mean"] == evaluations.tables[0]["rows"][0]["return_mean"]
 
 
+@pytest.mark.heavy  # make test-heavy: spawned processes (or a second sweep) of ten seconds and more
 def test_agents_in_local_processes_equal_the_one_process_evaluation(agents):
     paths, evaluations = agents
     spread = evaluate_agents(paths, SETTINGS, runtime=RUNTIME, tasks=TaskSettings(workers=2), progress=False)

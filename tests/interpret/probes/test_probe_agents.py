@@ -40,6 +40,7 @@ def test_each_agent_is_probed_on_its_own_rollout(probed):
     assert [r["agent"] for r in rows] == [str(p) for p in paths for _ in result.probes[0].table()]
 
 
+@pytest.mark.heavy  # make test-heavy: spawned processes (or a second sweep) of ten seconds and more
 def test_agents_in_local_processes_equal_the_one_process_probes(probed, tmp_path):
     paths, result = probed
     folder = tmp_path / "probes"

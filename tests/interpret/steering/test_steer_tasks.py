@@ -53,6 +53,7 @@ def monkeypatch_module():
         yield mp
 
 
+@pytest.mark.heavy  # make test-heavy: spawned processes (or a second sweep) of ten seconds and more
 def test_blocks_in_local_processes_equal_the_one_process_steering(steering, capsys):
     folder, agent, (summary, vector) = steering
     spread, spread_vector = steered(folder, agent, "--parts", "2", "--workers", "2")

@@ -61,6 +61,7 @@ def test_the_sweep_s_goal_columns_move_as_planted():
     assert "holm over the swept directions' 8 tests" in goals["correction"]
 
 
+@pytest.mark.heavy  # make test-heavy: spawned processes (or a second sweep) of ten seconds and more
 def test_a_sweep_in_memory_plays_its_random_directions_as_the_goal_rule_s_controls():
     """``random_directions`` of the library's sweep (the command's ``--random-directions``): each drawn direction
     is swept with every arm after the basis's own, flagged random in the goals block, tested in a family of its
