@@ -185,5 +185,7 @@ def test_an_edit_that_moves_both_goals_beyond_random_is_no_call():
 
 
 def test_the_sweep_call_needs_twenty_random_edits_of_each_arm():
-    with pytest.raises(ProclabError, match="at least 20 same-norm random directions of its arm; arm\\(s\\) p95"):
+    with pytest.raises(
+        ProclabError, match="at least 20 same-norm random directions of its arm; arm\\(s\\) p95"
+    ):
         sweep_call(sweep_block([(14, 0)], [(1, 0)] * 19), "agent")
