@@ -148,6 +148,7 @@ def test_a_failing_member_is_a_row_and_the_others_train(tmp_path):
         assert [r["error"] for r in csv.DictReader(f)] == ["", failed.error]
 
 
+@pytest.mark.heavy  # make test-heavy: two members trained in spawned processes
 def test_workers_train_members_in_processes_of_their_own(tmp_path):
     settings = PopulationSettings(
         seeds=(1,), games=("bigfish",), level_rules=("none", "coin-moved"), presets=(BASE,), steps=128,

@@ -29,6 +29,7 @@ def probed(tmp_path_factory):
     return paths, probe_agents(paths, HOOK, settings=SETTINGS, progress=False)
 
 
+@pytest.mark.heavy  # make test-heavy: two agents played and probed, then one again alone
 def test_each_agent_is_probed_on_its_own_rollout(probed):
     paths, result = probed
     assert result.agents == tuple(map(str, paths)) and len(result.probes) == 2

@@ -18,7 +18,7 @@ LR = {"adam": 0.02, "seed": 1.0}
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-@pytest.mark.parametrize("optimizer", ["adam", "seed"])
+@pytest.mark.parametrize("optimizer", [pytest.param("adam", marks=pytest.mark.heavy), "seed"])
 def test_value_moves_the_asked_way_within_50_iterations(model, bottlenecks, sign, optimizer):
     wm, agent = model
     objective = Objective(wm, agent, parse_target("value")[0], 5, None, sign)
