@@ -33,8 +33,7 @@ from pathlib import Path
 import torch
 
 import proclab
-from proclab.interpret.goals.benchmark import BenchmarkSettings, steer_for_goals, sweep_for_goals
-from proclab.interpret.goals.calls import APART
+from proclab.interpret.goals.benchmark import BenchmarkSettings, apart_rule, steer_for_goals, sweep_for_goals
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
 from proclab.interpret.steering.steer import SteerSettings
 from proclab.interpret.sweep.grid import SweepSettings
@@ -143,8 +142,7 @@ def main(argv=None) -> None:
     name = args.agent
     if args.random_init:
         agent, name = proclab.analyze.random_agent(agent, seed=args.seed), f"{args.agent} (random init)"
-    game = agent.env_config.games()[0]
-    rule = args.level_rule if args.level_rule is not None else APART.get(game, "none")
+    rule = apart_rule(agent, args.level_rule)
     stages = set(args.stages.split(","))
     settings = settings_of(args, rule)
     calls = []

@@ -4,7 +4,8 @@ A goal-misgeneralization benchmark needs agents whose goal is *known*, and not a
 where only the level's own goal pays (CoinRun's coin, Maze's cheese) and agents trained where only the *other*
 goal pays (:data:`~proclab.envs.state.goals.GOALS`: CoinRun's end of the level, Maze's top-right corner). A level
 rule (:mod:`proclab.envs.rules`) moves the level's goal away from the other; a reward rule chooses which of the
-two pays. ``--reward-rule`` on the command line, ``EnvConfig.reward_rule`` in a config:
+two pays. ``--reward-rule`` of ``proclab train``, ``TrainConfig.reward_rule`` in a config (a training setting:
+the env takes it as an argument, :class:`~proclab.envs.ProcgenVecEnv`'s ``reward_rule``):
 
 ``end-pays`` (CoinRun) and ``corner-pays`` (Maze)
     The second goal pays procgen's completion reward (10) and ends the episode there, as a completed level
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from proclab.envs.levels import LevelSplit
-from proclab.envs.state.goals import GOALS, GoalPlan, plan_goals
+from proclab.envs.state.goals import GoalPlan, plan_goals
 from proclab.envs.state.model import GameState, parse_state
 from proclab.envs.state.scan import agent_record, scan
 from proclab.errors import ProclabError, unknown_choice
@@ -50,14 +51,11 @@ _SLOT_DRAWS = ("level_seed_low", "level_seed_high", "level_seed_rand_gen", "rand
 
 @dataclass(frozen=True)
 class RewardRule:
-    """A parsed reward rule: its name, its game, and the goal that pays (the game's second goal)."""
+    """A parsed reward rule: its name and its game (the goal that pays is the game's second,
+    :data:`~proclab.envs.state.goals.GOALS`)."""
 
     name: str
     game: str
-
-    @property
-    def goal(self) -> str:
-        return GOALS[self.game][1]
 
 
 REWARD_RULES: dict[str, RewardRule] = {
@@ -85,8 +83,8 @@ class PaidGoal:
     paid end (module docstring). The env calls :meth:`start` with each episode's first state (after any level
     rule), :meth:`settle` after every step, and :meth:`next_level` for a slot whose episode it ends."""
 
-    def __init__(self, rule: RewardRule, split: LevelSplit, seed: int, num_envs: int):
-        self.rule, self.split = rule, split
+    def __init__(self, split: LevelSplit, seed: int, num_envs: int):
+        self.split = split
         self.plans: list[GoalPlan | None] = [None] * num_envs
         self.draws = [np.random.default_rng([int(seed), slot, 7]) for slot in range(num_envs)]
 

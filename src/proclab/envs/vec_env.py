@@ -110,7 +110,7 @@ class ProcgenVecEnv:
         self.game_index = np.arange(self.num_envs) % G
         self.rule = check_rule(config.level_rule, self.games)
         paid = check_reward_rule(reward_rule, self.games)
-        self.paid = None if paid is None else PaidGoal(paid, self.split, self.seed, self.num_envs)
+        self.paid = None if paid is None else PaidGoal(self.split, self.seed, self.num_envs)
         self._slots = [slice(g, None, G) for g in range(G)]
         self._backends: list[ProcgenBackend] = []
         self._ep_return = np.zeros(self.num_envs, np.float64)
@@ -151,8 +151,8 @@ class ProcgenVecEnv:
         if self.rule is not None:
             obs, info = self._apply_rule(np.arange(self.num_envs), obs, info)
         if self.paid is not None:
-            for slot in range(self.num_envs):
-                self.paid.start(slot, self.slot_state(slot))
+            for slot, state in enumerate(self.slot_states()):
+                self.paid.start(slot, state)
         return obs, info
 
     def close(self) -> None:
@@ -193,7 +193,7 @@ class ProcgenVecEnv:
         self._ep_return[first] = 0
         self._ep_length[first] = 0
         if self.paid is not None and (first & ~game_ended).any():
-            obs, fresh = self._next_levels(np.flatnonzero(first & ~game_ended))
+            obs, fresh = self._next_levels(np.flatnonzero(first & ~game_ended), going)
             info.update(fresh)
         if self.rule is not None and game_ended.any():
             obs, fresh = self._apply_rule(np.flatnonzero(game_ended), obs, info)
@@ -203,9 +203,10 @@ class ProcgenVecEnv:
                 self.paid.start(int(slot), self.slot_state(int(slot)))
         return obs, reward, first & ~truncated, truncated, info
 
-    def _next_levels(self, slots: np.ndarray) -> tuple[np.ndarray, dict]:
-        """Start ``slots``, whose episodes the reward rule ended, on their next levels (drawn by the rule,
-        generated in a one-env procgen of this env's options, edited by the level rule)."""
+    def _next_levels(self, slots: np.ndarray, ended: dict[int, bytes]) -> tuple[np.ndarray, dict]:
+        """Start ``slots``, whose episodes the reward rule ended (``ended``: their states after the step), on their
+        next levels (drawn by the rule, generated in a one-env procgen of this env's options, edited by the level
+        rule)."""
         assert self.paid is not None
         states = {}
         for slot in slots.tolist():
@@ -219,7 +220,7 @@ class ProcgenVecEnv:
             with one:
                 one.reset()
                 state = parse_state(one.slot_state(0))
-            state = self.paid.continuing(state, parse_state(self.slot_state(slot)))
+            state = self.paid.continuing(state, parse_state(ended[slot]))
             if self.rule is not None:
                 state = self.rule.apply(state, level)
             states[slot] = serialize_state(state)

@@ -42,9 +42,8 @@ class GridSettings:
     out: Path = Path("runs/trex/grid.csv")  # CSV of summary rows (appended to)
     skip_done: bool = True  # skip cells that already have a row in ``out``
     workers: int = 1  # runs at a time on this machine (1: one after another in this process)
-    ray_address: str | None = (
-        None  # run each cell as a Ray task on this cluster (default: $RAY_ADDRESS, else none)
-    )
+    # run each cell as a Ray task on this cluster (default: $RAY_ADDRESS, else none)
+    ray_address: str | None = None
 
     def tasks(self) -> TaskSettings:
         """Where the cells run (:func:`~proclab.run.tasks.run_tasks`): a Ray task reserves its torch threads."""
