@@ -103,6 +103,9 @@ def ppo(**kw):
         normalize_reward=True,
         reward_norm_gamma=0.99,
         reward_clip=10.0,
+        teacher=None,
+        teacher_coef=1.0,
+        teacher_steps=0,
         acting="eager",
     )
     return spelled(PPOConfig, **{**base, **kw})

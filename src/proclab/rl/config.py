@@ -79,6 +79,15 @@ class PPOConfig:
     """Discount of that running return; None = gamma (the seeds used 0.99 with gamma 0.999: a bug)."""
     reward_clip: float = 10.0
     """Clip range of normalised rewards."""
+    teacher: str | None = None
+    """Kickstarting (Schmitt et al. 2018): a planner of the game's ground truth (coin-planner, cheese-planner,
+    corner-planner: proclab.models.planners) labels every state the agent reaches with the action it would
+    take, and the loss adds teacher_coef times the cross-entropy of the agent's policy to that action. The
+    agent learns the planner's goal in a fraction of the steps PPO alone needs; None: PPO alone."""
+    teacher_coef: float = 1.0
+    """Weight of the cross-entropy to the teacher's action (at the start of training)."""
+    teacher_steps: int = 0
+    """Env steps over which teacher_coef decays linearly to 0, leaving PPO alone; 0: it never decays."""
     acting: str = "eager"
     """How rollouts are collected: eager (step by step, the agent on all envs), graph (the forward pass
     and sampling replayed as one CUDA graph per step on CUDA devices), or overlap (graph, with the
@@ -233,6 +242,11 @@ class TrainConfig(RuntimeConfig):
         if ppo.acting not in ACTING:
             raise unknown_choice("acting", ppo.acting, ACTING)
         games = len(env.games())
+        if ppo.teacher is not None:
+            if games != 1 or ppo.acting != "eager":
+                raise ProclabError("--teacher teaches one game with --acting eager")
+            if ppo.teacher_coef < 0 or ppo.teacher_steps < 0:
+                raise ProclabError("--teacher-coef and --teacher-steps must be >= 0")
         if ppo.acting == "overlap" and (env.num_envs // world) % (2 * games):
             raise ProclabError(
                 f"--acting overlap halves each process's envs per game: {env.num_envs // world} envs "

@@ -73,8 +73,10 @@ class GroupedActor(Actor):
         self.staging[rows].numpy()[:] = obs.transpose(0, 2, 3, 1)
         device_obs[rows].copy_(self.staging[rows].permute(0, 3, 1, 2), non_blocking=True)
 
-    def collect(self, rollout: Rollout, on_info=None) -> None:
-        """Fill ``rollout`` with the next ``rollout.num_steps`` steps; bootstrap value included."""
+    def collect(self, rollout: Rollout, on_info=None, teacher=None) -> None:
+        """Fill ``rollout`` with the next ``rollout.num_steps`` steps; bootstrap value included (no
+        ``teacher``: the config refuses one with grouped acting)."""
+        assert teacher is None, "a teacher labels states with --acting eager only"
         T, N, dev = rollout.num_steps, self.env.num_envs, self.rt.device
         rollout.initial_state = {k: v.clone() for k, v in self.state.items()}
         uniform = torch.rand(T, N, device=dev)

@@ -13,6 +13,8 @@ of ``num_minibatches`` minibatches over it. Every detail is a field of
 4. Clipped surrogate policy loss; value loss clipped around the old values; entropy bonus.
 5. Adam (eps 1e-5), global grad-norm clip, optional linear LR decay, optional KL early stop.
 6. Several processes (torchrun): each averages its gradients with the others before a step.
+7. Kickstarting (``teacher``): plus teacher_coef times the cross-entropy of the policy to a planner's
+   action in each state, the coefficient decaying linearly to 0 over ``teacher_steps``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Batch:
     advantages: torch.Tensor
     returns: torch.Tensor
     initial_state: dict[str, torch.Tensor] | None = None  # sequence replay only
+    teacher_actions: torch.Tensor | None = None  # kickstarting only
 
 
 def normalize_advantages(adv: torch.Tensor) -> torch.Tensor:
@@ -50,8 +53,11 @@ def normalize_advantages(adv: torch.Tensor) -> torch.Tensor:
     return (adv - adv.mean()) / (adv.std() + 1e-8)
 
 
-def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConfig):
-    """Total loss and its parts for new ``logits``/``values`` on minibatch ``mb`` (all fp32)."""
+def ppo_loss(
+    logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConfig, teacher_coef: float = 0.0
+):
+    """Total loss and its parts for new ``logits``/``values`` on minibatch ``mb`` (all fp32); with a
+    ``teacher_coef``, plus that times the cross-entropy to ``mb.teacher_actions``."""
     logp_all = torch.log_softmax(logits.float(), dim=-1)
     new_logprob = logp_all.gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
@@ -70,8 +76,15 @@ def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Batch, cfg: PPOConf
         v_loss = 0.5 * ((values - mb.returns) ** 2).mean()
 
     loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+    teacher = {}
+    if mb.teacher_actions is not None:
+        cross_entropy = -logp_all.gather(-1, mb.teacher_actions.unsqueeze(-1)).mean()
+        loss = loss + teacher_coef * cross_entropy
+        agree = (logp_all.argmax(-1) == mb.teacher_actions).float().mean()
+        teacher = {"losses/teacher_loss": cross_entropy.detach(), "losses/teacher_agreement": agree}
     with torch.no_grad():
         stats = {
+            **teacher,
             "losses/policy_loss": pg_loss.detach(),
             "losses/value_loss": v_loss.detach(),
             "losses/entropy": entropy.detach(),
@@ -102,8 +115,12 @@ def add_weighted(sums: dict[str, torch.Tensor], stats: dict[str, torch.Tensor], 
 class PPOLearner:
     """Owns the optimiser; :meth:`update` trains the agent on one rollout."""
 
-    def __init__(self, agent: torch.nn.Module, cfg: PPOConfig, runtime: Runtime, total_updates: int):
+    def __init__(
+        self, agent: torch.nn.Module, cfg: PPOConfig, runtime: Runtime, total_updates: int, batch: int = 0
+    ):
+        """``batch``: env steps of one update (all processes), which the teacher's schedule counts in."""
         self.agent, self.cfg, self.rt = agent, cfg, runtime
+        self.batch = batch
         # fused: one kernel per parameter instead of a dozen small ops (CPU; the same arithmetic)
         fused = runtime.device.type == "cpu"
         self.optimizer = torch.optim.Adam(
@@ -118,6 +135,15 @@ class PPOLearner:
         if not self.cfg.anneal_lr:
             return self.cfg.learning_rate
         return self.cfg.learning_rate * (1.0 - self.updates / self.total_updates)
+
+    def teacher_coef(self) -> float:
+        """The teacher's weight in this update: ``teacher_coef``, decaying linearly to 0 over ``teacher_steps``."""
+        cfg = self.cfg
+        if cfg.teacher is None:
+            return 0.0
+        if not cfg.teacher_steps:
+            return cfg.teacher_coef
+        return cfg.teacher_coef * max(0.0, 1.0 - self.updates * self.batch / cfg.teacher_steps)
 
     def update(self, ro: Rollout) -> dict[str, float]:
         """One update in the runtime's layout. With workers, the passes run on them and this thread's
@@ -138,10 +164,12 @@ class PPOLearner:
             if cfg.norm_adv and cfg.norm_adv_scope == "rollout":
                 advantages = normalize_advantages(advantages)
         T, N = ro.rewards.shape
+        teacher = ro.teacher_actions if cfg.teacher is not None else None
+        teacher_coef = self.teacher_coef()
         sums: dict[str, torch.Tensor] = {}
         count = 0
         for _ in range(cfg.update_epochs):
-            for mb in self._minibatches(ro, advantages, returns, T, N):
+            for mb in self._minibatches(ro, advantages, returns, T, N, teacher):
                 stats = self._step(mb)
                 for k, v in stats.items():
                     sums[k] = sums.get(k, 0) + v
@@ -155,10 +183,12 @@ class PPOLearner:
             float(1 - (returns - ro.values).var() / var_ret) if var_ret > 0 else math.nan
         )
         out["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
+        if self.cfg.teacher is not None:
+            out["charts/teacher_coef"] = teacher_coef
         return out
 
     # -- minibatching -----------------------------------------------------------------------
-    def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int):
+    def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int, teacher=None):
         dev = ro.rewards.device
         if self.recurrent:  # groups of whole env sequences, replayed from the stored state
             firsts = ro.dones if self.cfg.replay_reset == "done" else ro.firsts
@@ -176,6 +206,7 @@ class PPOLearner:
                     advantages=adv[:, idx],
                     returns=ret[:, idx],
                     initial_state={k: v[idx] for k, v in ro.initial_state.items()},
+                    teacher_actions=None if teacher is None else teacher[:, idx],
                 )
         else:  # shuffled individual samples
             B = T * N
@@ -194,6 +225,7 @@ class PPOLearner:
                     values=flat(ro.values)[idx],
                     advantages=flat(adv)[idx],
                     returns=flat(ret)[idx],
+                    teacher_actions=None if teacher is None else flat(teacher)[idx],
                 )
 
     def _chunks(self, mb: Batch, samples: int | None = None):
@@ -224,6 +256,7 @@ class PPOLearner:
                     initial_state=None
                     if mb.initial_state is None
                     else {k: v[sl] for k, v in mb.initial_state.items()},
+                    teacher_actions=None if mb.teacher_actions is None else pick(mb.teacher_actions),
                 ),
                 min(size, n - start) / n,
             )
@@ -254,7 +287,7 @@ class PPOLearner:
 
     def _piece_loss(self, piece: Batch):
         logits, values = self._forward(piece)
-        return ppo_loss(logits, values, piece, self.cfg)
+        return ppo_loss(logits, values, piece, self.cfg, self.teacher_coef())
 
     def _piece_gradients(self, task: tuple[Batch, float, float]):
         """One piece's weighted gradients and statistics, computed in whichever thread runs it."""

@@ -45,6 +45,7 @@ from proclab.io.configs import to_dict
 from proclab.io.run_dirs import record_config_change
 from proclab.models import build_agent
 from proclab.models.loading import load
+from proclab.models.planners import planner
 from proclab.rl.agent_checkpoints import (
     load_agent_checkpoint,
     new_run_dir,
@@ -117,7 +118,9 @@ class Trainer:
 
         self.batch = cfg.env.num_envs * cfg.ppo.num_steps
         self.num_updates = cfg.ppo.total_steps // self.batch
-        self.learner = PPOLearner(self.agent, cfg.ppo, self.rt, self.num_updates)
+        self.learner = PPOLearner(self.agent, cfg.ppo, self.rt, self.num_updates, self.batch)
+        # kickstarting: the planner reads the training env's own game states (the actor's slots)
+        self.teacher = None if cfg.ppo.teacher is None else planner(cfg.ppo.teacher, cfg.env.games()[0])
         self.rollout = Rollout.allocate(cfg.ppo.num_steps, n_local, self.rt.device)
         games = env.games
         self.train_log = EpisodeLog(games, cfg.env.mode)
@@ -153,7 +156,7 @@ class Trainer:
             t0 = time.time()
             with torch_threads(1) if self.rt.acting_workers > 1 else contextlib.nullcontext():
                 # acting runs on the workers; this thread's sampling and copies are small operations
-                self.actor.collect(self.rollout, on_info=self.on_train_info)
+                self.actor.collect(self.rollout, on_info=self.on_train_info, teacher=self.teacher)
             metrics = self.learner.update(self.rollout)
             self.global_step += self.batch
             seconds = time.time() - t0

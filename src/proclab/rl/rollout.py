@@ -34,6 +34,9 @@ class Rollout:
     next_obs: torch.Tensor | None = None  # obs_T, first_T and V(obs_T): where the next rollout starts
     next_first: torch.Tensor | None = None
     next_value: torch.Tensor | None = None
+    teacher_actions: torch.Tensor | None = (
+        None  # (T, N) int64: a teacher's action in obs_t's state (kickstarting)
+    )
 
     @classmethod
     def allocate(cls, num_steps: int, num_envs: int, device: torch.device) -> Rollout:
@@ -54,6 +57,7 @@ class Rollout:
             prev_rewards=zeros(T, N),
             dones=zeros(T, N, dtype=torch.bool),
             initial_state={},
+            teacher_actions=zeros(T, N, dtype=torch.int64),
         )
 
     @property
@@ -174,11 +178,15 @@ class Actor:
         self.state = state
         return reward, done, info
 
-    def collect(self, rollout: Rollout, on_info=None) -> None:
-        """Fill ``rollout`` with the next ``rollout.num_steps`` steps; bootstrap value included."""
+    def collect(self, rollout: Rollout, on_info=None, teacher=None) -> None:
+        """Fill ``rollout`` with the next ``rollout.num_steps`` steps; bootstrap value included. A
+        ``teacher`` (a planner: ``actions(env)``) labels each observation's state with its action."""
         rollout.initial_state = {k: v.clone() for k, v in self.state.items()}
         for t in range(rollout.num_steps):
             rollout.obs[t] = self.obs
+            if teacher is not None:
+                assert rollout.teacher_actions is not None, "a teacher needs a rollout from Rollout.allocate"
+                rollout.teacher_actions[t] = torch.from_numpy(teacher.actions(self.env)).to(self.rt.device)
             rollout.firsts[t] = self.first
             rollout.prev_rewards[t] = self.prev_reward
             out, action, logprob, state = self.act()

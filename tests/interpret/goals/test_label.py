@@ -22,8 +22,9 @@ from proclab.interpret.goals.label import (
     first_touch,
     goal_label,
 )
-from proclab.interpret.goals.scripted import KNOWN, LEFT, NOOP, RIGHT, UP, MazePlanner, first_move
+from proclab.interpret.goals.scripted import KNOWN
 from proclab.levels.level import Level
+from proclab.models.planners import LEFT, NOOP, RIGHT, UP, MazePlanner, first_move
 from support import round_trip
 
 COINRUN_BOX = (0.5, 0.5787)  # CoinRun's agent, half-extents

@@ -17,16 +17,14 @@ distances to it are to its nearest open cell.
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from proclab.envs.state import GameState, glossary, maze_square
 from proclab.errors import ProclabError
+from proclab.models.planners import Cell, tree_towards
 
-Cell = tuple[int, int]
 PUBLISHED_WORLD = 25
 """The world width in which Mini et al. measured ``cheese_coord_norm`` (procgen's hard-mode maze world)."""
 FEATURES = (
@@ -49,20 +47,6 @@ the maze's unique path; ``5x5`` is the top-right region; ``cheese_coord_norm`` t
 
 def euclid(a: Cell, b: Cell) -> float:
     return math.hypot(a[0] - b[0], a[1] - b[1])
-
-
-def tree_towards(root: Cell, neighbours: Callable[[Cell], Iterable[Cell]]) -> dict[Cell, Cell | None]:
-    """Every cell reachable from ``root`` with its parent in a breadth-first search from ``root``: the next cell
-    of a shortest path towards ``root`` (``root``'s own is None); cells in breadth-first order."""
-    parents: dict[Cell, Cell | None] = {root: None}
-    queue = deque([root])
-    while queue:
-        cell = queue.popleft()
-        for n in neighbours(cell):
-            if n not in parents:
-                parents[n] = cell
-                queue.append(n)
-    return parents
 
 
 @dataclass(frozen=True)
