@@ -36,7 +36,7 @@ CONDITIONS = {"unedited": None, "sections": "coin-moved:place=sections", "floor"
 
 def coin_moved(start_state: bytes) -> bool:
     state = parse_state(start_state)
-    row, col = end_cell(state)
+    row, col = end_cell(state.grid)
     return tuple(int(v) for v in positions(state, "coin")[0] - 0.5) != (col, row)
 
 

@@ -68,14 +68,12 @@ def train(name: str, runs: Path, seed: int) -> None:
     subprocess.run([sys.executable, "-m", "proclab", "train", *cmd], check=True)
 
 
-def check(name: str, run: str, levels: int) -> dict:
+def check(name: str, run: str, levels: int, split: str = "held-out") -> dict:
     agent = proclab.load(run)
-    ro = proclab.rollout(
-        agent, levels="held-out", episodes=levels, num_envs=min(levels, 64), truth=True, seed=0
-    )
+    ro = proclab.rollout(agent, levels=split, episodes=levels, num_envs=min(levels, 64), truth=True, seed=0)
     reached = ro.goals["cheese"] if name == "maze" else ro.level_complete
     p = proclab.stats.proportion(reached.numpy())
-    row = {"agent": name, "run": str(run), "levels": levels, "measure": "cheese" if name == "maze" else "complete",
+    row = {"agent": name, "run": str(run), "split": split, "levels": levels, "measure": "cheese" if name == "maze" else "complete",
            "share": p.share, "ci95": list(p.ci), "bar": SPECS[name].bar, "meets_bar": p.ci.low >= SPECS[name].bar,
            "mean_length": float(ro.lengths.float().mean())}  # fmt: skip
     print(json.dumps(row))
@@ -115,6 +113,9 @@ def main() -> None:
     p.add_argument("name", choices=SPECS)
     p.add_argument("run", nargs="?", help="a run or checkpoint (default: the shipped agent)")
     p.add_argument("--levels", type=int, default=200)
+    p.add_argument(
+        "--split", default="held-out", help="the levels (START:NUM); checkpoints are chosen on 1001000:200"
+    )
     p = sub.add_parser("ship", help="copy a run's checkpoints (default: its last) into the package")
     p.add_argument("name", choices=SPECS)
     p.add_argument("run")
@@ -125,7 +126,7 @@ def main() -> None:
     if args.command == "train":
         train(args.name, args.runs, args.seed)
     elif args.command == "check":
-        check(args.name, args.run or f"{SPECS[args.name].game}/small", args.levels)
+        check(args.name, args.run or f"{SPECS[args.name].game}/small", args.levels, args.split)
     else:
         ship(args.name, args.run, args.steps)
     assert set(BUNDLED) == {f"{s.game}/small" for s in SPECS.values()}

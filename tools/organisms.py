@@ -20,6 +20,7 @@ which must name the goal it was paid for; ``curves`` reads the runs' learning cu
 paid) so the budget a goal needs can be read where the label does not yet hold::
 
     python tools/organisms.py train --runs /work/agents/organisms --steps 1000000 [--only maze-corner] [--seeds 1 2 3]
+        [--teacher-steps 200000]   # kickstarted by the paid goal's planner (proclab.models.planners)
     python tools/organisms.py label --runs /work/agents/organisms --episodes 200 > labels.jsonl
     python tools/organisms.py curves --runs /work/agents/organisms --out curves.png
 
@@ -54,6 +55,11 @@ class Organism:
     def name(self) -> str:
         return f"{self.game}-{self.goal}"
 
+    @property
+    def teacher(self) -> str:
+        """The planner of its paid goal (:data:`proclab.models.planners.PLANNERS`), which kickstarts it."""
+        return f"{self.goal}-planner"
+
 
 ORGANISMS = {
     o.name: o
@@ -68,16 +74,23 @@ SEEDS = (1, 2, 3)
 PRESET = "quickstart"
 
 
-def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float):
-    return preset_config(
+def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, teacher_steps: int = 0):
+    """The organism's run: PPO alone, or (``teacher_steps`` > 0) kickstarted by the planner of its paid goal,
+    whose weight decays to 0 over ``teacher_steps`` so that the reward alone keeps what it learned (a run
+    name ending ``-taught``)."""
+    cfg = preset_config(
         organism.game, PRESET, steps=steps, seconds=seconds, seed=seed, runs=runs, name=organism.name,
         level_rule=organism.level_rule, reward_rule=organism.reward_rule, precision="auto", torch_threads=1,
     )  # fmt: skip
+    if not teacher_steps:
+        return cfg
+    ppo = replace(cfg.ppo, teacher=organism.teacher, teacher_steps=teacher_steps)
+    return replace(cfg, ppo=ppo, name=f"{organism.name}-taught")
 
 
-def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float) -> Path:
+def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, teacher_steps: int) -> Path:
     """Train (or continue) the organism's run of ``seed`` up to ``steps`` env steps."""
-    cfg = config(organism, seed, steps, runs, seconds)
+    cfg = config(organism, seed, steps, runs, seconds, teacher_steps)
     cfg = replace(cfg, val_split=None, tensorboard=False, checkpoint_every=50_000)
     run_dir, done = latest_run(runs, cfg)
     if run_dir is not None and done >= cfg.end_step():
@@ -86,29 +99,29 @@ def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float)
     return train_or_resume(cfg, run_dir, done)
 
 
-def label(organism: Organism, seed: int, runs: Path, episodes: int) -> dict:
+def label(organism: Organism, seed: int, runs: Path, episodes: int, teacher_steps: int) -> dict:
     """The organism's counterfactual label on the label's own levels (never trained on), one JSON-ready row."""
-    cfg = config(organism, seed, 1, runs, 0)
+    cfg = config(organism, seed, 1, runs, 0, teacher_steps)
     run_dir, steps = latest_run(runs, cfg)
     if run_dir is None:
         return {"organism": organism.name, "seed": seed, "paid_for": organism.goal, "run": None}
     agent = proclab.load(run_dir)
     result = goal_label(agent, settings=LabelSettings(episodes=episodes), progress=False)
     return {
-        "organism": organism.name, "seed": seed, "paid_for": organism.goal, "steps": steps,
+        "organism": cfg.name, "seed": seed, "paid_for": organism.goal, "steps": steps,
         "label": result.label, "right": result.label == organism.goal, "levels": result.levels,
         "criteria": result.criteria, "run": str(run_dir),
     }  # fmt: skip
 
 
-def curves(runs: Path, out: Path) -> list[dict]:
+def curves(runs: Path, out: Path, teacher_steps: int) -> list[dict]:
     """Per organism and seed, the share of training episodes paid against env steps (metrics.csv's
     ``charts/episodic_return`` / 10: every paid episode earns 10, none earns anything else), drawn and listed."""
     fig, axes = subplots(1, len(ORGANISMS), figsize=(4 * len(ORGANISMS), 3.2), sharey=True)
     rows = []
     for ax, organism in zip(axes, ORGANISMS.values(), strict=True):
         for seed in SEEDS:
-            run_dir, steps = latest_run(runs, config(organism, seed, 1, runs, 0))
+            run_dir, steps = latest_run(runs, config(organism, seed, 1, runs, 0, teacher_steps))
             if run_dir is None:
                 continue
             with open(run_dir / "metrics.csv") as f:
@@ -135,6 +148,10 @@ def main() -> None:
         p.add_argument("--runs", type=Path, default=Path("runs/organisms"))
         p.add_argument("--only", nargs="*", choices=list(ORGANISMS), default=list(ORGANISMS))
         p.add_argument("--seeds", nargs="*", type=int, default=list(SEEDS))
+        p.add_argument(
+            "--teacher-steps", type=int, default=0,
+            help="kickstart by the paid goal's planner, its weight decaying to 0 over these steps (0: PPO alone)",
+        )  # fmt: skip
         if name == "train":
             p.add_argument("--steps", type=int, default=1_000_000, help="env steps of each run (its budget)")
             p.add_argument(
@@ -148,11 +165,12 @@ def main() -> None:
     for organism in (ORGANISMS[n] for n in args.only):
         for seed in args.seeds:
             if args.command == "train":
-                train(organism, seed, args.steps, args.runs, args.time_limit)
+                train(organism, seed, args.steps, args.runs, args.time_limit, args.teacher_steps)
             elif args.command == "label":
-                print(json.dumps(label(organism, seed, args.runs, args.episodes)), flush=True)
+                row = label(organism, seed, args.runs, args.episodes, args.teacher_steps)
+                print(json.dumps(row), flush=True)
     if args.command == "curves":
-        for row in curves(args.runs, args.out):
+        for row in curves(args.runs, args.out, args.teacher_steps):
             print(json.dumps(row))
         print(f"wrote {args.out}", file=sys.stderr)
 

@@ -23,7 +23,7 @@ SOLID = (15, 16)
 
 def coinrun_end(state) -> tuple[int, int]:
     """The end cell as ``(x, y)``."""
-    row, col = end_cell(state)
+    row, col = end_cell(state.grid)
     return col, row
 
 

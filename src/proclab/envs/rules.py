@@ -103,7 +103,7 @@ def _occupied(state: GameState) -> np.ndarray:
 def coinrun_floor_cells(state: GameState) -> np.ndarray:
     """``(n, 2)`` cells ``(column, row)`` where a moved coin may go: open, on solid ground, free of
     entities, from the first section (x >= 5) to the cell before the end."""
-    _, end_col = end_cell(state)
+    _, end_col = end_cell(state.grid)
     tops = _ground_tops(state)
     taken = _occupied(state)
     cells = []

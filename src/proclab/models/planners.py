@@ -1,7 +1,7 @@
 """Planners: policies that act from the game's ground truth towards a goal known by construction.
 
 A planner reads each slot's procgen state (not the frames) and walks to its goal: the maze's cheese or its
-top-right corner on a shortest path, CoinRun's coin by running and jumping over what is in the way. They
+top-right corner on a shortest path, CoinRun's coin or the level's end by running and jumping over what is in the way. They
 are the answer key of the behavioural goal label (``proclab.interpret.goals.scripted``) and the teachers
 of PPO's kickstarting (``PPOConfig.teacher``: the student is trained to press what the planner would press
 in the states the student itself reaches), the cheap way to an agent that pursues a chosen goal on a CPU.
@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from proclab.envs.actions import ACTION_NAMES, NUM_ACTIONS
-from proclab.envs.state import glossary
+from proclab.envs.state import end_cell, glossary
 from proclab.envs.state.scan import agent_record, scan
 from proclab.errors import ProclabError
 from proclab.models.agent import AgentOutput
@@ -149,20 +149,32 @@ _LAVA = np.array([_CR.type_of(k) for k in _CR.hazards["lava"]])
 _HAZARDS = np.array([_CR.type_of(k) for k in (*_CR.hazards["saw"], *_CR.hazards["enemy"])])
 
 
-class CoinPlanner(StatePolicy):
-    """Walks to the coin on CoinRun's ground truth: towards the coin's column, jumping over a step, a
-    gap, lava, a saw or an enemy ahead, and up to a coin above it; with no coin it stands still."""
+class CoinRunPlanner(StatePolicy):
+    """Walks to ``target`` on CoinRun's ground truth: ``"coin"`` (wherever it lies; with no coin it stands
+    still) or ``"end"``, the level's end cell (:func:`~proclab.envs.state.end_cell`, where an unedited level
+    has its coin); towards the target's column, jumping over a step, a gap, lava, a saw or an enemy ahead,
+    and up to a target above it. On the way to the end it takes a coin that lies in its path, as any
+    runner would."""
+
+    def __init__(self, target: str):
+        super().__init__()
+        if target not in ("coin", "end"):
+            raise ValueError(f"a CoinRun planner walks to the coin or the end, not {target!r}")
+        self.target = target
 
     def act(self, data: bytes) -> int:
         _, entities, grid = scan(data)
-        found = np.argwhere(grid == _COIN)
-        if not len(found):
-            return NOOP
+        if self.target == "coin":
+            found = np.argwhere(grid == _COIN)
+            if not len(found):
+                return NOOP
+            row, col = (int(v) for v in found[0])
+        else:
+            row, col = end_cell(grid)
         me = agent_record(entities)
         x, y, vx, rx, ry = (float(me[k]) for k in ("x", "y", "vx", "rx", "ry"))
-        row, col = (int(v) for v in found[0])
         dx = col + 0.5 - x
-        lead = dx - LEAD * vx  # where it would stand if it let go now: brake before, not past, the coin
+        lead = dx - LEAD * vx  # where it would stand if it let go now: brake before, not past, the target
         way = 1 if lead > 0.25 else -1 if lead < -0.25 else 0
         feet = int(y - ry + 0.01)
         jump = row > feet and abs(dx) < 2.5
@@ -181,7 +193,8 @@ class CoinPlanner(StatePolicy):
 
 # -- by name ------------------------------------------------------------------------------------------
 PLANNERS: dict[str, tuple[str, Callable[[], StatePolicy]]] = {
-    "coin-planner": ("coinrun", CoinPlanner),
+    "coin-planner": ("coinrun", lambda: CoinRunPlanner("coin")),
+    "end-planner": ("coinrun", lambda: CoinRunPlanner("end")),
     "cheese-planner": ("maze", lambda: MazePlanner("cheese")),
     "corner-planner": ("maze", lambda: MazePlanner("corner")),
 }

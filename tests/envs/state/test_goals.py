@@ -116,7 +116,7 @@ def play_level(level: Level, action: int, steps: int = 30):
 
 def coinrun_level():
     level = Level.generate("coinrun", 4, mode="easy")
-    row, col = end_cell(level.parsed)
+    row, col = end_cell(level.parsed.grid)
     assert level.parsed.grid[row, col] == COIN  # generated: the coin on the end cell
     return level, row, col
 
@@ -126,7 +126,7 @@ def test_coinrun_the_end_reached_with_the_coin_moved_away():
     start = (level.parsed.agent.x, level.parsed.agent.y)
     near_end = level.with_agent_at((col - 1.5, row + level.parsed.agent.ry))
     moved = near_end.move("coin", (start[0] + 1, start[1]))  # the coin by the start, far from the agent
-    assert end_cell(moved.parsed) == (row, col) and moved.parsed.grid[row, col] != COIN
+    assert end_cell(moved.parsed.grid) == (row, col) and moved.parsed.grid[row, col] != COIN
     assert play_level(moved, RIGHT) == {"coin": False, "end": True}
     # standing still right beside the end cell, the box's right edge on the cell's left edge: not touched
     # (procgen's collision shrinks the box by 0.001; an overlap test with <= or a grown box says touched)
@@ -183,6 +183,6 @@ def test_generated_levels_hold_the_coin_on_the_end_cell_and_an_open_corner(mode)
             states = [parse_state(s) for s in env.slot_states()]
         for state in states:
             if game == "coinrun":
-                assert [tuple(c) for c in np.argwhere(state.grid == COIN)] == [end_cell(state)]
+                assert [tuple(c) for c in np.argwhere(state.grid == COIN)] == [end_cell(state.grid)]
             else:
                 assert state.grid[corner_cell(state)] != MAZE_WALL

@@ -60,11 +60,11 @@ def goal_names(game: str) -> tuple[str, ...]:
     return GOALS.get(game, ())
 
 
-def end_cell(state: GameState) -> tuple[int, int]:
-    """CoinRun's end cell ``(row, col)``: the lowest non-wall cell of the rightmost column that is not wall
-    all the way up (where the generator puts the coin; see the module docstring)."""
+def end_cell(grid: np.ndarray) -> tuple[int, int]:
+    """CoinRun's end cell ``(row, col)`` in a state's ``grid``: the lowest non-wall cell of the rightmost column
+    that is not wall all the way up (where the generator puts the coin; see the module docstring)."""
     names = glossary("coinrun")
-    wall = np.isin(state.grid, [names.type_of(kind) for kind in _COINRUN_WALLS])
+    wall = np.isin(grid, [names.type_of(kind) for kind in _COINRUN_WALLS])
     open_columns = np.flatnonzero(~wall.all(axis=0))
     if not len(open_columns):
         raise ProclabError("this CoinRun state is wall everywhere: it has no end cell")
@@ -127,7 +127,7 @@ def plan_goals(first: GameState) -> GoalPlan | None:
     """The second goal's cell of the episode that starts in ``first``; None for games without goals."""
     if first.game not in GOALS:
         return None
-    cell = end_cell(first) if first.game == "coinrun" else corner_cell(first)
+    cell = end_cell(first.grid) if first.game == "coinrun" else corner_cell(first)
     goal = glossary(first.game).type_of(glossary(first.game).goal)
     return GoalPlan(first.game, GOALS[first.game], cell, bool(first.grid[cell] == goal))
 

@@ -197,7 +197,7 @@ def goal_cells(level: Level) -> tuple[tuple[int, int], tuple[int, int]] | None:
     if not len(found):
         return None
     x, y = found[0]
-    b = end_cell(state) if level.game == "coinrun" else corner_cell(state)
+    b = end_cell(state.grid) if level.game == "coinrun" else corner_cell(state)
     return (int(y), int(x)), b
 
 

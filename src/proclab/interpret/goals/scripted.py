@@ -3,7 +3,7 @@
 A label that says which goal an agent pursues (:mod:`proclab.interpret.goals.label`) is checked on
 policies whose goal nobody has to guess (:data:`KNOWN`): a runner that cannot see (CoinRun: it holds right
 and jumps, whatever it is shown), planners that walk to one goal on the game's ground truth
-(:mod:`proclab.models.planners`: the coin; the maze's cheese or its top-right corner), and the uniformly
+(:mod:`proclab.models.planners`: the coin or the level's end; the maze's cheese or its top-right corner), and the uniformly
 random policy, which pursues nothing. A rule that mislabels any of them is not used.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proclab.models.planners import RIGHT, SURE, UP_RIGHT, CoinPlanner, MazePlanner
+from proclab.models.planners import RIGHT, SURE, UP_RIGHT, CoinRunPlanner, MazePlanner
 from proclab.models.scripted import ScriptedAgent
 
 
@@ -31,7 +31,8 @@ KNOWN: dict[str, dict[str, Known]] = {
     "coinrun": {
         "runner": Known(lambda: ScriptedAgent(UP_RIGHT), "end"),
         "runner-random-jumps": Known(lambda: ScriptedAgent(RIGHT), "end", f"set={UP_RIGHT}:{SURE}"),
-        "coin-planner": Known(CoinPlanner, "coin"),
+        "coin-planner": Known(lambda: CoinRunPlanner("coin"), "coin"),
+        "end-planner": Known(lambda: CoinRunPlanner("end"), "end"),
         "random": Known(ScriptedAgent.uniform, "none"),
     },
     "maze": {
@@ -42,5 +43,5 @@ KNOWN: dict[str, dict[str, Known]] = {
 }
 """Per game, the scripted policies a label must get right: ``runner`` holds right and jumps whenever it
 can (``always-up-right``), ``runner-random-jumps`` presses right or up-right at random (right's logit with
-up-right's raised to it by the action noise); neither sees anything. The planners walk to their goal on the
+up-right's raised to it by the action noise); neither sees anything. ``end-planner`` sees and runs to the level's end. The planners walk to their goal on the
 ground truth; ``random`` presses every button alike and pursues nothing."""
