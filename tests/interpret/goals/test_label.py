@@ -158,6 +158,7 @@ def levels():
     [
         # "end" needs P(end | coin absent) shown above 1/2 (it reaches it in ~70 %): 48 levels, make test-heavy
         pytest.param("coinrun", "runner", 48, marks=pytest.mark.heavy),
+        pytest.param("coinrun", "end-planner", 48, marks=pytest.mark.heavy),
         ("coinrun", "coin-planner", 16),  # 5 levels one way decide McNemar; 16 hold B-first's bound below 1/4
         ("coinrun", "random", 8),
         ("maze", "corner-planner", 8),
