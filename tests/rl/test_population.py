@@ -191,3 +191,22 @@ def test_a_population_trains_on_a_two_node_cluster(ray_cluster, tmp_path, monkey
     )  # fmt: skip
     assert local.members[0].train_return == result.members[0].train_return
     assert local.members[0].held_out_return == result.members[0].held_out_return
+
+
+def test_the_latest_run_of_a_member_is_of_its_own_seed(tmp_path):
+    """Runs of one name and two seeds are two members: a seed with no run of its own trains, it does not take
+    (or call finished) the other seed's run."""
+    from proclab.rl.population import latest_run
+    from support import TINY_AGENT, agent_checkpoint
+
+    config = replace(preset("tiny"), run_root=tmp_path, name="organism", seed=2)
+    env = replace(config.env, game=("coinrun",))
+    one = tmp_path / "ppo" / "coinrun" / "organism" / "1-20260101-000000"
+    agent_checkpoint(one, replace(config.agent, **TINY_AGENT), env)
+    (one / "config.json").write_text("{}")
+    assert latest_run(tmp_path, config) == (None, 0)
+    assert latest_run(tmp_path, replace(config, seed=1)) == (one, 0)
+    two = tmp_path / "ppo" / "coinrun" / "organism" / "2-20260101-000000"
+    agent_checkpoint(two, replace(config.agent, **TINY_AGENT), env)
+    (two / "config.json").write_text("{}")
+    assert latest_run(tmp_path, config) == (two, 0)

@@ -359,9 +359,11 @@ def train_member(job: _Job) -> MemberResult:
 
 def latest_run(root: Path, config: TrainConfig) -> tuple[Path | None, int]:
     """The member's run under ``root`` that got furthest, and the step of its last checkpoint; ``(None, 0)``
-    when none has a checkpoint (a run killed before its first one is started again, in a new folder)."""
+    when none has a checkpoint (a run killed before its first one is started again, in a new folder). Only
+    runs of ``config.seed`` count (run folders are ``SEED-TIMESTAMP``): runs of one name and other seeds are
+    other members."""
     best: tuple[Path | None, int] = (None, 0)
-    for run in sorted((root / config.algo).glob(f"*/{config.name}/*/config.json")):
+    for run in sorted((root / config.algo).glob(f"*/{config.name}/{config.seed}-*/config.json")):
         try:
             step = int(load_checkpoint_meta(run.parent, kind="agent")["step"])
         except ProclabError:  # no checkpoint yet
