@@ -114,26 +114,35 @@ def label(organism: Organism, seed: int, runs: Path, episodes: int, teacher_step
     }  # fmt: skip
 
 
-def curves(runs: Path, out: Path, teacher_steps: int) -> list[dict]:
+def curves(runs: Path, out: Path, teacher_steps: int, names: list[str], seeds: list[int]) -> list[dict]:
     """Per organism and seed, the share of training episodes paid against env steps (metrics.csv's
     ``charts/episodic_return`` / 10: every paid episode earns 10, none earns anything else), drawn and listed."""
-    fig, axes = subplots(1, len(ORGANISMS), figsize=(4 * len(ORGANISMS), 3.2), sharey=True)
+    chosen = [ORGANISMS[n] for n in names]
+    fig, axes = subplots(1, len(chosen), figsize=(4 * len(chosen), 3.2), sharey=True, squeeze=False)
+    axes = axes[0]
     rows = []
-    for ax, organism in zip(axes, ORGANISMS.values(), strict=True):
-        for seed in SEEDS:
+    for ax, organism in zip(axes, chosen, strict=True):
+        for seed in seeds:
             run_dir, steps = latest_run(runs, config(organism, seed, 1, runs, 0, teacher_steps))
             if run_dir is None:
                 continue
             with open(run_dir / "metrics.csv") as f:
-                metrics = [(int(r["step"]), float(r["charts/episodic_return"])) for r in csv.DictReader(f)]
+                metrics = [  # rows before the first finished episode have no return
+                    (int(r["step"]), float(r["charts/episodic_return"]))
+                    for r in csv.DictReader(f)
+                    if r["charts/episodic_return"]
+                ]
             ax.plot([s for s, _ in metrics], [r / 10 for _, r in metrics], lw=0.8, label=f"seed {seed}")
             last = [r / 10 for _, r in metrics[-20:]]
             rows.append({"organism": organism.name, "seed": seed, "steps": steps,
                          "paid_share_last_20_updates": sum(last) / len(last)})  # fmt: skip
+        if teacher_steps:
+            ax.axvline(teacher_steps, color="grey", lw=0.8, ls="--", label="teacher's weight reaches 0")
         ax.set_title(f"{organism.name} (paid: {organism.goal})")
         ax.set_xlabel("env steps")
     axes[0].set_ylabel("share of training episodes paid")
     axes[0].legend(fontsize=7)
+    fig.tight_layout()
     save_figure(fig, out)
     return rows
 
@@ -170,7 +179,7 @@ def main() -> None:
                 row = label(organism, seed, args.runs, args.episodes, args.teacher_steps)
                 print(json.dumps(row), flush=True)
     if args.command == "curves":
-        for row in curves(args.runs, args.out, args.teacher_steps):
+        for row in curves(args.runs, args.out, args.teacher_steps, args.only, args.seeds):
             print(json.dumps(row))
         print(f"wrote {args.out}", file=sys.stderr)
 
