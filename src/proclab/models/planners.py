@@ -43,10 +43,16 @@ LEAD = 4.0
 
 
 class StatePolicy(AgentBase):
-    """A policy that acts from each row's game state (the module docstring); subclasses say :meth:`act`."""
+    """A policy that acts from each row's game state (the module docstring) towards ``target``, one of the
+    subclass's :attr:`TARGETS`; subclasses say :meth:`act`."""
 
-    def __init__(self):
+    TARGETS: tuple[str, ...] = ()
+
+    def __init__(self, target: str):
         super().__init__()
+        if target not in self.TARGETS:
+            raise ValueError(f"a {type(self).__name__} walks to {' or '.join(self.TARGETS)}, not {target!r}")
+        self.target = target
         self.config = ScriptedConfig()
         self.heads = ScriptedHeads()
         self.env = None
@@ -106,11 +112,7 @@ class MazePlanner(StatePolicy):
     """Walks a shortest path of the maze to ``target``: ``"corner"`` (the top-right cell, fixed) or
     ``"cheese"`` (wherever it lies; with no cheese it stands still)."""
 
-    def __init__(self, target: str):
-        super().__init__()
-        if target not in ("corner", "cheese"):
-            raise ValueError(f"a maze planner walks to the corner or the cheese, not {target!r}")
-        self.target = target
+    TARGETS = ("corner", "cheese")
 
     def act(self, data: bytes) -> int:
         _, entities, grid = scan(data)
@@ -156,11 +158,7 @@ class CoinRunPlanner(StatePolicy):
     and up to a target above it. On the way to the end it takes a coin that lies in its path, as any
     runner would."""
 
-    def __init__(self, target: str):
-        super().__init__()
-        if target not in ("coin", "end"):
-            raise ValueError(f"a CoinRun planner walks to the coin or the end, not {target!r}")
-        self.target = target
+    TARGETS = ("coin", "end")
 
     def act(self, data: bytes) -> int:
         _, entities, grid = scan(data)
