@@ -12,10 +12,10 @@ fp32 like any other), resumable::
     python tools/notebook_agents.py check coinrun RUN_DIR                  # the bars on held-out levels
     python tools/notebook_agents.py ship coinrun RUN_DIR --steps 25600 ...   # checkpoints into the package
 
-Each run is kickstarted (``--teacher``, docs/ppo.md) by the planner of its goal on the ground truth: PPO alone
-on two cores stopped far below the bars (CoinRun 0.54 of held-out levels after 1M steps). CoinRun's teacher
-weight decays to 0 by 400k steps, after which PPO alone improves on the planner (which dies on enemies and
-lava); Maze's small agent did not learn its planner at all within 150k steps (docs/ppo.md).
+The CoinRun run is kickstarted (``--teacher``, docs/ppo.md) by the coin planner on the ground truth: PPO alone
+on two cores stopped far below the bar (0.54 of held-out levels after 1M steps). The teacher's weight decays to 0
+by 400k steps, after which PPO alone improves on the planner (which dies on enemies and lava). The Maze run is
+PPO alone: kickstarted by the cheese planner, this small agent learned nothing in 150k steps (docs/ppo.md).
 
 ``check`` prints one JSON line per measure: the share of held-out levels completed (CoinRun) or whose cheese
 was reached (Maze), with its exact interval, over ``--levels`` distinct levels, sampled actions.
@@ -55,7 +55,8 @@ SPECS = {
     "coinrun": Spec("coinrun", 2_000_000, 0.70, teacher="coin-planner", teacher_steps=400_000),
     # the goal-misgeneralization setting: the cheese always in the top-right 5 x 5 cells while it trains, so on
     # standard mazes it may go for the corner; its own held-out mazes keep the rule
-    "maze": Spec("maze", 1_000_000, 0.80, "cheese-region:size=5", "cheese-planner"),
+    # PPO alone, as shipped: kickstarted by the cheese planner, this small agent learned nothing in 150k steps
+    "maze": Spec("maze", 6_000_000, 0.80, "cheese-region:size=5"),
 }
 TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--precision", "auto",
          "--val-split", "None", "--no-tensorboard", "--checkpoint-every", "25000", "--torch-threads", "1"]  # fmt: skip
