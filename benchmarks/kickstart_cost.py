@@ -17,27 +17,29 @@ import json
 import time
 from dataclasses import replace
 
-import torch
-
 from proclab.envs import ProcgenVecEnv
 from proclab.envs.rules import with_rule
 from proclab.models import build_agent
 from proclab.models.planners import planner
 from proclab.rl.config import preset
 from proclab.rl.rollout import Actor, Rollout
-from proclab.run.runtime import make_runtime
+from proclab.run.runtime import make_runtime, torch_threads
 
 TEACHERS = {"coinrun": ("coin-planner", ""), "maze": ("cheese-planner", "cheese-region:size=5")}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--games", nargs="+", default=list(TEACHERS), choices=list(TEACHERS))
     ap.add_argument("--num-envs", type=int, default=32)
     ap.add_argument("--num-steps", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=6, help="rounds of each kind, alternating")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = ap.parse_args(argv)
+    with torch_threads(1):
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
     cfg = preset("quickstart")
     rt = make_runtime("cpu", "fp32")
     for game in args.games:

@@ -2,6 +2,7 @@
 reference, its linear decay, labels that belong to the very state the agent acted in, a learner that moves
 the policy towards the teacher, and the one-line errors of a bad teacher."""
 
+import json
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ from proclab.rl.config import PPOConfig
 from proclab.rl.ppo import Batch, PPOLearner, ppo_loss
 from proclab.rl.rollout import Actor, Rollout
 from proclab.run.runtime import make_runtime
-from support import TINY_PPO, collected, one_line_error, with_game
+from support import TINY_PPO, benchmark, collected, one_line_error, with_game
 
 
 def test_the_teacher_term_is_the_cross_entropy_to_its_action():
@@ -109,3 +110,13 @@ def test_a_bad_teacher_is_one_line(tmp_path, capsys, flags, message):
 def test_a_teacher_teaches_one_game(tmp_path, capsys):
     args = ["train", *with_game(TINY_PPO, "maze", "coinrun"), "--teacher", "cheese-planner"]
     assert "--teacher teaches one game" in one_line_error(capsys, [*args, "--run-root", str(tmp_path)])
+
+
+def test_the_cost_benchmark_prints_both_rates_and_their_ratio(capsys):
+    """Smoke test of ``benchmarks/kickstart_cost.py`` at toy size (no timings asserted)."""
+    benchmark("kickstart_cost").main(["--num-envs", "2", "--num-steps", "4", "--rounds", "1"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["game"] for r in rows] == ["coinrun", "maze"]
+    for r in rows:
+        assert r["steps_each"] == 8 and r["collect_sps_plain"] > 0 and r["collect_sps_teacher"] > 0
+        assert abs(r["ratio"] - r["collect_sps_teacher"] / r["collect_sps_plain"]) < 0.01
