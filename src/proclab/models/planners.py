@@ -1,8 +1,8 @@
 """Planners: policies that act from the game's ground truth towards a goal known by construction.
 
 A planner reads each slot's procgen state (not the frames) and walks to its goal: the maze's cheese or its
-top-right corner on a shortest path, CoinRun's coin or the level's end by running and jumping over what is in the way. They
-are the answer key of the behavioural goal label (``proclab.interpret.goals.scripted``) and the teachers
+top-right corner on a shortest path, CoinRun's coin or the level's end by running and jumping over what is in
+the way. They are the answer key of the behavioural goal label (``proclab.interpret.goals.scripted``) and the teachers
 of PPO's kickstarting (``PPOConfig.teacher``: the student is trained to press what the planner would press
 in the states the student itself reaches), the cheap way to an agent that pursues a chosen goal on a CPU.
 

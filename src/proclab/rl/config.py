@@ -82,8 +82,9 @@ class PPOConfig:
     teacher: str | None = None
     """Kickstarting (Schmitt et al. 2018): a planner of the game's ground truth (coin-planner, end-planner,
     cheese-planner, corner-planner: proclab.models.planners) labels every state the agent reaches with the
-    action it would take, and the loss adds teacher_coef times the cross-entropy of the agent's policy to that action. The
-    agent learns the planner's goal in a fraction of the steps PPO alone needs; None: PPO alone."""
+    action it would take, and the loss adds teacher_coef times the cross-entropy of the agent's policy to
+    that action. On CoinRun the agent learns the planner's goal in a fraction of the steps PPO alone needs
+    (docs/ppo.md); None: PPO alone."""
     teacher_coef: float = 1.0
     """Weight of the cross-entropy to the teacher's action (at the start of training)."""
     teacher_steps: int = 0

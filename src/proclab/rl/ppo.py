@@ -164,12 +164,11 @@ class PPOLearner:
             if cfg.norm_adv and cfg.norm_adv_scope == "rollout":
                 advantages = normalize_advantages(advantages)
         T, N = ro.rewards.shape
-        teacher = ro.teacher_actions if cfg.teacher is not None else None
         teacher_coef = self.teacher_coef()
         sums: dict[str, torch.Tensor] = {}
         count = 0
         for _ in range(cfg.update_epochs):
-            for mb in self._minibatches(ro, advantages, returns, T, N, teacher):
+            for mb in self._minibatches(ro, advantages, returns, T, N):
                 stats = self._step(mb)
                 for k, v in stats.items():
                     sums[k] = sums.get(k, 0) + v
@@ -188,8 +187,10 @@ class PPOLearner:
         return out
 
     # -- minibatching -----------------------------------------------------------------------
-    def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int, teacher=None):
+    def _minibatches(self, ro: Rollout, adv: torch.Tensor, ret: torch.Tensor, T: int, N: int):
         dev = ro.rewards.device
+        # the teacher's labels only when kickstarting (an allocated rollout always has the tensor)
+        teacher = ro.teacher_actions if self.cfg.teacher is not None else None
         if self.recurrent:  # groups of whole env sequences, replayed from the stored state
             firsts = ro.dones if self.cfg.replay_reset == "done" else ro.firsts
             per = max(1, N // self.cfg.num_minibatches)

@@ -34,9 +34,8 @@ class Rollout:
     next_obs: torch.Tensor | None = None  # obs_T, first_T and V(obs_T): where the next rollout starts
     next_first: torch.Tensor | None = None
     next_value: torch.Tensor | None = None
-    teacher_actions: torch.Tensor | None = (
-        None  # (T, N) int64: a teacher's action in obs_t's state (kickstarting)
-    )
+    # (T, N) int64: a teacher's action in obs_t's state (kickstarting)
+    teacher_actions: torch.Tensor | None = None
 
     @classmethod
     def allocate(cls, num_steps: int, num_envs: int, device: torch.device) -> Rollout:
