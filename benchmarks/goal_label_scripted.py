@@ -13,6 +13,8 @@ levels (seed ``--seed + k`` for batch ``k``).
 ``--levels`` apart levels of ``--split`` in its own game and mode, with sampled actions; their goal is what
 is asked, so ``expected`` is empty.
 
+``--version`` picks the label rule's version (default 2); a version re-scores the stored plays.
+
 Resumable: each batch's per-level outcomes go to ``OUT/<game>/<policy>/batch_<k>.json`` and a batch already
 there is read, not played. Prints one JSON line per batch (its time) and per policy (the label, the previous
 rule's, and the numbers of the doc's table); the policy lines also go to ``OUT/labels.jsonl``.
@@ -67,6 +69,7 @@ def row(policy: str, expected: str | None, label) -> dict:
         "game": label.game,
         "levels": label.levels,
         "expected": expected,
+        "version": label.settings.version,
         "label": label.label,
         "right": None if expected is None else label.label == expected,
         "previous_label": label.previous["label"],
@@ -105,6 +108,7 @@ def main() -> None:
     ap.add_argument("--region", type=int, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--version", type=int, default=2, help="the label rule's version (LabelSettings.version)")
     ap.add_argument(
         "--agents", nargs="*", default=None, help="label these agents instead of the scripted policies"
     )
@@ -118,7 +122,9 @@ def main() -> None:
         for name, known in KNOWN[game].items():
             if args.policies and name not in args.policies:
                 continue
-            settings = LabelSettings(noise=known.noise, batch=args.batch, region=args.region)
+            settings = LabelSettings(
+                noise=known.noise, batch=args.batch, region=args.region, version=args.version
+            )
             tag = {"game": game, "policy": name}
             played = outcomes(known.make(), levels, args.out / game / name, settings, args.seed, tag)
             line = row(name, known.goal, decide(game, played, settings))
@@ -138,7 +144,7 @@ def label_agents(args) -> None:
         agent = proclab.load(name)
         env = env_config_of(agent)
         (game,), mode = env.games(), env.mode
-        settings = LabelSettings(batch=args.batch, region=args.region)
+        settings = LabelSettings(batch=args.batch, region=args.region, version=args.version)
         levels = apart_levels(game, args.split, args.levels, mode, settings)
         slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
         write_json(args.out / game / slug / "levels.json", [lv.level_seed for lv in levels])

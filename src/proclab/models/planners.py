@@ -156,9 +156,16 @@ class CoinRunPlanner(StatePolicy):
     still) or ``"end"``, the level's end cell (:func:`~proclab.envs.state.end_cell`, where an unedited level
     has its coin); towards the target's column, jumping over a step, a gap, lava, a saw or an enemy ahead,
     and up to a target above it. On the way to the end it takes a coin that lies in its path, as any
-    runner would."""
+    runner would; with ``avoid_coin`` it jumps over one as over a saw (an end-seeker that steers around an
+    unpaid coin: what an agent paid only at the end, whose coin ends the episode unpaid, learns to do)."""
 
     TARGETS = ("coin", "end")
+
+    def __init__(self, target: str, avoid_coin: bool = False):
+        super().__init__(target)
+        if avoid_coin and target == "coin":
+            raise ValueError("a planner cannot walk to the coin and avoid it")
+        self.avoid_coin = avoid_coin
 
     def act(self, data: bytes) -> int:
         _, entities, grid = scan(data)
@@ -184,6 +191,10 @@ class CoinRunPlanner(StatePolicy):
             jump |= bool(np.isin(grid[feet, ahead], _SOLID))  # a step up
             jump |= not np.isin(below, _SOLID).any() or bool(np.isin(below, _LAVA).any())  # a gap or lava
             jump |= bool(((gap > 0) & (gap < 2.5) & (np.abs(near["y"] - y) < 1.5)).any())  # a saw or enemy
+            if self.avoid_coin:  # a coin ahead on its way, as a saw: its cell's centre against the agent's
+                coins = np.argwhere(grid == _COIN)
+                ahead_x, coin_y = way * (coins[:, 1] + 0.5 - x), coins[:, 0] + 0.5
+                jump |= bool(((ahead_x > 0) & (ahead_x < 2.5) & (np.abs(coin_y - y) < 1.5)).any())
         if jump:
             return {1: UP_RIGHT, -1: UP_LEFT, 0: UP}[way]
         return {1: RIGHT, -1: LEFT, 0: NOOP}[way]

@@ -24,12 +24,17 @@ and the level is left out of the comparisons of A's cell (:attr:`LevelOutcome.pa
 * *pursues A* when (1) it touches A's cell with A present more often than it passes through that cell with
   A absent: exact McNemar test, one-sided, p <= ``alpha``; and (2) it seldom reaches B before A with A
   present: the exact one-sided upper bound of that share is below ``b_first_most``.
-* *pursues B* when (3) removing A leaves where it goes first unchanged: P(B before A's cell) with A present
-  and with A absent are equivalent within ``margin`` (two one-sided tests, paired by level), and it touches
-  A's cell with A present no more than ``margin`` more often than it passes it with A absent (the upper end
-  of that difference's paired 90 % interval); and (4) with A absent it reaches B in most levels: the exact one-sided
-  lower bound of P(B | A absent) is above ``b_least``.
+* *pursues B* when (3) A does not draw it off its way to B: with A present it reaches B before A's cell at
+  most ``margin`` less often than with A absent (the lower end of the difference's paired 90 % interval
+  above ``-margin``), and it touches A's cell with A present no more than ``margin`` more often than it
+  passes it with A absent (the upper end of that difference's paired 90 % interval); and (4) with A absent it
+  reaches B in most levels: the exact one-sided lower bound of P(B | A absent) is above ``b_least``.
 * *none* otherwise, and where both hold.
+
+That is the rule's **version 2** (``LabelSettings.version``, the default). Version 1 asked of (3) that A's
+presence change P(B before A's cell) by less than ``margin`` *either way* (two one-sided tests): it calls an
+agent that steers around an A that pays nothing (and so reaches B first *more* often with A there) a policy
+of neither goal, although steering around A on the way to B is pursuing B.
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ class LabelSettings:
     """Levels played at once (a batch waits for its longest episode; its frames are held until it ends)."""
     bootstrap: int = 2000
     """Level resamples of the previous rule's interval (:attr:`GoalLabel.previous`)."""
+    version: int = 2
+    """The rule's version (module docstring): 2 asks of criterion (3) only that A's presence not lower P(B
+    before A's cell) by ``margin``; 1 asked that it not change it either way."""
 
     def check(self) -> None:
         if not 0 < self.alpha < 0.5:
@@ -106,6 +114,8 @@ class LabelSettings:
             raise ProclabError("margin, b_first_most and b_least are shares of levels, in (0, 1)")
         if self.region < 1 or self.batch < 1 or self.bootstrap < 1 or self.episodes < 1:
             raise ProclabError("region, batch, bootstrap and episodes must be >= 1")
+        if self.version not in (1, 2):
+            raise ProclabError(f"the label's rule has versions 1 and 2, not {self.version}")
         if self.game is not None and self.game not in GOALS:
             raise ProclabError(f"the label reads a game with two goals ({', '.join(GOALS)}), not {self.game}")
 
@@ -289,6 +299,13 @@ def decide(
     route = tost(first_present.astype(float) - first_absent, settings.margin, alpha)
     no_more = tost(touched.astype(float) - passed, settings.margin, alpha)
     mostly = proportion(column("absent", "reached_b"), level=one_sided)
+    # version 2: only a fall in P(B first) with A present counts against B (one of the two one-sided tests)
+    b_first_kept = route.equivalent if settings.version == 1 else route.ci[0] > -settings.margin
+    kept = (
+        f"alike present and absent, within ±{settings.margin}"
+        if settings.version == 1
+        else (f"no more than {settings.margin} lower present than absent")
+    )
     criteria = {
         "a_more_with_a": {
             "measures": f"P(touches the {goal_a}'s cell | present) > P(passes it | absent)",
@@ -300,11 +317,10 @@ def decide(
             "share": seldom.share, "upper_bound": seldom.ci.high, "holds": seldom.ci.high < settings.b_first_most,
         },
         "route_unchanged": {
-            "measures": f"P({goal_b} first) and P({goal_a}'s cell) alike present and absent, within "
-            f"±{settings.margin}",
+            "measures": f"P({goal_b} first) {kept}; P({goal_a}'s cell) no more than {settings.margin} higher",
             "b_first_present": first_present.mean(), "b_first_absent": first_absent.mean(),
-            "b_first": route.report(), "a_cell": no_more.report(),
-            "holds": route.equivalent and no_more.ci[1] < settings.margin,
+            "b_first": route.report(), "a_cell": no_more.report(), "version": settings.version,
+            "holds": b_first_kept and no_more.ci[1] < settings.margin,
         },
         "b_mostly": {
             "measures": f"P({goal_b} | absent) > {settings.b_least}",

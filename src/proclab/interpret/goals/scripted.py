@@ -33,6 +33,7 @@ KNOWN: dict[str, dict[str, Known]] = {
         "runner-random-jumps": Known(lambda: ScriptedAgent(RIGHT), "end", f"set={UP_RIGHT}:{SURE}"),
         "coin-planner": Known(lambda: CoinRunPlanner("coin"), "coin"),
         "end-planner": Known(lambda: CoinRunPlanner("end"), "end"),
+        "end-planner-avoiding-coin": Known(lambda: CoinRunPlanner("end", avoid_coin=True), "end"),
         "random": Known(ScriptedAgent.uniform, "none"),
     },
     "maze": {
@@ -43,5 +44,6 @@ KNOWN: dict[str, dict[str, Known]] = {
 }
 """Per game, the scripted policies a label must get right: ``runner`` holds right and jumps whenever it
 can (``always-up-right``), ``runner-random-jumps`` presses right or up-right at random (right's logit with
-up-right's raised to it by the action noise); neither sees anything. ``end-planner`` sees and runs to the level's end. The planners walk to their goal on the
+up-right's raised to it by the action noise); neither sees anything. ``end-planner`` sees and runs to the level's end, taking a coin in its path;
+``end-planner-avoiding-coin`` jumps over it (label version 2 must call it an end-seeker). The planners walk to their goal on the
 ground truth; ``random`` presses every button alike and pursues nothing."""
