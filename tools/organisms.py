@@ -78,14 +78,13 @@ def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float
     """The organism's run: PPO alone, or (``teacher_steps`` > 0) kickstarted by the planner of its paid goal,
     whose weight decays to 0 over ``teacher_steps`` so that the reward alone keeps what it learned (a run
     name ending ``-taught``)."""
-    cfg = preset_config(
-        organism.game, PRESET, steps=steps, seconds=seconds, seed=seed, runs=runs, name=organism.name,
-        level_rule=organism.level_rule, reward_rule=organism.reward_rule, precision="auto", torch_threads=1,
+    taught = teacher_steps > 0
+    return preset_config(
+        organism.game, PRESET, steps=steps, seconds=seconds, seed=seed, runs=runs,
+        name=f"{organism.name}-taught" if taught else organism.name, level_rule=organism.level_rule,
+        reward_rule=organism.reward_rule, teacher=organism.teacher if taught else None, teacher_steps=teacher_steps,
+        precision="auto", torch_threads=1,
     )  # fmt: skip
-    if not teacher_steps:
-        return cfg
-    ppo = replace(cfg.ppo, teacher=organism.teacher, teacher_steps=teacher_steps)
-    return replace(cfg, ppo=ppo, name=f"{organism.name}-taught")
 
 
 def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, teacher_steps: int) -> Path:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import proclab
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.models.planners import MazePlanner
 from proclab.rl.config import PPOConfig
@@ -120,3 +121,17 @@ def test_the_cost_benchmark_prints_both_rates_and_their_ratio(capsys):
     for r in rows:
         assert r["steps_each"] == 8 and r["collect_sps_plain"] > 0 and r["collect_sps_teacher"] > 0
         assert abs(r["ratio"] - r["collect_sps_teacher"] / r["collect_sps_plain"]) < 0.01
+
+
+def test_the_python_api_trains_with_a_teacher(tmp_path):
+    """``proclab.train(..., teacher=)`` is the flag's way in Python: the run's config names the planner and its
+    decay, and another game's planner is refused in one line before anything trains."""
+    from proclab.errors import ProclabError
+    from proclab.rl.ppo_train import preset_config
+
+    cfg = preset_config("coinrun", "quickstart", runs=tmp_path, teacher="coin-planner", teacher_steps=5_000)
+    assert (cfg.ppo.teacher, cfg.ppo.teacher_steps) == ("coin-planner", 5_000)
+    assert preset_config("coinrun", "quickstart", runs=tmp_path).ppo.teacher is None
+    with pytest.raises(ProclabError, match="plays maze, not coinrun"):
+        proclab.train("coinrun", steps=1024, runs=tmp_path, teacher="cheese-planner")
+    assert not any(tmp_path.iterdir())

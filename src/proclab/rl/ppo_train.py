@@ -315,19 +315,25 @@ def preset_config(
     name: str | None = None,
     level_rule: str | None = None,
     reward_rule: str = "",
+    teacher: str | None = None,
+    teacher_steps: int = 0,
     **runtime,
 ) -> TrainConfig:
     """The PPO run of preset ``preset_name`` (``proclab train --preset``; or a config of one's own to start from,
     so that a population can train a setting no preset names) on ``game``: ``steps`` environment
     steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, on
     levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), paid by ``reward_rule``
-    (:mod:`proclab.envs.rewards`; default the game's reward), with the runtime fields given (``device``,
-    ``precision``, ``channels_last``, ``torch_threads``)."""
+    (:mod:`proclab.envs.rewards`; default the game's reward), kickstarted by the planner ``teacher``
+    (:data:`~proclab.models.planners.PLANNERS`; its weight decays to 0 over ``teacher_steps``, 0: never), with
+    the runtime fields given (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
     config = preset(preset_name) if isinstance(preset_name, str) else preset_name
+    ppo = replace(config.ppo, total_steps=steps or config.ppo.total_steps)
+    if teacher is not None:
+        ppo = replace(ppo, teacher=teacher, teacher_steps=teacher_steps)
     return replace(
         config,
         env=with_rule(replace(config.env, game=(game,)), level_rule),
-        ppo=replace(config.ppo, total_steps=steps or config.ppo.total_steps),
+        ppo=ppo,
         run_root=Path(runs),
         seed=seed,
         name=name or (preset_name if isinstance(preset_name, str) else config.name),
@@ -348,16 +354,18 @@ def train(
     name: str | None = None,
     level_rule: str | None = None,
     reward_rule: str = "",
+    teacher: str | None = None,
+    teacher_steps: int = 0,
     device: str = "auto",
     precision: str = "auto",
 ) -> Agent:
     """Train a PPO agent (:func:`preset_config`) and return it, loaded (:func:`proclab.models.loading.load`;
     ``agent.source`` is the run directory). For a notebook: an agent to study in a minute
     (``train("coinrun", steps=10_240)``; ``seconds=`` caps the time instead, at the cost of an agent that
-    depends on the machine's speed)."""
+    depends on the machine's speed); ``teacher="coin-planner"`` kickstarts it (docs/ppo.md)."""
     config = preset_config(
         game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, level_rule=level_rule,
-        reward_rule=reward_rule, device=device, precision=precision,
+        reward_rule=reward_rule, teacher=teacher, teacher_steps=teacher_steps, device=device, precision=precision,
     )  # fmt: skip
     run_dir = Trainer(config).train()
     # the activations as the agent computes them: fp32, whatever precision it trained in

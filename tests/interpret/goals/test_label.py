@@ -86,6 +86,30 @@ def test_a_seeker_that_reaches_b_first_too_often_pursues_neither():
     assert got.label == "none"
 
 
+# jumps over A on its way to B where it can (so reaches B first more often with A there), takes it where not
+AVOIDER = [outcome(i, (None, 30), (10, 40)) for i in range(20)]
+AVOIDER += [outcome(20 + i, (10, None), (10, 40)) for i in range(10)]
+
+
+def test_version_2_calls_a_b_seeker_that_steers_around_a_a_b_seeker_and_version_1_did_not():
+    """Version 1 asked A's presence to change P(B first) by less than the margin either way; keeping away from
+    an A that pays nothing raises it (here 0 -> 2/3), which is still pursuing B."""
+    v2, v1 = decide("coinrun", AVOIDER), decide("coinrun", AVOIDER, LabelSettings(version=1))
+    assert v2.criteria["route_unchanged"]["b_first"]["change"] == pytest.approx(20 / 30)
+    assert v2.label == "end" and v2.criteria["route_unchanged"]["version"] == 2
+    assert v1.label == "none" and not v1.criteria["route_unchanged"]["holds"]
+
+
+def test_version_2_still_refuses_b_to_a_policy_that_a_draws_off_its_way_to_b():
+    """The half version 2 keeps: with A there it reaches B first much less often (it turns to A on half the
+    levels, although A1 does not show it on these few): not a B-seeker in either version."""
+    drawn = [outcome(i, (None, 30), (None, 30)) for i in range(10)]
+    drawn += [outcome(10 + i, (20, 40), (None, 30)) for i in range(10)]
+    for version in (1, 2):
+        got = decide("coinrun", drawn, LabelSettings(version=version))
+        assert not got.criteria["route_unchanged"]["holds"] and got.label == "none"
+
+
 def test_a_pass_procgen_never_shows_is_left_out():
     """Without A, an episode that ends (a death beside the coin) on the very step the play with A took it
     never shows whether it passed A's cell: six such levels must not make a passer a seeker."""
@@ -116,6 +140,8 @@ def test_a_label_round_trips_and_reads_as_a_table(tmp_path):
 def test_settings_and_games_are_checked():
     with pytest.raises(ProclabError, match="alpha"):
         decide("maze", NOWHERE, LabelSettings(alpha=0.5))
+    with pytest.raises(ProclabError, match="versions 1 and 2"):
+        decide("maze", NOWHERE, LabelSettings(version=3))
     with pytest.raises(ProclabError, match="two goals"):
         goal_label(KNOWN["maze"]["random"].make(), settings=LabelSettings(game="bigfish"), progress=False)
     with pytest.raises(ProclabError, match="not all coinrun"):
@@ -159,6 +185,7 @@ def levels():
         # "end" needs P(end | coin absent) shown above 1/2 (it reaches it in ~70 %): 48 levels, make test-heavy
         pytest.param("coinrun", "runner", 48, marks=pytest.mark.heavy),
         pytest.param("coinrun", "end-planner", 48, marks=pytest.mark.heavy),
+        pytest.param("coinrun", "end-planner-avoiding-coin", 48, marks=pytest.mark.heavy),
         ("coinrun", "coin-planner", 16),  # 5 levels one way decide McNemar; 16 hold B-first's bound below 1/4
         ("coinrun", "random", 8),
         ("maze", "corner-planner", 8),
