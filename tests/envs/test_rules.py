@@ -10,6 +10,7 @@ import pytest
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.envs.rules import (
     coinrun_floor_cells,
+    coinrun_raised_cells,
     coinrun_section_starts,
     parse_rule,
     with_rule,
@@ -56,7 +57,7 @@ def test_rules_parse_with_defaults_spelled_out_and_refuse_bad_text_in_one_line()
     for bad, words in [
         ("coin-move", "Did you mean 'coin-moved'"),
         ("coin-moved:percent=150", "percent must be in [0, 100]"),
-        ("coin-moved:place=air", "place must be sections or floor"),
+        ("coin-moved:place=air", "place must be sections, floor or raised"),
         ("coin-moved:size=3", "KEY one of percent, place, seed"),
         ("cheese-region:size=0", "size must be at least 1"),
         ("cheese-region:size=two", "size='two' is not a int"),
@@ -82,20 +83,32 @@ def test_rules_parse_with_defaults_spelled_out_and_refuse_bad_text_in_one_line()
 
 
 # -- what the rules do, checked from first principles ------------------------------------------------------
-def _floor_cell_ok(state, col: int, row: int) -> bool:
-    """A coin cell a player can take: open, on solid ground, free of every entity but the agent, and
-    between the first section and the end of the level (written without the module's helpers)."""
-    solid = (state.grid == SOLID[0]) | (state.grid == SOLID[1])
-    end = np.flatnonzero(~solid.all(axis=0)).max()
+def _free(state, col: int, row: int) -> bool:
+    """No entity but the agent overlaps the cell (written without the module's helpers)."""
     for e in state.entities:
         near_x = abs(e.x - (col + 0.5)) < e.rx + 0.5 - 1e-3
         if e.kind != "agent" and near_x and abs(e.y - (row + 0.5)) < e.ry + 0.5 - 1e-3:
             return False
-    return 5 <= col < end and not solid[row, col] and solid[:row, col].all()
+    return True
+
+
+def _floor_cell_ok(state, col: int, row: int) -> bool:
+    """A coin cell a player can take: open, on solid ground, free of every entity but the agent, and
+    between the first section and the end of the level."""
+    solid = (state.grid == SOLID[0]) | (state.grid == SOLID[1])
+    end = np.flatnonzero(~solid.all(axis=0)).max()
+    return _free(state, col, row) and 5 <= col < end and not solid[row, col] and solid[:row, col].all()
+
+
+def _raised_cell_ok(state, col: int, row: int) -> bool:
+    """Two cells above a takeable floor cell, both cells above the floor empty and free (a jump takes it)."""
+    empty = [state.grid[r, col] == 100 and _free(state, col, r) for r in (row - 1, row)]  # 100: empty
+    return _floor_cell_ok(state, col, row - 2) and all(empty)
 
 
 def test_coin_moved_only_to_takeable_floor_cells_on_thousands_of_levels():
-    rules = {place: parse_rule(f"coin-moved:place={place}") for place in ("sections", "floor")}
+    rules = {place: parse_rule(f"coin-moved:place={place}") for place in ("sections", "floor", "raised")}
+    cells = {"sections": coinrun_section_starts, "floor": coinrun_floor_cells, "raised": coinrun_raised_cells}
     kept = 0
     for level_seed, state in generated("coinrun", "hard", 2048):
         end = coinrun_end(state)
@@ -109,12 +122,10 @@ def test_coin_moved_only_to_takeable_floor_cells_on_thousands_of_levels():
             col, row = (int(v) for v in coins[0] - 0.5)
             if (col, row) == end:
                 kept += 1  # a level with no section to move it to
-                assert (
-                    len(coinrun_section_starts(state) if place == "sections" else coinrun_floor_cells(state))
-                    == 0
-                )
+                assert len(cells[place](state)) == 0
                 continue
-            assert _floor_cell_ok(state, col, row), (level_seed, place, col, row)
+            ok = _raised_cell_ok if place == "raised" else _floor_cell_ok
+            assert ok(state, col, row), (level_seed, place, col, row)
             assert coinrun_end(edited) == end  # the end is still read from the layout
             if place == "sections":
                 assert (col, row) in {tuple(c) for c in coinrun_floor_cells(state)}

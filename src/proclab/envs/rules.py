@@ -14,7 +14,9 @@ A rule is written ``NAME[:KEY=VALUE,...]`` (``--level-rule`` on the command line
     ``percent`` (0-100, default 100): the share of levels whose coin is moved away from the end of the level.
     ``place``: ``sections`` (default; the fork's distribution: the first floor cell of a section of the
     level, each section equally likely) or ``floor`` (uniform over the floor cells from the first section
-    to the cell before the end). ``seed`` (default 0).
+    to the cell before the end) or ``raised`` (two cells above such a floor cell, the cell between open: off
+    the way, since an agent walking the floor passes under it; it takes a jump there to collect it).
+    ``seed`` (default 0).
 ``cheese-region`` (Maze; the fork's ``maze_aisc`` with ``rand_region``)
     ``size`` (default 1): the cheese goes to an open cell of the top-right ``size x size`` cells of the maze,
     uniformly (``size`` 1 is the corner itself, the fork's ``rand_region=0``; a size above the maze's is the
@@ -32,8 +34,9 @@ from the level's layout (:func:`proclab.envs.state.end_cell`). The fork's ``rand
 (a bounded rejection loop); a rule always places one. Heist's AISC variants change the game's mechanics
 (doors become chests any key opens), which no edit of a standard level can do; they are not offered.
 
-**Never unplayable.** ``coin-moved`` puts the coin only on a floor cell: empty, on solid ground, with no
-crate, saw or enemy in it, between the level's start and end; ``cheese-region`` only on an open cell of the
+**Never unplayable.** ``coin-moved`` puts the coin only on a floor cell (or, ``raised``, two cells above one,
+every cell between open): empty, on solid ground, with no crate, saw or enemy in it, between the level's
+start and end; ``cheese-region`` only on an open cell of the
 maze other than the agent's. ``tests/envs/test_rules.py`` checks this on thousands of generated levels.
 """
 
@@ -118,6 +121,25 @@ def coinrun_floor_cells(state: GameState) -> np.ndarray:
     return np.asarray(cells, np.int64).reshape(-1, 2)
 
 
+RAISE = 2
+"""Rows above the floor of a ``raised`` coin: CoinRun's agent is 1.16 cells tall, so standing or walking it
+reaches into the row above the floor, never the one above that."""
+
+
+def coinrun_raised_cells(state: GameState) -> np.ndarray:
+    """``(n, 2)`` cells ``(column, row)`` :data:`RAISE` rows above a floor cell (:func:`coinrun_floor_cells`)
+    whose cells from the floor up are open and free of entities: a coin off the way, taken only by a jump."""
+    taken = _occupied(state)
+    height = state.grid.shape[0]
+    cells = [
+        (col, row + RAISE)
+        for col, row in coinrun_floor_cells(state)
+        if row + RAISE < height
+        and all(state.grid[r, col] == SPACE and not taken[r, col] for r in range(row + 1, row + RAISE + 1))
+    ]
+    return np.asarray(cells, np.int64).reshape(-1, 2)
+
+
 def coinrun_section_starts(state: GameState) -> np.ndarray:
     """``(n, 2)`` cells ``(column, row)``: the first floor cell of each section of a CoinRun level, where the
     fork's ``random_percent`` puts the coin. CoinRun marks every section's edge with an enemy barrier:
@@ -144,7 +166,11 @@ def coinrun_section_starts(state: GameState) -> np.ndarray:
 def _move_coin(state: GameState, rng: np.random.Generator, values: dict) -> GameState:
     if rng.random() * 100 >= float(values["percent"]):
         return state
-    cells = coinrun_section_starts(state) if values["place"] == "sections" else coinrun_floor_cells(state)
+    cells = {
+        "sections": coinrun_section_starts,
+        "floor": coinrun_floor_cells,
+        "raised": coinrun_raised_cells,
+    }[values["place"]](state)
     if len(cells) == 0 or len(positions(state, "coin")) == 0:
         return state  # a level too short to hold a section keeps its coin at the end
     col, row = cells[int(rng.integers(len(cells)))]
@@ -182,8 +208,8 @@ class _Kind:
 def _check_coin(v: dict) -> str | None:
     if not 0 <= float(v["percent"]) <= 100:
         return f"percent must be in [0, 100], got {v['percent']}"
-    if v["place"] not in ("sections", "floor"):
-        return f"place must be sections or floor, got {v['place']!r}"
+    if v["place"] not in ("sections", "floor", "raised"):
+        return f"place must be sections, floor or raised, got {v['place']!r}"
     return None
 
 
