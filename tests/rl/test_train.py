@@ -255,3 +255,29 @@ def test_resume_takes_a_new_time_limit_for_its_session(tmp_path, capsys):
     main(["train", "--resume", str(run), "--time-limit", "0"])
     assert load_checkpoint(run, kind="agent").step == 256
     assert from_dict(TrainConfig, json.loads((run / "config.json").read_text())).time_limit == 0
+
+
+def test_a_run_initialised_from_an_agent_starts_from_its_weights_and_architecture(tmp_path, capsys):
+    """``--init-from``: fine-tuning. The new run's agent is the source's, weight for weight, whatever agent
+    settings its flags gave (config.json records the source's); an unknown source is one line."""
+    from proclab.models.loading import load
+    from proclab.rl.ppo_train import Trainer
+
+    assert proclab("train", *TINY, "--total-steps", "128", "--run-root", str(tmp_path / "a")).returncode == 0
+    source = load(only_run(tmp_path / "a"), device="cpu")
+    config, _ = parse_args([*TINY, "--widths", "8", "8", "8", "--run-root", str(tmp_path / "b"),
+                            "--init-from", str(only_run(tmp_path / "a"))])  # fmt: skip
+    assert config.agent != source.config
+    trainer = Trainer(config)
+    try:
+        assert trainer.config.agent == source.config
+        got, want = trainer.agent.state_dict(), source.state_dict()
+        assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+        saved = json.loads((trainer.run_dir / "config.json").read_text())
+        assert saved["agent"]["widths"] == list(source.config.widths) and saved["init_from"]
+    finally:
+        trainer.close()
+    error = one_line_error(
+        capsys, ["train", *TINY, "--run-root", str(tmp_path / "c"), "--init-from", "nowhere"]
+    )
+    assert "unknown agent" in error and not (tmp_path / "c").exists()

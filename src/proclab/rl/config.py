@@ -164,6 +164,10 @@ class TrainConfig(RuntimeConfig):
     """Pay the game's second goal instead of its own (proclab.envs.rewards): end-pays (CoinRun: the end of
     the level pays 10 and ends the episode, the coin pays nothing) or corner-pays (Maze: the top-right corner
     pays, the cheese nothing); empty: the game's own reward. Training only: analyses play the game's rules."""
+    init_from: str | None = None
+    """Start from this agent's weights (what proclab.load takes: a registry name, a run or a checkpoint) instead
+    of a fresh initialisation: fine-tuning, e.g. a field agent paid for another goal. Its architecture replaces
+    the agent settings (config.json records it); a resumed run reads its own checkpoint. PPO only."""
     seed: int = 1
     """Seed for levels, initial weights and action sampling."""
     name: str = "default"
@@ -221,6 +225,8 @@ class TrainConfig(RuntimeConfig):
             if self.val_num_envs < len(games):
                 raise ProclabError(f"val_num_envs={self.val_num_envs} is smaller than the {len(games)} games")
         if self.algo == "impala":
+            if self.init_from is not None:
+                raise ProclabError("--init-from starts PPO runs; IMPALA starts from a fresh agent")
             self._validate_impala(world)
         else:
             self._validate_ppo(world)

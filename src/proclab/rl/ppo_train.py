@@ -80,8 +80,14 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, run_dir: Path | None = None, resume: bool = False):
         self.rank, self.world, self.rt = start_training(config)
+        source = None if config.init_from is None or resume else load(config.init_from, device="cpu")
+        if source is not None:  # fine-tuning: its architecture, which config.json then records
+            config = replace(config, agent=source.config)
         self.config = cfg = config
-        self.agent = self.rt.prepare(build_agent(cfg.agent))
+        agent = build_agent(cfg.agent)
+        if source is not None:
+            agent.load_state_dict(source.state_dict())
+        self.agent = self.rt.prepare(agent)
         broadcast_parameters(self.agent)
         torch.manual_seed(cfg.seed + 1000 * self.rank)  # per-rank action sampling and shuffling
 
@@ -317,6 +323,7 @@ def preset_config(
     reward_rule: str = "",
     teacher: str | None = None,
     teacher_steps: int = 0,
+    init_from: str | None = None,
     **runtime,
 ) -> TrainConfig:
     """The PPO run of preset ``preset_name`` (``proclab train --preset``; or a config of one's own to start from,
@@ -324,8 +331,9 @@ def preset_config(
     steps (default: the preset's) or ``seconds`` of wall-clock time, in a run directory under ``runs``, on
     levels edited by ``level_rule`` (:mod:`proclab.envs.rules`; default none), paid by ``reward_rule``
     (:mod:`proclab.envs.rewards`; default the game's reward), kickstarted by the planner ``teacher``
-    (:data:`~proclab.models.planners.PLANNERS`; its weight decays to 0 over ``teacher_steps``, 0: never), with
-    the runtime fields given (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
+    (:data:`~proclab.models.planners.PLANNERS`; its weight decays to 0 over ``teacher_steps``, 0: never),
+    starting from the weights of ``init_from`` (``TrainConfig.init_from``; default a fresh agent), with the
+    runtime fields given (``device``, ``precision``, ``channels_last``, ``torch_threads``)."""
     config = preset(preset_name) if isinstance(preset_name, str) else preset_name
     ppo = replace(config.ppo, total_steps=steps or config.ppo.total_steps)
     if teacher is not None:
@@ -339,6 +347,7 @@ def preset_config(
         name=name or (preset_name if isinstance(preset_name, str) else config.name),
         time_limit=seconds or 0,
         reward_rule=reward_rule,
+        init_from=init_from,
         **runtime,
     )
 
@@ -356,16 +365,19 @@ def train(
     reward_rule: str = "",
     teacher: str | None = None,
     teacher_steps: int = 0,
+    init_from: str | None = None,
     device: str = "auto",
     precision: str = "auto",
 ) -> Agent:
     """Train a PPO agent (:func:`preset_config`) and return it, loaded (:func:`proclab.models.loading.load`;
     ``agent.source`` is the run directory). For a notebook: an agent to study in a minute
     (``train("coinrun", steps=10_240)``; ``seconds=`` caps the time instead, at the cost of an agent that
-    depends on the machine's speed); ``teacher="coin-planner"`` kickstarts it (docs/ppo.md)."""
+    depends on the machine's speed); ``teacher="coin-planner"`` kickstarts it (docs/ppo.md); ``init_from``
+    fine-tunes a trained agent instead of a fresh one."""
     config = preset_config(
         game, preset_name, steps=steps, seconds=seconds, seed=seed, runs=runs, name=name, level_rule=level_rule,
-        reward_rule=reward_rule, teacher=teacher, teacher_steps=teacher_steps, device=device, precision=precision,
+        reward_rule=reward_rule, teacher=teacher, teacher_steps=teacher_steps, init_from=init_from, device=device,
+        precision=precision,
     )  # fmt: skip
     run_dir = Trainer(config).train()
     # the activations as the agent computes them: fp32, whatever precision it trained in
