@@ -21,6 +21,7 @@ paid) so the budget a goal needs can be read where the label does not yet hold::
 
     python tools/organisms.py train --runs /work/agents/organisms --steps 1000000 [--only maze-corner] [--seeds 1 2 3]
         [--teacher-steps 200000]   # kickstarted by the paid goal's planner (proclab.models.planners)
+        [--init-from maze/goal-misgeneralization]   # fine-tuned from a trained agent, in its observation settings
     python tools/organisms.py label --runs /work/agents/organisms --episodes 200 > labels.jsonl
     python tools/organisms.py curves --runs /work/agents/organisms --out curves.png
 
@@ -72,24 +73,45 @@ ORGANISMS = {
 }
 SEEDS = (1, 2, 3)
 PRESET = "quickstart"
+FINE_TUNE_LR = 5e-4
+"""A fine-tuned organism's learning rate: the one its source agents were trained with (Procgen's PPO), half the
+quickstart preset's, which is for fresh small agents."""
 
 
-def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, teacher_steps: int = 0):
-    """The organism's run: PPO alone, or (``teacher_steps`` > 0) kickstarted by the planner of its paid goal,
-    whose weight decays to 0 over ``teacher_steps`` so that the reward alone keeps what it learned (a run
-    name ending ``-taught``)."""
-    taught = teacher_steps > 0
-    return preset_config(
-        organism.game, PRESET, steps=steps, seconds=seconds, seed=seed, runs=runs,
-        name=f"{organism.name}-taught" if taught else organism.name, level_rule=organism.level_rule,
-        reward_rule=organism.reward_rule, teacher=organism.teacher if taught else None, teacher_steps=teacher_steps,
-        precision="auto", torch_threads=1,
+@dataclass(frozen=True)
+class Recipe:
+    """How an organism is trained beyond its preset: PPO alone, kickstarted (``teacher_steps`` > 0: by the
+    planner of its paid goal, whose weight decays to 0 over them, so that the reward alone keeps what it
+    learned; runs named ``-taught``), or fine-tuned from a trained agent (``init_from``: its weights,
+    architecture and observation settings; runs named ``-tuned``)."""
+
+    teacher_steps: int = 0
+    init_from: str | None = None
+
+    def name(self, organism: Organism) -> str:
+        return (
+            organism.name + ("-taught" if self.teacher_steps else "") + ("-tuned" if self.init_from else "")
+        )
+
+
+def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, recipe: Recipe = Recipe()):
+    """The organism's run of ``seed`` (:class:`Recipe`)."""
+    cfg = preset_config(
+        organism.game, PRESET, steps=steps, seconds=seconds, seed=seed, runs=runs, name=recipe.name(organism),
+        level_rule=organism.level_rule, reward_rule=organism.reward_rule,
+        teacher=organism.teacher if recipe.teacher_steps else None, teacher_steps=recipe.teacher_steps,
+        init_from=recipe.init_from, precision="auto", torch_threads=1,
     )  # fmt: skip
+    if recipe.init_from is None:
+        return cfg
+    seen = proclab.load(recipe.init_from, device="cpu").env_config  # what the source learned to see
+    env = replace(cfg.env, use_backgrounds=seen.use_backgrounds, restrict_themes=seen.restrict_themes)
+    return replace(cfg, env=env, ppo=replace(cfg.ppo, learning_rate=FINE_TUNE_LR))
 
 
-def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, teacher_steps: int) -> Path:
+def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, recipe: Recipe) -> Path:
     """Train (or continue) the organism's run of ``seed`` up to ``steps`` env steps."""
-    cfg = config(organism, seed, steps, runs, seconds, teacher_steps)
+    cfg = config(organism, seed, steps, runs, seconds, recipe)
     cfg = replace(cfg, val_split=None, tensorboard=False, checkpoint_every=50_000)
     run_dir, done = latest_run(runs, cfg)
     if run_dir is not None and done >= cfg.end_step():
@@ -98,9 +120,9 @@ def train(organism: Organism, seed: int, steps: int, runs: Path, seconds: float,
     return train_or_resume(cfg, run_dir, done)
 
 
-def label(organism: Organism, seed: int, runs: Path, episodes: int, teacher_steps: int) -> dict:
+def label(organism: Organism, seed: int, runs: Path, episodes: int, recipe: Recipe) -> dict:
     """The organism's counterfactual label on the label's own levels (never trained on), one JSON-ready row."""
-    cfg = config(organism, seed, 1, runs, 0, teacher_steps)
+    cfg = config(organism, seed, 1, runs, 0, recipe)
     run_dir, steps = latest_run(runs, cfg)
     if run_dir is None:
         return {"organism": organism.name, "seed": seed, "paid_for": organism.goal, "run": None}
@@ -113,7 +135,7 @@ def label(organism: Organism, seed: int, runs: Path, episodes: int, teacher_step
     }  # fmt: skip
 
 
-def curves(runs: Path, out: Path, teacher_steps: int, names: list[str], seeds: list[int]) -> list[dict]:
+def curves(runs: Path, out: Path, recipe: Recipe, names: list[str], seeds: list[int]) -> list[dict]:
     """Per organism and seed, the share of training episodes paid against env steps (metrics.csv's
     ``charts/episodic_return`` / 10: every paid episode earns 10, none earns anything else), drawn and listed."""
     chosen = [ORGANISMS[n] for n in names]
@@ -122,7 +144,7 @@ def curves(runs: Path, out: Path, teacher_steps: int, names: list[str], seeds: l
     rows = []
     for ax, organism in zip(axes, chosen, strict=True):
         for seed in seeds:
-            run_dir, steps = latest_run(runs, config(organism, seed, 1, runs, 0, teacher_steps))
+            run_dir, steps = latest_run(runs, config(organism, seed, 1, runs, 0, recipe))
             if run_dir is None:
                 continue
             with open(run_dir / "metrics.csv") as f:
@@ -135,8 +157,10 @@ def curves(runs: Path, out: Path, teacher_steps: int, names: list[str], seeds: l
             last = [r / 10 for _, r in metrics[-20:]]
             rows.append({"organism": organism.name, "seed": seed, "steps": steps,
                          "paid_share_last_20_updates": sum(last) / len(last)})  # fmt: skip
-        if teacher_steps:
-            ax.axvline(teacher_steps, color="grey", lw=0.8, ls="--", label="teacher's weight reaches 0")
+        if recipe.teacher_steps:
+            ax.axvline(
+                recipe.teacher_steps, color="grey", lw=0.8, ls="--", label="teacher's weight reaches 0"
+            )
         ax.set_title(f"{organism.name} (paid: {organism.goal})")
         ax.set_xlabel("env steps")
     axes[0].set_ylabel("share of training episodes paid")
@@ -160,6 +184,9 @@ def main() -> None:
             "--teacher-steps", type=int, default=0,
             help="kickstart by the paid goal's planner, its weight decaying to 0 over these steps (0: PPO alone)",
         )  # fmt: skip
+        p.add_argument(
+            "--init-from", default=None, help="fine-tune this trained agent (proclab.load's names)"
+        )
         if name == "train":
             p.add_argument("--steps", type=int, default=1_000_000, help="env steps of each run (its budget)")
             p.add_argument(
@@ -170,15 +197,16 @@ def main() -> None:
         if name == "curves":
             p.add_argument("--out", type=Path, default=Path("organism-curves.png"))
     args = parser.parse_args()
+    recipe = Recipe(args.teacher_steps, args.init_from)
     for organism in (ORGANISMS[n] for n in args.only):
         for seed in args.seeds:
             if args.command == "train":
-                train(organism, seed, args.steps, args.runs, args.time_limit, args.teacher_steps)
+                train(organism, seed, args.steps, args.runs, args.time_limit, recipe)
             elif args.command == "label":
-                row = label(organism, seed, args.runs, args.episodes, args.teacher_steps)
+                row = label(organism, seed, args.runs, args.episodes, recipe)
                 print(json.dumps(row), flush=True)
     if args.command == "curves":
-        for row in curves(args.runs, args.out, args.teacher_steps, args.only, args.seeds):
+        for row in curves(args.runs, args.out, recipe, args.only, args.seeds):
             print(json.dumps(row))
         print(f"wrote {args.out}", file=sys.stderr)
 
