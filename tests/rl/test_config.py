@@ -119,6 +119,7 @@ def train(env_, agent_, **kw):
         impala=ImpalaConfig(),
         algo="ppo",
         reward_rule="",  # the seeds train on the game's own reward
+        init_from=None,  # a fresh initialisation, as the seeds trained
         seed=1,
         name="default",
         run_root=Path("runs"),
