@@ -35,6 +35,7 @@ import csv
 import json
 import sys
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import proclab
@@ -94,6 +95,13 @@ class Recipe:
         )
 
 
+@cache
+def source_view(agent: str):
+    """What the agent ``agent`` learned to see (its env config), loaded once: ``label`` and ``curves`` build
+    every seed's config to find its run."""
+    return proclab.load(agent, device="cpu").env_config
+
+
 def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float, recipe: Recipe = Recipe()):
     """The organism's run of ``seed`` (:class:`Recipe`)."""
     cfg = preset_config(
@@ -104,7 +112,7 @@ def config(organism: Organism, seed: int, steps: int, runs: Path, seconds: float
     )  # fmt: skip
     if recipe.init_from is None:
         return cfg
-    seen = proclab.load(recipe.init_from, device="cpu").env_config  # what the source learned to see
+    seen = source_view(recipe.init_from)
     env = replace(cfg.env, use_backgrounds=seen.use_backgrounds, restrict_themes=seen.restrict_themes)
     return replace(cfg, env=env, ppo=replace(cfg.ppo, learning_rate=FINE_TUNE_LR))
 

@@ -187,17 +187,22 @@ class CoinRunPlanner(StatePolicy):
             ahead = int(x + way * (rx + 0.6))
             below = grid[max(feet - 3, 0) : feet, ahead] if 0 <= ahead < grid.shape[1] else grid[:0, 0]
             near = entities[np.isin(entities["type"], _HAZARDS)]
-            gap = way * (near["x"] - x)
             jump |= bool(np.isin(grid[feet, ahead], _SOLID))  # a step up
             jump |= not np.isin(below, _SOLID).any() or bool(np.isin(below, _LAVA).any())  # a gap or lava
-            jump |= bool(((gap > 0) & (gap < 2.5) & (np.abs(near["y"] - y) < 1.5)).any())  # a saw or enemy
-            if self.avoid_coin:  # a coin ahead on its way, as a saw: its cell's centre against the agent's
+            jump |= _close_ahead(near["x"], near["y"], x, y, way)  # a saw or enemy
+            if self.avoid_coin:  # a coin on its way, as a saw: its cell's centre
                 coins = np.argwhere(grid == _COIN)
-                ahead_x, coin_y = way * (coins[:, 1] + 0.5 - x), coins[:, 0] + 0.5
-                jump |= bool(((ahead_x > 0) & (ahead_x < 2.5) & (np.abs(coin_y - y) < 1.5)).any())
+                jump |= _close_ahead(coins[:, 1] + 0.5, coins[:, 0] + 0.5, x, y, way)
         if jump:
             return {1: UP_RIGHT, -1: UP_LEFT, 0: UP}[way]
         return {1: RIGHT, -1: LEFT, 0: NOOP}[way]
+
+
+def _close_ahead(xs: np.ndarray, ys: np.ndarray, x: float, y: float, way: int) -> bool:
+    """Whether any of the things at ``xs``, ``ys`` lies less than 2.5 cells ahead of the agent at ``x``, ``y``
+    walking ``way`` (+1 right, -1 left), within 1.5 cells of its height: close enough to jump over."""
+    gap = way * (xs - x)
+    return bool(((gap > 0) & (gap < 2.5) & (np.abs(ys - y) < 1.5)).any())
 
 
 # -- by name ------------------------------------------------------------------------------------------

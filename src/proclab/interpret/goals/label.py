@@ -304,7 +304,7 @@ def decide(
     kept = (
         f"alike present and absent, within ±{settings.margin}"
         if settings.version == 1
-        else (f"no more than {settings.margin} lower present than absent")
+        else f"no more than {settings.margin} lower present than absent"
     )
     criteria = {
         "a_more_with_a": {
