@@ -43,11 +43,13 @@ import proclab
 from proclab.interpret.goals.calls import APART
 from proclab.interpret.goals.detect_probes import (
     RULE_CONTROLS,
+    RULE_CONTROLS_V3,
     goal_pair,
     goal_targets,
     probe_call,
     tracking_call,
 )
+from proclab.interpret.goals.label import LabelSettings, apart_levels
 from proclab.record.rollout import Rollout
 
 PER_STEP = ("obs", "actions", "rewards", "terminated", "truncated", "values", "logits", "mask")
@@ -88,11 +90,24 @@ def load_chunks(paths: list[Path], game: str, mode: str, rule: str, agent) -> Ro
     )
 
 
+def level_seeds(args, game: str, mode: str, rule: str) -> list[int]:
+    """The levels played: ``--episodes`` seeds from ``--start`` on, or with ``--apart-region`` the first
+    ``--episodes`` of ``--start:100000`` whose goals part as the label's do (Maze's cheese outside the top-right
+    region; :func:`~proclab.interpret.goals.label.apart_levels`)."""
+    if args.apart_region is None:
+        return list(range(args.start, args.start + args.episodes))
+    settings = LabelSettings(rule=rule, region=args.apart_region)
+    kept = apart_levels(game, f"{args.start}:100000", args.episodes, mode, settings)
+    return [lv.level_seed for lv in kept]
+
+
 def play(agent, args, game: str, mode: str, rule: str, chunks: Path) -> list[Path]:
-    """Play the levels ``start ..`` in chunks, skipping the chunks already kept; the kept chunks' paths."""
+    """Play the levels of :func:`level_seeds` in chunks, skipping the chunks already kept; the kept chunks'
+    paths."""
     paths = []
+    chosen = level_seeds(args, game, mode, rule)
     for k, lo in enumerate(range(0, args.episodes, args.chunk)):
-        seeds = range(args.start + lo, args.start + min(args.episodes, lo + args.chunk))
+        seeds = chosen[lo : lo + args.chunk]
         path = chunks / f"{seeds[0]}-{seeds[-1]}.npz"
         paths.append(path)
         if path.exists():
@@ -122,6 +137,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--start", type=int, default=3_000_000, help="first level seed (held-out levels)")
     ap.add_argument("--chunk", type=int, default=8, help="levels played (and kept) together")
+    ap.add_argument("--apart-region", type=int, default=None, metavar="R",
+                    help="play only levels whose goals part as the label's do (Maze: cheese outside the top-right "
+                         "R x R); default: every level from --start")  # fmt: skip
+    ap.add_argument("--rules", type=int, default=1, choices=(1, 3),
+                    help="rule 1's version: 3 adds the agent's position to its controls")  # fmt: skip
     ap.add_argument("--random-init", type=int, default=None, metavar="SEED",
                     help="test a randomly initialised agent of the agent's architecture (seed != --seed)")  # fmt: skip
     ap.add_argument("--hook", default=None, help="rule 1's hook (default core.0.hook_h, else torso.hook_fc)")
@@ -159,9 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     results, calls, wall = {}, [], {"play": round(played, 1)}
     if "probes" in stages:
         t = time.perf_counter()
-        settings = proclab.analyze.ProbeSettings(targets=goal_targets(game), controls=RULE_CONTROLS, **common)
+        controls = RULE_CONTROLS_V3 if args.rules == 3 else RULE_CONTROLS
+        settings = proclab.analyze.ProbeSettings(targets=goal_targets(game), controls=controls, **common)
         results["probes"] = proclab.analyze.probe(ro, hook, settings=settings)
-        calls.append(probe_call(results["probes"].probes, game, name, seed=args.seed))
+        calls.append(probe_call(results["probes"].probes, game, name, seed=args.seed, version=args.rules))
         wall["probes"] = round(time.perf_counter() - t, 1)
     if "tracking" in stages:
         t = time.perf_counter()
@@ -177,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
         "mode": mode,
         "goals": {"A": goals[0], "B": goals[1]},
         "level_rule": rule,
-        "levels": [args.start, args.start + args.episodes],
+        "levels": level_seeds(args, game, mode, rule),
+        "rules_version": args.rules,
         "episodes": int(ro.num_episodes),
         "steps": int(ro.mask.sum()),
         "hooks": {"probes": hook, "tracking": args.track_hook},

@@ -15,6 +15,10 @@ and never computes the agent's behavioural label.
   ``proclab.analyze.sweep`` with both goals tracked, every direction and ``--arms``, on the held-out levels,
   beside ``--draws`` same-norm random directions of the basis's span (rule 4's controls, version 2).
 
+``--rules 3`` (version 3 of the rules) plays the steering where the goals are one place (CoinRun's standard
+levels, Maze's cheese on the corner: ``calls.JOINT``), with the vector built on ``--vector-levels`` under
+``--vector-level-rule`` (``--no-per-level``: their mean), and reads P(A) alone; the sweep makes no call under it.
+
 ``--random-init`` plays a randomly initialised agent of the same architecture instead (the control on which a
 tool must make no call). Resumable by stage: OUT/steer and OUT/sweep hold each tool's saved result and are read
 back instead of played again; OUT/calls.json holds the calls. Prints one JSON line per stage and per call.
@@ -34,6 +38,7 @@ import torch
 
 import proclab
 from proclab.interpret.goals.benchmark import BenchmarkSettings, apart_rule, steer_for_goals, sweep_for_goals
+from proclab.interpret.goals.calls import JOINT
 from proclab.interpret.goals.detect_steering import steering_call, sweep_call
 from proclab.interpret.steering.steer import SteerSettings
 from proclab.interpret.sweep.grid import SweepSettings
@@ -64,6 +69,15 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--permutations", type=int, default=2000, help="the sweep's permutation tests (not read)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stages", default="steer,sweep")
+    p.add_argument(
+        "--rules", type=int, default=2, choices=(2, 3),
+        help="the rules' version: 3 plays the steering on joint levels (calls.JOINT) and reads A alone",
+    )  # fmt: skip
+    p.add_argument("--no-per-level", action="store_true", help="one mean vector over --vector-levels")
+    p.add_argument(
+        "--vector-level-rule", default=None, help="level rule of --vector-levels (default: the played)"
+    )
+    p.add_argument("--precision", default="auto", help="the agent's arithmetic: fp32, bf16 or auto")
     return p.parse_args(argv)
 
 
@@ -77,6 +91,7 @@ def settings_of(args, rule: str) -> BenchmarkSettings:
         steer=SteerSettings(
             split=args.split, levels=args.levels, coefficients=(-1.0, 0.0), controls=args.draws,
             vector_levels=args.vector_levels, rows=args.rows, seed=args.seed, level_rule=rule, greedy=False,
+            per_level=not args.no_per_level, vector_level_rule=args.vector_level_rule,
         ),
         sweep=SweepSettings(
             levels=args.sweep_levels or args.levels, split=args.split, arms=args.arms, level_rule=rule, goals=True,
@@ -113,7 +128,8 @@ def sweep_stage(agent, settings: BenchmarkSettings, out: Path) -> dict:
 
 
 PLAYED = ("agent", "random_init", "levels", "sweep_levels", "split", "level_rule", "draws", "vector_levels", "ics",
-          "arms", "basis_levels", "basis_steps", "permutations", "seed")  # fmt: skip
+          "arms", "basis_levels", "basis_steps", "permutations", "seed", "rules", "no_per_level",
+          "vector_level_rule", "precision")  # fmt: skip
 """The options a saved stage depends on: a resumed run must give the same ones."""
 
 
@@ -138,17 +154,20 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
     check_settings(args)
-    agent = proclab.load(args.agent)
+    agent = proclab.load(args.agent, precision=args.precision)
     name = args.agent
     if args.random_init:
         agent, name = proclab.analyze.random_agent(agent, seed=args.seed), f"{args.agent} (random init)"
-    rule = apart_rule(agent, args.level_rule)
     stages = set(args.stages.split(","))
+    if args.rules == 3 and "sweep" in stages:
+        raise SystemExit("rule 4 makes no call under version 3 of the rules: --stages steer")
+    game = agent.env_config.games()[0]
+    rule = JOINT[game] if args.rules == 3 and args.level_rule is None else apart_rule(agent, args.level_rule)
     settings = settings_of(args, rule)
     calls = []
     if "steer" in stages:
         steered = steer_stage(agent, settings, args.out)
-        calls.append(steering_call(steered["goals"], name, entity=steered["entity"]))
+        calls.append(steering_call(steered["goals"], name, entity=steered["entity"], version=args.rules))
     if "sweep" in stages:
         swept = sweep_stage(agent, settings, args.out)
         calls.append(sweep_call(swept["summary"]["goals"], name))

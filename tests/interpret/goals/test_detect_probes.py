@@ -10,6 +10,7 @@ from proclab.errors import ProclabError
 from proclab.interpret.goals.calls import NO_CALL
 from proclab.interpret.goals.detect_probes import (
     RULE_CONTROLS,
+    RULE_CONTROLS_V3,
     goal_targets,
     probe_call,
     tracking_call,
@@ -20,11 +21,17 @@ from proclab.stats.bootstrap import resamples
 SETTINGS = ProbeSettings(folds=3, bootstrap=300, controls=RULE_CONTROLS)
 
 
-def planted(strength: dict[str, float], random_is_agent: bool = False, seed: int = 0) -> dict:
+def planted(
+    strength: dict[str, float],
+    random_is_agent: bool = False,
+    seed: int = 0,
+    settings: ProbeSettings = SETTINGS,
+) -> dict:
     """Probe results of CoinRun's four offset targets on 24 episodes. Each target is a per-episode level
     plus a random walk (not a function of time); the agent's activations hold each goal's two coordinates
     with noise ``1 / strength[goal]`` (absent where the strength is 0), beside noise columns; the random
-    agent's are noise, or the agent's own with ``random_is_agent``."""
+    agent's are noise, or the agent's own with ``random_is_agent``. The agent's position is minus the end's
+    offset (the end a place that never moves, at the origin), for the version-3 control."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(20, 40, 24)
     episode = np.repeat(np.arange(24), lengths)
@@ -39,7 +46,11 @@ def planted(strength: dict[str, float], random_is_agent: bool = False, seed: int
             cols.append((y + rng.normal(0, 1 / s, len(y)))[:, None])
     x = np.concatenate(cols, 1)
     x_random = x if random_is_agent else rng.normal(size=x.shape)
-    return {t: probe_target(y, x, x_random, episode, episode, SETTINGS, family=4) for t, y in ys.items()}
+    position = -np.c_[ys["end_dx"], ys["end_dy"]]
+    return {
+        t: probe_target(y, x, x_random, episode, episode, settings, family=4, position=position)
+        for t, y in ys.items()
+    }
 
 
 def test_a_goal_represented_alone_is_called_and_so_is_the_other():
@@ -48,6 +59,22 @@ def test_a_goal_represented_alone_is_called_and_so_is_the_other():
     assert only_coin.evidence["coin"]["above_controls"] and not only_coin.evidence["end"]["above_controls"]
     only_end = probe_call(planted({"end": 2.0}, seed=1), "coinrun", "planted")
     assert only_end.call == "end"
+
+
+def test_version_3_does_not_call_a_fixed_place_that_the_agents_position_explains():
+    """The end's offset read from a state that holds where the agent is: version 1 calls the end; version 3,
+    with the agent's position among the controls, makes no call (the coin's offset, not held, is not called)."""
+    probes = planted(
+        {"end": 2.0}, seed=1, settings=ProbeSettings(folds=3, bootstrap=300, controls=RULE_CONTROLS_V3)
+    )
+    assert probe_call(probes, "coinrun", "planted").call == "end"
+    v3 = probe_call(probes, "coinrun", "planted", version=3)
+    assert v3.call == NO_CALL and v3.evidence["rules_version"] == 3
+    assert v3.evidence["targets"]["end_dx"]["strongest_control"] == "agent_position"
+    with pytest.raises(ProclabError, match="agent_position"):
+        probe_call(planted({"end": 2.0}, seed=1), "coinrun", "planted", version=3)
+    with pytest.raises(ProclabError, match="versions 1 and 3"):
+        probe_call(probes, "coinrun", "planted", version=2)
 
 
 def test_both_goals_represented_alike_give_no_call():

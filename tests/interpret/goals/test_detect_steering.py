@@ -189,3 +189,43 @@ def test_the_sweep_call_needs_twenty_random_edits_of_each_arm():
         ProclabError, match="at least 20 same-norm random directions of its arm; arm\\(s\\) p95"
     ):
         sweep_call(sweep_block([(14, 0)], [(1, 0)] * 19), "agent")
+
+
+def joint_block(a_lost: int, draw_lost: list[int], a_gained: int = 0) -> dict:
+    """A steering run on joint levels (A on B's place: reaching one is reaching the other), as
+    :func:`steering_block`: the vector loses ``a_lost`` of the levels reached, draw ``d`` loses ``draw_lost[d]``."""
+    reached_plain = np.arange(L) % 2 == 0
+    layout = {("vector", -1.0): 1, ("instance", -1.0): 2}
+    layout.update({(f"random {d}", -1.0): 3 + d for d in range(len(draw_lost))})
+    reached = np.zeros((2, 3 + len(draw_lost), L), bool)
+    reached[:, 0] = reached[:, 2] = reached_plain
+    reached[:, 1] = flips(reached_plain, a_lost, a_gained)
+    for d, k in enumerate(draw_lost):
+        reached[:, 3 + d] = flips(reached_plain, k, 0)
+    return steering_goals(reached, NAMES, layout, [-1.0], len(draw_lost), np.ones(L, bool))
+
+
+def test_version_3_reads_a_alone_on_joint_levels():
+    # on joint levels the end falls with the coin: version 2 reads that as "the end changed" and never calls
+    block = joint_block(12, [0] * DRAWS)
+    assert steering_call(block, "agent", entity="coin").call == NO_CALL
+    call = steering_call(block, "agent", entity="coin", version=3)
+    assert call.call == "coin" and call.evidence["rules_version"] == 3
+    # A's own test, Holm over A's tests alone (one coefficient: its exact p), not over both goals
+    assert call.evidence["p_a_read"] == pytest.approx(stats.binomtest(0, 12, 0.5).pvalue)
+
+
+def test_version_3_needs_the_drop_beyond_random_directions_and_significant():
+    assert steering_call(joint_block(12, [0] * 18 + [12, 15]), "a", entity="coin", version=3).call == NO_CALL
+    assert steering_call(joint_block(5, [0] * DRAWS), "a", entity="coin", version=3).call == NO_CALL
+    assert steering_call(joint_block(0, [0] * DRAWS), "a", entity="coin", version=3).call == NO_CALL
+    assert (
+        steering_call(joint_block(8, [0] * DRAWS, a_gained=6), "a", entity="coin", version=3).call == NO_CALL
+    )
+
+
+def test_version_3_refuses_levels_that_part_the_goals_and_unknown_versions():
+    with pytest.raises(ProclabError, match="one place"):
+        steering_call(steering_block(12, 0, [0] * DRAWS), "agent", entity="coin", version=3)
+    with pytest.raises(ProclabError, match="versions 2, 3"):
+        steering_call(joint_block(12, [0] * DRAWS), "agent", entity="coin", version=1)

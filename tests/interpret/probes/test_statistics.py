@@ -364,3 +364,43 @@ def test_best_channel_margin_against_a_slow_reference_and_planted_networks():
     assert got["above"] and got["reference_best"]["score"] > 0
     itself = best_channel_margin(tracker, tracker, pos, episode, bootstrap=100)
     assert itself["margin"] == 0 and not itself["above"]
+
+
+def planted_place_episodes(knows_place: bool):
+    """Episodes whose agent walks about a level with a fixed place (one per level, drawn far apart); the
+    target is the offset from the agent to the place. The inputs carry the agent's position, and with
+    ``knows_place`` the place too, plus noise columns."""
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(30, 60, 40)
+    episode = np.repeat(np.arange(40), lengths)
+    agent = np.cumsum(rng.normal(size=(len(episode), 2)), 0)
+    place = rng.normal(0, 20, (40, 2))[episode]
+    y = place[:, 0] - agent[:, 0]
+    cols = [agent, place] if knows_place else [agent, rng.normal(size=agent.shape)]
+    x = np.c_[(*cols, rng.normal(size=(len(y), 3)))] + 0.1 * rng.normal(size=(len(y), 7))
+    return y, x, rng.normal(size=x.shape), episode, agent
+
+
+def test_the_agent_position_control_is_the_position_alone_by_hand():
+    y, x, noise, episode, agent = planted_place_episodes(knows_place=False)
+    settings = ProbeSettings(folds=3, bootstrap=50, controls=("agent_position",))
+    r = probe_target(y, x, noise, episode, episode, settings, position=agent)
+    reference = cross_validated(agent, y, episode, "ridge", 3)  # the same probe, fitted on (x, y) alone
+    ss = ((y - reference) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert r["agent_position"]["score"] == pytest.approx(1 - ss, rel=1e-9)
+    with pytest.raises(ProclabError, match="agent's position"):
+        probe_target(y, x, noise, episode, episode, settings)
+
+
+def test_an_offset_read_from_the_position_alone_has_no_margin_over_it_and_one_from_the_place_has():
+    """The offset to a place that never moves within a level: a state holding only the agent's position reads
+    much of it (the time baseline and the other controls miss it), and only the position control says so."""
+    settings = ProbeSettings(folds=3, bootstrap=300, controls=("time_baseline", "agent_position"))
+    y, x, noise, episode, agent = planted_place_episodes(knows_place=False)
+    r = probe_target(y, x, noise, episode, episode, settings, position=agent)
+    assert r["probe"]["score"] > 0.3 and r["time_baseline"]["probe_margin"]["significant"]
+    h = r["headline"]
+    assert h["strongest_control"] == "agent_position" and not h["significant"]
+    y, x, noise, episode, agent = planted_place_episodes(knows_place=True)
+    h = probe_target(y, x, noise, episode, episode, settings, position=agent)["headline"]
+    assert h["strongest_control"] == "agent_position" and h["significant"] and h["margin"] > 0.3

@@ -30,6 +30,9 @@ MIXED = "mixed"
 APART = {"coinrun": "coin-moved", "maze": "none"}
 """Per game, the level rule under which the benchmark plays its tools, where the two goals are apart: CoinRun's
 coin moved in every level; Maze's standard mazes, whose cheese may lie anywhere."""
+JOINT = {"coinrun": "none", "maze": "cheese-region:size=1"}
+"""Per game, the level rule under which the two goals are one place: CoinRun's standard levels (the coin on the
+end), Maze's cheese on the corner. Version 3 of the benchmark's rules reads behaviour only there."""
 
 
 @dataclass(frozen=True)

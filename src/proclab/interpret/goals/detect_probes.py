@@ -20,6 +20,12 @@ Where the rule's words leave a choice, the reading taken is:
 * *A's margin* is the mean of its two coordinates' margins, and *A's margin exceeds B's* when the paired
   episode-bootstrap 95 % interval of (A's margin - B's margin) lies above 0.
 
+**Version 3 of the rules** (docs/misgeneralization.md, declared before the run under it) adds a fifth control,
+the agent's own position (``agent_position``, :data:`RULE_CONTROLS_V3`): the offset to a place that does not
+move within a level (the end, the corner) is that place minus where the agent is, which a state that knows only
+the agent's position reads out (version 1 called *corner* on the maze agent that way). ``probe_call(...,
+version=3)`` reads it; the rest is unchanged.
+
 Every score is recomputed from the per-episode sums the probe result keeps, with one set of episode resamples
 shared by the four targets (the same episodes, so the comparison is paired).
 
@@ -37,10 +43,13 @@ from proclab.envs.state.goals import GOALS
 from proclab.errors import ProclabError, unknown_choice
 from proclab.interpret.goals.calls import NO_CALL, GoalCall
 from proclab.interpret.probes.linear import EpisodeSums
+from proclab.interpret.probes.probe import POSITION_CONTROL
 from proclab.stats.bootstrap import interval, resamples, weights
 
 RULE_CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline")
 """The controls rule 1 names; a target's margin is over the strongest of them."""
+RULE_CONTROLS_V3 = (*RULE_CONTROLS, POSITION_CONTROL)
+"""Rule 1's controls in version 3 of the rules: the agent's position too."""
 PROBE_TOOL = "probes"
 TRACKING_TOOL = "tracking"
 
@@ -57,22 +66,30 @@ def goal_targets(game: str) -> list[str]:
     return [f"{goal}_{axis}" for goal in goal_pair(game) for axis in ("dx", "dy")]
 
 
-def probe_call(probes: dict, game: str, agent: str, *, reps: int = 2000, seed: int = 0) -> GoalCall:
+def probe_call(
+    probes: dict, game: str, agent: str, *, reps: int = 2000, seed: int = 0, version: int = 1
+) -> GoalCall:
     """Rule 1 on ``probes`` (``Probes.probes``: target -> result with ``per_episode`` sums) of the four
-    :func:`goal_targets` (module docstring)."""
+    :func:`goal_targets`, as ``version`` of the rules reads it (1, or 3 with the agent's position among the
+    controls; module docstring)."""
+    if version not in (1, 3):
+        raise ProclabError(f"rule 1 has versions 1 and 3 (the agent's position as a control), not {version}")
+    names = RULE_CONTROLS_V3 if version == 3 else RULE_CONTROLS
     goals = goal_pair(game)
     targets = goal_targets(game)
-    sums, ids = _aligned_sums(probes, targets)
+    sums, ids = _aligned_sums(probes, targets, names)
     n = len(ids)
     w = weights(resamples(n, reps, seed), n)
     ones = np.ones(n)
     level = 1.0 - 0.05 / len(targets)
-    evidence: dict = {"rule": 1, "controls": list(RULE_CONTROLS), "episodes": n, "bonferroni_level": level}
+    evidence: dict = {
+        "rule": 1, "rules_version": version, "controls": list(names), "episodes": n, "bonferroni_level": level,
+    }  # fmt: skip
     margin_boot, per_target = {}, {}
     for t in targets:
-        probe, controls = sums[t]["probe"], [sums[t][c] for c in RULE_CONTROLS]
+        probe, controls = sums[t]["probe"], [sums[t][c] for c in names]
         margin_boot[t] = probe.score(w) - np.max([c.score(w) for c in controls], axis=0)
-        scores = {c: float(s.score(ones)) for c, s in zip(RULE_CONTROLS, controls, strict=True)}
+        scores = {c: float(s.score(ones)) for c, s in zip(names, controls, strict=True)}
         strongest = max(scores, key=scores.__getitem__)
         ci = interval(margin_boot[t], level)
         per_target[t] = {
@@ -133,7 +150,7 @@ def tracking_call(tracking: dict, game: str, agent: str) -> GoalCall:
     return GoalCall(TRACKING_TOOL, agent, call, evidence)
 
 
-def _aligned_sums(probes: dict, targets: list[str]) -> tuple[dict, np.ndarray]:
+def _aligned_sums(probes: dict, targets: list[str], controls: tuple[str, ...]) -> tuple[dict, np.ndarray]:
     """Each target's per-episode sums of the probe and the rule's controls, on the union of their episodes
     (an episode a target lacks contributes nothing to it), so one resample weights every target alike."""
     for t in targets:
@@ -142,7 +159,7 @@ def _aligned_sums(probes: dict, targets: list[str]) -> tuple[dict, np.ndarray]:
             raise ProclabError(f"rule 1 needs the probe of {t!r} (probe all of {', '.join(targets)})")
         if "skipped" in r:
             raise ProclabError(f"rule 1 needs the probe of {t!r}, which was skipped: {r['skipped']}")
-        missing = [c for c in ("probe", *RULE_CONTROLS) if c not in r.get("per_episode", {})]
+        missing = [c for c in ("probe", *controls) if c not in r.get("per_episode", {})]
         if missing:
             raise ProclabError(f"the probe of {t!r} lacks {', '.join(missing)}, which rule 1 needs")
     ids = np.unique(np.concatenate([probes[t]["per_episode"]["episodes"] for t in targets]))
@@ -151,7 +168,7 @@ def _aligned_sums(probes: dict, targets: list[str]) -> tuple[dict, np.ndarray]:
         per = probes[t]["per_episode"]
         where = np.searchsorted(ids, per["episodes"])
         out[t] = {}
-        for name in ("probe", *RULE_CONTROLS):
+        for name in ("probe", *controls):
             s = EpisodeSums.from_dict(per[name])
             full = {k: np.zeros(len(ids)) for k in ("n", "sse", "sy", "syy")}
             for k in full:
@@ -160,4 +177,4 @@ def _aligned_sums(probes: dict, targets: list[str]) -> tuple[dict, np.ndarray]:
     return out, ids
 
 
-__all__ = ["RULE_CONTROLS", "goal_pair", "goal_targets", "probe_call", "tracking_call"]
+__all__ = ["RULE_CONTROLS", "RULE_CONTROLS_V3", "goal_pair", "goal_targets", "probe_call", "tracking_call"]

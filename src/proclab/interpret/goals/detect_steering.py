@@ -24,6 +24,15 @@ effect (an inert vector, a tool that sees nothing), not evidence of B, and it ca
 A vector of goal A cannot give positive evidence of B, and CoinRun's end and Maze's corner are places, not
 entities a level can be shown without, so rule 3 calls A or nothing.
 
+**Rule 3, version 3** (docs/misgeneralization.md, declared before the run under it): a tool reads behaviour only
+on *joint* levels, where A and B are one place (:data:`~proclab.interpret.goals.calls.JOINT`: CoinRun's standard
+levels, the coin on the end; Maze's cheese on the corner), so that no behaviour can tell the goals apart and a
+call carries only what the vector adds. There reaching A is reaching B, and "leaves P(B) unchanged" cannot hold
+for a vector that lowers P(A); version 3 reads A's tests alone: call *A* if subtracting the vector lowers P(A)
+(exact McNemar, Holm over A's tests at every coefficient played) beyond at least 19 of 20 same-norm random
+directions; else no call. The call refuses a steering whose plain play reached the two goals at different rates
+(levels that part them).
+
 **Rule 4, the sweep.** Per (direction, arm) of the swept basis, P(A) and P(B) against the unedited agent
 (exact McNemar, Holm over every such test of the swept directions, both goals). An edit *moves* a goal when
 its test is significant after Holm **and** (version 2) its change in that goal is larger in size than the
@@ -41,24 +50,43 @@ import math
 
 from proclab.errors import ProclabError
 from proclab.interpret.goals.calls import NO_CALL, GoalCall
+from proclab.stats.corrections import holm
 
 ALPHA = 0.05
 RANK_SHARE = 0.95
 """Share of the random draws the vector's change in P(A) must lie strictly below (19 of 20)."""
 RULES_VERSION = 2
-"""The version of rules 3 and 4 these functions apply (module docstring); every call's evidence says it."""
+"""The version of rules 3 and 4 these functions apply by default (module docstring); every call's evidence
+says the version it was made under."""
+VERSIONS = (2, 3)
+"""Rule 3's versions (module docstring); rule 4 has no version 3: on joint levels no edit can move one goal
+without the other, so the sweep makes no call under it (docs/misgeneralization.md)."""
 MIN_RANDOM_EDITS = 20
 """Same-norm random directions per arm rule 4 (version 2) needs to rank an edit among them."""
 
 
 def steering_call(
-    goals: dict | None, agent: str, *, entity: str, coefficient: float = -1.0, alpha: float = ALPHA
+    goals: dict | None,
+    agent: str,
+    *,
+    entity: str,
+    coefficient: float = -1.0,
+    alpha: float = ALPHA,
+    version: int = RULES_VERSION,
 ) -> GoalCall:
     """Rule 3 on a steering result's ``goals`` block (``entity``: the kind its vector was built from, which
-    must be goal A; ``coefficient``: the one that subtracts the vector)."""
+    must be goal A; ``coefficient``: the one that subtracts the vector), as ``version`` of the rules reads it
+    (module docstring)."""
     if goals is None:
         raise ProclabError("the steering result has no goals (a game with two goals: coinrun or maze)")
+    if version not in VERSIONS:
+        raise ProclabError(f"rule 3 has versions {', '.join(map(str, VERSIONS))}, not {version}")
     a, b = goals["names"]
+    if version == 3 and goals["plain"][a] != goals["plain"][b]:
+        raise ProclabError(
+            f"rule 3 (version 3) reads play on levels where {a} and {b} are one place; the plain agent reached "
+            f"{a} on {goals['plain'][a]} and {b} on {goals['plain'][b]} of these levels, which part them"
+        )
     if entity != a:
         raise ProclabError(f"rule 3 reads the vector of goal A ({a!r}); this steering vector is {entity!r}'s")
     if coefficient >= 0:
@@ -78,12 +106,14 @@ def steering_call(
     above = sum(d > vec_a["change"] + 1e-12 for d in draws)  # draws the vector's change lies strictly below
     needed = math.ceil(RANK_SHARE * len(draws) - 1e-9)
     beyond_random = vec_a["change"] < 0 and above >= needed
-    lowers = vec_a["change"] < 0 and vec_a["p_adjusted"] <= alpha
+    p_a = vec_a["p_adjusted"] if version == 2 else _holm_of_a(goals, a, key)
+    lowers = vec_a["change"] < 0 and p_a <= alpha
     b_unchanged = vec_b["p_exact"] > alpha
-    call = a if lowers and beyond_random and b_unchanged else NO_CALL
+    call = a if lowers and beyond_random and (b_unchanged or version == 3) else NO_CALL
     evidence = {
         "rule": 3,
-        "rules_version": RULES_VERSION,
+        "rules_version": version,
+        "p_a_read": p_a,
         "coefficient": coefficient,
         "levels": goals["levels"],
         "plain": goals["plain"],
@@ -98,6 +128,13 @@ def steering_call(
         "b_unchanged": bool(b_unchanged),
     }
     return GoalCall("steering", agent, call, evidence)
+
+
+def _holm_of_a(goals: dict, a: str, key: str) -> float:
+    """The Holm-adjusted p of A's test at coefficient ``key``, the family A's tests at every coefficient."""
+    keys = list(goals["coefficients"])
+    adjusted = holm([goals["coefficients"][k]["vector"][a]["p_exact"] for k in keys])
+    return float(adjusted[keys.index(key)])
 
 
 def sweep_call(goals: dict | None, agent: str, *, alpha: float = ALPHA) -> GoalCall:

@@ -19,7 +19,14 @@ import numpy as np
 
 from proclab.errors import ProclabError
 from proclab.interpret.bases.activations import HOOK, episode_subset, read_activation, replay_agent
-from proclab.interpret.probes.probe import CONTROLS, ProbeSettings, probe_target, random_agent, tracking
+from proclab.interpret.probes.probe import (
+    CONTROLS,
+    ProbeSettings,
+    agent_position,
+    probe_target,
+    random_agent,
+    tracking,
+)
 from proclab.interpret.probes.spatial import centres_of_mass
 from proclab.interpret.probes.targets import StoreTruth
 from proclab.interpret.workspace.command import AGENT, DATA, AnalysisArgs
@@ -74,7 +81,8 @@ class ProbeArgs(AnalysisArgs):
     """Spatial probes: level of the corrected tests."""
     controls: tuple[str, ...] = CONTROLS
     """Controls reported beside each probe (random_agent, control_task, shuffled_labels, time_baseline,
-    constant); the headline is the probe's margin over the strongest."""
+    constant; also agent_position, not by default: a probe of the agent's own position, the control for the
+    offset to a place that does not move); the headline is the probe's margin over the strongest."""
 
 
 def replayed(store, hook: str, episodes: np.ndarray, agent, shape, reduce=None):
@@ -132,10 +140,11 @@ def run_probe(args: ProbeArgs) -> Path:
         summary["episodes"], summary["steps"] = len(episodes), len(episode)
         level = np.asarray(store.episodes["level_seed"])[episode]
         summary["probes"] = {}
+        position = agent_position(truth, settings)
         for t, y in ys.items():
             with ph.phase(f"probe {t}"):
                 summary["probes"][t] = probe_target(
-                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys)
+                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys), position
                 )
         summary["tracking"] = {}
         for entity in args.entity:

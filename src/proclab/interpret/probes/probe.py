@@ -13,7 +13,11 @@ For each target (a feature or event of the ground truth, e.g. ``goal_x`` or ``ch
   another's course of the label): what the shape of a course over time buys;
 * ``time_baseline``: the same probe on the step index (and its square) alone, what is known at the step:
   many targets grow with time, and a state that carries a clock reads them out as well;
-* ``constant``: the training folds' mean (or majority class), the score of knowing nothing.
+* ``constant``: the training folds' mean (or majority class), the score of knowing nothing;
+* ``agent_position`` (asked for by name, not a default): the same probe on the agent's own world position
+  ``(x, y)`` at the step. The offset to a place that does not move within a level (CoinRun's end, Maze's
+  corner) is that place minus the agent's position, so a state that knows where the agent is reads it out
+  without representing the place: this control tells "knows the goal" from "knows where it is".
 
 Every score has an episode-bootstrap interval, each control the paired interval of the probe's margin
 over it, and the headline is the probe's margin over the *strongest* of its controls (Bonferroni over
@@ -66,6 +70,8 @@ if TYPE_CHECKING:
     from proclab.run.runtime import Runtime
 
 CONTROLS = ("random_agent", "control_task", "shuffled_labels", "time_baseline", "constant")
+POSITION_CONTROL = "agent_position"
+"""A control a probe runs only when asked (module docstring): the agent's own position."""
 LABEL_CONTROLS = ("control_task", "shuffled_labels")  # scored against the labels they were trained on
 RANDOM_AGENT_SEED = 1_000_003
 REPLAY_FRAMES = 2048
@@ -117,8 +123,8 @@ class ProbeSettings:
         if self.correction not in CORRECTIONS:
             raise unknown_choice("--correction", self.correction, CORRECTIONS)
         for c in self.controls:
-            if c not in CONTROLS:
-                raise unknown_choice("control", c, CONTROLS)
+            if c not in (*CONTROLS, POSITION_CONTROL):
+                raise unknown_choice("control", c, (*CONTROLS, POSITION_CONTROL))
 
 
 @dataclass(frozen=True)
@@ -213,9 +219,12 @@ def random_agent(agent: AgentLike, seed: int = 0, runtime: Runtime | None = None
     return fresh
 
 
-def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1) -> dict:
+def probe_target(
+    y, x, x_random, episode, level, settings: ProbeSettings, family: int = 1, position=None
+) -> dict:
     """One target: the probe and its controls, scored with intervals (NaN steps left out); rows are
-    episode after episode in step order, ``level`` each row's level; ``family``: how many targets are
+    episode after episode in step order, ``level`` each row's level, ``position`` each row's agent ``(x, y)``
+    (needed by the ``agent_position`` control alone); ``family``: how many targets are
     reported together (the headline's Bonferroni correction). ``per_episode`` keeps each model's
     per-episode sums (:class:`~proclab.interpret.probes.linear.EpisodeSums`, episodes in ``episodes``'s
     order), from which every score and interval here can be recomputed, and targets compared paired by
@@ -243,6 +252,10 @@ def probe_target(y, x, x_random, episode, level, settings: ProbeSettings, family
             preds[name] = fit(x, labels[name])
     if "time_baseline" in settings.controls:
         preds["time_baseline"] = fit(clock)
+    if POSITION_CONTROL in settings.controls:
+        if position is None:
+            raise ProclabError("the agent_position control needs the agent's position at every step")
+        preds[POSITION_CONTROL] = fit(np.asarray(position, np.float64)[ok])
     if "constant" in settings.controls:
         preds["constant"] = constant_predictions(y, episode, kind, settings.folds)
     sums = {name: EpisodeSums.of(labels.get(name, y), p, episode, kind) for name, p in preds.items()}
@@ -284,6 +297,11 @@ def tracking(truth: Truth, entity: str, episode, centres: dict, settings: ProbeS
             seed=settings.seed,
         )
     return out
+
+
+def agent_position(truth: Truth, settings: ProbeSettings) -> np.ndarray | None:
+    """``(N, 2)``: the agent's world ``(x, y)`` at every row, where the ``agent_position`` control asks for it."""
+    return np.stack(truth.world_positions("agent"), 1) if POSITION_CONTROL in settings.controls else None
 
 
 def replay_batch(rollout) -> int:
@@ -333,11 +351,12 @@ def probe(
         if entities and len(shape) != 3:
             raise ProclabError(f"entities need a conv map; {hook} has per-sample shape {shape}")
         level = np.asarray(rollout.levels)[episode]
+        position = agent_position(truth, settings)
         result = {}
         for t, y in ys.items():
             with ph.phase(f"probe {t}"):
                 result[t] = probe_target(
-                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys)
+                    y, acts["agent"], acts.get("random_agent"), episode, level, settings, len(ys), position
                 )
         centres = {n: centres_of_mass(a.reshape(-1, *shape)) for n, a in acts.items()} if entities else {}
         tracked = {}
@@ -347,4 +366,13 @@ def probe(
     return Probes(hook, list(shape), rollout.num_episodes, len(x), result, tracked)
 
 
-__all__ = ["CONTROLS", "ProbeSettings", "Probes", "probe", "probe_target", "random_agent", "tracking"]
+__all__ = [
+    "CONTROLS",
+    "POSITION_CONTROL",
+    "ProbeSettings",
+    "Probes",
+    "probe",
+    "probe_target",
+    "random_agent",
+    "tracking",
+]

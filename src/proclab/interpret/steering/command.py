@@ -62,6 +62,9 @@ class SteerArgs(AnalysisArgs, LevelRuleFlag):
     """Levels played: held-out (levels the agent never trained on), a named split or START:NUM."""
     levels: int = 200
     """Held-out levels, each played once per coefficient (and per retargeting arm)."""
+    vector_level_rule: str | None = None
+    """Edit the levels of --vector-levels by this level rule instead of --level-rule's (e.g. build CoinRun's
+    coin vector from levels whose coin was moved into view, and play the levels as they are)."""
     levels_from: Path | None = None
     """Play the states of this level-state file as the held-out levels (each once per variant; --levels
     and --split unused): edited levels (proclab level edit) or recorded ones (level export). The vector

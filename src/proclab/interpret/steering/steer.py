@@ -141,6 +141,11 @@ class SteerSettings:
     """The held-out levels drawn from ``split``, the envs, sampled actions, the controls and the bootstrap."""
     level_rule: str | None = None
     """Edit every level at its start by this rule (:mod:`proclab.envs.rules`; None: the agent's own)."""
+    vector_level_rule: str | None = None
+    """Edit the vector's levels (``vector_levels``) by this rule instead (None: ``level_rule``). A vector may be
+    built where the entity is in view and played where it is not: CoinRun's coin at the level's end is out of
+    view at the start, so a per-level vector there is zero, while a mean over levels whose coin was moved is
+    not (the goal benchmark's rule 3, version 3)."""
     parts: int = 1
     """Play the levels in this many blocks, each a unit of its own (:mod:`~proclab.interpret.steering.blocks`;
     the numbers are those of one block)."""
@@ -235,20 +240,25 @@ def steer(
         env = ProcgenLevels(env_config, s.rows, s.seed, level_states)
         # the vector's levels are seeds, also when the levels played are a file's states
         seeds = env if level_states is None else ProcgenLevels(env_config, s.rows, s.seed)
+        vector_config = (
+            env_config if s.vector_level_rule is None else with_rule(env_config, s.vector_level_rule)
+        )
+        vector_env = seeds if vector_config == env_config else ProcgenLevels(vector_config, s.rows, s.seed)
         try:
             states = [env.level_state(int(lv)) for lv in levels]
             if s.channels:
                 _check_fixed_camera(states[0], game)
             with ph.phase(f"vector from {vector_split.label()}"):
-                vector, frames, info = _vector(agent, hook, seeds, vector_split, entity)
+                vector, frames, info = _vector(agent, hook, vector_env, vector_split, entity)
             kind = "per-level" if s.per_level else "mean"
             with ph.phase(f"{kind} vectors and controls on {len(levels)} levels"):
-                arms, info = _arms(agent, hook, vector, states, seeds, vector_split, entity, info, s)
+                arms, info = _arms(
+                    agent, hook, vector, states, seeds, vector_env, vector_split, entity, info, s
+                )
                 writes = _writes(agent, hook, frames, states, s) if s.channels else None
         finally:
-            env.close()
-            if seeds is not env:
-                seeds.close()
+            for opened in {id(e): e for e in (env, seeds, vector_env)}.values():
+                opened.close()
         whole = Block(
             agent, hook, env_config, level_states, levels, arms, coefficients, entity, s, rt, writes
         )
@@ -385,8 +395,9 @@ def _vector(agent, hook, env, split, entity):
     return vector, frames, info
 
 
-def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tuple[Arms, dict]:
-    """The steering vector of every held-out level (its own, or the mean) and its same-norm controls."""
+def _arms(agent, hook, mean, states, seeds, vector_env, vector_split, entity, info, s) -> tuple[Arms, dict]:
+    """The steering vector of every held-out level (its own, or the mean over the levels of ``vector_env``) and
+    its same-norm controls."""
 
     shape = hook_shapes(agent)[hook]
 
@@ -401,7 +412,7 @@ def _arms(agent, hook, mean, states, seeds, vector_split, entity, info, s) -> tu
         have = np.ones(len(states), bool)
         vectors = mean.expand(len(states), *shape).clone()
         source = [
-            seeds.level_state(int(lv))
+            vector_env.level_state(int(lv))
             for lv in range(vector_split.start, vector_split.start + vector_split.num)
         ]
         pooled = instance_vectors(agent, hook, source, entity, frames_of, s.seed).mean(0)
