@@ -106,9 +106,13 @@ def _occupied(state: GameState) -> np.ndarray:
 def coinrun_floor_cells(state: GameState) -> np.ndarray:
     """``(n, 2)`` cells ``(column, row)`` where a moved coin may go: open, on solid ground, free of
     entities, from the first section (x >= 5) to the cell before the end."""
+    return _floor_cells(state, _occupied(state))
+
+
+def _floor_cells(state: GameState, taken: np.ndarray) -> np.ndarray:
+    """:func:`coinrun_floor_cells` given the cells entities take (:func:`_occupied`)."""
     _, end_col = end_cell(state.grid)
     tops = _ground_tops(state)
-    taken = _occupied(state)
     cells = []
     for col in range(_FIRST_SECTION, end_col):
         row = int(tops[col])
@@ -133,7 +137,7 @@ def coinrun_raised_cells(state: GameState) -> np.ndarray:
     height = state.grid.shape[0]
     cells = [
         (col, row + RAISE)
-        for col, row in coinrun_floor_cells(state)
+        for col, row in _floor_cells(state, taken)
         if row + RAISE < height
         and all(state.grid[r, col] == SPACE and not taken[r, col] for r in range(row + 1, row + RAISE + 1))
     ]
