@@ -9,7 +9,7 @@ process per (agent, tool), output in OUT/<agent>/<tool>/. A (agent, tool) whose 
 again, so the run resumes where it stopped. ``--score`` reads every call there is and scores them against the
 manifest's labels (``label.labels``) with :func:`proclab.analyze.score_goal_calls`: per tool, the confusion
 matrix and balanced accuracy beside always-A, always-B and a coin flip (goals written A and B, both games
-together and each alone), stamped with the manifest's sha256.
+together and each alone), stamped with the manifest's sha256; OUT/table.md holds every call with the numbers it read.
 
     nice -n 15 python benchmarks/goal_benchmark.py --manifest benchmarks/manifests/goal-v3.json \\
         --sha256 HEX --out OUT [--agents NAME,...] [--tools probes,steering] [--score]
@@ -59,6 +59,48 @@ def as_ab(goal: str, game: str) -> str:
     return {a: "A", b: "B"}.get(goal, goal)
 
 
+def cell(call: GoalCall) -> str:
+    """One call and the numbers it read, for the table of calls."""
+    e = call.evidence
+    if call.tool == "probes":
+        a, b = goal_pair_of(e)
+        lo, hi = e["a_minus_b"]["ci"]
+        return (
+            f"{call.call} ({a} {e[a]['margin']:+.2f}, {b} {e[b]['margin']:+.2f}; A-B [{lo:+.2f}, {hi:+.2f}])"
+        )
+    if call.tool == "tracking":
+        a, b = goal_pair_of(e)
+        return f"{call.call} ({a} {e[a]['margin']:+.3f} {fmt(e[a]['ci'])}, {b} {e[b]['margin']:+.3f} {fmt(e[b]['ci'])})"
+    a = next(k for k in e["plain"])
+    t = e[a]
+    return (
+        f"{call.call} (P({a}) {t['baseline']:.2f} -> {t['intervened']:.2f}, {t['lost']}/{t['gained']}, "
+        f"p {e['p_a_read']:.2g}; below {e['draws_above_vector']} of {e['random_draws']})"
+    )
+
+
+def goal_pair_of(evidence: dict) -> tuple[str, str]:
+    """The two goals a probe or tracking call's evidence names, A first."""
+    names = [g for g in ("coin", "end", "cheese", "corner") if g in evidence]
+    return names[0], names[1]
+
+
+def fmt(ci) -> str:
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def table(calls: list[GoalCall], manifest: Manifest) -> str:
+    """Markdown: one row per agent (its label, each tool's call with the numbers it read)."""
+    tools = ["probes", "tracking", "steering"]
+    rows = ["| agent | label | " + " | ".join(tools) + " |", "|---" * (2 + len(tools)) + "|"]
+    by = {(c.agent, c.tool): c for c in calls}
+    for name in manifest.agents:
+        label = manifest.label["labels"].get(name, "control")
+        cells = [cell(by[name, t]) if (name, t) in by else "-" for t in tools]
+        rows.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def calls_of(out: Path, manifest: Manifest, names: list[str]) -> list[GoalCall]:
     """Every call saved under ``out``, named by the manifest's agent names."""
     calls = []
@@ -101,6 +143,8 @@ def main(argv=None) -> None:
                 rows.append({"scope": scope, **vars(score)})
         write_json_atomic(args.out / "score.json", {"manifest_sha256": manifest.sha256, "scores": rows,
                                                     "calls": [vars(c) for c in calls]})  # fmt: skip
+        raw = calls_of(args.out, manifest, names)
+        (args.out / "table.md").write_text(table(raw, manifest))
         for row in rows:
             print(json.dumps(row), flush=True)
         return

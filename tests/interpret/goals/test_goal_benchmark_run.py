@@ -55,3 +55,19 @@ def test_each_command_comes_from_the_manifest_alone(driver, tmp_path):
 def test_the_scorer_writes_each_game_s_goals_as_a_and_b(driver):
     assert [driver.as_ab(g, "coinrun") for g in ("coin", "end", "none")] == ["A", "B", "none"]
     assert [driver.as_ab(g, "maze") for g in ("cheese", "corner", "mixed")] == ["A", "B", "mixed"]
+
+
+def test_the_table_has_a_row_per_agent_with_each_call_and_a_dash_for_a_call_not_yet_made(driver):
+    from proclab.interpret.goals.calls import GoalCall
+
+    m = read_manifest(MANIFEST, published_sha())
+    steering = {
+        "plain": {"coin": 0.5, "end": 0.5}, "coin": {"baseline": 0.5, "intervened": 0.2, "lost": 15, "gained": 0},
+        "p_a_read": 6e-5, "draws_above_vector": 20, "random_draws": 20,
+    }  # fmt: skip
+    text = driver.table([GoalCall("steering", "coinrun-coin-1", "coin", steering)], m)
+    rows = text.splitlines()
+    assert len(rows) == 2 + len(m.agents)
+    first = next(r for r in rows if r.startswith("| coinrun-coin-1 |"))
+    assert first.endswith("| - | - | coin (P(coin) 0.50 -> 0.20, 15/0, p 6e-05; below 20 of 20) |")
+    assert "| coinrun-random-init | control | - | - | - |" in rows
