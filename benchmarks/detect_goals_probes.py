@@ -101,11 +101,10 @@ def level_seeds(args, game: str, mode: str, rule: str) -> list[int]:
     return [lv.level_seed for lv in kept]
 
 
-def play(agent, args, game: str, mode: str, rule: str, chunks: Path) -> list[Path]:
-    """Play the levels of :func:`level_seeds` in chunks, skipping the chunks already kept; the kept chunks'
-    paths."""
+def play(agent, args, chosen: list[int], game: str, mode: str, rule: str, chunks: Path) -> list[Path]:
+    """Play the levels ``chosen`` (:func:`level_seeds`) in chunks, skipping the chunks already kept; the kept
+    chunks' paths."""
     paths = []
-    chosen = level_seeds(args, game, mode, rule)
     for k, lo in enumerate(range(0, args.episodes, args.chunk)):
         seeds = chosen[lo : lo + args.chunk]
         path = chunks / f"{seeds[0]}-{seeds[-1]}.npz"
@@ -172,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     hook = args.hook or ("core.0.hook_h" if "core.0.hook_h" in agent.hook_names() else "torso.hook_fc")
     chunks = args.out / "chunks"
     chunks.mkdir(parents=True, exist_ok=True)
-    paths = play(agent, args, game, mode, rule, chunks)
+    chosen = level_seeds(args, game, mode, rule)
+    paths = play(agent, args, chosen, game, mode, rule, chunks)
     played = time.perf_counter() - start
     ro = load_chunks(paths, game, mode, rule, agent)
     common = dict(folds=args.folds, bootstrap=args.bootstrap, seed=args.seed)
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
         "mode": mode,
         "goals": {"A": goals[0], "B": goals[1]},
         "level_rule": rule,
-        "levels": level_seeds(args, game, mode, rule),
+        "levels": chosen,
         "rules_version": args.rules,
         "episodes": int(ro.num_episodes),
         "steps": int(ro.mask.sum()),

@@ -30,6 +30,7 @@ from pathlib import Path
 from proclab.interpret.goals.calls import GoalCall, score_goal_calls
 from proclab.interpret.goals.detect_probes import goal_pair
 from proclab.interpret.goals.manifest import Manifest, read_manifest
+from proclab.interpret.sweep.report import write_text_atomic
 from proclab.io.run_dirs import write_json_atomic
 
 RANDOM_INIT = "random-init:"
@@ -59,30 +60,22 @@ def as_ab(goal: str, game: str) -> str:
     return {a: "A", b: "B"}.get(goal, goal)
 
 
-def cell(call: GoalCall) -> str:
-    """One call and the numbers it read, for the table of calls."""
+def cell(call: GoalCall, game: str) -> str:
+    """One call on an agent of ``game`` and the numbers it read, for the table of calls."""
     e = call.evidence
+    a, b = goal_pair(game)
     if call.tool == "probes":
-        a, b = goal_pair_of(e)
         lo, hi = e["a_minus_b"]["ci"]
         return (
             f"{call.call} ({a} {e[a]['margin']:+.2f}, {b} {e[b]['margin']:+.2f}; A-B [{lo:+.2f}, {hi:+.2f}])"
         )
     if call.tool == "tracking":
-        a, b = goal_pair_of(e)
         return f"{call.call} ({a} {e[a]['margin']:+.3f} {fmt(e[a]['ci'])}, {b} {e[b]['margin']:+.3f} {fmt(e[b]['ci'])})"
-    a = next(k for k in e["plain"])
     t = e[a]
     return (
         f"{call.call} (P({a}) {t['baseline']:.2f} -> {t['intervened']:.2f}, {t['lost']}/{t['gained']}, "
         f"p {e['p_a_read']:.2g}; below {e['draws_above_vector']} of {e['random_draws']})"
     )
-
-
-def goal_pair_of(evidence: dict) -> tuple[str, str]:
-    """The two goals a probe or tracking call's evidence names, A first."""
-    names = [g for g in ("coin", "end", "cheese", "corner") if g in evidence]
-    return names[0], names[1]
 
 
 def fmt(ci) -> str:
@@ -96,7 +89,8 @@ def table(calls: list[GoalCall], manifest: Manifest) -> str:
     by = {(c.agent, c.tool): c for c in calls}
     for name in manifest.agents:
         label = manifest.label["labels"].get(name, "control")
-        cells = [cell(by[name, t]) if (name, t) in by else "-" for t in tools]
+        game = manifest.label["games"][name]
+        cells = [cell(by[name, t], game) if (name, t) in by else "-" for t in tools]
         rows.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -134,7 +128,8 @@ def main(argv=None) -> None:
         ap.error(f"--tools: the manifest's tools are {', '.join(manifest.tools)}")
     if args.score:
         games = manifest.label["games"]
-        calls = [replace(c, call=as_ab(c.call, games[c.agent])) for c in calls_of(args.out, manifest, names)]
+        raw = calls_of(args.out, manifest, names)
+        calls = [replace(c, call=as_ab(c.call, games[c.agent])) for c in raw]
         labels = {n: as_ab(g, games[n]) for n, g in manifest.label["labels"].items()}
         rows = []
         for scope in ("both games", *sorted(set(games.values()))):
@@ -143,8 +138,7 @@ def main(argv=None) -> None:
                 rows.append({"scope": scope, **vars(score)})
         write_json_atomic(args.out / "score.json", {"manifest_sha256": manifest.sha256, "scores": rows,
                                                     "calls": [vars(c) for c in calls]})  # fmt: skip
-        raw = calls_of(args.out, manifest, names)
-        (args.out / "table.md").write_text(table(raw, manifest))
+        write_text_atomic(args.out / "table.md", table(raw, manifest))
         for row in rows:
             print(json.dumps(row), flush=True)
         return
