@@ -14,8 +14,11 @@ fp32 like any other), resumable::
 
 The CoinRun run is kickstarted (``--teacher``, docs/ppo.md) by the coin planner on the ground truth: PPO alone
 on two cores stopped far below the bar (0.54 of held-out levels after 1M steps). The teacher's weight decays to 0
-by 400k steps, after which PPO alone improves on the planner (which dies on enemies and lava). The Maze run is
-PPO alone: kickstarted by the cheese planner, this small agent learned nothing in 150k steps (docs/ppo.md).
+by 400k steps, after which PPO alone improves on the planner (which dies on enemies and lava). The Maze agent
+imitates the cheese planner (:mod:`proclab.rl.imitation`: DAgger, the mouse's and the cheese's cells as
+auxiliary targets): PPO alone reached the cheese on 0.44 of held-out mazes after 6M steps, and kickstarting
+taught it nothing in 150k steps, since its torso never found the mouse. It is the Procgen paper's feed-forward
+IMPALA agent (16-32-32, FC 256), the architecture of the field's maze agents.
 
 ``check`` prints one JSON line per measure: the share of held-out levels completed (CoinRun) or whose cheese
 was reached (Maze), with its exact interval, over ``--levels`` distinct levels, sampled actions.
@@ -32,8 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import proclab
+from proclab.envs import EnvConfig
 from proclab.io.checkpoint import META, WEIGHTS, find_checkpoint
 from proclab.models.bundled import BUNDLED, bundled_path
+from proclab.rl.imitation import ImitationConfig, imitate
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,9 @@ class Spec:
     """The planner that kickstarts it (``--teacher``): PPO on two cores alone stopped far below the bars."""
     teacher_steps: int = 0
     """Steps over which the teacher's weight decays to 0 (``--teacher-steps``; 0: it teaches throughout)."""
+    imitation: dict | None = None
+    """Trained by imitating ``teacher`` (:class:`~proclab.rl.imitation.ImitationConfig`'s fields) instead of
+    PPO; ``steps`` is then unused."""
 
 
 SPECS = {
@@ -55,8 +63,14 @@ SPECS = {
     "coinrun": Spec("coinrun", 2_000_000, 0.70, teacher="coin-planner", teacher_steps=400_000),
     # the goal-misgeneralization setting: the cheese always in the top-right 5 x 5 cells while it trains, so on
     # standard mazes it may go for the corner; its own held-out mazes keep the rule
-    # PPO alone, as shipped: kickstarted by the cheese planner, this small agent learned nothing in 150k steps
-    "maze": Spec("maze", 6_000_000, 0.80, "cheese-region:size=5"),
+    "maze": Spec(
+        "maze",
+        0,
+        0.80,
+        "cheese-region:size=5",
+        "cheese-planner",
+        imitation=dict(rounds=3, frames=160_000, epochs=2),
+    ),
 }
 TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--precision", "auto",
          "--val-split", "None", "--no-tensorboard", "--checkpoint-every", "25000", "--torch-threads", "1"]  # fmt: skip
@@ -64,6 +78,9 @@ TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--p
 
 def train(name: str, runs: Path, seed: int) -> None:
     spec = SPECS[name]
+    if spec.imitation is not None:
+        imitate_run(spec, runs, seed)
+        return
     existing = sorted((runs / "ppo" / spec.game / f"small-{name}").glob(f"{seed}-*/config.json"))
     if existing:
         cmd = ["--resume", str(existing[-1].parent), "--total-steps", str(spec.steps)]
@@ -72,6 +89,24 @@ def train(name: str, runs: Path, seed: int) -> None:
                "--teacher-steps", str(spec.teacher_steps), "--total-steps", str(spec.steps),
                "--seed", str(seed), "--run-root", str(runs), "--name", f"small-{name}"]  # fmt: skip
     subprocess.run([sys.executable, "-m", "proclab", "train", *cmd], check=True)
+
+
+def imitate_run(spec: Spec, runs: Path, seed: int) -> None:
+    """Imitate the spec's teacher on easy levels ``[0, 1M)``, or resume this seed's run."""
+    existing = sorted((runs / "imitation" / spec.game / f"small-{spec.game}").glob(f"{seed}-*/config.json"))
+    if existing:
+        print("resuming", imitate(run_dir=existing[-1].parent))
+        return
+    env = EnvConfig(game=(spec.game,), mode="easy", split="train-1m", level_rule=spec.rule)
+    config = ImitationConfig(
+        env=env,
+        teacher=spec.teacher,
+        seed=seed,
+        run_root=runs,
+        name=f"small-{spec.game}",
+        **(spec.imitation or {}),
+    )
+    print("trained", imitate(config))
 
 
 def check(name: str, run: str, levels: int, split: str = "held-out") -> dict:

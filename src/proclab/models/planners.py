@@ -60,9 +60,21 @@ class StatePolicy(AgentBase):
     def watch(self, env) -> None:
         self.env = env
 
+    def goal(self, grid: np.ndarray) -> Cell | None:
+        """The cell ``(row, col)`` (row 0 at the bottom) it walks to on the level's ``grid``; None where its
+        target is absent."""
+        raise NotImplementedError
+
     def act(self, data: bytes) -> int:
         """The action for the state ``data`` (procgen's bytes of the slot)."""
         raise NotImplementedError
+
+    def cells(self, data: bytes) -> tuple[Cell, Cell | None]:
+        """The agent's cell and the goal's (:meth:`goal`) in the state ``data``: where it stands and where it
+        walks to, both on the level's grid."""
+        _, entities, grid = scan(data)
+        me = agent_record(entities)
+        return (int(me["y"]), int(me["x"])), self.goal(grid)
 
     def actions(self, env) -> np.ndarray:
         """The action for every slot of ``env`` in its present state (a teacher's labels, one per slot)."""
@@ -114,19 +126,21 @@ class MazePlanner(StatePolicy):
 
     TARGETS = ("corner", "cheese")
 
-    def act(self, data: bytes) -> int:
-        _, entities, grid = scan(data)
-        me = agent_record(entities)
-        start = (int(me["y"]), int(me["x"]))
+    def goal(self, grid: np.ndarray) -> Cell | None:
         if self.target == "cheese":
             found = np.argwhere(grid == _CHEESE)
-            if not len(found):
-                return NOOP
-            goal = tuple(int(v) for v in found[0])
-        else:  # the maze is centred in a frame of wall, its top-right cell open (corner_cell)
-            rows, cols = np.nonzero(grid != _MAZE_WALL)
-            goal = (int(rows.max()), int(cols.max()))
-        return first_move(grid != _MAZE_WALL, start, goal)
+            return (int(found[0][0]), int(found[0][1])) if len(found) else None
+        # the maze is centred in a frame of wall, its top-right cell open (corner_cell)
+        rows, cols = np.nonzero(grid != _MAZE_WALL)
+        return int(rows.max()), int(cols.max())
+
+    def act(self, data: bytes) -> int:
+        _, entities, grid = scan(data)
+        goal = self.goal(grid)
+        if goal is None:
+            return NOOP
+        me = agent_record(entities)
+        return first_move(grid != _MAZE_WALL, (int(me["y"]), int(me["x"])), goal)
 
 
 def first_move(open_: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> int:
@@ -167,15 +181,19 @@ class CoinRunPlanner(StatePolicy):
             raise ValueError("a planner cannot walk to the coin and avoid it")
         self.avoid_coin = avoid_coin
 
-    def act(self, data: bytes) -> int:
-        _, entities, grid = scan(data)
+    def goal(self, grid: np.ndarray) -> Cell | None:
         if self.target == "coin":
             found = np.argwhere(grid == _COIN)
-            if not len(found):
-                return NOOP
-            row, col = (int(v) for v in found[0])
-        else:
-            row, col = end_cell(grid)
+            return (int(found[0][0]), int(found[0][1])) if len(found) else None
+        row, col = end_cell(grid)
+        return int(row), int(col)
+
+    def act(self, data: bytes) -> int:
+        _, entities, grid = scan(data)
+        goal = self.goal(grid)
+        if goal is None:
+            return NOOP
+        row, col = goal
         me = agent_record(entities)
         x, y, vx, rx, ry = (float(me[k]) for k in ("x", "y", "vx", "rx", "ry"))
         dx = col + 0.5 - x
