@@ -79,16 +79,34 @@ def test_a_notebook_page_shows_its_figures_and_no_error(browser, notebook):
     assert not found, f"{notebook.stem}'s outputs print {found}"
 
 
+def interval_above_zero(match: re.Match) -> bool:
+    return float(match.group(2)) > 0
+
+
+def lowered_beyond_chance(match: re.Match) -> bool:
+    return float(match.group(1)) < 0 and float(match.group(2)) < 0.05
+
+
 FINDINGS = {
     "probes": (
         re.compile(r"coin_dx from core\.0\.hook_h: .*margin ([+-]?[\d.]+) \[([+-]?[\d.]+), ([+-]?[\d.]+)\]"),
         "the trained GRU reads the offset to the coin better than its random-initialised twin: the margin's "
         "interval lies above 0",
+        interval_above_zero,
+    ),
+    "levels_and_steering": (
+        re.compile(
+            r"cheese vector subtracted \(change ([+-][\d.]+), exact McNemar p [\d.e+-]+, Holm-adjusted "
+            r"([\d.e+-]+)\)"
+        ),
+        "subtracting the cheese vector lowers how often the agent reaches the cheese: a negative change, "
+        "Holm-adjusted p below 0.05",
+        lowered_beyond_chance,
     ),
 }
-"""Per notebook, the printed line that carries the finding its prose states, and the finding: the interval
-(the last two numbers) must lie above zero on the executed page, so that a change of agent or code that loses
-the finding fails here rather than leaving the prose wrong."""
+"""Per notebook, the printed line that carries the finding its prose states, and the test of the finding on the
+executed page, so that a change of agent or code that loses the finding fails here rather than leaving the
+prose wrong."""
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
@@ -96,11 +114,10 @@ def test_a_notebook_page_shows_the_finding_its_prose_states(browser, name):
     url, page = browser
     page.goto(f"{url}/notebooks/{name}/")
     page.wait_for_load_state("load")
-    pattern, finding = FINDINGS[name]
+    pattern, finding, holds = FINDINGS[name]
     match = pattern.search("\n".join(page.locator(".jp-OutputArea-output").all_inner_texts()))
     assert match, f"{name}: the line with the finding is not on the page"
-    low = float(match.group(2))
-    assert low > 0, f"{name}: {finding}, but the page shows {match.group(0)}"
+    assert holds(match), f"{name}: {finding}, but the page shows {match.group(0)}"
 
 
 LABEL_LINE = re.compile(r"(\w+)\s+([\w-]+)\s+known goal (\w+)\s+label (\w+)\s+\(the replaced rule: (\w+)\)")

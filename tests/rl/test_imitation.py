@@ -10,14 +10,23 @@ import pytest
 import torch
 
 import proclab
+from proclab import Level
 from proclab.envs import EnvConfig, ProcgenVecEnv
 from proclab.errors import ProclabError
 from proclab.io.checkpoint import load_checkpoint
-from proclab import Level
 from proclab.models.agent import build_agent
 from proclab.models.config import AgentConfig
 from proclab.models.planners import DOWN, LEFT, RIGHT, UP, MazePlanner
-from proclab.rl.imitation import CELLS, Frames, ImitationConfig, PositionHeads, gather, imitate, losses, teacher_labels
+from proclab.rl.imitation import (
+    CELLS,
+    Frames,
+    ImitationConfig,
+    PositionHeads,
+    gather,
+    imitate,
+    losses,
+    teacher_labels,
+)
 from proclab.run.runtime import make_runtime
 from support import TINY_AGENT
 
@@ -46,7 +55,10 @@ def test_gathered_frames_carry_the_label_and_cells_of_the_state_they_show():
     assert frames.obs.shape == (200, 3, 64, 64) and frames.obs.dtype == np.uint8
     moved = 0
     for t in range(len(frames.actions) - 4):
-        here, there = frames.cells[t], frames.cells[t + 4]  # four envs: row t + 4 is the same slot's next frame
+        here, there = (
+            frames.cells[t],
+            frames.cells[t + 4],
+        )  # four envs: row t + 4 is the same slot's next frame
         if (here[2:] != there[2:]).any() or here[0] < 0:
             continue  # another level began in that slot
         dr, dc = MOVES[int(frames.actions[t])]
@@ -62,7 +74,9 @@ def test_each_frame_is_the_view_of_the_state_its_label_was_read_from():
     procgen draws of the level's first state (a frame taken one step late would show the mouse moved)."""
     seed = 77
     env = ProcgenVecEnv(EnvConfig(game=("maze",), split=f"{seed}:1", num_threads=1), num_envs=1)
-    frames, played = gather(env, MazePlanner("cheese"), 80, np.random.default_rng(0), make_runtime("cpu", "fp32"))
+    frames, played = gather(
+        env, MazePlanner("cheese"), 80, np.random.default_rng(0), make_runtime("cpu", "fp32")
+    )
     env.close()
     view = Level.generate("maze", seed).frames()[0].transpose(2, 0, 1)
     starts = np.flatnonzero((frames.cells == frames.cells[0]).all(1))
@@ -121,9 +135,9 @@ def test_a_run_writes_loadable_checkpoints_and_resumes_to_the_same_weights(tmp_p
 
     # stopped after a student's round (its sampling drew from torch's generator, which the resume restores)
     stopped = imitate(tiny(tmp_path / "b", rounds=2), progress=False)
-    config = (stopped / "config.json").read_text().replace('"rounds": 2', '"rounds": 3')
-    (stopped / "config.json").write_text(config)
-    resumed = imitate(run_dir=stopped, progress=False)
+    resumed = imitate(run_dir=stopped, progress=False, rounds=3)
+    assert '"rounds": 3' in (stopped / "config.json").read_text()
+    assert '"changed": {"rounds": [2, 3]}' in (stopped / "config_history.jsonl").read_text()
     a = load_checkpoint(whole / "checkpoints" / steps[-1]).weights
     b = load_checkpoint(resumed / "checkpoints" / steps[-1]).weights
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -22,7 +22,7 @@ the sequences.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,13 @@ from proclab.io.checkpoint import find_checkpoint, load_checkpoint, load_weights
 from proclab.io.configs import from_dict, to_dict
 from proclab.io.files import replacing
 from proclab.io.progress import progress_bar
-from proclab.io.run_dirs import MetricsLogger, create_run_dir, game_label, read_run_config
+from proclab.io.run_dirs import (
+    MetricsLogger,
+    create_run_dir,
+    game_label,
+    read_run_config,
+    record_config_change,
+)
 from proclab.models.agent import Agent, build_agent
 from proclab.models.config import AgentConfig
 from proclab.models.planners import StatePolicy, planner
@@ -108,7 +114,9 @@ class Frames:
 
     def save(self, path: Path) -> None:
         with replacing(path, "imitation frames") as tmp, open(tmp, "wb") as f:
-            np.savez_compressed(f, obs=self.obs, actions=self.actions, cells=self.cells)
+            np.savez(
+                f, obs=self.obs, actions=self.actions, cells=self.cells
+            )  # frames barely compress: 12 kB each
 
     @staticmethod
     def load(path: Path) -> Frames:
@@ -229,12 +237,22 @@ def learn(
 
 
 def imitate(
-    config: ImitationConfig | None = None, run_dir: Path | None = None, progress: bool = True
+    config: ImitationConfig | None = None,
+    run_dir: Path | None = None,
+    progress: bool = True,
+    rounds: int | None = None,
 ) -> Path:
     """Run (or, with ``run_dir``, resume) an imitation run; returns its directory, whose checkpoint after each
-    round (``checkpoints/step_N``, N the frames gathered so far) is an agent ``proclab.load`` reads."""
+    round (``checkpoints/step_N``, N the frames gathered so far) is an agent ``proclab.load`` reads. ``rounds``
+    with ``run_dir``: continue a run to this many rounds (config.json and config_history.jsonl record it)."""
     if run_dir is not None:
         config = from_dict(ImitationConfig, read_run_config(run_dir))
+        if rounds is not None and rounds != config.rounds:
+            changed = {"rounds": (config.rounds, rounds)}
+            config = replace(config, rounds=rounds)
+            config.validate()
+            done = len(list((Path(run_dir) / "checkpoints").glob("step_*")))
+            record_config_change(Path(run_dir), to_dict(config), changed, done * config.frames)
     elif config is None:
         raise ProclabError("give an ImitationConfig for a new run or the run_dir of one to resume")
     config.validate()
