@@ -95,7 +95,8 @@ def imitate_run(spec: Spec, runs: Path, seed: int) -> None:
     """Imitate the spec's teacher on easy levels ``[0, 1M)``, or resume this seed's run."""
     existing = sorted((runs / "imitation" / spec.game / f"small-{spec.game}").glob(f"{seed}-*/config.json"))
     if existing:
-        print("resuming", imitate(run_dir=existing[-1].parent))
+        # to the spec's rounds: a recipe given more rounds continues its run
+        print("resumed", imitate(run_dir=existing[-1].parent, rounds=(spec.imitation or {}).get("rounds")))
         return
     env = EnvConfig(game=(spec.game,), mode="easy", split="train-1m", level_rule=spec.rule)
     config = ImitationConfig(

@@ -189,12 +189,16 @@ def losses(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The action's cross-entropy to the teacher's, the position heads' (mean over the four, absent goals
     left out), and the student's agreement with the teacher (argmax), for one batch."""
-    seen: dict[str, Tensor] = {}
-    hook = agent.hook_features.register_forward_hook(lambda _m, _i, out: seen.__setitem__("features", out))
+    seen: list[Tensor] = []
+
+    def keep(_module, _inputs, features: Tensor) -> None:  # the FC features, (1, B, fc), with their graph
+        seen.append(features)
+
+    hook = agent.hook_features.register_forward_hook(keep)
     try:
         with runtime.autocast():
             logits = agent.step(obs, {}, torch.zeros(len(obs), dtype=torch.bool, device=obs.device))[0].logits
-            where = heads(seen["features"][0])
+            where = heads(seen[0][0])
     finally:
         hook.remove()
     action_loss = F.cross_entropy(logits.float(), actions)
@@ -246,16 +250,27 @@ def imitate(
     round (``checkpoints/step_N``, N the frames gathered so far) is an agent ``proclab.load`` reads. ``rounds``
     with ``run_dir``: continue a run to this many rounds (config.json and config_history.jsonl record it)."""
     if run_dir is not None:
-        config = from_dict(ImitationConfig, read_run_config(run_dir))
-        if rounds is not None and rounds != config.rounds:
-            changed = {"rounds": (config.rounds, rounds)}
-            config = replace(config, rounds=rounds)
-            config.validate()
-            done = len(list((Path(run_dir) / "checkpoints").glob("step_*")))
-            record_config_change(Path(run_dir), to_dict(config), changed, done * config.frames)
+        config = resumed_config(Path(run_dir), rounds)
     elif config is None:
         raise ProclabError("give an ImitationConfig for a new run or the run_dir of one to resume")
     config.validate()
+    return run(config, run_dir, progress)
+
+
+def resumed_config(run_dir: Path, rounds: int | None) -> ImitationConfig:
+    """The run's config, given ``rounds`` (recorded as a change) when they differ from its own."""
+    config = from_dict(ImitationConfig, read_run_config(run_dir))
+    if rounds is not None and rounds != config.rounds:
+        changed = {"rounds": (config.rounds, rounds)}
+        config = replace(config, rounds=rounds)
+        config.validate()
+        done = len(list((run_dir / "checkpoints").glob("step_*")))
+        record_config_change(run_dir, to_dict(config), changed, done * config.frames)
+    return config
+
+
+def run(config: ImitationConfig, run_dir: Path | None, progress: bool) -> Path:
+    """:func:`imitate`'s rounds, from the first one ``run_dir`` (None: a new run) has no checkpoint of."""
     runtime = config.runtime()
     game = config.env.games()[0]
     torch.manual_seed(config.seed)
@@ -270,9 +285,10 @@ def imitate(
     elif any((run_dir / "checkpoints").glob("step_*")):
         last = load_checkpoint(find_checkpoint(run_dir), kind="agent", train_state=True)
         load_weights_into(agent, last.weights, run_dir)
-        heads.load_state_dict(last.train_state["heads"])
-        optimizer.load_state_dict(last.train_state["optimizer"])
-        restore_rng_state(last.train_state["rng"])
+        state = last.train_state or {}
+        heads.load_state_dict(state["heads"])
+        optimizer.load_state_dict(state["optimizer"])
+        restore_rng_state(state["rng"])
         done = int(last.meta["round"]) + 1
         parts = [Frames.load(run_dir / "frames" / f"round_{r}.npz") for r in range(done)]
     agent, heads = runtime.prepare(agent), heads.to(runtime.device)
