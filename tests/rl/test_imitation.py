@@ -2,8 +2,12 @@
 frames whose labels and cells belong to the state shown, the losses against a per-sample reference, a run
 whose checkpoints ``proclab.load`` reads and which resumes to the same weights, and one-line refusals."""
 
+import json
 import math
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,3 +161,17 @@ def test_bad_settings_are_one_line_errors(tmp_path, changes, says):
         imitate(tiny(tmp_path, **changes), progress=False)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "imitation").exists()  # refused before anything is written
+
+
+@pytest.mark.heavy
+def test_the_position_benchmark_prints_both_students():
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "imitation_positions.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--frames", "512", "--batches", "2", "--every", "1", "--held-out", "256",
+         "--precision", "fp32"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["position_coef"], r["batches"]) for r in rows] == [(0.0, 1), (0.0, 2), (1.0, 1), (1.0, 2)]
+    assert all(0 <= r["held_out_agreement"] <= 1 and 0 < r["commonest_action"] <= 1 for r in rows)
