@@ -2,23 +2,22 @@
 here, checked against the bars the notebooks' prose states, and copied into the package.
 
 The notebooks, the API example (``examples/five_experiments.py``) and the tests play them, so the docs build
-trains nothing and reads the same agent on every machine. Each is a proclab PPO run (the ``quickstart``
-preset: the interpreting-rl-behavior architecture at half its channels, FC 64 and a GRU of 64) on easy
-levels ``[0, 1M)``, so ``levels="held-out"`` is ``[1M, 1M + 200)``; trained on a CPU with ``--precision auto``
-(bf16 where the CPU has it natively: about 3x the steps per second of fp32 there; the shipped agent is read in
-fp32 like any other), resumable::
+trains nothing and reads the same agent on every machine. Both train on easy levels ``[0, 1M)``, so
+``levels="held-out"`` is ``[1M, 1M + 200)``, on a CPU with ``--precision auto`` (bf16 where the CPU has it
+natively: about 3x the speed of fp32 there; the shipped agent is read in fp32 like any other), resumable::
 
     python tools/notebook_agents.py train coinrun --runs /work/agents      # again to continue a stopped run
     python tools/notebook_agents.py check coinrun RUN_DIR                  # the bars on held-out levels
     python tools/notebook_agents.py ship coinrun RUN_DIR --steps 25600 ...   # checkpoints into the package
 
-The CoinRun run is kickstarted (``--teacher``, docs/ppo.md) by the coin planner on the ground truth: PPO alone
-on two cores stopped far below the bar (0.54 of held-out levels after 1M steps). The teacher's weight decays to 0
-by 400k steps, after which PPO alone improves on the planner (which dies on enemies and lava). The Maze agent
-imitates the cheese planner (:mod:`proclab.rl.imitation`: DAgger, the mouse's and the cheese's cells as
-auxiliary targets): PPO alone reached the cheese on 0.44 of held-out mazes after 6M steps, and kickstarting
-taught it nothing in 150k steps, since its torso never found the mouse. It is the Procgen paper's feed-forward
-IMPALA agent (16-32-32, FC 256), the architecture of the field's maze agents.
+The CoinRun agent is a proclab PPO run (the ``quickstart`` preset: the interpreting-rl-behavior architecture at
+half its channels, FC 64 and a GRU of 64), kickstarted (``--teacher``, docs/ppo.md) by the coin planner on the
+ground truth: PPO alone on two cores stopped far below the bar (0.54 of held-out levels after 1M steps). The
+teacher's weight decays to 0 by 400k steps, after which PPO alone improves on the planner (which dies on enemies
+and lava). The Maze agent imitates the cheese planner (:mod:`proclab.rl.imitation`: DAgger, the mouse's and the
+cheese's cells as auxiliary targets): PPO alone reached the cheese on 0.44 of held-out mazes (its best checkpoint
+of 1M steps), and kickstarting taught it nothing in 150k steps, since its torso never found the mouse. It is the
+Procgen paper's feed-forward IMPALA agent (16-32-32, FC 256), the architecture of the field's maze agents.
 
 ``check`` prints one JSON line per measure: the share of held-out levels completed (CoinRun) or whose cheese
 was reached (Maze), with its exact interval, over ``--levels`` distinct levels, sampled actions.
