@@ -68,7 +68,7 @@ SPECS = {
         0.80,
         "cheese-region:size=5",
         "cheese-planner",
-        imitation=dict(rounds=4, frames=160_000, epochs=2),
+        imitation=dict(rounds=3, frames=160_000, epochs=2),
     ),
 }
 TRAIN = ["--preset", "quickstart", "--mode", "easy", "--split", "train-1m", "--precision", "auto",
