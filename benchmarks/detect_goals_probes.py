@@ -33,7 +33,9 @@ import dataclasses
 import itertools
 import json
 import os
+import sys
 import time
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         controls = RULE_CONTROLS_V3 if args.rules == 3 else RULE_CONTROLS
         settings = proclab.analyze.ProbeSettings(targets=goal_targets(game), controls=controls, **common)
-        results["probes"] = proclab.analyze.probe(ro, hook, settings=settings)
+        with redirect_stdout(sys.stderr):  # the analysis' progress bar: stdout holds only the JSON lines
+            results["probes"] = proclab.analyze.probe(ro, hook, settings=settings)
         calls.append(probe_call(results["probes"].probes, game, name, seed=args.seed, version=args.rules))
         wall["probes"] = round(time.perf_counter() - t, 1)
     if "tracking" in stages:
@@ -189,7 +192,8 @@ def main(argv: list[str] | None = None) -> None:
         settings = proclab.analyze.ProbeSettings(
             entities=goals, controls=("random_agent",), permutations=args.permutations, **common
         )
-        results["tracking"] = proclab.analyze.probe(ro, args.track_hook, settings=settings)
+        with redirect_stdout(sys.stderr):
+            results["tracking"] = proclab.analyze.probe(ro, args.track_hook, settings=settings)
         calls.append(tracking_call(results["tracking"].tracking, game, name))
         wall["tracking"] = round(time.perf_counter() - t, 1)
     summary = {

@@ -27,14 +27,12 @@ from rich.progress import (
 
 
 def console() -> Console:
-    """The console every progress bar of proclab draws on: standard error, as progress is by convention, so a
-    command's standard output holds only what it prints there (JSON lines a script reads, say) and a bar's
-    redraws never enter it. In a Jupyter kernel without ipywidgets, where rich would print a warning at every
-    bar (it draws live bars there with widgets): a plain stream, on which a bar shows nothing while it runs
-    (and nothing at all once a transient one ends)."""
-    shown = Console(stderr=True)
+    """The console every progress bar of proclab draws on: rich's own, except in a Jupyter kernel without
+    ipywidgets, where rich would print a warning at every bar (it draws live bars there with widgets): a plain
+    stream then, on which a bar shows nothing while it runs (and nothing at all once a transient one ends)."""
+    shown = Console()
     if shown.is_jupyter and importlib.util.find_spec("ipywidgets") is None:
-        return Console(stderr=True, force_jupyter=False, force_terminal=False)
+        return Console(force_jupyter=False, force_terminal=False)
     return shown
 
 
