@@ -294,11 +294,13 @@ def run(config: ImitationConfig, run_dir: Path | None, progress: bool) -> Path:
     agent, heads = runtime.prepare(agent), heads.to(runtime.device)
     teacher = planner(config.teacher, game)
     metrics = MetricsLogger(run_dir, tensorboard=False, resume_step=done * config.frames)
-    total = sum(config.frames + config.epochs * config.frames * (r + 1) for r in range(config.rounds))
-    shown = sum(config.frames + config.epochs * config.frames * (r + 1) for r in range(done))
+
+    def work(rounds: int) -> int:  # frames gathered and learned from in the first ``rounds`` rounds
+        return sum(config.frames * (1 + config.epochs * (r + 1)) for r in range(rounds))
+
     started = time.time()
     with progress_bar(transient=True, disable=not progress) as bar:
-        task = bar.add_task("imitate", total=total, completed=shown)
+        task = bar.add_task("imitate", total=work(config.rounds), completed=work(done))
         for r in range(done, config.rounds):
             bar.update(task, description=f"round {r}: gathering")
             env = ProcgenVecEnv(config.env, seed=config.seed * 1000 + r)
@@ -312,9 +314,8 @@ def run(config: ImitationConfig, run_dir: Path | None, progress: bool) -> Path:
             parts.append(frames)
             bar.update(task, description=f"round {r}: learning")
             agent.train()
-            generator = torch.Generator().manual_seed(
-                config.seed * 1000 + r
-            )  # a resumed round shuffles alike
+            # seeded per round, so that a resumed round shuffles as the uninterrupted one did
+            generator = torch.Generator().manual_seed(config.seed * 1000 + r)
             learned = learn(
                 agent, heads, optimizer, Frames.cat(parts), config, runtime, generator,
                 on_batch=lambda k: bar.advance(task, k),
